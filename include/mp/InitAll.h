@@ -1,0 +1,15 @@
+//===- InitAll.h - register every MixPrec dialect and pass -------*- C++ -*-===//
+#ifndef MP_INITALL_H
+#define MP_INITALL_H
+
+#include "mlir/IR/DialectRegistry.h"
+
+namespace mp {
+/// The dialects MixPrec tools work with: mp and func.
+void registerAllDialects(mlir::DialectRegistry &registry);
+/// MixPrec's passes and pipelines, and MLIR's generic transforms
+/// (canonicalize, cse, ...).
+void registerAllPasses();
+} // namespace mp
+
+#endif // MP_INITALL_H

@@ -1,0 +1,156 @@
+//===- MPOps.cpp - ops of the mp dialect ---------------------------------===//
+#include "mp/Dialect/MP/MPDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mp;
+
+#define GET_OP_CLASSES
+#include "mp/Dialect/MP/MPOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// InitializerOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult InitializerOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult InitializerOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  if (!adaptor.getValue())
+    return failure();
+  inferredReturnTypes.push_back(adaptor.getValue().getType());
+  return success();
+}
+
+LogicalResult InitializerOp::verify() {
+  if (getName().empty())
+    return emitOpError("initializer must have a name");
+  if (!isa<RankedTensorType>(getValue().getType()))
+    return emitOpError("initializer value must be a ranked tensor");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// NoneOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult NoneOp::fold(FoldAdaptor) { return UnitAttr::get(getContext()); }
+
+//===----------------------------------------------------------------------===//
+// OnnxGenericOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult OnnxGenericOp::verify() {
+  if (getOpType().empty())
+    return emitOpError("op_type must not be empty");
+  if (getVersion() < 1)
+    return emitOpError("opset version must be positive, got ")
+           << getVersion();
+  size_t numNames = getRegionNames() ? getRegionNames()->size() : 0;
+  if (numNames != getSubgraphs().size())
+    return emitOpError("has ")
+           << getSubgraphs().size() << " subgraph regions but " << numNames
+           << " region names";
+  for (Region &region : getSubgraphs()) {
+    if (region.empty() || !isa<YieldOp>(region.front().getTerminator()))
+      return emitOpError("subgraph regions must end with mp.yield");
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SplitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SplitOp::verify() {
+  if (getOutputs().empty())
+    return emitOpError("must have at least one output");
+  auto inputType = dyn_cast<RankedTensorType>(getInput().getType());
+  if (!inputType)
+    return success();
+  int64_t rank = inputType.getRank();
+  int64_t axis = getAxis().value_or(0);
+  if (axis < -rank || axis >= rank)
+    return emitOpError("axis ") << axis << " is out of range for rank " << rank;
+  if (axis < 0)
+    axis += rank;
+  for (Value output : getOutputs()) {
+    auto outputType = dyn_cast<RankedTensorType>(output.getType());
+    if (!outputType)
+      continue;
+    if (outputType.getRank() != rank)
+      return emitOpError("outputs must have the input's rank ") << rank;
+    if (outputType.getElementType() != inputType.getElementType())
+      return emitOpError("outputs must have the input's element type");
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == axis)
+        continue;
+      int64_t in = inputType.getDimSize(d), out = outputType.getDimSize(d);
+      if (!ShapedType::isDynamic(in) && !ShapedType::isDynamic(out) &&
+          in != out)
+        return emitOpError("output dim ")
+               << d << " is " << out << " but the input's is " << in;
+    }
+  }
+  // With constant sizes, their count and sum must match.
+  ShapeContext ctx(getContext(), getLoc(), getOperation()->getOperands(), {},
+                   nullptr, kOnnxOpType);
+  if (auto sizes = ctx.getConstantInts(1)) {
+    if (sizes->size() != getOutputs().size())
+      return emitOpError("'split' gives ")
+             << sizes->size() << " sizes for " << getOutputs().size()
+             << " outputs";
+    int64_t total = 0;
+    for (int64_t s : *sizes) {
+      if (s < 0)
+        return emitOpError("'split' sizes must not be negative");
+      total += s;
+    }
+    int64_t dim = inputType.getDimSize(axis);
+    if (!ShapedType::isDynamic(dim) && total != dim)
+      return emitOpError("'split' sizes add up to ")
+             << total << " but the axis has " << dim << " elements";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) {
+  if (auto value = getValueAttr())
+    return value;
+  MLIRContext *ctx = getContext();
+  auto scalar = [](Type t) { return RankedTensorType::get({}, t); };
+  auto vector = [](int64_t n, Type t) { return RankedTensorType::get({n}, t); };
+  if (auto v = getValueFloatAttr())
+    return DenseElementsAttr::get(scalar(Float32Type::get(ctx)),
+                                  v.getValue());
+  if (auto v = getValueIntAttr())
+    return DenseElementsAttr::get(scalar(IntegerType::get(ctx, 64)),
+                                  v.getValue());
+  if (auto v = getValueFloatsAttr())
+    return DenseElementsAttr::get(vector(v.size(), Float32Type::get(ctx)),
+                                  v.asArrayRef());
+  if (auto v = getValueIntsAttr())
+    return DenseElementsAttr::get(vector(v.size(), IntegerType::get(ctx, 64)),
+                                  v.asArrayRef());
+  if (auto v = getValueStringAttr())
+    return DenseElementsAttr::get(scalar(StringType::get(ctx)),
+                                  {v.getValue()});
+  if (auto v = getValueStringsAttr()) {
+    SmallVector<StringRef> strings;
+    for (Attribute s : v)
+      strings.push_back(cast<StringAttr>(s).getValue());
+    return DenseElementsAttr::get(vector(strings.size(), StringType::get(ctx)),
+                                  strings);
+  }
+  return {};
+}

@@ -1,0 +1,1275 @@
+//===- ONNXImporter.cpp - ONNX models to the mp dialect ------------------===//
+//
+// The importer works in three steps:
+//  1. load: parse the protobuf or the textual syntax into an onnx::ModelProto;
+//  2. validate: opsets, names, definitions before uses, cycles, recursively
+//     through subgraphs, so that nothing malformed reaches ONNX shape
+//     inference or the builder; every problem is one diagnostic naming the
+//     node;
+//  3. build: one func.func per graph, one op per node in topological order.
+//
+// This file is compiled with exceptions (protobuf and ONNX may throw); every
+// exception is caught here and turned into a diagnostic.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Import/ONNXImporter.h"
+#include "mp/Dialect/MP/MPDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/defs/parser.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx-ml.pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace mlir;
+using namespace mp;
+
+namespace {
+
+constexpr int64_t kMaxKnownIRVersion = 8; // ONNX 1.12
+/// No tensor may claim more elements than this (2^40): such claims come
+/// from corrupt or hostile files and would overflow byte counts.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+/// Subgraph nesting deeper than this is rejected rather than recursed into.
+constexpr int kMaxGraphDepth = 64;
+
+bool isDefaultDomain(llvm::StringRef domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+std::string describeNode(const onnx::NodeProto &node) {
+  std::string s = node.op_type();
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    s = node.domain() + "::" + s;
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+/// Checks a (sub)graph and computes a topological order of its nodes.
+class GraphValidator {
+public:
+  GraphValidator(MLIRContext *ctx, const llvm::StringMap<int64_t> &opsets)
+      : ctx(ctx), opsets(opsets) {}
+
+  /// `outer` holds the names visible from enclosing graphs.
+  LogicalResult validate(const onnx::GraphProto &graph,
+                         const llvm::StringSet<> &outer, int depth,
+                         llvm::DenseMap<const onnx::GraphProto *,
+                                        std::vector<int>> &orders) {
+    if (depth > kMaxGraphDepth)
+      return emitError(UnknownLoc::get(ctx))
+             << "subgraphs are nested more than " << kMaxGraphDepth
+             << " levels deep";
+    llvm::StringSet<> defined = outer; // names usable in this graph
+    llvm::StringSet<> local;           // names defined in this graph
+    auto define = [&](const std::string &name, Location loc,
+                      llvm::StringRef what) -> LogicalResult {
+      if (name.empty())
+        return success();
+      if (!local.insert(name).second)
+        return emitError(loc) << "duplicate definition of value '" << name
+                              << "' (" << what << ")";
+      defined.insert(name);
+      return success();
+    };
+    llvm::StringSet<> initializerNames;
+    for (const onnx::TensorProto &init : graph.initializer()) {
+      if (init.name().empty())
+        return emitError(UnknownLoc::get(ctx))
+               << "graph '" << graph.name() << "' has an unnamed initializer";
+      if (!initializerNames.insert(init.name()).second)
+        return emitError(UnknownLoc::get(ctx))
+               << "duplicate initializer '" << init.name() << "'";
+      if (failed(define(init.name(), UnknownLoc::get(ctx), "initializer")))
+        return failure();
+    }
+    llvm::StringSet<> inputNames;
+    for (const onnx::ValueInfoProto &input : graph.input()) {
+      if (input.name().empty())
+        return emitError(UnknownLoc::get(ctx))
+               << "graph '" << graph.name() << "' has an unnamed input";
+      if (!inputNames.insert(input.name()).second)
+        return emitError(UnknownLoc::get(ctx))
+               << "duplicate graph input '" << input.name() << "'";
+      // An input may share its name with an initializer (its default value).
+      if (!initializerNames.count(input.name()) &&
+          failed(define(input.name(), UnknownLoc::get(ctx), "graph input")))
+        return failure();
+    }
+    // Which node produces each name.
+    llvm::StringMap<int> producer;
+    int numNodes = graph.node_size();
+    for (int i = 0; i < numNodes; ++i) {
+      const onnx::NodeProto &node = graph.node(i);
+      Location loc = nodeLoc(node);
+      if (node.op_type().empty())
+        return emitError(loc) << "node has no op_type";
+      if (failed(checkDomain(node, loc)))
+        return failure();
+      for (const std::string &out : node.output()) {
+        if (failed(define(out, loc, "output of node '" + node.name() + "'")))
+          return failure();
+        if (!out.empty())
+          producer[out] = i;
+      }
+    }
+    // Dependencies: direct inputs and names used inside subgraphs.
+    std::vector<llvm::SmallVector<int, 4>> users(numNodes);
+    std::vector<int> pending(numNodes, 0);
+    for (int i = 0; i < numNodes; ++i) {
+      const onnx::NodeProto &node = graph.node(i);
+      llvm::SetVector<llvm::StringRef> needed;
+      for (const std::string &in : node.input())
+        if (!in.empty())
+          needed.insert(in);
+      for (const onnx::AttributeProto &attr : node.attribute()) {
+        if (attr.type() == onnx::AttributeProto::GRAPH)
+          collectFreeNames(attr.g(), needed, 0);
+        else if (attr.type() == onnx::AttributeProto::GRAPHS)
+          for (const onnx::GraphProto &g : attr.graphs())
+            collectFreeNames(g, needed, 0);
+      }
+      for (llvm::StringRef name : needed) {
+        if (!defined.count(name))
+          return emitError(nodeLoc(node))
+                 << describeNode(node) << " node uses '" << name
+                 << "', which is not defined: no graph input, initializer or "
+                    "node output has this name";
+        auto it = producer.find(name);
+        if (it != producer.end()) {
+          if (it->second == i)
+            return emitError(nodeLoc(node))
+                   << describeNode(node) << " node uses its own output '"
+                   << name << "' (a cycle)";
+          users[it->second].push_back(i);
+          ++pending[i];
+        }
+      }
+    }
+    // Kahn's algorithm; keeps the file's order among ready nodes.
+    std::vector<int> order;
+    order.reserve(numNodes);
+    std::vector<int> ready;
+    for (int i = numNodes - 1; i >= 0; --i)
+      if (pending[i] == 0)
+        ready.push_back(i);
+    while (!ready.empty()) {
+      int i = ready.back();
+      ready.pop_back();
+      order.push_back(i);
+      llvm::SmallVector<int, 4> newlyReady;
+      for (int user : users[i])
+        if (--pending[user] == 0)
+          newlyReady.push_back(user);
+      llvm::sort(newlyReady, std::greater<int>());
+      ready.insert(ready.end(), newlyReady.begin(), newlyReady.end());
+      llvm::sort(ready, std::greater<int>());
+    }
+    if (static_cast<int>(order.size()) != numNodes) {
+      for (int i = 0; i < numNodes; ++i)
+        if (pending[i] != 0)
+          return emitError(nodeLoc(graph.node(i)))
+                 << "the graph has a cycle through " << describeNode(graph.node(i))
+                 << " node '" << graph.node(i).name() << "'";
+    }
+    for (const onnx::ValueInfoProto &output : graph.output())
+      if (!defined.count(output.name()))
+        return emitError(UnknownLoc::get(ctx))
+               << "graph output '" << output.name()
+               << "' is not produced by any node, input or initializer";
+    // Subgraphs.
+    for (const onnx::NodeProto &node : graph.node())
+      for (const onnx::AttributeProto &attr : node.attribute()) {
+        if (attr.type() == onnx::AttributeProto::GRAPH) {
+          if (failed(validate(attr.g(), defined, depth + 1, orders)))
+            return failure();
+        } else if (attr.type() == onnx::AttributeProto::GRAPHS) {
+          for (const onnx::GraphProto &g : attr.graphs())
+            if (failed(validate(g, defined, depth + 1, orders)))
+              return failure();
+        }
+      }
+    orders[&graph] = std::move(order);
+    return success();
+  }
+
+  Location nodeLoc(const onnx::NodeProto &node) {
+    return NameLoc::get(StringAttr::get(ctx, node.name()));
+  }
+
+private:
+  LogicalResult checkDomain(const onnx::NodeProto &node, Location loc) {
+    llvm::StringRef domain = node.domain();
+    auto it = opsets.find(isDefaultDomain(domain) ? "" : domain);
+    if (it == opsets.end())
+      return emitError(loc)
+             << describeNode(node) << " node uses domain '"
+             << (domain.empty() ? "ai.onnx" : domain)
+             << "', which the model does not import (add it to opset_import)";
+    return success();
+  }
+
+  /// Names a subgraph uses that it does not define itself.
+  void collectFreeNames(const onnx::GraphProto &graph,
+                        llvm::SetVector<llvm::StringRef> &names, int depth) {
+    if (depth > kMaxGraphDepth)
+      return;
+    llvm::StringSet<> local;
+    for (const auto &init : graph.initializer())
+      local.insert(init.name());
+    for (const auto &input : graph.input())
+      local.insert(input.name());
+    for (const auto &node : graph.node())
+      for (const auto &out : node.output())
+        local.insert(out);
+    auto use = [&](llvm::StringRef name) {
+      if (!name.empty() && !local.count(name))
+        names.insert(name);
+    };
+    for (const auto &node : graph.node()) {
+      for (const auto &in : node.input())
+        use(in);
+      for (const auto &attr : node.attribute()) {
+        llvm::SetVector<llvm::StringRef> inner;
+        if (attr.type() == onnx::AttributeProto::GRAPH)
+          collectFreeNames(attr.g(), inner, depth + 1);
+        for (const auto &g : attr.graphs())
+          collectFreeNames(g, inner, depth + 1);
+        for (llvm::StringRef name : inner)
+          use(name);
+      }
+    }
+    for (const auto &output : graph.output())
+      use(output.name());
+  }
+
+  MLIRContext *ctx;
+  const llvm::StringMap<int64_t> &opsets;
+};
+
+//===----------------------------------------------------------------------===//
+// Building
+//===----------------------------------------------------------------------===//
+
+class Importer {
+public:
+  Importer(MLIRContext *ctx, llvm::StringRef path,
+           const ONNXImportOptions &options)
+      : ctx(ctx), builder(ctx), path(path.str()), options(options),
+        dialect(ctx->getOrLoadDialect<MPDialect>()) {
+    ctx->getOrLoadDialect<func::FuncDialect>();
+    externalDir = options.externalDataDirectory;
+    if (externalDir.empty()) {
+      externalDir = llvm::sys::path::parent_path(path).str();
+      if (externalDir.empty())
+        externalDir = ".";
+    }
+  }
+
+  OwningOpRef<ModuleOp> importModel(onnx::ModelProto &model);
+
+private:
+  /// Values visible in a graph, chained to the enclosing graph's scope.
+  struct Scope {
+    llvm::StringMap<Value> values;
+    const Scope *parent = nullptr;
+    Value lookup(llvm::StringRef name) const {
+      for (const Scope *s = this; s; s = s->parent) {
+        auto it = s->values.find(name);
+        if (it != s->values.end())
+          return it->second;
+      }
+      return {};
+    }
+  };
+
+  LogicalResult readOpsets(const onnx::ModelProto &model);
+  LogicalResult importGraph(onnx::GraphProto &graph, Block *block,
+                            Scope &scope, SmallVectorImpl<Value> &outputs);
+  LogicalResult importNode(onnx::NodeProto &node, Block *block, Scope &scope);
+  FailureOr<Type> importType(const onnx::TypeProto &type, Location loc,
+                             llvm::StringRef what);
+  /// `blobName` names the resource blob if the tensor becomes one.
+  FailureOr<ElementsAttr> importTensor(onnx::TensorProto &tensor,
+                                       Location loc, llvm::StringRef what,
+                                       llvm::StringRef blobName);
+  FailureOr<Attribute> importAttribute(onnx::AttributeProto &attr,
+                                       Location loc);
+  FailureOr<AsmResourceBlob> loadExternalData(const onnx::TensorProto &tensor,
+                                              size_t byteSize, size_t align,
+                                              Location loc,
+                                              llvm::StringRef what);
+  Value getNone(Block *block);
+  Location nodeLoc(const onnx::NodeProto &node) {
+    return NameLoc::get(builder.getStringAttr(node.name()));
+  }
+  ArrayAttr dimParamsAttr(const onnx::TypeProto &type);
+
+  MLIRContext *ctx;
+  OpBuilder builder;
+  std::string path;
+  std::string externalDir;
+  const ONNXImportOptions &options;
+  MPDialect *dialect;
+  llvm::StringMap<int64_t> opsets;
+  llvm::DenseMap<const onnx::GraphProto *, std::vector<int>> orders;
+  /// Types of intermediate values from value_info and graph outputs.
+  llvm::StringMap<const onnx::TypeProto *> declaredTypes;
+  llvm::DenseMap<Block *, Value> noneValues;
+};
+
+LogicalResult Importer::readOpsets(const onnx::ModelProto &model) {
+  const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
+                           .Map();
+  for (const onnx::OperatorSetIdProto &opset : model.opset_import()) {
+    std::string domain = isDefaultDomain(opset.domain()) ? "" : opset.domain();
+    int64_t version = opset.version();
+    llvm::StringRef shown = domain.empty() ? "ai.onnx" : domain;
+    if (version < 1)
+      return emitError(UnknownLoc::get(ctx))
+             << "opset_import gives version " << version << " for domain '"
+             << shown << "'; versions start at 1";
+    auto range = ranges.find(domain);
+    if (range != ranges.end() && version > range->second.second)
+      return emitError(UnknownLoc::get(ctx))
+             << "unsupported opset: the model uses " << shown << " opset "
+             << version << ", this build supports up to "
+             << range->second.second << " (ONNX 1.12)";
+    if (!opsets.try_emplace(domain, version).second)
+      return emitError(UnknownLoc::get(ctx))
+             << "opset_import lists domain '" << shown << "' twice";
+  }
+  if (model.opset_import_size() == 0 && model.ir_version() < 3)
+    opsets[""] = 1; // IR version < 3 models predate opset_import
+  return success();
+}
+
+Value Importer::getNone(Block *block) {
+  Value &none = noneValues[block];
+  if (!none) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(block);
+    none = NoneOp::create(builder, builder.getUnknownLoc());
+  }
+  return none;
+}
+
+ArrayAttr Importer::dimParamsAttr(const onnx::TypeProto &type) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape())
+    return {};
+  bool any = false;
+  SmallVector<Attribute> params;
+  for (const auto &dim : type.tensor_type().shape().dim()) {
+    any |= dim.has_dim_param();
+    params.push_back(builder.getStringAttr(dim.has_dim_param() ? dim.dim_param()
+                                                               : ""));
+  }
+  return any ? builder.getArrayAttr(params) : ArrayAttr();
+}
+
+FailureOr<Type> Importer::importType(const onnx::TypeProto &type, Location loc,
+                                     llvm::StringRef what) {
+  switch (type.value_case()) {
+  case onnx::TypeProto::kTensorType: {
+    const auto &tensor = type.tensor_type();
+    if (!tensor.has_elem_type() || tensor.elem_type() == 0)
+      return UnknownType::get(ctx);
+    Type element = getTypeForOnnxDataType(ctx, tensor.elem_type());
+    if (!element)
+      return emitError(loc) << what << " has unsupported element type "
+                            << tensor.elem_type();
+    if (!tensor.has_shape())
+      return Type(UnrankedTensorType::get(element));
+    SmallVector<int64_t> dims;
+    for (const auto &dim : tensor.shape().dim()) {
+      if (dim.has_dim_value()) {
+        if (dim.dim_value() < 0 || dim.dim_value() > kMaxElements)
+          return emitError(loc) << what << " has invalid dim "
+                                << dim.dim_value();
+        dims.push_back(dim.dim_value());
+      } else {
+        dims.push_back(ShapedType::kDynamic);
+      }
+    }
+    return Type(RankedTensorType::get(dims, element));
+  }
+  case onnx::TypeProto::kSequenceType: {
+    if (!type.sequence_type().has_elem_type())
+      return Type(SequenceType::get(ctx, UnknownType::get(ctx)));
+    auto inner = importType(type.sequence_type().elem_type(), loc, what);
+    if (failed(inner))
+      return failure();
+    return Type(SequenceType::get(ctx, *inner));
+  }
+  case onnx::TypeProto::kOptionalType: {
+    if (!type.optional_type().has_elem_type())
+      return Type(OptionalType::get(ctx, UnknownType::get(ctx)));
+    auto inner = importType(type.optional_type().elem_type(), loc, what);
+    if (failed(inner))
+      return failure();
+    return Type(OptionalType::get(ctx, *inner));
+  }
+  case onnx::TypeProto::VALUE_NOT_SET:
+    return Type(UnknownType::get(ctx));
+  default:
+    return emitError(loc) << what
+                          << " has an unsupported type (map or sparse tensor)";
+  }
+}
+
+/// Bytes per element of a fixed-size ONNX data type, 0 for others.
+size_t elementByteSize(int dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32: return 4;
+  case onnx::TensorProto::UINT8: case onnx::TensorProto::INT8:
+  case onnx::TensorProto::BOOL: return 1;
+  case onnx::TensorProto::UINT16: case onnx::TensorProto::INT16:
+  case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16: return 2;
+  case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::DOUBLE: case onnx::TensorProto::COMPLEX64: return 8;
+  case onnx::TensorProto::COMPLEX128: return 16;
+  default: return (dataType >= 17 && dataType <= 20) ? 1 : 0; // float8
+  }
+}
+
+FailureOr<AsmResourceBlob>
+Importer::loadExternalData(const onnx::TensorProto &tensor, size_t byteSize,
+                           size_t align, Location loc, llvm::StringRef what) {
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const auto &entry : tensor.external_data()) {
+    llvm::StringRef value = entry.value();
+    if (entry.key() == "location") {
+      location = entry.value();
+    } else if (entry.key() == "offset" || entry.key() == "length") {
+      uint64_t v;
+      if (value.getAsInteger(10, v))
+        return emitError(loc) << what << ": external data " << entry.key()
+                              << " '" << value << "' is not a number";
+      if (entry.key() == "offset")
+        offset = v;
+      else
+        length = v;
+    }
+  }
+  if (location.empty())
+    return emitError(loc) << what << ": external data has no 'location'";
+  if (llvm::sys::path::is_absolute(location) ||
+      llvm::any_of(llvm::make_range(llvm::sys::path::begin(location),
+                                    llvm::sys::path::end(location)),
+                   [](llvm::StringRef c) { return c == ".."; }))
+    return emitError(loc) << what << ": external data location '" << location
+                          << "' must be a relative path inside the model's "
+                             "directory";
+  llvm::SmallString<256> file(externalDir);
+  llvm::sys::path::append(file, location);
+  uint64_t fileSize;
+  if (llvm::sys::fs::file_size(file, fileSize))
+    return emitError(loc) << what << ": missing external data file '" << file
+                          << "'";
+  if (length && *length != byteSize)
+    return emitError(loc) << what << ": external data length " << *length
+                          << " does not match the " << byteSize
+                          << " bytes its type and shape need";
+  if (offset > fileSize || byteSize > fileSize - offset)
+    return emitError(loc) << what << ": external data file '" << file
+                          << "' has " << fileSize << " bytes, too few for "
+                          << byteSize << " bytes at offset " << offset;
+  auto buffer = llvm::MemoryBuffer::getFileSlice(file, byteSize, offset);
+  if (!buffer)
+    return emitError(loc) << what << ": cannot read external data file '"
+                          << file << "': " << buffer.getError().message();
+  ArrayRef<char> data((*buffer)->getBufferStart(), byteSize);
+  if (!llvm::isAddrAligned(llvm::Align(align), data.data()))
+    return HeapAsmResourceBlob::allocateAndCopyWithAlign(data, align);
+  // The blob keeps the (usually memory-mapped) buffer alive.
+  std::shared_ptr<llvm::MemoryBuffer> owner(std::move(*buffer));
+  return AsmResourceBlob(
+      data, align, [owner](void *, size_t, size_t) mutable { owner.reset(); },
+      /*dataIsMutable=*/false);
+}
+
+FailureOr<ElementsAttr> Importer::importTensor(onnx::TensorProto &tensor,
+                                               Location loc,
+                                               llvm::StringRef what,
+                                               llvm::StringRef blobKey) {
+  int dataType = tensor.data_type();
+  Type element = getTypeForOnnxDataType(ctx, dataType);
+  if (!element)
+    return emitError(loc) << what << " has unsupported data type " << dataType;
+  if (tensor.has_segment())
+    return emitError(loc) << what << " is segmented, which is not supported";
+  SmallVector<int64_t> dims;
+  int64_t count = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0)
+      return emitError(loc) << what << " has negative dim " << d;
+    if (d != 0 && count > kMaxElements / d)
+      return emitError(loc) << what << " claims more than 2^40 elements";
+    count *= d;
+    dims.push_back(d);
+  }
+  auto type = RankedTensorType::get(dims, element);
+  bool external = tensor.data_location() == onnx::TensorProto::EXTERNAL;
+
+  if (dataType == onnx::TensorProto::STRING) {
+    if (tensor.string_data_size() != count)
+      return emitError(loc) << what << " has " << tensor.string_data_size()
+                            << " strings for " << count << " elements";
+    SmallVector<llvm::StringRef> strings(tensor.string_data().begin(),
+                                         tensor.string_data().end());
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, strings));
+  }
+  size_t eltSize = elementByteSize(dataType);
+  size_t byteSize = static_cast<size_t>(count) * eltSize;
+  size_t align = std::min<size_t>(eltSize, 8);
+  std::string blobName = blobKey.str();
+
+  // External data is referenced, not copied.
+  if (external) {
+    auto blob = loadExternalData(tensor, byteSize, align, loc, what);
+    if (failed(blob))
+      return failure();
+    return cast<ElementsAttr>(
+        DenseResourceElementsAttr::get(type, blobName, std::move(*blob)));
+  }
+
+  // Gather the little-endian bytes of the tensor.
+  std::string bytes;
+  auto countMismatch = [&](int64_t have, int64_t need) {
+    return emitError(loc) << what << " has " << have << " values for "
+                          << need << " elements of its shape";
+  };
+  if (tensor.has_raw_data()) {
+    if (tensor.raw_data().size() != byteSize)
+      return emitError(loc) << what << " has " << tensor.raw_data().size()
+                            << " bytes of data, its shape and type need "
+                            << byteSize;
+    if (dataType == onnx::TensorProto::BOOL) {
+      SmallVector<bool> values;
+      for (char c : tensor.raw_data())
+        values.push_back(c != 0);
+      return cast<ElementsAttr>(DenseElementsAttr::get(type, values));
+    }
+    if (byteSize > options.inlineTensorLimit) {
+      // Take the string over from protobuf: no copy of large weights.
+      std::unique_ptr<std::string> owned(tensor.release_raw_data());
+      ArrayRef<char> data(owned->data(), owned->size());
+      if (llvm::isAddrAligned(llvm::Align(align), data.data())) {
+        std::string *raw = owned.release();
+        AsmResourceBlob blob(
+            data, align, [raw](void *, size_t, size_t) { delete raw; },
+            /*dataIsMutable=*/false);
+        return cast<ElementsAttr>(
+            DenseResourceElementsAttr::get(type, blobName, std::move(blob)));
+      }
+      return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+          type, blobName,
+          HeapAsmResourceBlob::allocateAndCopyWithAlign(data, align)));
+    }
+    bytes = tensor.raw_data();
+  } else {
+    auto append = [&](const void *p, size_t n) {
+      bytes.append(static_cast<const char *>(p), n);
+    };
+    switch (dataType) {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::COMPLEX64: {
+      int64_t need = count * (dataType == onnx::TensorProto::COMPLEX64 ? 2 : 1);
+      if (tensor.float_data_size() != need)
+        return countMismatch(tensor.float_data_size(), need);
+      append(tensor.float_data().data(), need * 4);
+      break;
+    }
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::COMPLEX128: {
+      int64_t need = count * (dataType == onnx::TensorProto::COMPLEX128 ? 2 : 1);
+      if (tensor.double_data_size() != need)
+        return countMismatch(tensor.double_data_size(), need);
+      append(tensor.double_data().data(), need * 8);
+      break;
+    }
+    case onnx::TensorProto::INT64:
+      if (tensor.int64_data_size() != count)
+        return countMismatch(tensor.int64_data_size(), count);
+      append(tensor.int64_data().data(), count * 8);
+      break;
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64:
+      if (tensor.uint64_data_size() != count)
+        return countMismatch(tensor.uint64_data_size(), count);
+      for (uint64_t v : tensor.uint64_data()) {
+        if (dataType == onnx::TensorProto::UINT32) {
+          uint32_t narrow = static_cast<uint32_t>(v);
+          append(&narrow, 4);
+        } else {
+          append(&v, 8);
+        }
+      }
+      break;
+    case onnx::TensorProto::BOOL: {
+      if (tensor.int32_data_size() != count)
+        return countMismatch(tensor.int32_data_size(), count);
+      SmallVector<bool> values;
+      for (int32_t v : tensor.int32_data())
+        values.push_back(v != 0);
+      return cast<ElementsAttr>(DenseElementsAttr::get(type, values));
+    }
+    default: // int32_data holds INT32 and every narrower type, one per value
+      if (tensor.int32_data_size() != count)
+        return countMismatch(tensor.int32_data_size(), count);
+      for (int32_t v : tensor.int32_data())
+        append(&v, eltSize); // little-endian: the low bytes
+      break;
+    }
+  }
+  if (bytes.size() > options.inlineTensorLimit)
+    return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+        type, blobName,
+        HeapAsmResourceBlob::allocateAndCopyWithAlign(
+            ArrayRef<char>(bytes.data(), bytes.size()), align)));
+  bool isSplat = false;
+  if (!DenseElementsAttr::isValidRawBuffer(
+          type, ArrayRef<char>(bytes.data(), bytes.size()), isSplat))
+    return emitError(loc) << what << " has data of the wrong size";
+  return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
+      type, ArrayRef<char>(bytes.data(), bytes.size())));
+}
+
+FailureOr<Attribute> Importer::importAttribute(onnx::AttributeProto &attr,
+                                               Location loc) {
+  std::string what = "attribute '" + attr.name() + "'";
+  switch (attr.type()) {
+  case onnx::AttributeProto::INT:
+    return Attribute(builder.getI64IntegerAttr(attr.i()));
+  case onnx::AttributeProto::FLOAT:
+    return Attribute(builder.getF32FloatAttr(attr.f()));
+  case onnx::AttributeProto::STRING:
+    return Attribute(builder.getStringAttr(attr.s()));
+  case onnx::AttributeProto::INTS:
+    return Attribute(builder.getDenseI64ArrayAttr(
+        SmallVector<int64_t>(attr.ints().begin(), attr.ints().end())));
+  case onnx::AttributeProto::FLOATS:
+    return Attribute(builder.getDenseF32ArrayAttr(
+        SmallVector<float>(attr.floats().begin(), attr.floats().end())));
+  case onnx::AttributeProto::STRINGS: {
+    SmallVector<Attribute> strings;
+    for (const std::string &s : attr.strings())
+      strings.push_back(builder.getStringAttr(s));
+    return Attribute(builder.getArrayAttr(strings));
+  }
+  case onnx::AttributeProto::TENSOR: {
+    auto tensor = importTensor(*attr.mutable_t(), loc, what, attr.name());
+    if (failed(tensor))
+      return failure();
+    return Attribute(*tensor);
+  }
+  case onnx::AttributeProto::TENSORS: {
+    SmallVector<Attribute> tensors;
+    for (onnx::TensorProto &t : *attr.mutable_tensors()) {
+      auto tensor = importTensor(t, loc, what, attr.name());
+      if (failed(tensor))
+        return failure();
+      tensors.push_back(*tensor);
+    }
+    return Attribute(builder.getArrayAttr(tensors));
+  }
+  case onnx::AttributeProto::TYPE_PROTO: {
+    auto type = importType(attr.tp(), loc, what);
+    if (failed(type))
+      return failure();
+    return Attribute(TypeAttr::get(*type));
+  }
+  default:
+    return emitError(loc) << what << " has unsupported attribute type "
+                          << onnx::AttributeProto::AttributeType_Name(
+                                 attr.type());
+  }
+}
+
+LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
+                                   Scope &scope) {
+  Location loc = nodeLoc(node);
+  llvm::StringRef domain = isDefaultDomain(node.domain()) ? "" : node.domain();
+  int64_t version = opsets.lookup(domain);
+
+  // Pick a typed op when the schema version and attributes fit it.
+  std::optional<OnnxOpInfo> typed;
+  if (domain.empty()) {
+    const onnx::OpSchema *schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), version, "");
+    if (!schema)
+      emitWarning(loc) << "'" << node.op_type()
+                       << "' is not an ONNX operator at opset " << version
+                       << "; it is kept as a generic op";
+    auto info = dialect->getOnnxOpTable().find(node.op_type());
+    if (schema && options.typedOps &&
+        info != dialect->getOnnxOpTable().end() &&
+        schema->SinceVersion() >= info->second.sinceVersion) {
+      typed = info->second;
+      ArrayRef<StringAttr> known = typed->opName.getAttributeNames();
+      for (const auto &attr : node.attribute())
+        if (!llvm::is_contained(known, builder.getStringAttr(attr.name())))
+          typed.reset();
+      if (typed && ((typed->numInputs >= 0 &&
+                     node.input_size() > typed->numInputs) ||
+                    (typed->numOutputs >= 0 &&
+                     node.output_size() > typed->numOutputs)))
+        typed.reset();
+    }
+  }
+
+  OperationState state(loc, typed ? typed->opName.getStringRef()
+                                   : OnnxGenericOp::getOperationName());
+  for (const std::string &input : node.input())
+    state.operands.push_back(input.empty() ? getNone(block)
+                                           : scope.lookup(input));
+  if (typed)
+    while (typed->numInputs >= 0 &&
+           static_cast<int>(state.operands.size()) < typed->numInputs)
+      state.operands.push_back(getNone(block));
+
+  int numResults = node.output_size();
+  if (typed && typed->numOutputs >= 0)
+    numResults = typed->numOutputs;
+
+  // Attributes; GRAPH attributes become regions of the generic op.
+  SmallVector<NamedAttribute> onnxAttrs;
+  SmallVector<onnx::GraphProto *> subgraphs;
+  SmallVector<Attribute> regionNames;
+  for (onnx::AttributeProto &attr : *node.mutable_attribute()) {
+    if (attr.type() == onnx::AttributeProto::GRAPH) {
+      subgraphs.push_back(attr.mutable_g());
+      regionNames.push_back(builder.getStringAttr(attr.name()));
+      continue;
+    }
+    if (attr.type() == onnx::AttributeProto::GRAPHS)
+      return emitError(loc) << describeNode(node) << " node: attribute '"
+                            << attr.name()
+                            << "' is a list of graphs, which is not supported";
+    auto value = importAttribute(attr, loc);
+    if (failed(value))
+      return failure();
+    onnxAttrs.push_back(builder.getNamedAttr(attr.name(), *value));
+  }
+  if (typed) {
+    state.addAttributes(onnxAttrs);
+  } else {
+    state.addAttribute("domain", builder.getStringAttr(node.domain()));
+    state.addAttribute("op_type", builder.getStringAttr(node.op_type()));
+    state.addAttribute("version", builder.getI64IntegerAttr(version));
+    if (!onnxAttrs.empty())
+      state.addAttribute("onnx_attrs", builder.getDictionaryAttr(onnxAttrs));
+    if (!regionNames.empty())
+      state.addAttribute("region_names", builder.getArrayAttr(regionNames));
+    for (size_t i = 0; i < subgraphs.size(); ++i)
+      state.addRegion();
+  }
+
+  SmallVector<Attribute> outputNames;
+  for (int i = 0; i < numResults; ++i)
+    outputNames.push_back(builder.getStringAttr(
+        i < node.output_size() ? node.output(i) : std::string()));
+  state.addAttribute(MPDialect::kOutputNamesAttr,
+                     builder.getArrayAttr(outputNames));
+  if (!node.doc_string().empty())
+    state.addAttribute(MPDialect::kDocStringAttr,
+                       builder.getStringAttr(node.doc_string()));
+
+  // Declared types (value_info / shape inference), refined below.
+  for (int i = 0; i < numResults; ++i) {
+    Type type = UnknownType::get(ctx);
+    if (i < node.output_size() && !node.output(i).empty())
+      if (const onnx::TypeProto *declared =
+              declaredTypes.lookup(node.output(i))) {
+        auto imported =
+            importType(*declared, loc, "output '" + node.output(i) + "'");
+        if (failed(imported))
+          return failure();
+        type = *imported;
+      }
+    state.types.push_back(type);
+  }
+
+  Operation *op = builder.create(state);
+
+  // Subgraphs.
+  for (auto [region, graph] : llvm::zip(op->getRegions(), subgraphs)) {
+    Block *body = new Block();
+    region.push_back(body);
+    Scope inner;
+    inner.parent = &scope;
+    SmallVector<Value> outputs;
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(body);
+    if (failed(importGraph(*graph, body, inner, outputs)))
+      return failure();
+    SmallVector<Attribute> inputNames, outNames;
+    for (const auto &in : graph->input())
+      inputNames.push_back(builder.getStringAttr(in.name()));
+    for (const auto &out : graph->output())
+      outNames.push_back(builder.getStringAttr(out.name()));
+    builder.setInsertionPointToEnd(body);
+    YieldOp::create(builder, loc, outputs, builder.getStringAttr(graph->name()),
+                    builder.getArrayAttr(inputNames),
+                    builder.getArrayAttr(outNames));
+  }
+
+  // Refine result types with the op's own inference.
+  if (auto inferrable = dyn_cast<InferTypeOpInterface>(op)) {
+    SmallVector<Type> inferred;
+    if (failed(inferrable.inferReturnTypes(
+            ctx, loc, op->getOperands(), op->getRawDictionaryAttrs(),
+            op->getPropertiesStorage(), op->getRegions(), inferred)))
+      return failure();
+    for (auto [result, type] : llvm::zip(op->getResults(), inferred)) {
+      Type declared = result.getType();
+      if (!isCompatibleType(type, declared)) {
+        emitWarning(loc) << describeNode(node) << " node: ONNX shape inference "
+                         << "gives " << declared << " but the operator's "
+                         << "semantics give " << type << "; using the latter";
+        result.setType(type);
+      } else {
+        result.setType(refineType(declared, type));
+      }
+    }
+  }
+  if (failed(verify(op, /*verifyRecursively=*/false)))
+    return failure();
+
+  for (auto [i, name] : llvm::enumerate(node.output()))
+    if (!name.empty())
+      scope.values[name] = op->getResult(i);
+  return success();
+}
+
+LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
+                                    Scope &scope,
+                                    SmallVectorImpl<Value> &outputs) {
+  for (const auto &info : graph.value_info())
+    if (info.has_type())
+      declaredTypes[info.name()] = &info.type();
+  for (const auto &info : graph.output())
+    if (info.has_type() && !declaredTypes.count(info.name()))
+      declaredTypes[info.name()] = &info.type();
+
+  llvm::StringMap<int> inputIndex;
+  for (auto [i, input] : llvm::enumerate(graph.input()))
+    inputIndex[input.name()] = i;
+
+  // Block arguments for inputs that are not initializers.
+  llvm::StringSet<> initializerNames;
+  for (const auto &init : graph.initializer())
+    initializerNames.insert(init.name());
+  for (const auto &input : graph.input()) {
+    if (initializerNames.count(input.name()))
+      continue;
+    Location loc = NameLoc::get(builder.getStringAttr(input.name()));
+    auto type = importType(input.type(), loc, "graph input '" + input.name() + "'");
+    if (failed(type))
+      return failure();
+    // The main graph's arguments are created with the function.
+    if (!isa<func::FuncOp>(block->getParentOp()))
+      block->addArgument(*type, loc);
+  }
+  unsigned argIndex = 0;
+  for (const auto &input : graph.input())
+    if (!initializerNames.count(input.name()))
+      scope.values[input.name()] = block->getArgument(argIndex++);
+
+  for (onnx::TensorProto &init : *graph.mutable_initializer()) {
+    Location loc = NameLoc::get(builder.getStringAttr(init.name()));
+    std::string name = init.name();
+    std::string doc = init.doc_string();
+    auto value = importTensor(init, loc, "initializer '" + name + "'", name);
+    if (failed(value))
+      return failure();
+    IntegerAttr index;
+    auto it = inputIndex.find(name);
+    if (it != inputIndex.end()) {
+      index = builder.getI64IntegerAttr(it->second);
+      // A declared input type must agree with the initializer's.
+      const auto &input = graph.input(it->second);
+      auto declared = importType(input.type(), loc, "graph input '" + name + "'");
+      if (failed(declared))
+        return failure();
+      if (!isCompatibleType(*declared, value->getType()))
+        return emitError(loc) << "initializer '" << name << "' has type "
+                              << value->getType()
+                              << " but the graph input of that name is "
+                              << *declared;
+    }
+    auto op = InitializerOp::create(
+        builder, loc, builder.getStringAttr(name), *value, index,
+        doc.empty() ? StringAttr() : builder.getStringAttr(doc));
+    scope.values[name] = op.getResult();
+  }
+
+  for (int nodeIndex : orders[&graph])
+    if (failed(importNode(*graph.mutable_node(nodeIndex), block, scope)))
+      return failure();
+
+  for (const auto &output : graph.output())
+    outputs.push_back(scope.lookup(output.name()));
+  return success();
+}
+
+OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
+  Location fileLoc = UnknownLoc::get(ctx);
+  if (!model.has_graph()) {
+    emitError(fileLoc) << "not an ONNX model: it has no graph";
+    return {};
+  }
+  if (model.ir_version() < 1) {
+    emitError(fileLoc) << "not an ONNX model: it has no IR version";
+    return {};
+  }
+  if (model.ir_version() > kMaxKnownIRVersion)
+    emitWarning(fileLoc) << "the model has IR version " << model.ir_version()
+                         << "; this build knows up to " << kMaxKnownIRVersion;
+  if (failed(readOpsets(model)))
+    return {};
+  if (model.graph().sparse_initializer_size() > 0) {
+    emitError(fileLoc) << "sparse initializers are not supported";
+    return {};
+  }
+
+  GraphValidator validator(ctx, opsets);
+  if (failed(validator.validate(model.graph(), {}, 0, orders)))
+    return {};
+
+  if (options.shapeInference) {
+    try {
+      onnx::ShapeInferenceOptions shapeOptions(/*check_type=*/false,
+                                               /*error_mode=*/0,
+                                               /*data_prop=*/false);
+      onnx::shape_inference::InferShapes(
+          model, onnx::OpSchemaRegistry::Instance(), shapeOptions);
+    } catch (const std::exception &e) {
+      // Types then come from the model and the ops' own inference.
+      emitWarning(fileLoc) << "ONNX shape inference failed: " << e.what();
+    }
+  }
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  ModuleOp m = *module;
+  auto setString = [&](llvm::StringRef name, const std::string &value) {
+    if (!value.empty())
+      m->setAttr(name, builder.getStringAttr(value));
+  };
+  m->setAttr("mp.ir_version", builder.getI64IntegerAttr(model.ir_version()));
+  SmallVector<NamedAttribute> opsetAttrs;
+  for (const auto &opset : model.opset_import())
+    opsetAttrs.push_back(builder.getNamedAttr(
+        opset.domain().empty() ? "ai.onnx" : opset.domain(),
+        builder.getI64IntegerAttr(opset.version())));
+  m->setAttr("mp.opset_import", builder.getDictionaryAttr(opsetAttrs));
+  setString("mp.producer_name", model.producer_name());
+  setString("mp.producer_version", model.producer_version());
+  setString("mp.domain", model.domain());
+  if (model.model_version() != 0)
+    m->setAttr("mp.model_version",
+               builder.getI64IntegerAttr(model.model_version()));
+  setString("mp.doc_string", model.doc_string());
+  if (model.metadata_props_size() > 0) {
+    SmallVector<NamedAttribute> props;
+    for (const auto &p : model.metadata_props())
+      if (!p.key().empty())
+        props.push_back(builder.getNamedAttr(p.key(),
+                                             builder.getStringAttr(p.value())));
+    m->setAttr("mp.metadata_props", builder.getDictionaryAttr(props));
+  }
+  // Parts of the model the IR does not represent are kept verbatim.
+  if (model.functions_size() > 0 || model.training_info_size() > 0) {
+    onnx::ModelProto extra;
+    *extra.mutable_functions() = model.functions();
+    *extra.mutable_training_info() = model.training_info();
+    m->setAttr("mp.onnx_extra",
+               builder.getStringAttr(extra.SerializeAsString()));
+  }
+
+  onnx::GraphProto &graph = *model.mutable_graph();
+  builder.setInsertionPointToEnd(m.getBody());
+
+  // The function's signature: non-initializer inputs, then outputs.
+  llvm::StringSet<> initializerNames;
+  for (const auto &init : graph.initializer())
+    initializerNames.insert(init.name());
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  SmallVector<std::string> argNames;
+  for (const auto &input : graph.input()) {
+    if (initializerNames.count(input.name()))
+      continue;
+    Location loc = NameLoc::get(builder.getStringAttr(input.name()));
+    auto type = importType(input.type(), loc, "graph input '" + input.name() + "'");
+    if (failed(type))
+      return {};
+    argTypes.push_back(*type);
+    argNames.push_back(input.name());
+    SmallVector<NamedAttribute> attrs{builder.getNamedAttr(
+        MPDialect::kArgNameAttr, builder.getStringAttr(input.name()))};
+    if (ArrayAttr params = dimParamsAttr(input.type()))
+      attrs.push_back(builder.getNamedAttr("mp.dim_params", params));
+    if (!input.doc_string().empty())
+      attrs.push_back(builder.getNamedAttr(
+          MPDialect::kDocStringAttr, builder.getStringAttr(input.doc_string())));
+    argAttrs.push_back(builder.getDictionaryAttr(attrs));
+  }
+  std::string funcName = graph.name().empty() ? "main_graph" : graph.name();
+  auto func = func::FuncOp::create(builder, fileLoc, funcName,
+                                   builder.getFunctionType(argTypes, {}));
+  if (graph.name().empty())
+    func->setAttr("mp.unnamed_graph", builder.getUnitAttr());
+  if (!graph.doc_string().empty())
+    func->setAttr(MPDialect::kDocStringAttr,
+                  builder.getStringAttr(graph.doc_string()));
+  func.setAllArgAttrs(argAttrs);
+  Block *entry = func.addEntryBlock();
+  for (auto [arg, name] : llvm::zip(entry->getArguments(), argNames))
+    arg.setLoc(NameLoc::get(builder.getStringAttr(name)));
+  builder.setInsertionPointToStart(entry);
+
+  Scope scope;
+  SmallVector<Value> outputs;
+  if (failed(importGraph(graph, entry, scope, outputs)))
+    return {};
+  builder.setInsertionPointToEnd(entry);
+  func::ReturnOp::create(builder, fileLoc, outputs);
+
+  SmallVector<Type> resultTypes;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (auto [value, output] : llvm::zip(outputs, graph.output())) {
+    resultTypes.push_back(value.getType());
+    SmallVector<NamedAttribute> attrs{builder.getNamedAttr(
+        MPDialect::kArgNameAttr, builder.getStringAttr(output.name()))};
+    if (ArrayAttr params = dimParamsAttr(output.type()))
+      attrs.push_back(builder.getNamedAttr("mp.dim_params", params));
+    if (!output.doc_string().empty())
+      attrs.push_back(builder.getNamedAttr(
+          MPDialect::kDocStringAttr, builder.getStringAttr(output.doc_string())));
+    resultAttrs.push_back(builder.getDictionaryAttr(attrs));
+  }
+  func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+  func.setAllResultAttrs(resultAttrs);
+
+  if (failed(verify(m)))
+    return {};
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// Loading
+//===----------------------------------------------------------------------===//
+
+bool loadBinary(llvm::StringRef path, llvm::StringRef contents, bool fromFile,
+                onnx::ModelProto &model, MLIRContext *ctx) {
+  Location loc = UnknownLoc::get(ctx);
+  bool parsed = false;
+  if (fromFile) {
+    int fd = ::open(path.str().c_str(), O_RDONLY);
+    if (fd < 0) {
+      emitError(loc) << "cannot open '" << path << "': " << strerror(errno);
+      return false;
+    }
+    auto closeFd = llvm::make_scope_exit([&] { ::close(fd); });
+    struct stat st;
+    if (::fstat(fd, &st) == 0 && st.st_size == 0) {
+      emitError(loc) << "not an ONNX model: the file is empty";
+      return false;
+    }
+    // Streaming parse: the file is never held in memory next to the model.
+    google::protobuf::io::FileInputStream input(fd);
+    google::protobuf::io::CodedInputStream coded(&input);
+    coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    parsed = model.ParseFromCodedStream(&coded) &&
+             coded.ConsumedEntireMessage();
+  } else {
+    if (contents.empty()) {
+      emitError(loc) << "not an ONNX model: the input is empty";
+      return false;
+    }
+    parsed = model.ParseFromArray(contents.data(), contents.size());
+  }
+  if (!parsed) {
+    emitError(loc) << "not a valid ONNX model: the protobuf data is truncated "
+                      "or corrupt";
+    return false;
+  }
+  return true;
+}
+
+bool loadText(llvm::StringRef contents, onnx::ModelProto &model,
+              MLIRContext *ctx) {
+  std::string text = contents.str();
+  onnx::OnnxParser parser(text.c_str());
+  onnx::Common::Status status = parser.Parse(model);
+  if (!status.IsOK()) {
+    std::string message = status.ErrorMessage();
+    emitError(UnknownLoc::get(ctx))
+        << "cannot parse ONNX text: " << llvm::StringRef(message).trim();
+    return false;
+  }
+  return true;
+}
+
+OwningOpRef<ModuleOp> importImpl(llvm::StringRef path, llvm::StringRef contents,
+                                 bool fromFile, MLIRContext *ctx,
+                                 const ONNXImportOptions &options) {
+  try {
+    ONNXFormat format = options.format;
+    std::unique_ptr<llvm::MemoryBuffer> textBuffer;
+    if (format == ONNXFormat::Auto) {
+      llvm::StringRef head = contents;
+      std::unique_ptr<llvm::MemoryBuffer> headBuffer;
+      if (fromFile) {
+        auto buffer = llvm::MemoryBuffer::getFileSlice(path, 512, 0);
+        if (buffer)
+          headBuffer = std::move(*buffer);
+        else if (auto whole = llvm::MemoryBuffer::getFile(path))
+          headBuffer = std::move(*whole);
+        if (headBuffer)
+          head = headBuffer->getBuffer();
+      }
+      format = detectONNXFormat(path, head);
+    }
+    onnx::ModelProto model;
+    if (format == ONNXFormat::Text) {
+      if (fromFile) {
+        auto buffer = llvm::MemoryBuffer::getFile(path);
+        if (!buffer) {
+          emitError(UnknownLoc::get(ctx)) << "cannot read '" << path
+                                          << "': " << buffer.getError().message();
+          return {};
+        }
+        textBuffer = std::move(*buffer);
+        contents = textBuffer->getBuffer();
+      }
+      if (!loadText(contents, model, ctx))
+        return {};
+    } else if (!loadBinary(path, contents, fromFile, model, ctx)) {
+      return {};
+    }
+    Importer importer(ctx, path, options);
+    return importer.importModel(model);
+  } catch (const std::exception &e) {
+    emitError(UnknownLoc::get(ctx)) << "cannot import ONNX model: " << e.what();
+  } catch (...) {
+    emitError(UnknownLoc::get(ctx)) << "cannot import ONNX model";
+  }
+  return {};
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Public API
+//===----------------------------------------------------------------------===//
+
+void mp::registerONNXImportDialects(DialectRegistry &registry) {
+  registry.insert<MPDialect, func::FuncDialect>();
+}
+
+OwningOpRef<ModuleOp> mp::importONNXFile(llvm::StringRef path,
+                                         MLIRContext *context,
+                                         const ONNXImportOptions &options) {
+  return importImpl(path, {}, /*fromFile=*/true, context, options);
+}
+
+OwningOpRef<ModuleOp> mp::importONNXBuffer(llvm::StringRef contents,
+                                           llvm::StringRef bufferName,
+                                           MLIRContext *context,
+                                           const ONNXImportOptions &options) {
+  return importImpl(bufferName, contents, /*fromFile=*/false, context, options);
+}
+
+ONNXFormat mp::detectONNXFormat(llvm::StringRef path, llvm::StringRef head) {
+  if (path.ends_with(".onnxtxt") || path.ends_with(".onnx.txt") ||
+      path.ends_with(".onnxtext"))
+    return ONNXFormat::Text;
+  if (path.ends_with(".onnx") || path.ends_with(".pb"))
+    return ONNXFormat::Binary;
+  // ONNX text starts with `<` (the model header) after optional whitespace
+  // and comments.
+  llvm::StringRef rest = head;
+  while (true) {
+    rest = rest.ltrim();
+    if (rest.starts_with("#")) {
+      rest = rest.drop_until([](char c) { return c == '\n'; });
+      continue;
+    }
+    break;
+  }
+  return rest.starts_with("<") ? ONNXFormat::Text : ONNXFormat::Binary;
+}
+
+bool mp::isONNXFile(llvm::StringRef path) {
+  if (path.ends_with(".mlir") || path.ends_with(".mlirbc"))
+    return false;
+  if (path.ends_with(".onnx") || path.ends_with(".onnxtxt") ||
+      path.ends_with(".onnx.txt") || path.ends_with(".onnxtext") ||
+      path.ends_with(".pb"))
+    return true;
+  return false;
+}
+
+ONNXDiagnosticHandler::ONNXDiagnosticHandler(MLIRContext *context,
+                                             llvm::StringRef fileName,
+                                             llvm::raw_ostream &os)
+    : ScopedDiagnosticHandler(context), fileName(fileName.str()) {
+  setHandler([this, &os](Diagnostic &diag) {
+    auto print = [&](Diagnostic &d, llvm::StringRef severity) {
+      os << this->fileName << ": ";
+      std::optional<std::string> node;
+      d.getLocation()->walk([&](Location loc) {
+        if (auto name = dyn_cast<NameLoc>(loc)) {
+          node = name.getName().str();
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+      if (node)
+        os << (node->empty() ? std::string("unnamed node")
+                             : "node '" + *node + "'")
+           << ": ";
+      os << severity << ": " << d.str() << "\n";
+    };
+    auto severityName = [](DiagnosticSeverity s) -> llvm::StringRef {
+      switch (s) {
+      case DiagnosticSeverity::Error: return "error";
+      case DiagnosticSeverity::Warning: return "warning";
+      case DiagnosticSeverity::Note: return "note";
+      case DiagnosticSeverity::Remark: return "remark";
+      }
+      return "error";
+    };
+    print(diag, severityName(diag.getSeverity()));
+    for (Diagnostic &note : diag.getNotes())
+      print(note, "note");
+    return success();
+  });
+}

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Export the MixPrec benchmark/test models to ONNX (opset 13).
+
+Six real architectures are built with random but seeded (deterministic)
+weights -- no weight downloads -- and exported with ``torch.onnx.export``:
+
+    resnet50       torchvision resnet50, eval, BN folded into Conv   [N,3,224,224]
+    resnet18_bn    torchvision resnet18, BatchNormalization kept     [N,3,224,224]
+    mobilenet_v2   torchvision mobilenet_v2, eval                    [N,3,224,224]
+    squeezenet     torchvision squeezenet1_1, eval                   [N,3,224,224]
+    bert_encoder   2-layer Transformer encoder classifier            [N,32] int64
+    lstm_lm        2-layer LSTM language model                       [N,16] int64
+
+Next to every ``<name>.onnx`` the script writes ``<name>.input.npy`` (the
+deterministic sample input) and ``<name>.output.npy`` (torch's eval-mode
+output on that input, float32); these are the reference outputs for the
+correctness tests.  Only the batch dimension is dynamic (named "batch");
+the graph input is called ``input`` and the output ``output``.
+
+All files are written to a temporary name and renamed into place, so an
+interrupted run never leaves a half-written file behind.
+
+Usage:
+    scripts/export_models.py [--out DIR] [--only NAME[,NAME]] [--batch N] [--list-ops]
+"""
+
+import argparse
+import collections
+import os
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torchvision
+
+OPSET = 13
+SEED = 0
+
+# Known-benign exporter noise: the LSTM batch-size warning (the initial
+# states are built from Shape(input), so other batch sizes work -- checked)
+# and the prim::Constant shape-inference note.
+warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size other than 1")
+warnings.filterwarnings("ignore", message="The shape inference of prim::Constant type is missing")
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+# --------------------------------------------------------------------------
+# Model definitions
+# --------------------------------------------------------------------------
+
+class BertEncoder(nn.Module):
+    """BERT-style classifier: token + learned positional embedding,
+    2 post-norm Transformer encoder layers (GELU), mean pooling, Linear(128,2)."""
+
+    def __init__(self, vocab=1000, d_model=128, seq_len=32, nhead=4,
+                 dim_ff=512, num_layers=2, num_classes=2):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d_model)
+        self.pos = nn.Parameter(torch.randn(1, seq_len, d_model) * 0.02)
+        layer = nn.TransformerEncoderLayer(
+            d_model=d_model, nhead=nhead, dim_feedforward=dim_ff,
+            activation="gelu", batch_first=True)
+        # enable_nested_tensor=False: no nested-tensor "sparsity" fast path.
+        self.encoder = nn.TransformerEncoder(
+            layer, num_layers=num_layers, enable_nested_tensor=False)
+        # torch 1.13's TransformerEncoderLayer takes a fused fast path
+        # (torch._transformer_encoder_layer_fwd) in eval mode under no_grad.
+        # That path is only taken when activation_relu_or_gelu is non-zero;
+        # clearing the flag forces the ordinary decomposed path (the
+        # activation itself stays F.gelu), both for the reference forward
+        # and for the ONNX trace, so they compute exactly the same thing.
+        for l in self.encoder.layers:
+            l.activation_relu_or_gelu = 0
+        self.cls = nn.Linear(d_model, num_classes)
+
+    def forward(self, ids):
+        x = self.tok(ids) + self.pos
+        x = self.encoder(x)
+        return self.cls(x.mean(dim=1))
+
+
+class LstmLM(nn.Module):
+    """Embedding(500,64) -> LSTM(64,128,2 layers) -> Linear(128,500) -> log_softmax."""
+
+    def __init__(self, vocab=500, emb=64, hidden=128, num_layers=2):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, emb)
+        self.lstm = nn.LSTM(emb, hidden, num_layers=num_layers, batch_first=True)
+        self.proj = nn.Linear(hidden, vocab)
+
+    def forward(self, ids):
+        x, _ = self.lstm(self.emb(ids))
+        return torch.log_softmax(self.proj(x), dim=-1)
+
+
+def randomize_defaults(model):
+    """Replace the constant default initialisations with seeded random values.
+
+    Fresh torch modules initialise BatchNorm to weight=1, bias=0, mean=0,
+    var=1, LayerNorm to weight=1, bias=0, many biases to 0, and
+    nn.TransformerEncoder deep-copies one layer so all layers start out
+    identical.  Exported as-is, those tensors are bit-identical, which makes
+    the exporter deduplicate them into Identity nodes and makes BN/LN
+    numerically trivial (bugs in folding or scale/shift handling would go
+    unnoticed).  Values are kept in a range that keeps activations sane.
+    """
+    for mod in model.modules():
+        if isinstance(mod, nn.TransformerEncoderLayer):
+            # re-draw every layer independently (they are deep copies)
+            mod.self_attn.out_proj.reset_parameters()
+            mod.self_attn._reset_parameters()
+            mod.linear1.reset_parameters()
+            mod.linear2.reset_parameters()
+    with torch.no_grad():
+        for mod in model.modules():
+            if isinstance(mod, nn.modules.batchnorm._BatchNorm):
+                mod.weight.uniform_(0.5, 1.5)
+                mod.bias.normal_(0.0, 0.1)
+                mod.running_mean.normal_(0.0, 0.1)
+                mod.running_var.uniform_(0.5, 1.5)
+            elif isinstance(mod, nn.LayerNorm):
+                mod.weight.uniform_(0.8, 1.2)
+                mod.bias.normal_(0.0, 0.05)
+        for name, p in model.named_parameters():
+            if name.endswith("bias") and not p.any():
+                p.normal_(0.0, 0.02)
+    return model
+
+
+def _image_input(batch, gen):
+    return torch.randn(batch, 3, 224, 224, generator=gen)
+
+
+def _token_input(vocab, seq):
+    def make(batch, gen):
+        return torch.randint(0, vocab, (batch, seq), generator=gen, dtype=torch.int64)
+    return make
+
+
+# name -> (constructor, input maker, export kwargs)
+_BN_KEEP = dict(training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+MODELS = collections.OrderedDict([
+    ("resnet50", (lambda: torchvision.models.resnet50(weights=None),
+                  _image_input, {})),
+    ("resnet18_bn", (lambda: torchvision.models.resnet18(weights=None),
+                     _image_input, _BN_KEEP)),
+    ("mobilenet_v2", (lambda: torchvision.models.mobilenet_v2(weights=None),
+                      _image_input, {})),
+    ("squeezenet", (lambda: torchvision.models.squeezenet1_1(weights=None),
+                    _image_input, {})),
+    ("bert_encoder", (BertEncoder, _token_input(1000, 32), {})),
+    ("lstm_lm", (LstmLM, _token_input(500, 16), {})),
+])
+
+
+# --------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------
+
+def _atomic_target(path):
+    """Return a temp path in the same directory as `path` (same filesystem)."""
+    d, base = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix="." + base + ".", suffix=".tmp", dir=d or ".")
+    os.close(fd)
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; use normal perms
+    return tmp
+
+
+def _save_npy(path, arr):
+    tmp = _atomic_target(path)
+    try:
+        with open(tmp, "wb") as f:
+            np.save(f, arr)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def export_one(name, out_dir, batch):
+    ctor, make_input, extra = MODELS[name]
+    torch.manual_seed(SEED)
+    model = randomize_defaults(ctor()).eval()
+    gen = torch.Generator().manual_seed(SEED + 1)
+    x = make_input(batch, gen)
+
+    with torch.no_grad():
+        ref = model(x).float().numpy()
+
+    onnx_path = os.path.join(out_dir, name + ".onnx")
+    _save_npy(os.path.join(out_dir, name + ".input.npy"), x.numpy())
+    _save_npy(os.path.join(out_dir, name + ".output.npy"), ref)
+
+    tmp = _atomic_target(onnx_path)
+    try:
+        with torch.no_grad():
+            torch.onnx.export(
+                model, (x,), tmp,
+                opset_version=OPSET,
+                input_names=["input"], output_names=["output"],
+                dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                **extra)
+        onnx.checker.check_model(tmp)
+        os.replace(tmp, onnx_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return onnx_path
+
+
+def op_histogram(model):
+    return collections.Counter(n.op_type for n in model.graph.node)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="build/models", help="output directory (default: build/models)")
+    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(MODELS))
+    ap.add_argument("--batch", type=int, default=2, help="batch size of the sample input (default: 2)")
+    ap.add_argument("--list-ops", action="store_true", help="print the set of ONNX op types per model")
+    args = ap.parse_args(argv)
+
+    names = [n.strip() for n in args.only.split(",") if n.strip()] or list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        ap.error("unknown model(s): %s (known: %s)" % (", ".join(unknown), ", ".join(MODELS)))
+    if args.batch < 1:
+        ap.error("--batch must be >= 1")
+
+    os.makedirs(args.out, exist_ok=True)
+
+    ops_per_model = collections.OrderedDict()
+    t_all = time.time()
+    for name in names:
+        t0 = time.time()
+        path = export_one(name, args.out, args.batch)
+        m = onnx.load(path, load_external_data=False)
+        hist = op_histogram(m)
+        ops_per_model[name] = sorted(hist)
+        size_mb = os.path.getsize(path) / (1 << 20)
+        hist_s = " ".join("%s:%d" % (k, hist[k]) for k in sorted(hist))
+        print("%-40s %7.2f MB %5d nodes %5.1fs  %s"
+              % (path, size_mb, len(m.graph.node), time.time() - t0, hist_s), flush=True)
+
+    if args.list_ops:
+        for name, ops in ops_per_model.items():
+            print("%s: %s" % (name, " ".join(ops)))
+    print("exported %d model(s) in %.1fs" % (len(names), time.time() - t_all))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

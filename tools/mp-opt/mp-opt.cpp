@@ -1,0 +1,146 @@
+//===- mp-opt.cpp - the MixPrec optimizer driver ---------------------------===//
+//
+// mlir-opt for the mp dialects, which also reads ONNX models: binary `.onnx`
+// files and ONNX's textual syntax (`.onnxtxt`). MLIR input goes through
+// MlirOptMain unchanged; ONNX input is imported, then the same pass pipeline
+// options apply and the result is printed (or written as bytecode).
+//
+//===----------------------------------------------------------------------===//
+#include "mp/InitAll.h"
+#include "mp/Import/ONNXImporter.h"
+
+#include "mlir/Bytecode/BytecodeWriter.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+
+namespace {
+enum class InputFormat { Auto, MLIR, ONNX, ONNXText };
+
+llvm::cl::OptionCategory onnxCategory("ONNX input options");
+
+llvm::cl::opt<InputFormat> inputFormat(
+    "input-format", llvm::cl::desc("Format of the input file"),
+    llvm::cl::values(
+        clEnumValN(InputFormat::Auto, "auto",
+                   "from the file extension (.onnx, .onnxtxt: ONNX; else MLIR)"),
+        clEnumValN(InputFormat::MLIR, "mlir", "MLIR text or bytecode"),
+        clEnumValN(InputFormat::ONNX, "onnx", "ONNX protobuf"),
+        clEnumValN(InputFormat::ONNXText, "onnx-text", "ONNX textual syntax")),
+    llvm::cl::init(InputFormat::Auto), llvm::cl::cat(onnxCategory));
+
+llvm::cl::opt<bool> onnxShapeInference(
+    "onnx-shape-inference",
+    llvm::cl::desc("Run ONNX shape inference before import (default on)"),
+    llvm::cl::init(true), llvm::cl::cat(onnxCategory));
+
+llvm::cl::opt<bool> onnxTypedOps(
+    "onnx-typed-ops",
+    llvm::cl::desc("Import nodes as typed ops where one exists; off: every "
+                   "node becomes mp.onnx_op (default on)"),
+    llvm::cl::init(true), llvm::cl::cat(onnxCategory));
+
+llvm::cl::opt<unsigned> onnxInlineLimit(
+    "onnx-inline-limit",
+    llvm::cl::desc("Tensors up to this many bytes are imported as inline dense "
+                   "attributes, larger ones as dense_resource blobs"),
+    llvm::cl::init(1024), llvm::cl::cat(onnxCategory));
+
+llvm::cl::opt<std::string> onnxExternalDataDir(
+    "onnx-external-data-dir",
+    llvm::cl::desc("Directory of external data files (default: the model's)"),
+    llvm::cl::init(""), llvm::cl::cat(onnxCategory));
+
+/// Imports an ONNX model, runs the configured pipeline, writes the result.
+LogicalResult runOnONNX(llvm::StringRef inputFilename,
+                        llvm::StringRef outputFilename,
+                        DialectRegistry &registry) {
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  MLIRContext context(registry);
+  context.allowUnregisteredDialects(config.shouldAllowUnregisteredDialects());
+  context.printOpOnDiagnostic(!config.shouldVerifyDiagnostics());
+  mp::ONNXDiagnosticHandler diagnostics(&context, inputFilename, llvm::errs());
+
+  mp::ONNXImportOptions options;
+  if (inputFormat == InputFormat::ONNX)
+    options.format = mp::ONNXFormat::Binary;
+  else if (inputFormat == InputFormat::ONNXText)
+    options.format = mp::ONNXFormat::Text;
+  options.shapeInference = onnxShapeInference;
+  options.typedOps = onnxTypedOps;
+  options.inlineTensorLimit = onnxInlineLimit;
+  options.externalDataDirectory = onnxExternalDataDir;
+
+  OwningOpRef<ModuleOp> module;
+  if (inputFilename == "-") {
+    std::string error;
+    auto input = openInputFile("-", &error);
+    if (!input) {
+      llvm::errs() << error << "\n";
+      return failure();
+    }
+    module = mp::importONNXBuffer(input->getBuffer(), "<stdin>", &context,
+                                  options);
+  } else {
+    module = mp::importONNXFile(inputFilename, &context, options);
+  }
+  if (!module)
+    return failure();
+
+  PassManager pm(&context, module.get()->getName().getStringRef());
+  pm.enableVerifier(config.shouldVerifyPasses());
+  if (failed(applyPassManagerCLOptions(pm)) ||
+      failed(config.setupPassPipeline(pm)))
+    return failure();
+  if (failed(pm.run(*module)))
+    return failure();
+
+  // The output file only appears once everything succeeded.
+  std::string error;
+  auto output = openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return failure();
+  }
+  if (config.shouldEmitBytecode()) {
+    BytecodeWriterConfig writerConfig("MixPrec");
+    if (failed(writeBytecodeToFile(*module, output->os(), writerConfig)))
+      return failure();
+  } else {
+    module->print(output->os(), OpPrintingFlags());
+    output->os() << "\n";
+  }
+  output->keep();
+  return success();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  DialectRegistry registry;
+  mp::registerAllDialects(registry);
+  mp::registerAllPasses();
+
+  auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
+      argc, argv,
+      "MixPrec optimizer driver: mixed-precision passes on ONNX and MLIR "
+      "(reads .onnx, .onnxtxt and .mlir)\n",
+      registry);
+
+  bool isONNX = inputFormat == InputFormat::ONNX ||
+                inputFormat == InputFormat::ONNXText ||
+                (inputFormat == InputFormat::Auto &&
+                 mp::isONNXFile(inputFilename));
+  if (!isONNX)
+    return asMainReturnCode(
+        MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+  return asMainReturnCode(runOnONNX(inputFilename, outputFilename, registry));
+}
