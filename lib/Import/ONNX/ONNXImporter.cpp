@@ -222,7 +222,7 @@ public:
 private:
   LogicalResult checkDomain(const onnx::NodeProto &node, Location loc) {
     llvm::StringRef domain = node.domain();
-    auto it = opsets.find(isDefaultDomain(domain) ? "" : domain);
+    auto it = opsets.find(isDefaultDomain(domain) ? llvm::StringRef() : domain);
     if (it == opsets.end())
       return emitError(loc)
              << describeNode(node) << " node uses domain '"
@@ -714,7 +714,7 @@ FailureOr<Attribute> Importer::importAttribute(onnx::AttributeProto &attr,
 LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
                                    Scope &scope) {
   Location loc = nodeLoc(node);
-  llvm::StringRef domain = isDefaultDomain(node.domain()) ? "" : node.domain();
+  std::string domain = isDefaultDomain(node.domain()) ? std::string() : node.domain();
   int64_t version = opsets.lookup(domain);
 
   // Pick a typed op when the schema version and attributes fit it.

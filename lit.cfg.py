@@ -1,0 +1,44 @@
+# -*- Python -*-
+# lit configuration of the MixPrec test suite. The build tree's
+# test/lit.site.cfg.py sets the paths and loads this file.
+import os
+
+import lit.formats
+import lit.llvm
+
+lit.llvm.initialize(lit_config, config)
+from lit.llvm import llvm_config
+
+config.name = "MixPrec"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test", ".py"]
+
+# Tests live under test/; the other top-level folders are not tests.
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mp_obj_root, "test")
+config.excludes = [
+    name
+    for name in os.listdir(config.test_source_root)
+    if name != "test"
+] + ["Inputs", "unit", "CMakeLists.txt", "lit.site.cfg.py.in"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
+config.substitutions.append(("%python", config.mp_python))
+config.substitutions.append(("%models", config.mp_models_dir))
+config.substitutions.append(("%repo", config.test_source_root))
+config.substitutions.append(("%testdata", config.mp_onnx_testdata))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
+tools = ["mp-opt", "mp-import-suite"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.mp_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+if os.path.exists(os.path.join(config.mp_models_dir, "resnet50.onnx")):
+    config.available_features.add("models")
+if os.path.isdir(config.mp_onnx_testdata):
+    config.available_features.add("onnx-testdata")
