@@ -963,6 +963,23 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
     return {};
 
   if (options.shapeInference) {
+    // Shape inference only reads small initializers (shapes, axes): large
+    // weights are moved aside while it runs, which keeps it fast.
+    std::vector<std::pair<onnx::TensorProto *, std::string>> parked;
+    for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer())
+      if (init.raw_data().size() > 4096) {
+        parked.emplace_back(&init, std::string());
+        parked.back().second.swap(*init.mutable_raw_data());
+        init.clear_raw_data();
+        // Keep the initializer well-formed for the shape inferencer.
+        init.set_data_location(onnx::TensorProto::EXTERNAL);
+      }
+    auto restore = llvm::make_scope_exit([&] {
+      for (auto &[init, data] : parked) {
+        init->set_data_location(onnx::TensorProto::DEFAULT);
+        init->mutable_raw_data()->swap(data);
+      }
+    });
     try {
       onnx::ShapeInferenceOptions shapeOptions(/*check_type=*/false,
                                                /*error_mode=*/0,

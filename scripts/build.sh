@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Configures (once) and builds MixPrec in build/ with Ninja, ccache and lld.
+# Usage: scripts/build.sh [ninja targets...]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${MP_BUILD_DIR:-$ROOT/build}"
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -G Ninja -S "$ROOT" -B "$BUILD" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    -DCMAKE_INSTALL_PREFIX="$BUILD/install"
+fi
+cmake --build "$BUILD" -- "$@"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds everything (including the test models
+# exported by torch), and runs all tests with ctest: the lit suite and every
+# Catch2 test case. Then imports the whole ONNX backend test corpus.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${MP_BUILD_DIR:-$ROOT/build}"
+"$ROOT/scripts/install-deps.sh"
+"$ROOT/scripts/build.sh" all mp-models
+
+echo "== ONNX backend test corpus (import of every model)"
+"$BUILD/bin/mp-import-suite" --min-import-rate=0.95
+
+echo "== ctest"
+cd "$BUILD"
+ctest --output-on-failure -j2
