@@ -28,6 +28,7 @@ config.substitutions.append(("%python", config.mp_python))
 config.substitutions.append(("%models", config.mp_models_dir))
 config.substitutions.append(("%repo", config.test_source_root))
 config.substitutions.append(("%testdata", config.mp_onnx_testdata))
+config.substitutions.append(("%mp_obj", config.mp_obj_root))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MP_BUILD_DIR:-$ROOT/build}"
 "$ROOT/scripts/install-deps.sh"
-"$ROOT/scripts/build.sh" all mp-models
+"$ROOT/scripts/build.sh" all mp-models mlir-doc
 
 echo "== ONNX backend test corpus (import of every model)"
 "$BUILD/bin/mp-import-suite" --min-import-rate=0.95
