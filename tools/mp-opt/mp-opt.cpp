@@ -6,6 +6,7 @@
 // options apply and the result is printed (or written as bytecode).
 //
 //===----------------------------------------------------------------------===//
+#include "mp/Config.h"
 #include "mp/InitAll.h"
 #include "mp/Import/ONNXImporter.h"
 
@@ -129,6 +130,10 @@ int main(int argc, char **argv) {
   mp::registerAllDialects(registry);
   mp::registerAllPasses();
 
+  llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
+    os << "MixPrec " << MP_VERSION << " (CUDA toolkit: "
+       << (MP_HAVE_CUDA ? MP_CUDA_VERSION : "not found") << ")\n";
+  });
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv,
       "MixPrec optimizer driver: mixed-precision passes on ONNX and MLIR "
