@@ -17,6 +17,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -68,7 +69,9 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
   MLIRContext context(registry);
   context.allowUnregisteredDialects(config.shouldAllowUnregisteredDialects());
   context.printOpOnDiagnostic(!config.shouldVerifyDiagnostics());
-  mp::ONNXDiagnosticHandler diagnostics(&context, inputFilename, llvm::errs());
+  mp::ONNXDiagnosticHandler diagnostics(
+      &context, inputFilename == "-" ? "<stdin>" : inputFilename,
+      llvm::errs());
 
   mp::ONNXImportOptions options;
   if (inputFormat == InputFormat::ONNX)
@@ -96,7 +99,9 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
   if (!module)
     return failure();
 
-  PassManager pm(&context, module.get()->getName().getStringRef());
+  // Implicit nesting, as mlir-opt does: `--mp-infer-shapes` alone works.
+  PassManager pm(&context, module.get()->getName().getStringRef(),
+                 OpPassManager::Nesting::Implicit);
   pm.enableVerifier(config.shouldVerifyPasses());
   if (failed(applyPassManagerCLOptions(pm)) ||
       failed(config.setupPassPipeline(pm)))
@@ -105,19 +110,72 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
     return failure();
 
   // The output file only appears once everything succeeded.
+  Location fileLoc = UnknownLoc::get(&context);
+  auto write = [&](llvm::raw_ostream &os) -> LogicalResult {
+    if (config.shouldEmitBytecode()) {
+      BytecodeWriterConfig writerConfig("MixPrec");
+      return writeBytecodeToFile(*module, os, writerConfig);
+    }
+    module->print(os, OpPrintingFlags());
+    os << "\n";
+    return success();
+  };
+  auto writeError = [&](std::error_code ec) {
+    return emitError(fileLoc) << "cannot write '" << outputFilename
+                              << "': " << ec.message();
+  };
+
+  // A new or regular output file is written as a temporary file renamed
+  // into place: no partial output even if mp-opt dies while writing, and
+  // the files the module still maps (external data) stay intact when the
+  // output replaces one of them.
+  llvm::sys::fs::file_status status;
+  bool exists = !llvm::sys::fs::status(outputFilename, status);
+  if (outputFilename != "-" &&
+      (!exists || status.type() == llvm::sys::fs::file_type::regular_file)) {
+    auto temp =
+        llvm::sys::fs::TempFile::create(outputFilename + ".tmp-%%%%%%");
+    if (temp) {
+      std::error_code ec;
+      LogicalResult written = failure();
+      {
+        llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
+        written = write(os);
+        os.flush();
+        if (os.has_error()) {
+          ec = os.error();
+          os.clear_error();
+        }
+      }
+      if (failed(written) || ec) {
+        llvm::consumeError(temp->discard());
+        return ec ? writeError(ec) : failure();
+      }
+      if (llvm::Error error = temp->keep(outputFilename))
+        return writeError(llvm::errorToErrorCode(std::move(error)));
+      return success();
+    }
+    // E.g. a missing directory: reported below.
+    llvm::consumeError(temp.takeError());
+  }
+
+  // Standard output, devices, pipes: written in place.
   std::string error;
   auto output = openOutputFile(outputFilename, &error);
-  if (!output) {
-    llvm::errs() << error << "\n";
+  if (!output)
+    return emitError(fileLoc) << error;
+  if (failed(write(output->os())))
     return failure();
-  }
-  if (config.shouldEmitBytecode()) {
-    BytecodeWriterConfig writerConfig("MixPrec");
-    if (failed(writeBytecodeToFile(*module, output->os(), writerConfig)))
-      return failure();
-  } else {
-    module->print(output->os(), OpPrintingFlags());
-    output->os() << "\n";
+  // A failed write (a full disk) is an error, and a partial regular file
+  // goes; never a device such as /dev/full, though.
+  output->os().flush();
+  if (output->os().has_error()) {
+    std::error_code ec = output->os().error();
+    output->os().clear_error();
+    if (outputFilename != "-" &&
+        !llvm::sys::fs::is_regular_file(outputFilename))
+      output->keep();
+    return writeError(ec);
   }
   output->keep();
   return success();

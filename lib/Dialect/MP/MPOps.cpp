@@ -15,8 +15,6 @@ using namespace mp;
 // InitializerOp
 //===----------------------------------------------------------------------===//
 
-OpFoldResult InitializerOp::fold(FoldAdaptor) { return getValue(); }
-
 LogicalResult InitializerOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, ValueRange operands,
     DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
@@ -101,6 +99,10 @@ LogicalResult SplitOp::verify() {
   // With constant sizes, their count and sum must match.
   ShapeContext ctx(getContext(), getLoc(), getOperation()->getOperands(), {},
                    nullptr, kOnnxOpType);
+  int64_t dim = inputType.getDimSize(axis);
+  int64_t numOutputs = getOutputs().size();
+  // The axis dim of each output, when known.
+  SmallVector<int64_t> parts;
   if (auto sizes = ctx.getConstantInts(1)) {
     if (sizes->size() != getOutputs().size())
       return emitOpError("'split' gives ")
@@ -112,10 +114,26 @@ LogicalResult SplitOp::verify() {
         return emitOpError("'split' sizes must not be negative");
       total += s;
     }
-    int64_t dim = inputType.getDimSize(axis);
     if (!ShapedType::isDynamic(dim) && total != dim)
       return emitOpError("'split' sizes add up to ")
              << total << " but the axis has " << dim << " elements";
+    parts = *sizes;
+  } else if (ctx.isAbsent(1) && !ShapedType::isDynamic(dim)) {
+    // Without sizes the axis is split into equal parts.
+    if (dim % numOutputs != 0)
+      return emitOpError("cannot split the axis of ")
+             << dim << " elements into " << numOutputs << " equal parts";
+    parts.assign(numOutputs, dim / numOutputs);
+  }
+  // The declared output types must agree with the parts.
+  for (auto [i, part] : llvm::enumerate(parts)) {
+    auto outputType = dyn_cast<RankedTensorType>(getOutputs()[i].getType());
+    if (!outputType || outputType.isDynamicDim(axis))
+      continue;
+    if (outputType.getDimSize(axis) != part)
+      return emitOpError("output #")
+             << i << " has " << outputType.getDimSize(axis)
+             << " elements along the axis but the split gives it " << part;
   }
   return success();
 }

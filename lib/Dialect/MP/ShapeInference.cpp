@@ -299,12 +299,21 @@ static std::optional<SmallVector<T>> readValues(Attribute attr) {
   return std::nullopt;
 }
 
+Attribute mp::getConstantValue(Value value) {
+  if (auto initializer = value.getDefiningOp<InitializerOp>())
+    return initializer.getValue();
+  Attribute attr;
+  if (matchPattern(value, m_Constant(&attr)))
+    return attr;
+  return {};
+}
+
 std::optional<SmallVector<int64_t>>
 ShapeContext::getConstantInts(unsigned i) const {
   if (isAbsent(i))
     return std::nullopt;
-  Attribute attr;
-  if (!matchPattern(operands[i], m_Constant(&attr)))
+  Attribute attr = getConstantValue(operands[i]);
+  if (!attr)
     return std::nullopt;
   return readValues<int64_t>(attr);
 }
@@ -313,8 +322,8 @@ std::optional<SmallVector<double>>
 ShapeContext::getConstantFloats(unsigned i) const {
   if (isAbsent(i))
     return std::nullopt;
-  Attribute attr;
-  if (!matchPattern(operands[i], m_Constant(&attr)))
+  Attribute attr = getConstantValue(operands[i]);
+  if (!attr)
     return std::nullopt;
   return readValues<double>(attr);
 }
@@ -493,7 +502,9 @@ LogicalResult shape::inferGemm(ShapeContext &ctx,
     Dims c = ctx.getDims(2);
     Dims mn = SmallVector<int64_t, 6>{m, n};
     FailureOr<Dims> bc = broadcastDims(mn, c);
-    if (failed(bc) || (c && c->size() > 2))
+    // Unidirectional: C may not grow [M, N] (a dim of 1 in [M, N] included).
+    if (failed(bc) || (c && c->size() > 2) ||
+        (*bc && (dimsConflict((**bc)[0], m) || dimsConflict((**bc)[1], n))))
       return ctx.emitError("C is not unidirectionally broadcastable to [M, N]");
   }
   results.push_back(ctx.makeTensor(SmallVector<int64_t, 6>{m, n}, element));
@@ -726,6 +737,8 @@ LogicalResult shape::inferConvTranspose(ShapeContext &ctx,
   for (size_t i = 0; i < spatial; ++i) {
     if (outputShape && outputShape->size() >= spatial) {
       out.push_back((*outputShape)[outputShape->size() - spatial + i]);
+      if (out.back() < 0)
+        return ctx.emitError("output_shape must not be negative");
       continue;
     }
     int64_t in = x ? (*x)[i + 2] : kDynamic;
@@ -737,6 +750,11 @@ LogicalResult shape::inferConvTranspose(ShapeContext &ctx,
       out.push_back(p.strides[i] * (in - 1) + outputPadding[i] +
                     (p.kernel[i] - 1) * p.dilations[i] + 1 - p.pads[i] -
                     p.pads[i + spatial]);
+      if (out.back() < 0)
+        return ctx.emitError("pads remove more than the " +
+                             Twine(out.back() + p.pads[i] +
+                                   p.pads[i + spatial]) +
+                             " elements of output dim " + Twine(i + 2));
     }
   }
   results.push_back(ctx.makeTensor(out, element));
@@ -1122,8 +1140,13 @@ LogicalResult shape::inferSqueeze(ShapeContext &ctx,
     axes = ctx.getConstantInts(1);
     if (!axes) {
       Dims out;
-      if (auto n = vectorLength(ctx, 1); n && x)
+      if (auto n = vectorLength(ctx, 1); n && x) {
+        // Unsigned arithmetic: more axes than dims would wrap around.
+        if (*n > static_cast<int64_t>(x->size()))
+          return ctx.emitError("axes has " + Twine(*n) + " values for rank " +
+                               Twine(x->size()));
         out = SmallVector<int64_t, 6>(x->size() - *n, kDynamic);
+      }
       results.push_back(ctx.makeTensor(out, element));
       return success();
     }
@@ -1376,6 +1399,9 @@ LogicalResult shape::inferExpand(ShapeContext &ctx,
     results.push_back(ctx.makeTensor(out, element));
     return success();
   }
+  for (int64_t d : *shape)
+    if (d < 0)
+      return ctx.emitError("shape must not have negative dims");
   FailureOr<Dims> out =
       broadcastDims(x, SmallVector<int64_t, 6>(shape->begin(), shape->end()));
   if (failed(out))
@@ -1426,10 +1452,14 @@ LogicalResult shape::inferPad(ShapeContext &ctx,
     if (pads->size() != 2 * rank)
       return ctx.emitError("pads has " + Twine(pads->size()) +
                            " values for rank " + Twine(rank));
-    for (size_t i = 0; i < rank; ++i)
-      out[i] = ShapedType::isDynamic((*x)[i])
-                   ? kDynamic
-                   : (*x)[i] + (*pads)[i] + (*pads)[i + rank];
+    for (size_t i = 0; i < rank; ++i) {
+      if (ShapedType::isDynamic((*x)[i]))
+        continue;
+      out[i] = (*x)[i] + (*pads)[i] + (*pads)[i + rank];
+      if (out[i] < 0)
+        return ctx.emitError("pads remove more than the " + Twine((*x)[i]) +
+                             " elements of dim " + Twine(i));
+    }
   }
   results.push_back(ctx.makeTensor(out, element));
   return success();
@@ -1452,15 +1482,21 @@ LogicalResult shape::inferResize(ShapeContext &ctx,
     if (sizes->size() != rank)
       return ctx.emitError("sizes has " + Twine(sizes->size()) +
                            " values for rank " + Twine(rank));
+    for (int64_t d : *sizes)
+      if (d < 0)
+        return ctx.emitError("sizes must not be negative");
     out.assign(sizes->begin(), sizes->end());
   } else if (auto scales = ctx.getConstantFloats(2);
              scales && !scales->empty()) {
     if (scales->size() != rank)
       return ctx.emitError("scales has " + Twine(scales->size()) +
                            " values for rank " + Twine(rank));
-    for (size_t i = 0; i < rank; ++i)
+    for (size_t i = 0; i < rank; ++i) {
+      if ((*scales)[i] <= 0)
+        return ctx.emitError("scales must be positive");
       if (!ShapedType::isDynamic((*x)[i]))
         out[i] = static_cast<int64_t>(std::floor((*x)[i] * (*scales)[i]));
+    }
   }
   results.push_back(ctx.makeTensor(out, element));
   return success();

@@ -23,6 +23,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -36,8 +37,14 @@
 #include <onnx/onnx-ml.pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <cstring>
+#include <csignal>
 #include <fcntl.h>
+#include <limits>
+#include <new>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace mlir;
@@ -61,6 +68,86 @@ std::string describeNode(const onnx::NodeProto &node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     s = node.domain() + "::" + s;
   return s;
+}
+
+/// Bytes per element of a fixed-size ONNX data type, 0 for others.
+size_t elementByteSize(int dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32: return 4;
+  case onnx::TensorProto::UINT8: case onnx::TensorProto::INT8:
+  case onnx::TensorProto::BOOL: return 1;
+  case onnx::TensorProto::UINT16: case onnx::TensorProto::INT16:
+  case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16: return 2;
+  case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::DOUBLE: case onnx::TensorProto::COMPLEX64: return 8;
+  case onnx::TensorProto::COMPLEX128: return 16;
+  default: return (dataType >= 17 && dataType <= 20) ? 1 : 0; // float8
+  }
+}
+
+/// Checks what can be checked of a tensor without reading external data:
+/// its data type, its dims, and that it holds as many values as they need.
+/// Returns the element count. Runs before ONNX shape inference, which reads
+/// small tensors (shapes, axes) and crashes on some malformed ones.
+FailureOr<int64_t> checkTensor(const onnx::TensorProto &tensor, Location loc,
+                               llvm::StringRef what) {
+  int dataType = tensor.data_type();
+  if (!getTypeForOnnxDataType(loc.getContext(), dataType))
+    return emitError(loc) << what << " has unsupported data type " << dataType;
+  if (tensor.has_segment())
+    return emitError(loc) << what << " is segmented, which is not supported";
+  int64_t count = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0)
+      return emitError(loc) << what << " has negative dim " << d;
+    if (d != 0 && count > kMaxElements / d)
+      return emitError(loc) << what << " claims more than 2^40 elements";
+    count *= d;
+  }
+  if (dataType == onnx::TensorProto::STRING) {
+    if (tensor.string_data_size() != count)
+      return emitError(loc) << what << " has " << tensor.string_data_size()
+                            << " strings for " << count << " elements";
+    return count;
+  }
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+    return count;
+  size_t byteSize = static_cast<size_t>(count) * elementByteSize(dataType);
+  if (tensor.has_raw_data()) {
+    if (tensor.raw_data().size() != byteSize)
+      return emitError(loc) << what << " has " << tensor.raw_data().size()
+                            << " bytes of data, its shape and type need "
+                            << byteSize;
+    return count;
+  }
+  int64_t have, need = count;
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::COMPLEX64:
+    have = tensor.float_data_size();
+    need *= dataType == onnx::TensorProto::COMPLEX64 ? 2 : 1;
+    break;
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::COMPLEX128:
+    have = tensor.double_data_size();
+    need *= dataType == onnx::TensorProto::COMPLEX128 ? 2 : 1;
+    break;
+  case onnx::TensorProto::INT64:
+    have = tensor.int64_data_size();
+    break;
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
+    have = tensor.uint64_data_size();
+    break;
+  default: // int32_data holds INT32, BOOL and every narrower type
+    have = tensor.int32_data_size();
+    break;
+  }
+  if (have != need)
+    return emitError(loc) << what << " has " << have << " values for " << need
+                          << " elements of its shape";
+  return count;
 }
 
 //===----------------------------------------------------------------------===//
@@ -102,6 +189,9 @@ public:
       if (!initializerNames.insert(init.name()).second)
         return emitError(UnknownLoc::get(ctx))
                << "duplicate initializer '" << init.name() << "'";
+      if (failed(checkTensor(init, UnknownLoc::get(ctx),
+                             "initializer '" + init.name() + "'")))
+        return failure();
       if (failed(define(init.name(), UnknownLoc::get(ctx), "initializer")))
         return failure();
     }
@@ -126,7 +216,7 @@ public:
       Location loc = nodeLoc(node);
       if (node.op_type().empty())
         return emitError(loc) << "node has no op_type";
-      if (failed(checkDomain(node, loc)))
+      if (failed(checkDomain(node, loc)) || failed(checkSchema(node, loc)))
         return failure();
       for (const std::string &out : node.output()) {
         if (failed(define(out, loc, "output of node '" + node.name() + "'")))
@@ -231,6 +321,112 @@ private:
     return success();
   }
 
+  /// Checks a node against its ONNX operator schema where ONNX knows the
+  /// domain: what ONNX's checker verifies and shape inference relies on
+  /// (it crashes on e.g. a Scan without `body`). Custom domains only get the
+  /// checks that need no schema.
+  LogicalResult checkSchema(const onnx::NodeProto &node, Location loc) {
+    llvm::StringSet<> attrNames;
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      if (attr.name().empty())
+        return emitError(loc)
+               << describeNode(node) << " node has an attribute without a name";
+      if (!attrNames.insert(attr.name()).second)
+        return emitError(loc) << describeNode(node) << " node has attribute '"
+                              << attr.name() << "' more than once";
+      if ((attr.type() == onnx::AttributeProto::TENSOR && !attr.has_t()) ||
+          (attr.type() == onnx::AttributeProto::GRAPH && !attr.has_g()))
+        return emitError(loc) << describeNode(node) << " node: attribute '"
+                              << attr.name() << "' is of type "
+                              << onnx::AttributeProto::AttributeType_Name(
+                                     attr.type())
+                              << " but has no value";
+      if (attr.type() == onnx::AttributeProto::SPARSE_TENSOR ||
+          attr.type() == onnx::AttributeProto::SPARSE_TENSORS)
+        return emitError(loc) << describeNode(node) << " node: attribute '"
+                              << attr.name()
+                              << "' is a sparse tensor, which is not supported";
+      std::string what = "attribute '" + attr.name() + "'";
+      if (attr.type() == onnx::AttributeProto::TENSOR &&
+          failed(checkTensor(attr.t(), loc, what)))
+        return failure();
+      for (const onnx::TensorProto &t : attr.tensors())
+        if (failed(checkTensor(t, loc, what)))
+          return failure();
+    }
+    std::string domain =
+        isDefaultDomain(node.domain()) ? std::string() : node.domain();
+    const auto &ranges =
+        onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+    if (!ranges.count(domain))
+      return success();
+    int64_t version = opsets.lookup(domain);
+    std::string shown = domain.empty() ? "ai.onnx" : domain;
+    const onnx::OpSchema *schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), version, domain);
+    if (!schema)
+      return emitError(loc) << "'" << node.op_type()
+                            << "' is not an operator of domain '" << shown
+                            << "' at opset " << version;
+    std::string opName =
+        node.op_type() + " (" + shown + " opset " + std::to_string(version) +
+        ")";
+    auto countError = [&](llvm::StringRef what, int have, int min, int max) {
+      InFlightDiagnostic diag = emitError(loc);
+      diag << describeNode(node) << " node has " << have << " " << what
+           << (have == 1 ? "" : "s") << ", but " << opName << " takes ";
+      if (min == max)
+        diag << min;
+      else if (max == std::numeric_limits<int>::max())
+        diag << "at least " << min;
+      else
+        diag << min << " to " << max;
+      return diag;
+    };
+    if (node.input_size() < schema->min_input() ||
+        node.input_size() > schema->max_input())
+      return countError("input", node.input_size(), schema->min_input(),
+                        schema->max_input());
+    if (node.output_size() < schema->min_output() ||
+        node.output_size() > schema->max_output())
+      return countError("output", node.output_size(), schema->min_output(),
+                        schema->max_output());
+    const auto &formalInputs = schema->inputs();
+    for (int i = 0, e = std::min<int>(node.input_size(), formalInputs.size());
+         i < e; ++i)
+      if (node.input(i).empty() && formalInputs[i].GetOption() ==
+                                       onnx::OpSchema::FormalParameterOption::Single)
+        return emitError(loc) << describeNode(node) << " node: input " << i
+                              << " ('" << formalInputs[i].GetName()
+                              << "') is required but not given";
+    const auto &formalOutputs = schema->outputs();
+    for (int i = 0, e = std::min<int>(node.output_size(), formalOutputs.size());
+         i < e; ++i)
+      if (node.output(i).empty() && formalOutputs[i].GetOption() ==
+                                        onnx::OpSchema::FormalParameterOption::Single)
+        return emitError(loc) << describeNode(node) << " node: output " << i
+                              << " ('" << formalOutputs[i].GetName()
+                              << "') is required but has no name";
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      auto it = schema->attributes().find(attr.name());
+      if (it == schema->attributes().end() || !attr.ref_attr_name().empty())
+        continue;
+      if (attr.type() != it->second.type)
+        return emitError(loc)
+               << describeNode(node) << " node: attribute '" << attr.name()
+               << "' must be of type "
+               << onnx::AttributeProto::AttributeType_Name(it->second.type)
+               << ", not "
+               << onnx::AttributeProto::AttributeType_Name(attr.type());
+    }
+    for (const auto &[name, attr] : schema->attributes())
+      if (attr.required && !attrNames.count(name))
+        return emitError(loc) << describeNode(node)
+                              << " node: required attribute '" << name
+                              << "' is missing";
+    return success();
+  }
+
   /// Names a subgraph uses that it does not define itself.
   void collectFreeNames(const onnx::GraphProto &graph,
                         llvm::SetVector<llvm::StringRef> &names, int depth) {
@@ -268,6 +464,161 @@ private:
   MLIRContext *ctx;
   const llvm::StringMap<int64_t> &opsets;
 };
+
+//===----------------------------------------------------------------------===//
+// ONNX shape inference, in a child process
+//===----------------------------------------------------------------------===//
+
+/// Copies what shape inference adds to a graph (value_info, input and output
+/// types, recursively through subgraphs) from `from` to `to`. With
+/// `apply` false only checks that the two have the same structure.
+bool copyInferredTypes(const onnx::GraphProto &from, onnx::GraphProto &to,
+                       bool apply) {
+  auto sameNames = [](const auto &a, const auto &b) {
+    if (a.size() != b.size())
+      return false;
+    for (int i = 0; i < a.size(); ++i)
+      if (a.Get(i).name() != b.Get(i).name())
+        return false;
+    return true;
+  };
+  if (from.node_size() != to.node_size() ||
+      !sameNames(from.input(), to.input()) ||
+      !sameNames(from.output(), to.output()))
+    return false;
+  for (int i = 0; i < from.node_size(); ++i) {
+    const onnx::NodeProto &a = from.node(i);
+    onnx::NodeProto &b = *to.mutable_node(i);
+    if (a.op_type() != b.op_type() || a.attribute_size() != b.attribute_size())
+      return false;
+    for (int j = 0; j < a.attribute_size(); ++j) {
+      const onnx::AttributeProto &x = a.attribute(j);
+      onnx::AttributeProto &y = *b.mutable_attribute(j);
+      if (x.name() != y.name() || x.has_g() != y.has_g() ||
+          x.graphs_size() != y.graphs_size())
+        return false;
+      if (x.has_g() && !copyInferredTypes(x.g(), *y.mutable_g(), apply))
+        return false;
+      for (int k = 0; k < x.graphs_size(); ++k)
+        if (!copyInferredTypes(x.graphs(k), *y.mutable_graphs(k), apply))
+          return false;
+    }
+  }
+  if (apply) {
+    *to.mutable_value_info() = from.value_info();
+    *to.mutable_input() = from.input();
+    *to.mutable_output() = from.output();
+  }
+  return true;
+}
+
+enum class InferenceOutcome { Done, Failed, Crashed, OutOfMemory };
+
+/// Runs ONNX shape inference on `model` in this process.
+InferenceOutcome inferShapesHere(onnx::ModelProto &model,
+                                 std::string &message) {
+  try {
+    onnx::ShapeInferenceOptions shapeOptions(/*check_type=*/false,
+                                             /*error_mode=*/0,
+                                             /*data_prop=*/false);
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(), shapeOptions);
+    return InferenceOutcome::Done;
+  } catch (const std::bad_alloc &) {
+    return InferenceOutcome::OutOfMemory;
+  } catch (const std::exception &e) {
+    message = e.what();
+    return InferenceOutcome::Failed;
+  }
+}
+
+/// Runs ONNX shape inference on `model` in a child process and copies the
+/// types it infers into `model`. ONNX 1.12 crashes on some malformed nodes
+/// that pass the schema checks (a Transpose `perm` out of range, some RNN
+/// shapes); in a child such a crash costs the types, not the import.
+/// `message` says why when the outcome is not Done.
+InferenceOutcome inferShapesIsolated(onnx::ModelProto &model,
+                                     std::string &message) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return inferShapesHere(model, message);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return inferShapesHere(model, message);
+  }
+  if (pid == 0) {
+    // The child dies quietly if ONNX crashes: no LLVM crash report, no core.
+    ::close(fds[0]);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS})
+      ::signal(sig, SIG_DFL);
+    struct rlimit noCore = {0, 0};
+    ::setrlimit(RLIMIT_CORE, &noCore);
+    std::string childMessage;
+    InferenceOutcome outcome = inferShapesHere(model, childMessage);
+    std::string reply(1, static_cast<char>('0' + static_cast<int>(outcome)));
+    if (outcome == InferenceOutcome::Done) {
+      try {
+        reply += model.SerializeAsString();
+      } catch (...) {
+        ::_exit(2);
+      }
+    } else {
+      reply += childMessage;
+    }
+    const char *p = reply.data();
+    size_t left = reply.size();
+    while (left > 0) {
+      ssize_t n = ::write(fds[1], p, left);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        ::_exit(2);
+      p += n;
+      left -= n;
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string reply;
+  char buffer[65536];
+  while (true) {
+    ssize_t n = ::read(fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    reply.append(buffer, n);
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    message = "signal " + std::to_string(WTERMSIG(status)) + ", " +
+              strsignal(WTERMSIG(status));
+    return InferenceOutcome::Crashed;
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty()) {
+    message = "its process failed";
+    return InferenceOutcome::Crashed;
+  }
+  auto outcome = static_cast<InferenceOutcome>(reply[0] - '0');
+  if (outcome != InferenceOutcome::Done) {
+    message = reply.substr(1);
+    return outcome;
+  }
+  onnx::ModelProto inferred;
+  if (!inferred.ParseFromArray(reply.data() + 1, reply.size() - 1) ||
+      !copyInferredTypes(inferred.graph(), *model.mutable_graph(),
+                         /*apply=*/false)) {
+    message = "its result does not match the model";
+    return InferenceOutcome::Failed;
+  }
+  copyInferredTypes(inferred.graph(), *model.mutable_graph(), /*apply=*/true);
+  return InferenceOutcome::Done;
+}
 
 //===----------------------------------------------------------------------===//
 // Building
@@ -346,7 +697,8 @@ LogicalResult Importer::readOpsets(const onnx::ModelProto &model) {
   for (const onnx::OperatorSetIdProto &opset : model.opset_import()) {
     std::string domain = isDefaultDomain(opset.domain()) ? "" : opset.domain();
     int64_t version = opset.version();
-    llvm::StringRef shown = domain.empty() ? "ai.onnx" : domain;
+    // A std::string: `cond ? "literal" : std::string` is a temporary.
+    std::string shown = domain.empty() ? "ai.onnx" : domain;
     if (version < 1)
       return emitError(UnknownLoc::get(ctx))
              << "opset_import gives version " << version << " for domain '"
@@ -439,22 +791,6 @@ FailureOr<Type> Importer::importType(const onnx::TypeProto &type, Location loc,
   }
 }
 
-/// Bytes per element of a fixed-size ONNX data type, 0 for others.
-size_t elementByteSize(int dataType) {
-  switch (dataType) {
-  case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32:
-  case onnx::TensorProto::UINT32: return 4;
-  case onnx::TensorProto::UINT8: case onnx::TensorProto::INT8:
-  case onnx::TensorProto::BOOL: return 1;
-  case onnx::TensorProto::UINT16: case onnx::TensorProto::INT16:
-  case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16: return 2;
-  case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64:
-  case onnx::TensorProto::DOUBLE: case onnx::TensorProto::COMPLEX64: return 8;
-  case onnx::TensorProto::COMPLEX128: return 16;
-  default: return (dataType >= 17 && dataType <= 20) ? 1 : 0; // float8
-  }
-}
-
 FailureOr<AsmResourceBlob>
 Importer::loadExternalData(const onnx::TensorProto &tensor, size_t byteSize,
                            size_t align, Location loc, llvm::StringRef what) {
@@ -517,22 +853,13 @@ FailureOr<ElementsAttr> Importer::importTensor(onnx::TensorProto &tensor,
                                                Location loc,
                                                llvm::StringRef what,
                                                llvm::StringRef blobKey) {
+  FailureOr<int64_t> checkedCount = checkTensor(tensor, loc, what);
+  if (failed(checkedCount))
+    return failure();
+  int64_t count = *checkedCount;
   int dataType = tensor.data_type();
   Type element = getTypeForOnnxDataType(ctx, dataType);
-  if (!element)
-    return emitError(loc) << what << " has unsupported data type " << dataType;
-  if (tensor.has_segment())
-    return emitError(loc) << what << " is segmented, which is not supported";
-  SmallVector<int64_t> dims;
-  int64_t count = 1;
-  for (int64_t d : tensor.dims()) {
-    if (d < 0)
-      return emitError(loc) << what << " has negative dim " << d;
-    if (d != 0 && count > kMaxElements / d)
-      return emitError(loc) << what << " claims more than 2^40 elements";
-    count *= d;
-    dims.push_back(d);
-  }
+  SmallVector<int64_t> dims(tensor.dims().begin(), tensor.dims().end());
   auto type = RankedTensorType::get(dims, element);
   bool external = tensor.data_location() == onnx::TensorProto::EXTERNAL;
 
@@ -816,6 +1143,34 @@ LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
   }
 
   Operation *op = builder.create(state);
+  // A typed op stores ONNX attributes as properties of fixed types, and one
+  // of another type would be dropped without a word. The schema check makes
+  // that impossible for valid ONNX; this keeps it an error, never a
+  // silently different model.
+  if (typed)
+    for (const NamedAttribute &attr : onnxAttrs) {
+      std::optional<Attribute> stored = op->getInherentAttr(attr.getName());
+      if (!stored || *stored != attr.getValue())
+        return emitError(loc) << describeNode(node) << " node: attribute '"
+                              << attr.getName().getValue()
+                              << "' has a type that " << typed->opName
+                              << " does not accept";
+    }
+
+  // A typed op drops an inherent attribute of the wrong kind (a FLOAT where
+  // the schema says INT): catch it here instead of losing the attribute.
+  if (typed) {
+    for (const NamedAttribute &attr : onnxAttrs) {
+      std::optional<Attribute> stored = op->getInherentAttr(attr.getName());
+      if (!stored || *stored != attr.getValue()) {
+        op->erase();
+        return emitError(loc)
+               << describeNode(node) << " node: attribute '"
+               << attr.getName().getValue() << "' has the wrong type for "
+               << node.op_type() << " (" << attr.getValue() << ")";
+      }
+    }
+  }
 
   // Subgraphs.
   for (auto [region, graph] : llvm::zip(op->getRegions(), subgraphs)) {
@@ -889,7 +1244,9 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
     if (initializerNames.count(input.name()))
       continue;
     Location loc = NameLoc::get(builder.getStringAttr(input.name()));
-    auto type = importType(input.type(), loc, "graph input '" + input.name() + "'");
+    // Diagnostics name the value themselves; a NameLoc would read as a node.
+    auto type = importType(input.type(), UnknownLoc::get(ctx),
+                           "graph input '" + input.name() + "'");
     if (failed(type))
       return failure();
     // The main graph's arguments are created with the function.
@@ -903,9 +1260,13 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
 
   for (onnx::TensorProto &init : *graph.mutable_initializer()) {
     Location loc = NameLoc::get(builder.getStringAttr(init.name()));
+    // Diagnostics name the initializer themselves; a NameLoc would read as a
+    // node.
+    Location diagLoc = UnknownLoc::get(ctx);
     std::string name = init.name();
     std::string doc = init.doc_string();
-    auto value = importTensor(init, loc, "initializer '" + name + "'", name);
+    auto value =
+        importTensor(init, diagLoc, "initializer '" + name + "'", name);
     if (failed(value))
       return failure();
     IntegerAttr index;
@@ -914,11 +1275,12 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
       index = builder.getI64IntegerAttr(it->second);
       // A declared input type must agree with the initializer's.
       const auto &input = graph.input(it->second);
-      auto declared = importType(input.type(), loc, "graph input '" + name + "'");
+      auto declared =
+          importType(input.type(), diagLoc, "graph input '" + name + "'");
       if (failed(declared))
         return failure();
       if (!isCompatibleType(*declared, value->getType()))
-        return emitError(loc) << "initializer '" << name << "' has type "
+        return emitError(diagLoc) << "initializer '" << name << "' has type "
                               << value->getType()
                               << " but the graph input of that name is "
                               << *declared;
@@ -929,12 +1291,23 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
     scope.values[name] = op.getResult();
   }
 
-  for (int nodeIndex : orders[&graph])
+  auto order = orders.find(&graph);
+  if (order == orders.end() ||
+      static_cast<int>(order->second.size()) != graph.node_size())
+    return emitError(UnknownLoc::get(ctx))
+           << "internal error: graph '" << graph.name()
+           << "' was not validated";
+  for (int nodeIndex : order->second)
     if (failed(importNode(*graph.mutable_node(nodeIndex), block, scope)))
       return failure();
 
-  for (const auto &output : graph.output())
-    outputs.push_back(scope.lookup(output.name()));
+  for (const auto &output : graph.output()) {
+    Value value = scope.lookup(output.name());
+    if (!value)
+      return emitError(UnknownLoc::get(ctx))
+             << "graph output '" << output.name() << "' has no value";
+    outputs.push_back(value);
+  }
   return success();
 }
 
@@ -962,12 +1335,19 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
   if (failed(validator.validate(model.graph(), {}, 0, orders)))
     return {};
 
+  // The outputs' symbolic dims as the model declares them: ONNX shape
+  // inference invents names ("unk__0") for the dims it fills in.
+  std::vector<onnx::TypeProto> declaredOutputTypes;
+  for (const auto &output : model.graph().output())
+    declaredOutputTypes.push_back(output.type());
+
   if (options.shapeInference) {
     // Shape inference only reads small initializers (shapes, axes): large
     // weights are moved aside while it runs, which keeps it fast.
     std::vector<std::pair<onnx::TensorProto *, std::string>> parked;
     for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer())
-      if (init.raw_data().size() > 4096) {
+      if (init.raw_data().size() > 4096 &&
+          init.data_location() != onnx::TensorProto::EXTERNAL) {
         parked.emplace_back(&init, std::string());
         parked.back().second.swap(*init.mutable_raw_data());
         init.clear_raw_data();
@@ -980,15 +1360,25 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
         init->mutable_raw_data()->swap(data);
       }
     });
-    try {
-      onnx::ShapeInferenceOptions shapeOptions(/*check_type=*/false,
-                                               /*error_mode=*/0,
-                                               /*data_prop=*/false);
-      onnx::shape_inference::InferShapes(
-          model, onnx::OpSchemaRegistry::Instance(), shapeOptions);
-    } catch (const std::exception &e) {
-      // Types then come from the model and the ops' own inference.
-      emitWarning(fileLoc) << "ONNX shape inference failed: " << e.what();
+    // Where it fails, types come from the model and the ops' own inference.
+    std::string message;
+    switch (inferShapesIsolated(model, message)) {
+    case InferenceOutcome::Done:
+      break;
+    case InferenceOutcome::Failed:
+      emitWarning(fileLoc) << "ONNX shape inference failed: " << message;
+      break;
+    case InferenceOutcome::Crashed:
+      emitWarning(fileLoc) << "ONNX shape inference crashed (" << message
+                           << ") and was skipped";
+      break;
+    case InferenceOutcome::OutOfMemory:
+      // Absurd attributes (e.g. Scan's num_scan_inputs = 2^40) make ONNX
+      // allocate absurd amounts.
+      emitError(fileLoc) << "ONNX shape inference ran out of memory; the "
+                            "model has absurd sizes in its attributes or "
+                            "shapes";
+      return {};
     }
   }
 
@@ -1042,8 +1432,8 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
   for (const auto &input : graph.input()) {
     if (initializerNames.count(input.name()))
       continue;
-    Location loc = NameLoc::get(builder.getStringAttr(input.name()));
-    auto type = importType(input.type(), loc, "graph input '" + input.name() + "'");
+    auto type = importType(input.type(), fileLoc,
+                           "graph input '" + input.name() + "'");
     if (failed(type))
       return {};
     argTypes.push_back(*type);
@@ -1080,11 +1470,12 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
 
   SmallVector<Type> resultTypes;
   SmallVector<DictionaryAttr> resultAttrs;
-  for (auto [value, output] : llvm::zip(outputs, graph.output())) {
+  for (auto [value, output, declaredType] :
+       llvm::zip(outputs, graph.output(), declaredOutputTypes)) {
     resultTypes.push_back(value.getType());
     SmallVector<NamedAttribute> attrs{builder.getNamedAttr(
         MPDialect::kArgNameAttr, builder.getStringAttr(output.name()))};
-    if (ArrayAttr params = dimParamsAttr(output.type()))
+    if (ArrayAttr params = dimParamsAttr(declaredType))
       attrs.push_back(builder.getNamedAttr("mp.dim_params", params));
     if (!output.doc_string().empty())
       attrs.push_back(builder.getNamedAttr(
@@ -1115,16 +1506,28 @@ bool loadBinary(llvm::StringRef path, llvm::StringRef contents, bool fromFile,
     }
     auto closeFd = llvm::make_scope_exit([&] { ::close(fd); });
     struct stat st;
-    if (::fstat(fd, &st) == 0 && st.st_size == 0) {
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      emitError(loc) << "cannot read '" << path << "': it is a directory";
+      return false;
+    }
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
       emitError(loc) << "not an ONNX model: the file is empty";
       return false;
     }
     // Streaming parse: the file is never held in memory next to the model.
     google::protobuf::io::FileInputStream input(fd);
-    google::protobuf::io::CodedInputStream coded(&input);
-    coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
-    parsed = model.ParseFromCodedStream(&coded) &&
-             coded.ConsumedEntireMessage();
+    {
+      google::protobuf::io::CodedInputStream coded(&input);
+      coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
+      parsed = model.ParseFromCodedStream(&coded) &&
+               coded.ConsumedEntireMessage();
+    }
+    // A read error looks like the end of the input to protobuf.
+    if (input.GetErrno() != 0) {
+      emitError(loc) << "cannot read '" << path
+                     << "': " << strerror(input.GetErrno());
+      return false;
+    }
   } else {
     if (contents.empty()) {
       emitError(loc) << "not an ONNX model: the input is empty";
@@ -1142,13 +1545,31 @@ bool loadBinary(llvm::StringRef path, llvm::StringRef contents, bool fromFile,
 
 bool loadText(llvm::StringRef contents, onnx::ModelProto &model,
               MLIRContext *ctx) {
+  if (contents.trim().empty()) {
+    emitError(UnknownLoc::get(ctx)) << "not an ONNX model: the file is empty";
+    return false;
+  }
   std::string text = contents.str();
   onnx::OnnxParser parser(text.c_str());
   onnx::Common::Status status = parser.Parse(model);
   if (!status.IsOK()) {
+    // The message quotes the input, which may be binary.
     std::string message = status.ErrorMessage();
+    for (char &c : message)
+      if (!llvm::isPrint(c) && c != '\n')
+        c = '?';
     emitError(UnknownLoc::get(ctx))
         << "cannot parse ONNX text: " << llvm::StringRef(message).trim();
+    return false;
+  }
+  if (text.size() != strlen(text.c_str())) {
+    emitError(UnknownLoc::get(ctx))
+        << "cannot parse ONNX text: the input contains a NUL byte";
+    return false;
+  }
+  if (!parser.EndOfInput()) {
+    emitError(UnknownLoc::get(ctx))
+        << "cannot parse ONNX text: unexpected text after the main graph";
     return false;
   }
   return true;
@@ -1157,6 +1578,12 @@ bool loadText(llvm::StringRef contents, onnx::ModelProto &model,
 OwningOpRef<ModuleOp> importImpl(llvm::StringRef path, llvm::StringRef contents,
                                  bool fromFile, MLIRContext *ctx,
                                  const ONNXImportOptions &options) {
+  // LLVM's new-handler aborts on a failed allocation; while ONNX and
+  // protobuf work on the model, a failed allocation (absurd sizes in a
+  // corrupt file) throws std::bad_alloc instead and becomes a diagnostic.
+  std::new_handler llvmNewHandler = std::set_new_handler(nullptr);
+  auto restoreNewHandler =
+      llvm::make_scope_exit([&] { std::set_new_handler(llvmNewHandler); });
   try {
     ONNXFormat format = options.format;
     std::unique_ptr<llvm::MemoryBuffer> textBuffer;
@@ -1193,6 +1620,9 @@ OwningOpRef<ModuleOp> importImpl(llvm::StringRef path, llvm::StringRef contents,
     }
     Importer importer(ctx, path, options);
     return importer.importModel(model);
+  } catch (const std::bad_alloc &) {
+    emitError(UnknownLoc::get(ctx))
+        << "cannot import ONNX model: out of memory";
   } catch (const std::exception &e) {
     emitError(UnknownLoc::get(ctx)) << "cannot import ONNX model: " << e.what();
   } catch (...) {

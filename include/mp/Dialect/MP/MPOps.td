@@ -14,7 +14,7 @@ include "mlir/IR/RegionKindInterface.td"
 // Structural ops
 //===----------------------------------------------------------------------===//
 
-def MP_InitializerOp : MP_Op<"initializer", [ConstantLike, Pure,
+def MP_InitializerOp : MP_Op<"initializer", [Pure,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "an ONNX graph initializer (a named weight or constant)";
   let description = [{
@@ -23,6 +23,11 @@ def MP_InitializerOp : MP_Op<"initializer", [ConstantLike, Pure,
     being copied. `input_index` is set when the initializer is also listed as a
     graph input (IR version < 4 models, or inputs with defaults) and gives its
     position in the graph's input list.
+
+    It is deliberately not a `ConstantLike` op: initializers are named
+    weights, and constant uniquing must never merge two of them (or one and
+    an `mp.constant`) because their values happen to be equal. Read its value
+    with `getValue()` or `mp::getConstantValue`.
 
     ```mlir
     %w = mp.initializer "conv1.weight" dense_resource<conv1.weight> : tensor<64x3x7x7xf32>
@@ -33,7 +38,6 @@ def MP_InitializerOp : MP_Op<"initializer", [ConstantLike, Pure,
                        OptionalAttr<StrAttr>:$doc_string);
   let results = (outs AnyTensor:$result);
   let assemblyFormat = "$name $value attr-dict";
-  let hasFolder = 1;
   let hasVerifier = 1;
 }
 

@@ -96,6 +96,10 @@ bool areCompatibleTypeLists(mlir::TypeRange inferred, mlir::TypeRange actual);
 /// The more refined of two compatible types.
 mlir::Type refineType(mlir::Type a, mlir::Type b);
 
+/// The compile-time value of `value`: an initializer's tensor, or the
+/// attribute a ConstantLike op (mp.constant, ...) folds to; null otherwise.
+mlir::Attribute getConstantValue(mlir::Value value);
+
 /// Broadcasts two dim lists (numpy rules); failure on a static mismatch.
 llvm::FailureOr<Dims> broadcastDims(const Dims &a, const Dims &b);
 
