@@ -308,11 +308,9 @@ TEST_CASE("detectONNXFormat and isONNXFile", "[importer][format]") {
   CHECK_FALSE(mp::isONNXFile("-"));
 }
 
-// ONNXImporter.h: "True when `path` names an ONNX model rather than MLIR (by
-// extension, or by contents for other names)". The implementation decides by
-// extension only, so an ONNX file with another name is not recognized.
+// Files whose name says nothing are recognized by their contents.
 TEST_CASE("isONNXFile looks at the contents of files with other names",
-          "[importer][format][!mayfail]") {
+          "[importer][format]") {
   llvm::SmallString<128> path;
   REQUIRE(!llvm::sys::fs::createTemporaryFile("mp-unit", "model", path));
   auto remove = llvm::make_scope_exit([&] { llvm::sys::fs::remove(path); });
@@ -321,6 +319,20 @@ TEST_CASE("isONNXFile looks at the contents of files with other names",
     llvm::raw_fd_ostream os(path, ec);
     REQUIRE(!ec);
     os << kTextModel;
+  }
+  CHECK(mp::isONNXFile(path));
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    REQUIRE(!ec);
+    os << "module {\n  func.func @f() {\n    return\n  }\n}\n";
+  }
+  CHECK_FALSE(mp::isONNXFile(path));
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    REQUIRE(!ec);
+    os << llvm::StringRef("\x08\x07\x12\x07pytorch", 11); // ir_version, producer
   }
   CHECK(mp::isONNXFile(path));
 }

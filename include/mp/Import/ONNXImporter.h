@@ -39,6 +39,8 @@ struct ONNXImportOptions {
   bool typedOps = true;
   /// Tensors of at most this many bytes are stored inline as dense elements;
   /// larger ones as `dense_resource` blobs that reuse the imported memory.
+  /// (BOOL and STRING tensors are always inline: ONNX stores them in a
+  /// layout other than MLIR's.)
   size_t inlineTensorLimit = 1024;
   /// Where external data files are looked up; empty: the model's directory.
   std::string externalDataDirectory;

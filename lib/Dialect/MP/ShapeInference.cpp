@@ -545,6 +545,12 @@ LogicalResult shape::inferEinsum(ShapeContext &ctx,
       counts[c]++;
       int64_t d = dims ? (*dims)[j] : kDynamic;
       auto it = sizes.find(c);
+      // A label's sizes must agree (1 broadcasts, as in numpy.einsum).
+      if (it != sizes.end() && !ShapedType::isDynamic(it->second) &&
+          !ShapedType::isDynamic(d) && it->second != 1 && d != 1 &&
+          it->second != d)
+        return ctx.emitError("label '" + Twine(c) + "' has size " +
+                             Twine(it->second) + " and " + Twine(d));
       if (it == sizes.end() || ShapedType::isDynamic(it->second) ||
           it->second == 1)
         sizes[c] = (it != sizes.end() && d == 1) ? it->second : d;
