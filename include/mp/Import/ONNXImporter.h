@@ -34,6 +34,11 @@ struct ONNXImportOptions {
   ONNXFormat format = ONNXFormat::Auto;
   /// Run ONNX shape inference before import so intermediate values get types.
   bool shapeInference = true;
+  /// Run ONNX shape inference in a forked child process: ONNX 1.12 crashes
+  /// on some malformed nodes, and in a child that costs the inferred types,
+  /// not the process. Programs that must not fork (e.g. with threads holding
+  /// locks ONNX needs) can turn it off.
+  bool isolateShapeInference = true;
   /// Import nodes that have a typed op as that op; when false every node
   /// becomes the generic `mp.onnx_op`.
   bool typedOps = true;

@@ -341,10 +341,14 @@ static FailureOr<int64_t> normalizeAxis(ShapeContext &ctx, int64_t axis,
   return axis < 0 ? axis + rank : axis;
 }
 
+/// a * b for dims; dynamic when either is, or when the product overflows
+/// (hostile attributes must not produce negative dims).
 static int64_t mulDims(int64_t a, int64_t b) {
-  if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
+  int64_t product;
+  if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b) ||
+      __builtin_mul_overflow(a, b, &product))
     return kDynamic;
-  return a * b;
+  return product;
 }
 
 static LogicalResult requireRank(ShapeContext &ctx, unsigned operand,
@@ -1516,6 +1520,8 @@ static LogicalResult inferBlockRearrange(ShapeContext &ctx,
   int64_t block = ctx.getInt("blocksize", 0);
   if (block <= 0)
     return ctx.emitError("blocksize must be positive");
+  if (block > (int64_t(1) << 20))
+    return ctx.emitError("blocksize " + Twine(block) + " is too large");
   if (x && x->size() != 4)
     return ctx.emitError("input must have rank 4");
   SmallVector<int64_t, 6> out(4, kDynamic);

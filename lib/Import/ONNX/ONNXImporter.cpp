@@ -40,6 +40,7 @@
 #include <cstring>
 #include <csignal>
 #include <fcntl.h>
+#include <fstream>
 #include <limits>
 #include <new>
 #include <sys/resource.h>
@@ -58,6 +59,13 @@ constexpr int64_t kMaxKnownIRVersion = 8; // ONNX 1.12
 constexpr int64_t kMaxElements = int64_t(1) << 40;
 /// Subgraph nesting deeper than this is rejected rather than recursed into.
 constexpr int kMaxGraphDepth = 64;
+/// Protobuf message nesting the parser accepts: three levels per subgraph
+/// (graph, node, attribute) plus room for nested types. Protobuf's default
+/// of 100 would reject models of 33 nested subgraphs as "corrupt".
+constexpr int kMaxMessageDepth = 3 * kMaxGraphDepth + 64;
+/// Bracket nesting accepted in ONNX text; ONNX's recursive-descent parser
+/// would overflow the stack on deeper input.
+constexpr int kMaxTextNesting = 4 * kMaxGraphDepth + 64;
 
 bool isDefaultDomain(llvm::StringRef domain) {
   return domain.empty() || domain == "ai.onnx";
@@ -610,7 +618,10 @@ InferenceOutcome inferShapesIsolated(onnx::ModelProto &model,
     return outcome;
   }
   onnx::ModelProto inferred;
-  if (!inferred.ParseFromArray(reply.data() + 1, reply.size() - 1) ||
+  google::protobuf::io::CodedInputStream coded(
+      reinterpret_cast<const uint8_t *>(reply.data() + 1), reply.size() - 1);
+  coded.SetRecursionLimit(kMaxMessageDepth);
+  if (!inferred.ParseFromCodedStream(&coded) ||
       !copyInferredTypes(inferred.graph(), *model.mutable_graph(),
                          /*apply=*/false)) {
     message = "its result does not match the model";
@@ -755,16 +766,23 @@ FailureOr<Type> Importer::importType(const onnx::TypeProto &type, Location loc,
     if (!tensor.has_shape())
       return Type(UnrankedTensorType::get(element));
     SmallVector<int64_t> dims;
+    int64_t count = 1; // of the static dims, saturated at 2^40 + 1
     for (const auto &dim : tensor.shape().dim()) {
       if (dim.has_dim_value()) {
-        if (dim.dim_value() < 0 || dim.dim_value() > kMaxElements)
-          return emitError(loc) << what << " has invalid dim "
-                                << dim.dim_value();
-        dims.push_back(dim.dim_value());
+        int64_t d = dim.dim_value();
+        if (d < 0 || d > kMaxElements)
+          return emitError(loc) << what << " has invalid dim " << d;
+        count = (d != 0 && count > kMaxElements / d) ? kMaxElements + 1
+                                                     : count * d;
+        dims.push_back(d);
       } else {
         dims.push_back(ShapedType::kDynamic);
       }
     }
+    // Nothing is allocated for a type, but element counts that overflow
+    // int64 would break every size computation downstream.
+    if (count > kMaxElements && !llvm::is_contained(dims, 0))
+      return emitError(loc) << what << " has more than 2^40 elements";
     return Type(RankedTensorType::get(dims, element));
   }
   case onnx::TypeProto::kSequenceType: {
@@ -1143,20 +1161,6 @@ LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
   }
 
   Operation *op = builder.create(state);
-  // A typed op stores ONNX attributes as properties of fixed types, and one
-  // of another type would be dropped without a word. The schema check makes
-  // that impossible for valid ONNX; this keeps it an error, never a
-  // silently different model.
-  if (typed)
-    for (const NamedAttribute &attr : onnxAttrs) {
-      std::optional<Attribute> stored = op->getInherentAttr(attr.getName());
-      if (!stored || *stored != attr.getValue())
-        return emitError(loc) << describeNode(node) << " node: attribute '"
-                              << attr.getName().getValue()
-                              << "' has a type that " << typed->opName
-                              << " does not accept";
-    }
-
   // A typed op drops an inherent attribute of the wrong kind (a FLOAT where
   // the schema says INT): catch it here instead of losing the attribute.
   if (typed) {
@@ -1362,7 +1366,9 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
     });
     // Where it fails, types come from the model and the ops' own inference.
     std::string message;
-    switch (inferShapesIsolated(model, message)) {
+    switch ((options.isolateShapeInference
+                ? inferShapesIsolated(model, message)
+                : inferShapesHere(model, message))) {
     case InferenceOutcome::Done:
       break;
     case InferenceOutcome::Failed:
@@ -1519,6 +1525,7 @@ bool loadBinary(llvm::StringRef path, llvm::StringRef contents, bool fromFile,
     {
       google::protobuf::io::CodedInputStream coded(&input);
       coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
+      coded.SetRecursionLimit(kMaxMessageDepth);
       parsed = model.ParseFromCodedStream(&coded) &&
                coded.ConsumedEntireMessage();
     }
@@ -1533,7 +1540,12 @@ bool loadBinary(llvm::StringRef path, llvm::StringRef contents, bool fromFile,
       emitError(loc) << "not an ONNX model: the input is empty";
       return false;
     }
-    parsed = model.ParseFromArray(contents.data(), contents.size());
+    google::protobuf::io::CodedInputStream coded(
+        reinterpret_cast<const uint8_t *>(contents.data()), contents.size());
+    coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    coded.SetRecursionLimit(kMaxMessageDepth);
+    parsed = model.ParseFromCodedStream(&coded) &&
+             coded.ConsumedEntireMessage();
   }
   if (!parsed) {
     emitError(loc) << "not a valid ONNX model: the protobuf data is truncated "
@@ -1543,10 +1555,40 @@ bool loadBinary(llvm::StringRef path, llvm::StringRef contents, bool fromFile,
   return true;
 }
 
+/// The deepest nesting of brackets in ONNX text, outside comments and
+/// string literals (`=>` is not a bracket).
+int textNesting(llvm::StringRef text) {
+  int depth = 0, maxDepth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '#') {
+      i = text.find('\n', i);
+      if (i == llvm::StringRef::npos)
+        break;
+    } else if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i;
+    } else if (c == '{' || c == '[' || c == '(' || c == '<') {
+      maxDepth = std::max(maxDepth, ++depth);
+    } else if (c == '}' || c == ']' || c == ')' ||
+               (c == '>' && (i == 0 || text[i - 1] != '='))) {
+      --depth;
+    }
+  }
+  return maxDepth;
+}
+
 bool loadText(llvm::StringRef contents, onnx::ModelProto &model,
               MLIRContext *ctx) {
   if (contents.trim().empty()) {
     emitError(UnknownLoc::get(ctx)) << "not an ONNX model: the file is empty";
+    return false;
+  }
+  if (textNesting(contents) > kMaxTextNesting) {
+    emitError(UnknownLoc::get(ctx))
+        << "cannot parse ONNX text: brackets are nested more than "
+        << kMaxTextNesting << " levels deep";
     return false;
   }
   std::string text = contents.str();
@@ -1575,9 +1617,10 @@ bool loadText(llvm::StringRef contents, onnx::ModelProto &model,
   return true;
 }
 
-OwningOpRef<ModuleOp> importImpl(llvm::StringRef path, llvm::StringRef contents,
-                                 bool fromFile, MLIRContext *ctx,
-                                 const ONNXImportOptions &options) {
+OwningOpRef<ModuleOp> importUnchecked(llvm::StringRef path,
+                                      llvm::StringRef contents, bool fromFile,
+                                      MLIRContext *ctx,
+                                      const ONNXImportOptions &options) {
   // LLVM's new-handler aborts on a failed allocation; while ONNX and
   // protobuf work on the model, a failed allocation (absurd sizes in a
   // corrupt file) throws std::bad_alloc instead and becomes a diagnostic.
@@ -1631,6 +1674,28 @@ OwningOpRef<ModuleOp> importImpl(llvm::StringRef path, llvm::StringRef contents,
   return {};
 }
 
+/// Imports, and makes sure that a failure is never silent: every failing
+/// path should report its own error, this catches the ones that do not.
+OwningOpRef<ModuleOp> importImpl(llvm::StringRef path, llvm::StringRef contents,
+                                 bool fromFile, MLIRContext *ctx,
+                                 const ONNXImportOptions &options) {
+  bool reported = false;
+  OwningOpRef<ModuleOp> module;
+  {
+    // Watches, and passes every diagnostic on to the caller's handler.
+    ScopedDiagnosticHandler watch(ctx, [&](Diagnostic &diag) {
+      reported |= diag.getSeverity() == DiagnosticSeverity::Error;
+      return failure();
+    });
+    module = importUnchecked(path, contents, fromFile, ctx, options);
+  }
+  if (!module && !reported)
+    emitError(UnknownLoc::get(ctx))
+        << "cannot import ONNX model (internal error: the failure was not "
+           "reported)";
+  return module;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -1681,7 +1746,25 @@ bool mp::isONNXFile(llvm::StringRef path) {
       path.ends_with(".onnx.txt") || path.ends_with(".onnxtext") ||
       path.ends_with(".pb"))
     return true;
-  return false;
+  // Other names: look at the contents. MLIR bytecode starts with "ML\xefR";
+  // MLIR text is printable; ONNX text starts with `<`; anything else that is
+  // binary is taken as an ONNX protobuf.
+  if (path == "-" || path.empty())
+    return false;
+  std::ifstream file(path.str(), std::ios::binary);
+  if (!file)
+    return false;
+  char buffer[512];
+  file.read(buffer, sizeof(buffer));
+  llvm::StringRef bytes(buffer, static_cast<size_t>(file.gcount()));
+  if (bytes.starts_with("ML\xefR"))
+    return false;
+  if (llvm::any_of(bytes, [](char c) {
+        unsigned char u = static_cast<unsigned char>(c);
+        return u < 0x09 || (u > 0x0d && u < 0x20);
+      }))
+    return true;
+  return detectONNXFormat(path, bytes) == ONNXFormat::Text;
 }
 
 ONNXDiagnosticHandler::ONNXDiagnosticHandler(MLIRContext *context,
