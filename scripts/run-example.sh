@@ -18,7 +18,7 @@ echo "== imported $(basename "$MODEL") ($(stat -c %s "$MODEL") bytes) into $OUT"
 echo "   graph: $(grep -o 'func.func @[^(]*' "$OUT" | sed 's/func.func //')"
 echo "   inputs: $(grep -o 'mp.name = "[^"]*"' "$OUT" | head -1 | cut -d'"' -f2)," \
      "outputs: $(grep -o 'mp.name = "[^"]*"' "$OUT" | tail -1 | cut -d'"' -f2)"
-echo "   ops:"
-grep -oE '= mp\.[a-z_]+|mp\.[a-z_]+ ' "$OUT" | sed -E 's/^= //; s/ $//' | sort | uniq -c | sort -rn | sed 's/^/     /'
+echo "   ops (mp-opt --print-op-stats):"
+"$BUILD/bin/mp-opt" "$OUT" --print-op-stats -o /dev/null 2>&1 | grep -E '^ +mp\.' | sed -E 's/ +,/:/; s/^ +/     /'
 echo "== first lines of the result:"
 grep -E 'mp\.(conv|batch_normalization|softmax)' "$OUT" | head -3 | cut -c1-160
