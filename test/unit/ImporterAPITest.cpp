@@ -313,7 +313,7 @@ TEST_CASE("isONNXFile looks at the contents of files with other names",
           "[importer][format]") {
   llvm::SmallString<128> path;
   REQUIRE(!llvm::sys::fs::createTemporaryFile("mp-unit", "model", path));
-  auto remove = llvm::make_scope_exit([&] { llvm::sys::fs::remove(path); });
+  llvm::scope_exit remove([&] { llvm::sys::fs::remove(path); });
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(path, ec);
@@ -341,8 +341,8 @@ TEST_CASE_METHOD(ImportFixture, "importONNXFile reads files",
                  "[importer][file]") {
   llvm::SmallString<128> dir;
   REQUIRE(!llvm::sys::fs::createUniqueDirectory("mp-unit", dir));
-  auto remove =
-      llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
+  llvm::scope_exit remove(
+      [&] { llvm::sys::fs::remove_directories(dir); });
   auto write = [&](llvm::StringRef name, llvm::StringRef contents) {
     llvm::SmallString<128> path(dir);
     llvm::sys::path::append(path, name);

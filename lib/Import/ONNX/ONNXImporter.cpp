@@ -1063,7 +1063,7 @@ LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
   int64_t version = opsets.lookup(domain);
 
   // Pick a typed op when the schema version and attributes fit it.
-  std::optional<OnnxOpInfo> typed;
+  const OnnxOpInfo *typed = nullptr;
   if (domain.empty()) {
     const onnx::OpSchema *schema =
         onnx::OpSchemaRegistry::Schema(node.op_type(), version, "");
@@ -1075,16 +1075,16 @@ LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
     if (schema && options.typedOps &&
         info != dialect->getOnnxOpTable().end() &&
         schema->SinceVersion() >= info->second.sinceVersion) {
-      typed = info->second;
+      typed = &info->second;
       ArrayRef<StringAttr> known = typed->opName.getAttributeNames();
       for (const auto &attr : node.attribute())
         if (!llvm::is_contained(known, builder.getStringAttr(attr.name())))
-          typed.reset();
+          typed = nullptr;
       if (typed && ((typed->numInputs >= 0 &&
                      node.input_size() > typed->numInputs) ||
                     (typed->numOutputs >= 0 &&
                      node.output_size() > typed->numOutputs)))
-        typed.reset();
+        typed = nullptr;
     }
   }
 
@@ -1358,7 +1358,7 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
         // Keep the initializer well-formed for the shape inferencer.
         init.set_data_location(onnx::TensorProto::EXTERNAL);
       }
-    auto restore = llvm::make_scope_exit([&] {
+    llvm::scope_exit restore([&] {
       for (auto &[init, data] : parked) {
         init->set_data_location(onnx::TensorProto::DEFAULT);
         init->mutable_raw_data()->swap(data);
@@ -1510,7 +1510,7 @@ bool loadBinary(llvm::StringRef path, llvm::StringRef contents, bool fromFile,
       emitError(loc) << "cannot open '" << path << "': " << strerror(errno);
       return false;
     }
-    auto closeFd = llvm::make_scope_exit([&] { ::close(fd); });
+    llvm::scope_exit closeFd([&] { ::close(fd); });
     struct stat st;
     if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
       emitError(loc) << "cannot read '" << path << "': it is a directory";
@@ -1625,8 +1625,8 @@ OwningOpRef<ModuleOp> importUnchecked(llvm::StringRef path,
   // protobuf work on the model, a failed allocation (absurd sizes in a
   // corrupt file) throws std::bad_alloc instead and becomes a diagnostic.
   std::new_handler llvmNewHandler = std::set_new_handler(nullptr);
-  auto restoreNewHandler =
-      llvm::make_scope_exit([&] { std::set_new_handler(llvmNewHandler); });
+  llvm::scope_exit restoreNewHandler(
+      [&] { std::set_new_handler(llvmNewHandler); });
   try {
     ONNXFormat format = options.format;
     std::unique_ptr<llvm::MemoryBuffer> textBuffer;
