@@ -1,5 +1,6 @@
 //===- InitAll.cpp - register every MixPrec dialect and pass --------------===//
 #include "mp/InitAll.h"
+#include "mp/Dialect/CuLib/CuLibDialect.h"
 #include "mp/Dialect/MP/MPDialect.h"
 #include "mp/Passes/Passes.h"
 
@@ -7,7 +8,8 @@
 #include "mlir/Transforms/Passes.h"
 
 void mp::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<mp::MPDialect, mlir::func::FuncDialect>();
+  registry.insert<mp::MPDialect, mp::culib::CuLibDialect,
+                  mlir::func::FuncDialect>();
 }
 
 void mp::registerAllPasses() {

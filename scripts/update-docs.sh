@@ -6,5 +6,6 @@ BUILD="${MP_BUILD_DIR:-$ROOT/build}"
 "$ROOT/scripts/build.sh" mlir-doc
 mkdir -p "$ROOT/docs/generated"
 cp "$BUILD/docs/Dialects/MPDialect.md" "$ROOT/docs/generated/MPDialect.md"
+cp "$BUILD/docs/Dialects/CuLibDialect.md" "$ROOT/docs/generated/CuLibDialect.md"
 cp "$BUILD/docs/Passes/MPPasses.md" "$ROOT/docs/generated/MPPasses.md"
 echo "docs/generated updated"

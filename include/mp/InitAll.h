@@ -5,7 +5,7 @@
 #include "mlir/IR/DialectRegistry.h"
 
 namespace mp {
-/// The dialects MixPrec tools work with: mp and func.
+/// The dialects MixPrec tools work with: mp, culib and func.
 void registerAllDialects(mlir::DialectRegistry &registry);
 /// MixPrec's passes and pipelines, and MLIR's generic transforms
 /// (canonicalize, cse, ...).

@@ -1,0 +1,255 @@
+//===- CuLibOps.cpp - ops of the culib dialect ---------------------------===//
+//
+// The verifiers check what the runtime relies on: static shapes that agree
+// with the call's semantics, so that a plan never reaches a library call
+// with buffers of the wrong size.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Dialect/CuLib/CuLibDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mp::culib;
+
+#define GET_OP_CLASSES
+#include "mp/Dialect/CuLib/CuLibOps.cpp.inc"
+
+namespace {
+MemRefType memrefOf(Value v) { return cast<MemRefType>(v.getType()); }
+
+/// Buffers must be dense, static and have the identity layout: the runtime
+/// addresses them as row-major arrays.
+LogicalResult verifyBuffer(Operation *op, Value v, StringRef name) {
+  MemRefType type = memrefOf(v);
+  if (!type.hasStaticShape())
+    return op->emitOpError() << name << " must have a static shape, got "
+                             << type;
+  if (!type.getLayout().isIdentity())
+    return op->emitOpError() << name << " must have the identity layout";
+  return success();
+}
+
+LogicalResult verifySameShape(Operation *op, Value a, StringRef aName, Value b,
+                              StringRef bName) {
+  if (memrefOf(a).getShape() != memrefOf(b).getShape())
+    return op->emitOpError() << aName << " and " << bName
+                             << " must have the same shape, got "
+                             << memrefOf(a) << " and " << memrefOf(b);
+  return success();
+}
+
+LogicalResult verifyChannelVector(Operation *op, Value v, StringRef name,
+                                  int64_t channels) {
+  MemRefType type = memrefOf(v);
+  if (type.getRank() != 1 || type.getDimSize(0) != channels)
+    return op->emitOpError() << name << " must be a vector of " << channels
+                             << " elements, got " << type;
+  return success();
+}
+
+LogicalResult verifyComputeType(Operation *op, Type compute, Type input) {
+  if (compute.isF32() || (compute.isF64() && input.isF64()) ||
+      compute == input)
+    return success();
+  return op->emitOpError() << "compute type " << compute
+                           << " cannot accumulate " << input << " inputs";
+}
+} // namespace
+
+LogicalResult AllocOp::verify() {
+  if (failed(verifyBuffer(*this, getBuffer(), "buffer")))
+    return failure();
+  if (getOffset() && static_cast<int64_t>(*getOffset()) < 0)
+    return emitOpError("offset must not be negative");
+  return success();
+}
+
+LogicalResult WeightOp::verify() {
+  if (failed(verifyBuffer(*this, getBuffer(), "weight")))
+    return failure();
+  ShapedType valueType = getValue().getShapedType();
+  MemRefType bufferType = getBuffer().getType();
+  if (valueType.getShape() != bufferType.getShape() ||
+      valueType.getElementType() != bufferType.getElementType())
+    return emitOpError() << "value of type " << valueType
+                         << " does not match the buffer " << bufferType;
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  for (auto [v, name] : {std::pair<Value, StringRef>{getA(), "A"},
+                         {getB(), "B"}, {getD(), "D"}})
+    if (failed(verifyBuffer(*this, v, name)))
+      return failure();
+  MemRefType a = memrefOf(getA()), b = memrefOf(getB()), d = memrefOf(getD());
+  if (a.getRank() < 2 || b.getRank() < 2 || d.getRank() < 2)
+    return emitOpError("A, B and D must have rank >= 2");
+  if (a.getElementType() != b.getElementType())
+    return emitOpError("A and B must have the same element type");
+  if (failed(verifyComputeType(*this, getComputeType(), a.getElementType())))
+    return failure();
+  int64_t m = a.getDimSize(a.getRank() - (getTransA() ? 1 : 2));
+  int64_t ka = a.getDimSize(a.getRank() - (getTransA() ? 2 : 1));
+  int64_t kb = b.getDimSize(b.getRank() - (getTransB() ? 1 : 2));
+  int64_t n = b.getDimSize(b.getRank() - (getTransB() ? 2 : 1));
+  if (ka != kb)
+    return emitOpError() << "contraction dims differ: " << ka << " vs " << kb;
+  if (d.getDimSize(d.getRank() - 2) != m || d.getDimSize(d.getRank() - 1) != n)
+    return emitOpError() << "D must be " << m << "x" << n
+                         << " in its last two dims, got " << d;
+  // Batch dims of A and B broadcast to D's.
+  int64_t batchRank = d.getRank() - 2;
+  for (MemRefType operand : {a, b}) {
+    int64_t rank = operand.getRank() - 2;
+    if (rank > batchRank)
+      return emitOpError("A and B may not have more batch dims than D");
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t dim = operand.getDimSize(i);
+      int64_t out = d.getDimSize(batchRank - rank + i);
+      if (dim != 1 && dim != out)
+        return emitOpError() << "batch dim " << i << " of " << operand
+                             << " does not broadcast to " << d;
+    }
+  }
+  if (getC() && failed(verifySameShape(*this, getC(), "C", getD(), "D")))
+    return failure();
+  if (getBias() && failed(verifyChannelVector(*this, getBias(), "bias", n)))
+    return failure();
+  if (getEpilogue() != "none" && getEpilogue() != "relu" &&
+      getEpilogue() != "gelu")
+    return emitOpError() << "unknown epilogue '" << getEpilogue()
+                         << "' (none, relu, gelu)";
+  return success();
+}
+
+LogicalResult ConvFwdOp::verify() {
+  for (auto [v, name] : {std::pair<Value, StringRef>{getX(), "X"},
+                         {getW(), "W"}, {getY(), "Y"}})
+    if (failed(verifyBuffer(*this, v, name)))
+      return failure();
+  MemRefType x = memrefOf(getX()), w = memrefOf(getW()), y = memrefOf(getY());
+  int64_t rank = x.getRank();
+  if (rank < 3 || w.getRank() != rank || y.getRank() != rank)
+    return emitOpError("X, W and Y must have the same rank, at least 3");
+  if (x.getElementType() != w.getElementType())
+    return emitOpError("X and W must have the same element type");
+  if (failed(verifyComputeType(*this, getComputeType(), x.getElementType())))
+    return failure();
+  size_t spatial = rank - 2;
+  if (getPads().size() != 2 * spatial || getStrides().size() != spatial ||
+      getDilations().size() != spatial)
+    return emitOpError() << "needs " << 2 * spatial << " pads and "
+                         << spatial << " strides and dilations";
+  bool nhwc = getLayout() == "nhwc";
+  if (!nhwc && getLayout() != "nchw")
+    return emitOpError() << "unknown layout '" << getLayout()
+                         << "' (nchw, nhwc)";
+  if (getActivation() != "none" && getActivation() != "relu")
+    return emitOpError() << "unknown activation '" << getActivation()
+                         << "' (none, relu)";
+  int64_t groups = static_cast<int64_t>(getGroups());
+  auto channelDim = [&](MemRefType t) { return nhwc ? t.getRank() - 1 : 1; };
+  auto spatialDim = [&](int64_t i) { return nhwc ? 1 + i : 2 + i; };
+  int64_t c = x.getDimSize(channelDim(x));
+  int64_t k = w.getDimSize(0);
+  int64_t cPerGroup = w.getDimSize(channelDim(w));
+  if (groups < 1 || c != cPerGroup * groups || k % groups != 0)
+    return emitOpError() << "X has " << c << " channels; W expects "
+                         << cPerGroup << " per group in " << groups
+                         << " groups";
+  if (y.getDimSize(0) != x.getDimSize(0) || y.getDimSize(channelDim(y)) != k)
+    return emitOpError() << "Y must have batch " << x.getDimSize(0) << " and "
+                         << k << " channels, got " << y;
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t in = x.getDimSize(spatialDim(i));
+    int64_t kernel = w.getDimSize(spatialDim(i));
+    int64_t stride = getStrides()[i], dilation = getDilations()[i];
+    if (stride < 1 || dilation < 1 || getPads()[i] < 0 ||
+        getPads()[i + spatial] < 0)
+      return emitOpError("strides and dilations must be positive, pads not "
+                         "negative");
+    int64_t span = in + getPads()[i] + getPads()[i + spatial] -
+                   ((kernel - 1) * dilation + 1);
+    int64_t expected = span < 0 ? 0 : span / stride + 1;
+    if (y.getDimSize(spatialDim(i)) != expected)
+      return emitOpError() << "spatial dim " << i << " of Y must be "
+                           << expected << ", got " << y;
+  }
+  if (getBias() && failed(verifyChannelVector(*this, getBias(), "bias", k)))
+    return failure();
+  return success();
+}
+
+LogicalResult PoolOp::verify() {
+  if (failed(verifyBuffer(*this, getX(), "X")) ||
+      failed(verifyBuffer(*this, getY(), "Y")))
+    return failure();
+  MemRefType x = memrefOf(getX()), y = memrefOf(getY());
+  if (x.getRank() < 3 || y.getRank() != x.getRank())
+    return emitOpError("X and Y must have the same rank, at least 3");
+  size_t spatial = x.getRank() - 2;
+  StringRef mode = getMode();
+  if (mode != "max" && mode != "avg" && mode != "avg_include_pad")
+    return emitOpError() << "unknown mode '" << mode
+                         << "' (max, avg, avg_include_pad)";
+  if (getWindow().size() != spatial || getStrides().size() != spatial ||
+      getPads().size() != 2 * spatial ||
+      (getDilations() && getDilations()->size() != spatial))
+    return emitOpError() << "needs " << spatial << " window sizes, strides "
+                         << "and dilations and " << 2 * spatial << " pads";
+  if (getDilations() && mode != "max")
+    return emitOpError("only max pooling takes dilations");
+  if (x.getDimSize(0) != y.getDimSize(0) || x.getDimSize(1) != y.getDimSize(1))
+    return emitOpError("X and Y must agree in batch and channels");
+  if (getIndices()) {
+    if (mode != "max")
+      return emitOpError("only max pooling has indices");
+    if (failed(verifySameShape(*this, getIndices(), "indices", getY(), "Y")))
+      return failure();
+  }
+  return success();
+}
+
+static LogicalResult verifyBatchNorm(Operation *op, Value x, Value y,
+                                     ValueRange statistics) {
+  if (failed(verifyBuffer(op, x, "X")) || failed(verifyBuffer(op, y, "Y")))
+    return failure();
+  MemRefType xType = memrefOf(x);
+  if (xType.getRank() < 2)
+    return op->emitOpError("X must have rank >= 2");
+  if (failed(verifySameShape(op, x, "X", y, "Y")))
+    return failure();
+  int64_t channels = xType.getDimSize(1);
+  for (Value v : statistics)
+    if (failed(verifyChannelVector(op, v, "scale, bias and statistics",
+                                   channels)))
+      return failure();
+  return success();
+}
+
+LogicalResult BatchNormInferenceOp::verify() {
+  return verifyBatchNorm(*this, getX(), getY(),
+                         {getScale(), getBias(), getMean(), getVariance()});
+}
+
+LogicalResult BatchNormTrainingOp::verify() {
+  return verifyBatchNorm(*this, getX(), getY(),
+                         {getScale(), getBias(), getMean(), getVariance(),
+                          getRunningMean(), getRunningVariance()});
+}
+
+LogicalResult SoftmaxOp::verify() {
+  if (failed(verifyBuffer(*this, getX(), "X")) ||
+      failed(verifyBuffer(*this, getY(), "Y")) ||
+      failed(verifySameShape(*this, getX(), "X", getY(), "Y")))
+    return failure();
+  int64_t rank = memrefOf(getX()).getRank();
+  // I64Attr getters return uint64_t: read the value as signed.
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < -rank || axis >= rank)
+    return emitOpError() << "axis " << axis << " is out of range for rank "
+                         << rank;
+  return success();
+}

@@ -1,0 +1,152 @@
+// The culib verifiers reject buffers that do not fit the call.
+// RUN: mp-opt %s -split-input-file -verify-diagnostics
+
+func.func @dynamic_alloc() {
+  // expected-error @+1 {{'culib.alloc' op buffer must have a static shape, got 'memref<?x4xf32>'}}
+  %0 = "culib.alloc"() : () -> memref<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @negative_offset() {
+  // expected-error @+1 {{offset must not be negative}}
+  %0 = culib.alloc {offset = -64 : i64} : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_mismatch() {
+  // expected-error @+1 {{value of type 'tensor<3xf32>' does not match the buffer 'memref<4xf32>'}}
+  %0 = culib.weight "w" dense<1.0> : tensor<3xf32> : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction(%a: memref<2x3xf16>, %b: memref<4x5xf16>, %d: memref<2x5xf32>) {
+  // expected-error @+1 {{contraction dims differ: 3 vs 4}}
+  culib.matmul ins(%a, %b) outs(%d) {compute_type = f32} : memref<2x3xf16>, memref<4x5xf16>, memref<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result(%a: memref<2x3xf16>, %b: memref<5x3xf16>, %d: memref<2x3xf32>) {
+  // expected-error @+1 {{D must be 2x5 in its last two dims}}
+  culib.matmul ins(%a, %b) outs(%d) {compute_type = f32, trans_b = true} : memref<2x3xf16>, memref<5x3xf16>, memref<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: memref<3x2x4xf32>, %b: memref<2x4x5xf32>, %d: memref<3x2x5xf32>) {
+  // expected-error @+1 {{batch dim 0 of 'memref<2x4x5xf32>' does not broadcast to 'memref<3x2x5xf32>'}}
+  culib.matmul ins(%a, %b) outs(%d) {compute_type = f32} : memref<3x2x4xf32>, memref<2x4x5xf32>, memref<3x2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_compute(%a: memref<2x3xf32>, %b: memref<3x5xf32>, %d: memref<2x5xf32>) {
+  // expected-error @+1 {{compute type 'f16' cannot accumulate 'f32' inputs}}
+  culib.matmul ins(%a, %b) outs(%d) {compute_type = f16} : memref<2x3xf32>, memref<3x5xf32>, memref<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_epilogue(%a: memref<2x3xf32>, %b: memref<3x5xf32>, %bias: memref<5xf32>, %d: memref<2x5xf32>) {
+  // expected-error @+1 {{unknown epilogue 'tanh' (none, relu, gelu)}}
+  culib.matmul ins(%a, %b) bias(%bias) outs(%d) {compute_type = f32, epilogue = "tanh"} : memref<2x3xf32>, memref<3x5xf32>, memref<5xf32>, memref<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias(%a: memref<2x3xf32>, %b: memref<3x5xf32>, %bias: memref<2xf32>, %d: memref<2x5xf32>) {
+  // expected-error @+1 {{bias must be a vector of 5 elements, got 'memref<2xf32>'}}
+  culib.matmul ins(%a, %b) bias(%bias) outs(%d) {compute_type = f32} : memref<2x3xf32>, memref<3x5xf32>, memref<2xf32>, memref<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @conv_channels(%x: memref<1x3x8x8xf32>, %w: memref<4x2x3x3xf32>, %y: memref<1x4x6x6xf32>) {
+  // expected-error @+1 {{X has 3 channels; W expects 2 per group in 1 groups}}
+  culib.conv_fwd ins(%x, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x2x3x3xf32>, memref<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_output(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<1x4x8x8xf32>) {
+  // expected-error @+1 {{spatial dim 0 of Y must be 3, got 'memref<1x4x8x8xf32>'}}
+  culib.conv_fwd ins(%x, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_attrs(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<1x4x6x6xf32>) {
+  // expected-error @+1 {{needs 4 pads and 2 strides and dilations}}
+  culib.conv_fwd ins(%x, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_layout(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<1x4x6x6xf32>) {
+  // expected-error @+1 {{unknown layout 'chwn' (nchw, nhwc)}}
+  culib.conv_fwd ins(%x, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, layout = "chwn", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @pool_mode(%x: memref<1x3x8x8xf32>, %y: memref<1x3x4x4xf32>) {
+  // expected-error @+1 {{unknown mode 'min' (max, avg, avg_include_pad)}}
+  culib.pool ins(%x) outs(%y) {mode = "min", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<1x3x8x8xf32>, memref<1x3x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @pool_indices(%x: memref<1x3x8x8xf32>, %y: memref<1x3x4x4xf32>, %i: memref<1x3x4x4xi64>) {
+  // expected-error @+1 {{only max pooling has indices}}
+  culib.pool ins(%x) outs(%y) indices(%i) {mode = "avg", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<1x3x8x8xf32>, memref<1x3x4x4xf32>, memref<1x3x4x4xi64>
+  return
+}
+
+// -----
+
+func.func @batch_norm_channels(%x: memref<2x3x4x4xf16>, %s: memref<4xf32>, %y: memref<2x3x4x4xf16>) {
+  // expected-error @+1 {{scale, bias and statistics must be a vector of 3 elements, got 'memref<4xf32>'}}
+  culib.batch_norm_inference ins(%x, %s, %s, %s, %s) outs(%y) {epsilon = 1.0e-5 : f32} : memref<2x3x4x4xf16>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<2x3x4x4xf16>
+  return
+}
+
+// -----
+
+func.func @batch_norm_f16_statistics(%x: memref<2x3x4x4xf16>, %s: memref<3xf16>, %y: memref<2x3x4x4xf16>) {
+  // expected-error @+1 {{operand #1 must be memref of 32-bit float values}}
+  culib.batch_norm_inference ins(%x, %s, %s, %s, %s) outs(%y) {epsilon = 1.0e-5 : f32} : memref<2x3x4x4xf16>, memref<3xf16>, memref<3xf16>, memref<3xf16>, memref<3xf16>, memref<2x3x4x4xf16>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%x: memref<2x10xf32>, %y: memref<2x10xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  culib.softmax ins(%x) outs(%y) {axis = 2 : i64} : memref<2x10xf32>, memref<2x10xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_shape(%x: memref<2x10xf32>, %y: memref<2x9xf32>) {
+  // expected-error @+1 {{X and Y must have the same shape}}
+  culib.softmax ins(%x) outs(%y) {axis = 1 : i64} : memref<2x10xf32>, memref<2x9xf32>
+  return
+}

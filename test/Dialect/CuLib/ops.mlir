@@ -1,0 +1,53 @@
+// Every culib op parses, verifies and prints back to a form that parses to
+// the same IR.
+// RUN: mp-opt %s | FileCheck %s
+// RUN: mp-opt %s | mp-opt | FileCheck %s
+// RUN: mp-opt %s -mlir-print-op-generic | mp-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @resnet_block
+func.func @resnet_block(%x: memref<1x3x8x8xf16>, %out: memref<1x10xf32>) {
+  // CHECK: %[[W:.*]] = culib.weight "conv1.weight" dense<1.000000e+00> : tensor<4x3x3x3xf16> : memref<4x3x3x3xf16>
+  %w = culib.weight "conv1.weight" dense<1.0> : tensor<4x3x3x3xf16> : memref<4x3x3x3xf16>
+  // CHECK: %[[B:.*]] = culib.weight "conv1.bias" dense<0.000000e+00> : tensor<4xf16> : memref<4xf16>
+  %b = culib.weight "conv1.bias" dense<0.0> : tensor<4xf16> : memref<4xf16>
+  // CHECK: %[[Y:.*]] = culib.alloc {offset = 0 : i64} : memref<1x4x8x8xf16>
+  %y = culib.alloc {offset = 0 : i64} : memref<1x4x8x8xf16>
+  // CHECK: culib.conv_fwd ins(%{{.*}}, %[[W]]) bias(%[[B]]) outs(%[[Y]]) {activation = "relu", compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf16>, memref<4x3x3x3xf16>, memref<4xf16>, memref<1x4x8x8xf16>
+  culib.conv_fwd ins(%x, %w) bias(%b) outs(%y) {activation = "relu", compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf16>, memref<4x3x3x3xf16>, memref<4xf16>, memref<1x4x8x8xf16>
+  %s = culib.weight "bn.scale" dense<1.0> : tensor<4xf32> : memref<4xf32>
+  %z = culib.alloc {offset = 512 : i64} : memref<1x4x8x8xf16>
+  // CHECK: culib.batch_norm_inference ins(%[[Y]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) outs(%{{.*}}) {epsilon = 9.99999974E-6 : f32}
+  culib.batch_norm_inference ins(%y, %s, %s, %s, %s) outs(%z) {epsilon = 1.0e-5 : f32} : memref<1x4x8x8xf16>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<1x4x8x8xf16>
+  %p = culib.alloc : memref<1x4x4x4xf16>
+  %i = culib.alloc : memref<1x4x4x4xi64>
+  // CHECK: culib.pool ins(%{{.*}}) outs(%{{.*}}) indices(%{{.*}}) {mode = "max", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<1x4x8x8xf16>, memref<1x4x4x4xf16>, memref<1x4x4x4xi64>
+  culib.pool ins(%z) outs(%p) indices(%i) {mode = "max", window = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : memref<1x4x8x8xf16>, memref<1x4x4x4xf16>, memref<1x4x4x4xi64>
+  %flat = culib.alloc : memref<1x64xf16>
+  %fc = culib.weight "fc.weight" dense<0.5> : tensor<10x64xf16> : memref<10x64xf16>
+  %fcb = culib.weight "fc.bias" dense<0.5> : tensor<10xf32> : memref<10xf32>
+  %logits = culib.alloc : memref<1x10xf32>
+  // CHECK: culib.matmul ins(%{{.*}}, %{{.*}}) bias(%{{.*}}) outs(%{{.*}}) {compute_type = f32, epilogue = "relu", trans_b = true} : memref<1x64xf16>, memref<10x64xf16>, memref<10xf32>, memref<1x10xf32>
+  culib.matmul ins(%flat, %fc) bias(%fcb) outs(%logits) {compute_type = f32, epilogue = "relu", trans_b = true} : memref<1x64xf16>, memref<10x64xf16>, memref<10xf32>, memref<1x10xf32>
+  // CHECK: culib.softmax ins(%{{.*}}) outs(%{{.*}}) {axis = 1 : i64, log = true} : memref<1x10xf32>, memref<1x10xf32>
+  culib.softmax ins(%logits) outs(%out) {axis = 1 : i64, log = true} : memref<1x10xf32>, memref<1x10xf32>
+  return
+}
+
+// Batched matmul with broadcast batch dims, C scaled by beta.
+// CHECK-LABEL: func.func @batched
+// CHECK: culib.matmul ins(%{{.*}}, %{{.*}}) c(%{{.*}}) outs(%{{.*}}) {alpha = 5.000000e-01 : f32, beta = 1.000000e+00 : f32, compute_type = f32, trans_a = true}
+func.func @batched(%a: memref<4x1x8x3xbf16>, %b: memref<5x8x6xbf16>, %c: memref<4x5x3x6xf32>, %d: memref<4x5x3x6xf32>) {
+  culib.matmul ins(%a, %b) c(%c) outs(%d) {alpha = 0.5 : f32, beta = 1.0 : f32, compute_type = f32, trans_a = true} : memref<4x1x8x3xbf16>, memref<5x8x6xbf16>, memref<4x5x3x6xf32>, memref<4x5x3x6xf32>
+  return
+}
+
+// Training-mode batch norm and NHWC grouped convolution.
+// CHECK-LABEL: func.func @training
+// CHECK: culib.batch_norm_training
+// CHECK: culib.conv_fwd {{.*}}groups = 2 : i64, layout = "nhwc"
+func.func @training(%x: memref<2x3x4x4xf32>, %v: memref<3xf32>, %y: memref<2x3x4x4xf32>, %r1: memref<3xf32>, %r2: memref<3xf32>,
+                    %xh: memref<1x6x6x4xf16>, %wh: memref<8x3x3x2xf16>, %yh: memref<1x4x4x8xf16>) {
+  culib.batch_norm_training ins(%x, %v, %v, %v, %v) outs(%y, %r1, %r2) {epsilon = 1.0e-5 : f32, momentum = 0.9 : f32} : memref<2x3x4x4xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<2x3x4x4xf32>, memref<3xf32>, memref<3xf32>
+  culib.conv_fwd ins(%xh, %wh) outs(%yh) {compute_type = f32, dilations = array<i64: 1, 1>, groups = 2 : i64, layout = "nhwc", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x6x6x4xf16>, memref<8x3x3x2xf16>, memref<1x4x4x8xf16>
+  return
+}
