@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 using namespace mlir;
 using namespace mp::culib;
@@ -251,5 +252,198 @@ LogicalResult SoftmaxOp::verify() {
   if (axis < -rank || axis >= rank)
     return emitOpError() << "axis " << axis << " is out of range for rank "
                          << rank;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Arity of each elementwise function, and whether it yields bool.
+struct ElementwiseFn {
+  StringRef name;
+  unsigned arity;
+  bool boolResult;
+};
+constexpr ElementwiseFn kElementwiseFns[] = {
+    {"abs", 1, false},        {"neg", 1, false},        {"exp", 1, false},
+    {"log", 1, false},        {"sqrt", 1, false},       {"reciprocal", 1, false},
+    {"relu", 1, false},       {"sigmoid", 1, false},    {"tanh", 1, false},
+    {"erf", 1, false},        {"floor", 1, false},      {"ceil", 1, false},
+    {"round", 1, false},      {"sign", 1, false},       {"sin", 1, false},
+    {"cos", 1, false},        {"not", 1, true},         {"gelu", 1, false},
+    {"add", 2, false},        {"sub", 2, false},        {"mul", 2, false},
+    {"div", 2, false},        {"pow", 2, false},        {"max", 2, false},
+    {"min", 2, false},        {"prelu", 2, false},      {"mod", 2, false},
+    {"fmod", 2, false},       {"equal", 2, true},       {"less", 2, true},
+    {"greater", 2, true},     {"less_equal", 2, true},
+    {"greater_equal", 2, true}, {"and", 2, true},       {"or", 2, true},
+    {"xor", 2, true},         {"where", 3, false},      {"clip", 3, false},
+};
+
+/// True when `from` broadcasts (numpy rules) to exactly `to`.
+bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
+  if (from.size() > to.size())
+    return false;
+  size_t offset = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[offset + i])
+      return false;
+  return true;
+}
+} // namespace
+
+LogicalResult ElementwiseOp::verify() {
+  const ElementwiseFn *fn = llvm::find_if(
+      kElementwiseFns, [&](const ElementwiseFn &f) { return f.name == getFn(); });
+  if (fn == std::end(kElementwiseFns))
+    return emitOpError() << "unknown elementwise function '" << getFn() << "'";
+  if (getInputs().size() != fn->arity)
+    return emitOpError() << "'" << getFn() << "' takes " << fn->arity
+                         << " inputs, got " << getInputs().size();
+  if (failed(verifyBuffer(*this, getY(), "y")))
+    return failure();
+  MemRefType y = memrefOf(getY());
+  for (Value input : getInputs()) {
+    if (failed(verifyBuffer(*this, input, "input")))
+      return failure();
+    if (!broadcastsTo(memrefOf(input).getShape(), y.getShape()))
+      return emitOpError() << "input " << memrefOf(input)
+                           << " does not broadcast to " << y;
+  }
+  if (fn->boolResult && !y.getElementType().isInteger(1))
+    return emitOpError() << "'" << getFn() << "' writes a bool (i1) buffer";
+  // The data inputs (all but where's condition) have y's element type.
+  if (!fn->boolResult)
+    for (auto [i, input] : llvm::enumerate(getInputs())) {
+      if (getFn() == "where" && i == 0)
+        continue;
+      if (memrefOf(input).getElementType() != y.getElementType())
+        return emitOpError() << "input #" << i << " has element type "
+                             << memrefOf(input).getElementType() << ", y has "
+                             << y.getElementType();
+    }
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  if (failed(verifyBuffer(*this, getX(), "x")) ||
+      failed(verifyBuffer(*this, getY(), "y")))
+    return failure();
+  return verifySameShape(*this, getX(), "x", getY(), "y");
+}
+
+LogicalResult ReduceOp::verify() {
+  static constexpr StringLiteral fns[] = {
+      "sum", "mean", "max", "min", "prod", "l1", "l2", "log_sum",
+      "log_sum_exp", "sum_square", "argmax", "argmin"};
+  if (!llvm::is_contained(fns, getFn()))
+    return emitOpError() << "unknown reduction '" << getFn() << "'";
+  if (failed(verifyBuffer(*this, getX(), "x")) ||
+      failed(verifyBuffer(*this, getY(), "y")))
+    return failure();
+  MemRefType x = memrefOf(getX()), y = memrefOf(getY());
+  int64_t rank = x.getRank();
+  llvm::SmallBitVector reduced(rank);
+  for (int64_t axis : getAxes()) {
+    if (axis < 0 || axis >= rank || reduced.test(axis))
+      return emitOpError() << "axes must be distinct dims in [0, " << rank
+                           << ")";
+    reduced.set(axis);
+  }
+  SmallVector<int64_t> kept, dropped;
+  for (int64_t i = 0; i < rank; ++i) {
+    kept.push_back(reduced.test(i) ? 1 : x.getDimSize(i));
+    if (!reduced.test(i))
+      dropped.push_back(x.getDimSize(i));
+  }
+  if (y.getShape() != ArrayRef<int64_t>(kept) &&
+      y.getShape() != ArrayRef<int64_t>(dropped))
+    return emitOpError() << "y " << y << " is not x reduced over the axes";
+  bool arg = getFn().starts_with("arg");
+  if (arg && (getAxes().size() != 1 || !y.getElementType().isInteger(64)))
+    return emitOpError("argmax/argmin reduce one axis into an i64 buffer");
+  if (!arg && y.getElementType() != x.getElementType())
+    return emitOpError("x and y must have the same element type");
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  if (failed(verifyBuffer(*this, getX(), "x")) ||
+      failed(verifyBuffer(*this, getY(), "y")))
+    return failure();
+  MemRefType x = memrefOf(getX()), y = memrefOf(getY());
+  int64_t rank = x.getRank();
+  if (static_cast<int64_t>(getPerm().size()) != rank || y.getRank() != rank)
+    return emitOpError("perm, x and y must have the same rank");
+  llvm::SmallBitVector seen(rank);
+  for (auto [i, p] : llvm::enumerate(getPerm())) {
+    if (p < 0 || p >= rank || seen.test(p))
+      return emitOpError("perm is not a permutation");
+    seen.set(p);
+    if (y.getDimSize(i) != x.getDimSize(p))
+      return emitOpError() << "y " << y << " is not x permuted by perm";
+  }
+  return success();
+}
+
+LogicalResult CopyOp::verify() {
+  if (failed(verifyBuffer(*this, getX(), "x")) ||
+      failed(verifyBuffer(*this, getY(), "y")))
+    return failure();
+  MemRefType x = memrefOf(getX()), y = memrefOf(getY());
+  if (x.getNumElements() != y.getNumElements() ||
+      x.getElementType() != y.getElementType())
+    return emitOpError() << "x " << x << " and y " << y
+                         << " must have the same element type and count";
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  for (auto [v, name] : {std::pair<Value, StringRef>{getData(), "data"},
+                         {getIndices(), "indices"}, {getY(), "y"}})
+    if (failed(verifyBuffer(*this, v, name)))
+      return failure();
+  MemRefType data = memrefOf(getData()), indices = memrefOf(getIndices()),
+             y = memrefOf(getY());
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= data.getRank())
+    return emitOpError() << "axis " << axis << " is out of range";
+  SmallVector<int64_t> expected(data.getShape().take_front(axis));
+  llvm::append_range(expected, indices.getShape());
+  llvm::append_range(expected, data.getShape().drop_front(axis + 1));
+  if (y.getShape() != ArrayRef<int64_t>(expected) ||
+      y.getElementType() != data.getElementType())
+    return emitOpError() << "y must be " << data.getElementType()
+                         << " with the gathered shape";
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  if (failed(verifyBuffer(*this, getY(), "y")))
+    return failure();
+  MemRefType y = memrefOf(getY());
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= y.getRank())
+    return emitOpError() << "axis " << axis << " is out of range";
+  int64_t total = 0;
+  for (Value input : getInputs()) {
+    if (failed(verifyBuffer(*this, input, "input")))
+      return failure();
+    MemRefType t = memrefOf(input);
+    if (t.getRank() != y.getRank() || t.getElementType() != y.getElementType())
+      return emitOpError("inputs must have y's rank and element type");
+    for (int64_t d = 0; d < y.getRank(); ++d)
+      if (d != axis && t.getDimSize(d) != y.getDimSize(d))
+        return emitOpError() << "input " << t << " differs from y outside "
+                             << "the axis";
+    total += t.getDimSize(axis);
+  }
+  if (total != y.getDimSize(axis))
+    return emitOpError() << "inputs add up to " << total
+                         << " along the axis, y has " << y.getDimSize(axis);
   return success();
 }

@@ -150,3 +150,67 @@ func.func @softmax_shape(%x: memref<2x10xf32>, %y: memref<2x9xf32>) {
   culib.softmax ins(%x) outs(%y) {axis = 1 : i64} : memref<2x10xf32>, memref<2x9xf32>
   return
 }
+
+// -----
+
+func.func @unknown_fn(%a: memref<2xf32>, %y: memref<2xf32>) {
+  // expected-error @+1 {{unknown elementwise function 'frobnicate'}}
+  culib.elementwise "frobnicate" ins(%a) outs(%y) : memref<2xf32>, memref<2xf32>
+  return
+}
+
+// -----
+
+func.func @arity(%a: memref<2xf32>, %y: memref<2xf32>) {
+  // expected-error @+1 {{'add' takes 2 inputs, got 1}}
+  culib.elementwise "add" ins(%a) outs(%y) : memref<2xf32>, memref<2xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast(%a: memref<4xf32>, %y: memref<2x3xf32>) {
+  // expected-error @+1 {{input 'memref<4xf32>' does not broadcast to 'memref<2x3xf32>'}}
+  culib.elementwise "relu" ins(%a) outs(%y) : memref<4xf32>, memref<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @compare_result(%a: memref<2xf32>, %y: memref<2xf32>) {
+  // expected-error @+1 {{'equal' writes a bool (i1) buffer}}
+  culib.elementwise "equal" ins(%a, %a) outs(%y) : memref<2xf32>, memref<2xf32>, memref<2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_shape(%a: memref<2x3xf32>, %y: memref<3xf32>) {
+  // expected-error @+1 {{is not x reduced over the axes}}
+  culib.reduce "sum" ins(%a) outs(%y) {axes = array<i64: 1>, compute_type = f32} : memref<2x3xf32>, memref<3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm(%a: memref<2x3xf32>, %y: memref<3x2xf32>) {
+  // expected-error @+1 {{perm is not a permutation}}
+  culib.transpose ins(%a) outs(%y) {perm = array<i64: 1, 1>} : memref<2x3xf32>, memref<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @copy_count(%a: memref<2x3xf32>, %y: memref<5xf32>) {
+  // expected-error @+1 {{must have the same element type and count}}
+  culib.copy ins(%a) outs(%y) : memref<2x3xf32>, memref<5xf32>
+  return
+}
+
+// -----
+
+func.func @concat_total(%a: memref<2x3xf32>, %y: memref<2x7xf32>) {
+  // expected-error @+1 {{inputs add up to 6 along the axis, y has 7}}
+  culib.concat ins(%a, %a) outs(%y) {axis = 1 : i64} : memref<2x3xf32>, memref<2x3xf32>, memref<2x7xf32>
+  return
+}

@@ -192,4 +192,94 @@ def CuLib_SoftmaxOp : CuLib_Op<"softmax"> {
   let hasVerifier = 1;
 }
 
+
+//===----------------------------------------------------------------------===//
+// Project kernels: what no library call covers
+//===----------------------------------------------------------------------===//
+
+def CuLib_ElementwiseOp : CuLib_Op<"elementwise"> {
+  let summary = "an elementwise kernel with numpy broadcasting";
+  let description = [{
+    `fn` names the function; its inputs broadcast (numpy rules) to the shape
+    of `y`. Unary: abs, neg, exp, log, sqrt, reciprocal, relu, sigmoid, tanh,
+    erf, floor, ceil, round, sign, sin, cos, not, gelu. Binary: add, sub,
+    mul, div, pow, max, min, prelu, mod, fmod. Comparisons (bool `y`):
+    equal, less, greater, less_equal, greater_equal, and, or, xor. Ternary:
+    where (condition, x, y), clip (x, min, max). Computation happens in f32
+    for 16-bit data, with one rounding at the store.
+  }];
+  let arguments = (ins Variadic<CuLib_Buffer>:$inputs, CuLib_Buffer:$y,
+                       StrAttr:$fn, OptionalAttr<F32Attr>:$alpha);
+  let assemblyFormat = [{
+    $fn `ins` `(` $inputs `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
+def CuLib_CastOp : CuLib_Op<"cast"> {
+  let summary = "element type conversion (round to nearest even)";
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
+def CuLib_ReduceOp : CuLib_Op<"reduce"> {
+  let summary = "a reduction over some axes";
+  let description = [{
+    `fn`: sum, mean, max, min, prod, l1, l2, log_sum, log_sum_exp,
+    sum_square, argmax, argmin (i64 `y`, one axis). `y` keeps the reduced
+    dims as 1 or drops them. Accumulates in `compute_type` (f32 for 16-bit
+    data).
+  }];
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y, StrAttr:$fn,
+                       DenseI64ArrayAttr:$axes,
+                       CuLib_ComputeTypeAttr:$compute_type);
+  let assemblyFormat = [{
+    $fn `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
+def CuLib_TransposeOp : CuLib_Op<"transpose"> {
+  let summary = "y = x with its dims permuted";
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y,
+                       DenseI64ArrayAttr:$perm);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
+def CuLib_CopyOp : CuLib_Op<"copy"> {
+  let summary = "copies the bytes of x to y (reshapes are copies of views)";
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
+def CuLib_GatherOp : CuLib_Op<"gather"> {
+  let summary = "ONNX Gather along one axis (negative indices wrap)";
+  let arguments = (ins CuLib_Buffer:$data, MemRefOf<[I32, I64]>:$indices,
+                       CuLib_Buffer:$y, I64Attr:$axis);
+  let assemblyFormat = [{
+    `ins` `(` $data `,` $indices `)` `outs` `(` $y `)` attr-dict `:`
+    type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
+def CuLib_ConcatOp : CuLib_Op<"concat"> {
+  let summary = "concatenation along one axis";
+  let arguments = (ins Variadic<CuLib_Buffer>:$inputs, CuLib_Buffer:$y,
+                       I64Attr:$axis);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // MP_DIALECT_CULIB_CULIBOPS_TD
