@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
+#include "mp/Dialect/CuLib/CuLibDialect.h"
 
 namespace mp {
 #define GEN_PASS_DECL

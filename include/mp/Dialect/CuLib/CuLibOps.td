@@ -42,8 +42,7 @@ def CuLib_ComputeTypeAttr : TypeAttrOf<AnyFloat>;
 // Buffers
 //===----------------------------------------------------------------------===//
 
-def CuLib_AllocOp : CuLib_Op<"alloc", [
-    MemoryEffects<[MemAlloc<DefaultResource>]>]> {
+def CuLib_AllocOp : CuLib_Op<"alloc"> {
   let summary = "an activation buffer in the arena";
   let description = [{
     A buffer for intermediate values. `offset` is its byte offset in the
@@ -51,7 +50,8 @@ def CuLib_AllocOp : CuLib_Op<"alloc", [
     not overlap share bytes).
   }];
   let arguments = (ins OptionalAttr<I64Attr>:$offset);
-  let results = (outs CuLib_Buffer:$buffer);
+  // Allocating is its only effect: an unused buffer is dead.
+  let results = (outs Res<CuLib_Buffer, "", [MemAlloc<DefaultResource>]>:$buffer);
   let assemblyFormat = "attr-dict `:` type($buffer)";
   let hasVerifier = 1;
 }

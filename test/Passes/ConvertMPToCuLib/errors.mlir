@@ -1,0 +1,52 @@
+// convert-mp-to-culib reports every node it cannot lower, by ONNX node name,
+// and changes nothing.
+// RUN: not mp-opt %s -split-input-file --convert-mp-to-culib 2>&1 | FileCheck %s
+
+func.func @generic(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // CHECK: error: {{.*}}cannot lower com.example::Foo at node 'foo1': it has no typed op
+  %0 = mp.onnx_op "com.example" "Foo" version 1 (%x) : (tensor<2xf32>) -> tensor<2xf32> loc("foo1")
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @no_lowering(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // CHECK: error: {{.*}}cannot lower mp.hardmax at node 'hm': no culib lowering yet
+  %0 = mp.hardmax %x : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("hm")
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @dynamic(%x: tensor<?x3xf32>) -> tensor<?x3xf32> {
+  // CHECK: error: {{.*}}cannot lower mp.relu at node 'r': result type 'tensor<?x3xf32>' is not static (plans need static shapes)
+  // CHECK: error: {{.*}}cannot lower @dynamic: argument type 'tensor<?x3xf32>' is not a static tensor
+  %0 = mp.relu %x : (tensor<?x3xf32>) -> tensor<?x3xf32> loc("r")
+  return %0 : tensor<?x3xf32>
+}
+
+// -----
+
+// CHECK: error: {{.*}}cannot lower @args: argument type 'tensor<*xf32>' is not a static tensor
+func.func @args(%x: tensor<*xf32>) {
+  return
+}
+
+// -----
+
+func.func @gemm_broadcast_c(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<2x1xf32>) -> tensor<2x4xf32> {
+  // CHECK: error: {{.*}}cannot lower mp.gemm at node 'fc': C of type 'tensor<2x1xf32>' with beta = 1.000000e+00 is neither a bias vector nor [M, N]
+  %0 = mp.gemm %a, %b, %c : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32> loc("fc")
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @bn_f16_statistics(%x: tensor<1x2x3xf16>, %s: tensor<2xf16>) -> tensor<1x2x3xf16> {
+  // CHECK: error: {{.*}}cannot lower mp.batch_normalization at node 'bn': scale, bias and statistics must be f32, got 'tensor<2xf16>'
+  %y, %m, %v = mp.batch_normalization %x, %s, %s, %s, %s : (tensor<1x2x3xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16>) -> (tensor<1x2x3xf16>, tensor<2xf16>, tensor<2xf16>) loc("bn")
+  return %y : tensor<1x2x3xf16>
+}
+
+// Nothing else is reported.
+// CHECK-NOT: error:
