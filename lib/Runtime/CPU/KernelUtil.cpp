@@ -1,0 +1,278 @@
+//===- KernelUtil.cpp - private helpers of the CPU kernels ----------------===//
+#include "KernelUtil.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mp::rt::cpu::detail {
+
+#ifdef OPENBLAS_CONST
+using BlasInt = blasint;
+#else
+using BlasInt = int;
+#endif
+
+//===----------------------------------------------------------------------===//
+// Conversions
+//===----------------------------------------------------------------------===//
+
+void toF32(DType t, const void *src, float *dst, int64_t n) {
+  switch (t) {
+  case DType::F32:
+    if (src != dst && n > 0)
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  case DType::F16: {
+    convertF16ToF32(static_cast<const uint16_t *>(src), dst,
+                    static_cast<size_t>(n));
+    return;
+  }
+  case DType::BF16: {
+    convertBF16ToF32(static_cast<const uint16_t *>(src), dst,
+                     static_cast<size_t>(n));
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+void fromF32(const float *src, DType t, void *dst, int64_t n) {
+  switch (t) {
+  case DType::F32:
+    if (src != dst && n > 0)
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  case DType::F16: {
+    convertF32ToF16(src, static_cast<uint16_t *>(dst), static_cast<size_t>(n));
+    return;
+  }
+  case DType::BF16: {
+    convertF32ToBF16(src, static_cast<uint16_t *>(dst), static_cast<size_t>(n));
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+Scratch::Scratch(int slot, int64_t n) {
+  if (n * int64_t(sizeof(float)) > kScratchCacheBytes || slot < 0 ||
+      slot >= kSlots) {
+    own_.reset(n);
+    p_ = own_.get();
+    return;
+  }
+  thread_local Buffer<float> cache[kSlots];
+  Buffer<float> &b = cache[slot];
+  if (b.size() < n)
+    b.reset(std::min<int64_t>(std::max<int64_t>(n, b.size() + b.size() / 2),
+                              kScratchCacheBytes / int64_t(sizeof(float))));
+  p_ = b.get();
+}
+
+//===----------------------------------------------------------------------===//
+// Argument checks
+//===----------------------------------------------------------------------===//
+
+std::string shapeStr(const Shape &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i)
+      r += ", ";
+    r += std::to_string(s[i]);
+  }
+  return r + "]";
+}
+
+Status fail(std::string_view op, const std::string &what) {
+  return Status::error(std::string(op) + ": " + what);
+}
+
+Status checkView(std::string_view op, std::string_view name,
+                 const TensorView &v) {
+  int64_t n = 1;
+  for (int64_t d : v.shape) {
+    if (d < 0)
+      return fail(op, std::string(name) + " has a negative dimension " +
+                          shapeStr(v.shape));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / 8 / d)
+      return fail(op, std::string(name) + " is too large " +
+                          shapeStr(v.shape));
+    n *= d;
+  }
+  if (n > 0 && !v.data)
+    return fail(op, std::string(name) + " has no data");
+  return Status::ok();
+}
+
+Status spatialAttr(std::string_view op, std::string_view name,
+                   const std::vector<int64_t> &given, size_t count,
+                   int64_t deflt, int64_t min, std::vector<int64_t> &out) {
+  if (given.empty()) {
+    out.assign(count, deflt);
+    return Status::ok();
+  }
+  if (given.size() != count)
+    return fail(op, std::string(name) + " has " +
+                        std::to_string(given.size()) + " entries, expected " +
+                        std::to_string(count) + " (one per spatial dimension)");
+  for (int64_t v : given)
+    if (v < min || v > (int64_t(1) << 40))
+      return fail(op, std::string(name) + " must be >= " +
+                          std::to_string(min) + ", got " + std::to_string(v));
+  out = given;
+  return Status::ok();
+}
+
+bool overlaps(const void *a, size_t an, const void *b, size_t bn) {
+  if (!a || !b || !an || !bn)
+    return false;
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return pa < pb + bn && pb < pa + an;
+}
+
+//===----------------------------------------------------------------------===//
+// Activations and the epilogue
+//===----------------------------------------------------------------------===//
+
+void activate(Activation act, float *v, int64_t n) {
+  switch (act) {
+  case Activation::None:
+    return;
+  case Activation::Relu:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = v[i] > 0.0f ? v[i] : 0.0f;
+    return;
+  case Activation::Gelu:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = 0.5f * v[i] * (1.0f + std::erf(v[i] * 0.70710678118654752f));
+    return;
+  case Activation::GeluTanh:
+    for (int64_t i = 0; i < n; ++i) {
+      float x = v[i];
+      v[i] = 0.5f * x *
+             (1.0f + std::tanh(0.79788456080286536f *
+                               (x + 0.044715f * x * x * x)));
+    }
+    return;
+  }
+}
+
+void addScaled(float *acc, DType t, const void *src, int64_t n, float scale) {
+  switch (t) {
+  case DType::F32: {
+    const float *s = static_cast<const float *>(src);
+    if (scale == 1.0f)
+      for (int64_t i = 0; i < n; ++i)
+        acc[i] += s[i];
+    else
+      for (int64_t i = 0; i < n; ++i)
+        acc[i] += scale * s[i];
+    return;
+  }
+  case DType::F16: {
+    const Half *s = static_cast<const Half *>(src);
+    for (int64_t i = 0; i < n; ++i)
+      acc[i] += scale * toFloat(s[i]);
+    return;
+  }
+  case DType::BF16: {
+    const BFloat16 *s = static_cast<const BFloat16 *>(src);
+    for (int64_t i = 0; i < n; ++i)
+      acc[i] += scale * toFloat(s[i]);
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// BLAS
+//===----------------------------------------------------------------------===//
+
+bool fitsBlasInt(std::initializer_list<int64_t> values) {
+  for (int64_t v : values)
+    if (v < 0 || v > static_cast<int64_t>(std::numeric_limits<BlasInt>::max()))
+      return false;
+  return true;
+}
+
+namespace {
+
+/// cblas ?gemm / ?gemv for one type.
+template <typename T> struct Blas;
+template <> struct Blas<float> {
+  template <typename... A> static void gemm(A... a) { cblas_sgemm(a...); }
+  template <typename... A> static void gemv(A... a) { cblas_sgemv(a...); }
+};
+template <> struct Blas<double> {
+  template <typename... A> static void gemm(A... a) { cblas_dgemm(a...); }
+  template <typename... A> static void gemv(A... a) { cblas_dgemv(a...); }
+};
+
+BlasInt bi(int64_t v) { return static_cast<BlasInt>(std::max<int64_t>(v, 1)); }
+
+/// Row-major C[m, n] = alpha * op(A)[m, k] @ op(B)[k, n] + beta * C. A single
+/// row or column of C goes to ?gemv, several times faster than ?gemm there.
+template <typename T>
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
+          const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
+          int64_t ldc) {
+  if (m <= 0 || n <= 0)
+    return;
+  if (k > 0 && (m == 1 || n == 1)) {
+    // ?gemv reads y even when beta is 0 in some versions: clear it.
+    if (beta == T(0)) {
+      if (m == 1)
+        std::fill(c, c + n, T(0));
+      else
+        for (int64_t i = 0; i < m; ++i)
+          c[i * ldc] = T(0);
+    }
+    if (m == 1) {
+      // c[0, :] = op(B)^T x, x = op(A)[0, :] (stride lda when transposed).
+      int64_t incX = transA ? lda : 1;
+      if (transB) // B is [n, k]
+        Blas<T>::gemv(CblasRowMajor, CblasNoTrans, bi(n), bi(k), alpha, b,
+                      bi(ldb), a, bi(incX), beta, c, 1);
+      else // B is [k, n]
+        Blas<T>::gemv(CblasRowMajor, CblasTrans, bi(k), bi(n), alpha, b,
+                      bi(ldb), a, bi(incX), beta, c, 1);
+    } else {
+      // c[:, 0] = op(A) x, x = op(B)[:, 0] (stride ldb unless transposed).
+      int64_t incX = transB ? 1 : ldb;
+      if (transA) // A is [k, m]
+        Blas<T>::gemv(CblasRowMajor, CblasTrans, bi(k), bi(m), alpha, a,
+                      bi(lda), b, bi(incX), beta, c, bi(ldc));
+      else // A is [m, k]
+        Blas<T>::gemv(CblasRowMajor, CblasNoTrans, bi(m), bi(k), alpha, a,
+                      bi(lda), b, bi(incX), beta, c, bi(ldc));
+    }
+    return;
+  }
+  Blas<T>::gemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                transB ? CblasTrans : CblasNoTrans, bi(m), bi(n),
+                static_cast<BlasInt>(k), alpha, a, bi(lda), b, bi(ldb), beta,
+                c, bi(ldc));
+}
+
+} // namespace
+
+void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+           float alpha, const float *a, int64_t lda, const float *b,
+           int64_t ldb, float beta, float *c, int64_t ldc) {
+  gemm<float>(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void dgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+           double alpha, const double *a, int64_t lda, const double *b,
+           int64_t ldb, double beta, double *c, int64_t ldc) {
+  gemm<double>(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+} // namespace mp::rt::cpu::detail

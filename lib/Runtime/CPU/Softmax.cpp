@@ -1,0 +1,129 @@
+//===- Softmax.cpp - cuDNN-like softmax / log-softmax on the CPU ----------===//
+//
+// Along one axis, numerically stable: subtract the maximum, exponentiate,
+// sum (in f64), normalize. 16-bit and f32 data compute in f32 and round once;
+// f64 computes in f64. The tensor is seen as [outer, L, inner]: inner = 1 is
+// a row per softmax, otherwise a slice [L, inner] is processed with vectors
+// over inner.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelUtil.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mp::rt::cpu {
+using namespace detail;
+
+namespace {
+
+template <typename S, typename Acc>
+void run(const S *x, S *y, int64_t outer, int64_t len, int64_t inner,
+         bool log) {
+  auto store = [](Acc v) {
+    if constexpr (std::is_same_v<S, double>)
+      return v;
+    else
+      return storeAs<S>(static_cast<float>(v));
+  };
+  auto loadAcc = [](S v) { return static_cast<Acc>(load(v)); };
+  std::vector<Acc> buf(static_cast<size_t>(len * inner)),
+      mx(static_cast<size_t>(inner));
+  std::vector<double> sum(static_cast<size_t>(inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const S *xs = x + o * len * inner;
+    S *ys = y + o * len * inner;
+    for (int64_t i = 0; i < len * inner; ++i)
+      buf[i] = loadAcc(xs[i]);
+    for (int64_t j = 0; j < inner; ++j)
+      mx[j] = -std::numeric_limits<Acc>::infinity();
+    for (int64_t l = 0; l < len; ++l)
+      for (int64_t j = 0; j < inner; ++j) {
+        Acc v = buf[l * inner + j];
+        mx[j] = v > mx[j] ? v : mx[j];
+      }
+    // A maximum of -inf (every input -inf): shift by 0, not by -inf.
+    for (int64_t j = 0; j < inner; ++j)
+      if (mx[j] == -std::numeric_limits<Acc>::infinity())
+        mx[j] = Acc(0);
+    std::fill(sum.begin(), sum.end(), 0.0);
+    for (int64_t l = 0; l < len; ++l)
+      for (int64_t j = 0; j < inner; ++j) {
+        Acc &v = buf[l * inner + j];
+        v -= mx[j];
+        Acc e = std::exp(v);
+        sum[j] += e;
+        if (!log)
+          v = e;
+      }
+    if (log) {
+      for (int64_t j = 0; j < inner; ++j)
+        mx[j] = static_cast<Acc>(std::log(sum[j]));
+      for (int64_t l = 0; l < len; ++l)
+        for (int64_t j = 0; j < inner; ++j)
+          ys[l * inner + j] = store(buf[l * inner + j] - mx[j]);
+    } else {
+      for (int64_t j = 0; j < inner; ++j)
+        mx[j] = static_cast<Acc>(1.0 / sum[j]);
+      for (int64_t l = 0; l < len; ++l)
+        for (int64_t j = 0; j < inner; ++j)
+          ys[l * inner + j] = store(buf[l * inner + j] * mx[j]);
+    }
+  }
+}
+
+Status softmaxImpl(std::string_view op, const TensorView &x,
+                   const TensorView &y, int64_t axis, bool log) {
+  if (Status s = checkView(op, "x", x); !s)
+    return s;
+  if (Status s = checkView(op, "y", y); !s)
+    return s;
+  if (!(isF32or16(x.dtype) || x.dtype == DType::F64))
+    return fail(op, "x has dtype " + std::string(dtypeName(x.dtype)) +
+                        "; expected f32, f16, bf16 or f64");
+  if (y.dtype != x.dtype || y.shape != x.shape)
+    return fail(op, "y (" + std::string(dtypeName(y.dtype)) + " " +
+                        shapeStr(y.shape) + ") must have x's dtype and shape (" +
+                        std::string(dtypeName(x.dtype)) + " " +
+                        shapeStr(x.shape) + ")");
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  if (rank == 0)
+    return fail(op, "x needs rank >= 1");
+  if (axis < -rank || axis >= rank)
+    return fail(op, "axis " + std::to_string(axis) + " is out of range for x " +
+                        shapeStr(x.shape));
+  if (axis < 0)
+    axis += rank;
+  if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()) &&
+      x.data != y.data)
+    return fail(op, "y overlaps x without being x itself");
+  int64_t outer = 1, inner = 1, len = x.shape[static_cast<size_t>(axis)];
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= x.shape[static_cast<size_t>(i)];
+  for (int64_t i = axis + 1; i < rank; ++i)
+    inner *= x.shape[static_cast<size_t>(i)];
+  if (x.numElements() == 0)
+    return Status::ok();
+  if (x.dtype == DType::F64) {
+    run<double, double>(x.as<const double>(), y.as<double>(), outer, len, inner,
+                        log);
+    return Status::ok();
+  }
+  withFloat16or32(x.dtype, [&](auto tag) {
+    using S = decltype(tag);
+    run<S, float>(x.as<const S>(), y.as<S>(), outer, len, inner, log);
+  });
+  return Status::ok();
+}
+
+} // namespace
+
+Status softmax(const TensorView &x, const TensorView &y, int64_t axis) {
+  return softmaxImpl("softmax", x, y, axis, false);
+}
+
+Status logSoftmax(const TensorView &x, const TensorView &y, int64_t axis) {
+  return softmaxImpl("logSoftmax", x, y, axis, true);
+}
+
+} // namespace mp::rt::cpu

@@ -1,0 +1,373 @@
+//===- Plan.cpp - the in-memory plan and its validation ------------------===//
+//
+// The rules checked here are listed in docs/plan-format.md ("Validation").
+// PlanIO.cpp reads and writes plan files and calls validatePlan.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Runtime/Plan.h"
+
+#include "PlanInternal.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <unordered_map>
+
+namespace mp::rt {
+
+//===----------------------------------------------------------------------===//
+// Formatting helpers shared with PlanIO.cpp
+//===----------------------------------------------------------------------===//
+
+namespace plan_detail {
+
+std::string quoted(std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "'";
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f || c == '\\') {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string quotedIfOdd(std::string_view s) {
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f || c == '\\' || c == ' ' || c == '\'')
+      return quoted(s);
+  }
+  return std::string(s);
+}
+
+std::string shapeString(const Shape &shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+std::string dtypeString(DType t) {
+  if (dtypeFromOnnx(static_cast<int32_t>(t)))
+    return std::string(dtypeName(t));
+  return "dtype code " + std::to_string(static_cast<int32_t>(t));
+}
+
+std::string typeString(DType t, const Shape &shape) {
+  return dtypeString(t) + " " + shapeString(shape);
+}
+
+bool checkType(DType t, const Shape &shape, int64_t &elements, uint64_t &bytes,
+               std::string &why) {
+  if (!dtypeFromOnnx(static_cast<int32_t>(t))) {
+    why = "dtype code " + std::to_string(static_cast<int32_t>(t)) +
+          " is not an element type this runtime knows";
+    return false;
+  }
+  bool hasZero = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) {
+      why = "shape " + shapeString(shape) + " has dimension " +
+            std::to_string(i) + " = " + std::to_string(shape[i]) +
+            " (plans have static shapes: every dimension is >= 0)";
+      return false;
+    }
+    hasZero |= shape[i] == 0;
+  }
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t n = 1;
+  if (hasZero) {
+    n = 0;
+  } else {
+    for (int64_t d : shape) {
+      if (n > kMax / d) {
+        why = "shape " + shapeString(shape) +
+              " has more elements than fit in 64 bits";
+        return false;
+      }
+      n *= d;
+    }
+  }
+  auto elementBytes = static_cast<int64_t>(byteSize(t));
+  if (n > kMax / elementBytes) {
+    why = typeString(t, shape) + " has more bytes than fit in 63 bits";
+    return false;
+  }
+  elements = n;
+  bytes = static_cast<uint64_t>(n * elementBytes);
+  return true;
+}
+
+std::shared_ptr<void> allocateAligned(size_t size) {
+  size_t rounded = (size + kPlanWeightAlignment - 1) / kPlanWeightAlignment *
+                   kPlanWeightAlignment;
+  if (rounded < size) // wrapped around
+    throw std::bad_alloc();
+  void *p = std::aligned_alloc(kPlanWeightAlignment,
+                               rounded ? rounded : kPlanWeightAlignment);
+  if (!p)
+    throw std::bad_alloc();
+  return std::shared_ptr<void>(p, [](void *q) { std::free(q); });
+}
+
+} // namespace plan_detail
+
+using namespace plan_detail;
+
+//===----------------------------------------------------------------------===//
+// Plan, PlanWeight, PlanCall
+//===----------------------------------------------------------------------===//
+
+PlanWeight PlanWeight::copyOf(std::string name, DType dtype, Shape shape,
+                              const void *bytes, size_t size) {
+  PlanWeight w;
+  w.name = std::move(name);
+  w.dtype = dtype;
+  w.shape = std::move(shape);
+  std::shared_ptr<void> storage = allocateAligned(size);
+  if (size)
+    std::memcpy(storage.get(), bytes, size);
+  w.data = storage.get();
+  w.size = size;
+  w.owner = std::move(storage);
+  return w;
+}
+
+const PlanAttrValue *PlanCall::attr(std::string_view name) const {
+  for (const PlanAttr &a : attributes)
+    if (a.name == name)
+      return &a.value;
+  return nullptr;
+}
+
+std::string PlanCall::describe(size_t index) const {
+  std::string out = "call #" + std::to_string(index) + " (";
+  out += kind.empty() ? std::string("no kind") : quotedIfOdd(kind);
+  if (!location.empty())
+    out += " at node " + quoted(location);
+  return out + ")";
+}
+
+const PlanBuffer *Plan::buffer(uint32_t id) const {
+  if (id < buffers.size() && buffers[id].id == id)
+    return &buffers[id];
+  for (const PlanBuffer &b : buffers)
+    if (b.id == id)
+      return &b;
+  return nullptr;
+}
+
+uint64_t Plan::maxWorkspaceSize() const {
+  uint64_t m = 0;
+  for (const PlanCall &c : calls)
+    m = std::max(m, c.workspaceSize);
+  return m;
+}
+
+//===----------------------------------------------------------------------===//
+// validatePlan
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string bufferName(const PlanBuffer &b) {
+  std::string out = "buffer " + std::to_string(b.id);
+  if (!b.name.empty())
+    out += " (" + quoted(b.name) + ")";
+  return out;
+}
+
+} // namespace
+
+Status validatePlan(const Plan &plan, const std::string &name) {
+  auto fail = [&](const std::string &what) {
+    return Status::error(name + ": " + what);
+  };
+
+  if (plan.formatMajor != kPlanFormatMajor)
+    return fail(versionMismatchMessage(plan.formatMajor, plan.formatMinor));
+
+  // Weights first: buffers refer to them.
+  std::vector<int64_t> weightElements(plan.weights.size());
+  std::unordered_map<std::string_view, size_t> weightNames;
+  for (size_t i = 0; i < plan.weights.size(); ++i) {
+    const PlanWeight &w = plan.weights[i];
+    std::string what = "weight #" + std::to_string(i);
+    if (w.name.empty())
+      return fail(what + " has no name");
+    auto [it, inserted] = weightNames.emplace(w.name, i);
+    if (!inserted)
+      return fail("weights #" + std::to_string(it->second) + " and #" +
+                  std::to_string(i) + " are both named " + quoted(w.name));
+    what += " " + quoted(w.name);
+    std::string why;
+    uint64_t bytes = 0;
+    if (!checkType(w.dtype, w.shape, weightElements[i], bytes, why))
+      return fail(what + ": " + why);
+    if (w.size != bytes)
+      return fail(what + " has " + std::to_string(w.size) + " bytes, but " +
+                  typeString(w.dtype, w.shape) + " needs " +
+                  std::to_string(bytes));
+    if (w.size && !w.data)
+      return fail(what + " has no data");
+  }
+
+  // Buffers: ids are a permutation of [0, n).
+  const size_t n = plan.buffers.size();
+  if (n > std::numeric_limits<uint32_t>::max())
+    return fail("the plan has more than 2^32 - 1 buffers");
+  std::vector<int64_t> position(n, -1); // id -> index in plan.buffers
+  for (size_t i = 0; i < n; ++i) {
+    const PlanBuffer &b = plan.buffers[i];
+    if (b.id >= n)
+      return fail("buffer #" + std::to_string(i) + " has id " +
+                  std::to_string(b.id) + ", but the plan has " +
+                  std::to_string(n) + " buffers (ids 0 to " +
+                  std::to_string(static_cast<int64_t>(n) - 1) + ")");
+    if (position[b.id] >= 0)
+      return fail("buffers #" + std::to_string(position[b.id]) + " and #" +
+                  std::to_string(i) + " both have id " + std::to_string(b.id));
+    position[b.id] = static_cast<int64_t>(i);
+    std::string what = bufferName(b);
+    std::string why;
+    int64_t elements = 0;
+    uint64_t bytes = 0;
+    if (!checkType(b.dtype, b.shape, elements, bytes, why))
+      return fail(what + ": " + why);
+    switch (b.storage) {
+    case BufferStorage::Arena:
+      if (b.offset % byteSize(b.dtype))
+        return fail(what + ": arena offset " + std::to_string(b.offset) +
+                    " is not a multiple of the element size " +
+                    std::to_string(byteSize(b.dtype)) + " of " +
+                    dtypeString(b.dtype));
+      if (b.offset > plan.arenaSize || bytes > plan.arenaSize - b.offset)
+        return fail(what + " (" + typeString(b.dtype, b.shape) + ", " +
+                    std::to_string(bytes) + " bytes at arena offset " +
+                    std::to_string(b.offset) + ") does not fit in the arena of " +
+                    std::to_string(plan.arenaSize) + " bytes");
+      break;
+    case BufferStorage::Weight: {
+      if (b.weight >= plan.weights.size())
+        return fail(what + " refers to weight #" + std::to_string(b.weight) +
+                    ", but the plan has " + std::to_string(plan.weights.size()) +
+                    " weights");
+      const PlanWeight &w = plan.weights[b.weight];
+      if (w.dtype != b.dtype || weightElements[b.weight] != elements)
+        return fail(what + " (" + typeString(b.dtype, b.shape) +
+                    ") does not match its weight #" + std::to_string(b.weight) +
+                    " " + quoted(w.name) + " (" + typeString(w.dtype, w.shape) +
+                    "): a weight buffer has the weight's dtype and number of "
+                    "elements");
+      break;
+    }
+    default:
+      return fail(what + " has an unknown storage kind " +
+                  std::to_string(static_cast<int>(b.storage)));
+    }
+  }
+  auto lookup = [&](uint32_t id) -> const PlanBuffer * {
+    return id < n ? &plan.buffers[position[id]] : nullptr;
+  };
+
+  // Graph inputs and outputs.
+  auto checkBindings = [&](const std::vector<PlanBinding> &list,
+                           const char *kind, bool isInput) -> Status {
+    std::unordered_map<std::string_view, size_t> names;
+    std::unordered_map<uint32_t, size_t> buffers;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const PlanBinding &io = list[i];
+      if (io.name.empty())
+        return fail(std::string(kind) + " #" + std::to_string(i) +
+                    " has no name");
+      std::string what = std::string(kind) + " " + quoted(io.name);
+      auto [it, inserted] = names.emplace(io.name, i);
+      if (!inserted)
+        return fail(std::string(kind) + "s #" + std::to_string(it->second) +
+                    " and #" + std::to_string(i) + " are both named " +
+                    quoted(io.name));
+      const PlanBuffer *b = lookup(io.buffer);
+      if (!b)
+        return fail(what + " uses buffer " + std::to_string(io.buffer) +
+                    ", which does not exist");
+      if (io.dtype != b->dtype || io.shape != b->shape)
+        return fail(what + " is declared " + typeString(io.dtype, io.shape) +
+                    ", but its " + bufferName(*b) + " is " +
+                    typeString(b->dtype, b->shape));
+      if (isInput) {
+        if (b->storage != BufferStorage::Arena)
+          return fail(what + " uses " + bufferName(*b) + ", which holds weight " +
+                      quoted(plan.weights[b->weight].name) +
+                      " (inputs are written: they must be arena buffers)");
+        auto [bit, fresh] = buffers.emplace(io.buffer, i);
+        if (!fresh)
+          return fail(what + " uses " + bufferName(*b) + ", like input " +
+                      quoted(list[bit->second].name));
+      }
+    }
+    return Status::ok();
+  };
+  if (Status s = checkBindings(plan.inputs, "input", true); !s)
+    return s;
+  if (Status s = checkBindings(plan.outputs, "output", false); !s)
+    return s;
+
+  // Calls.
+  for (size_t i = 0; i < plan.calls.size(); ++i) {
+    const PlanCall &c = plan.calls[i];
+    if (c.kind.empty())
+      return fail(c.describe(i) + " has no kind");
+    for (uint32_t id : c.operands)
+      if (!lookup(id))
+        return fail(c.describe(i) + " uses buffer " + std::to_string(id) +
+                    ", which does not exist");
+    for (uint32_t id : c.results) {
+      const PlanBuffer *b = lookup(id);
+      if (!b)
+        return fail(c.describe(i) + " writes buffer " + std::to_string(id) +
+                    ", which does not exist");
+      if (b->storage != BufferStorage::Arena)
+        return fail(c.describe(i) + " writes " + bufferName(*b) +
+                    ", which holds weight " +
+                    quoted(plan.weights[b->weight].name) +
+                    " (weights are read-only)");
+    }
+    std::unordered_map<std::string_view, size_t> attrs;
+    for (size_t k = 0; k < c.attributes.size(); ++k) {
+      const PlanAttr &a = c.attributes[k];
+      if (a.name.empty())
+        return fail(c.describe(i) + ": attribute #" + std::to_string(k) +
+                    " has no name");
+      if (!attrs.emplace(a.name, k).second)
+        return fail(c.describe(i) + " has two attributes named " +
+                    quoted(a.name));
+      if (a.value.valueless_by_exception())
+        return fail(c.describe(i) + ": attribute " + quoted(a.name) +
+                    " has no value");
+    }
+  }
+  return Status::ok();
+}
+
+namespace plan_detail {
+std::string versionMismatchMessage(uint32_t major, uint32_t minor) {
+  std::string ours = std::to_string(kPlanFormatMajor);
+  return "plan format version " + std::to_string(major) + "." +
+         std::to_string(minor) + ", this runtime reads " + ours + ".x (" +
+         ours + "." + std::to_string(kPlanFormatMinor) +
+         "; later " + ours + ".x files load without their new fields)";
+}
+} // namespace plan_detail
+
+} // namespace mp::rt
