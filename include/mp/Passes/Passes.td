@@ -42,4 +42,26 @@ def ConvertMPToCuLib : Pass<"convert-mp-to-culib", "mlir::ModuleOp"> {
   let dependentDialects = ["mp::culib::CuLibDialect"];
 }
 
+def PlanMemory : Pass<"culib-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "Assign arena offsets to culib buffers, reusing memory of dead buffers";
+  let description = [{
+    Static memory planning for a lowered function: every `culib.alloc` gets
+    an `offset` in one activation arena such that buffers whose live ranges
+    overlap never share bytes, while buffers that are dead by the time
+    another is allocated reuse its bytes. A buffer lives from its `culib.alloc`
+    to its last use (to the end of the function when it is returned).
+    Placement is greedy by size (largest first, lowest offset that fits), with
+    every buffer aligned to `alignment` bytes. The function gets
+    `culib.arena_size` (the peak activation bytes, known at compile time);
+    with `report`, a remark gives the arena size next to the bytes the
+    buffers would take without reuse.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every buffer (a power of two)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the arena size and the reuse it achieved">
+  ];
+}
+
 #endif // MP_PASSES_PASSES_TD
