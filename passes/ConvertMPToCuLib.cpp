@@ -208,9 +208,6 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
   LogicalResult
   matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (cast<ShapedType>(op.getA().getType()).getRank() < 2 ||
-        cast<ShapedType>(op.getB().getType()).getRank() < 2)
-      return rewriter.notifyMatchFailure(op, "1-D operands");
     Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
     culib::MatmulOp::create(
         rewriter, op.getLoc(), adaptor.getA(), adaptor.getB(), Value(),
@@ -367,9 +364,7 @@ struct ClipLowering : OpConversionPattern<ClipOp> {
   matchAndRewrite(ClipOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Type element = elementOf(op.getOutput());
-    auto floatType = dyn_cast<FloatType>(element);
-    if (!floatType)
-      return rewriter.notifyMatchFailure(op, "integer Clip");
+    auto floatType = cast<FloatType>(element); // see whyNotLowerable
     // Missing bounds are the type's infinities.
     auto bound = [&](Value given, bool upper) -> Value {
       if (!isAbsent(given))
@@ -465,9 +460,6 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
   LogicalResult
   matchAndRewrite(GatherOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Type indexType = elementOf(op.getIndices());
-    if (!indexType.isInteger(32) && !indexType.isInteger(64))
-      return rewriter.notifyMatchFailure(op, "indices are not i32/i64");
     int64_t rank = cast<ShapedType>(op.getData().getType()).getRank();
     Value out =
         allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
@@ -494,10 +486,8 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
     SmallVector<int64_t> axes;
     if constexpr (std::is_same_v<OpTy, ReduceSumOp>) {
       if (!isAbsent(op.getAxes())) {
-        auto values = dyn_cast_or_null<DenseIntElementsAttr>(
-            getConstantValue(op.getAxes()));
-        if (!values)
-          return rewriter.notifyMatchFailure(op, "axes are not constant");
+        auto values = cast<DenseIntElementsAttr>(
+            getConstantValue(op.getAxes())); // see whyNotLowerable
         for (const APInt &v : values.template getValues<APInt>())
           axes.push_back(v.getSExtValue());
       }
@@ -552,6 +542,8 @@ struct BufferTypeConverter : TypeConverter {
 
 /// Why a typed op with a lowering still cannot be lowered (its operands or
 /// attributes are outside what the culib call supports), or "" if it can.
+/// The pass checks every op with it before converting, so the patterns can
+/// rely on these conditions.
 std::string whyNotLowerable(Operation *op) {
   std::string why;
   llvm::raw_string_ostream os(why);

@@ -38,13 +38,8 @@ Status checkParam(std::string_view op, std::string_view name,
 
 Status checkXY(std::string_view op, const TensorView &x, const TensorView &y,
                const BatchNormOptions &o, Geom &g) {
-  if (Status s = checkView(op, "x", x); !s)
+  if (Status s = checkFloatInOut(op, x, y); !s)
     return s;
-  if (Status s = checkView(op, "y", y); !s)
-    return s;
-  if (!isF32or16(x.dtype))
-    return fail(op, "x has dtype " + std::string(dtypeName(x.dtype)) +
-                        "; expected f32, f16 or bf16");
   if (y.dtype != x.dtype || y.shape != x.shape)
     return fail(op, "y (" + std::string(dtypeName(y.dtype)) + " " +
                         shapeStr(y.shape) + ") must have x's dtype and shape (" +

@@ -250,18 +250,12 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
     expected.push_back(g.m);
   g.out.resize(k);
   for (size_t i = 0; i < k; ++i) {
-    int64_t span;
-    if (__builtin_mul_overflow(g.dil[i], g.ker[i] - 1, &span) ||
-        span > (int64_t(1) << 62))
-      return fail(kOp, "the dilated kernel is too large along spatial dimension " +
-                           std::to_string(i));
-    span += 1;
     int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
-    if (padded < span)
-      return fail(kOp, "spatial dimension " + std::to_string(i) + " of x " +
-                           shapeStr(x.shape) +
-                           " with its padding is smaller than the dilated "
-                           "kernel (" + std::to_string(span) + ")");
+    int64_t span;
+    if (Status s = dilatedExtent(kOp, "kernel", i, x.shape, g.ker[i], g.dil[i],
+                                 padded, span);
+        !s)
+      return s;
     g.out[i] = (padded - span) / g.stride[i] + 1;
     expected.push_back(g.out[i]);
   }

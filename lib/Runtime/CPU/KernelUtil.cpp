@@ -109,6 +109,36 @@ Status checkView(std::string_view op, std::string_view name,
   return Status::ok();
 }
 
+Status checkFloatInOut(std::string_view op, const TensorView &x,
+                       const TensorView &y) {
+  if (Status s = checkView(op, "x", x); !s)
+    return s;
+  if (Status s = checkView(op, "y", y); !s)
+    return s;
+  if (!isF32or16(x.dtype))
+    return fail(op, "x has dtype " + std::string(dtypeName(x.dtype)) +
+                        "; expected f32, f16 or bf16");
+  return Status::ok();
+}
+
+Status dilatedExtent(std::string_view op, std::string_view what, size_t dim,
+                     const Shape &xShape, int64_t kernel, int64_t dilation,
+                     int64_t padded, int64_t &extent) {
+  if (__builtin_mul_overflow(dilation, kernel - 1, &extent) ||
+      extent > (int64_t(1) << 62))
+    return fail(op, "the dilated " + std::string(what) +
+                        " is too large along spatial dimension " +
+                        std::to_string(dim));
+  extent += 1;
+  if (padded < extent)
+    return fail(op, "spatial dimension " + std::to_string(dim) + " of x " +
+                        shapeStr(xShape) +
+                        " with its padding is smaller than the dilated " +
+                        std::string(what) + " (" + std::to_string(extent) +
+                        ")");
+  return Status::ok();
+}
+
 Status spatialAttr(std::string_view op, std::string_view name,
                    const std::vector<int64_t> &given, size_t count,
                    int64_t deflt, int64_t min, std::vector<int64_t> &out) {

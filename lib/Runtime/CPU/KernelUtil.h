@@ -114,6 +114,15 @@ Status checkView(std::string_view op, std::string_view name,
 Status spatialAttr(std::string_view op, std::string_view name,
                    const std::vector<int64_t> &given, size_t count,
                    int64_t deflt, int64_t min, std::vector<int64_t> &out);
+/// Checks x and y as views and that x holds f32, f16 or bf16 data.
+Status checkFloatInOut(std::string_view op, const TensorView &x,
+                       const TensorView &y);
+/// The extent of a dilated window along spatial dimension `dim`,
+/// ((kernel - 1) * dilation + 1), checked for overflow and against the
+/// padded input extent `padded`; `what` is "kernel" or "window".
+Status dilatedExtent(std::string_view op, std::string_view what, size_t dim,
+                     const Shape &xShape, int64_t kernel, int64_t dilation,
+                     int64_t padded, int64_t &extent);
 /// True when [a, a+an) and [b, b+bn) (bytes) overlap.
 bool overlaps(const void *a, size_t an, const void *b, size_t bn);
 

@@ -204,13 +204,8 @@ void poolSliceN(const Geom &g, const PoolOptions &o, const S *xs, S *ys,
 
 Status checkCommon(const TensorView &x, const TensorView &y, Layout layout,
                    std::string_view op, Geom &g) {
-  if (Status s = checkView(op, "x", x); !s)
+  if (Status s = checkFloatInOut(op, x, y); !s)
     return s;
-  if (Status s = checkView(op, "y", y); !s)
-    return s;
-  if (!isF32or16(x.dtype))
-    return fail(op, "x has dtype " + std::string(dtypeName(x.dtype)) +
-                        "; expected f32, f16 or bf16");
   if (y.dtype != x.dtype)
     return fail(op, "y has dtype " + std::string(dtypeName(y.dtype)) +
                         ", x " + std::string(dtypeName(x.dtype)) +
@@ -284,18 +279,12 @@ Status pool(const TensorView &x, const TensorView &y, const PoolOptions &o,
   if (Status s = spatialAttr(kOp, "padsEnd", o.padsEnd, k, 0, 0, g.padE); !s)
     return s;
   for (size_t i = 0; i < k; ++i) {
-    int64_t span;
-    if (__builtin_mul_overflow(g.dil[i], g.ker[i] - 1, &span) ||
-        span > (int64_t(1) << 62))
-      return fail(kOp, "the dilated window is too large along spatial dimension " +
-                           std::to_string(i));
-    span += 1;
     int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
-    if (padded < span)
-      return fail(kOp, "spatial dimension " + std::to_string(i) + " of x " +
-                           shapeStr(x.shape) +
-                           " with its padding is smaller than the dilated "
-                           "window (" + std::to_string(span) + ")");
+    int64_t span;
+    if (Status s = dilatedExtent(kOp, "window", i, x.shape, g.ker[i], g.dil[i],
+                                 padded, span);
+        !s)
+      return s;
     int64_t lo = (padded - span) / g.stride[i] + 1;
     int64_t hi = ceilDiv(padded - span, g.stride[i]) + 1;
     if (g.out[i] != lo && g.out[i] != hi)
