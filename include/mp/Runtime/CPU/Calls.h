@@ -1,0 +1,108 @@
+//===- Calls.h - plan calls on the CPU backend --------------------*- C++ -*-===//
+//
+// The CPU backend runs a plan call by call. Each call kind ("cublaslt.matmul",
+// "kernel.elementwise", ...; docs/plan-format.md, "Call reference") has an
+// implementation, a CallFn, that reads the call's attributes, checks what it
+// needs and runs the kernel on views of the call's buffers.
+//
+// The implementations are grouped by family in lib/Runtime/CPU/Calls/*.cpp;
+// each file has an add*Calls(CallTable &) function, and cpuCallTable() holds
+// them all. No static registration: the runtime is a static library, and
+// the linker would drop unreferenced registrars.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_RUNTIME_CPU_CALLS_H
+#define MP_RUNTIME_CPU_CALLS_H
+
+#include "mp/Runtime/Plan.h"
+#include "mp/Runtime/Status.h"
+#include "mp/Runtime/Tensor.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mp::rt::cpu {
+
+/// What one call works on: views of its operand and result buffers (in the
+/// arena or, for operands, the weights), in the order of the call's
+/// `operands` and `results`, and the scratch memory of the plan.
+struct CallArgs {
+  const PlanCall &call;
+  std::vector<TensorView> operands;
+  std::vector<TensorView> results;
+  void *workspace = nullptr;
+  size_t workspaceSize = 0;
+};
+
+/// Runs one call. Returns an error (without the "call #i (...)" prefix, which
+/// the executor adds) for attributes, operand counts, shapes or dtypes it
+/// does not accept; it must never touch memory outside the views.
+using CallFn = Status (*)(const CallArgs &args);
+
+/// Call kind -> implementation.
+class CallTable {
+public:
+  void add(std::string kind, CallFn fn) { fns_[std::move(kind)] = fn; }
+  /// The implementation of `kind`, or null.
+  CallFn find(std::string_view kind) const {
+    auto it = fns_.find(std::string(kind));
+    return it == fns_.end() ? nullptr : it->second;
+  }
+  /// Every kind, sorted.
+  std::vector<std::string> kinds() const;
+
+private:
+  std::map<std::string, CallFn> fns_;
+};
+
+/// All CPU call implementations.
+const CallTable &cpuCallTable();
+
+// The families (lib/Runtime/CPU/Calls/*.cpp).
+void addLibraryCalls(CallTable &table);     ///< cublaslt.*, cudnn.*
+void addElementwiseCalls(CallTable &table); ///< elementwise, cast, reduce
+void addDataCalls(CallTable &table);        ///< data movement and indexing
+void addNNCalls(CallTable &table);          ///< norms, rnn, losses, topk, ...
+
+//===----------------------------------------------------------------------===//
+// Reading attributes and checking counts, for the implementations
+//===----------------------------------------------------------------------===//
+
+/// Each returns an error naming the attribute ("attribute 'axis' is
+/// missing", "attribute 'axis' must be an int") when it is absent (and no
+/// default is given) or of another type. Bool attributes are ints (0/1).
+Result<int64_t> intAttr(const PlanCall &call, std::string_view name);
+Result<int64_t> intAttr(const PlanCall &call, std::string_view name,
+                        int64_t defaultValue);
+Result<double> floatAttr(const PlanCall &call, std::string_view name);
+Result<double> floatAttr(const PlanCall &call, std::string_view name,
+                         double defaultValue);
+Result<std::string> stringAttr(const PlanCall &call, std::string_view name);
+Result<std::string> stringAttr(const PlanCall &call, std::string_view name,
+                               std::string defaultValue);
+Result<std::vector<int64_t>> intListAttr(const PlanCall &call,
+                                         std::string_view name);
+Result<std::vector<int64_t>>
+intListAttr(const PlanCall &call, std::string_view name,
+            std::vector<int64_t> defaultValue);
+Result<std::vector<double>> floatListAttr(const PlanCall &call,
+                                          std::string_view name);
+Result<std::vector<double>>
+floatListAttr(const PlanCall &call, std::string_view name,
+              std::vector<double> defaultValue);
+/// A dtype attribute (an ONNX TensorProto::DataType code).
+Result<DType> dtypeAttr(const PlanCall &call, std::string_view name);
+
+/// An error unless the call has between minOperands and maxOperands operands
+/// and between minResults and maxResults results.
+Status checkArity(const CallArgs &args, size_t minOperands, size_t maxOperands,
+                  size_t minResults, size_t maxResults);
+
+} // namespace mp::rt::cpu
+
+#endif // MP_RUNTIME_CPU_CALLS_H

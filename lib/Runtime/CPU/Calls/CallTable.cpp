@@ -1,0 +1,133 @@
+//===- CallTable.cpp - the CPU call table and attribute readers ----------===//
+#include "mp/Runtime/CPU/Calls.h"
+
+#include <type_traits>
+
+namespace mp::rt::cpu {
+
+std::vector<std::string> CallTable::kinds() const {
+  std::vector<std::string> result;
+  for (const auto &entry : fns_)
+    result.push_back(entry.first);
+  return result;
+}
+
+const CallTable &cpuCallTable() {
+  static const CallTable table = [] {
+    CallTable t;
+    addLibraryCalls(t);
+    addElementwiseCalls(t);
+    addDataCalls(t);
+    addNNCalls(t);
+    return t;
+  }();
+  return table;
+}
+
+namespace {
+
+template <typename T> const char *typeName() {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return "an int";
+  else if constexpr (std::is_same_v<T, double>)
+    return "a float";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return "a string";
+  else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+    return "an int list";
+  else
+    return "a float list";
+}
+
+/// The attribute as T; a missing attribute gives `fallback` if there is one.
+template <typename T>
+Result<T> readAttr(const PlanCall &call, std::string_view name,
+                   std::optional<T> fallback) {
+  const PlanAttrValue *value = call.attr(name);
+  if (!value) {
+    if (fallback)
+      return std::move(*fallback);
+    return Status::error("attribute '" + std::string(name) + "' is missing");
+  }
+  if (const T *typed = std::get_if<T>(value))
+    return *typed;
+  // An int where a float is expected is fine (e.g. alpha = 1).
+  if constexpr (std::is_same_v<T, double>)
+    if (const int64_t *i = std::get_if<int64_t>(value))
+      return static_cast<double>(*i);
+  return Status::error("attribute '" + std::string(name) + "' must be " +
+                       typeName<T>());
+}
+
+} // namespace
+
+Result<int64_t> intAttr(const PlanCall &call, std::string_view name) {
+  return readAttr<int64_t>(call, name, std::nullopt);
+}
+Result<int64_t> intAttr(const PlanCall &call, std::string_view name,
+                        int64_t defaultValue) {
+  return readAttr<int64_t>(call, name, defaultValue);
+}
+Result<double> floatAttr(const PlanCall &call, std::string_view name) {
+  return readAttr<double>(call, name, std::nullopt);
+}
+Result<double> floatAttr(const PlanCall &call, std::string_view name,
+                         double defaultValue) {
+  return readAttr<double>(call, name, defaultValue);
+}
+Result<std::string> stringAttr(const PlanCall &call, std::string_view name) {
+  return readAttr<std::string>(call, name, std::nullopt);
+}
+Result<std::string> stringAttr(const PlanCall &call, std::string_view name,
+                               std::string defaultValue) {
+  return readAttr<std::string>(call, name, std::move(defaultValue));
+}
+Result<std::vector<int64_t>> intListAttr(const PlanCall &call,
+                                         std::string_view name) {
+  return readAttr<std::vector<int64_t>>(call, name, std::nullopt);
+}
+Result<std::vector<int64_t>> intListAttr(const PlanCall &call,
+                                         std::string_view name,
+                                         std::vector<int64_t> defaultValue) {
+  return readAttr<std::vector<int64_t>>(call, name, std::move(defaultValue));
+}
+Result<std::vector<double>> floatListAttr(const PlanCall &call,
+                                          std::string_view name) {
+  return readAttr<std::vector<double>>(call, name, std::nullopt);
+}
+Result<std::vector<double>> floatListAttr(const PlanCall &call,
+                                          std::string_view name,
+                                          std::vector<double> defaultValue) {
+  return readAttr<std::vector<double>>(call, name, std::move(defaultValue));
+}
+
+Result<DType> dtypeAttr(const PlanCall &call, std::string_view name) {
+  Result<int64_t> code = intAttr(call, name);
+  if (!code)
+    return code.status();
+  std::optional<DType> dtype = dtypeFromOnnx(static_cast<int32_t>(*code));
+  if (!dtype)
+    return Status::error("attribute '" + std::string(name) +
+                         "' is not a known dtype code: " +
+                         std::to_string(*code));
+  return *dtype;
+}
+
+Status checkArity(const CallArgs &args, size_t minOperands, size_t maxOperands,
+                  size_t minResults, size_t maxResults) {
+  auto range = [](size_t lo, size_t hi) {
+    return lo == hi ? std::to_string(lo)
+                    : std::to_string(lo) + " to " + std::to_string(hi);
+  };
+  if (args.operands.size() < minOperands || args.operands.size() > maxOperands)
+    return Status::error("expects " + range(minOperands, maxOperands) +
+                         " operands, got " +
+                         std::to_string(args.operands.size()));
+  if (args.results.size() < minResults || args.results.size() > maxResults)
+    return Status::error("expects " + range(minResults, maxResults) +
+                         " results, got " +
+                         std::to_string(args.results.size()));
+  return Status::ok();
+}
+
+} // namespace mp::rt::cpu
