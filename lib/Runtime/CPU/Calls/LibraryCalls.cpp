@@ -1,0 +1,8 @@
+//===- LibraryCalls.cpp - plan calls of this family on the CPU ---------------===//
+#include "mp/Runtime/CPU/Calls.h"
+
+namespace mp::rt::cpu {
+
+void addLibraryCalls(CallTable &table) { (void)table; }
+
+} // namespace mp::rt::cpu

@@ -1,0 +1,8 @@
+//===- NNCalls.cpp - plan calls of this family on the CPU ---------------===//
+#include "mp/Runtime/CPU/Calls.h"
+
+namespace mp::rt::cpu {
+
+void addNNCalls(CallTable &table) { (void)table; }
+
+} // namespace mp::rt::cpu
