@@ -1,8 +1,273 @@
-//===- LibraryCalls.cpp - plan calls of this family on the CPU ---------------===//
+//===- LibraryCalls.cpp - cuBLASLt / cuDNN plan calls on the CPU ----------===//
+//
+// Adapters from the plan's library calls (docs/plan-format.md, "Call
+// reference") to the CPU kernels of Kernels.h. Each adapter reads the call's
+// attributes with the defaults of the culib op definitions (CuLibOps.td: an
+// attribute with a default value may be left out of the plan), uses the
+// has_<name> attributes to place optional buffers, and leaves the shape and
+// dtype checks to the kernel.
+//
+//===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/Kernels.h"
+
+#include <string>
 
 namespace mp::rt::cpu {
 
-void addLibraryCalls(CallTable &table) { (void)table; }
+namespace {
+
+/// Returns the error of a Result-producing expression from the enclosing
+/// function, else binds its value.
+#define MP_TRY_ASSIGN(var, expr)                                               \
+  auto var##Result = (expr);                                                   \
+  if (!var##Result)                                                            \
+    return var##Result.status();                                               \
+  auto var = var##Result.take()
+
+/// Reads has_<name> (required: the serializer writes one per optional buffer)
+/// and checks that it is 0 or 1.
+Result<bool> hasOptional(const PlanCall &call, std::string_view name) {
+  std::string attrName = "has_" + std::string(name);
+  Result<int64_t> value = intAttr(call, attrName);
+  if (!value)
+    return value.status();
+  if (*value != 0 && *value != 1)
+    return Status::error("attribute '" + attrName + "' must be 0 or 1, got " +
+                         std::to_string(*value));
+  return *value == 1;
+}
+
+/// Checks `compute_type` as the culib verifier does: f32 accumulates any
+/// float input, f64 accumulates f64, and a type accumulates itself. The CPU
+/// kernels accumulate 16-bit inputs in f32 (at least as precise as the GPU).
+Status checkComputeType(const PlanCall &call, DType input) {
+  Result<DType> compute = dtypeAttr(call, "compute_type");
+  if (!compute)
+    return compute.status();
+  if (!isFloat(*compute))
+    return Status::error("attribute 'compute_type' must be a float type, got " +
+                         std::string(dtypeName(*compute)));
+  if (*compute == DType::F32 || *compute == input)
+    return Status::ok();
+  return Status::error("compute type " + std::string(dtypeName(*compute)) +
+                       " cannot accumulate " + std::string(dtypeName(input)) +
+                       " inputs");
+}
+
+/// The number of operands a call with these optional buffers has, checked.
+Status checkOperandCount(const CallArgs &args, size_t required,
+                         size_t optionalPresent, size_t results) {
+  size_t operands = required + optionalPresent;
+  return checkArity(args, operands, operands, results, results);
+}
+
+Result<Activation> parseActivation(const std::string &name,
+                                   std::string_view attrName, bool allowGelu) {
+  if (name == "none")
+    return Activation::None;
+  if (name == "relu")
+    return Activation::Relu;
+  if (allowGelu && name == "gelu")
+    return Activation::Gelu;
+  return Status::error("attribute '" + std::string(attrName) +
+                       "' has unknown value '" + name + "' (none, relu" +
+                       (allowGelu ? ", gelu)" : ")"));
+}
+
+/// Splits ONNX-style pads (begins, then ends) for `spatial` dimensions.
+Status splitPads(const std::vector<int64_t> &pads, size_t spatial,
+                 std::vector<int64_t> &begins, std::vector<int64_t> &ends) {
+  if (pads.size() != 2 * spatial)
+    return Status::error("attribute 'pads' must have " +
+                         std::to_string(2 * spatial) + " values (begins, then "
+                         "ends, for " + std::to_string(spatial) +
+                         " spatial dims), got " + std::to_string(pads.size()));
+  begins.assign(pads.begin(), pads.begin() + spatial);
+  ends.assign(pads.begin() + spatial, pads.end());
+  return Status::ok();
+}
+
+/// The number of spatial dims of an [N, C, spatial...] tensor, or an error.
+Result<size_t> spatialRank(const TensorView &x, std::string_view name) {
+  if (x.shape.size() < 3)
+    return Status::error(std::string(name) +
+                         " must have rank >= 3 ([N, C, spatial...]), got rank " +
+                         std::to_string(x.shape.size()));
+  return x.shape.size() - 2;
+}
+
+//===----------------------------------------------------------------------===//
+// cublaslt.matmul: a, b, c?, bias? -> d
+//===----------------------------------------------------------------------===//
+
+Status matmulCall(const CallArgs &args) {
+  const PlanCall &call = args.call;
+  MP_TRY_ASSIGN(hasC, hasOptional(call, "c"));
+  MP_TRY_ASSIGN(hasBias, hasOptional(call, "bias"));
+  if (Status s = checkOperandCount(args, 2, size_t(hasC) + size_t(hasBias), 1);
+      !s)
+    return s;
+  MatmulOptions options;
+  MP_TRY_ASSIGN(transA, intAttr(call, "trans_a", 0));
+  MP_TRY_ASSIGN(transB, intAttr(call, "trans_b", 0));
+  MP_TRY_ASSIGN(alpha, floatAttr(call, "alpha", 1.0));
+  MP_TRY_ASSIGN(beta, floatAttr(call, "beta", 0.0));
+  MP_TRY_ASSIGN(epilogue, stringAttr(call, "epilogue", "none"));
+  MP_TRY_ASSIGN(activation, parseActivation(epilogue, "epilogue", true));
+  options.transA = transA != 0;
+  options.transB = transB != 0;
+  options.alpha = alpha;
+  options.beta = beta;
+  options.epilogue = activation;
+  if (Status s = checkComputeType(call, args.operands[0].dtype); !s)
+    return s;
+  size_t next = 2;
+  const TensorView *c = hasC ? &args.operands[next++] : nullptr;
+  const TensorView *bias = hasBias ? &args.operands[next++] : nullptr;
+  return matmul(args.operands[0], args.operands[1], c, bias, args.results[0],
+                options);
+}
+
+//===----------------------------------------------------------------------===//
+// cudnn.conv_fwd: x, w, bias? -> y
+//===----------------------------------------------------------------------===//
+
+Status convCall(const CallArgs &args) {
+  const PlanCall &call = args.call;
+  MP_TRY_ASSIGN(hasBias, hasOptional(call, "bias"));
+  if (Status s = checkOperandCount(args, 2, size_t(hasBias), 1); !s)
+    return s;
+  const TensorView &x = args.operands[0];
+  MP_TRY_ASSIGN(spatial, spatialRank(x, "x"));
+  ConvOptions options;
+  MP_TRY_ASSIGN(pads, intListAttr(call, "pads"));
+  MP_TRY_ASSIGN(strides, intListAttr(call, "strides"));
+  MP_TRY_ASSIGN(dilations, intListAttr(call, "dilations"));
+  MP_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
+  MP_TRY_ASSIGN(layout, stringAttr(call, "layout", "nchw"));
+  MP_TRY_ASSIGN(activationName, stringAttr(call, "activation", "none"));
+  MP_TRY_ASSIGN(activation, parseActivation(activationName, "activation",
+                                            /*allowGelu=*/false));
+  if (Status s = splitPads(pads, spatial, options.padsBegin, options.padsEnd);
+      !s)
+    return s;
+  if (layout == "nchw")
+    options.layout = Layout::NCHW;
+  else if (layout == "nhwc")
+    options.layout = Layout::NHWC;
+  else
+    return Status::error("attribute 'layout' has unknown value '" + layout +
+                         "' (nchw, nhwc)");
+  options.strides = std::move(strides);
+  options.dilations = std::move(dilations);
+  options.groups = groups;
+  options.activation = activation;
+  if (Status s = checkComputeType(call, x.dtype); !s)
+    return s;
+  const TensorView *bias = hasBias ? &args.operands[2] : nullptr;
+  return conv(x, args.operands[1], bias, /*residual=*/nullptr, args.results[0],
+              options);
+}
+
+//===----------------------------------------------------------------------===//
+// cudnn.pool: x -> y, indices?
+//===----------------------------------------------------------------------===//
+
+Status poolCall(const CallArgs &args) {
+  const PlanCall &call = args.call;
+  MP_TRY_ASSIGN(hasIndices, hasOptional(call, "indices"));
+  size_t results = 1 + size_t(hasIndices);
+  if (Status s = checkArity(args, 1, 1, results, results); !s)
+    return s;
+  const TensorView &x = args.operands[0];
+  MP_TRY_ASSIGN(spatial, spatialRank(x, "x"));
+  PoolOptions options;
+  MP_TRY_ASSIGN(mode, stringAttr(call, "mode"));
+  MP_TRY_ASSIGN(window, intListAttr(call, "window"));
+  MP_TRY_ASSIGN(pads, intListAttr(call, "pads"));
+  MP_TRY_ASSIGN(strides, intListAttr(call, "strides"));
+  MP_TRY_ASSIGN(dilations, intListAttr(call, "dilations", {}));
+  if (mode == "max") {
+    options.kind = PoolKind::Max;
+  } else if (mode == "avg" || mode == "avg_include_pad") {
+    if (hasIndices)
+      return Status::error("indices are only produced by mode 'max', not '" +
+                           mode + "'");
+    options.kind = PoolKind::Average;
+    options.countIncludePad = mode == "avg_include_pad";
+  } else {
+    return Status::error("attribute 'mode' has unknown value '" + mode +
+                         "' (max, avg, avg_include_pad)");
+  }
+  if (Status s = splitPads(pads, spatial, options.padsBegin, options.padsEnd);
+      !s)
+    return s;
+  options.kernel = std::move(window);
+  options.strides = std::move(strides);
+  options.dilations = std::move(dilations);
+  options.layout = Layout::NCHW;
+  const TensorView *indices = hasIndices ? &args.results[1] : nullptr;
+  return pool(x, args.results[0], options, indices);
+}
+
+//===----------------------------------------------------------------------===//
+// cudnn.batch_norm_inference: x, scale, bias, mean, variance -> y
+// cudnn.batch_norm_training: ... -> y, running_mean, running_variance
+//===----------------------------------------------------------------------===//
+
+Status batchNormInferenceCall(const CallArgs &args) {
+  if (Status s = checkArity(args, 5, 5, 1, 1); !s)
+    return s;
+  MP_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon"));
+  BatchNormOptions options;
+  options.epsilon = static_cast<float>(epsilon);
+  const std::vector<TensorView> &in = args.operands;
+  return batchNormInference(in[0], in[1], in[2], in[3], in[4], args.results[0],
+                            options);
+}
+
+Status batchNormTrainingCall(const CallArgs &args) {
+  if (Status s = checkArity(args, 5, 5, 3, 3); !s)
+    return s;
+  MP_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon"));
+  MP_TRY_ASSIGN(momentum, floatAttr(args.call, "momentum"));
+  BatchNormOptions options;
+  options.epsilon = static_cast<float>(epsilon);
+  options.momentum = static_cast<float>(momentum);
+  const std::vector<TensorView> &in = args.operands;
+  const std::vector<TensorView> &out = args.results;
+  return batchNormTraining(in[0], in[1], in[2], in[3], in[4], out[0], out[1],
+                           out[2], options);
+}
+
+//===----------------------------------------------------------------------===//
+// cudnn.softmax: x -> y
+//===----------------------------------------------------------------------===//
+
+Status softmaxCall(const CallArgs &args) {
+  if (Status s = checkArity(args, 1, 1, 1, 1); !s)
+    return s;
+  MP_TRY_ASSIGN(axis, intAttr(args.call, "axis"));
+  MP_TRY_ASSIGN(log, intAttr(args.call, "log", 0));
+  if (log != 0 && log != 1)
+    return Status::error("attribute 'log' must be 0 or 1, got " +
+                         std::to_string(log));
+  return log ? logSoftmax(args.operands[0], args.results[0], axis)
+             : softmax(args.operands[0], args.results[0], axis);
+}
+
+#undef MP_TRY_ASSIGN
+
+} // namespace
+
+void addLibraryCalls(CallTable &table) {
+  table.add("cublaslt.matmul", matmulCall);
+  table.add("cudnn.conv_fwd", convCall);
+  table.add("cudnn.pool", poolCall);
+  table.add("cudnn.batch_norm_inference", batchNormInferenceCall);
+  table.add("cudnn.batch_norm_training", batchNormTrainingCall);
+  table.add("cudnn.softmax", softmaxCall);
+}
 
 } // namespace mp::rt::cpu

@@ -1,0 +1,138 @@
+//===- Executor.h - runs a plan on the CPU backend ----------------*- C++ -*-===//
+//
+// A CpuExecutor is one execution context for a loaded plan: it owns the
+// activation arena and the workspace, and runs the plan's calls in order with
+// the CPU call table (mp/Runtime/CPU/Calls.h).
+//
+//   Result<Plan> plan = loadPlan("model.mpplan");
+//   Result<CpuExecutor> exec = CpuExecutor::create(plan.take());
+//   Result<std::vector<NamedTensor>> outputs =
+//       exec->run({{"x", input.view()}});
+//
+// Everything that can be checked before running is checked by create(): the
+// plan's semantic rules (validatePlan) and that every call kind has a CPU
+// implementation. The views of every call's buffers are computed once; a run
+// binds the inputs (copies them into the arena), runs the calls and copies
+// the outputs out. Runs reuse the arena. An executor runs one plan at a time
+// (it is not thread-safe); create one per thread to run a plan concurrently.
+//
+// docs/runtime.md describes the design.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_RUNTIME_EXECUTOR_H
+#define MP_RUNTIME_EXECUTOR_H
+
+#include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/Plan.h"
+#include "mp/Runtime/Status.h"
+#include "mp/Runtime/Tensor.h"
+#include "mp/Runtime/TensorIO.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mp::rt {
+
+/// An input given to a run: the graph input's name and a view of the data
+/// (copied into the arena; the view is not kept).
+struct NamedView {
+  std::string name;
+  TensorView view;
+};
+
+/// "f32 [1, 3, 224, 224]" (a scalar is "f32 []").
+std::string describeTensorType(DType dtype, const Shape &shape);
+
+/// Wall time spent in each call of a plan, accumulated over timed runs.
+struct CallTimes {
+  size_t runs = 0;                ///< timed runs accumulated
+  std::vector<double> totalMs;    ///< per call (plan order), summed over runs
+
+  /// Time per kind: calls per run, total ms per run, share of the total.
+  struct KindRow {
+    std::string kind;
+    size_t calls = 0;
+    double msPerRun = 0;
+    double percent = 0;
+  };
+  /// Kinds sorted by time, slowest first.
+  std::vector<KindRow> byKind(const Plan &plan) const;
+  /// The indices of the `n` slowest calls, slowest first.
+  std::vector<size_t> slowest(size_t n) const;
+  /// Total ms per run over all calls.
+  double msPerRun() const;
+  /// The table mp-run --timing prints: by kind, then the `top` slowest calls
+  /// with their locations.
+  std::string format(const Plan &plan, size_t top = 10) const;
+};
+
+/// Statistics of timed runs (CpuExecutor::benchmark), in milliseconds.
+struct BenchmarkStats {
+  std::vector<double> runMs; ///< each timed run, in order
+  double mean = 0, median = 0, min = 0, max = 0;
+};
+
+class CpuExecutor {
+public:
+  /// Validates `plan` (validatePlan, messages prefixed with `name`) and that
+  /// every call kind has a CPU implementation ("call #3 (kernel.foo at node
+  /// 'x'): no CPU implementation of 'kernel.foo'"), allocates the arena and
+  /// the workspace and prepares every call's views.
+  static Result<CpuExecutor> create(Plan plan,
+                                    const std::string &name = "<plan>");
+
+  const Plan &plan() const { return plan_; }
+
+  /// Runs the plan: binds `inputs` (every graph input exactly once, by name,
+  /// with the binding's dtype and shape), runs the calls in order and returns
+  /// the outputs in the plan's output order. A failing call's message starts
+  /// with PlanCall::describe ("call #3 (cudnn.conv_fwd at node 'conv1'): ").
+  Result<std::vector<NamedTensor>> run(const std::vector<NamedView> &inputs);
+
+  /// The three steps of run(), for callers that want them apart (benchmarks
+  /// bind and execute without copying outputs out).
+  Status bindInputs(const std::vector<NamedView> &inputs);
+  Status execute();
+  Result<std::vector<NamedTensor>> readOutputs() const;
+
+  /// Runs `warmup` untimed then `iterations` timed runs (bind + execute; the
+  /// inputs are copied in every run, since calls may reuse input buffers).
+  Result<BenchmarkStats> benchmark(const std::vector<NamedView> &inputs,
+                                   int warmup, int iterations);
+
+  /// Per-call timing: when enabled, execute() adds each call's wall time
+  /// (steady_clock) to callTimes().
+  void setTiming(bool enabled) { timing_ = enabled; }
+  const CallTimes &callTimes() const { return times_; }
+  void resetCallTimes();
+
+  size_t arenaSize() const { return plan_.arenaSize; }
+  size_t workspaceSize() const { return workspaceSize_; }
+
+private:
+  /// A call ready to run: its implementation and the views of its buffers.
+  struct Prepared {
+    cpu::CallFn fn = nullptr;
+    std::vector<TensorView> operands, results;
+  };
+  struct AlignedFree {
+    void operator()(void *p) const;
+  };
+  CpuExecutor() = default;
+
+  Plan plan_;
+  std::string name_;
+  std::unique_ptr<void, AlignedFree> arena_;
+  std::unique_ptr<void, AlignedFree> workspace_;
+  size_t workspaceSize_ = 0;
+  std::vector<Prepared> prepared_; ///< one per call, in plan order
+  bool timing_ = false;
+  CallTimes times_;
+};
+
+} // namespace mp::rt
+
+#endif // MP_RUNTIME_EXECUTOR_H
