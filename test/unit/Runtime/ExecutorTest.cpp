@@ -1,0 +1,628 @@
+// Unit tests of the CPU executor (mp/Runtime/Executor.h) and the library-call
+// adapters (lib/Runtime/CPU/Calls/LibraryCalls.cpp): small plans built by
+// hand run end to end and their outputs are compared with values computed
+// here by naive loops; binding, validation and call errors give the
+// documented messages; plans survive savePlan/loadPlan; timing and
+// benchmarks account for every call.
+#include "mp/Runtime/Executor.h"
+#include "mp/Runtime/Plan.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+using namespace mp::rt;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Builds a plan: arena buffers are placed at multiples of 256.
+struct PlanBuilder {
+  Plan plan;
+
+  uint32_t arena(DType dtype, Shape shape, std::string name = "") {
+    PlanBuffer b;
+    b.id = static_cast<uint32_t>(plan.buffers.size());
+    b.dtype = dtype;
+    b.shape = std::move(shape);
+    b.storage = BufferStorage::Arena;
+    b.offset = plan.arenaSize;
+    b.name = std::move(name);
+    plan.arenaSize += (b.byteCount() + 255) / 256 * 256;
+    plan.buffers.push_back(b);
+    return b.id;
+  }
+  uint32_t weight(const std::string &name, Shape shape,
+                  const std::vector<float> &values) {
+    plan.weights.push_back(PlanWeight::copyOf(name, DType::F32, shape,
+                                              values.data(),
+                                              values.size() * sizeof(float)));
+    PlanBuffer b;
+    b.id = static_cast<uint32_t>(plan.buffers.size());
+    b.dtype = DType::F32;
+    b.shape = std::move(shape);
+    b.storage = BufferStorage::Weight;
+    b.weight = static_cast<uint32_t>(plan.weights.size() - 1);
+    b.name = name;
+    plan.buffers.push_back(b);
+    return b.id;
+  }
+  void input(const std::string &name, uint32_t id) {
+    const PlanBuffer &b = plan.buffers[id];
+    plan.inputs.push_back({name, id, b.dtype, b.shape});
+  }
+  void output(const std::string &name, uint32_t id) {
+    const PlanBuffer &b = plan.buffers[id];
+    plan.outputs.push_back({name, id, b.dtype, b.shape});
+  }
+  PlanCall &call(std::string kind, std::vector<uint32_t> operands,
+                 std::vector<uint32_t> results, std::vector<PlanAttr> attrs,
+                 std::string location) {
+    PlanCall c;
+    c.kind = std::move(kind);
+    c.operands = std::move(operands);
+    c.results = std::move(results);
+    c.attributes = std::move(attrs);
+    c.location = std::move(location);
+    plan.calls.push_back(std::move(c));
+    return plan.calls.back();
+  }
+};
+
+/// An f32 host tensor with these values.
+HostTensor tensorOf(Shape shape, const std::vector<float> &values) {
+  HostTensor t(DType::F32, std::move(shape));
+  REQUIRE(static_cast<size_t>(t.numElements()) == values.size());
+  std::memcpy(t.data(), values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+std::vector<float> valuesOf(const HostTensor &t) {
+  REQUIRE(t.dtype() == DType::F32);
+  const float *p = t.as<float>();
+  return std::vector<float>(p, p + t.numElements());
+}
+
+/// Deterministic values in [-1, 1).
+std::vector<float> ramp(size_t n, uint32_t seed) {
+  std::vector<float> out(n);
+  uint32_t s = seed * 2654435761u + 1;
+  for (float &v : out) {
+    s = s * 1664525u + 1013904223u;
+    v = static_cast<float>(s >> 8) / static_cast<float>(1u << 23) - 1.0f;
+  }
+  return out;
+}
+
+void checkClose(const std::vector<float> &actual,
+                const std::vector<double> &expected, double tol = 1e-5) {
+  REQUIRE(actual.size() == expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    INFO("element " << i << ": " << actual[i] << " vs " << expected[i]);
+    CHECK(std::abs(actual[i] - expected[i]) <= tol * (1 + std::abs(expected[i])));
+  }
+}
+
+/// x [2, 3] @ w [3, 4] + bias [4] (cublaslt.matmul), then softmax over the
+/// last axis (cudnn.softmax).
+struct MatmulSoftmax {
+  std::vector<float> w = ramp(12, 1), bias = ramp(4, 2);
+  PlanBuilder b;
+  MatmulSoftmax() {
+    uint32_t x = b.arena(DType::F32, {2, 3}, "x");
+    uint32_t wid = b.weight("w", {3, 4}, w);
+    uint32_t bid = b.weight("bias", {4}, bias);
+    uint32_t h = b.arena(DType::F32, {2, 4}, "h");
+    uint32_t y = b.arena(DType::F32, {2, 4}, "y");
+    b.input("x", x);
+    b.output("y", y);
+    b.call("cublaslt.matmul", {x, wid, bid}, {h},
+           {{"has_c", int64_t(0)},
+            {"has_bias", int64_t(1)},
+            {"compute_type", int64_t(1)},
+            {"alpha", 1.0},
+            {"epilogue", std::string("none")}},
+           "MatMul_0");
+    b.call("cudnn.softmax", {h}, {y},
+           {{"axis", int64_t(-1)}, {"log", int64_t(0)}}, "Softmax_1");
+  }
+  std::vector<double> expected(const std::vector<float> &x) const {
+    std::vector<double> y(8);
+    for (int i = 0; i < 2; ++i) {
+      double row[4], mx = -INFINITY, sum = 0;
+      for (int j = 0; j < 4; ++j) {
+        row[j] = bias[j];
+        for (int k = 0; k < 3; ++k)
+          row[j] += double(x[i * 3 + k]) * w[k * 4 + j];
+        mx = std::max(mx, row[j]);
+      }
+      for (int j = 0; j < 4; ++j)
+        sum += std::exp(row[j] - mx);
+      for (int j = 0; j < 4; ++j)
+        y[i * 4 + j] = std::exp(row[j] - mx) / sum;
+    }
+    return y;
+  }
+};
+
+CpuExecutor makeExecutor(Plan plan) {
+  Result<CpuExecutor> exec = CpuExecutor::create(std::move(plan), "test.mpplan");
+  INFO(exec.message());
+  REQUIRE(exec);
+  return exec.take();
+}
+
+/// A fresh directory, removed with its contents at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("mp-executor-test-" + std::to_string(::getpid()) + "-" +
+            std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+} // namespace
+
+TEST_CASE("matmul + bias, then softmax", "[executor]") {
+  MatmulSoftmax m;
+  CpuExecutor exec = makeExecutor(m.b.plan);
+  std::vector<float> x = ramp(6, 3);
+  HostTensor input = tensorOf({2, 3}, x);
+  Result<std::vector<NamedTensor>> out = exec.run({{"x", input.view()}});
+  INFO(out.message());
+  REQUIRE(out);
+  REQUIRE(out->size() == 1);
+  CHECK((*out)[0].name == "y");
+  CHECK((*out)[0].tensor.shape() == Shape{2, 4});
+  checkClose(valuesOf((*out)[0].tensor), m.expected(x));
+
+  SECTION("runs reuse the arena and see new inputs") {
+    std::vector<float> x2 = ramp(6, 4);
+    HostTensor input2 = tensorOf({2, 3}, x2);
+    Result<std::vector<NamedTensor>> again = exec.run({{"x", input2.view()}});
+    REQUIRE(again);
+    checkClose(valuesOf((*again)[0].tensor), m.expected(x2));
+    // The first run's outputs were copied out, not views of the arena.
+    checkClose(valuesOf((*out)[0].tensor), m.expected(x));
+  }
+}
+
+TEST_CASE("matmul with C, beta, transposes and the gelu epilogue",
+          "[executor]") {
+  // d = gelu(2 * a^T @ b^T + 0.5 * c): a [3, 2] (transposed), b [4, 3].
+  std::vector<float> a = ramp(6, 5), bw = ramp(12, 6), c = ramp(8, 7);
+  PlanBuilder b;
+  uint32_t aid = b.arena(DType::F32, {3, 2});
+  uint32_t bid = b.weight("b", {4, 3}, bw);
+  uint32_t cid = b.weight("c", {2, 4}, c);
+  uint32_t d = b.arena(DType::F32, {2, 4});
+  b.input("a", aid);
+  b.output("d", d);
+  b.call("cublaslt.matmul", {aid, bid, cid}, {d},
+         {{"has_c", int64_t(1)},
+          {"has_bias", int64_t(0)},
+          {"trans_a", int64_t(1)},
+          {"trans_b", int64_t(1)},
+          {"alpha", 2.0},
+          {"beta", 0.5},
+          {"compute_type", int64_t(1)},
+          {"epilogue", std::string("gelu")}},
+         "Gemm");
+  CpuExecutor exec = makeExecutor(b.plan);
+  HostTensor input = tensorOf({3, 2}, a);
+  auto out = exec.run({{"a", input.view()}});
+  INFO(out.message());
+  REQUIRE(out);
+  std::vector<double> expected(8);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 3; ++k)
+        acc += double(a[k * 2 + i]) * bw[j * 3 + k];
+      double v = 2 * acc + 0.5 * c[i * 4 + j];
+      expected[i * 4 + j] = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    }
+  checkClose(valuesOf((*out)[0].tensor), expected);
+}
+
+TEST_CASE("conv + bias + relu, then max pool with indices", "[executor]") {
+  // x [1, 1, 4, 4], w [2, 1, 3, 3], pads 1 -> y [1, 2, 4, 4];
+  // 2x2 max pool, stride 2 -> p [1, 2, 2, 2] and its indices.
+  std::vector<float> x = ramp(16, 8), w = ramp(18, 9), bias = {0.1f, -0.2f};
+  PlanBuilder b;
+  uint32_t xid = b.arena(DType::F32, {1, 1, 4, 4}, "x");
+  uint32_t wid = b.weight("w", {2, 1, 3, 3}, w);
+  uint32_t bid = b.weight("b", {2}, bias);
+  uint32_t yid = b.arena(DType::F32, {1, 2, 4, 4}, "y");
+  uint32_t pid = b.arena(DType::F32, {1, 2, 2, 2}, "p");
+  uint32_t iid = b.arena(DType::I64, {1, 2, 2, 2}, "i");
+  b.input("x", xid);
+  b.output("p", pid);
+  b.output("i", iid);
+  b.call("cudnn.conv_fwd", {xid, wid, bid}, {yid},
+         {{"has_bias", int64_t(1)},
+          {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+          {"strides", std::vector<int64_t>{1, 1}},
+          {"dilations", std::vector<int64_t>{1, 1}},
+          {"groups", int64_t(1)},
+          {"compute_type", int64_t(1)},
+          {"layout", std::string("nchw")},
+          {"activation", std::string("relu")}},
+         "Conv_0");
+  b.call("cudnn.pool", {yid}, {pid, iid},
+         {{"has_indices", int64_t(1)},
+          {"mode", std::string("max")},
+          {"window", std::vector<int64_t>{2, 2}},
+          {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+          {"strides", std::vector<int64_t>{2, 2}}},
+         "MaxPool_1");
+  CpuExecutor exec = makeExecutor(b.plan);
+  HostTensor input = tensorOf({1, 1, 4, 4}, x);
+  auto out = exec.run({{"x", input.view()}});
+  INFO(out.message());
+  REQUIRE(out);
+
+  double y[2][4][4];
+  for (int m = 0; m < 2; ++m)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        double acc = bias[m];
+        for (int ki = 0; ki < 3; ++ki)
+          for (int kj = 0; kj < 3; ++kj) {
+            int r = i + ki - 1, c = j + kj - 1;
+            if (r >= 0 && r < 4 && c >= 0 && c < 4)
+              acc += double(x[r * 4 + c]) * w[m * 9 + ki * 3 + kj];
+          }
+        y[m][i][j] = std::max(acc, 0.0);
+      }
+  std::vector<double> pooled;
+  std::vector<int64_t> indices;
+  for (int m = 0; m < 2; ++m)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double best = -INFINITY;
+        int64_t at = -1;
+        for (int di = 0; di < 2; ++di)
+          for (int dj = 0; dj < 2; ++dj) {
+            int r = 2 * i + di, c = 2 * j + dj;
+            if (y[m][r][c] > best) {
+              best = y[m][r][c];
+              at = m * 16 + r * 4 + c;
+            }
+          }
+        pooled.push_back(best);
+        indices.push_back(at);
+      }
+  checkClose(valuesOf((*out)[0].tensor), pooled);
+  const HostTensor &idx = (*out)[1].tensor;
+  REQUIRE(idx.dtype() == DType::I64);
+  // Ties (relu zeros) may pick any maximum: check the value at the index.
+  for (size_t k = 0; k < indices.size(); ++k) {
+    int64_t got = idx.as<int64_t>()[k];
+    REQUIRE(got >= 0);
+    REQUIRE(got < 32);
+    CHECK(y[got / 16][(got % 16) / 4][got % 4] == Approx(pooled[k]));
+  }
+}
+
+TEST_CASE("average pooling, with and without padding counted",
+          "[executor]") {
+  std::vector<float> x = ramp(9, 10);
+  for (bool includePad : {false, true}) {
+    PlanBuilder b;
+    uint32_t xid = b.arena(DType::F32, {1, 1, 3, 3});
+    uint32_t yid = b.arena(DType::F32, {1, 1, 2, 2});
+    b.input("x", xid);
+    b.output("y", yid);
+    b.call("cudnn.pool", {xid}, {yid},
+           {{"has_indices", int64_t(0)},
+            {"mode", std::string(includePad ? "avg_include_pad" : "avg")},
+            {"window", std::vector<int64_t>{2, 2}},
+            {"pads", std::vector<int64_t>{1, 1, 0, 0}},
+            {"strides", std::vector<int64_t>{2, 2}}},
+           "AveragePool");
+    CpuExecutor exec = makeExecutor(b.plan);
+    HostTensor input = tensorOf({1, 1, 3, 3}, x);
+    auto out = exec.run({{"x", input.view()}});
+    INFO(out.message());
+    REQUIRE(out);
+    std::vector<double> expected;
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double sum = 0;
+        int count = 0;
+        for (int di = 0; di < 2; ++di)
+          for (int dj = 0; dj < 2; ++dj) {
+            int r = 2 * i + di - 1, c = 2 * j + dj - 1;
+            if (r >= 0 && r < 3 && c >= 0 && c < 3) {
+              sum += x[r * 3 + c];
+              ++count;
+            }
+          }
+        expected.push_back(sum / (includePad ? 4 : count));
+      }
+    checkClose(valuesOf((*out)[0].tensor), expected);
+  }
+}
+
+TEST_CASE("batch norm inference and training", "[executor]") {
+  // x [2, 3, 2]: per channel c over n and the spatial position.
+  std::vector<float> x = ramp(12, 11), scale = {1.0f, 2.0f, 0.5f},
+                     bias = {0.0f, 0.1f, -0.3f}, mean = {0.1f, -0.2f, 0.3f},
+                     var = {1.0f, 0.5f, 2.0f};
+  const double eps = 1e-3, momentum = 0.75;
+  auto at = [](int n, int c, int s) { return n * 6 + c * 2 + s; };
+
+  SECTION("inference") {
+    PlanBuilder b;
+    uint32_t xid = b.arena(DType::F32, {2, 3, 2});
+    uint32_t ids[4] = {b.weight("scale", {3}, scale), b.weight("bias", {3}, bias),
+                       b.weight("mean", {3}, mean), b.weight("var", {3}, var)};
+    uint32_t yid = b.arena(DType::F32, {2, 3, 2});
+    b.input("x", xid);
+    b.output("y", yid);
+    b.call("cudnn.batch_norm_inference", {xid, ids[0], ids[1], ids[2], ids[3]},
+           {yid}, {{"epsilon", eps}}, "BN");
+    CpuExecutor exec = makeExecutor(b.plan);
+    HostTensor input = tensorOf({2, 3, 2}, x);
+    auto out = exec.run({{"x", input.view()}});
+    INFO(out.message());
+    REQUIRE(out);
+    std::vector<double> expected(12);
+    for (int n = 0; n < 2; ++n)
+      for (int c = 0; c < 3; ++c)
+        for (int s = 0; s < 2; ++s)
+          expected[at(n, c, s)] =
+              scale[c] * (x[at(n, c, s)] - mean[c]) / std::sqrt(var[c] + eps) +
+              bias[c];
+    checkClose(valuesOf((*out)[0].tensor), expected);
+  }
+
+  SECTION("training") {
+    PlanBuilder b;
+    uint32_t xid = b.arena(DType::F32, {2, 3, 2});
+    uint32_t ids[4] = {b.weight("scale", {3}, scale), b.weight("bias", {3}, bias),
+                       b.weight("mean", {3}, mean), b.weight("var", {3}, var)};
+    uint32_t yid = b.arena(DType::F32, {2, 3, 2});
+    uint32_t rm = b.arena(DType::F32, {3});
+    uint32_t rv = b.arena(DType::F32, {3});
+    b.input("x", xid);
+    b.output("y", yid);
+    b.output("running_mean", rm);
+    b.output("running_var", rv);
+    b.call("cudnn.batch_norm_training",
+           {xid, ids[0], ids[1], ids[2], ids[3]}, {yid, rm, rv},
+           {{"epsilon", eps}, {"momentum", momentum}}, "BN");
+    CpuExecutor exec = makeExecutor(b.plan);
+    HostTensor input = tensorOf({2, 3, 2}, x);
+    auto out = exec.run({{"x", input.view()}});
+    INFO(out.message());
+    REQUIRE(out);
+    std::vector<double> y(12), runMean(3), runVar(3);
+    for (int c = 0; c < 3; ++c) {
+      double m = 0, v = 0;
+      for (int n = 0; n < 2; ++n)
+        for (int s = 0; s < 2; ++s)
+          m += x[at(n, c, s)] / 4.0;
+      for (int n = 0; n < 2; ++n)
+        for (int s = 0; s < 2; ++s)
+          v += (x[at(n, c, s)] - m) * (x[at(n, c, s)] - m) / 4.0;
+      for (int n = 0; n < 2; ++n)
+        for (int s = 0; s < 2; ++s)
+          y[at(n, c, s)] =
+              scale[c] * (x[at(n, c, s)] - m) / std::sqrt(v + eps) + bias[c];
+      runMean[c] = mean[c] * momentum + m * (1 - momentum);
+      runVar[c] = var[c] * momentum + v * (1 - momentum);
+    }
+    checkClose(valuesOf((*out)[0].tensor), y, 1e-4);
+    checkClose(valuesOf((*out)[1].tensor), runMean);
+    checkClose(valuesOf((*out)[2].tensor), runVar);
+  }
+}
+
+TEST_CASE("log softmax and an output that is a weight", "[executor]") {
+  std::vector<float> x = ramp(6, 12), constant = {1.5f, -2.5f};
+  PlanBuilder b;
+  uint32_t xid = b.arena(DType::F32, {3, 2});
+  uint32_t yid = b.arena(DType::F32, {3, 2});
+  uint32_t cid = b.weight("constant", {2}, constant);
+  b.input("x", xid);
+  b.output("y", yid);
+  b.output("constant", cid);
+  b.call("cudnn.softmax", {xid}, {yid},
+         {{"axis", int64_t(0)}, {"log", int64_t(1)}}, "");
+  CpuExecutor exec = makeExecutor(b.plan);
+  HostTensor input = tensorOf({3, 2}, x);
+  auto out = exec.run({{"x", input.view()}});
+  INFO(out.message());
+  REQUIRE(out);
+  std::vector<double> expected(6);
+  for (int j = 0; j < 2; ++j) {
+    double sum = 0;
+    for (int i = 0; i < 3; ++i)
+      sum += std::exp(double(x[i * 2 + j]));
+    for (int i = 0; i < 3; ++i)
+      expected[i * 2 + j] = x[i * 2 + j] - std::log(sum);
+  }
+  checkClose(valuesOf((*out)[0].tensor), expected);
+  CHECK((*out)[1].name == "constant");
+  CHECK(valuesOf((*out)[1].tensor) == constant);
+}
+
+TEST_CASE("inputs are checked by name, dtype and shape", "[executor]") {
+  MatmulSoftmax m;
+  CpuExecutor exec = makeExecutor(m.b.plan);
+  HostTensor good = tensorOf({2, 3}, ramp(6, 1));
+  HostTensor shorter = tensorOf({2, 2}, ramp(4, 1));
+  HostTensor f64(DType::F64, {2, 3});
+
+  auto message = [&](const std::vector<NamedView> &inputs) {
+    auto out = exec.run(inputs);
+    REQUIRE_FALSE(out);
+    return out.message();
+  };
+  CHECK(message({{"x", shorter.view()}}) ==
+        "input 'x': expected f32 [2, 3], got f32 [2, 2]");
+  CHECK(message({{"x", f64.view()}}) ==
+        "input 'x': expected f32 [2, 3], got f64 [2, 3]");
+  CHECK(message({}) == "input 'x' is missing (expected f32 [2, 3])");
+  CHECK(message({{"x", good.view()}, {"z", good.view()}}) ==
+        "unknown input 'z' (the plan's inputs: x)");
+  CHECK(message({{"x", good.view()}, {"x", good.view()}}) ==
+        "input 'x' is given twice");
+  // After the errors, a good run still works.
+  CHECK(exec.run({{"x", good.view()}}));
+}
+
+TEST_CASE("call kinds without a CPU implementation are rejected up front",
+          "[executor]") {
+  MatmulSoftmax m;
+  m.b.plan.calls[1].kind = "kernel.foo";
+  m.b.plan.calls[1].location = "x";
+  Result<CpuExecutor> exec = CpuExecutor::create(m.b.plan);
+  REQUIRE_FALSE(exec);
+  CHECK(exec.message() ==
+        "call #1 (kernel.foo at node 'x'): no CPU implementation of "
+        "'kernel.foo'");
+}
+
+TEST_CASE("invalid plans are rejected by create", "[executor]") {
+  MatmulSoftmax m;
+  m.b.plan.arenaSize = 100; // buffers no longer fit
+  Result<CpuExecutor> exec = CpuExecutor::create(m.b.plan, "bad.mpplan");
+  REQUIRE_FALSE(exec);
+  CHECK(exec.message().rfind("bad.mpplan: buffer ", 0) == 0);
+  CHECK(exec.message().find("does not fit in the arena") != std::string::npos);
+}
+
+TEST_CASE("call errors name the call and the problem", "[executor]") {
+  HostTensor input = tensorOf({2, 3}, ramp(6, 1));
+  auto runError = [&](MatmulSoftmax &m) {
+    Result<CpuExecutor> exec = CpuExecutor::create(m.b.plan);
+    REQUIRE(exec);
+    auto out = exec->run({{"x", input.view()}});
+    REQUIRE_FALSE(out);
+    return out.message();
+  };
+  SECTION("unknown epilogue") {
+    MatmulSoftmax m;
+    m.b.plan.calls[0].attributes[4].value = std::string("tanh");
+    CHECK(runError(m) ==
+          "call #0 (cublaslt.matmul at node 'MatMul_0'): attribute 'epilogue' "
+          "has unknown value 'tanh' (none, relu, gelu)");
+  }
+  SECTION("missing has_bias") {
+    MatmulSoftmax m;
+    m.b.plan.calls[0].attributes.erase(m.b.plan.calls[0].attributes.begin() +
+                                       1);
+    CHECK(runError(m) == "call #0 (cublaslt.matmul at node 'MatMul_0'): "
+                         "attribute 'has_bias' is missing");
+  }
+  SECTION("has_bias disagrees with the operands") {
+    MatmulSoftmax m;
+    m.b.plan.calls[0].attributes[1].value = int64_t(0);
+    CHECK(runError(m) == "call #0 (cublaslt.matmul at node 'MatMul_0'): "
+                         "expects 2 operands, got 3");
+  }
+  SECTION("attribute of the wrong type") {
+    MatmulSoftmax m;
+    m.b.plan.calls[1].attributes[0].value = 1.5;
+    CHECK(runError(m) == "call #1 (cudnn.softmax at node 'Softmax_1'): "
+                         "attribute 'axis' must be an int");
+  }
+  SECTION("compute type that cannot accumulate the inputs") {
+    MatmulSoftmax m;
+    m.b.plan.calls[0].attributes[2].value = int64_t(10); // f16
+    CHECK(runError(m) == "call #0 (cublaslt.matmul at node 'MatMul_0'): "
+                         "compute type f16 cannot accumulate f32 inputs");
+  }
+  SECTION("the kernel's own checks") {
+    MatmulSoftmax m;
+    m.b.plan.calls[1].attributes[0].value = int64_t(5); // axis out of range
+    std::string message = runError(m);
+    CHECK(message.rfind("call #1 (cudnn.softmax at node 'Softmax_1'): ", 0) ==
+          0);
+    CHECK(message.find("axis") != std::string::npos);
+  }
+}
+
+TEST_CASE("plans run the same after savePlan and loadPlan", "[executor]") {
+  TempDir dir;
+  std::string path = (dir.path / "mm.mpplan").string();
+  MatmulSoftmax m;
+  REQUIRE(savePlan(m.b.plan, path));
+  Result<Plan> loaded = loadPlan(path);
+  INFO(loaded.message());
+  REQUIRE(loaded);
+  CpuExecutor fromFile = makeExecutor(loaded.take());
+  CpuExecutor inMemory = makeExecutor(m.b.plan);
+  std::vector<float> x = ramp(6, 13);
+  HostTensor input = tensorOf({2, 3}, x);
+  auto a = fromFile.run({{"x", input.view()}});
+  auto b = inMemory.run({{"x", input.view()}});
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(valuesOf((*a)[0].tensor) == valuesOf((*b)[0].tensor));
+  checkClose(valuesOf((*a)[0].tensor), m.expected(x));
+}
+
+TEST_CASE("per-call timing and benchmarks", "[executor]") {
+  MatmulSoftmax m;
+  CpuExecutor exec = makeExecutor(m.b.plan);
+  HostTensor input = tensorOf({2, 3}, ramp(6, 1));
+  std::vector<NamedView> inputs = {{"x", input.view()}};
+
+  REQUIRE(exec.run(inputs));
+  CHECK(exec.callTimes().runs == 0); // off by default
+  exec.setTiming(true);
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(exec.run(inputs));
+  const CallTimes &times = exec.callTimes();
+  CHECK(times.runs == 3);
+  REQUIRE(times.totalMs.size() == 2);
+  CHECK(times.totalMs[0] > 0);
+  auto kinds = times.byKind(exec.plan());
+  REQUIRE(kinds.size() == 2);
+  double percent = 0;
+  for (const auto &row : kinds) {
+    CHECK(row.calls == 1);
+    percent += row.percent;
+  }
+  CHECK(percent == Approx(100.0));
+  CHECK(times.slowest(1).size() == 1);
+  std::string table = times.format(exec.plan());
+  CHECK(table.find("cublaslt.matmul") != std::string::npos);
+  CHECK(table.find("call #1 (cudnn.softmax at node 'Softmax_1')") !=
+        std::string::npos);
+
+  exec.resetCallTimes();
+  Result<BenchmarkStats> stats = exec.benchmark(inputs, 2, 5);
+  REQUIRE(stats);
+  CHECK(stats->runMs.size() == 5);
+  CHECK(stats->min <= stats->median);
+  CHECK(stats->median <= stats->max);
+  CHECK(stats->mean >= stats->min);
+  CHECK(exec.callTimes().runs == 5); // warmup runs are not timed
+  CHECK_FALSE(exec.benchmark(inputs, 0, 0));
+  CHECK_FALSE(exec.benchmark(inputs, -1, 1));
+  // The last benchmark run's outputs are readable.
+  auto out = exec.readOutputs();
+  REQUIRE(out);
+  checkClose(valuesOf((*out)[0].tensor), m.expected(ramp(6, 1)));
+}
