@@ -1,0 +1,220 @@
+//===- NNKernels.h - the CPU backend's neural-network kernels -----*- C++ -*-===//
+//
+// Recurrent networks (cuDNN RNN: ONNX LSTM / GRU / RNN), transposed
+// convolution (cuDNN convolution backward data: ONNX ConvTranspose), the
+// normalizations that are not batch-norm (LayerNormalization,
+// InstanceNormalization, LRN), and the project kernels nll_loss, topk,
+// cumsum, trilu and hardmax.
+//
+// The conventions of mp/Runtime/CPU/Kernels.h hold: dense row-major views,
+// f16 / bf16 stored as 16 bits and computed in f32 with one rounding of each
+// result, shapes / dtypes / attributes checked with an error Status naming the
+// problem, outputs written in full and not overlapping the inputs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_RUNTIME_CPU_NNKERNELS_H
+#define MP_RUNTIME_CPU_NNKERNELS_H
+
+#include "mp/Runtime/Status.h"
+#include "mp/Runtime/Tensor.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mp::rt::cpu {
+
+//===----------------------------------------------------------------------===//
+// Recurrent networks (cuDNN RNN, ONNX LSTM / GRU / RNN with layout 0)
+//===----------------------------------------------------------------------===//
+
+enum class RnnMode { Lstm, Gru, Rnn };
+enum class RnnDirection { Forward, Reverse, Bidirectional };
+
+/// The activation functions ONNX's recurrent operators accept.
+enum class RnnActivationKind {
+  Relu,
+  Tanh,
+  Sigmoid,
+  Affine,          ///< alpha * x + beta
+  LeakyRelu,       ///< x >= 0 ? x : alpha * x
+  ThresholdedRelu, ///< x > alpha ? x : 0
+  ScaledTanh,      ///< alpha * tanh(beta * x)
+  HardSigmoid,     ///< max(0, min(1, alpha * x + beta))
+  Elu,             ///< x >= 0 ? x : alpha * (exp(x) - 1)
+  Softsign,        ///< x / (1 + |x|)
+  Softplus,        ///< log(1 + exp(x))
+};
+
+struct RnnActivation {
+  RnnActivationKind kind = RnnActivationKind::Tanh;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
+/// The activations of one direction: LSTM f, g, h; GRU f, g; RNN f.
+size_t rnnActivationsPerDirection(RnnMode mode);
+
+/// ONNX's `activations` / `activation_alpha` / `activation_beta` attributes
+/// as a list of rnnActivationsPerDirection(mode) * numDirections entries.
+/// `names` is comma-separated (case-insensitive: "Sigmoid,Tanh,Tanh"); empty
+/// gives the defaults (LSTM Sigmoid, Tanh, Tanh; GRU Sigmoid, Tanh; RNN
+/// Tanh). A list for one direction is repeated for the second. As in ONNX
+/// Runtime, alphas and betas are consumed in order by the functions that take
+/// them (Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu);
+/// missing ones take the defaults of the ONNX operators of the same name.
+Result<std::vector<RnnActivation>>
+parseRnnActivations(RnnMode mode, size_t numDirections, std::string_view names,
+                    const std::vector<double> &alphas = {},
+                    const std::vector<double> &betas = {});
+
+struct RnnOptions {
+  RnnMode mode = RnnMode::Lstm;
+  RnnDirection direction = RnnDirection::Forward;
+  int64_t hiddenSize = 0;
+  /// Empty: the defaults; otherwise as parseRnnActivations returns.
+  std::vector<RnnActivation> activations;
+  /// Gate pre-activations are clipped to [-clip, clip] when set.
+  std::optional<float> clip;
+  /// LSTM: couple the input and forget gates (f = 1 - i).
+  bool inputForget = false;
+  /// GRU: apply the reset gate after the recurrent product (r * (H R_h^T +
+  /// Rb_h)) rather than before it ((r * H) R_h^T + Rb_h).
+  bool linearBeforeReset = false;
+};
+
+/// ONNX LSTM-14 / GRU-14 / RNN-14 with layout 0. With G gates (LSTM 4 in the
+/// order i, o, f, c; GRU 3: z, r, h; RNN 1), D directions and H = hiddenSize:
+///   x [seq, batch, input], w [D, G*H, input], r [D, G*H, H],
+///   b (optional) [D, 2*G*H] (Wb then Rb), sequenceLens (optional, i32 or
+///   i64) [batch], initialH / initialC (optional) [D, batch, H],
+///   p (optional, LSTM peepholes i, o, f) [D, 3*H];
+///   y (optional) [seq, D, batch, H], yH / yC (optional) [D, batch, H]
+///   (yC: LSTM only).
+/// Floats: x, w, r, b, initialH/C, p and the outputs all have one dtype:
+/// f32, f16 or bf16 (16-bit values widened; the state is kept in f32 and
+/// each output element rounded once). With sequenceLens, steps at or after
+/// a batch entry's length give y = 0 and leave its state as it was (yH, yC
+/// are the state after its last step; the reverse direction starts at step
+/// length - 1). The input projections of all steps are one GEMM; each step
+/// adds its recurrent GEMM.
+Status rnn(const TensorView &x, const TensorView &w, const TensorView &r,
+           const TensorView *b, const TensorView *sequenceLens,
+           const TensorView *initialH, const TensorView *initialC,
+           const TensorView *p, const TensorView *y, const TensorView *yH,
+           const TensorView *yC, const RnnOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Transposed convolution (cuDNN convolution backward data, ONNX ConvTranspose)
+//===----------------------------------------------------------------------===//
+
+struct ConvTransposeOptions {
+  /// Per spatial dimension; empty means all 1 (strides, dilations) or all 0
+  /// (pads). padsBegin/padsEnd are ONNX's pads split in halves.
+  std::vector<int64_t> strides, dilations, padsBegin, padsEnd;
+  int64_t groups = 1;
+};
+
+/// ONNX ConvTranspose (the gradient of Conv with respect to its input), for
+/// 1, 2, 3 (any k >= 1) spatial dimensions, NCHW:
+///   x [N, C, D1..Dk], w [C, M/groups, K1..Kk], bias (optional) [M],
+///   y [N, M, O1..Ok] with Oi = stride_i*(Di-1) + outputPadding_i +
+///   dilation_i*(Ki-1) + 1 - padBegin_i - padEnd_i, where y's shape gives
+///   the output padding (0 <= outputPadding_i < max(stride_i, dilation_i)).
+/// y[n, m, o] = bias[m] + sum over c, i, j with o = i*stride - padBegin +
+/// j*dilation of x[n, c, i] * w[c, m, j] (c and m in the same group).
+/// Dtypes: x and w alike, f32, f16 or bf16; y f32, f16 or bf16; bias has y's
+/// dtype or f32. f32 accumulation (sgemm + col2im), y rounded once.
+Status convTranspose(const TensorView &x, const TensorView &w,
+                     const TensorView *bias, const TensorView &y,
+                     const ConvTransposeOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+/// ONNX LayerNormalization-17 (stash_type f32): over the dimensions from
+/// `axis` on (negative counts from the end), y = (x - mean) * invStdDev *
+/// scale + bias, invStdDev = 1 / sqrt(var + epsilon) (biased variance).
+/// x, y: same shape and dtype (f32, f16, bf16); scale and bias (optional):
+/// x's dtype or f32, unidirectionally broadcastable to x.shape[axis:].
+/// mean / invStdDev (optional): x.shape[:axis] followed by 1s (or just the
+/// leading dims), f32, f16 or bf16. Statistics accumulate in f64 and are
+/// used as f32.
+Status layerNorm(const TensorView &x, const TensorView &scale,
+                 const TensorView *bias, const TensorView &y,
+                 const TensorView *mean, const TensorView *invStdDev,
+                 int64_t axis = -1, float epsilon = 1e-5f);
+
+/// ONNX InstanceNormalization: per image and channel of x [N, C, D...],
+/// y = scale[c] * (x - mean) / sqrt(var + epsilon) + bias[c] over the
+/// spatial dimensions. x, y: same shape and dtype (f32, f16, bf16); scale,
+/// bias [C] (f32, f16 or bf16).
+Status instanceNorm(const TensorView &x, const TensorView &scale,
+                    const TensorView &bias, const TensorView &y,
+                    float epsilon = 1e-5f);
+
+struct LrnOptions {
+  int64_t size = 1;
+  float alpha = 1e-4f;
+  float beta = 0.75f;
+  float bias = 1.0f;
+};
+
+/// ONNX LRN across channels: x [N, C, D...] (rank >= 2),
+/// y = x / (bias + alpha / size * sum_{c'} x[c']^2)^beta over
+/// c' in [c - floor((size-1)/2), c + ceil((size-1)/2)] within [0, C).
+/// x, y: same shape and dtype (f32, f16, bf16).
+Status lrn(const TensorView &x, const TensorView &y, const LrnOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Losses, selection and the small ONNX kernels
+//===----------------------------------------------------------------------===//
+
+enum class LossReduction { None, Sum, Mean };
+
+/// ONNX NegativeLogLikelihoodLoss: input [N, C] or [N, C, d1..dk] (log
+/// probabilities: f32, f16, bf16, f64), target [N] or [N, d1..dk] (i32, i64)
+/// with classes in [0, C), weight (optional) [C] of input's dtype.
+/// loss[n, d] = -input[n, target[n, d], d] * weight[target[n, d]], 0 where
+/// target == ignoreIndex. None: loss has target's shape; Sum / Mean: one
+/// element (Mean divides by the sum of the weights of the targets not
+/// ignored). A target outside [0, C) that is not ignored is an error.
+/// Accumulation in f64, loss rounded once to input's dtype.
+Status nllLoss(const TensorView &input, const TensorView &target,
+               const TensorView *weight, const TensorView &loss,
+               LossReduction reduction,
+               std::optional<int64_t> ignoreIndex = std::nullopt);
+
+/// ONNX TopK: the k = values.shape[axis] largest (or smallest) entries of x
+/// along `axis` (negative counts from the end), in order when `sorted` (the
+/// CPU always sorts); equal values keep the lower index first and NaN counts
+/// as larger than any number. values: x's dtype (any numeric) and shape but
+/// for axis; indices: i64 (or i32), the same shape.
+Status topk(const TensorView &x, const TensorView &values,
+            const TensorView &indices, int64_t axis = -1, bool largest = true,
+            bool sorted = true);
+
+/// ONNX CumSum along `axis` (negative counts from the end); `exclusive`
+/// leaves out the element itself, `reverse` sums from the end. x, y: same
+/// shape and dtype (f32, f64, i32, i64; f16 and bf16 sum in f32, each
+/// output rounded once).
+Status cumsum(const TensorView &x, const TensorView &y, int64_t axis,
+              bool exclusive = false, bool reverse = false);
+
+/// ONNX Trilu on the last two dimensions (rank >= 2): y keeps x[..., i, j]
+/// where j - i >= k (upper) or j - i <= k (lower), else 0. Any dtype (zero
+/// is all-zero bytes); x, y: same shape and dtype.
+Status trilu(const TensorView &x, const TensorView &y, bool upper,
+             int64_t k = 0);
+
+/// ONNX Hardmax-13: 1 at the first maximum along `axis` (negative counts
+/// from the end), 0 elsewhere. x, y: same shape and dtype (f32, f16, bf16,
+/// f64).
+Status hardmax(const TensorView &x, const TensorView &y, int64_t axis = -1);
+
+} // namespace mp::rt::cpu
+
+#endif // MP_RUNTIME_CPU_NNKERNELS_H
