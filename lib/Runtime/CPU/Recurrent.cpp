@@ -460,8 +460,10 @@ Status rnn(const TensorView &x, const TensorView &w, const TensorView &r,
               gi[j] += peep[j] * cPrev[j];
               gf[j] += peep[2 * H + j] * cPrev[j];
             }
-          if (o.clip)
-            clipTo(*o.clip, g, GH);
+          if (o.clip) { // o is clipped below, after its peephole term
+            clipTo(*o.clip, gi, H);
+            clipTo(*o.clip, gf, 2 * H); // f and c
+          }
           applyActivation(act[0], gi, H);
           if (o.inputForget)
             for (int64_t j = 0; j < H; ++j)
@@ -472,12 +474,11 @@ Status rnn(const TensorView &x, const TensorView &w, const TensorView &r,
           float *cn = cNew.data() + bi * H;
           for (int64_t j = 0; j < H; ++j)
             cn[j] = gf[j] * cPrev[j] + gi[j] * gc[j];
-          if (peep) {
+          if (peep)
             for (int64_t j = 0; j < H; ++j)
               go[j] += peep[H + j] * cn[j];
-            if (o.clip)
-              clipTo(*o.clip, go, H);
-          }
+          if (o.clip)
+            clipTo(*o.clip, go, H);
           applyActivation(act[0], go, H);
           float *hn = hNew.data() + bi * H;
           std::copy(cn, cn + H, hn);
