@@ -1,0 +1,605 @@
+//===- mp-run.cpp - runs a plan file on the CPU backend -------------------===//
+//
+//   mp-run model.mpplan [inputs...] [options]
+//
+// Loads a plan, binds input tensor files (.npy or ONNX TensorProto .pb) to
+// its inputs, runs it with the CPU executor, and writes, compares, times or
+// prints the outputs. Links only MPRuntime (no LLVM/MLIR). docs/runtime.md
+// describes the options; --help prints them.
+//
+// Exit status: 0 success, 1 an output did not match --compare, 2 any error
+// (the message is "mp-run: <file>: error: ...", or "mp-run: error: ..."
+// when no file is involved). Output files are written to temporary names
+// and renamed only when every output has been written.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Runtime/Executor.h"
+#include "mp/Runtime/Half.h"
+#include "mp/Runtime/Plan.h"
+#include "mp/Runtime/TensorIO.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <unistd.h>
+
+using namespace mp::rt;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kExitMismatch = 1;
+constexpr int kExitError = 2;
+
+const char kUsage[] = R"(USAGE: mp-run model.mpplan [inputs...] [options]
+
+Runs a plan file (.mpplan) on the CPU backend.
+
+Inputs are tensor files, .npy or ONNX TensorProto (.pb), given as
+NAME=FILE (bound to the plan input NAME) or as FILE (bound to the plan's
+inputs in order, skipping those given by name). Every input is needed, with
+the plan's dtype and shape exactly.
+
+OPTIONS:
+  --output-dir=DIR      write each output to DIR/<name>.npy (created if needed)
+  --output-format=FMT   npy (default) or pb (ONNX TensorProto)
+  --compare FILE...     expected outputs (NAME=FILE, or FILE in output order;
+                        the files up to the next option);
+                        per element |actual - expected| <= atol + rtol*|expected|
+                        (NaN matches NaN; integers and bools must be equal)
+  --rtol=X              relative tolerance (default 1e-3)
+  --atol=X              absolute tolerance (default 1e-7)
+  --timing              print the time per call kind and the slowest calls
+  --repeat=N            run N timed times, print mean/median/min ms per run
+  --warmup=M            untimed runs before the timed ones (default 1 with
+                        --repeat)
+  --print-plan          print the plan's inputs, outputs, buffers and calls
+                        (without inputs, only print it)
+  --help                this help
+
+Exit status: 0 success, 1 an output did not match --compare, 2 an error.
+)";
+
+/// An error to report: the file it is about (may be empty) and the message.
+struct Failure {
+  std::string file;
+  std::string message;
+};
+
+int report(const Failure &f) {
+  std::string message = f.message;
+  // Runtime messages often start with the file already: do not repeat it.
+  if (!f.file.empty() && message.rfind(f.file + ": ", 0) == 0)
+    message = message.substr(f.file.size() + 2);
+  if (f.file.empty())
+    std::fprintf(stderr, "mp-run: error: %s\n", message.c_str());
+  else
+    std::fprintf(stderr, "mp-run: %s: error: %s\n", f.file.c_str(),
+                 message.c_str());
+  return kExitError;
+}
+
+struct Options {
+  std::string planPath;
+  std::vector<std::string> inputArgs;
+  std::vector<std::string> compareArgs;
+  std::string outputDir;
+  std::string outputFormat = "npy";
+  double rtol = 1e-3, atol = 1e-7;
+  bool timing = false, printPlan = false, help = false;
+  int repeat = 0, warmup = -1; ///< 0 / -1: not given
+};
+
+bool parseDouble(const std::string &text, double &out) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (errno || *end || !std::isfinite(v) || v < 0)
+    return false;
+  out = v;
+  return true;
+}
+
+bool parseCount(const std::string &text, int &out) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  errno = 0;
+  long v = std::strtol(text.c_str(), nullptr, 10);
+  if (errno || v > 1000000000)
+    return false;
+  out = static_cast<int>(v);
+  return true;
+}
+
+/// Parses the command line; a Failure for unknown options or bad values.
+bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
+  bool inCompare = false;
+  auto fail = [&](std::string message) {
+    failure = {"", std::move(message) + " (see mp-run --help)"};
+    return false;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      if (arg == "--")
+        continue;
+      if (inCompare)
+        opts.compareArgs.push_back(arg);
+      else if (opts.planPath.empty())
+        opts.planPath = arg;
+      else
+        opts.inputArgs.push_back(arg);
+      continue;
+    }
+    inCompare = false;
+    size_t eq = arg.find('=');
+    std::string key = arg.substr(0, eq);
+    bool hasValue = eq != std::string::npos;
+    std::string value = hasValue ? arg.substr(eq + 1) : "";
+    // Options with a value also take it as the next argument.
+    auto takeValue = [&]() -> bool {
+      if (hasValue)
+        return true;
+      if (i + 1 >= argc)
+        return false;
+      value = argv[++i];
+      return true;
+    };
+    if (key == "--help" && !hasValue) {
+      opts.help = true;
+    } else if (key == "--timing" && !hasValue) {
+      opts.timing = true;
+    } else if (key == "--print-plan" && !hasValue) {
+      opts.printPlan = true;
+    } else if (key == "--compare") {
+      inCompare = true;
+      if (hasValue)
+        opts.compareArgs.push_back(value);
+    } else if (key == "--output-dir") {
+      if (!takeValue() || value.empty())
+        return fail("--output-dir needs a directory");
+      opts.outputDir = value;
+    } else if (key == "--output-format") {
+      if (!takeValue() || (value != "npy" && value != "pb"))
+        return fail("--output-format must be npy or pb");
+      opts.outputFormat = value;
+    } else if (key == "--rtol" || key == "--atol") {
+      double v;
+      if (!takeValue() || !parseDouble(value, v))
+        return fail(key + " needs a finite number >= 0, got '" + value + "'");
+      (key == "--rtol" ? opts.rtol : opts.atol) = v;
+    } else if (key == "--repeat" || key == "--warmup") {
+      int v;
+      if (!takeValue() || !parseCount(value, v) ||
+          (key == "--repeat" && v < 1))
+        return fail(key + " needs a count" +
+                    (key == "--repeat" ? " >= 1" : std::string()) +
+                    ", got '" + value + "'");
+      (key == "--repeat" ? opts.repeat : opts.warmup) = v;
+    } else {
+      return fail("unknown option '" + arg + "'");
+    }
+  }
+  return true;
+}
+
+/// "NAME=FILE" where NAME is one of `bindings`, or "FILE" (name empty).
+/// An argument with '=' that is neither a binding's name nor an existing
+/// file is an error (most likely a misspelt name).
+bool splitNamed(const std::vector<PlanBinding> &bindings,
+                const std::string &arg, std::string &name, std::string &file,
+                Failure &failure, const char *what) {
+  size_t eq = arg.find('=');
+  name.clear();
+  file = arg;
+  if (eq == std::string::npos || eq == 0)
+    return true;
+  std::string prefix = arg.substr(0, eq);
+  bool known = std::any_of(bindings.begin(), bindings.end(),
+                           [&](const PlanBinding &b) { return b.name == prefix; });
+  if (known) {
+    name = prefix;
+    file = arg.substr(eq + 1);
+    if (!file.empty())
+      return true;
+    failure = {"", std::string("no file given for ") + what + " '" + name +
+                       "' in '" + arg + "'"};
+    return false;
+  }
+  std::error_code ec;
+  if (fs::exists(arg, ec))
+    return true;
+  std::string names;
+  for (const PlanBinding &b : bindings)
+    names += (names.empty() ? "" : ", ") + b.name;
+  failure = {"", std::string("unknown ") + what + " '" + prefix + "' in '" +
+                     arg + "' (the plan's " + what + "s: " +
+                     (names.empty() ? "none" : names) + ")"};
+  return false;
+}
+
+struct BoundFile {
+  std::string name; ///< the binding's name
+  std::string file;
+  HostTensor tensor;
+};
+
+/// Reads NAME=FILE / FILE arguments and assigns them to `bindings`: named
+/// ones first, the others in order to the bindings not named.
+bool bindFiles(const std::vector<PlanBinding> &bindings,
+               const std::vector<std::string> &args, const std::string &planPath,
+               const char *what, std::vector<BoundFile> &out, Failure &failure) {
+  std::vector<std::string> names(args.size()), files(args.size());
+  std::vector<bool> taken(bindings.size(), false);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!splitNamed(bindings, args[i], names[i], files[i], failure, what))
+      return false;
+    if (names[i].empty())
+      continue;
+    for (size_t b = 0; b < bindings.size(); ++b)
+      if (bindings[b].name == names[i]) {
+        if (taken[b]) {
+          failure = {"", std::string(what) + " '" + names[i] +
+                             "' is given twice"};
+          return false;
+        }
+        taken[b] = true;
+      }
+  }
+  size_t next = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!names[i].empty())
+      continue;
+    while (next < bindings.size() && taken[next])
+      ++next;
+    if (next == bindings.size()) {
+      std::string names;
+      for (const PlanBinding &b : bindings)
+        names += (names.empty() ? "" : ", ") + b.name;
+      failure = {planPath, "the plan has " + std::to_string(bindings.size()) +
+                               " " + what + (bindings.size() == 1 ? "" : "s") +
+                               (names.empty() ? "" : " (" + names + ")") +
+                               ", got " + std::to_string(args.size()) + " " +
+                               what + " files"};
+      return false;
+    }
+    names[i] = bindings[next].name;
+    taken[next] = true;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    Result<HostTensor> tensor = readTensorFile(files[i]);
+    if (!tensor) {
+      failure = {files[i], tensor.message()};
+      return false;
+    }
+    out.push_back({names[i], files[i], tensor.take()});
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Printing
+//===----------------------------------------------------------------------===//
+
+/// Element i as a double (integers beyond 2^53 lose precision; comparisons
+/// of integers do not use this).
+double elementAsDouble(const HostTensor &t, int64_t i) {
+  switch (t.dtype()) {
+  case DType::F32: return t.as<float>()[i];
+  case DType::F64: return t.as<double>()[i];
+  case DType::F16: return toFloat(t.as<Half>()[i]);
+  case DType::BF16: return toFloat(t.as<BFloat16>()[i]);
+  case DType::I8: return t.as<int8_t>()[i];
+  case DType::U8: return t.as<uint8_t>()[i];
+  case DType::Bool: return t.as<uint8_t>()[i];
+  case DType::I16: return t.as<int16_t>()[i];
+  case DType::U16: return t.as<uint16_t>()[i];
+  case DType::I32: return t.as<int32_t>()[i];
+  case DType::U32: return t.as<uint32_t>()[i];
+  case DType::I64: return static_cast<double>(t.as<int64_t>()[i]);
+  case DType::U64: return static_cast<double>(t.as<uint64_t>()[i]);
+  }
+  return 0;
+}
+
+std::string indexString(const Shape &shape, int64_t flat) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  std::string out = "[";
+  for (size_t d = 0; d < index.size(); ++d)
+    out += (d ? ", " : "") + std::to_string(index[d]);
+  return out + "]";
+}
+
+void printPlan(const Plan &plan) {
+  std::printf("plan: model '%s', producer '%s', format %u.%u\n",
+              plan.modelName.c_str(), plan.producer.c_str(), plan.formatMajor,
+              plan.formatMinor);
+  uint64_t weightBytes = 0;
+  for (const PlanWeight &w : plan.weights)
+    weightBytes += w.size;
+  std::printf("arena: %llu bytes; workspace: %llu bytes; weights: %zu (%llu "
+              "bytes); buffers: %zu; calls: %zu\n",
+              static_cast<unsigned long long>(plan.arenaSize),
+              static_cast<unsigned long long>(plan.maxWorkspaceSize()),
+              plan.weights.size(), static_cast<unsigned long long>(weightBytes),
+              plan.buffers.size(), plan.calls.size());
+  for (const PlanBinding &b : plan.inputs)
+    std::printf("input  %s: %s (buffer %u)\n", b.name.c_str(),
+                describeTensorType(b.dtype, b.shape).c_str(), b.buffer);
+  for (const PlanBinding &b : plan.outputs)
+    std::printf("output %s: %s (buffer %u)\n", b.name.c_str(),
+                describeTensorType(b.dtype, b.shape).c_str(), b.buffer);
+  for (const PlanBuffer &b : plan.buffers) {
+    std::string where =
+        b.storage == BufferStorage::Arena
+            ? "arena offset " + std::to_string(b.offset)
+            : "weight '" + plan.weights[b.weight].name + "'";
+    std::printf("buffer %u%s: %s, %s\n", b.id,
+                b.name.empty() ? "" : (" '" + b.name + "'").c_str(),
+                describeTensorType(b.dtype, b.shape).c_str(), where.c_str());
+  }
+  for (size_t i = 0; i < plan.calls.size(); ++i) {
+    const PlanCall &c = plan.calls[i];
+    auto ids = [](const std::vector<uint32_t> &v) {
+      std::string out;
+      for (uint32_t id : v)
+        out += (out.empty() ? "" : ", ") + std::to_string(id);
+      return out;
+    };
+    std::printf("%s: (%s) -> (%s)\n", c.describe(i).c_str(),
+                ids(c.operands).c_str(), ids(c.results).c_str());
+  }
+}
+
+void printOutputSummary(const NamedTensor &out) {
+  const HostTensor &t = out.tensor;
+  std::printf("output %s: %s", out.name.c_str(),
+              describeTensorType(t.dtype(), t.shape()).c_str());
+  const int64_t shown = std::min<int64_t>(t.numElements(), 8);
+  std::printf(" = [");
+  for (int64_t i = 0; i < shown; ++i)
+    std::printf("%s%.6g", i ? ", " : "", elementAsDouble(t, i));
+  std::printf("%s]\n", shown < t.numElements() ? ", ..." : "");
+}
+
+//===----------------------------------------------------------------------===//
+// Comparing
+//===----------------------------------------------------------------------===//
+
+/// Compares one output with its expected tensor; prints a line; returns
+/// whether they match.
+bool compareOutput(const NamedTensor &actual, const BoundFile &expected,
+                   double rtol, double atol) {
+  const HostTensor &a = actual.tensor, &e = expected.tensor;
+  const char *name = actual.name.c_str();
+  if (a.dtype() != e.dtype() || a.shape() != e.shape()) {
+    std::printf("output %s: MISMATCH: the output is %s, %s is %s\n", name,
+                describeTensorType(a.dtype(), a.shape()).c_str(),
+                expected.file.c_str(),
+                describeTensorType(e.dtype(), e.shape()).c_str());
+    return false;
+  }
+  const int64_t n = a.numElements();
+  int64_t mismatches = 0, first = -1;
+  double maxAbs = 0, maxRel = 0;
+  const bool exact = !isFloat(a.dtype());
+  for (int64_t i = 0; i < n; ++i) {
+    bool ok;
+    double x = elementAsDouble(a, i), y = elementAsDouble(e, i);
+    if (exact) {
+      // Compare the bytes: exact for 64-bit integers too.
+      size_t size = byteSize(a.dtype());
+      ok = std::memcmp(static_cast<const char *>(a.data()) + i * size,
+                       static_cast<const char *>(e.data()) + i * size,
+                       size) == 0;
+    } else if (std::isnan(x) || std::isnan(y)) {
+      ok = std::isnan(x) && std::isnan(y);
+    } else if (x == y) {
+      ok = true; // equal infinities too
+    } else {
+      double diff = std::abs(x - y);
+      ok = diff <= atol + rtol * std::abs(y);
+      if (std::isfinite(diff)) {
+        maxAbs = std::max(maxAbs, diff);
+        maxRel = std::max(maxRel, y != 0 ? diff / std::abs(y) : INFINITY);
+      } else {
+        maxAbs = maxRel = INFINITY;
+      }
+    }
+    if (exact && !ok) {
+      double diff = std::abs(x - y);
+      maxAbs = std::max(maxAbs, diff);
+      maxRel = std::max(maxRel, y != 0 ? diff / std::abs(y) : INFINITY);
+    }
+    if (!ok && mismatches++ == 0)
+      first = i;
+  }
+  std::printf("output %s: %s, max abs error %.3g, max rel error %.3g, %lld of "
+              "%lld elements mismatch",
+              name, mismatches ? "MISMATCH" : "ok", maxAbs, maxRel,
+              static_cast<long long>(mismatches), static_cast<long long>(n));
+  if (first >= 0)
+    std::printf(" (first at %s: actual %.9g, expected %.9g)",
+                indexString(a.shape(), first).c_str(), elementAsDouble(a, first),
+                elementAsDouble(e, first));
+  std::printf("\n");
+  return mismatches == 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Writing outputs
+//===----------------------------------------------------------------------===//
+
+/// A file name for an output: its name with characters other than letters,
+/// digits, '.', '-', '_' replaced by '_' (ONNX names may hold '/' or ':').
+std::string fileNameFor(const std::string &name) {
+  std::string out = name.empty() ? std::string("output") : name;
+  for (char &c : out)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' &&
+        c != '_')
+      c = '_';
+  if (out == "." || out == "..")
+    out = "_";
+  return out;
+}
+
+/// Writes every output to temporary files, then renames them all: on any
+/// error no output file is left (temporaries are removed).
+bool writeOutputs(const std::vector<NamedTensor> &outputs,
+                  const Options &opts, Failure &failure) {
+  std::error_code ec;
+  fs::create_directories(opts.outputDir, ec);
+  if (ec || !fs::is_directory(opts.outputDir)) {
+    failure = {opts.outputDir, "cannot create the output directory" +
+                                   (ec ? ": " + ec.message() : std::string())};
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> written; // temp, final
+  auto cleanup = [&] {
+    for (const auto &[temp, final] : written)
+      fs::remove(temp, ec);
+  };
+  for (const NamedTensor &out : outputs) {
+    std::string final = (fs::path(opts.outputDir) /
+                         (fileNameFor(out.name) + "." + opts.outputFormat))
+                            .string();
+    for (const auto &entry : written)
+      if (entry.second == final) {
+        cleanup();
+        failure = {final, "two outputs map to this file name"};
+        return false;
+      }
+    std::string temp = final + ".tmp-" + std::to_string(::getpid());
+    written.emplace_back(temp, final);
+    Status s = opts.outputFormat == "pb"
+                   ? writeTensorProto(temp, out.tensor.view(), out.name)
+                   : writeNpy(temp, out.tensor.view());
+    if (!s) {
+      cleanup();
+      std::string message = s.message();
+      if (message.rfind(temp + ": ", 0) == 0)
+        message = message.substr(temp.size() + 2);
+      failure = {final, "cannot write output '" + out.name + "': " + message};
+      return false;
+    }
+  }
+  for (const auto &[temp, final] : written) {
+    fs::rename(temp, final, ec);
+    if (ec) {
+      failure = {final, "cannot rename the output file: " + ec.message()};
+      cleanup();
+      return false;
+    }
+  }
+  return true;
+}
+
+int runMain(int argc, char **argv) {
+  Options opts;
+  Failure failure;
+  if (!parseArgs(argc, argv, opts, failure))
+    return report(failure);
+  if (opts.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (opts.planPath.empty())
+    return report({"", "no plan file given (see mp-run --help)"});
+
+  Result<Plan> plan = loadPlan(opts.planPath);
+  if (!plan)
+    return report({opts.planPath, plan.message()});
+  if (opts.printPlan) {
+    printPlan(*plan);
+    if (opts.inputArgs.empty() && !plan->inputs.empty())
+      return 0;
+  }
+  Result<CpuExecutor> exec = CpuExecutor::create(plan.take(), opts.planPath);
+  if (!exec)
+    return report({opts.planPath, exec.message()});
+  const Plan &p = exec->plan();
+
+  std::vector<BoundFile> inputs, expected;
+  if (!bindFiles(p.inputs, opts.inputArgs, opts.planPath, "input", inputs,
+                 failure) ||
+      !bindFiles(p.outputs, opts.compareArgs, opts.planPath, "output",
+                 expected, failure))
+    return report(failure);
+  std::vector<NamedView> views;
+  for (const BoundFile &in : inputs)
+    views.push_back({in.name, in.tensor.view()});
+  // Name the input's file in binding errors (shape, dtype).
+  auto inputFailure = [&](const std::string &message) -> Failure {
+    for (const BoundFile &in : inputs)
+      if (message.rfind("input '" + in.name + "': ", 0) == 0)
+        return {in.file, message};
+    return {opts.planPath, message};
+  };
+
+  exec->setTiming(opts.timing);
+  std::vector<NamedTensor> outputs;
+  if (opts.repeat > 0 || opts.warmup >= 0) {
+    int repeat = opts.repeat > 0 ? opts.repeat : 1;
+    int warmup = opts.warmup >= 0 ? opts.warmup : 1;
+    Result<BenchmarkStats> stats = exec->benchmark(views, warmup, repeat);
+    if (!stats)
+      return report(inputFailure(stats.message()));
+    std::printf("%d run%s (after %d warmup): mean %.3f ms, median %.3f ms, "
+                "min %.3f ms, max %.3f ms\n",
+                repeat, repeat == 1 ? "" : "s", warmup, stats->mean,
+                stats->median, stats->min, stats->max);
+    Result<std::vector<NamedTensor>> out = exec->readOutputs();
+    if (!out)
+      return report({opts.planPath, out.message()});
+    outputs = out.take();
+  } else {
+    Result<std::vector<NamedTensor>> out = exec->run(views);
+    if (!out)
+      return report(inputFailure(out.message()));
+    outputs = out.take();
+  }
+  if (opts.timing)
+    std::fputs(exec->callTimes().format(p).c_str(), stdout);
+
+  if (!opts.outputDir.empty() && !writeOutputs(outputs, opts, failure))
+    return report(failure);
+  if (expected.empty()) {
+    if (opts.outputDir.empty())
+      for (const NamedTensor &out : outputs)
+        printOutputSummary(out);
+    return 0;
+  }
+  bool allMatch = true;
+  for (const BoundFile &e : expected)
+    for (const NamedTensor &out : outputs)
+      if (out.name == e.name)
+        allMatch &= compareOutput(out, e, opts.rtol, opts.atol);
+  return allMatch ? 0 : kExitMismatch;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Nothing below throws on purpose; a bad_alloc (e.g. a huge input file)
+  // still ends with a message rather than a crash.
+  try {
+    return runMain(argc, argv);
+  } catch (const std::exception &e) {
+    return report({"", std::string("unexpected failure: ") + e.what()});
+  }
+}
