@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -571,4 +572,36 @@ TEST_CASE("rnn: ONNX backend test data", "[runtime][cpu][rnn][onnx]") {
   checkOnnxTest("test_simple_rnn_defaults", RnnMode::Rnn, 4);
   checkOnnxTest("test_simple_rnn_with_initial_bias", RnnMode::Rnn, 5);
   checkOnnxTest("test_rnn_seq_length", RnnMode::Rnn, 5);
+}
+
+TEST_CASE("rnn timings (2-layer LSTM language model shapes)", "[.][bench]") {
+  // PyTorch word_language_model defaults: seq 35, batch 20, 650 units.
+  Rng rng(1);
+  int64_t T = 35, B = 20, H = 650;
+  HostTensor x = randomTensor(DType::F32, {T, B, H}, rng);
+  HostTensor w = randomTensor(DType::F32, {1, 4 * H, H}, rng, -0.05, 0.05);
+  HostTensor r = randomTensor(DType::F32, {1, 4 * H, H}, rng, -0.05, 0.05);
+  HostTensor b = randomTensor(DType::F32, {1, 8 * H}, rng, -0.05, 0.05);
+  HostTensor y1(DType::F32, {T, 1, B, H}), y2(DType::F32, {T, 1, B, H});
+  RnnOptions o;
+  o.hiddenSize = H;
+  auto start = std::chrono::steady_clock::now();
+  int reps = 5;
+  for (int i = 0; i < reps; ++i) {
+    REQUIRE(rnn(x.view(), w.view(), r.view(), &b.view(), nullptr, nullptr,
+                nullptr, nullptr, &y1.view(), nullptr, nullptr, o)
+                .isOk());
+    TensorView in2{DType::F32, {T, B, H}, y1.data()};
+    REQUIRE(rnn(in2, w.view(), r.view(), &b.view(), nullptr, nullptr, nullptr,
+                nullptr, &y2.view(), nullptr, nullptr, o)
+                .isOk());
+  }
+  double ms = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - start)
+                  .count() /
+              reps;
+  double gflop = 2.0 * 2 * T * B * 4 * H * (H + H) * 1e-9;
+  WARN("2-layer LSTM, seq 35, batch 20, hidden 650: " << ms << " ms ("
+                                                       << gflop / ms * 1e3
+                                                       << " GFLOP/s)");
 }
