@@ -23,9 +23,9 @@ constexpr size_t kArenaAlignment = 256;
 void *allocateZeroed(uint64_t size) {
   if (size > std::numeric_limits<size_t>::max() - kArenaAlignment)
     return nullptr;
-  size_t rounded = std::max<size_t>(
-      kArenaAlignment,
-      (size + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment);
+  size_t rounded =
+      std::max<size_t>(kArenaAlignment, (size + kArenaAlignment - 1) /
+                                            kArenaAlignment * kArenaAlignment);
   void *p = std::aligned_alloc(kArenaAlignment, rounded);
   if (p)
     std::memset(p, 0, rounded);
@@ -81,19 +81,18 @@ std::vector<CallTimes::KindRow> CallTimes::byKind(const Plan &plan) const {
     row.percent = perRun > 0 ? 100.0 * row.msPerRun / perRun : 0;
     out.push_back(row);
   }
-  std::stable_sort(out.begin(), out.end(), [](const KindRow &a,
-                                              const KindRow &b) {
-    return a.msPerRun > b.msPerRun;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const KindRow &a, const KindRow &b) {
+                     return a.msPerRun > b.msPerRun;
+                   });
   return out;
 }
 
 std::vector<size_t> CallTimes::slowest(size_t n) const {
   std::vector<size_t> order(totalMs.size());
   std::iota(order.begin(), order.end(), size_t(0));
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return totalMs[a] > totalMs[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return totalMs[a] > totalMs[b]; });
   order.resize(std::min(n, order.size()));
   return order;
 }
@@ -121,8 +120,8 @@ std::string CallTimes::format(const Plan &plan, size_t top) const {
   std::vector<size_t> worst = slowest(top);
   if (worst.empty())
     return out;
-  std::snprintf(line, sizeof line, "slowest calls:\n  %-56s %12s %7s\n",
-                "call", "ms", "%");
+  std::snprintf(line, sizeof line, "slowest calls:\n  %-56s %12s %7s\n", "call",
+                "ms", "%");
   out += line;
   for (size_t i : worst) {
     double ms = runs ? totalMs[i] / static_cast<double>(runs) : 0;
@@ -224,11 +223,10 @@ Status CpuExecutor::bindInputs(const std::vector<NamedView> &inputs) {
   }
   for (size_t i = 0; i < bound.size(); ++i)
     if (!bound[i])
-      return Status::error("input " + quoted(plan_.inputs[i].name) +
-                           " is missing (expected " +
-                           describeTensorType(plan_.inputs[i].dtype,
-                                              plan_.inputs[i].shape) +
-                           ")");
+      return Status::error(
+          "input " + quoted(plan_.inputs[i].name) + " is missing (expected " +
+          describeTensorType(plan_.inputs[i].dtype, plan_.inputs[i].shape) +
+          ")");
   return Status::ok();
 }
 
@@ -283,8 +281,9 @@ Result<BenchmarkStats>
 CpuExecutor::benchmark(const std::vector<NamedView> &inputs, int warmup,
                        int iterations) {
   if (warmup < 0)
-    return Status::error("the number of warmup runs must not be negative, got " +
-                         std::to_string(warmup));
+    return Status::error(
+        "the number of warmup runs must not be negative, got " +
+        std::to_string(warmup));
   if (iterations < 1)
     return Status::error("the number of timed runs must be at least 1, got " +
                          std::to_string(iterations));
@@ -315,7 +314,8 @@ CpuExecutor::benchmark(const std::vector<NamedView> &inputs, int warmup,
   size_t n = sorted.size();
   stats.min = sorted.front();
   stats.max = sorted.back();
-  stats.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  stats.median =
+      n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   stats.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) /
                static_cast<double>(n);
   return stats;

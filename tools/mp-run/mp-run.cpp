@@ -181,11 +181,10 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       (key == "--rtol" ? opts.rtol : opts.atol) = v;
     } else if (key == "--repeat" || key == "--warmup") {
       int v;
-      if (!takeValue() || !parseCount(value, v) ||
-          (key == "--repeat" && v < 1))
+      if (!takeValue() || !parseCount(value, v) || (key == "--repeat" && v < 1))
         return fail(key + " needs a count" +
-                    (key == "--repeat" ? " >= 1" : std::string()) +
-                    ", got '" + value + "'");
+                    (key == "--repeat" ? " >= 1" : std::string()) + ", got '" +
+                    value + "'");
       (key == "--repeat" ? opts.repeat : opts.warmup) = v;
     } else {
       return fail("unknown option '" + arg + "'");
@@ -206,8 +205,9 @@ bool splitNamed(const std::vector<PlanBinding> &bindings,
   if (eq == std::string::npos || eq == 0)
     return true;
   std::string prefix = arg.substr(0, eq);
-  bool known = std::any_of(bindings.begin(), bindings.end(),
-                           [&](const PlanBinding &b) { return b.name == prefix; });
+  bool known =
+      std::any_of(bindings.begin(), bindings.end(),
+                  [&](const PlanBinding &b) { return b.name == prefix; });
   if (known) {
     name = prefix;
     file = arg.substr(eq + 1);
@@ -224,8 +224,8 @@ bool splitNamed(const std::vector<PlanBinding> &bindings,
   for (const PlanBinding &b : bindings)
     names += (names.empty() ? "" : ", ") + b.name;
   failure = {"", std::string("unknown ") + what + " '" + prefix + "' in '" +
-                     arg + "' (the plan's " + what + "s: " +
-                     (names.empty() ? "none" : names) + ")"};
+                     arg + "' (the plan's " + what +
+                     "s: " + (names.empty() ? "none" : names) + ")"};
   return false;
 }
 
@@ -238,8 +238,9 @@ struct BoundFile {
 /// Reads NAME=FILE / FILE arguments and assigns them to `bindings`: named
 /// ones first, the others in order to the bindings not named.
 bool bindFiles(const std::vector<PlanBinding> &bindings,
-               const std::vector<std::string> &args, const std::string &planPath,
-               const char *what, std::vector<BoundFile> &out, Failure &failure) {
+               const std::vector<std::string> &args,
+               const std::string &planPath, const char *what,
+               std::vector<BoundFile> &out, Failure &failure) {
   std::vector<std::string> names(args.size()), files(args.size());
   std::vector<bool> taken(bindings.size(), false);
   for (size_t i = 0; i < args.size(); ++i) {
@@ -250,8 +251,8 @@ bool bindFiles(const std::vector<PlanBinding> &bindings,
     for (size_t b = 0; b < bindings.size(); ++b)
       if (bindings[b].name == names[i]) {
         if (taken[b]) {
-          failure = {"", std::string(what) + " '" + names[i] +
-                             "' is given twice"};
+          failure = {"",
+                     std::string(what) + " '" + names[i] + "' is given twice"};
           return false;
         }
         taken[b] = true;
@@ -296,19 +297,32 @@ bool bindFiles(const std::vector<PlanBinding> &bindings,
 /// of integers do not use this).
 double elementAsDouble(const HostTensor &t, int64_t i) {
   switch (t.dtype()) {
-  case DType::F32: return t.as<float>()[i];
-  case DType::F64: return t.as<double>()[i];
-  case DType::F16: return toFloat(t.as<Half>()[i]);
-  case DType::BF16: return toFloat(t.as<BFloat16>()[i]);
-  case DType::I8: return t.as<int8_t>()[i];
-  case DType::U8: return t.as<uint8_t>()[i];
-  case DType::Bool: return t.as<uint8_t>()[i];
-  case DType::I16: return t.as<int16_t>()[i];
-  case DType::U16: return t.as<uint16_t>()[i];
-  case DType::I32: return t.as<int32_t>()[i];
-  case DType::U32: return t.as<uint32_t>()[i];
-  case DType::I64: return static_cast<double>(t.as<int64_t>()[i]);
-  case DType::U64: return static_cast<double>(t.as<uint64_t>()[i]);
+  case DType::F32:
+    return t.as<float>()[i];
+  case DType::F64:
+    return t.as<double>()[i];
+  case DType::F16:
+    return toFloat(t.as<Half>()[i]);
+  case DType::BF16:
+    return toFloat(t.as<BFloat16>()[i]);
+  case DType::I8:
+    return t.as<int8_t>()[i];
+  case DType::U8:
+    return t.as<uint8_t>()[i];
+  case DType::Bool:
+    return t.as<uint8_t>()[i];
+  case DType::I16:
+    return t.as<int16_t>()[i];
+  case DType::U16:
+    return t.as<uint16_t>()[i];
+  case DType::I32:
+    return t.as<int32_t>()[i];
+  case DType::U32:
+    return t.as<uint32_t>()[i];
+  case DType::I64:
+    return static_cast<double>(t.as<int64_t>()[i]);
+  case DType::U64:
+    return static_cast<double>(t.as<uint64_t>()[i]);
   }
   return 0;
 }
@@ -345,10 +359,9 @@ void printPlan(const Plan &plan) {
     std::printf("output %s: %s (buffer %u)\n", b.name.c_str(),
                 describeTensorType(b.dtype, b.shape).c_str(), b.buffer);
   for (const PlanBuffer &b : plan.buffers) {
-    std::string where =
-        b.storage == BufferStorage::Arena
-            ? "arena offset " + std::to_string(b.offset)
-            : "weight '" + plan.weights[b.weight].name + "'";
+    std::string where = b.storage == BufferStorage::Arena
+                            ? "arena offset " + std::to_string(b.offset)
+                            : "weight '" + plan.weights[b.weight].name + "'";
     std::printf("buffer %u%s: %s, %s\n", b.id,
                 b.name.empty() ? "" : (" '" + b.name + "'").c_str(),
                 describeTensorType(b.dtype, b.shape).c_str(), where.c_str());
@@ -435,8 +448,8 @@ bool compareOutput(const NamedTensor &actual, const BoundFile &expected,
               static_cast<long long>(mismatches), static_cast<long long>(n));
   if (first >= 0)
     std::printf(" (first at %s: actual %.9g, expected %.9g)",
-                indexString(a.shape(), first).c_str(), elementAsDouble(a, first),
-                elementAsDouble(e, first));
+                indexString(a.shape(), first).c_str(),
+                elementAsDouble(a, first), elementAsDouble(e, first));
   std::printf("\n");
   return mismatches == 0;
 }
@@ -460,8 +473,8 @@ std::string fileNameFor(const std::string &name) {
 
 /// Writes every output to temporary files, then renames them all: on any
 /// error no output file is left (temporaries are removed).
-bool writeOutputs(const std::vector<NamedTensor> &outputs,
-                  const Options &opts, Failure &failure) {
+bool writeOutputs(const std::vector<NamedTensor> &outputs, const Options &opts,
+                  Failure &failure) {
   std::error_code ec;
   fs::create_directories(opts.outputDir, ec);
   if (ec || !fs::is_directory(opts.outputDir)) {
@@ -537,8 +550,8 @@ int runMain(int argc, char **argv) {
   std::vector<BoundFile> inputs, expected;
   if (!bindFiles(p.inputs, opts.inputArgs, opts.planPath, "input", inputs,
                  failure) ||
-      !bindFiles(p.outputs, opts.compareArgs, opts.planPath, "output",
-                 expected, failure))
+      !bindFiles(p.outputs, opts.compareArgs, opts.planPath, "output", expected,
+                 failure))
     return report(failure);
   std::vector<NamedView> views;
   for (const BoundFile &in : inputs)

@@ -1,4 +1,5 @@
-//===- Executor.h - runs a plan on the CPU backend ----------------*- C++ -*-===//
+//===- Executor.h - runs a plan on the CPU backend ----------------*- C++
+//-*-===//
 //
 // A CpuExecutor is one execution context for a loaded plan: it owns the
 // activation arena and the workspace, and runs the plan's calls in order with
@@ -48,8 +49,8 @@ std::string describeTensorType(DType dtype, const Shape &shape);
 
 /// Wall time spent in each call of a plan, accumulated over timed runs.
 struct CallTimes {
-  size_t runs = 0;                ///< timed runs accumulated
-  std::vector<double> totalMs;    ///< per call (plan order), summed over runs
+  size_t runs = 0;             ///< timed runs accumulated
+  std::vector<double> totalMs; ///< per call (plan order), summed over runs
 
   /// Time per kind: calls per run, total ms per run, share of the total.
   struct KindRow {

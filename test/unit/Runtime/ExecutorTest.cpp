@@ -42,9 +42,8 @@ struct PlanBuilder {
   }
   uint32_t weight(const std::string &name, Shape shape,
                   const std::vector<float> &values) {
-    plan.weights.push_back(PlanWeight::copyOf(name, DType::F32, shape,
-                                              values.data(),
-                                              values.size() * sizeof(float)));
+    plan.weights.push_back(PlanWeight::copyOf(
+        name, DType::F32, shape, values.data(), values.size() * sizeof(float)));
     PlanBuffer b;
     b.id = static_cast<uint32_t>(plan.buffers.size());
     b.dtype = DType::F32;
@@ -107,7 +106,8 @@ void checkClose(const std::vector<float> &actual,
   REQUIRE(actual.size() == expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {
     INFO("element " << i << ": " << actual[i] << " vs " << expected[i]);
-    CHECK(std::abs(actual[i] - expected[i]) <= tol * (1 + std::abs(expected[i])));
+    CHECK(std::abs(actual[i] - expected[i]) <=
+          tol * (1 + std::abs(expected[i])));
   }
 }
 
@@ -154,7 +154,8 @@ struct MatmulSoftmax {
 };
 
 CpuExecutor makeExecutor(Plan plan) {
-  Result<CpuExecutor> exec = CpuExecutor::create(std::move(plan), "test.mpplan");
+  Result<CpuExecutor> exec =
+      CpuExecutor::create(std::move(plan), "test.mpplan");
   INFO(exec.message());
   REQUIRE(exec);
   return exec.take();
@@ -321,8 +322,7 @@ TEST_CASE("conv + bias + relu, then max pool with indices", "[executor]") {
   }
 }
 
-TEST_CASE("average pooling, with and without padding counted",
-          "[executor]") {
+TEST_CASE("average pooling, with and without padding counted", "[executor]") {
   std::vector<float> x = ramp(9, 10);
   for (bool includePad : {false, true}) {
     PlanBuilder b;
@@ -372,8 +372,9 @@ TEST_CASE("batch norm inference and training", "[executor]") {
   SECTION("inference") {
     PlanBuilder b;
     uint32_t xid = b.arena(DType::F32, {2, 3, 2});
-    uint32_t ids[4] = {b.weight("scale", {3}, scale), b.weight("bias", {3}, bias),
-                       b.weight("mean", {3}, mean), b.weight("var", {3}, var)};
+    uint32_t ids[4] = {b.weight("scale", {3}, scale),
+                       b.weight("bias", {3}, bias), b.weight("mean", {3}, mean),
+                       b.weight("var", {3}, var)};
     uint32_t yid = b.arena(DType::F32, {2, 3, 2});
     b.input("x", xid);
     b.output("y", yid);
@@ -397,8 +398,9 @@ TEST_CASE("batch norm inference and training", "[executor]") {
   SECTION("training") {
     PlanBuilder b;
     uint32_t xid = b.arena(DType::F32, {2, 3, 2});
-    uint32_t ids[4] = {b.weight("scale", {3}, scale), b.weight("bias", {3}, bias),
-                       b.weight("mean", {3}, mean), b.weight("var", {3}, var)};
+    uint32_t ids[4] = {b.weight("scale", {3}, scale),
+                       b.weight("bias", {3}, bias), b.weight("mean", {3}, mean),
+                       b.weight("var", {3}, var)};
     uint32_t yid = b.arena(DType::F32, {2, 3, 2});
     uint32_t rm = b.arena(DType::F32, {3});
     uint32_t rv = b.arena(DType::F32, {3});
@@ -406,9 +408,8 @@ TEST_CASE("batch norm inference and training", "[executor]") {
     b.output("y", yid);
     b.output("running_mean", rm);
     b.output("running_var", rv);
-    b.call("cudnn.batch_norm_training",
-           {xid, ids[0], ids[1], ids[2], ids[3]}, {yid, rm, rv},
-           {{"epsilon", eps}, {"momentum", momentum}}, "BN");
+    b.call("cudnn.batch_norm_training", {xid, ids[0], ids[1], ids[2], ids[3]},
+           {yid, rm, rv}, {{"epsilon", eps}, {"momentum", momentum}}, "BN");
     CpuExecutor exec = makeExecutor(b.plan);
     HostTensor input = tensorOf({2, 3, 2}, x);
     auto out = exec.run({{"x", input.view()}});

@@ -80,9 +80,11 @@ Status splitPads(const std::vector<int64_t> &pads, size_t spatial,
                  std::vector<int64_t> &begins, std::vector<int64_t> &ends) {
   if (pads.size() != 2 * spatial)
     return Status::error("attribute 'pads' must have " +
-                         std::to_string(2 * spatial) + " values (begins, then "
-                         "ends, for " + std::to_string(spatial) +
-                         " spatial dims), got " + std::to_string(pads.size()));
+                         std::to_string(2 * spatial) +
+                         " values (begins, then "
+                         "ends, for " +
+                         std::to_string(spatial) + " spatial dims), got " +
+                         std::to_string(pads.size()));
   begins.assign(pads.begin(), pads.begin() + spatial);
   ends.assign(pads.begin() + spatial, pads.end());
   return Status::ok();
@@ -91,9 +93,10 @@ Status splitPads(const std::vector<int64_t> &pads, size_t spatial,
 /// The number of spatial dims of an [N, C, spatial...] tensor, or an error.
 Result<size_t> spatialRank(const TensorView &x, std::string_view name) {
   if (x.shape.size() < 3)
-    return Status::error(std::string(name) +
-                         " must have rank >= 3 ([N, C, spatial...]), got rank " +
-                         std::to_string(x.shape.size()));
+    return Status::error(
+        std::string(name) +
+        " must have rank >= 3 ([N, C, spatial...]), got rank " +
+        std::to_string(x.shape.size()));
   return x.shape.size() - 2;
 }
 
