@@ -1,8 +1,95 @@
-//===- ElementwiseCalls.cpp - plan calls of this family on the CPU ---------------===//
+//===- ElementwiseCalls.cpp - kernel.elementwise, cast, reduce on the CPU -===//
+//
+// docs/plan-format.md, "Call reference":
+//   kernel.elementwise  inputs... -> y   fn, alpha?, beta?
+//   kernel.cast         x -> y
+//   kernel.reduce       x -> y           fn, axes, compute_type,
+//                                        select_last_index?
+//
+//===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
 
 namespace mp::rt::cpu {
 
-void addElementwiseCalls(CallTable &table) { (void)table; }
+namespace {
+
+/// An optional float attribute: absent gives nullopt (the kernel's default).
+Result<std::optional<double>> optionalFloat(const PlanCall &call,
+                                            std::string_view name) {
+  if (!call.attr(name))
+    return std::optional<double>();
+  Result<double> v = floatAttr(call, name);
+  if (!v)
+    return v.status();
+  return std::optional<double>(*v);
+}
+
+Status elementwiseCall(const CallArgs &args) {
+  if (args.operands.empty())
+    return Status::error("expects 1 or more operands, got 0");
+  if (Status s = checkArity(args, args.operands.size(), args.operands.size(),
+                            1, 1);
+      !s)
+    return s;
+  Result<std::string> name = stringAttr(args.call, "fn");
+  if (!name)
+    return name.status();
+  std::optional<ElementwiseFn> fn = parseElementwiseFn(*name);
+  if (!fn)
+    return Status::error("unknown elementwise fn '" + *name + "'");
+  ElementwiseParams params;
+  Result<std::optional<double>> alpha = optionalFloat(args.call, "alpha");
+  if (!alpha)
+    return alpha.status();
+  Result<std::optional<double>> beta = optionalFloat(args.call, "beta");
+  if (!beta)
+    return beta.status();
+  params.alpha = *alpha;
+  params.beta = *beta;
+  return elementwise(*fn, args.operands, args.results[0], params);
+}
+
+Status castCall(const CallArgs &args) {
+  if (Status s = checkArity(args, 1, 1, 1, 1); !s)
+    return s;
+  return cast(args.operands[0], args.results[0]);
+}
+
+Status reduceCall(const CallArgs &args) {
+  if (Status s = checkArity(args, 1, 1, 1, 1); !s)
+    return s;
+  Result<std::string> name = stringAttr(args.call, "fn");
+  if (!name)
+    return name.status();
+  std::optional<ReduceFn> fn = parseReduceFn(*name);
+  if (!fn)
+    return Status::error("unknown reduce fn '" + *name + "'");
+  Result<std::vector<int64_t>> axes = intListAttr(args.call, "axes");
+  if (!axes)
+    return axes.status();
+  ReduceOptions options;
+  // compute_type is written by the compiler; a hand-made plan may omit it
+  // (the kernel then picks f32 or f64 from x's dtype).
+  if (args.call.attr("compute_type")) {
+    Result<DType> computeType = dtypeAttr(args.call, "compute_type");
+    if (!computeType)
+      return computeType.status();
+    options.computeType = *computeType;
+  }
+  Result<int64_t> last = intAttr(args.call, "select_last_index", 0);
+  if (!last)
+    return last.status();
+  options.selectLastIndex = *last != 0;
+  return reduce(args.operands[0], args.results[0], *fn, *axes, options);
+}
+
+} // namespace
+
+void addElementwiseCalls(CallTable &table) {
+  table.add("kernel.elementwise", &elementwiseCall);
+  table.add("kernel.cast", &castCall);
+  table.add("kernel.reduce", &reduceCall);
+}
 
 } // namespace mp::rt::cpu

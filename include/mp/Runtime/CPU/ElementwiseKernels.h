@@ -1,0 +1,152 @@
+//===- ElementwiseKernels.h - elementwise, cast and reduce on the CPU -*- C++ -*-===//
+//
+// The CPU backend's project kernels behind the plan calls
+// "kernel.elementwise", "kernel.cast" and "kernel.reduce"
+// (docs/plan-format.md, "Call reference").
+//
+// As the other CPU kernels (Kernels.h): tensors are dense, row-major views;
+// f16 / bf16 are stored as 16 bits and computed in f32 with one rounding at
+// the store; f64 computes in f64; integers compute in their own type (with
+// two's-complement wrap-around); bool is one byte holding 0 or 1. Arguments
+// are checked and an error Status names the problem; outputs are written in
+// full and must not overlap the inputs (an output that is exactly an input
+// of the same dtype and shape, i.e. in place, is fine for elementwise).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_RUNTIME_CPU_ELEMENTWISEKERNELS_H
+#define MP_RUNTIME_CPU_ELEMENTWISEKERNELS_H
+
+#include "mp/Runtime/Status.h"
+#include "mp/Runtime/Tensor.h"
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace mp::rt::cpu {
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+/// The functions of kernel.elementwise, each as the ONNX operator it comes
+/// from. Parameters (alpha, beta) default to the ONNX attribute defaults.
+enum class ElementwiseFn {
+  // Unary. Float only unless noted.
+  Identity,   ///< any dtype
+  Abs,        ///< floats, integers
+  Neg,        ///< floats, signed integers
+  Exp, Log, Sqrt, Reciprocal,
+  Relu,       ///< floats, signed integers
+  Sigmoid, Tanh, Erf, Floor, Ceil,
+  Round,      ///< half to even
+  Sign,       ///< floats, integers
+  Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
+  Softplus, Softsign,
+  HardSwish,  ///< x * max(0, min(1, x / 6 + 0.5))
+  Gelu,       ///< exact, with erf
+  GeluTanh,   ///< the tanh approximation
+  Not,        ///< bool
+  IsNan,      ///< float x, bool y
+  IsInf,      ///< float x, bool y; alpha = detect_negative, beta = detect_positive (default 1, 1)
+  LeakyRelu,       ///< alpha (0.01)
+  Elu,             ///< alpha (1)
+  Celu,            ///< alpha (1)
+  Selu,            ///< alpha (1.6732632...), beta = gamma (1.0507010...)
+  HardSigmoid,     ///< alpha (0.2), beta (0.5)
+  ThresholdedRelu, ///< alpha (1)
+  Shrink,          ///< alpha = lambd (0.5), beta = bias (0); floats, integers
+  // Binary.
+  Add, Sub, Mul,  ///< floats, integers
+  Div,            ///< floats, integers (truncating; x / 0 gives 0)
+  Pow,            ///< y has the base's dtype; the exponent any numeric dtype
+  Mod,            ///< the sign of the divisor (Python); x mod 0 gives 0 for integers
+  Fmod,           ///< C fmod: the sign of the dividend
+  PRelu,          ///< (x, slope): floats, integers
+  BitShiftLeft, BitShiftRight, ///< unsigned integers; shifts >= the width give 0
+  Equal, Less, Greater, LessEqual, GreaterEqual, ///< same-dtype inputs (any), bool y
+  And, Or, Xor,   ///< bool
+  // Ternary.
+  Where, ///< (bool condition, x, y): any dtype for x, y
+  Clip,  ///< (x, min, max), or (x) with alpha = min, beta = max; floats, integers
+  // Variadic (one or more inputs).
+  Sum, Mean, Max, Min, ///< floats (Mean), floats and integers (the others)
+};
+
+/// The fn of a plan call ("add", "gelu_tanh", ...), if it is one.
+std::optional<ElementwiseFn> parseElementwiseFn(std::string_view name);
+/// The plan spelling of fn.
+std::string_view elementwiseFnName(ElementwiseFn fn);
+
+struct ElementwiseParams {
+  /// ONNX's defaults for the function when absent.
+  std::optional<double> alpha, beta;
+};
+
+/// y = fn(inputs...), every input broadcast (numpy rules) to y's shape.
+///
+/// Dtypes: the inputs and y share one dtype, except: comparisons, is_nan and
+/// is_inf give a bool y; where's condition is bool; pow's exponent may be
+/// any numeric dtype (an integer base computes in f64 and truncates). Max
+/// and Min propagate NaN (numpy.maximum / numpy.minimum). Mod on floats is
+/// numpy.mod (the sign of the divisor), Fmod is std::fmod.
+Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
+                   const TensorView &y, const ElementwiseParams &params = {});
+
+//===----------------------------------------------------------------------===//
+// Cast
+//===----------------------------------------------------------------------===//
+
+/// y = x converted to y's dtype; x and y have the same number of elements
+/// (shapes may differ). Any dtype to any: float -> integer truncates toward
+/// zero (NaN gives 0, out-of-range values saturate), integer -> integer wraps
+/// (two's complement), anything -> bool is != 0 (NaN is true), bool -> number
+/// is 0 or 1; to f16 / bf16 rounds once to nearest even (f64 and integers go
+/// through f64, f16 <-> bf16 through the exact f32).
+Status cast(const TensorView &x, const TensorView &y);
+
+//===----------------------------------------------------------------------===//
+// Reduce
+//===----------------------------------------------------------------------===//
+
+enum class ReduceFn {
+  Sum, Mean, Max, Min, Prod,
+  L1,        ///< sum |x|
+  L2,        ///< sqrt(sum x^2)
+  LogSum,    ///< log(sum x)
+  LogSumExp, ///< log(sum exp x), computed as max + log(sum exp(x - max))
+  SumSquare, ///< sum x^2
+  ArgMax, ArgMin, ///< one axis, i64 y
+};
+
+/// The fn of a plan call ("sum", "log_sum_exp", "argmax", ...), if it is one.
+std::optional<ReduceFn> parseReduceFn(std::string_view name);
+std::string_view reduceFnName(ReduceFn fn);
+
+struct ReduceOptions {
+  /// f32 (for f32, f16, bf16 data) or f64. Floating-point data never
+  /// accumulates in less than that; sums and products accumulate in f64
+  /// whatever it says (one rounding at the store). Integer data reduces
+  /// exactly in 64-bit integers (l2, log_sum, log_sum_exp in f64) and ignores it.
+  std::optional<DType> computeType;
+  /// ArgMax / ArgMin: the last index of the extreme instead of the first.
+  bool selectLastIndex = false;
+};
+
+/// y = fn of x over `axes` (distinct, in [-rank, rank), not empty), as ONNX
+/// Reduce* / ArgMax / ArgMin. y's shape is x's with the reduced dims kept as
+/// 1 (rank of x) or dropped (a smaller rank). Dtypes: y has x's dtype (i64
+/// for ArgMax / ArgMin); floats and integers (8 to 64 bits). A reduction
+/// over nothing (a reduced dim of size 0) gives the identity: 0 for sum,
+/// mean (0 / 0 is NaN for floats), l1, l2, sum_square; 1 for prod; -inf
+/// (the lowest integer) for max and log_sum_exp; +inf (the highest integer)
+/// for min; log(0) = -inf for log_sum. ArgMax / ArgMin over an empty axis is
+/// an error. NaN counts as the extreme (numpy.argmax / numpy.maximum).
+Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
+              const std::vector<int64_t> &axes,
+              const ReduceOptions &options = {});
+
+} // namespace mp::rt::cpu
+
+#endif // MP_RUNTIME_CPU_ELEMENTWISEKERNELS_H

@@ -1,0 +1,1036 @@
+//===- Elementwise.cpp - kernel.elementwise on the CPU --------------------===//
+//
+// How it runs:
+//  * The inputs are broadcast to y's shape by strides (0 along broadcast
+//    dims); adjacent dims that every input walks alike are merged, so that
+//    same-shape operands become one contiguous block and [M, N] + [N] becomes
+//    M blocks of N. Each input's stride along the innermost (block) dim is 0
+//    or 1.
+//  * One typed block function is chosen per call (fn x dtype); it runs each
+//    block in chunks: an input whose storage is not its compute type (f16,
+//    bf16 -> f32) is widened into a stack buffer (the bulk F16C conversions),
+//    an f32/f64/integer input is used in place; the function loop is
+//    specialized for contiguous and scalar (stride 0) operands so that the
+//    compiler vectorizes it; 16-bit results are rounded once at the store.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
+
+#include "ElementwiseConvert.h"
+#include "KernelUtil.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+namespace mp::rt::cpu {
+
+using namespace detail;
+
+//===----------------------------------------------------------------------===//
+// Names
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct FnInfo {
+  ElementwiseFn fn;
+  std::string_view name;
+};
+
+constexpr FnInfo kFnNames[] = {
+    {ElementwiseFn::Identity, "identity"},
+    {ElementwiseFn::Abs, "abs"},
+    {ElementwiseFn::Neg, "neg"},
+    {ElementwiseFn::Exp, "exp"},
+    {ElementwiseFn::Log, "log"},
+    {ElementwiseFn::Sqrt, "sqrt"},
+    {ElementwiseFn::Reciprocal, "reciprocal"},
+    {ElementwiseFn::Relu, "relu"},
+    {ElementwiseFn::Sigmoid, "sigmoid"},
+    {ElementwiseFn::Tanh, "tanh"},
+    {ElementwiseFn::Erf, "erf"},
+    {ElementwiseFn::Floor, "floor"},
+    {ElementwiseFn::Ceil, "ceil"},
+    {ElementwiseFn::Round, "round"},
+    {ElementwiseFn::Sign, "sign"},
+    {ElementwiseFn::Sin, "sin"},
+    {ElementwiseFn::Cos, "cos"},
+    {ElementwiseFn::Tan, "tan"},
+    {ElementwiseFn::Asin, "asin"},
+    {ElementwiseFn::Acos, "acos"},
+    {ElementwiseFn::Atan, "atan"},
+    {ElementwiseFn::Sinh, "sinh"},
+    {ElementwiseFn::Cosh, "cosh"},
+    {ElementwiseFn::Asinh, "asinh"},
+    {ElementwiseFn::Acosh, "acosh"},
+    {ElementwiseFn::Atanh, "atanh"},
+    {ElementwiseFn::Softplus, "softplus"},
+    {ElementwiseFn::Softsign, "softsign"},
+    {ElementwiseFn::HardSwish, "hard_swish"},
+    {ElementwiseFn::Gelu, "gelu"},
+    {ElementwiseFn::GeluTanh, "gelu_tanh"},
+    {ElementwiseFn::Not, "not"},
+    {ElementwiseFn::IsNan, "is_nan"},
+    {ElementwiseFn::IsInf, "is_inf"},
+    {ElementwiseFn::LeakyRelu, "leaky_relu"},
+    {ElementwiseFn::Elu, "elu"},
+    {ElementwiseFn::Celu, "celu"},
+    {ElementwiseFn::Selu, "selu"},
+    {ElementwiseFn::HardSigmoid, "hard_sigmoid"},
+    {ElementwiseFn::ThresholdedRelu, "thresholded_relu"},
+    {ElementwiseFn::Shrink, "shrink"},
+    {ElementwiseFn::Add, "add"},
+    {ElementwiseFn::Sub, "sub"},
+    {ElementwiseFn::Mul, "mul"},
+    {ElementwiseFn::Div, "div"},
+    {ElementwiseFn::Pow, "pow"},
+    {ElementwiseFn::Mod, "mod"},
+    {ElementwiseFn::Fmod, "fmod"},
+    {ElementwiseFn::PRelu, "prelu"},
+    {ElementwiseFn::BitShiftLeft, "bitshift_left"},
+    {ElementwiseFn::BitShiftRight, "bitshift_right"},
+    {ElementwiseFn::Equal, "equal"},
+    {ElementwiseFn::Less, "less"},
+    {ElementwiseFn::Greater, "greater"},
+    {ElementwiseFn::LessEqual, "less_equal"},
+    {ElementwiseFn::GreaterEqual, "greater_equal"},
+    {ElementwiseFn::And, "and"},
+    {ElementwiseFn::Or, "or"},
+    {ElementwiseFn::Xor, "xor"},
+    {ElementwiseFn::Where, "where"},
+    {ElementwiseFn::Clip, "clip"},
+    {ElementwiseFn::Sum, "sum"},
+    {ElementwiseFn::Mean, "mean"},
+    {ElementwiseFn::Max, "max"},
+    {ElementwiseFn::Min, "min"},
+};
+
+} // namespace
+
+std::optional<ElementwiseFn> parseElementwiseFn(std::string_view name) {
+  for (const FnInfo &info : kFnNames)
+    if (info.name == name)
+      return info.fn;
+  return std::nullopt;
+}
+
+std::string_view elementwiseFnName(ElementwiseFn fn) {
+  for (const FnInfo &info : kFnNames)
+    if (info.fn == fn)
+      return info.name;
+  return "?";
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The functions, on compute types (float, double, integers, Bool8 storage
+// as uint8_t 0/1)
+//===----------------------------------------------------------------------===//
+
+/// Resolved parameters of one call.
+struct Ctx {
+  double alpha = 0, beta = 0;
+  size_t numInputs = 0;
+};
+
+template <typename C> constexpr bool kIsInt = std::is_integral_v<C>;
+
+/// The unsigned type integer arithmetic wraps in (no signed overflow, no
+/// promotion of narrow types to int before a multiplication).
+template <typename C>
+using WrapT = std::conditional_t<(sizeof(C) < 4), uint32_t, std::make_unsigned_t<C>>;
+template <typename C> C wrap(WrapT<C> v) { return static_cast<C>(v); }
+
+#define MP_UNARY(Name, expr)                                                   \
+  template <typename C> struct Name {                                          \
+    explicit Name(const Ctx &) {}                                              \
+    C operator()(C x) const { return expr; }                                   \
+  };
+/// With parameters a = alpha, b = beta in the compute type.
+#define MP_UNARY_P(Name, expr)                                                 \
+  template <typename C> struct Name {                                          \
+    C a, b;                                                                    \
+    explicit Name(const Ctx &c)                                                \
+        : a(convertValue<C>(c.alpha)), b(convertValue<C>(c.beta)) {}           \
+    C operator()(C x) const { return expr; }                                   \
+  };
+#define MP_BINARY(Name, expr)                                                  \
+  template <typename C> struct Name {                                          \
+    explicit Name(const Ctx &) {}                                              \
+    C operator()(C x, C y) const { return expr; }                              \
+  };
+
+// Unary, floats (C is float or double; std:: picks the overload).
+MP_UNARY(OpExp, std::exp(x))
+MP_UNARY(OpLog, std::log(x))
+MP_UNARY(OpSqrt, std::sqrt(x))
+MP_UNARY(OpReciprocal, C(1) / x)
+MP_UNARY(OpSigmoid, C(1) / (C(1) + std::exp(-x)))
+MP_UNARY(OpTanh, std::tanh(x))
+MP_UNARY(OpErf, std::erf(x))
+MP_UNARY(OpFloor, std::floor(x))
+MP_UNARY(OpCeil, std::ceil(x))
+MP_UNARY(OpRound, std::nearbyint(x)) // the default mode: half to even
+MP_UNARY(OpSin, std::sin(x))
+MP_UNARY(OpCos, std::cos(x))
+MP_UNARY(OpTan, std::tan(x))
+MP_UNARY(OpAsin, std::asin(x))
+MP_UNARY(OpAcos, std::acos(x))
+MP_UNARY(OpAtan, std::atan(x))
+MP_UNARY(OpSinh, std::sinh(x))
+MP_UNARY(OpCosh, std::cosh(x))
+MP_UNARY(OpAsinh, std::asinh(x))
+MP_UNARY(OpAcosh, std::acosh(x))
+MP_UNARY(OpAtanh, std::atanh(x))
+// log(1 + exp(x)) without overflow for large x.
+MP_UNARY(OpSoftplus, x > C(0) ? x + std::log1p(std::exp(-x))
+                              : std::log1p(std::exp(x)))
+MP_UNARY(OpSoftsign, x / (C(1) + std::fabs(x)))
+MP_UNARY(OpHardSwish,
+         x * std::max(C(0), std::min(C(1), x * C(1.0 / 6.0) + C(0.5))))
+MP_UNARY(OpGelu, C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440))))
+MP_UNARY(OpGeluTanh,
+         C(0.5) * x *
+             (C(1) + std::tanh(C(0.79788456080286535588) *
+                               (x + C(0.044715) * x * x * x))))
+MP_UNARY_P(OpLeakyRelu, x < C(0) ? a * x : x)
+MP_UNARY_P(OpElu, x < C(0) ? a * std::expm1(x) : x)
+MP_UNARY_P(OpCelu, std::max(C(0), x) + std::min(C(0), a * std::expm1(x / a)))
+MP_UNARY_P(OpSelu, x > C(0) ? b * x : b * (a * std::exp(x) - a))
+MP_UNARY_P(OpHardSigmoid, std::max(C(0), std::min(C(1), a * x + b)))
+MP_UNARY_P(OpThresholdedRelu, x > a ? x : C(0))
+
+// Unary, floats and integers.
+template <typename C> struct OpIdentity {
+  explicit OpIdentity(const Ctx &) {}
+  C operator()(C x) const { return x; }
+};
+template <typename C> struct OpAbs {
+  explicit OpAbs(const Ctx &) {}
+  C operator()(C x) const {
+    if constexpr (std::is_unsigned_v<C>)
+      return x;
+    else if constexpr (kIsInt<C>)
+      return x < 0 ? wrap<C>(WrapT<C>(0) - WrapT<C>(x)) : x;
+    else
+      return std::fabs(x);
+  }
+};
+template <typename C> struct OpNeg {
+  explicit OpNeg(const Ctx &) {}
+  C operator()(C x) const {
+    if constexpr (kIsInt<C>)
+      return wrap<C>(WrapT<C>(0) - WrapT<C>(x));
+    else
+      return -x;
+  }
+};
+MP_UNARY(OpRelu, x > C(0) ? x : C(0))
+// NaN stays NaN (numpy.sign).
+MP_UNARY(OpSign, x > C(0) ? C(1) : (x < C(0) ? C(-1) : x))
+template <typename C> struct OpShrink {
+  double lambd, bias;
+  explicit OpShrink(const Ctx &c) : lambd(c.alpha), bias(c.beta) {}
+  C operator()(C x) const {
+    if constexpr (kIsInt<C>) { // exact in f64 for the sizes that matter
+      double v = static_cast<double>(x);
+      return v < -lambd ? convertValue<C>(v + bias)
+                        : (v > lambd ? convertValue<C>(v - bias) : C(0));
+    } else {
+      C l = C(lambd), b = C(bias);
+      return x < -l ? x + b : (x > l ? x - b : C(0));
+    }
+  }
+};
+template <typename C> struct OpClip1 { // (x) with alpha = min, beta = max
+  C lo, hi;
+  explicit OpClip1(const Ctx &c)
+      : lo(convertValue<C>(c.alpha)), hi(convertValue<C>(c.beta)) {}
+  C operator()(C x) const {
+    C v = x < lo ? lo : x;
+    return v > hi ? hi : v;
+  }
+};
+
+// Unary with a bool result.
+template <typename C> struct OpIsNan {
+  explicit OpIsNan(const Ctx &) {}
+  uint8_t operator()(C x) const { return x != x; }
+};
+template <typename C> struct OpIsInf {
+  bool neg, pos;
+  explicit OpIsInf(const Ctx &c) : neg(c.alpha != 0), pos(c.beta != 0) {}
+  uint8_t operator()(C x) const {
+    return (pos && x == std::numeric_limits<C>::infinity()) ||
+           (neg && x == -std::numeric_limits<C>::infinity());
+  }
+};
+MP_UNARY(OpNot, C(x == 0))
+
+// Binary, floats and integers.
+template <typename C> struct OpAdd {
+  explicit OpAdd(const Ctx &) {}
+  C operator()(C x, C y) const {
+    if constexpr (kIsInt<C>)
+      return wrap<C>(WrapT<C>(x) + WrapT<C>(y));
+    else
+      return x + y;
+  }
+};
+template <typename C> struct OpSub {
+  explicit OpSub(const Ctx &) {}
+  C operator()(C x, C y) const {
+    if constexpr (kIsInt<C>)
+      return wrap<C>(WrapT<C>(x) - WrapT<C>(y));
+    else
+      return x - y;
+  }
+};
+template <typename C> struct OpMul {
+  explicit OpMul(const Ctx &) {}
+  C operator()(C x, C y) const {
+    if constexpr (kIsInt<C>)
+      return wrap<C>(WrapT<C>(x) * WrapT<C>(y));
+    else
+      return x * y;
+  }
+};
+template <typename C> struct OpDiv {
+  explicit OpDiv(const Ctx &) {}
+  C operator()(C x, C y) const {
+    if constexpr (kIsInt<C>) {
+      // x / 0 gives 0 and MIN / -1 wraps, where C++ (and the CPU) would trap.
+      if (y == 0)
+        return C(0);
+      if constexpr (std::is_signed_v<C>)
+        if (y == C(-1))
+          return wrap<C>(WrapT<C>(0) - WrapT<C>(x));
+      return C(x / y);
+    } else {
+      return x / y;
+    }
+  }
+};
+/// The remainder with the sign of the divisor (Python, numpy.mod).
+template <typename C> struct OpMod {
+  explicit OpMod(const Ctx &) {}
+  C operator()(C x, C y) const {
+    if constexpr (kIsInt<C>) {
+      if (y == 0)
+        return C(0);
+      if constexpr (std::is_signed_v<C>) {
+        if (y == C(-1))
+          return C(0);
+        C r = C(x % y);
+        return (r != 0 && ((r < 0) != (y < 0))) ? C(r + y) : r;
+      } else {
+        return C(x % y);
+      }
+    } else {
+      C r = std::fmod(x, y);
+      return (r != C(0) && ((r < C(0)) != (y < C(0)))) ? r + y : r;
+    }
+  }
+};
+/// The remainder with the sign of the dividend (C fmod, C++ %).
+template <typename C> struct OpFmod {
+  explicit OpFmod(const Ctx &) {}
+  C operator()(C x, C y) const {
+    if constexpr (kIsInt<C>) {
+      if (y == 0)
+        return C(0);
+      if constexpr (std::is_signed_v<C>)
+        if (y == C(-1))
+          return C(0);
+      return C(x % y);
+    } else {
+      return std::fmod(x, y);
+    }
+  }
+};
+template <typename C> struct OpPRelu {
+  explicit OpPRelu(const Ctx &) {}
+  C operator()(C x, C slope) const {
+    if constexpr (kIsInt<C>)
+      return x < C(0) ? wrap<C>(WrapT<C>(x) * WrapT<C>(slope)) : x;
+    else
+      return x < C(0) ? slope * x : x;
+  }
+};
+/// NaN-propagating, as numpy.maximum / numpy.minimum.
+MP_BINARY(OpMax, (x > y || x != x) ? x : y)
+MP_BINARY(OpMin, (x < y || x != x) ? x : y)
+/// C is the base's compute type (f64 for an integer base).
+MP_BINARY(OpPow, std::pow(x, y))
+MP_BINARY(OpShl, y >= C(sizeof(C) * 8) ? C(0) : C(x << y))
+MP_BINARY(OpShr, y >= C(sizeof(C) * 8) ? C(0) : C(x >> y))
+MP_BINARY(OpAnd, C((x != 0) & (y != 0)))
+MP_BINARY(OpOr, C((x != 0) | (y != 0)))
+MP_BINARY(OpXor, C((x != 0) != (y != 0)))
+
+// Comparisons: a bool result.
+#define MP_COMPARE(Name, op)                                                   \
+  template <typename C> struct Name {                                          \
+    explicit Name(const Ctx &) {}                                              \
+    uint8_t operator()(C x, C y) const { return x op y; }                      \
+  };
+MP_COMPARE(OpEqual, ==)
+MP_COMPARE(OpLess, <)
+MP_COMPARE(OpGreater, >)
+MP_COMPARE(OpLessEqual, <=)
+MP_COMPARE(OpGreaterEqual, >=)
+
+#undef MP_UNARY
+#undef MP_UNARY_P
+#undef MP_BINARY
+#undef MP_COMPARE
+
+//===----------------------------------------------------------------------===//
+// Block functions
+//===----------------------------------------------------------------------===//
+
+/// Runs n elements of y: in[k] points at input k's first element of the
+/// block, stride[k] (0 or 1) is its step in elements.
+using BlockFn = void (*)(int64_t n, const char *const *in,
+                         const int64_t *stride, char *out, const Ctx &ctx);
+
+constexpr int64_t kChunk = 512;
+
+/// The compute type of a storage type (Bool8 computes as uint8_t 0/1).
+template <typename S> struct ComputeOf { using type = S; };
+template <> struct ComputeOf<Half> { using type = float; };
+template <> struct ComputeOf<BFloat16> { using type = float; };
+template <> struct ComputeOf<Bool8> { using type = uint8_t; };
+
+/// m elements of an input from p (storage S, stride 0 or 1) as C: in place
+/// when S is C, else widened into buf. cstride receives the step.
+template <typename S, typename C>
+const C *loadChunk(const char *p, int64_t stride, int64_t m, C *buf,
+                   int64_t &cstride) {
+  const S *s = reinterpret_cast<const S *>(p);
+  cstride = stride;
+  if constexpr (std::is_same_v<S, C>) {
+    return s;
+  } else if constexpr (std::is_same_v<S, Bool8>) {
+    static_assert(sizeof(Bool8) == 1 && std::is_same_v<C, uint8_t>);
+    // Any non-zero byte is true.
+    for (int64_t i = 0; i < (stride ? m : 1); ++i)
+      buf[i] = s[i].v != 0;
+    return buf;
+  } else {
+    if (stride == 0) {
+      buf[0] = convertValue<C>(s[0]);
+    } else if constexpr (std::is_same_v<S, Half> && std::is_same_v<C, float>) {
+      convertF16ToF32(reinterpret_cast<const uint16_t *>(s), buf,
+                      static_cast<size_t>(m));
+    } else if constexpr (std::is_same_v<S, BFloat16> &&
+                         std::is_same_v<C, float>) {
+      convertBF16ToF32(reinterpret_cast<const uint16_t *>(s), buf,
+                       static_cast<size_t>(m));
+    } else {
+      for (int64_t i = 0; i < m; ++i)
+        buf[i] = convertValue<C>(s[i]);
+    }
+    return buf;
+  }
+}
+
+/// m results (type R) stored as SO at out (when SO is not R).
+template <typename R, typename SO>
+void storeChunk(const R *buf, int64_t m, char *out) {
+  SO *o = reinterpret_cast<SO *>(out);
+  if constexpr (std::is_same_v<SO, Half> && std::is_same_v<R, float>)
+    convertF32ToF16(buf, reinterpret_cast<uint16_t *>(o), static_cast<size_t>(m));
+  else if constexpr (std::is_same_v<SO, BFloat16> && std::is_same_v<R, float>)
+    convertF32ToBF16(buf, reinterpret_cast<uint16_t *>(o),
+                     static_cast<size_t>(m));
+  else
+    for (int64_t i = 0; i < m; ++i)
+      o[i] = convertValue<SO>(buf[i]);
+}
+
+/// Where a chunk's results go: straight into y when its storage is R.
+template <typename R, typename SO> R *resultPtr(char *out, int64_t off, R *buf) {
+  if constexpr (std::is_same_v<R, SO>)
+    return reinterpret_cast<R *>(out) + off;
+  else
+    return buf;
+}
+
+template <typename Op, typename S, typename SO>
+void unaryBlock(int64_t n, const char *const *in, const int64_t *stride,
+                char *out, const Ctx &ctx) {
+  using C = typename ComputeOf<S>::type;
+  using R = decltype(std::declval<Op>()(C{}));
+  const Op op(ctx);
+  alignas(64) C ibuf[kChunk];
+  alignas(64) R obuf[kChunk];
+  for (int64_t off = 0; off < n; off += kChunk) {
+    int64_t m = std::min(kChunk, n - off), sa;
+    const C *a = loadChunk<S, C>(in[0] + off * stride[0] * int64_t(sizeof(S)),
+                                 stride[0], m, ibuf, sa);
+    R *o = resultPtr<R, SO>(out, off, obuf);
+    if (sa)
+      for (int64_t i = 0; i < m; ++i)
+        o[i] = op(a[i]);
+    else
+      std::fill(o, o + m, op(a[0]));
+    if constexpr (!std::is_same_v<R, SO>)
+      storeChunk<R, SO>(obuf, m, out + off * int64_t(sizeof(SO)));
+  }
+}
+
+/// Inputs of storage SA and SB, both computed as C.
+template <typename Op, typename C, typename SA, typename SB, typename SO>
+void binaryBlock(int64_t n, const char *const *in, const int64_t *stride,
+                 char *out, const Ctx &ctx) {
+  using R = decltype(std::declval<Op>()(C{}, C{}));
+  const Op op(ctx);
+  alignas(64) C abuf[kChunk], bbuf[kChunk];
+  alignas(64) R obuf[kChunk];
+  for (int64_t off = 0; off < n; off += kChunk) {
+    int64_t m = std::min(kChunk, n - off), sa, sb;
+    const C *a = loadChunk<SA, C>(in[0] + off * stride[0] * int64_t(sizeof(SA)),
+                                  stride[0], m, abuf, sa);
+    const C *b = loadChunk<SB, C>(in[1] + off * stride[1] * int64_t(sizeof(SB)),
+                                  stride[1], m, bbuf, sb);
+    R *o = resultPtr<R, SO>(out, off, obuf);
+    if (sa && sb) {
+      for (int64_t i = 0; i < m; ++i)
+        o[i] = op(a[i], b[i]);
+    } else if (sa) {
+      const C bv = b[0];
+      for (int64_t i = 0; i < m; ++i)
+        o[i] = op(a[i], bv);
+    } else if (sb) {
+      const C av = a[0];
+      for (int64_t i = 0; i < m; ++i)
+        o[i] = op(av, b[i]);
+    } else {
+      std::fill(o, o + m, op(a[0], b[0]));
+    }
+    if constexpr (!std::is_same_v<R, SO>)
+      storeChunk<R, SO>(obuf, m, out + off * int64_t(sizeof(SO)));
+  }
+}
+
+/// Clip(x, min, max) with tensors: min(max(x, lo), hi), so that lo > hi
+/// gives hi (ONNX) and a NaN x stays NaN.
+template <typename S>
+void clipBlock(int64_t n, const char *const *in, const int64_t *stride,
+               char *out, const Ctx &) {
+  using C = typename ComputeOf<S>::type;
+  alignas(64) C xbuf[kChunk], lbuf[kChunk], hbuf[kChunk], obuf[kChunk];
+  for (int64_t off = 0; off < n; off += kChunk) {
+    int64_t m = std::min(kChunk, n - off), sx, sl, sh;
+    const int64_t es = sizeof(S);
+    const C *x = loadChunk<S, C>(in[0] + off * stride[0] * es, stride[0], m,
+                                 xbuf, sx);
+    const C *lo = loadChunk<S, C>(in[1] + off * stride[1] * es, stride[1], m,
+                                  lbuf, sl);
+    const C *hi = loadChunk<S, C>(in[2] + off * stride[2] * es, stride[2], m,
+                                  hbuf, sh);
+    C *o = resultPtr<C, S>(out, off, obuf);
+    if (sx && !sl && !sh) {
+      const C l = lo[0], h = hi[0];
+      for (int64_t i = 0; i < m; ++i) {
+        C v = x[i] < l ? l : x[i];
+        o[i] = v > h ? h : v;
+      }
+    } else {
+      for (int64_t i = 0; i < m; ++i) {
+        C l = lo[i * sl], h = hi[i * sh], xv = x[i * sx];
+        C v = xv < l ? l : xv;
+        o[i] = v > h ? h : v;
+      }
+    }
+    if constexpr (!std::is_same_v<C, S>)
+      storeChunk<C, S>(obuf, m, out + off * es);
+  }
+}
+
+/// Where(condition, x, y) on raw elements of E's size (no arithmetic).
+template <typename E>
+void whereBlock(int64_t n, const char *const *in, const int64_t *stride,
+                char *out, const Ctx &) {
+  const uint8_t *c = reinterpret_cast<const uint8_t *>(in[0]);
+  const E *x = reinterpret_cast<const E *>(in[1]);
+  const E *y = reinterpret_cast<const E *>(in[2]);
+  E *o = reinterpret_cast<E *>(out);
+  int64_t sc = stride[0], sx = stride[1], sy = stride[2];
+  if (sc && sx && sy) {
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = c[i] ? x[i] : y[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = c[i * sc] ? x[i * sx] : y[i * sy];
+  }
+}
+
+/// Sum / Mean / Max / Min of ctx.numInputs inputs, accumulated in C (one
+/// rounding at the store). Mean divides the sum by the count.
+template <template <typename> class Op, bool Mean, typename S>
+void variadicBlock(int64_t n, const char *const *in, const int64_t *stride,
+                   char *out, const Ctx &ctx) {
+  using C = typename ComputeOf<S>::type;
+  const Op<C> op(ctx);
+  alignas(64) C acc[kChunk], buf[kChunk];
+  const int64_t es = sizeof(S);
+  for (int64_t off = 0; off < n; off += kChunk) {
+    int64_t m = std::min(kChunk, n - off), s;
+    const C *a = loadChunk<S, C>(in[0] + off * stride[0] * es, stride[0], m,
+                                 buf, s);
+    if (s)
+      std::copy(a, a + m, acc);
+    else
+      std::fill(acc, acc + m, a[0]);
+    for (size_t k = 1; k < ctx.numInputs; ++k) {
+      const C *b = loadChunk<S, C>(in[k] + off * stride[k] * es, stride[k], m,
+                                   buf, s);
+      if (s) {
+        for (int64_t i = 0; i < m; ++i)
+          acc[i] = op(acc[i], b[i]);
+      } else {
+        const C bv = b[0];
+        for (int64_t i = 0; i < m; ++i)
+          acc[i] = op(acc[i], bv);
+      }
+    }
+    if constexpr (Mean) {
+      const C count = static_cast<C>(ctx.numInputs);
+      for (int64_t i = 0; i < m; ++i)
+        acc[i] = acc[i] / count;
+    }
+    if constexpr (std::is_same_v<C, S>)
+      std::copy(acc, acc + m, reinterpret_cast<S *>(out) + off);
+    else
+      storeChunk<C, S>(acc, m, out + off * es);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Choosing the block function
+//===----------------------------------------------------------------------===//
+
+/// Which dtypes a function takes.
+enum TypeSet : unsigned {
+  kFloats = 1,
+  kSigned = 2,
+  kUnsigned = 4,
+  kBool = 8,
+  kInts = kSigned | kUnsigned,
+  kNumeric = kFloats | kInts,
+  kAll = kNumeric | kBool,
+};
+
+/// Calls f(Ty<S, C>{}) for dtype t if Set allows it.
+template <unsigned Set, typename F> bool visitSet(DType t, F &&f) {
+  if constexpr ((Set & kFloats) != 0)
+    if (visitFloat(t, f))
+      return true;
+  if constexpr ((Set & kInts) != 0)
+    if (visitInt<(Set & kSigned) != 0, (Set & kUnsigned) != 0>(t, f))
+      return true;
+  if constexpr ((Set & kBool) != 0)
+    if (t == DType::Bool) {
+      f(Ty<Bool8, uint8_t>{});
+      return true;
+    }
+  return false;
+}
+
+template <template <typename> class Op, unsigned Set> BlockFn unaryFn(DType t) {
+  BlockFn fn = nullptr;
+  visitSet<Set>(t, [&](auto ty) {
+    using S = typename decltype(ty)::Storage;
+    using C = typename ComputeOf<S>::type;
+    using R = decltype(std::declval<Op<C>>()(C{}));
+    if constexpr (std::is_same_v<R, uint8_t> && !std::is_same_v<C, uint8_t>)
+      fn = &unaryBlock<Op<C>, S, Bool8>; // bool result of a non-bool input
+    else
+      fn = &unaryBlock<Op<C>, S, S>;
+  });
+  return fn;
+}
+
+template <template <typename> class Op, unsigned Set> BlockFn binaryFn(DType t) {
+  BlockFn fn = nullptr;
+  visitSet<Set>(t, [&](auto ty) {
+    using S = typename decltype(ty)::Storage;
+    using C = typename ComputeOf<S>::type;
+    fn = &binaryBlock<Op<C>, C, S, S, S>;
+  });
+  return fn;
+}
+
+/// Comparisons: y is bool whatever the inputs are.
+template <template <typename> class Op> BlockFn compareFn(DType t) {
+  BlockFn fn = nullptr;
+  visitSet<kAll>(t, [&](auto ty) {
+    using S = typename decltype(ty)::Storage;
+    using C = typename ComputeOf<S>::type;
+    fn = &binaryBlock<Op<C>, C, S, S, Bool8>;
+  });
+  return fn;
+}
+
+template <template <typename> class Op, bool Mean, unsigned Set>
+BlockFn variadicFn(DType t) {
+  BlockFn fn = nullptr;
+  visitSet<Set>(t, [&](auto ty) {
+    fn = &variadicBlock<Op, Mean, typename decltype(ty)::Storage>;
+  });
+  return fn;
+}
+
+/// Pow: the exponent arrives converted to the base's compute type (f32 for
+/// f32/f16/bf16 bases, f64 for f64 and integer bases).
+BlockFn powFn(DType base) {
+  BlockFn fn = nullptr;
+  visitFloat(base, [&](auto ty) {
+    using S = typename decltype(ty)::Storage;
+    using C = typename decltype(ty)::Compute;
+    fn = &binaryBlock<OpPow<C>, C, S, C, S>;
+  });
+  visitInt<true, true>(base, [&](auto ty) {
+    using S = typename decltype(ty)::Storage;
+    // The base is widened to f64, the result truncated toward zero.
+    fn = &binaryBlock<OpPow<double>, double, S, double, S>;
+  });
+  return fn;
+}
+
+BlockFn clipFn(DType t) {
+  BlockFn fn = nullptr;
+  visitSet<kNumeric>(t, [&](auto ty) {
+    fn = &clipBlock<typename decltype(ty)::Storage>;
+  });
+  return fn;
+}
+
+BlockFn whereFn(DType t) {
+  switch (byteSize(t)) {
+  case 1: return &whereBlock<uint8_t>;
+  case 2: return &whereBlock<uint16_t>;
+  case 4: return &whereBlock<uint32_t>;
+  case 8: return &whereBlock<uint64_t>;
+  default: return nullptr;
+  }
+}
+
+/// Identity: a copy of raw elements (bit for bit, NaN payloads included).
+BlockFn identityFn(DType t) {
+  switch (byteSize(t)) {
+  case 1: return &unaryBlock<OpIdentity<uint8_t>, uint8_t, uint8_t>;
+  case 2: return &unaryBlock<OpIdentity<uint16_t>, uint16_t, uint16_t>;
+  case 4: return &unaryBlock<OpIdentity<uint32_t>, uint32_t, uint32_t>;
+  case 8: return &unaryBlock<OpIdentity<uint64_t>, uint64_t, uint64_t>;
+  default: return nullptr;
+  }
+}
+
+/// The block function of fn for inputs of dtype t (where: x's dtype), or
+/// null when fn does not take t.
+BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
+  using F = ElementwiseFn;
+  constexpr unsigned kFloatsSigned = kFloats | kSigned;
+  switch (fn) {
+  case F::Identity: return identityFn(t);
+  case F::Abs: return unaryFn<OpAbs, kNumeric>(t);
+  case F::Neg: return unaryFn<OpNeg, kFloatsSigned>(t);
+  case F::Exp: return unaryFn<OpExp, kFloats>(t);
+  case F::Log: return unaryFn<OpLog, kFloats>(t);
+  case F::Sqrt: return unaryFn<OpSqrt, kFloats>(t);
+  case F::Reciprocal: return unaryFn<OpReciprocal, kFloats>(t);
+  case F::Relu: return unaryFn<OpRelu, kFloatsSigned>(t);
+  case F::Sigmoid: return unaryFn<OpSigmoid, kFloats>(t);
+  case F::Tanh: return unaryFn<OpTanh, kFloats>(t);
+  case F::Erf: return unaryFn<OpErf, kFloats>(t);
+  case F::Floor: return unaryFn<OpFloor, kFloats>(t);
+  case F::Ceil: return unaryFn<OpCeil, kFloats>(t);
+  case F::Round: return unaryFn<OpRound, kFloats>(t);
+  case F::Sign: return unaryFn<OpSign, kNumeric>(t);
+  case F::Sin: return unaryFn<OpSin, kFloats>(t);
+  case F::Cos: return unaryFn<OpCos, kFloats>(t);
+  case F::Tan: return unaryFn<OpTan, kFloats>(t);
+  case F::Asin: return unaryFn<OpAsin, kFloats>(t);
+  case F::Acos: return unaryFn<OpAcos, kFloats>(t);
+  case F::Atan: return unaryFn<OpAtan, kFloats>(t);
+  case F::Sinh: return unaryFn<OpSinh, kFloats>(t);
+  case F::Cosh: return unaryFn<OpCosh, kFloats>(t);
+  case F::Asinh: return unaryFn<OpAsinh, kFloats>(t);
+  case F::Acosh: return unaryFn<OpAcosh, kFloats>(t);
+  case F::Atanh: return unaryFn<OpAtanh, kFloats>(t);
+  case F::Softplus: return unaryFn<OpSoftplus, kFloats>(t);
+  case F::Softsign: return unaryFn<OpSoftsign, kFloats>(t);
+  case F::HardSwish: return unaryFn<OpHardSwish, kFloats>(t);
+  case F::Gelu: return unaryFn<OpGelu, kFloats>(t);
+  case F::GeluTanh: return unaryFn<OpGeluTanh, kFloats>(t);
+  case F::Not: return unaryFn<OpNot, kBool>(t);
+  case F::IsNan: return unaryFn<OpIsNan, kFloats>(t);
+  case F::IsInf: return unaryFn<OpIsInf, kFloats>(t);
+  case F::LeakyRelu: return unaryFn<OpLeakyRelu, kFloats>(t);
+  case F::Elu: return unaryFn<OpElu, kFloats>(t);
+  case F::Celu: return unaryFn<OpCelu, kFloats>(t);
+  case F::Selu: return unaryFn<OpSelu, kFloats>(t);
+  case F::HardSigmoid: return unaryFn<OpHardSigmoid, kFloats>(t);
+  case F::ThresholdedRelu: return unaryFn<OpThresholdedRelu, kFloats>(t);
+  case F::Shrink: return unaryFn<OpShrink, kNumeric>(t);
+  case F::Add: return binaryFn<OpAdd, kNumeric>(t);
+  case F::Sub: return binaryFn<OpSub, kNumeric>(t);
+  case F::Mul: return binaryFn<OpMul, kNumeric>(t);
+  case F::Div: return binaryFn<OpDiv, kNumeric>(t);
+  case F::Pow: return powFn(t);
+  case F::Mod: return binaryFn<OpMod, kNumeric>(t);
+  case F::Fmod: return binaryFn<OpFmod, kNumeric>(t);
+  case F::PRelu: return binaryFn<OpPRelu, kNumeric>(t);
+  case F::BitShiftLeft: return binaryFn<OpShl, kUnsigned>(t);
+  case F::BitShiftRight: return binaryFn<OpShr, kUnsigned>(t);
+  case F::Equal: return compareFn<OpEqual>(t);
+  case F::Less: return compareFn<OpLess>(t);
+  case F::Greater: return compareFn<OpGreater>(t);
+  case F::LessEqual: return compareFn<OpLessEqual>(t);
+  case F::GreaterEqual: return compareFn<OpGreaterEqual>(t);
+  case F::And: return binaryFn<OpAnd, kBool>(t);
+  case F::Or: return binaryFn<OpOr, kBool>(t);
+  case F::Xor: return binaryFn<OpXor, kBool>(t);
+  case F::Where: return whereFn(t);
+  case F::Clip:
+    return numInputs == 1 ? unaryFn<OpClip1, kNumeric>(t) : clipFn(t);
+  case F::Sum: return variadicFn<OpAdd, false, kNumeric>(t);
+  case F::Mean: return variadicFn<OpAdd, true, kFloats>(t);
+  case F::Max: return variadicFn<OpMax, false, kNumeric>(t);
+  case F::Min: return variadicFn<OpMin, false, kNumeric>(t);
+  }
+  return nullptr;
+}
+
+enum class Kind { Unary, Binary, Compare, BoolResult, Where, Clip, Variadic };
+
+Kind kindOf(ElementwiseFn fn) {
+  using F = ElementwiseFn;
+  switch (fn) {
+  case F::IsNan: case F::IsInf: return Kind::BoolResult;
+  case F::Add: case F::Sub: case F::Mul: case F::Div: case F::Pow:
+  case F::Mod: case F::Fmod: case F::PRelu: case F::BitShiftLeft:
+  case F::BitShiftRight: case F::And: case F::Or: case F::Xor:
+    return Kind::Binary;
+  case F::Equal: case F::Less: case F::Greater: case F::LessEqual:
+  case F::GreaterEqual:
+    return Kind::Compare;
+  case F::Where: return Kind::Where;
+  case F::Clip: return Kind::Clip;
+  case F::Sum: case F::Mean: case F::Max: case F::Min: return Kind::Variadic;
+  default: return Kind::Unary;
+  }
+}
+
+/// alpha and beta of fn: the given values or ONNX's defaults.
+void resolveParams(ElementwiseFn fn, const ElementwiseParams &p, Ctx &ctx) {
+  using F = ElementwiseFn;
+  double a = 0, b = 0;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  switch (fn) {
+  case F::LeakyRelu: a = 0.01; break;
+  case F::Elu: case F::Celu: case F::ThresholdedRelu: a = 1.0; break;
+  case F::Selu: a = 1.67326319217681884765625; b = 1.05070102214813232421875; break;
+  case F::HardSigmoid: a = 0.2; b = 0.5; break;
+  case F::Shrink: a = 0.5; b = 0.0; break;
+  case F::IsInf: a = 1.0; b = 1.0; break;
+  case F::Clip: a = -inf; b = inf; break;
+  default: break;
+  }
+  ctx.alpha = p.alpha.value_or(a);
+  ctx.beta = p.beta.value_or(b);
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting
+//===----------------------------------------------------------------------===//
+
+/// y's dims with the dims of size 1 dropped and the dims that every input
+/// walks contiguously merged; the last one is the block. strides[k][d] is
+/// input k's step along dim d, in elements (0 where it is broadcast).
+struct BroadcastLoop {
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> strides;
+};
+
+BroadcastLoop makeLoop(const std::vector<TensorView> &inputs, const Shape &out) {
+  size_t rank = out.size(), numIn = inputs.size();
+  std::vector<std::vector<int64_t>> full(numIn, std::vector<int64_t>(rank, 0));
+  for (size_t k = 0; k < numIn; ++k) {
+    const Shape &s = inputs[k].shape;
+    int64_t step = 1;
+    for (size_t j = s.size(); j-- > 0;) {
+      full[k][rank - s.size() + j] = s[j] == 1 ? 0 : step;
+      step *= s[j];
+    }
+  }
+  BroadcastLoop loop;
+  loop.strides.resize(numIn);
+  for (size_t d = 0; d < rank; ++d) {
+    if (out[d] == 1)
+      continue;
+    bool merge = !loop.dims.empty();
+    for (size_t k = 0; k < numIn && merge; ++k)
+      merge = loop.strides[k].back() == full[k][d] * out[d];
+    if (merge) {
+      loop.dims.back() *= out[d];
+      for (size_t k = 0; k < numIn; ++k)
+        loop.strides[k].back() = full[k][d];
+    } else {
+      loop.dims.push_back(out[d]);
+      for (size_t k = 0; k < numIn; ++k)
+        loop.strides[k].push_back(full[k][d]);
+    }
+  }
+  if (loop.dims.empty()) { // a single element
+    loop.dims.push_back(1);
+    for (auto &s : loop.strides)
+      s.push_back(0);
+  }
+  return loop;
+}
+
+/// Runs block over every block of y.
+void runLoop(const BroadcastLoop &loop, BlockFn block,
+             const std::vector<const char *> &bases,
+             const std::vector<int64_t> &elemSizes, char *out,
+             int64_t outElemSize, const Ctx &ctx) {
+  size_t numIn = bases.size(), outerRank = loop.dims.size() - 1;
+  int64_t inner = loop.dims.back(), outer = 1;
+  for (size_t d = 0; d < outerRank; ++d)
+    outer *= loop.dims[d];
+  std::vector<int64_t> idx(outerRank, 0), offset(numIn, 0), innerStride(numIn);
+  std::vector<const char *> ptrs(numIn);
+  for (size_t k = 0; k < numIn; ++k)
+    innerStride[k] = loop.strides[k].back();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (size_t k = 0; k < numIn; ++k)
+      ptrs[k] = bases[k] + offset[k] * elemSizes[k];
+    block(inner, ptrs.data(), innerStride.data(), out + o * inner * outElemSize,
+          ctx);
+    for (size_t d = outerRank; d-- > 0;) {
+      for (size_t k = 0; k < numIn; ++k)
+        offset[k] += loop.strides[k][d];
+      if (++idx[d] < loop.dims[d])
+        break;
+      for (size_t k = 0; k < numIn; ++k)
+        offset[k] -= loop.strides[k][d] * loop.dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+std::string dt(DType t) { return std::string(dtypeName(t)); }
+
+} // namespace
+
+Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
+                   const TensorView &y, const ElementwiseParams &params) {
+  const std::string op = "elementwise " + std::string(elementwiseFnName(fn));
+  Kind kind = kindOf(fn);
+  size_t minIn = 1, maxIn = 1;
+  switch (kind) {
+  case Kind::Unary: case Kind::BoolResult: break;
+  case Kind::Binary: case Kind::Compare: minIn = maxIn = 2; break;
+  case Kind::Where: minIn = maxIn = 3; break;
+  case Kind::Clip: maxIn = 3; break;
+  case Kind::Variadic: maxIn = std::numeric_limits<size_t>::max(); break;
+  }
+  size_t n = inputs.size();
+  if (n < minIn || n > maxIn || (kind == Kind::Clip && n == 2))
+    return fail(op, std::string("expects ") +
+                        (kind == Kind::Variadic ? "1 or more"
+                         : kind == Kind::Clip   ? "1 (x) or 3 (x, min, max)"
+                                                : std::to_string(minIn)) +
+                        " inputs, got " + std::to_string(n));
+  for (size_t k = 0; k < n; ++k)
+    if (Status s = checkView(op, "input " + std::to_string(k), inputs[k]); !s)
+      return s;
+  if (Status s = checkView(op, "y", y); !s)
+    return s;
+
+  // Dtypes: t is the dtype the function computes on.
+  DType t = kind == Kind::Where ? inputs[1].dtype : inputs[0].dtype;
+  bool boolY = kind == Kind::Compare || kind == Kind::BoolResult;
+  for (size_t k = 0; k < n; ++k) {
+    DType want = t;
+    if (kind == Kind::Where && k == 0)
+      want = DType::Bool;
+    if (fn == ElementwiseFn::Pow && k == 1) {
+      if (inputs[1].dtype == DType::Bool || byteSize(inputs[1].dtype) == 0)
+        return fail(op, "the exponent has dtype " + dt(inputs[1].dtype) +
+                            "; expected a numeric dtype");
+      continue;
+    }
+    if (inputs[k].dtype != want)
+      return fail(op, "input " + std::to_string(k) + " has dtype " +
+                          dt(inputs[k].dtype) + "; expected " + dt(want));
+  }
+  DType yWant = boolY ? DType::Bool : t;
+  if (y.dtype != yWant)
+    return fail(op, "y has dtype " + dt(y.dtype) + "; expected " + dt(yWant));
+  BlockFn block = selectBlockFn(fn, t, n);
+  if (!block)
+    return fail(op, "does not take dtype " + dt(t));
+
+  // Shapes: every input broadcasts to y.
+  for (size_t k = 0; k < n; ++k) {
+    const Shape &s = inputs[k].shape;
+    bool ok = s.size() <= y.shape.size();
+    for (size_t j = 0; ok && j < s.size(); ++j) {
+      int64_t d = y.shape[y.shape.size() - s.size() + j];
+      ok = s[j] == d || s[j] == 1;
+    }
+    if (!ok)
+      return fail(op, "input " + std::to_string(k) + " " + shapeStr(s) +
+                          " does not broadcast to y " + shapeStr(y.shape));
+    // y may be an input itself (in place), but not partly overlap one.
+    bool same = inputs[k].data == y.data && inputs[k].dtype == y.dtype &&
+                s == y.shape;
+    if (!same && overlaps(inputs[k].data, inputs[k].byteCount(), y.data,
+                          y.byteCount()))
+      return fail(op, "y overlaps input " + std::to_string(k));
+  }
+  if (y.numElements() == 0)
+    return Status::ok();
+
+  Ctx ctx;
+  ctx.numInputs = n;
+  resolveParams(fn, params, ctx);
+  std::vector<const char *> bases(n);
+  std::vector<int64_t> elemSizes(n);
+  for (size_t k = 0; k < n; ++k) {
+    bases[k] = static_cast<const char *>(inputs[k].data);
+    elemSizes[k] = static_cast<int64_t>(byteSize(inputs[k].dtype));
+  }
+  // Pow: the exponent converted to the base's compute type.
+  Buffer<char> exponent;
+  if (fn == ElementwiseFn::Pow) {
+    DType want = (t == DType::F32 || t == DType::F16 || t == DType::BF16)
+                     ? DType::F32
+                     : DType::F64;
+    if (inputs[1].dtype != want) {
+      TensorView converted{want, inputs[1].shape, nullptr};
+      exponent.reset(static_cast<int64_t>(converted.byteCount()));
+      converted.data = exponent.get();
+      if (Status s = cast(inputs[1], converted); !s)
+        return s;
+      bases[1] = exponent.get();
+      elemSizes[1] = static_cast<int64_t>(byteSize(want));
+    }
+  }
+  runLoop(makeLoop(inputs, y.shape), block, bases, elemSizes,
+          static_cast<char *>(y.data), static_cast<int64_t>(byteSize(y.dtype)),
+          ctx);
+  return Status::ok();
+}
+
+} // namespace mp::rt::cpu

@@ -1,0 +1,873 @@
+// Tests of the CPU elementwise and cast kernels
+// (mp/Runtime/CPU/ElementwiseKernels.h) and their plan calls.
+//
+// Float functions are compared with references computed here in double from
+// the same (rounded) inputs. f32 / f64 results must be within a small
+// relative bound of the reference; 16-bit results must be what rounding an
+// f32 result ONCE gives: round16(ref - bound) <= y <= round16(ref + bound)
+// (round16(ref) or its neighbour when ref is near a midpoint), so a kernel
+// that computed in 16 bits or rounded twice falls outside. Integer and bool
+// results are exact.
+#include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
+#include "mp/Runtime/Half.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace mp::rt;
+using cpu::ElementwiseFn;
+
+namespace {
+
+/// splitmix64: the same numbers everywhere.
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed) {}
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform(double lo, double hi) {
+    return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1p-53;
+  }
+};
+
+double roundTo(DType t, double v) {
+  switch (t) {
+  case DType::F32: return static_cast<double>(static_cast<float>(v));
+  case DType::F16: return toFloat(toHalf(v));
+  case DType::BF16: return toFloat(toBFloat16(v));
+  default: return v;
+  }
+}
+
+double getD(const HostTensor &t, int64_t i) {
+  const void *p = t.data();
+  switch (t.dtype()) {
+  case DType::F32: return static_cast<const float *>(p)[i];
+  case DType::F64: return static_cast<const double *>(p)[i];
+  case DType::F16: return toFloat(static_cast<const Half *>(p)[i]);
+  case DType::BF16: return toFloat(static_cast<const BFloat16 *>(p)[i]);
+  case DType::I8: return static_cast<const int8_t *>(p)[i];
+  case DType::I16: return static_cast<const int16_t *>(p)[i];
+  case DType::I32: return static_cast<const int32_t *>(p)[i];
+  case DType::I64: return static_cast<double>(static_cast<const int64_t *>(p)[i]);
+  case DType::U8: case DType::Bool: return static_cast<const uint8_t *>(p)[i];
+  case DType::U16: return static_cast<const uint16_t *>(p)[i];
+  case DType::U32: return static_cast<const uint32_t *>(p)[i];
+  case DType::U64: return static_cast<double>(static_cast<const uint64_t *>(p)[i]);
+  }
+  return 0;
+}
+
+void setD(HostTensor &t, int64_t i, double v) {
+  void *p = t.data();
+  switch (t.dtype()) {
+  case DType::F32: static_cast<float *>(p)[i] = static_cast<float>(v); return;
+  case DType::F64: static_cast<double *>(p)[i] = v; return;
+  case DType::F16: static_cast<Half *>(p)[i] = toHalf(v); return;
+  case DType::BF16: static_cast<BFloat16 *>(p)[i] = toBFloat16(v); return;
+  case DType::I8: static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v); return;
+  case DType::I16: static_cast<int16_t *>(p)[i] = static_cast<int16_t>(v); return;
+  case DType::I32: static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v); return;
+  case DType::I64: static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v); return;
+  case DType::U8: case DType::Bool:
+    static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v); return;
+  case DType::U16: static_cast<uint16_t *>(p)[i] = static_cast<uint16_t>(v); return;
+  case DType::U32: static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v); return;
+  case DType::U64: static_cast<uint64_t *>(p)[i] = static_cast<uint64_t>(v); return;
+  }
+}
+
+HostTensor tensor(DType t, Shape s, const std::vector<double> &v) {
+  HostTensor r(t, std::move(s));
+  REQUIRE(static_cast<size_t>(r.numElements()) == v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    setD(r, static_cast<int64_t>(i), v[i]);
+  return r;
+}
+
+HostTensor randomTensor(DType t, Shape s, Rng &rng, double lo, double hi) {
+  HostTensor r(t, std::move(s));
+  for (int64_t i = 0; i < r.numElements(); ++i)
+    setD(r, i, rng.uniform(lo, hi));
+  return r;
+}
+
+/// A tensor filled with a recognizable value, so that unwritten outputs show.
+HostTensor garbage(DType t, Shape s) {
+  HostTensor r(t, std::move(s));
+  std::memset(r.data(), 0x5a, r.byteCount());
+  return r;
+}
+
+std::vector<double> values(const HostTensor &t) {
+  std::vector<double> r(static_cast<size_t>(t.numElements()));
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    r[i] = getD(t, i);
+  return r;
+}
+
+/// The flat index into `in` (broadcast to `out`) of y's element `flat`.
+int64_t broadcastIndex(const Shape &in, const Shape &out, int64_t flat) {
+  int64_t idx = 0, step = 1;
+  for (size_t d = out.size(); d-- > 0;) {
+    int64_t coord = flat % out[d];
+    flat /= out[d];
+    size_t back = out.size() - 1 - d;
+    if (back < in.size()) {
+      size_t j = in.size() - 1 - back;
+      if (in[j] != 1)
+        idx += coord * step;
+      step *= in[j];
+    }
+  }
+  return idx;
+}
+
+/// Checks got against ref with the file comment's bound tol * (|ref| + 1).
+void expectClose(const HostTensor &got, const std::vector<double> &ref,
+                 double tol) {
+  REQUIRE(static_cast<size_t>(got.numElements()) == ref.size());
+  DType t = got.dtype();
+  int64_t bad = 0;
+  std::ostringstream msg;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double g = getD(got, static_cast<int64_t>(i)), r = ref[i];
+    double b = tol * (std::fabs(r) + 1.0);
+    bool ok;
+    if (std::isnan(r))
+      ok = std::isnan(g);
+    else if (std::isinf(r))
+      ok = g == r;
+    else if (t == DType::F32 || t == DType::F64)
+      ok = std::fabs(g - r) <= b;
+    else if (t == DType::F16 || t == DType::BF16)
+      ok = roundTo(t, r - b) <= g && g <= roundTo(t, r + b);
+    else
+      ok = g == r;
+    if (!ok && bad++ < 5)
+      msg << "  [" << i << "] got " << g << ", expected " << r << "\n";
+  }
+  INFO("dtype " << dtypeName(t) << ", " << bad << " mismatches:\n"
+                << msg.str());
+  CHECK(bad == 0);
+}
+
+void expectExact(const HostTensor &got, const std::vector<double> &ref) {
+  expectClose(got, ref, 0.0);
+}
+
+/// Tolerance of a computation in dtype t's compute type.
+double tolFor(DType t) { return t == DType::F64 ? 1e-12 : 4e-6; }
+
+const DType kFloatTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
+
+using Ref1 = std::function<double(double)>;
+using Ref2 = std::function<double(double, double)>;
+
+/// fn on one random input of every float dtype, against ref.
+void checkUnary(ElementwiseFn fn, const Ref1 &ref, double lo, double hi,
+                cpu::ElementwiseParams params = {}) {
+  Rng rng(static_cast<uint64_t>(fn) * 7919 + 1);
+  for (DType t : kFloatTypes) {
+    INFO("fn " << cpu::elementwiseFnName(fn) << ", dtype " << dtypeName(t));
+    HostTensor x = randomTensor(t, {3, 67}, rng, lo, hi);
+    HostTensor y = garbage(t, {3, 67});
+    Status s = cpu::elementwise(fn, {x.view()}, y.view(), params);
+    INFO(s.message());
+    REQUIRE(s.isOk());
+    std::vector<double> xs = values(x), r(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i)
+      r[i] = ref(xs[i]);
+    expectClose(y, r, tolFor(t));
+  }
+}
+
+/// fn on inputs a (shape sa) and b (shape sb) broadcast to `out`.
+void checkBinary(ElementwiseFn fn, const Ref2 &ref, DType t, const Shape &sa,
+                 const Shape &sb, const Shape &out, double lo, double hi,
+                 double blo, double bhi) {
+  Rng rng(static_cast<uint64_t>(fn) * 104729 + static_cast<uint64_t>(t));
+  INFO("fn " << cpu::elementwiseFnName(fn) << ", dtype " << dtypeName(t));
+  HostTensor a = randomTensor(t, sa, rng, lo, hi);
+  HostTensor b = randomTensor(t, sb, rng, blo, bhi);
+  HostTensor y = garbage(t, out);
+  Status s = cpu::elementwise(fn, {a.view(), b.view()}, y.view());
+  INFO(s.message());
+  REQUIRE(s.isOk());
+  std::vector<double> r(static_cast<size_t>(y.numElements()));
+  for (int64_t i = 0; i < y.numElements(); ++i)
+    r[i] = ref(getD(a, broadcastIndex(sa, out, i)),
+               getD(b, broadcastIndex(sb, out, i)));
+  expectClose(y, r, isFloat(t) ? tolFor(t) : 0.0);
+}
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Unary
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("elementwise unary float functions match their definitions",
+          "[runtime][cpu][elementwise]") {
+  using F = ElementwiseFn;
+  const double selA = 1.67326319217681884765625, selG = 1.05070102214813232421875;
+  checkUnary(F::Identity, [](double x) { return x; }, -4, 4);
+  checkUnary(F::Abs, [](double x) { return std::fabs(x); }, -4, 4);
+  checkUnary(F::Neg, [](double x) { return -x; }, -4, 4);
+  checkUnary(F::Exp, [](double x) { return std::exp(x); }, -5, 5);
+  checkUnary(F::Log, [](double x) { return std::log(x); }, 0.1, 4);
+  checkUnary(F::Sqrt, [](double x) { return std::sqrt(x); }, 0, 4);
+  checkUnary(F::Reciprocal, [](double x) { return 1 / x; }, 0.2, 3);
+  checkUnary(F::Relu, [](double x) { return x > 0 ? x : 0; }, -4, 4);
+  checkUnary(F::Sigmoid, sigmoid, -6, 6);
+  checkUnary(F::Tanh, [](double x) { return std::tanh(x); }, -4, 4);
+  checkUnary(F::Erf, [](double x) { return std::erf(x); }, -3, 3);
+  checkUnary(F::Floor, [](double x) { return std::floor(x); }, -4, 4);
+  checkUnary(F::Ceil, [](double x) { return std::ceil(x); }, -4, 4);
+  checkUnary(F::Round, [](double x) { return std::nearbyint(x); }, -4, 4);
+  checkUnary(F::Sign, [](double x) { return double((x > 0) - (x < 0)); }, -4, 4);
+  checkUnary(F::Sin, [](double x) { return std::sin(x); }, -4, 4);
+  checkUnary(F::Cos, [](double x) { return std::cos(x); }, -4, 4);
+  checkUnary(F::Tan, [](double x) { return std::tan(x); }, -1.2, 1.2);
+  checkUnary(F::Asin, [](double x) { return std::asin(x); }, -0.9, 0.9);
+  checkUnary(F::Acos, [](double x) { return std::acos(x); }, -0.9, 0.9);
+  checkUnary(F::Atan, [](double x) { return std::atan(x); }, -4, 4);
+  checkUnary(F::Sinh, [](double x) { return std::sinh(x); }, -4, 4);
+  checkUnary(F::Cosh, [](double x) { return std::cosh(x); }, -4, 4);
+  checkUnary(F::Asinh, [](double x) { return std::asinh(x); }, -4, 4);
+  checkUnary(F::Acosh, [](double x) { return std::acosh(x); }, 1.1, 4);
+  checkUnary(F::Atanh, [](double x) { return std::atanh(x); }, -0.9, 0.9);
+  checkUnary(F::Softplus, [](double x) { return std::log(1 + std::exp(x)); },
+             -6, 6);
+  checkUnary(F::Softsign, [](double x) { return x / (1 + std::fabs(x)); }, -4, 4);
+  checkUnary(F::HardSwish,
+             [](double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); },
+             -5, 5);
+  checkUnary(F::Gelu,
+             [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
+             -4, 4);
+  checkUnary(F::GeluTanh,
+             [](double x) {
+               return 0.5 * x *
+                      (1 + std::tanh(0.79788456080286535588 *
+                                     (x + 0.044715 * x * x * x)));
+             },
+             -4, 4);
+  // Parameters: ONNX's defaults, then given values.
+  checkUnary(F::LeakyRelu, [](double x) { return x < 0 ? 0.01 * x : x; }, -4, 4);
+  checkUnary(F::LeakyRelu, [](double x) { return x < 0 ? 0.25 * x : x; }, -4, 4,
+             {0.25, std::nullopt});
+  checkUnary(F::Elu, [](double x) { return x < 0 ? std::exp(x) - 1 : x; }, -4, 4);
+  checkUnary(F::Elu, [](double x) { return x < 0 ? 0.7 * (std::exp(x) - 1) : x; },
+             -4, 4, {0.7, std::nullopt});
+  checkUnary(F::Celu,
+             [](double x) {
+               return std::max(0.0, x) + std::min(0.0, 1.3 * (std::exp(x / 1.3) - 1));
+             },
+             -4, 4, {1.3, std::nullopt});
+  checkUnary(F::Selu,
+             [&](double x) { return x > 0 ? selG * x : selG * (selA * std::exp(x) - selA); },
+             -4, 4);
+  checkUnary(F::Selu,
+             [](double x) { return x > 0 ? 1.1 * x : 1.1 * (1.5 * std::exp(x) - 1.5); },
+             -4, 4, {1.5, 1.1});
+  checkUnary(F::HardSigmoid,
+             [](double x) { return std::max(0.0, std::min(1.0, 0.2 * x + 0.5)); },
+             -5, 5);
+  checkUnary(F::HardSigmoid,
+             [](double x) { return std::max(0.0, std::min(1.0, 0.3 * x + 0.4)); },
+             -5, 5, {0.3, 0.4});
+  checkUnary(F::ThresholdedRelu, [](double x) { return x > 1.0 ? x : 0; }, -4, 4);
+  checkUnary(F::ThresholdedRelu, [](double x) { return x > 0.25 ? x : 0; }, -4, 4,
+             {0.25, std::nullopt});
+  checkUnary(F::Shrink,
+             [](double x) { return x < -0.5 ? x : (x > 0.5 ? x : 0); }, -2, 2);
+  checkUnary(F::Shrink,
+             [](double x) { return x < -0.3 ? x + 0.1 : (x > 0.3 ? x - 0.1 : 0); },
+             -2, 2, {0.3, 0.1});
+  checkUnary(F::Clip, [](double x) { return std::min(1.0, std::max(-0.5, x)); },
+             -2, 2, {-0.5, 1.0});
+}
+
+TEST_CASE("elementwise: special values of round, sign, is_nan, is_inf",
+          "[runtime][cpu][elementwise]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType t : kFloatTypes) {
+    INFO("dtype " << dtypeName(t));
+    // Round is half to even.
+    HostTensor x = tensor(t, {8}, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.25, -3.75});
+    HostTensor y = garbage(t, {8});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Round, {x.view()}, y.view()).isOk());
+    expectExact(y, {0, 2, 2, -0.0, -2, -2, 3, -4});
+
+    HostTensor special = tensor(t, {5}, {inf, -inf, nan, 0.0, -2.0});
+    HostTensor sign = garbage(t, {5});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Sign, {special.view()}, sign.view())
+                .isOk());
+    expectExact(sign, {1, -1, nan, 0, -1});
+    HostTensor b = garbage(DType::Bool, {5});
+    REQUIRE(cpu::elementwise(ElementwiseFn::IsNan, {special.view()}, b.view())
+                .isOk());
+    expectExact(b, {0, 0, 1, 0, 0});
+    REQUIRE(cpu::elementwise(ElementwiseFn::IsInf, {special.view()}, b.view())
+                .isOk());
+    expectExact(b, {1, 1, 0, 0, 0});
+    // alpha = detect_negative, beta = detect_positive.
+    REQUIRE(cpu::elementwise(ElementwiseFn::IsInf, {special.view()}, b.view(),
+                             {0.0, 1.0})
+                .isOk());
+    expectExact(b, {1, 0, 0, 0, 0});
+    REQUIRE(cpu::elementwise(ElementwiseFn::IsInf, {special.view()}, b.view(),
+                             {1.0, 0.0})
+                .isOk());
+    expectExact(b, {0, 1, 0, 0, 0});
+  }
+}
+
+TEST_CASE("elementwise: 16-bit results are rounded once from f32",
+          "[runtime][cpu][elementwise]") {
+  HostTensor y = garbage(DType::F16, {1});
+  // Mean of three f16 values: the f32 sum (not an f16 partial sum) is divided.
+  HostTensor p = tensor(DType::F16, {1}, {2048});
+  HostTensor q = tensor(DType::F16, {1}, {1});
+  HostTensor r = tensor(DType::F16, {1}, {1});
+  REQUIRE(cpu::elementwise(ElementwiseFn::Sum, {p.view(), q.view(), r.view()},
+                           y.view())
+              .isOk());
+  CHECK(getD(y, 0) == 2050.0); // f16 partial sums would give 2048
+  REQUIRE(cpu::elementwise(ElementwiseFn::Mean, {p.view(), q.view(), r.view()},
+                           y.view())
+              .isOk());
+  CHECK(getD(y, 0) == roundTo(DType::F16, 2050.0 / 3));
+}
+
+//===----------------------------------------------------------------------===//
+// Binary, broadcasting
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("elementwise binary float functions broadcast as numpy",
+          "[runtime][cpu][elementwise]") {
+  using F = ElementwiseFn;
+  struct Case {
+    F fn;
+    Ref2 ref;
+    double lo, hi, blo, bhi;
+  };
+  auto pyMod = [](double a, double b) {
+    double r = std::fmod(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  };
+  std::vector<Case> cases = {
+      {F::Add, [](double a, double b) { return a + b; }, -4, 4, -4, 4},
+      {F::Sub, [](double a, double b) { return a - b; }, -4, 4, -4, 4},
+      {F::Mul, [](double a, double b) { return a * b; }, -4, 4, -4, 4},
+      {F::Div, [](double a, double b) { return a / b; }, -4, 4, 0.5, 3},
+      {F::Pow, [](double a, double b) { return std::pow(a, b); }, 0.1, 3, -2, 2},
+      {F::Mod, pyMod, -6, 6, -3, -0.5},
+      {F::Mod, pyMod, -6, 6, 0.5, 3},
+      {F::Fmod, [](double a, double b) { return std::fmod(a, b); }, -6, 6, -3, 3},
+      {F::PRelu, [](double a, double s) { return a < 0 ? s * a : a; }, -4, 4, -1, 1},
+      {F::Max, [](double a, double b) { return std::max(a, b); }, -4, 4, -4, 4},
+      {F::Min, [](double a, double b) { return std::min(a, b); }, -4, 4, -4, 4},
+  };
+  struct Shapes {
+    Shape a, b, out;
+  };
+  std::vector<Shapes> shapes = {
+      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}, // same shape
+      {{2, 3, 4}, {3, 1}, {2, 3, 4}},    // a column per row
+      {{2, 3, 4}, {4}, {2, 3, 4}},       // a row vector ([M, N] + [N])
+      {{3, 1}, {2, 3, 4}, {2, 3, 4}},    // the broadcast operand first
+      {{}, {2, 3}, {2, 3}},              // a scalar
+      {{2, 3}, {}, {2, 3}},
+      {{1}, {4, 1}, {4, 1}},
+      {{4, 1}, {1, 5}, {4, 5}},          // an outer product
+      {{700}, {1}, {700}},               // longer than a chunk
+      {{2, 1, 600}, {3, 1}, {2, 3, 600}},
+  };
+  for (const Case &c : cases)
+    for (DType t : kFloatTypes)
+      for (const Shapes &s : shapes) {
+        INFO("a " << s.a.size() << "-d, b " << s.b.size() << "-d, y "
+                  << s.out.size() << "-d");
+        checkBinary(c.fn, c.ref, t, s.a, s.b, s.out, c.lo, c.hi, c.blo, c.bhi);
+      }
+}
+
+TEST_CASE("elementwise: max and min propagate NaN; variadic sum, mean, max, min",
+          "[runtime][cpu][elementwise]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType t : kFloatTypes) {
+    INFO("dtype " << dtypeName(t));
+    HostTensor a = tensor(t, {4}, {nan, 1, 2, nan});
+    HostTensor b = tensor(t, {4}, {1, nan, 0, nan});
+    HostTensor y = garbage(t, {4});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Max, {a.view(), b.view()}, y.view())
+                .isOk());
+    expectExact(y, {nan, nan, 2, nan});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Min, {a.view(), b.view()}, y.view())
+                .isOk());
+    expectExact(y, {nan, nan, 0, nan});
+
+    // Three inputs of different shapes: [2, 3], [3], [2, 1].
+    Rng rng(5);
+    HostTensor p = randomTensor(t, {2, 3}, rng, -4, 4);
+    HostTensor q = randomTensor(t, {3}, rng, -4, 4);
+    HostTensor r = randomTensor(t, {2, 1}, rng, -4, 4);
+    HostTensor out = garbage(t, {2, 3});
+    for (ElementwiseFn fn : {ElementwiseFn::Sum, ElementwiseFn::Mean,
+                             ElementwiseFn::Max, ElementwiseFn::Min}) {
+      INFO("fn " << cpu::elementwiseFnName(fn));
+      REQUIRE(cpu::elementwise(fn, {p.view(), q.view(), r.view()}, out.view())
+                  .isOk());
+      std::vector<double> ref(6);
+      for (int64_t i = 0; i < 6; ++i) {
+        double v[3] = {getD(p, i), getD(q, i % 3), getD(r, i / 3)};
+        switch (fn) {
+        case ElementwiseFn::Sum: ref[i] = v[0] + v[1] + v[2]; break;
+        case ElementwiseFn::Mean: ref[i] = (v[0] + v[1] + v[2]) / 3; break;
+        case ElementwiseFn::Max: ref[i] = std::max({v[0], v[1], v[2]}); break;
+        default: ref[i] = std::min({v[0], v[1], v[2]}); break;
+        }
+      }
+      expectClose(out, ref, tolFor(t));
+    }
+    // One input: a copy (broadcast).
+    HostTensor one = garbage(t, {2, 3});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Sum, {q.view()}, one.view()).isOk());
+    expectExact(one, {getD(q, 0), getD(q, 1), getD(q, 2), getD(q, 0),
+                      getD(q, 1), getD(q, 2)});
+  }
+}
+
+TEST_CASE("elementwise: clip with tensors, where, in place",
+          "[runtime][cpu][elementwise]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType t : {DType::F32, DType::F16, DType::F64, DType::I32, DType::U8}) {
+    INFO("dtype " << dtypeName(t));
+    bool flt = isFloat(t);
+    HostTensor x = tensor(t, {2, 3}, {0, 1, 2, 3, 4, flt ? nan : 5});
+    HostTensor lo = tensor(t, {3}, {1, 1, 3});
+    HostTensor hi = tensor(t, {2, 1}, {2, 4});
+    HostTensor y = garbage(t, {2, 3});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Clip, {x.view(), lo.view(), hi.view()},
+                             y.view())
+                .isOk());
+    // min > max gives max (ONNX); NaN stays NaN.
+    expectExact(y, {1, 1, 2, 3, 4, flt ? nan : 4});
+    // Clip with attribute bounds.
+    REQUIRE(cpu::elementwise(ElementwiseFn::Clip, {x.view()}, y.view(), {1.0, 3.0})
+                .isOk());
+    expectExact(y, {1, 1, 2, 3, 3, flt ? nan : 3});
+
+    HostTensor c = tensor(DType::Bool, {2, 1}, {1, 0});
+    HostTensor w = garbage(t, {2, 3});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Where, {c.view(), x.view(), lo.view()},
+                             w.view())
+                .isOk());
+    expectExact(w, {0, 1, 2, 1, 1, 3});
+
+    // In place: y is x.
+    HostTensor z = tensor(t, {2, 3}, {0, 1, 2, 3, 4, 5});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Add, {z.view(), lo.view()}, z.view())
+                .isOk());
+    expectExact(z, {1, 2, 5, 4, 5, 8});
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Integers and bool
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("elementwise integer semantics: div truncates, mod takes the divisor's sign",
+          "[runtime][cpu][elementwise]") {
+  for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64}) {
+    INFO("dtype " << dtypeName(t));
+    HostTensor a = tensor(t, {8}, {7, -7, 7, -7, 6, 5, 0, -100});
+    HostTensor b = tensor(t, {8}, {3, 3, -3, -3, 3, 0, 4, -1});
+    HostTensor y = garbage(t, {8});
+    auto run = [&](ElementwiseFn fn) {
+      Status s = cpu::elementwise(fn, {a.view(), b.view()}, y.view());
+      INFO(s.message());
+      REQUIRE(s.isOk());
+    };
+    run(ElementwiseFn::Div);
+    expectExact(y, {2, -2, -2, 2, 2, 0, 0, 100}); // x / 0 gives 0
+    run(ElementwiseFn::Mod);
+    expectExact(y, {1, 2, -2, -1, 0, 0, 0, 0});
+    run(ElementwiseFn::Fmod);
+    expectExact(y, {1, -1, 1, -1, 0, 0, 0, 0});
+    run(ElementwiseFn::Add);
+    expectExact(y, {10, -4, 4, -10, 9, 5, 4, -101});
+    run(ElementwiseFn::Mul);
+    expectExact(y, {21, -21, -21, 21, 18, 0, 0, 100});
+    run(ElementwiseFn::PRelu);
+    expectExact(y, {7, -21, 7, 21, 6, 5, 0, 100});
+    run(ElementwiseFn::Max);
+    expectExact(y, {7, 3, 7, -3, 6, 5, 4, -1});
+    HostTensor u = garbage(t, {8});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Abs, {a.view()}, u.view()).isOk());
+    expectExact(u, {7, 7, 7, 7, 6, 5, 0, 100});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Neg, {a.view()}, u.view()).isOk());
+    expectExact(u, {-7, 7, -7, 7, -6, -5, 0, 100});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Relu, {a.view()}, u.view()).isOk());
+    expectExact(u, {7, 0, 7, 0, 6, 5, 0, 0});
+    REQUIRE(cpu::elementwise(ElementwiseFn::Sign, {a.view()}, u.view()).isOk());
+    expectExact(u, {1, -1, 1, -1, 1, 1, 0, -1});
+  }
+  // Wrap-around (two's complement), MIN / -1.
+  HostTensor a = tensor(DType::I8, {3}, {100, -128, -128});
+  HostTensor b = tensor(DType::I8, {3}, {100, -1, 1});
+  HostTensor y = garbage(DType::I8, {3});
+  REQUIRE(cpu::elementwise(ElementwiseFn::Add, {a.view(), b.view()}, y.view()).isOk());
+  expectExact(y, {-56, 127, -127});
+  REQUIRE(cpu::elementwise(ElementwiseFn::Div, {a.view(), b.view()}, y.view()).isOk());
+  expectExact(y, {1, -128, -128});
+  // Unsigned mod and div.
+  HostTensor ua = tensor(DType::U32, {3}, {7, 4000000000.0, 5});
+  HostTensor ub = tensor(DType::U32, {3}, {3, 7, 0});
+  HostTensor uy = garbage(DType::U32, {3});
+  REQUIRE(cpu::elementwise(ElementwiseFn::Mod, {ua.view(), ub.view()}, uy.view()).isOk());
+  expectExact(uy, {1, 4000000000.0 - 7 * 571428571.0, 0});
+  REQUIRE(cpu::elementwise(ElementwiseFn::Div, {ua.view(), ub.view()}, uy.view()).isOk());
+  expectExact(uy, {2, 571428571, 0});
+}
+
+TEST_CASE("elementwise: integer pow, bitshift, and random integer arithmetic",
+          "[runtime][cpu][elementwise]") {
+  // Pow: an integer base with integer and float exponents; a float base
+  // with an integer exponent.
+  HostTensor base = tensor(DType::I32, {4}, {2, -3, 5, 7});
+  HostTensor ie = tensor(DType::I64, {4}, {10, 3, 0, 2});
+  HostTensor fe = tensor(DType::F32, {4}, {0.5, 2, 1.5, -1});
+  HostTensor y = garbage(DType::I32, {4});
+  REQUIRE(cpu::elementwise(ElementwiseFn::Pow, {base.view(), ie.view()}, y.view()).isOk());
+  expectExact(y, {1024, -27, 1, 49});
+  REQUIRE(cpu::elementwise(ElementwiseFn::Pow, {base.view(), fe.view()}, y.view()).isOk());
+  expectExact(y, {1, 9, 11, 0}); // truncated: sqrt 2, 5^1.5 = 11.18, 1/7
+  HostTensor fb = tensor(DType::F16, {4}, {2, -3, 0.5, 7});
+  HostTensor fy = garbage(DType::F16, {4});
+  REQUIRE(cpu::elementwise(ElementwiseFn::Pow, {fb.view(), ie.view()}, fy.view()).isOk());
+  expectExact(fy, {1024, -27, 1, 49});
+  HostTensor e16 = tensor(DType::F32, {1}, {0.1}); // not rounded to f16 first
+  REQUIRE(cpu::elementwise(ElementwiseFn::Pow, {fb.view(), e16.view()}, fy.view()).isOk());
+  expectClose(fy, {std::pow(2.0, double(0.1f)), std::nan(""),
+                   std::pow(0.5, double(0.1f)), std::pow(7.0, double(0.1f))},
+              4e-6);
+
+  for (DType t : {DType::U8, DType::U16, DType::U32, DType::U64}) {
+    INFO("dtype " << dtypeName(t));
+    HostTensor a = tensor(t, {5}, {1, 3, 255, 16, 1});
+    HostTensor s = tensor(t, {5}, {0, 2, 1, 4, 100});
+    HostTensor r = garbage(t, {5});
+    REQUIRE(cpu::elementwise(ElementwiseFn::BitShiftLeft, {a.view(), s.view()},
+                             r.view())
+                .isOk());
+    double wide = t == DType::U8 ? 254 : 510;
+    expectExact(r, {1, 12, wide, t == DType::U8 ? 0.0 : 256.0, 0});
+    REQUIRE(cpu::elementwise(ElementwiseFn::BitShiftRight, {a.view(), s.view()},
+                             r.view())
+                .isOk());
+    expectExact(r, {1, 0, 127, 1, 0});
+  }
+
+  // Random integer add / sub / mul / min against int64 arithmetic with wrap.
+  Rng rng(11);
+  for (DType t : {DType::I16, DType::I32, DType::U16, DType::U64}) {
+    INFO("dtype " << dtypeName(t));
+    HostTensor a(t, {3, 50}), b(t, {50});
+    for (int64_t i = 0; i < a.numElements(); ++i)
+      setD(a, i, std::floor(rng.uniform(0, 30000)));
+    for (int64_t i = 0; i < b.numElements(); ++i)
+      setD(b, i, std::floor(rng.uniform(0, 30000)));
+    HostTensor r = garbage(t, {3, 50});
+    auto wrapTo = [t](double v) {
+      int64_t i = static_cast<int64_t>(v);
+      switch (t) {
+      case DType::I16: return double(int16_t(uint16_t(i)));
+      case DType::U16: return double(uint16_t(i));
+      case DType::I32: return double(int32_t(uint32_t(i)));
+      default: return double(uint64_t(i));
+      }
+    };
+    for (auto [fn, f] : std::vector<std::pair<ElementwiseFn, Ref2>>{
+             {ElementwiseFn::Add, [](double x, double z) { return x + z; }},
+             {ElementwiseFn::Sub, [](double x, double z) { return x - z; }},
+             {ElementwiseFn::Mul, [](double x, double z) { return x * z; }},
+             {ElementwiseFn::Min, [](double x, double z) { return std::min(x, z); }}}) {
+      if (t == DType::U64 && fn == ElementwiseFn::Sub)
+        continue; // 2^64 - small is not exact in double
+      REQUIRE(cpu::elementwise(fn, {a.view(), b.view()}, r.view()).isOk());
+      std::vector<double> ref(150);
+      for (int64_t i = 0; i < 150; ++i)
+        ref[i] = wrapTo(f(getD(a, i), getD(b, i % 50)));
+      expectExact(r, ref);
+    }
+  }
+}
+
+TEST_CASE("elementwise: bool logic and comparisons give bool",
+          "[runtime][cpu][elementwise]") {
+  HostTensor p = tensor(DType::Bool, {4}, {0, 0, 1, 1});
+  HostTensor q = tensor(DType::Bool, {4}, {0, 1, 0, 1});
+  HostTensor y = garbage(DType::Bool, {4});
+  auto run = [&](ElementwiseFn fn, std::vector<TensorView> in) {
+    Status s = cpu::elementwise(fn, in, y.view());
+    INFO(s.message());
+    REQUIRE(s.isOk());
+  };
+  run(ElementwiseFn::And, {p.view(), q.view()});
+  expectExact(y, {0, 0, 0, 1});
+  run(ElementwiseFn::Or, {p.view(), q.view()});
+  expectExact(y, {0, 1, 1, 1});
+  run(ElementwiseFn::Xor, {p.view(), q.view()});
+  expectExact(y, {0, 1, 1, 0});
+  run(ElementwiseFn::Not, {p.view()});
+  expectExact(y, {1, 1, 0, 0});
+  run(ElementwiseFn::Equal, {p.view(), q.view()});
+  expectExact(y, {1, 0, 0, 1});
+  run(ElementwiseFn::Less, {p.view(), q.view()});
+  expectExact(y, {0, 1, 0, 0});
+  // A true stored as another non-zero byte is still true.
+  static_cast<uint8_t *>(p.data())[3] = 7;
+  run(ElementwiseFn::And, {p.view(), q.view()});
+  expectExact(y, {0, 0, 0, 1});
+
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8,
+                  DType::U64}) {
+    INFO("dtype " << dtypeName(t));
+    bool flt = isFloat(t);
+    HostTensor a = tensor(t, {2, 3}, {1, 2, 3, 4, 5, flt ? nan : 6});
+    HostTensor b = tensor(t, {3}, {2, 2, 2});
+    HostTensor r = garbage(DType::Bool, {2, 3});
+    struct {
+      ElementwiseFn fn;
+      std::vector<double> want;
+    } cases[] = {
+        {ElementwiseFn::Equal, {0, 1, 0, 0, 0, 0}},
+        {ElementwiseFn::Less, {1, 0, 0, 0, 0, 0}},
+        {ElementwiseFn::Greater, {0, 0, 1, 1, 1, flt ? 0.0 : 1.0}},
+        {ElementwiseFn::LessEqual, {1, 1, 0, 0, 0, 0}},
+        {ElementwiseFn::GreaterEqual, {0, 1, 1, 1, 1, flt ? 0.0 : 1.0}},
+    };
+    for (const auto &c : cases) {
+      INFO("fn " << cpu::elementwiseFnName(c.fn));
+      REQUIRE(cpu::elementwise(c.fn, {a.view(), b.view()}, r.view()).isOk());
+      expectExact(r, c.want);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("elementwise rejects bad arguments", "[runtime][cpu][elementwise]") {
+  HostTensor a(DType::F32, {2, 3}), b(DType::F32, {4}), y(DType::F32, {2, 3});
+  HostTensor i32(DType::I32, {2, 3}), yb(DType::Bool, {2, 3});
+  auto err = [](Status s) {
+    REQUIRE_FALSE(s.isOk());
+    return s.message();
+  };
+  using Catch::Matchers::Contains;
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Add, {a.view(), b.view()}, y.view())),
+             Contains("input 1 [4] does not broadcast to y [2, 3]"));
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Add, {a.view()}, y.view())),
+             Contains("expects 2 inputs, got 1"));
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Add, {a.view(), i32.view()}, y.view())),
+             Contains("input 1 has dtype i32; expected f32"));
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Exp, {i32.view()}, i32.view())),
+             Contains("elementwise exp: does not take dtype i32"));
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Less, {a.view(), a.view()}, y.view())),
+             Contains("y has dtype f32; expected bool"));
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::BitShiftLeft,
+                                  {i32.view(), i32.view()}, i32.view())),
+             Contains("does not take dtype i32"));
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::And, {a.view(), a.view()}, yb.view())),
+             Contains("y has dtype bool; expected f32"));
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Where, {a.view(), a.view(), a.view()},
+                                  y.view())),
+             Contains("input 0 has dtype f32; expected bool"));
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Clip, {a.view(), a.view()}, y.view())),
+             Contains("expects 1 (x) or 3 (x, min, max) inputs, got 2"));
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Sum, {}, y.view())),
+             Contains("expects 1 or more inputs, got 0"));
+  // y partly overlapping an input.
+  TensorView shifted = y.view();
+  shifted.shape = {2, 2};
+  TensorView inside = y.view();
+  inside.shape = {2, 2};
+  inside.data = y.as<float>() + 1;
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Abs, {shifted}, inside)),
+             Contains("y overlaps input 0"));
+  // A view without data.
+  TensorView none{DType::F32, {2, 3}, nullptr};
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Abs, {none}, y.view())),
+             Contains("input 0 has no data"));
+  CHECK_FALSE(cpu::parseElementwiseFn("frobnicate"));
+  CHECK(cpu::parseElementwiseFn("gelu_tanh") == ElementwiseFn::GeluTanh);
+  CHECK(cpu::elementwiseFnName(ElementwiseFn::BitShiftRight) == "bitshift_right");
+}
+
+//===----------------------------------------------------------------------===//
+// Cast
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("cast: every f16 and bf16 value round-trips through f32 and f64",
+          "[runtime][cpu][cast]") {
+  for (DType t16 : {DType::F16, DType::BF16}) {
+    INFO("dtype " << dtypeName(t16));
+    HostTensor all(t16, {65536});
+    for (uint32_t i = 0; i < 65536; ++i)
+      all.as<uint16_t>()[i] = static_cast<uint16_t>(i);
+    for (DType wide : {DType::F32, DType::F64}) {
+      HostTensor w(wide, {65536}), back(t16, {65536});
+      REQUIRE(cpu::cast(all.view(), w.view()).isOk());
+      REQUIRE(cpu::cast(w.view(), back.view()).isOk());
+      int64_t bad = 0;
+      for (uint32_t i = 0; i < 65536; ++i) {
+        uint16_t h = static_cast<uint16_t>(i);
+        double expect = t16 == DType::F16 ? toFloat(Half::fromBits(h))
+                                          : toFloat(BFloat16::fromBits(h));
+        double got = getD(w, i);
+        uint16_t again = back.as<uint16_t>()[i];
+        bool nan = std::isnan(expect);
+        bool ok = nan ? std::isnan(got) && std::isnan(getD(back, i))
+                      : (got == expect && again == h);
+        bad += !ok;
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
+
+TEST_CASE("cast: rounding, truncation, bool and integer edge cases",
+          "[runtime][cpu][cast]") {
+  auto castTo = [](const HostTensor &x, DType t) {
+    HostTensor y = garbage(t, x.shape());
+    Status s = cpu::cast(x.view(), y.view());
+    INFO(s.message());
+    REQUIRE(s.isOk());
+    return y;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  // Float -> integer truncates toward zero; NaN and inf do not crash.
+  HostTensor f = tensor(DType::F32, {6}, {2.7, -2.7, 0.5, -0.0, 127.9, -129});
+  expectExact(castTo(f, DType::I32), {2, -2, 0, 0, 127, -129});
+  expectExact(castTo(f, DType::I64), {2, -2, 0, 0, 127, -129});
+  HostTensor odd = tensor(DType::F64, {3}, {nan, inf, -inf});
+  for (DType t : {DType::I8, DType::I32, DType::I64, DType::U8, DType::U64})
+    castTo(odd, t); // the values are unspecified
+  // f16 -> int.
+  expectExact(castTo(tensor(DType::F16, {2}, {-3.5, 65504}), DType::I32),
+              {-3, 65504});
+  // To bool: != 0 (NaN is true); from bool: 0 / 1.
+  HostTensor g = tensor(DType::F32, {4}, {0.0, -0.0, 0.25, nan});
+  expectExact(castTo(g, DType::Bool), {0, 0, 1, 1});
+  expectExact(castTo(tensor(DType::I64, {3}, {0, -5, 256}), DType::Bool), {0, 1, 1});
+  HostTensor bools = tensor(DType::Bool, {2}, {1, 0});
+  expectExact(castTo(bools, DType::F16), {1, 0});
+  expectExact(castTo(bools, DType::I64), {1, 0});
+  // Integer -> integer wraps.
+  HostTensor ints = tensor(DType::I32, {4}, {300, -1, 65536 + 7, -129});
+  expectExact(castTo(ints, DType::U8), {44, 255, 7, 127});
+  expectExact(castTo(ints, DType::U16), {300, 65535, 7, 65536 - 129});
+  expectExact(castTo(ints, DType::I8), {44, -1, 7, 127});
+  // To f16 rounds to nearest even, overflow gives inf.
+  HostTensor mid = tensor(DType::F32, {4}, {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65520, 70000});
+  expectExact(castTo(mid, DType::F16), {1, 1 + 0x1p-9, inf, inf});
+  // f64 -> f16 rounds once: 1 + 2^-11 + 2^-40 is above the midpoint, which
+  // rounding through f32 (to 1 + 2^-11, a tie) would lose.
+  HostTensor d = tensor(DType::F64, {1}, {1 + 0x1p-11 + 0x1p-40});
+  expectExact(castTo(d, DType::F16), {1 + 0x1p-10});
+  // An integer above f16's range; int64 -> f32 rounds once.
+  expectExact(castTo(tensor(DType::I64, {2}, {100000, 2049}), DType::F16), {inf, 2048});
+  expectExact(castTo(tensor(DType::I64, {1}, {16777217}), DType::F32), {16777216});
+  // f16 <-> bf16 through the exact f32.
+  expectExact(castTo(tensor(DType::F16, {2}, {1 + 0x1p-10, 3.140625}), DType::BF16),
+              {1, roundTo(DType::BF16, 3.140625)});
+  expectExact(castTo(tensor(DType::BF16, {2}, {1e30, 0.1}), DType::F16),
+              {inf, roundTo(DType::F16, roundTo(DType::BF16, 0.1))});
+  // Shapes may differ when the counts agree.
+  HostTensor s = tensor(DType::I32, {2, 2}, {1, 2, 3, 4});
+  HostTensor flat = garbage(DType::F64, {4});
+  REQUIRE(cpu::cast(s.view(), flat.view()).isOk());
+  expectExact(flat, {1, 2, 3, 4});
+  HostTensor wrong(DType::F32, {5});
+  Status bad = cpu::cast(s.view(), wrong.view());
+  REQUIRE_FALSE(bad.isOk());
+  CHECK_THAT(bad.message(),
+             Catch::Matchers::Contains("x [2, 2] and y [5] have different numbers of elements"));
+}
+
+//===----------------------------------------------------------------------===//
+// Plan calls
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("kernel.elementwise and kernel.cast through the CPU call table",
+          "[runtime][cpu][elementwise][calls]") {
+  cpu::CallFn ew = cpu::cpuCallTable().find("kernel.elementwise");
+  cpu::CallFn cast = cpu::cpuCallTable().find("kernel.cast");
+  REQUIRE(ew);
+  REQUIRE(cast);
+  HostTensor x = tensor(DType::F32, {4}, {-2, -1, 0.5, 3});
+  HostTensor y = garbage(DType::F32, {4});
+
+  PlanCall call;
+  call.kind = "kernel.elementwise";
+  call.operands = {0};
+  call.results = {1};
+  call.attributes = {{"fn", std::string("leaky_relu")}, {"alpha", 0.5}};
+  cpu::CallArgs args{call, {x.view()}, {y.view()}};
+  Status s = ew(args);
+  INFO(s.message());
+  REQUIRE(s.isOk());
+  expectExact(y, {-1, -0.5, 0.5, 3});
+
+  // An int alpha is read as a float; beta for selu's gamma.
+  call.attributes = {{"fn", std::string("selu")}, {"alpha", int64_t(2)}, {"beta", 0.5}};
+  REQUIRE(ew(args).isOk());
+  expectClose(y, {0.5 * 2 * (std::exp(-2.0) - 1), 0.5 * 2 * (std::exp(-1.0) - 1), 0.25, 1.5},
+              4e-6);
+
+  // Binary with broadcasting.
+  HostTensor b = tensor(DType::F32, {1}, {10});
+  call.attributes = {{"fn", std::string("sub")}};
+  cpu::CallArgs args2{call, {x.view(), b.view()}, {y.view()}};
+  REQUIRE(ew(args2).isOk());
+  expectExact(y, {-12, -11, -9.5, -7});
+
+  // Errors name the problem.
+  call.attributes = {{"fn", std::string("frobnicate")}};
+  CHECK_THAT(ew(args).message(), Catch::Matchers::Contains("unknown elementwise fn 'frobnicate'"));
+  call.attributes = {};
+  CHECK_THAT(ew(args).message(), Catch::Matchers::Contains("attribute 'fn' is missing"));
+  call.attributes = {{"fn", std::string("elu")}, {"alpha", std::string("x")}};
+  CHECK_THAT(ew(args).message(), Catch::Matchers::Contains("attribute 'alpha' must be a float"));
+  cpu::CallArgs noResult{call, {x.view()}, {}};
+  CHECK_THAT(ew(noResult).message(), Catch::Matchers::Contains("expects 1 results, got 0"));
+
+  PlanCall c;
+  c.kind = "kernel.cast";
+  HostTensor h = garbage(DType::F16, {4});
+  cpu::CallArgs cargs{c, {x.view()}, {h.view()}};
+  REQUIRE(cast(cargs).isOk());
+  expectExact(h, {-2, -1, 0.5, 3});
+}
