@@ -142,7 +142,7 @@ Status convTranspose(const TensorView &x, const TensorView &w,
 /// x's dtype or f32, unidirectionally broadcastable to x.shape[axis:].
 /// mean / invStdDev (optional): x.shape[:axis] followed by 1s (or just the
 /// leading dims), f32, f16 or bf16. Statistics accumulate in f64 and are
-/// used as f32.
+/// used as f32. y may be x itself.
 Status layerNorm(const TensorView &x, const TensorView &scale,
                  const TensorView *bias, const TensorView &y,
                  const TensorView *mean, const TensorView *invStdDev,
@@ -151,7 +151,7 @@ Status layerNorm(const TensorView &x, const TensorView &scale,
 /// ONNX InstanceNormalization: per image and channel of x [N, C, D...],
 /// y = scale[c] * (x - mean) / sqrt(var + epsilon) + bias[c] over the
 /// spatial dimensions. x, y: same shape and dtype (f32, f16, bf16); scale,
-/// bias [C] (f32, f16 or bf16).
+/// bias [C] (f32, f16 or bf16). y may be x itself.
 Status instanceNorm(const TensorView &x, const TensorView &scale,
                     const TensorView &bias, const TensorView &y,
                     float epsilon = 1e-5f);
@@ -200,19 +200,19 @@ Status topk(const TensorView &x, const TensorView &values,
 /// ONNX CumSum along `axis` (negative counts from the end); `exclusive`
 /// leaves out the element itself, `reverse` sums from the end. x, y: same
 /// shape and dtype (f32, f64, i32, i64; f16 and bf16 sum in f32, each
-/// output rounded once).
+/// output rounded once). y may be x itself.
 Status cumsum(const TensorView &x, const TensorView &y, int64_t axis,
               bool exclusive = false, bool reverse = false);
 
 /// ONNX Trilu on the last two dimensions (rank >= 2): y keeps x[..., i, j]
 /// where j - i >= k (upper) or j - i <= k (lower), else 0. Any dtype (zero
-/// is all-zero bytes); x, y: same shape and dtype.
+/// is all-zero bytes); x, y: same shape and dtype; y may be x itself.
 Status trilu(const TensorView &x, const TensorView &y, bool upper,
              int64_t k = 0);
 
 /// ONNX Hardmax-13: 1 at the first maximum along `axis` (negative counts
 /// from the end), 0 elsewhere. x, y: same shape and dtype (f32, f16, bf16,
-/// f64).
+/// f64); y may be x itself.
 Status hardmax(const TensorView &x, const TensorView &y, int64_t axis = -1);
 
 } // namespace mp::rt::cpu
