@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace mp {
@@ -351,7 +352,8 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
                          op->getResult(0));
     culib::ElementwiseOp::create(rewriter, op.getLoc(),
                                  adaptor.getOperands(), out,
-                                 rewriter.getStringAttr(fn), FloatAttr());
+                                 rewriter.getStringAttr(fn), FloatAttr(),
+                                 FloatAttr());
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -382,7 +384,8 @@ struct ClipLowering : OpConversionPattern<ClipOp> {
         allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
     culib::ElementwiseOp::create(rewriter, op.getLoc(),
                                  ValueRange{adaptor.getInput(), lo, hi}, out,
-                                 rewriter.getStringAttr("clip"), FloatAttr());
+                                 rewriter.getStringAttr("clip"), FloatAttr(),
+                                 FloatAttr());
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -512,11 +515,693 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
     culib::ReduceOp::create(rewriter, op.getLoc(), adaptor.getData(), out,
                             rewriter.getStringAttr(fn),
                             rewriter.getDenseI64ArrayAttr(axes),
-                            TypeAttr::get(computeTypeFor(x.getElementType())));
+                            TypeAttr::get(computeTypeFor(x.getElementType())),
+                            rewriter.getBoolAttr(false));
     rewriter.replaceOp(op, out);
     return success();
   }
   std::string fn;
+};
+
+//===----------------------------------------------------------------------===//
+// Attribute and constant-operand helpers for the patterns below
+//===----------------------------------------------------------------------===//
+
+float floatAttrOr(Operation *op, StringRef name, float fallback) {
+  if (auto attr = op->getAttrOfType<FloatAttr>(name))
+    return attr.getValueAsDouble();
+  return fallback;
+}
+
+int64_t intAttrOr(Operation *op, StringRef name, int64_t fallback) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>(name))
+    return attr.getInt();
+  return fallback;
+}
+
+std::string strAttrOr(Operation *op, StringRef name, StringRef fallback) {
+  if (auto attr = op->getAttrOfType<StringAttr>(name))
+    return attr.str();
+  return fallback.str();
+}
+
+/// The integer values of a compile-time constant operand.
+std::optional<SmallVector<int64_t>> constantInts(Value v) {
+  if (isAbsent(v))
+    return std::nullopt;
+  auto attr = dyn_cast_or_null<DenseIntElementsAttr>(getConstantValue(v));
+  if (!attr)
+    return std::nullopt;
+  SmallVector<int64_t> values;
+  for (const APInt &i : attr.getValues<APInt>())
+    values.push_back(i.getSExtValue());
+  return values;
+}
+
+/// The values of a compile-time constant floating-point operand.
+std::optional<SmallVector<double>> constantFloats(Value v) {
+  if (isAbsent(v))
+    return std::nullopt;
+  auto attr = dyn_cast_or_null<DenseFPElementsAttr>(getConstantValue(v));
+  if (!attr)
+    return std::nullopt;
+  SmallVector<double> values;
+  for (const APFloat &f : attr.getValues<APFloat>())
+    values.push_back(f.convertToDouble());
+  return values;
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
+}
+
+/// A buffer with `v`'s data in `shape` (a copy: reshapes are copies).
+Value reshapeBuffer(ConversionPatternRewriter &rewriter, Location loc, Value v,
+                    ArrayRef<int64_t> shape) {
+  auto type = cast<MemRefType>(v.getType());
+  if (type.getShape() == shape)
+    return v;
+  Value out = culib::AllocOp::create(
+      rewriter, loc, MemRefType::get(shape, type.getElementType()),
+      IntegerAttr());
+  culib::CopyOp::create(rewriter, loc, v, out);
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// More elementwise ops
+//===----------------------------------------------------------------------===//
+
+/// Unary activations with ONNX float attributes as alpha (and beta).
+template <typename OpTy>
+struct ParamElementwiseLowering : OpConversionPattern<OpTy> {
+  ParamElementwiseLowering(const TypeConverter &tc, MLIRContext *ctx,
+                           StringRef fn, StringRef alphaName,
+                           float alphaDefault, StringRef betaName = "",
+                           float betaDefault = 0.0f)
+      : OpConversionPattern<OpTy>(tc, ctx), fn(fn.str()),
+        alphaName(alphaName.str()), betaName(betaName.str()),
+        alphaDefault(alphaDefault), betaDefault(betaDefault) {}
+  using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value out = allocFor(rewriter, *this->getTypeConverter(), op.getLoc(),
+                         op->getResult(0));
+    FloatAttr beta;
+    if (!betaName.empty())
+      beta = rewriter.getF32FloatAttr(
+          floatAttrOr(op, betaName, betaDefault));
+    culib::ElementwiseOp::create(
+        rewriter, op.getLoc(), adaptor.getOperands(), out,
+        rewriter.getStringAttr(fn),
+        rewriter.getF32FloatAttr(floatAttrOr(op, alphaName, alphaDefault)),
+        beta);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+  std::string fn, alphaName, betaName;
+  float alphaDefault, betaDefault;
+};
+
+struct IsInfLowering : OpConversionPattern<IsInfOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(IsInfOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(),
+                         op->getResult(0));
+    culib::ElementwiseOp::create(
+        rewriter, op.getLoc(), adaptor.getOperands(), out,
+        rewriter.getStringAttr("is_inf"),
+        rewriter.getF32FloatAttr(intAttrOr(op, "detect_negative", 1)),
+        rewriter.getF32FloatAttr(intAttrOr(op, "detect_positive", 1)));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct ModLowering : OpConversionPattern<ModOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ModOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(),
+                         op->getResult(0));
+    bool fmod = intAttrOr(op, "fmod", 0) != 0;
+    culib::ElementwiseOp::create(rewriter, op.getLoc(), adaptor.getOperands(),
+                                 out,
+                                 rewriter.getStringAttr(fmod ? "fmod" : "mod"),
+                                 FloatAttr(), FloatAttr());
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// Expand, Tile: the result shape says everything.
+template <typename OpTy, typename CallTy>
+struct ShapeDrivenLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value out = allocFor(rewriter, *this->getTypeConverter(), op.getLoc(),
+                         op->getResult(0));
+    CallTy::create(rewriter, op.getLoc(), adaptor.getOperands()[0], out);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// Normalized per-dim starts and steps of an ONNX Slice (the result type
+/// has the sizes).
+void sliceParams(ArrayRef<int64_t> dims, ArrayRef<int64_t> starts,
+                 std::optional<SmallVector<int64_t>> axes,
+                 std::optional<SmallVector<int64_t>> steps,
+                 SmallVectorImpl<int64_t> &outStarts,
+                 SmallVectorImpl<int64_t> &outSteps) {
+  int64_t rank = dims.size();
+  outStarts.assign(rank, 0);
+  outSteps.assign(rank, 1);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t axis = normalizeAxis(axes ? (*axes)[k] : k, rank);
+    int64_t dim = dims[axis];
+    int64_t step = steps ? (*steps)[k] : 1;
+    int64_t start = starts[k];
+    if (start < 0)
+      start += dim;
+    start = step > 0 ? std::clamp<int64_t>(start, 0, dim)
+                     : std::clamp<int64_t>(start, 0, std::max<int64_t>(dim - 1, 0));
+    outStarts[axis] = start;
+    outSteps[axis] = step;
+  }
+}
+
+struct SliceLowering : OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<int64_t> starts, steps;
+    sliceParams(shapeOf(op.getData()), *constantInts(op.getStarts()),
+                constantInts(op.getAxes()), constantInts(op.getSteps()),
+                starts, steps);
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::SliceOp::create(rewriter, op.getLoc(), adaptor.getData(), out,
+                           rewriter.getDenseI64ArrayAttr(starts),
+                           rewriter.getDenseI64ArrayAttr(steps));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct SplitLowering : OpConversionPattern<SplitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SplitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ArrayRef<int64_t> dims = shapeOf(op.getInput());
+    int64_t axis = normalizeAxis(op.getAxis().value_or(0), dims.size());
+    SmallVector<Value> outs;
+    int64_t offset = 0;
+    for (Value result : op.getOutputs()) {
+      Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), result);
+      SmallVector<int64_t> starts(dims.size(), 0), steps(dims.size(), 1);
+      starts[axis] = offset;
+      offset += shapeOf(result)[axis];
+      culib::SliceOp::create(rewriter, op.getLoc(), adaptor.getInput(), out,
+                             rewriter.getDenseI64ArrayAttr(starts),
+                             rewriter.getDenseI64ArrayAttr(steps));
+      outs.push_back(out);
+    }
+    rewriter.replaceOp(op, outs);
+    return success();
+  }
+};
+
+struct PadLowering : OpConversionPattern<PadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<int64_t> pads = *constantInts(op.getPads());
+    double value = 0;
+    if (!isAbsent(op.getConstantValue())) {
+      Attribute attr = getConstantValue(op.getConstantValue());
+      if (auto f = dyn_cast<DenseFPElementsAttr>(attr))
+        value = (*f.getValues<APFloat>().begin()).convertToDouble();
+      else if (auto i = dyn_cast<DenseIntElementsAttr>(attr))
+        value = (*i.getValues<APInt>().begin()).getSExtValue();
+    }
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::PadOp::create(
+        rewriter, op.getLoc(), adaptor.getData(), out,
+        rewriter.getStringAttr(strAttrOr(op, "mode", "constant")),
+        rewriter.getDenseI64ArrayAttr(pads), rewriter.getF64FloatAttr(value));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct ResizeLowering : OpConversionPattern<ResizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ResizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ArrayRef<int64_t> in = shapeOf(op.getX()), out = shapeOf(op.getY());
+    SmallVector<double> scales;
+    if (auto given = constantFloats(op.getScales()); given && !given->empty())
+      scales = *given;
+    else
+      for (size_t i = 0; i < in.size(); ++i)
+        scales.push_back(in[i] ? double(out[i]) / double(in[i]) : 1.0);
+    ArrayAttr roi;
+    if (auto values = constantFloats(op.getRoi()); values && !values->empty())
+      roi = rewriter.getF64ArrayAttr(*values);
+    Value buffer =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
+    culib::ResizeOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), buffer,
+        rewriter.getStringAttr(strAttrOr(op, "mode", "nearest")),
+        rewriter.getStringAttr(
+            strAttrOr(op, "coordinate_transformation_mode", "half_pixel")),
+        rewriter.getStringAttr(
+            strAttrOr(op, "nearest_mode", "round_prefer_floor")),
+        rewriter.getF32FloatAttr(floatAttrOr(op, "cubic_coeff_a", -0.75f)),
+        rewriter.getI64IntegerAttr(intAttrOr(op, "exclude_outside", 0)),
+        rewriter.getF32FloatAttr(floatAttrOr(op, "extrapolation_value", 0.0f)),
+        rewriter.getF64ArrayAttr(scales), roi);
+    rewriter.replaceOp(op, buffer);
+    return success();
+  }
+};
+
+/// DepthToSpace / SpaceToDepth: reshape, transpose, reshape.
+template <typename OpTy>
+struct BlockRearrangeLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ArrayRef<int64_t> x = shapeOf(op->getOperand(0));
+    int64_t b = op.getBlocksize();
+    int64_t n = x[0], c = x[1], h = x[2], w = x[3];
+    SmallVector<int64_t> split, perm;
+    if constexpr (std::is_same_v<OpTy, DepthToSpaceOp>) {
+      if (strAttrOr(op, "mode", "DCR") == "DCR") {
+        split = {n, b, b, c / (b * b), h, w};
+        perm = {0, 3, 4, 1, 5, 2};
+      } else {
+        split = {n, c / (b * b), b, b, h, w};
+        perm = {0, 1, 4, 2, 5, 3};
+      }
+    } else {
+      split = {n, c, h / b, b, w / b, b};
+      perm = {0, 3, 5, 1, 2, 4};
+    }
+    Location loc = op.getLoc();
+    Value grouped = reshapeBuffer(rewriter, loc, adaptor.getOperands()[0], split);
+    SmallVector<int64_t> permuted;
+    for (int64_t p : perm)
+      permuted.push_back(split[p]);
+    Type element = cast<MemRefType>(grouped.getType()).getElementType();
+    Value moved = culib::AllocOp::create(
+        rewriter, loc, MemRefType::get(permuted, element), IntegerAttr());
+    culib::TransposeOp::create(rewriter, loc, grouped, moved,
+                               rewriter.getDenseI64ArrayAttr(perm));
+    Value out = reshapeBuffer(rewriter, loc, moved, shapeOf(op->getResult(0)));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct DropoutLowering : OpConversionPattern<DropoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DropoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    // Inference: the identity, and a mask of ones (see whyNotLowerable).
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::CopyOp::create(rewriter, op.getLoc(), adaptor.getData(), out);
+    SmallVector<Value> results{out};
+    if (!op.getMask().use_empty()) {
+      auto type = cast<RankedTensorType>(op.getMask().getType());
+      results.push_back(culib::WeightOp::create(
+          rewriter, op.getLoc(),
+          MemRefType::get(type.getShape(), type.getElementType()),
+          rewriter.getStringAttr(nodeName(op) + ".mask"),
+          DenseElementsAttr::get(type, true)));
+    } else {
+      results.push_back(Value());
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    int64_t rank = shapeOf(op.getData()).size();
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::GatherElementsOp::create(
+        rewriter, op.getLoc(), adaptor.getData(), adaptor.getIndices(), out,
+        rewriter.getI64IntegerAttr(
+            normalizeAxis(op.getAxis().value_or(0), rank)));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// More library calls and NN kernels
+//===----------------------------------------------------------------------===//
+
+struct ConvTransposeLowering : OpConversionPattern<ConvTransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConvTransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ArrayRef<int64_t> x = shapeOf(op.getX()), w = shapeOf(op.getW()),
+                      y = shapeOf(op.getY());
+    size_t spatial = x.size() - 2;
+    SmallVector<int64_t> strides = orOnes(op.getStrides(), spatial);
+    SmallVector<int64_t> dilations = orOnes(op.getDilations(), spatial);
+    SmallVector<int64_t> outputPadding(spatial, 0);
+    if (auto given = op.getOutputPadding())
+      outputPadding.assign(given->begin(), given->end());
+    // The total padding follows from the sizes; auto_pad / pads say how it
+    // splits (ONNX ConvTranspose).
+    SmallVector<int64_t> pads(2 * spatial, 0);
+    std::string autoPad = op.getAutoPad().value_or("NOTSET").str();
+    for (size_t i = 0; i < spatial; ++i) {
+      int64_t full = strides[i] * (x[i + 2] - 1) + outputPadding[i] +
+                     (w[i + 2] - 1) * dilations[i] + 1;
+      int64_t total = full - y[i + 2];
+      if (op.getPads() && autoPad == "NOTSET") {
+        pads[i] = (*op.getPads())[i];
+        pads[i + spatial] = (*op.getPads())[i + spatial];
+      } else if (autoPad == "SAME_UPPER") {
+        pads[i] = total / 2;
+        pads[i + spatial] = total - total / 2;
+      } else if (autoPad == "SAME_LOWER") {
+        pads[i] = total - total / 2;
+        pads[i + spatial] = total / 2;
+      } else {
+        // output_shape given (or VALID): the end absorbs what is left.
+        pads[i] = 0;
+        pads[i + spatial] = total;
+      }
+    }
+    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
+    Value bias = isAbsent(adaptor.getB()) ? Value() : adaptor.getB();
+    culib::ConvBwdDataOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), adaptor.getW(), bias, out,
+        rewriter.getDenseI64ArrayAttr(pads),
+        rewriter.getDenseI64ArrayAttr(strides),
+        rewriter.getDenseI64ArrayAttr(dilations),
+        rewriter.getI64IntegerAttr(op.getGroup().value_or(1)),
+        TypeAttr::get(computeTypeFor(elementOf(op.getY()))));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct LRNLowering : OpConversionPattern<LRNOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LRNOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
+    culib::LRNOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), out,
+        rewriter.getI64IntegerAttr(intAttrOr(op, "size", 1)),
+        rewriter.getF32FloatAttr(floatAttrOr(op, "alpha", 1e-4f)),
+        rewriter.getF32FloatAttr(floatAttrOr(op, "beta", 0.75f)),
+        rewriter.getF32FloatAttr(floatAttrOr(op, "bias", 1.0f)));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// LSTM, GRU, RNN -> one cudnn.rnn call.
+template <typename OpTy>
+struct RecurrentLowering : OpConversionPattern<OpTy> {
+  RecurrentLowering(const TypeConverter &tc, MLIRContext *ctx, StringRef mode)
+      : OpConversionPattern<OpTy>(tc, ctx), mode(mode.str()) {}
+  using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto present = [](Value v) { return isAbsent(v) ? Value() : v; };
+    SmallVector<Value> results;
+    for (Value result : op->getResults())
+      results.push_back(result.use_empty()
+                            ? Value()
+                            : allocFor(rewriter, *this->getTypeConverter(),
+                                       op.getLoc(), result));
+    std::string direction = strAttrOr(op, "direction", "forward");
+    int64_t directions = direction == "bidirectional" ? 2 : 1;
+    // Default activations per direction, as ONNX defines them.
+    SmallVector<std::string> activations;
+    if (auto given = op->template getAttrOfType<ArrayAttr>("activations")) {
+      for (Attribute a : given)
+        activations.push_back(cast<StringAttr>(a).str());
+    } else {
+      SmallVector<std::string> one =
+          mode == "lstm"  ? SmallVector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+          : mode == "gru" ? SmallVector<std::string>{"Sigmoid", "Tanh"}
+                          : SmallVector<std::string>{"Tanh"};
+      for (int64_t d = 0; d < directions; ++d)
+        activations.append(one.begin(), one.end());
+    }
+    auto floats = [&](StringRef name) -> ArrayAttr {
+      if (auto given = op->template getAttrOfType<ArrayAttr>(name)) {
+        SmallVector<float> values;
+        for (Attribute a : given)
+          values.push_back(cast<FloatAttr>(a).getValueAsDouble());
+        return rewriter.getF32ArrayAttr(values);
+      }
+      return ArrayAttr();
+    };
+    FloatAttr clip;
+    if (auto given = op->template getAttrOfType<FloatAttr>("clip"))
+      clip = rewriter.getF32FloatAttr(given.getValueAsDouble());
+    Value initialC, peepholes;
+    if constexpr (std::is_same_v<OpTy, LSTMOp>) {
+      initialC = present(adaptor.getInitialC());
+      peepholes = present(adaptor.getP());
+    }
+    int64_t hidden = intAttrOr(op, "hidden_size", 0);
+    if (hidden == 0)
+      hidden = shapeOf(op.getR()).back();
+    culib::RNNOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), adaptor.getW(), adaptor.getR(),
+        present(adaptor.getB()), present(adaptor.getSequenceLens()),
+        present(adaptor.getInitialH()), initialC, peepholes, results[0],
+        results[1], results.size() > 2 ? results[2] : Value(),
+        rewriter.getStringAttr(mode), rewriter.getStringAttr(direction),
+        rewriter.getI64IntegerAttr(hidden),
+        rewriter.getStringAttr(llvm::join(activations, ",")),
+        floats("activation_alpha"), floats("activation_beta"), clip,
+        rewriter.getI64IntegerAttr(intAttrOr(op, "input_forget", 0)),
+        rewriter.getI64IntegerAttr(intAttrOr(op, "linear_before_reset", 0)));
+    // Unused results have no buffer; nothing reads them.
+    SmallVector<Value> replacements;
+    for (auto [i, r] : llvm::enumerate(results))
+      replacements.push_back(r);
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+  std::string mode;
+};
+
+struct LayerNormLowering : OpConversionPattern<LayerNormalizationOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LayerNormalizationOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    int64_t rank = shapeOf(op.getX()).size();
+    SmallVector<Value> results;
+    for (auto [i, result] : llvm::enumerate(op->getResults()))
+      results.push_back(i > 0 && result.use_empty()
+                            ? Value()
+                            : allocFor(rewriter, *getTypeConverter(),
+                                       op.getLoc(), result));
+    culib::LayerNormOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), adaptor.getScale(),
+        isAbsent(adaptor.getB()) ? Value() : adaptor.getB(), results[0],
+        results[1], results[2],
+        rewriter.getI64IntegerAttr(
+            normalizeAxis(op.getAxis().value_or(-1), rank)),
+        rewriter.getF32FloatAttr(floatAttrOr(op, "epsilon", 1e-5f)));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct InstanceNormLowering : OpConversionPattern<InstanceNormalizationOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(InstanceNormalizationOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::InstanceNormOp::create(
+        rewriter, op.getLoc(), adaptor.getInput(), adaptor.getScale(),
+        adaptor.getB(), out,
+        rewriter.getF32FloatAttr(floatAttrOr(op, "epsilon", 1e-5f)));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+IntegerAttr ignoreIndexOf(Operation *op, OpBuilder &b) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>("ignore_index"))
+    return b.getI64IntegerAttr(attr.getInt());
+  return IntegerAttr();
+}
+
+struct NLLLossLowering : OpConversionPattern<NegativeLogLikelihoodLossOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NegativeLogLikelihoodLossOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getLoss());
+    culib::NLLLossOp::create(
+        rewriter, op.getLoc(), adaptor.getInput(), adaptor.getTarget(),
+        isAbsent(adaptor.getWeight()) ? Value() : adaptor.getWeight(), out,
+        rewriter.getStringAttr(strAttrOr(op, "reduction", "mean")),
+        ignoreIndexOf(op, rewriter));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// SoftmaxCrossEntropyLoss = log-softmax over the classes + NLL loss.
+struct SoftmaxCrossEntropyLowering
+    : OpConversionPattern<SoftmaxCrossEntropyLossOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SoftmaxCrossEntropyLossOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value logProb =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getLogProb());
+    culib::SoftmaxOp::create(rewriter, op.getLoc(), adaptor.getScores(),
+                             logProb, rewriter.getI64IntegerAttr(1),
+                             rewriter.getBoolAttr(true));
+    Value loss =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::NLLLossOp::create(
+        rewriter, op.getLoc(), logProb, adaptor.getLabels(),
+        isAbsent(adaptor.getWeights()) ? Value() : adaptor.getWeights(), loss,
+        rewriter.getStringAttr(strAttrOr(op, "reduction", "mean")),
+        ignoreIndexOf(op, rewriter));
+    rewriter.replaceOp(op, {loss, logProb});
+    return success();
+  }
+};
+
+struct TopKLowering : OpConversionPattern<TopKOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TopKOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    int64_t rank = shapeOf(op.getX()).size();
+    SmallVector<Value> buffers = allocResults(rewriter, *getTypeConverter(), op);
+    culib::TopKOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), buffers[0], buffers[1],
+        rewriter.getI64IntegerAttr(
+            normalizeAxis(op.getAxis().value_or(-1), rank)),
+        rewriter.getBoolAttr(intAttrOr(op, "largest", 1) != 0),
+        rewriter.getBoolAttr(intAttrOr(op, "sorted", 1) != 0));
+    rewriter.replaceOp(op, buffers);
+    return success();
+  }
+};
+
+struct CumSumLowering : OpConversionPattern<CumSumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CumSumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    int64_t rank = shapeOf(op.getX()).size();
+    int64_t axis = normalizeAxis((*constantInts(op.getAxis()))[0], rank);
+    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
+    culib::CumSumOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), out,
+        rewriter.getI64IntegerAttr(axis),
+        rewriter.getBoolAttr(intAttrOr(op, "exclusive", 0) != 0),
+        rewriter.getBoolAttr(intAttrOr(op, "reverse", 0) != 0));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct HardmaxLowering : OpConversionPattern<HardmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(HardmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    int64_t rank = shapeOf(op.getInput()).size();
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::HardmaxOp::create(rewriter, op.getLoc(), adaptor.getInput(), out,
+                             rewriter.getI64IntegerAttr(normalizeAxis(
+                                 op.getAxis().value_or(-1), rank)));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+template <typename OpTy>
+struct ArgReduceLowering : OpConversionPattern<OpTy> {
+  ArgReduceLowering(const TypeConverter &tc, MLIRContext *ctx, StringRef fn)
+      : OpConversionPattern<OpTy>(tc, ctx), fn(fn.str()) {}
+  using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto x = cast<ShapedType>(op.getData().getType());
+    int64_t axis = normalizeAxis(op.getAxis().value_or(0), x.getRank());
+    Value out = allocFor(rewriter, *this->getTypeConverter(), op.getLoc(),
+                         op.getReduced());
+    culib::ReduceOp::create(
+        rewriter, op.getLoc(), adaptor.getData(), out,
+        rewriter.getStringAttr(fn), rewriter.getDenseI64ArrayAttr({axis}),
+        TypeAttr::get(computeTypeFor(x.getElementType())),
+        rewriter.getBoolAttr(op.getSelectLastIndex().value_or(0) != 0));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+  std::string fn;
+};
+
+/// CastLike: a cast to the type of the second operand.
+struct CastLikeLowering : OpConversionPattern<CastLikeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CastLikeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(),
+                         op->getResult(0));
+    culib::CastOp::create(rewriter, op.getLoc(), adaptor.getOperands()[0], out);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
 };
 
 //===----------------------------------------------------------------------===//
@@ -582,6 +1267,49 @@ std::string whyNotLowerable(Operation *op) {
     if (!isAbsent(sum.getAxes()) &&
         !isa_and_nonnull<DenseIntElementsAttr>(getConstantValue(sum.getAxes())))
       os << "axes must be a compile-time constant";
+  } else if (auto slice = dyn_cast<SliceOp>(op)) {
+    if (!constantInts(slice.getStarts()) ||
+        (!isAbsent(slice.getAxes()) && !constantInts(slice.getAxes())) ||
+        (!isAbsent(slice.getSteps()) && !constantInts(slice.getSteps())))
+      os << "starts, axes and steps must be compile-time constants";
+  } else if (auto split = dyn_cast<SplitOp>(op)) {
+    for (Value result : split.getOutputs())
+      if (!cast<ShapedType>(result.getType()).hasStaticShape())
+        os << "the split sizes must be known at compile time";
+  } else if (auto pad = dyn_cast<PadOp>(op)) {
+    if (!constantInts(pad.getPads()))
+      os << "pads must be a compile-time constant";
+    else if (!isAbsent(pad.getConstantValue()) &&
+             !getConstantValue(pad.getConstantValue()))
+      os << "constant_value must be a compile-time constant";
+  } else if (auto resize = dyn_cast<ResizeOp>(op)) {
+    if (!isAbsent(resize.getScales()) && !constantFloats(resize.getScales()))
+      os << "scales must be a compile-time constant";
+    if (strAttrOr(op, "coordinate_transformation_mode", "") ==
+            "tf_crop_and_resize" &&
+        !constantFloats(resize.getRoi()))
+      os << "roi must be a compile-time constant";
+  } else if (auto topk = dyn_cast<TopKOp>(op)) {
+    (void)topk;
+  } else if (auto cumsum = dyn_cast<CumSumOp>(op)) {
+    if (!constantInts(cumsum.getAxis()))
+      os << "axis must be a compile-time constant";
+  } else if (auto dropout = dyn_cast<DropoutOp>(op)) {
+    if (!isAbsent(dropout.getTrainingMode())) {
+      auto mode = dyn_cast_or_null<DenseIntElementsAttr>(
+          getConstantValue(dropout.getTrainingMode()));
+      if (!mode || (*mode.getValues<APInt>().begin()).getBoolValue())
+        os << "only inference (training_mode false) is supported";
+    }
+  } else if (isa<LSTMOp, GRUOp, RNNOp>(op)) {
+    if (intAttrOr(op, "layout", 0) != 0)
+      os << "only layout 0 is supported";
+  } else if (isa<DepthToSpaceOp, SpaceToDepthOp>(op)) {
+    if (cast<ShapedType>(op->getOperand(0).getType()).getRank() != 4)
+      os << "the input must be 4-D";
+  } else if (auto ln = dyn_cast<LayerNormalizationOp>(op)) {
+    if (intAttrOr(op, "stash_type", 1) != 1)
+      os << "only stash_type 1 (f32 statistics) is supported";
   }
   return why;
 }
@@ -620,7 +1348,55 @@ void populateLowerings(BufferTypeConverter &tc, RewritePatternSet &patterns,
   MP_SIMPLE(CopyLowering<SqueezeOp>, SqueezeOp)
   MP_SIMPLE(CopyLowering<UnsqueezeOp>, UnsqueezeOp)
   MP_SIMPLE(CopyLowering<IdentityOp>, IdentityOp)
+  MP_SIMPLE(IsInfLowering, IsInfOp)
+  MP_SIMPLE(ModLowering, ModOp)
+  MP_SIMPLE(SliceLowering, SliceOp)
+  MP_SIMPLE(SplitLowering, SplitOp)
+  MP_SIMPLE(PadLowering, PadOp)
+  MP_SIMPLE(ResizeLowering, ResizeOp)
+  MP_SIMPLE(DropoutLowering, DropoutOp)
+  MP_SIMPLE(GatherElementsLowering, GatherElementsOp)
+  MP_SIMPLE(ConvTransposeLowering, ConvTransposeOp)
+  MP_SIMPLE(LRNLowering, LRNOp)
+  MP_SIMPLE(LayerNormLowering, LayerNormalizationOp)
+  MP_SIMPLE(InstanceNormLowering, InstanceNormalizationOp)
+  MP_SIMPLE(NLLLossLowering, NegativeLogLikelihoodLossOp)
+  MP_SIMPLE(SoftmaxCrossEntropyLowering, SoftmaxCrossEntropyLossOp)
+  MP_SIMPLE(TopKLowering, TopKOp)
+  MP_SIMPLE(CumSumLowering, CumSumOp)
+  MP_SIMPLE(HardmaxLowering, HardmaxOp)
+  MP_SIMPLE(CastLikeLowering, CastLikeOp)
+  using ExpandPattern = ShapeDrivenLowering<ExpandOp, culib::BroadcastOp>;
+  using TilePattern = ShapeDrivenLowering<TileOp, culib::TileOp>;
+  MP_SIMPLE(ExpandPattern, ExpandOp)
+  MP_SIMPLE(TilePattern, TileOp)
+  MP_SIMPLE(BlockRearrangeLowering<DepthToSpaceOp>, DepthToSpaceOp)
+  MP_SIMPLE(BlockRearrangeLowering<SpaceToDepthOp>, SpaceToDepthOp)
 #undef MP_SIMPLE
+
+  patterns.add<RecurrentLowering<LSTMOp>>(tc, ctx, "lstm");
+  patterns.add<RecurrentLowering<GRUOp>>(tc, ctx, "gru");
+  patterns.add<RecurrentLowering<RNNOp>>(tc, ctx, "rnn");
+  patterns.add<ArgReduceLowering<ArgMaxOp>>(tc, ctx, "argmax");
+  patterns.add<ArgReduceLowering<ArgMinOp>>(tc, ctx, "argmin");
+  for (StringRef name :
+       {LSTMOp::getOperationName(), GRUOp::getOperationName(),
+        RNNOp::getOperationName(), ArgMaxOp::getOperationName(),
+        ArgMinOp::getOperationName()})
+    lowered.insert(name);
+
+#define MP_PARAM(OpTy, fn, ...)                                                \
+  patterns.add<ParamElementwiseLowering<OpTy>>(tc, ctx, fn, __VA_ARGS__);      \
+  note(llvm::type_identity<OpTy>{});
+  MP_PARAM(LeakyReluOp, "leaky_relu", "alpha", 0.01f)
+  MP_PARAM(EluOp, "elu", "alpha", 1.0f)
+  MP_PARAM(CeluOp, "celu", "alpha", 1.0f)
+  MP_PARAM(SeluOp, "selu", "alpha", 1.67326319217681884765625f, "gamma",
+           1.05070102214813232421875f)
+  MP_PARAM(HardSigmoidOp, "hard_sigmoid", "alpha", 0.2f, "beta", 0.5f)
+  MP_PARAM(ThresholdedReluOp, "thresholded_relu", "alpha", 1.0f)
+  MP_PARAM(ShrinkOp, "shrink", "lambd", 0.5f, "bias", 0.0f)
+#undef MP_PARAM
 
 #define MP_ELEMENTWISE(OpTy, fn)                                               \
   patterns.add<ElementwiseLowering<OpTy>>(tc, ctx, fn);                        \
@@ -657,6 +1433,23 @@ void populateLowerings(BufferTypeConverter &tc, RewritePatternSet &patterns,
   MP_ELEMENTWISE(OrOp, "or")
   MP_ELEMENTWISE(XorOp, "xor")
   MP_ELEMENTWISE(WhereOp, "where")
+  MP_ELEMENTWISE(TanOp, "tan")
+  MP_ELEMENTWISE(AsinOp, "asin")
+  MP_ELEMENTWISE(AcosOp, "acos")
+  MP_ELEMENTWISE(AtanOp, "atan")
+  MP_ELEMENTWISE(SinhOp, "sinh")
+  MP_ELEMENTWISE(CoshOp, "cosh")
+  MP_ELEMENTWISE(AsinhOp, "asinh")
+  MP_ELEMENTWISE(AcoshOp, "acosh")
+  MP_ELEMENTWISE(AtanhOp, "atanh")
+  MP_ELEMENTWISE(SoftplusOp, "softplus")
+  MP_ELEMENTWISE(SoftsignOp, "softsign")
+  MP_ELEMENTWISE(HardSwishOp, "hard_swish")
+  MP_ELEMENTWISE(IsNaNOp, "is_nan")
+  MP_ELEMENTWISE(SumOp, "sum")
+  MP_ELEMENTWISE(MeanOp, "mean")
+  MP_ELEMENTWISE(MaxOp, "max")
+  MP_ELEMENTWISE(MinOp, "min")
 #undef MP_ELEMENTWISE
 
 #define MP_REDUCE(OpTy, fn)                                                    \

@@ -5,6 +5,8 @@
 #include "mp/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 void mp::registerAllDialects(mlir::DialectRegistry &registry) {
@@ -12,7 +14,20 @@ void mp::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::func::FuncDialect>();
 }
 
+void mp::buildCompilePipeline(mlir::OpPassManager &pm) {
+  pm.addNestedPass<mlir::func::FuncOp>(mp::createInferShapes());
+  pm.addNestedPass<mlir::func::FuncOp>(mp::createFoldConstants());
+  pm.addPass(mp::createConvertMPToCuLib());
+  pm.addNestedPass<mlir::func::FuncOp>(mp::createPlanMemory());
+}
+
 void mp::registerAllPasses() {
   mp::registerMPPasses();
   mlir::registerTransformsPasses();
+  mlir::PassPipelineRegistration<>(
+      "mp-compile",
+      "Lower an imported model to memory-planned culib calls: "
+      "mp-infer-shapes, mp-fold-constants, convert-mp-to-culib, "
+      "culib-plan-memory",
+      [](mlir::OpPassManager &pm) { buildCompilePipeline(pm); });
 }

@@ -15,7 +15,8 @@ using namespace mp;
 
 namespace {
 struct Interval {
-  culib::AllocOp alloc;
+  culib::AllocOp alloc; // null for a function argument (a graph input)
+  int64_t argument;     // its number, for arguments
   int64_t start, end; // op indices, inclusive
   int64_t size;       // bytes, aligned
   int64_t offset = -1;
@@ -44,21 +45,39 @@ struct PlanMemoryPass : public mp::impl::PlanMemoryBase<PlanMemoryPass> {
       index[&op] = position++;
     int64_t endOfFunction = position;
 
-    std::vector<Interval> intervals;
-    int64_t unplannedBytes = 0;
-    for (auto alloc : body.getOps<culib::AllocOp>()) {
-      MemRefType type = alloc.getType();
+    // Graph inputs live in the arena too (the runtime copies them in), from
+    // before the first op to their last use.
+    auto bytesOf = [&](MemRefType type) {
       int64_t bits = type.getElementTypeBitWidth();
       int64_t bytes = type.getNumElements() * std::max<int64_t>(bits / 8, 1);
-      int64_t size = llvm::alignTo(std::max<int64_t>(bytes, 1), align);
-      int64_t start = index[alloc], end = start;
-      for (Operation *user : alloc->getUsers()) {
+      return static_cast<int64_t>(
+          llvm::alignTo(std::max<int64_t>(bytes, 1), align));
+    };
+    auto lastUse = [&](Value value, int64_t from) {
+      int64_t end = from;
+      for (Operation *user : value.getUsers()) {
         Operation *inBlock = body.findAncestorOpInBlock(*user);
         int64_t at = isa<func::ReturnOp>(inBlock) ? endOfFunction
                                                   : index.lookup(inBlock);
         end = std::max(end, at);
       }
-      intervals.push_back({alloc, start, end, size});
+      return end;
+    };
+    std::vector<Interval> intervals;
+    int64_t unplannedBytes = 0;
+    for (BlockArgument arg : body.getArguments()) {
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (!type || !type.hasStaticShape())
+        continue;
+      int64_t size = bytesOf(type);
+      intervals.push_back({culib::AllocOp(), arg.getArgNumber(), -1,
+                           lastUse(arg, -1), size});
+      unplannedBytes += size;
+    }
+    for (auto alloc : body.getOps<culib::AllocOp>()) {
+      int64_t size = bytesOf(alloc.getType());
+      int64_t start = index[alloc];
+      intervals.push_back({alloc, -1, start, lastUse(alloc, start), size});
       unplannedBytes += size;
     }
 
@@ -89,8 +108,13 @@ struct PlanMemoryPass : public mp::impl::PlanMemoryBase<PlanMemoryPass> {
     }
 
     OpBuilder builder(&getContext());
-    for (Interval &i : intervals)
-      i.alloc.setOffsetAttr(builder.getI64IntegerAttr(i.offset));
+    for (Interval &i : intervals) {
+      if (i.alloc)
+        i.alloc.setOffsetAttr(builder.getI64IntegerAttr(i.offset));
+      else
+        func.setArgAttr(i.argument, "culib.offset",
+                        builder.getI64IntegerAttr(i.offset));
+    }
     func->setAttr("culib.arena_size", builder.getI64IntegerAttr(arenaSize));
     if (report)
       func.emitRemark() << "activation arena of @" << func.getName() << ": "

@@ -4,12 +4,19 @@
 
 #include "mlir/IR/DialectRegistry.h"
 
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
 namespace mp {
 /// The dialects MixPrec tools work with: mp, culib and func.
 void registerAllDialects(mlir::DialectRegistry &registry);
 /// MixPrec's passes and pipelines, and MLIR's generic transforms
 /// (canonicalize, cse, ...).
 void registerAllPasses();
+/// The passes from an imported model to a memory-planned culib module (what
+/// a plan is written from), registered as the `mp-compile` pipeline.
+void buildCompilePipeline(mlir::OpPassManager &pm);
 } // namespace mp
 
 #endif // MP_INITALL_H

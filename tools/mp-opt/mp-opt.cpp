@@ -9,10 +9,12 @@
 #include "mp/Config.h"
 #include "mp/InitAll.h"
 #include "mp/Import/ONNXImporter.h"
+#include "mp/Passes/Passes.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -20,6 +22,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
@@ -61,10 +65,101 @@ llvm::cl::opt<std::string> onnxExternalDataDir(
     llvm::cl::desc("Directory of external data files (default: the model's)"),
     llvm::cl::init(""), llvm::cl::cat(onnxCategory));
 
-/// Imports an ONNX model, runs the configured pipeline, writes the result.
+llvm::cl::list<std::string> inputShapes(
+    "input-shape",
+    llvm::cl::desc("Static shape of a graph input, NAME:D0xD1x... (e.g. "
+                   "input:1x3x224x224); repeatable"),
+    llvm::cl::cat(onnxCategory));
+
+llvm::cl::list<std::string> dimParams(
+    "dim-param",
+    llvm::cl::desc("Size of a symbolic dim (ONNX dim_param), NAME=SIZE (e.g. "
+                   "batch_size=1); repeatable"),
+    llvm::cl::cat(onnxCategory));
+
+llvm::cl::list<std::string> frozenInputs(
+    "freeze-input",
+    llvm::cl::desc("Make a graph input a constant with the tensor in a .pb "
+                   "or .npy file, NAME=FILE; repeatable"),
+    llvm::cl::cat(onnxCategory));
+
+llvm::cl::OptionCategory outputCategory("Output options");
+
+enum class EmitKind { MLIR, Plan };
+llvm::cl::opt<EmitKind> emitKind(
+    "emit", llvm::cl::desc("What to write"),
+    llvm::cl::values(
+        clEnumValN(EmitKind::MLIR, "mlir", "the module (default)"),
+        clEnumValN(EmitKind::Plan, "plan",
+                   "a plan file for mp-run / the runtime: runs the "
+                   "mp-compile pipeline after any given passes")),
+    llvm::cl::init(EmitKind::MLIR), llvm::cl::cat(outputCategory));
+
+/// Parses "NAME<sep>VALUE" options into `out`; false (with a message) on
+/// a malformed one.
+bool splitOption(llvm::StringRef option, llvm::StringRef flag, char sep,
+                 std::string &name, std::string &value) {
+  size_t at = option.rfind(sep);
+  if (at == llvm::StringRef::npos || at == 0 || at + 1 == option.size()) {
+    llvm::errs() << "mp-opt: error: --" << flag << "=" << option
+                 << ": expected NAME" << sep << "VALUE\n";
+    return false;
+  }
+  name = option.substr(0, at).str();
+  value = option.substr(at + 1).str();
+  return true;
+}
+
+/// The specialization options as importer options; false on a bad one.
+bool readSpecializationOptions(mp::ONNXImportOptions &options) {
+  for (const std::string &option : inputShapes) {
+    std::string name, dims;
+    if (!splitOption(option, "input-shape", ':', name, dims))
+      return false;
+    std::vector<int64_t> shape;
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(dims).split(parts, 'x');
+    for (llvm::StringRef part : parts) {
+      int64_t d;
+      if (part.getAsInteger(10, d) || d < 0) {
+        llvm::errs() << "mp-opt: error: --input-shape=" << option
+                     << ": dims must be non-negative integers joined by 'x'\n";
+        return false;
+      }
+      shape.push_back(d);
+    }
+    options.inputShapes[name] = shape;
+  }
+  for (const std::string &option : dimParams) {
+    std::string name, size;
+    if (!splitOption(option, "dim-param", '=', name, size))
+      return false;
+    int64_t d;
+    if (llvm::StringRef(size).getAsInteger(10, d) || d < 0) {
+      llvm::errs() << "mp-opt: error: --dim-param=" << option
+                   << ": the size must be a non-negative integer\n";
+      return false;
+    }
+    options.dimParams[name] = d;
+  }
+  for (const std::string &option : frozenInputs) {
+    std::string name, file;
+    size_t at = option.find('=');
+    if (at == std::string::npos || at == 0 || at + 1 == option.size()) {
+      llvm::errs() << "mp-opt: error: --freeze-input=" << option
+                   << ": expected NAME=FILE\n";
+      return false;
+    }
+    options.frozenInputs[option.substr(0, at)] = option.substr(at + 1);
+  }
+  return true;
+}
+
+/// Reads the input (ONNX, or MLIR when --emit=plan needs the module here),
+/// runs the configured pipeline, writes the result.
 LogicalResult runOnONNX(llvm::StringRef inputFilename,
                         llvm::StringRef outputFilename,
-                        DialectRegistry &registry) {
+                        DialectRegistry &registry, bool isONNX) {
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
   MLIRContext context(registry);
   context.allowUnregisteredDialects(config.shouldAllowUnregisteredDialects());
@@ -82,9 +177,22 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
   options.typedOps = onnxTypedOps;
   options.inlineTensorLimit = onnxInlineLimit;
   options.externalDataDirectory = onnxExternalDataDir;
+  if (!readSpecializationOptions(options))
+    return failure();
 
   OwningOpRef<ModuleOp> module;
-  if (inputFilename == "-") {
+  if (!isONNX) {
+    llvm::SourceMgr sourceMgr;
+    std::string error;
+    auto input = openInputFile(inputFilename, &error);
+    if (!input) {
+      llvm::errs() << error << "\n";
+      return failure();
+    }
+    sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+    SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  } else if (inputFilename == "-") {
     std::string error;
     auto input = openInputFile("-", &error);
     if (!input) {
@@ -106,8 +214,25 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
   if (failed(applyPassManagerCLOptions(pm)) ||
       failed(config.setupPassPipeline(pm)))
     return failure();
+  std::string planPath;
+  if (emitKind == EmitKind::Plan) {
+    if (outputFilename == "-") {
+      llvm::errs() << "mp-opt: error: --emit=plan writes a binary file: give "
+                      "one with -o (e.g. -o model.mpplan)\n";
+      return failure();
+    }
+    mp::buildCompilePipeline(pm);
+    mp::ExportPlanOptions exportOptions;
+    exportOptions.outputPath = outputFilename.str();
+    exportOptions.modelName =
+        llvm::sys::path::filename(inputFilename).str();
+    pm.addPass(mp::createExportPlan(exportOptions));
+  }
   if (failed(pm.run(*module)))
     return failure();
+  // The plan is written (atomically) by culib-export-plan.
+  if (emitKind == EmitKind::Plan)
+    return success();
 
   // The output file only appears once everything succeeded.
   Location fileLoc = UnknownLoc::get(&context);
@@ -202,8 +327,9 @@ int main(int argc, char **argv) {
                 inputFormat == InputFormat::ONNXText ||
                 (inputFormat == InputFormat::Auto &&
                  mp::isONNXFile(inputFilename));
-  if (!isONNX)
+  if (!isONNX && emitKind == EmitKind::MLIR)
     return asMainReturnCode(
         MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
-  return asMainReturnCode(runOnONNX(inputFilename, outputFilename, registry));
+  return asMainReturnCode(
+      runOnONNX(inputFilename, outputFilename, registry, isONNX));
 }

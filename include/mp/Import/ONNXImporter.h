@@ -15,7 +15,10 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class DialectRegistry;
@@ -49,6 +52,20 @@ struct ONNXImportOptions {
   size_t inlineTensorLimit = 1024;
   /// Where external data files are looked up; empty: the model's directory.
   std::string externalDataDirectory;
+
+  // Specialization: plans need static shapes, and some inputs (a Slice's
+  // starts, a Reshape's shape) decide shapes. Applied before shape inference.
+
+  /// Static shapes for graph inputs, by name. The rank must be the model's
+  /// and static dims must agree; dynamic dims get the given sizes.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Sizes of symbolic dims (ONNX dim_param), e.g. {"batch_size", 1}, for
+  /// every graph input and output dim that has that name.
+  std::map<std::string, int64_t> dimParams;
+  /// Graph inputs that become initializers, by name, with the tensor in the
+  /// given file (ONNX TensorProto .pb or NumPy .npy; dtype and shape must
+  /// agree with the input's type).
+  std::map<std::string, std::string> frozenInputs;
 };
 
 /// Registers the dialects an imported module uses (mp, func).

@@ -24,6 +24,23 @@ def InferShapes : Pass<"mp-infer-shapes", "mlir::func::FuncOp"> {
   ];
 }
 
+def FoldConstants : Pass<"mp-fold-constants", "mlir::func::FuncOp"> {
+  let summary = "Evaluate shape computations (Shape, Size, Range, small constant ops) at compile time";
+  let description = [{
+    Replaces `mp.shape` / `mp.size` of static tensors, and ops on small
+    constant tensors (ConstantOfShape, Range, Cast, Gather, Concat, Slice,
+    reshape-likes, integer and float arithmetic, comparisons, Where), by
+    `mp.constant`s, refining result types on the way (as `mp-infer-shapes`).
+    With the input shapes fixed, this turns the run-time shape arithmetic
+    of exported models (Shape -> Gather -> Concat -> Reshape) into static
+    shapes, which plans need.
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "unsigned", "65536",
+           "Largest result (in elements) that is evaluated">,
+  ];
+}
+
 def ConvertMPToCuLib : Pass<"convert-mp-to-culib", "mlir::ModuleOp"> {
   let summary = "Lower typed mp ops to culib library calls and kernels on buffers";
   let description = [{
@@ -40,6 +57,23 @@ def ConvertMPToCuLib : Pass<"convert-mp-to-culib", "mlir::ModuleOp"> {
     is reported as "cannot lower <op_type> at <node>".
   }];
   let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
+def ExportPlan : Pass<"culib-export-plan", "mlir::ModuleOp"> {
+  let summary = "Write the lowered, memory-planned module as a plan file";
+  let description = [{
+    Serializes a module in the `culib` dialect (after `culib-plan-memory`)
+    into a plan file for the runtime (docs/plan-format.md): one call per
+    culib op, the buffers with their arena offsets, the weights (16-bit ones
+    as 16 bits) and the graph inputs and outputs by name. `mp-opt
+    --emit=plan` runs it.
+  }];
+  let options = [
+    Option<"outputPath", "output", "std::string", "\"\"",
+           "The plan file to write">,
+    Option<"modelName", "model-name", "std::string", "\"\"",
+           "The model name recorded in the plan">,
+  ];
 }
 
 def PlanMemory : Pass<"culib-plan-memory", "mlir::func::FuncOp"> {

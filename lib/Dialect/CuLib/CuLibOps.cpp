@@ -260,26 +260,42 @@ LogicalResult SoftmaxOp::verify() {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Arity of each elementwise function, and whether it yields bool.
+/// Arity of each elementwise function (0: one or more), and whether it
+/// yields bool. docs/plan-format.md lists their semantics.
 struct ElementwiseFn {
   StringRef name;
   unsigned arity;
   bool boolResult;
 };
 constexpr ElementwiseFn kElementwiseFns[] = {
-    {"abs", 1, false},        {"neg", 1, false},        {"exp", 1, false},
-    {"log", 1, false},        {"sqrt", 1, false},       {"reciprocal", 1, false},
-    {"relu", 1, false},       {"sigmoid", 1, false},    {"tanh", 1, false},
-    {"erf", 1, false},        {"floor", 1, false},      {"ceil", 1, false},
-    {"round", 1, false},      {"sign", 1, false},       {"sin", 1, false},
-    {"cos", 1, false},        {"not", 1, true},         {"gelu", 1, false},
-    {"add", 2, false},        {"sub", 2, false},        {"mul", 2, false},
-    {"div", 2, false},        {"pow", 2, false},        {"max", 2, false},
-    {"min", 2, false},        {"prelu", 2, false},      {"mod", 2, false},
-    {"fmod", 2, false},       {"equal", 2, true},       {"less", 2, true},
-    {"greater", 2, true},     {"less_equal", 2, true},
-    {"greater_equal", 2, true}, {"and", 2, true},       {"or", 2, true},
-    {"xor", 2, true},         {"where", 3, false},      {"clip", 3, false},
+    // Unary.
+    {"identity", 1, false}, {"abs", 1, false}, {"neg", 1, false},
+    {"exp", 1, false}, {"log", 1, false}, {"sqrt", 1, false},
+    {"reciprocal", 1, false}, {"relu", 1, false}, {"sigmoid", 1, false},
+    {"tanh", 1, false}, {"erf", 1, false}, {"floor", 1, false},
+    {"ceil", 1, false}, {"round", 1, false}, {"sign", 1, false},
+    {"sin", 1, false}, {"cos", 1, false}, {"tan", 1, false},
+    {"asin", 1, false}, {"acos", 1, false}, {"atan", 1, false},
+    {"sinh", 1, false}, {"cosh", 1, false}, {"asinh", 1, false},
+    {"acosh", 1, false}, {"atanh", 1, false}, {"softplus", 1, false},
+    {"softsign", 1, false}, {"hard_swish", 1, false}, {"gelu", 1, false},
+    {"gelu_tanh", 1, false}, {"not", 1, true}, {"is_nan", 1, true},
+    {"is_inf", 1, true}, {"leaky_relu", 1, false}, {"elu", 1, false},
+    {"celu", 1, false}, {"selu", 1, false}, {"hard_sigmoid", 1, false},
+    {"thresholded_relu", 1, false}, {"shrink", 1, false},
+    // Binary.
+    {"add", 2, false}, {"sub", 2, false}, {"mul", 2, false},
+    {"div", 2, false}, {"pow", 2, false}, {"prelu", 2, false},
+    {"mod", 2, false}, {"fmod", 2, false}, {"bitshift_left", 2, false},
+    {"bitshift_right", 2, false}, {"equal", 2, true}, {"less", 2, true},
+    {"greater", 2, true}, {"less_equal", 2, true},
+    {"greater_equal", 2, true}, {"and", 2, true}, {"or", 2, true},
+    {"xor", 2, true},
+    // Ternary.
+    {"where", 3, false}, {"clip", 3, false},
+    // Variadic.
+    {"sum", 0, false}, {"mean", 0, false}, {"max", 0, false},
+    {"min", 0, false},
 };
 
 /// True when `from` broadcasts (numpy rules) to exactly `to`.
@@ -299,8 +315,10 @@ LogicalResult ElementwiseOp::verify() {
       kElementwiseFns, [&](const ElementwiseFn &f) { return f.name == getFn(); });
   if (fn == std::end(kElementwiseFns))
     return emitOpError() << "unknown elementwise function '" << getFn() << "'";
-  if (getInputs().size() != fn->arity)
-    return emitOpError() << "'" << getFn() << "' takes " << fn->arity
+  if (fn->arity ? getInputs().size() != fn->arity : getInputs().empty())
+    return emitOpError() << "'" << getFn() << "' takes "
+                         << (fn->arity ? std::to_string(fn->arity)
+                                       : std::string("one or more"))
                          << " inputs, got " << getInputs().size();
   if (failed(verifyBuffer(*this, getY(), "y")))
     return failure();
@@ -314,10 +332,11 @@ LogicalResult ElementwiseOp::verify() {
   }
   if (fn->boolResult && !y.getElementType().isInteger(1))
     return emitOpError() << "'" << getFn() << "' writes a bool (i1) buffer";
-  // The data inputs (all but where's condition) have y's element type.
+  // The data inputs (all but where's condition and pow's exponent) have
+  // y's element type.
   if (!fn->boolResult)
     for (auto [i, input] : llvm::enumerate(getInputs())) {
-      if (getFn() == "where" && i == 0)
+      if ((getFn() == "where" && i == 0) || (getFn() == "pow" && i == 1))
         continue;
       if (memrefOf(input).getElementType() != y.getElementType())
         return emitOpError() << "input #" << i << " has element type "

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "mp/Import/ONNXImporter.h"
 #include "mp/Dialect/MP/MPDialect.h"
+#include "mp/Runtime/TensorIO.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -668,6 +669,8 @@ private:
   };
 
   LogicalResult readOpsets(const onnx::ModelProto &model);
+  /// Applies options.inputShapes, dimParams and frozenInputs to the graph.
+  LogicalResult specializeInputs(onnx::GraphProto &graph, Location fileLoc);
   LogicalResult importGraph(onnx::GraphProto &graph, Block *block,
                             Scope &scope, SmallVectorImpl<Value> &outputs);
   LogicalResult importNode(onnx::NodeProto &node, Block *block, Scope &scope);
@@ -701,6 +704,137 @@ private:
   llvm::StringMap<const onnx::TypeProto *> declaredTypes;
   llvm::DenseMap<Block *, Value> noneValues;
 };
+
+LogicalResult Importer::specializeInputs(onnx::GraphProto &graph,
+                                         Location fileLoc) {
+  llvm::StringSet<> initializerNames;
+  for (const auto &init : graph.initializer())
+    initializerNames.insert(init.name());
+  auto findInput = [&](const std::string &name) -> onnx::ValueInfoProto * {
+    for (onnx::ValueInfoProto &input : *graph.mutable_input())
+      if (input.name() == name && !initializerNames.contains(name))
+        return &input;
+    return nullptr;
+  };
+  auto tensorShape = [](onnx::ValueInfoProto &value)
+      -> onnx::TensorShapeProto * {
+    if (!value.type().has_tensor_type() ||
+        !value.type().tensor_type().has_shape())
+      return nullptr;
+    return value.mutable_type()->mutable_tensor_type()->mutable_shape();
+  };
+
+  for (const auto &[name, dims] : options.inputShapes) {
+    onnx::ValueInfoProto *input = findInput(name);
+    if (!input)
+      return emitError(fileLoc) << "--input-shape: the model has no graph "
+                                   "input named '"
+                                << name << "'";
+    if (!input->type().has_tensor_type())
+      return emitError(fileLoc) << "--input-shape: graph input '" << name
+                                << "' is not a tensor";
+    for (int64_t d : dims)
+      if (d < 0)
+        return emitError(fileLoc) << "--input-shape: graph input '" << name
+                                  << "': dims must be >= 0";
+    onnx::TensorShapeProto *shape =
+        input->mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() != 0 &&
+        shape->dim_size() != static_cast<int>(dims.size()))
+      return emitError(fileLoc)
+             << "--input-shape: graph input '" << name << "' has rank "
+             << shape->dim_size() << ", but the given shape has rank "
+             << dims.size();
+    for (size_t i = 0; i < dims.size() && shape->dim_size() != 0; ++i) {
+      const auto &dim = shape->dim(i);
+      if (dim.has_dim_value() && dim.dim_value() != dims[i])
+        return emitError(fileLoc)
+               << "--input-shape: graph input '" << name << "' has dim " << i
+               << " = " << dim.dim_value() << ", not " << dims[i];
+    }
+    shape->clear_dim();
+    for (int64_t d : dims)
+      shape->add_dim()->set_dim_value(d);
+  }
+
+  if (!options.dimParams.empty()) {
+    llvm::StringSet<> used;
+    auto apply = [&](onnx::ValueInfoProto &value) {
+      onnx::TensorShapeProto *shape = tensorShape(value);
+      if (!shape)
+        return;
+      for (auto &dim : *shape->mutable_dim()) {
+        if (!dim.has_dim_param())
+          continue;
+        auto it = options.dimParams.find(dim.dim_param());
+        if (it == options.dimParams.end())
+          continue;
+        used.insert(it->first);
+        dim.set_dim_value(it->second);
+      }
+    };
+    for (onnx::ValueInfoProto &input : *graph.mutable_input())
+      apply(input);
+    for (onnx::ValueInfoProto &output : *graph.mutable_output())
+      apply(output);
+    for (const auto &[param, size] : options.dimParams) {
+      if (size < 0)
+        return emitError(fileLoc) << "--dim-param: '" << param
+                                  << "' must be >= 0";
+      if (!used.contains(param))
+        return emitError(fileLoc) << "--dim-param: no graph input or output "
+                                     "has a dim named '"
+                                  << param << "'";
+    }
+  }
+
+  for (const auto &[name, file] : options.frozenInputs) {
+    onnx::ValueInfoProto *input = findInput(name);
+    if (!input)
+      return emitError(fileLoc) << "--freeze-input: the model has no graph "
+                                   "input named '"
+                                << name << "'";
+    rt::Result<rt::HostTensor> value = rt::readTensorFile(file);
+    if (!value)
+      return emitError(fileLoc) << "--freeze-input: " << value.message();
+    const rt::HostTensor &tensor = *value;
+    const auto &type = input->type();
+    if (!type.has_tensor_type())
+      return emitError(fileLoc) << "--freeze-input: graph input '" << name
+                                << "' is not a tensor";
+    int32_t declared = type.tensor_type().elem_type();
+    if (declared != static_cast<int32_t>(tensor.dtype()))
+      return emitError(fileLoc)
+             << "--freeze-input: graph input '" << name << "' has ONNX type "
+             << declared << ", but '" << file << "' holds "
+             << rt::dtypeName(tensor.dtype());
+    if (type.tensor_type().has_shape()) {
+      const auto &shape = type.tensor_type().shape();
+      bool fits = shape.dim_size() == static_cast<int>(tensor.shape().size());
+      for (int i = 0; fits && i < shape.dim_size(); ++i)
+        if (shape.dim(i).has_dim_value() &&
+            shape.dim(i).dim_value() != tensor.shape()[i])
+          fits = false;
+      if (!fits)
+        return emitError(fileLoc) << "--freeze-input: the shape of '" << file
+                                  << "' does not fit graph input '" << name
+                                  << "'";
+    }
+    onnx::TensorProto *init = graph.add_initializer();
+    init->set_name(name);
+    init->set_data_type(static_cast<int32_t>(tensor.dtype()));
+    for (int64_t d : tensor.shape())
+      init->add_dims(d);
+    init->set_raw_data(tensor.data(), tensor.byteCount());
+    // An initializer that is not also an input is a constant (IR >= 4).
+    for (int i = 0; i < graph.input_size(); ++i)
+      if (graph.input(i).name() == name) {
+        graph.mutable_input()->DeleteSubrange(i, 1);
+        break;
+      }
+  }
+  return success();
+}
 
 LogicalResult Importer::readOpsets(const onnx::ModelProto &model) {
   const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
@@ -1337,6 +1471,8 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
 
   GraphValidator validator(ctx, opsets);
   if (failed(validator.validate(model.graph(), {}, 0, orders)))
+    return {};
+  if (failed(specializeInputs(*model.mutable_graph(), fileLoc)))
     return {};
 
   // The outputs' symbolic dims as the model declares them: ONNX shape

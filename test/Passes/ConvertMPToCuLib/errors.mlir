@@ -10,10 +10,10 @@ func.func @generic(%x: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
-func.func @no_lowering(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  // CHECK: error: {{.*}}cannot lower mp.hardmax at node 'hm': no culib lowering yet
-  %0 = mp.hardmax %x : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("hm")
-  return %0 : tensor<2x3xf32>
+func.func @no_lowering(%x: tensor<2x3xf32>) -> tensor<2x?xi64> {
+  // CHECK: error: {{.*}}cannot lower mp.non_zero at node 'nz': no culib lowering yet
+  %0 = mp.non_zero %x : (tensor<2x3xf32>) -> tensor<2x?xi64> loc("nz")
+  return %0 : tensor<2x?xi64>
 }
 
 // -----

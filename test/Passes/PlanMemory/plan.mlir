@@ -4,15 +4,18 @@
 // RUN: mp-opt %s --culib-plan-memory | mp-opt | FileCheck %s
 // RUN: mp-opt %s --culib-plan-memory="alignment=256 report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
-// A chain a -> b -> c -> d of 4 KiB buffers: at most two are live at once,
-// so two slots suffice; d is returned and keeps its slot to the end.
+// A chain x -> a -> b -> c -> d of 4 KiB buffers: at most two are live at
+// once, so two slots suffice. The graph input x lives in the arena too (the
+// runtime copies it in) until its last use; d is returned and keeps its slot
+// to the end.
 // CHECK-LABEL: func.func @chain
+// CHECK-SAME: %arg0: memref<1024xf32> {culib.offset = 0 : i64}
 // CHECK-SAME: attributes {culib.arena_size = 8192 : i64}
-// CHECK: %[[A:.*]] = culib.alloc {offset = 0 : i64} : memref<1024xf32>
-// CHECK: %[[B:.*]] = culib.alloc {offset = 4096 : i64} : memref<1024xf32>
-// CHECK: %[[C:.*]] = culib.alloc {offset = 0 : i64} : memref<1024xf32>
-// CHECK: %[[D:.*]] = culib.alloc {offset = 4096 : i64} : memref<1024xf32>
-// REPORT: remark: activation arena of @chain: 8192 bytes for 4 buffers (16384 bytes without reuse)
+// CHECK: %[[A:.*]] = culib.alloc {offset = 4096 : i64} : memref<1024xf32>
+// CHECK: %[[B:.*]] = culib.alloc {offset = 0 : i64} : memref<1024xf32>
+// CHECK: %[[C:.*]] = culib.alloc {offset = 4096 : i64} : memref<1024xf32>
+// CHECK: %[[D:.*]] = culib.alloc {offset = 0 : i64} : memref<1024xf32>
+// REPORT: remark: activation arena of @chain: 8192 bytes for 5 buffers (20480 bytes without reuse)
 func.func @chain(%x: memref<1024xf32>) -> memref<1024xf32> {
   %a = culib.alloc : memref<1024xf32>
   culib.elementwise "relu" ins(%x) outs(%a) : memref<1024xf32>, memref<1024xf32>
@@ -29,13 +32,17 @@ func.func @chain(%x: memref<1024xf32>) -> memref<1024xf32> {
 // and go: the small buffer dies before t is allocated, so t reuses its
 // bytes; u overlaps both s and t in time and gets its own. Sizes are rounded
 // up to the alignment (3 x f16 = 6 bytes take 64, or 256).
+// The inputs x and h die early (after relu and neg): small and t reuse x's
+// bytes.
 // CHECK-LABEL: func.func @skip
+// CHECK-SAME: %arg0: memref<1024xf32> {culib.offset = 0 : i64}
+// CHECK-SAME: %arg1: memref<3xf16> {culib.offset = 8192 : i64}
 // CHECK-SAME: attributes {culib.arena_size = 12288 : i64}
-// CHECK: culib.alloc {offset = 0 : i64} : memref<1024xf32>
-// CHECK: culib.alloc {offset = 4096 : i64} : memref<3xf16>
 // CHECK: culib.alloc {offset = 4096 : i64} : memref<1024xf32>
+// CHECK: culib.alloc {offset = 0 : i64} : memref<3xf16>
+// CHECK: culib.alloc {offset = 0 : i64} : memref<1024xf32>
 // CHECK: culib.alloc {offset = 8192 : i64} : memref<1024xf32>
-// REPORT: remark: activation arena of @skip: 12288 bytes for 4 buffers (12544 bytes without reuse)
+// REPORT: remark: activation arena of @skip: 12288 bytes for 6 buffers (16896 bytes without reuse)
 func.func @skip(%x: memref<1024xf32>, %h: memref<3xf16>) -> memref<1024xf32> {
   %s = culib.alloc : memref<1024xf32>
   culib.elementwise "relu" ins(%x) outs(%s) : memref<1024xf32>, memref<1024xf32>

@@ -193,6 +193,69 @@ def CuLib_SoftmaxOp : CuLib_Op<"softmax"> {
 }
 
 
+def CuLib_ConvBwdDataOp : CuLib_Op<"conv_bwd_data"> {
+  let summary = "cudnnConvolutionBackwardData: a transposed convolution";
+  let description = [{
+    ONNX ConvTranspose: `w` is [C, M/groups, K...]; `y`'s spatial sizes
+    (which include ONNX's output_padding) are given by its type. `pads` holds
+    begin values for every spatial dim, then end values.
+  }];
+  let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$w,
+                       Optional<CuLib_FloatBuffer>:$bias,
+                       CuLib_FloatBuffer:$y, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       CuLib_ComputeTypeAttr:$compute_type);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $w `)` (`bias` `(` $bias^ `)`)? `outs` `(` $y `)`
+    attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_LRNOp : CuLib_Op<"lrn"> {
+  let summary = "cudnnLRNCrossChannelForward (ONNX LRN)";
+  let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$y,
+                       I64Attr:$size, F32Attr:$alpha, F32Attr:$beta,
+                       F32Attr:$bias);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_RNNOp : CuLib_Op<"rnn", [AttrSizedOperandSegments]> {
+  let summary = "cudnnRNNForward: ONNX LSTM, GRU or RNN (layout 0)";
+  let description = [{
+    `mode` is `lstm`, `gru` or `rnn`; the operands and attributes are ONNX's
+    (`activations` as comma-separated ONNX names). Absent optional outputs
+    are not computed.
+  }];
+  let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$w,
+                       CuLib_FloatBuffer:$r,
+                       Optional<CuLib_FloatBuffer>:$b,
+                       Optional<MemRefOf<[I32]>>:$sequence_lens,
+                       Optional<CuLib_FloatBuffer>:$initial_h,
+                       Optional<CuLib_FloatBuffer>:$initial_c,
+                       Optional<CuLib_FloatBuffer>:$p,
+                       Optional<CuLib_FloatBuffer>:$y,
+                       Optional<CuLib_FloatBuffer>:$y_h,
+                       Optional<CuLib_FloatBuffer>:$y_c,
+                       StrAttr:$mode, StrAttr:$direction, I64Attr:$hidden_size,
+                       StrAttr:$activations,
+                       OptionalAttr<F32ArrayAttr>:$activation_alpha,
+                       OptionalAttr<F32ArrayAttr>:$activation_beta,
+                       OptionalAttr<F32Attr>:$clip,
+                       DefaultValuedAttr<I64Attr, "0">:$input_forget,
+                       DefaultValuedAttr<I64Attr, "0">:$linear_before_reset);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $w `,` $r `)` (`b` `(` $b^ `)`)?
+    (`sequence_lens` `(` $sequence_lens^ `)`)?
+    (`initial_h` `(` $initial_h^ `)`)? (`initial_c` `(` $initial_c^ `)`)?
+    (`p` `(` $p^ `)`)? `outs` (`y` `(` $y^ `)`)? (`y_h` `(` $y_h^ `)`)?
+    (`y_c` `(` $y_c^ `)`)? attr-dict `:` type(operands)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Project kernels: what no library call covers
 //===----------------------------------------------------------------------===//
@@ -201,15 +264,17 @@ def CuLib_ElementwiseOp : CuLib_Op<"elementwise"> {
   let summary = "an elementwise kernel with numpy broadcasting";
   let description = [{
     `fn` names the function; its inputs broadcast (numpy rules) to the shape
-    of `y`. Unary: abs, neg, exp, log, sqrt, reciprocal, relu, sigmoid, tanh,
-    erf, floor, ceil, round, sign, sin, cos, not, gelu. Binary: add, sub,
-    mul, div, pow, max, min, prelu, mod, fmod. Comparisons (bool `y`):
-    equal, less, greater, less_equal, greater_equal, and, or, xor. Ternary:
-    where (condition, x, y), clip (x, min, max). Computation happens in f32
-    for 16-bit data, with one rounding at the store.
+    of `y`. The functions, their parameters (`alpha`, `beta`) and semantics
+    are listed in docs/plan-format.md ("Call reference"): unary math and
+    activations (abs ... atanh, leaky_relu, elu, selu, hard_sigmoid, ...),
+    binary arithmetic (add, sub, mul, div, pow, mod, fmod, prelu, bit
+    shifts), comparisons and logic (bool `y`), ternary where and clip, and
+    variadic sum, mean, max, min. Computation happens in f32 for 16-bit data,
+    with one rounding at the store.
   }];
   let arguments = (ins Variadic<CuLib_Buffer>:$inputs, CuLib_Buffer:$y,
-                       StrAttr:$fn, OptionalAttr<F32Attr>:$alpha);
+                       StrAttr:$fn, OptionalAttr<F32Attr>:$alpha,
+                       OptionalAttr<F32Attr>:$beta);
   let assemblyFormat = [{
     $fn `ins` `(` $inputs `)` `outs` `(` $y `)` attr-dict `:` type(operands)
   }];
@@ -235,7 +300,8 @@ def CuLib_ReduceOp : CuLib_Op<"reduce"> {
   }];
   let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y, StrAttr:$fn,
                        DenseI64ArrayAttr:$axes,
-                       CuLib_ComputeTypeAttr:$compute_type);
+                       CuLib_ComputeTypeAttr:$compute_type,
+                       DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
   let assemblyFormat = [{
     $fn `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
   }];
@@ -280,6 +346,178 @@ def CuLib_ConcatOp : CuLib_Op<"concat"> {
     `ins` `(` $inputs `)` `outs` `(` $y `)` attr-dict `:` type(operands)
   }];
   let hasVerifier = 1;
+}
+
+def CuLib_BroadcastOp : CuLib_Op<"broadcast"> {
+  let summary = "y = x broadcast (numpy rules) to the shape of y (ONNX Expand)";
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_TileOp : CuLib_Op<"tile"> {
+  let summary = "y = x repeated along each dim (y dim / x dim times)";
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_SliceOp : CuLib_Op<"slice"> {
+  let summary = "y[i...] = x[starts + i * steps ...]";
+  let description = [{
+    One start and one (non-zero) step per dim of x; the sizes are those of y. Starts are normalized: 0 <= start < dim wherever y has elements.
+  }];
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y,
+                       DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$steps);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_PadOp : CuLib_Op<"pad"> {
+  let summary = "pads x into y (ONNX Pad; negative pads crop)";
+  let description = [{
+    `mode`: constant (with `value`), reflect, edge or wrap. `pads` holds the begin pads of every dim, then the end pads.
+  }];
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y,
+                       StrAttr:$mode, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_ResizeOp : CuLib_Op<"resize"> {
+  let summary = "ONNX Resize-13 (nearest, N-linear, cubic)";
+  let description = [{
+    `scales` (one per dim) are the model's scales, or y / x sizes when the model gave sizes; `roi` only for tf_crop_and_resize.
+  }];
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y,
+                       StrAttr:$mode, StrAttr:$coordinate_transformation_mode,
+                       StrAttr:$nearest_mode, F32Attr:$cubic_coeff_a,
+                       DefaultValuedAttr<I64Attr, "0">:$exclude_outside,
+                       DefaultValuedAttr<F32Attr, "0.0">:$extrapolation_value,
+                       F64ArrayAttr:$scales, OptionalAttr<F64ArrayAttr>:$roi);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_GatherElementsOp : CuLib_Op<"gather_elements"> {
+  let summary = "ONNX GatherElements";
+  let arguments = (ins CuLib_Buffer:$data, CuLib_Buffer:$indices, CuLib_Buffer:$y, I64Attr:$axis);
+  let assemblyFormat = [{
+    `ins` `(` $data `,` $indices `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_GatherNDOp : CuLib_Op<"gather_nd"> {
+  let summary = "ONNX GatherND";
+  let arguments = (ins CuLib_Buffer:$data, CuLib_Buffer:$indices, CuLib_Buffer:$y, DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let assemblyFormat = [{
+    `ins` `(` $data `,` $indices `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_ScatterElementsOp : CuLib_Op<"scatter_elements"> {
+  let summary = "ONNX ScatterElements: y = data with updates scattered along axis";
+  let arguments = (ins CuLib_Buffer:$data, MemRefOf<[I32, I64]>:$indices,
+                       CuLib_Buffer:$updates, CuLib_Buffer:$y, I64Attr:$axis,
+                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let assemblyFormat = [{
+    `ins` `(` $data `,` $indices `,` $updates `)` `outs` `(` $y `)` attr-dict
+    `:` type(operands)
+  }];
+}
+
+def CuLib_ScatterNDOp : CuLib_Op<"scatter_nd"> {
+  let summary = "ONNX ScatterND: y = data with updates scattered";
+  let arguments = (ins CuLib_Buffer:$data, MemRefOf<[I32, I64]>:$indices,
+                       CuLib_Buffer:$updates, CuLib_Buffer:$y, DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let assemblyFormat = [{
+    `ins` `(` $data `,` $indices `,` $updates `)` `outs` `(` $y `)` attr-dict
+    `:` type(operands)
+  }];
+}
+
+def CuLib_LayerNormOp : CuLib_Op<"layer_norm", [AttrSizedOperandSegments]> {
+  let summary = "ONNX LayerNormalization (statistics in f32)";
+  let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$scale,
+                       Optional<CuLib_FloatBuffer>:$bias, CuLib_FloatBuffer:$y,
+                       Optional<CuLib_FloatBuffer>:$mean,
+                       Optional<CuLib_FloatBuffer>:$inv_std_dev,
+                       I64Attr:$axis, F32Attr:$epsilon);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $scale `)` (`bias` `(` $bias^ `)`)? `outs` `(` $y `)`
+    (`mean` `(` $mean^ `)`)? (`inv_std_dev` `(` $inv_std_dev^ `)`)?
+    attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_InstanceNormOp : CuLib_Op<"instance_norm"> {
+  let summary = "ONNX InstanceNormalization";
+  let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$scale,
+                       CuLib_FloatBuffer:$bias, CuLib_FloatBuffer:$y,
+                       F32Attr:$epsilon);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $scale `,` $bias `)` `outs` `(` $y `)` attr-dict `:`
+    type(operands)
+  }];
+}
+
+def CuLib_NLLLossOp : CuLib_Op<"nll_loss"> {
+  let summary = "ONNX NegativeLogLikelihoodLoss on log-probabilities";
+  let arguments = (ins CuLib_FloatBuffer:$input, MemRefOf<[I32, I64]>:$target,
+                       Optional<CuLib_FloatBuffer>:$weight,
+                       CuLib_FloatBuffer:$loss, StrAttr:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let assemblyFormat = [{
+    `ins` `(` $input `,` $target `)` (`weight` `(` $weight^ `)`)?
+    `outs` `(` $loss `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_TopKOp : CuLib_Op<"topk"> {
+  let summary = "ONNX TopK: the k largest (or smallest) along an axis";
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$values,
+                       MemRefOf<[I64]>:$indices, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "true">:$largest,
+                       DefaultValuedAttr<BoolAttr, "true">:$sorted);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $values `,` $indices `)` attr-dict `:`
+    type(operands)
+  }];
+}
+
+def CuLib_CumSumOp : CuLib_Op<"cumsum"> {
+  let summary = "ONNX CumSum";
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y,
+                       I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_TriluOp : CuLib_Op<"trilu"> {
+  let summary = "ONNX Trilu on the last two dims";
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y,
+                       BoolAttr:$upper, I64Attr:$k);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_HardmaxOp : CuLib_Op<"hardmax"> {
+  let summary = "ONNX Hardmax: 1 at the first maximum along axis";
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y,
+                       I64Attr:$axis);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
 }
 
 #endif // MP_DIALECT_CULIB_CULIBOPS_TD
