@@ -58,6 +58,9 @@ OPTIONS:
                         (NaN matches NaN; integers and bools must be equal)
   --rtol=X              relative tolerance (default 1e-3)
   --atol=X              absolute tolerance (default 1e-7)
+  --scale-tol=X         instead of rtol/atol: a float output matches when
+                        max |actual - expected| <= X * max |expected| (error
+                        relative to the output's scale, for whole models)
   --timing              print the time per call kind and the slowest calls
   --repeat=N            run N timed times, print mean/median/min ms per run
   --warmup=M            untimed runs before the timed ones (default 1 with
@@ -95,6 +98,7 @@ struct Options {
   std::string outputDir;
   std::string outputFormat = "npy";
   double rtol = 1e-3, atol = 1e-7;
+  double scaleTol = 0; // > 0: compare against the output's scale
   bool timing = false, printPlan = false, help = false;
   int repeat = 0, warmup = -1; ///< 0 / -1: not given
 };
@@ -174,11 +178,12 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       if (!takeValue() || (value != "npy" && value != "pb"))
         return fail("--output-format must be npy or pb");
       opts.outputFormat = value;
-    } else if (key == "--rtol" || key == "--atol") {
+    } else if (key == "--rtol" || key == "--atol" || key == "--scale-tol") {
       double v;
       if (!takeValue() || !parseDouble(value, v))
         return fail(key + " needs a finite number >= 0, got '" + value + "'");
-      (key == "--rtol" ? opts.rtol : opts.atol) = v;
+      (key == "--rtol" ? opts.rtol : key == "--atol" ? opts.atol
+                                                     : opts.scaleTol) = v;
     } else if (key == "--repeat" || key == "--warmup") {
       int v;
       if (!takeValue() || !parseCount(value, v) || (key == "--repeat" && v < 1))
@@ -397,7 +402,7 @@ void printOutputSummary(const NamedTensor &out) {
 /// Compares one output with its expected tensor; prints a line; returns
 /// whether they match.
 bool compareOutput(const NamedTensor &actual, const BoundFile &expected,
-                   double rtol, double atol) {
+                   double rtol, double atol, double scaleTol) {
   const HostTensor &a = actual.tensor, &e = expected.tensor;
   const char *name = actual.name.c_str();
   if (a.dtype() != e.dtype() || a.shape() != e.shape()) {
@@ -411,6 +416,15 @@ bool compareOutput(const NamedTensor &actual, const BoundFile &expected,
   int64_t mismatches = 0, first = -1;
   double maxAbs = 0, maxRel = 0;
   const bool exact = !isFloat(a.dtype());
+  // With --scale-tol, the bound is the same for every element.
+  const bool byScale = scaleTol > 0 && !exact;
+  if (byScale) {
+    double scale = 0;
+    for (int64_t i = 0; i < n; ++i)
+      scale = std::max(scale, std::abs(elementAsDouble(e, i)));
+    atol = scaleTol * scale;
+    rtol = 0;
+  }
   for (int64_t i = 0; i < n; ++i) {
     bool ok;
     double x = elementAsDouble(a, i), y = elementAsDouble(e, i);
@@ -446,6 +460,9 @@ bool compareOutput(const NamedTensor &actual, const BoundFile &expected,
               "%lld elements mismatch",
               name, mismatches ? "MISMATCH" : "ok", maxAbs, maxRel,
               static_cast<long long>(mismatches), static_cast<long long>(n));
+  if (byScale)
+    std::printf(", max abs error / max |expected| = %.3g (limit %.3g)",
+                atol > 0 ? maxAbs * scaleTol / atol : maxAbs, scaleTol);
   if (first >= 0)
     std::printf(" (first at %s: actual %.9g, expected %.9g)",
                 indexString(a.shape(), first).c_str(),
@@ -601,7 +618,7 @@ int runMain(int argc, char **argv) {
   for (const BoundFile &e : expected)
     for (const NamedTensor &out : outputs)
       if (out.name == e.name)
-        allMatch &= compareOutput(out, e, opts.rtol, opts.atol);
+        allMatch &= compareOutput(out, e, opts.rtol, opts.atol, opts.scaleTol);
   return allMatch ? 0 : kExitMismatch;
 }
 
