@@ -272,7 +272,7 @@ void reduceTyped(ReduceFn fn, const Geometry &g, int64_t count, const S *x,
     if (fn == ReduceFn::Mean) {
       store(
           [count](SumT v, int64_t) {
-            if constexpr (std::is_signed_v<C>) // two's complement sum
+            if constexpr (isInt && std::is_signed_v<C>) // two's complement sum
               return count ? static_cast<int64_t>(v) / count : int64_t(0);
             else if constexpr (isInt)
               return count ? v / static_cast<uint64_t>(count) : uint64_t(0);
@@ -280,7 +280,7 @@ void reduceTyped(ReduceFn fn, const Geometry &g, int64_t count, const S *x,
               return v / static_cast<double>(count);
           },
           acc.get());
-    } else if constexpr (std::is_signed_v<C>) {
+    } else if constexpr (isInt && std::is_signed_v<C>) {
       store([](SumT v, int64_t) { return static_cast<int64_t>(v); },
             acc.get());
     } else {
