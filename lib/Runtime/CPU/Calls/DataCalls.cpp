@@ -1,8 +1,182 @@
-//===- DataCalls.cpp - plan calls of this family on the CPU ---------------===//
+//===- DataCalls.cpp - data movement and indexing calls on the CPU --------===//
+//
+// kernel.transpose, copy, broadcast, tile, concat, slice, pad, gather,
+// gather_elements, gather_nd, scatter_elements, scatter_nd and resize
+// (docs/plan-format.md, "Call reference"): each reads the call's attributes
+// and runs the kernel of mp/Runtime/CPU/DataKernels.h on the call's views.
+// Attributes with an ONNX default (axis 0, batch_dims 0, reduction none,
+// Resize's modes, ...) may be absent; the others are required.
+//
+//===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/DataKernels.h"
+
+#include <limits>
 
 namespace mp::rt::cpu {
 
-void addDataCalls(CallTable &table) { (void)table; }
+namespace {
+
+/// Reads attribute `name` into `out` or returns its error (the macro keeps
+/// the implementations below to one line per attribute).
+#define MP_READ_ATTR(out, expr)                                                \
+  auto out##Result = (expr);                                                   \
+  if (!out##Result)                                                            \
+    return out##Result.status();                                               \
+  auto out = out##Result.take()
+
+Status unknownValue(std::string_view attr, const std::string &value) {
+  return Status::error("attribute '" + std::string(attr) +
+                       "' has an unknown value '" + value + "'");
+}
+
+Status transposeCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 1, 1, 1, 1); !s)
+    return s;
+  MP_READ_ATTR(perm, intListAttr(a.call, "perm"));
+  return transpose(a.operands[0], a.results[0], perm);
+}
+
+Status copyCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 1, 1, 1, 1); !s)
+    return s;
+  return copy(a.operands[0], a.results[0]);
+}
+
+Status broadcastCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 1, 1, 1, 1); !s)
+    return s;
+  return broadcast(a.operands[0], a.results[0]);
+}
+
+Status tileCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 1, 1, 1, 1); !s)
+    return s;
+  return tile(a.operands[0], a.results[0]);
+}
+
+Status concatCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 1, std::numeric_limits<size_t>::max(), 1, 1);
+      !s)
+    return s;
+  MP_READ_ATTR(axis, intAttr(a.call, "axis"));
+  return concat(a.operands, a.results[0], axis);
+}
+
+Status sliceCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 1, 1, 1, 1); !s)
+    return s;
+  MP_READ_ATTR(starts, intListAttr(a.call, "starts"));
+  MP_READ_ATTR(steps, intListAttr(a.call, "steps"));
+  return slice(a.operands[0], a.results[0], starts, steps);
+}
+
+Status padCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 1, 1, 1, 1); !s)
+    return s;
+  MP_READ_ATTR(modeName, stringAttr(a.call, "mode", "constant"));
+  PadMode mode;
+  if (!parsePadMode(modeName, mode))
+    return unknownValue("mode", modeName);
+  MP_READ_ATTR(pads, intListAttr(a.call, "pads"));
+  MP_READ_ATTR(value, floatAttr(a.call, "value", 0.0));
+  return pad(a.operands[0], a.results[0], mode, pads, value);
+}
+
+Status gatherCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 2, 2, 1, 1); !s)
+    return s;
+  MP_READ_ATTR(axis, intAttr(a.call, "axis", 0));
+  return gather(a.operands[0], a.operands[1], a.results[0], axis);
+}
+
+Status gatherElementsCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 2, 2, 1, 1); !s)
+    return s;
+  MP_READ_ATTR(axis, intAttr(a.call, "axis", 0));
+  return gatherElements(a.operands[0], a.operands[1], a.results[0], axis);
+}
+
+Status gatherNDCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 2, 2, 1, 1); !s)
+    return s;
+  MP_READ_ATTR(batchDims, intAttr(a.call, "batch_dims", 0));
+  return gatherND(a.operands[0], a.operands[1], a.results[0], batchDims);
+}
+
+Result<ScatterReduction> reductionAttr(const PlanCall &call) {
+  Result<std::string> name = stringAttr(call, "reduction", "none");
+  if (!name)
+    return name.status();
+  ScatterReduction r;
+  if (!parseScatterReduction(*name, r))
+    return unknownValue("reduction", *name);
+  return r;
+}
+
+Status scatterElementsCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 3, 3, 1, 1); !s)
+    return s;
+  MP_READ_ATTR(axis, intAttr(a.call, "axis", 0));
+  MP_READ_ATTR(reduction, reductionAttr(a.call));
+  return scatterElements(a.operands[0], a.operands[1], a.operands[2],
+                         a.results[0], axis, reduction);
+}
+
+Status scatterNDCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 3, 3, 1, 1); !s)
+    return s;
+  MP_READ_ATTR(reduction, reductionAttr(a.call));
+  return scatterND(a.operands[0], a.operands[1], a.operands[2], a.results[0],
+                   reduction);
+}
+
+Status resizeCall(const CallArgs &a) {
+  if (Status s = checkArity(a, 1, 1, 1, 1); !s)
+    return s;
+  ResizeOptions o;
+  MP_READ_ATTR(mode, stringAttr(a.call, "mode", "nearest"));
+  if (!parseResizeMode(mode, o.mode))
+    return unknownValue("mode", mode);
+  MP_READ_ATTR(transform, stringAttr(a.call, "coordinate_transformation_mode",
+                                     "half_pixel"));
+  if (!parseCoordinateTransform(transform, o.coordinateTransform))
+    return unknownValue("coordinate_transformation_mode", transform);
+  MP_READ_ATTR(nearest,
+               stringAttr(a.call, "nearest_mode", "round_prefer_floor"));
+  if (!parseNearestMode(nearest, o.nearestMode))
+    return unknownValue("nearest_mode", nearest);
+  MP_READ_ATTR(cubicA, floatAttr(a.call, "cubic_coeff_a", -0.75));
+  MP_READ_ATTR(exclude, intAttr(a.call, "exclude_outside", 0));
+  MP_READ_ATTR(extrapolation, floatAttr(a.call, "extrapolation_value", 0.0));
+  MP_READ_ATTR(scales, floatListAttr(a.call, "scales"));
+  MP_READ_ATTR(roi, floatListAttr(a.call, "roi", {}));
+  o.cubicCoeffA = cubicA;
+  o.excludeOutside = exclude != 0;
+  o.extrapolationValue = extrapolation;
+  o.scales = std::move(scales);
+  o.roi = std::move(roi);
+  return resize(a.operands[0], a.results[0], o);
+}
+
+#undef MP_READ_ATTR
+
+} // namespace
+
+void addDataCalls(CallTable &table) {
+  table.add("kernel.transpose", transposeCall);
+  table.add("kernel.copy", copyCall);
+  table.add("kernel.broadcast", broadcastCall);
+  table.add("kernel.tile", tileCall);
+  table.add("kernel.concat", concatCall);
+  table.add("kernel.slice", sliceCall);
+  table.add("kernel.pad", padCall);
+  table.add("kernel.gather", gatherCall);
+  table.add("kernel.gather_elements", gatherElementsCall);
+  table.add("kernel.gather_nd", gatherNDCall);
+  table.add("kernel.scatter_elements", scatterElementsCall);
+  table.add("kernel.scatter_nd", scatterNDCall);
+  table.add("kernel.resize", resizeCall);
+}
 
 } // namespace mp::rt::cpu
