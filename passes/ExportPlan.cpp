@@ -434,7 +434,11 @@ struct ExportPlanPass : public mp::impl::ExportPlanBase<ExportPlanPass> {
       };
       collect(buffers->ins, call.operands);
       collect(buffers->outs, call.results);
-      for (NamedAttribute attr : op.getAttrs()) {
+      // Attributes left at their default are not stored on the op: the
+      // plan spells them out, so that the runtime needs no culib defaults.
+      NamedAttrList attrs(op.getAttrs());
+      op.getName().populateDefaultAttrs(attrs);
+      for (NamedAttribute attr : attrs) {
         if (attr.getName() == "operandSegmentSizes")
           continue;
         std::optional<rt::PlanAttrValue> value = convertAttr(attr.getValue());
