@@ -10,7 +10,8 @@
 // The kernel precomputes the taps of every dim (dropping zero weights, so a
 // dim that is not resized costs nothing), then writes y row by row: the taps
 // of the outer dims combine into a short list of (offset, weight) shared by a
-// whole row, and the inner loop runs over the last dim's taps.
+// whole row, and the inner loop runs over the last dim's taps. Nearest copies
+// elements (any dtype) and repeats a row that reads the same input row.
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/DataKernels.h"
@@ -153,11 +154,11 @@ Status computeTaps(const ResizeOptions &o, size_t dim, size_t rank,
       t = 1;
     }
     double w[4];
-    int64_t first; // the input index of w[0]
-    int n;
+    int64_t first = base; // the input index of w[0]
+    int n = 2;
     switch (o.mode) {
     case ResizeMode::Nearest: {
-      bool right; // base + 1 rather than base
+      bool right = true; // base + 1 rather than base
       if (t == 1)
         right = true;
       else
@@ -210,72 +211,136 @@ Status computeTaps(const ResizeOptions &o, size_t dim, size_t rank,
   return Status::ok();
 }
 
-/// Writes y from x and the taps, computing in C and storing as S (float
-/// storage types), or copying elements of S (nearest on other dtypes, where
-/// every output has exactly one tap of weight 1).
-template <typename S, typename C, bool Interpolate>
-void resizeRows(const TensorView &x, const TensorView &y,
-                const std::vector<DimTaps> &dims, S extrapolation) {
+/// The (offset, weight) of every combination of the taps of y's outer dims
+/// (all but the last) at the output coordinates `counter`; false when one
+/// of them lies outside the input (tf_crop_and_resize).
+template <typename C>
+bool outerCombos(const std::vector<DimTaps> &dims,
+                 const std::vector<int64_t> &counter,
+                 std::vector<std::pair<int64_t, C>> &combos,
+                 std::vector<std::pair<int64_t, C>> &next) {
+  combos.assign(1, {0, C(1)});
+  for (size_t d = 0; d < counter.size(); ++d) {
+    const DimTaps &dt = dims[d];
+    const int64_t o = counter[d];
+    if (dt.outside[o])
+      return false;
+    next.clear();
+    for (const auto &c : combos)
+      for (int64_t k = dt.begin[o]; k < dt.begin[o + 1]; ++k)
+        next.push_back({c.first + dt.taps[k].offset,
+                        c.second * static_cast<C>(dt.taps[k].weight)});
+    combos.swap(next);
+  }
+  return true;
+}
+
+/// Advances the row-major coordinates of y's outer dims.
+void nextRow(const Shape &yShape, std::vector<int64_t> &counter) {
+  for (size_t d = counter.size(); d-- > 0;) {
+    if (++counter[d] < yShape[d])
+      return;
+    counter[d] = 0;
+  }
+}
+
+/// Nearest: every output has exactly one tap of weight 1, so y's elements
+/// are copies of x's (S is any type of the element's size). A row that reads
+/// the same input row as the previous one (upsampling) is a copy of it.
+template <typename S>
+void resizeNearest(const TensorView &x, const TensorView &y,
+                   const std::vector<DimTaps> &dims, S extrapolation) {
   const size_t r = y.shape.size();
   const S *xs = static_cast<const S *>(x.data);
   S *ys = static_cast<S *>(y.data);
   const int64_t rowLen = y.shape[r - 1];
   const int64_t rows = y.numElements() / rowLen;
   const DimTaps &last = dims[r - 1];
+  std::vector<int64_t> source(static_cast<size_t>(rowLen));
+  for (int64_t j = 0; j < rowLen; ++j)
+    source[j] = last.outside[j] ? -1 : last.taps[last.begin[j]].offset;
   std::vector<int64_t> counter(r - 1, 0);
-  // (offset, weight) of every combination of the outer dims' taps.
-  std::vector<std::pair<int64_t, C>> combos, next;
-  for (int64_t row = 0; row < rows; ++row) {
+  std::vector<std::pair<int64_t, int64_t>> combos, next;
+  int64_t previous = -1; // the input offset of the previous row
+  for (int64_t row = 0; row < rows; ++row, nextRow(y.shape, counter)) {
     S *out = ys + row * rowLen;
-    bool outside = false;
-    combos.assign(1, {0, C(1)});
-    for (size_t d = 0; d + 1 < r && !outside; ++d) {
-      const DimTaps &dt = dims[d];
-      const int64_t o = counter[d];
-      if (dt.outside[o]) {
-        outside = true;
-        break;
-      }
-      next.clear();
-      for (const auto &c : combos)
-        for (int64_t k = dt.begin[o]; k < dt.begin[o + 1]; ++k)
-          next.push_back({c.first + dt.taps[k].offset,
-                          c.second * static_cast<C>(dt.taps[k].weight)});
-      combos.swap(next);
-    }
-    if (outside) {
+    if (!outerCombos(dims, counter, combos, next)) {
       std::fill_n(out, rowLen, extrapolation);
-    } else if constexpr (Interpolate) {
-      for (int64_t j = 0; j < rowLen; ++j) {
-        if (last.outside[j]) {
-          out[j] = extrapolation;
-          continue;
-        }
-        C acc = 0;
-        for (const auto &c : combos) {
-          C inner = 0;
-          for (int64_t k = last.begin[j]; k < last.begin[j + 1]; ++k)
-            inner += static_cast<C>(last.taps[k].weight) *
-                     detail::load(xs[c.first + last.taps[k].offset]);
-          acc += c.second * inner;
-        }
-        if constexpr (std::is_same_v<S, double>)
-          out[j] = acc;
-        else
-          out[j] = detail::storeAs<S>(acc);
-      }
-    } else {
-      const S *src = xs + combos.front().first;
-      for (int64_t j = 0; j < rowLen; ++j)
-        out[j] = last.outside[j] ? extrapolation
-                                 : src[last.taps[last.begin[j]].offset];
+      previous = -1;
+      continue;
     }
-    for (size_t d = r - 1; d-- > 0;) {
-      if (++counter[d] < y.shape[d])
-        break;
-      counter[d] = 0;
+    const int64_t base = combos.front().first;
+    if (base == previous) {
+      std::memcpy(out, out - rowLen, static_cast<size_t>(rowLen) * sizeof(S));
+      continue;
+    }
+    previous = base;
+    const S *src = xs + base;
+    for (int64_t j = 0; j < rowLen; ++j)
+      out[j] = source[j] < 0 ? extrapolation : src[source[j]];
+  }
+}
+
+/// Linear and cubic, computing in C and storing as S: the last dim's taps
+/// are laid out K per output (padded with zero weights), so that the inner
+/// loop has a fixed length.
+template <typename S, typename C, int K>
+void resizeInterpolate(const TensorView &x, const TensorView &y,
+                       const std::vector<DimTaps> &dims, S extrapolation) {
+  const size_t r = y.shape.size();
+  const S *xs = static_cast<const S *>(x.data);
+  S *ys = static_cast<S *>(y.data);
+  const int64_t rowLen = y.shape[r - 1];
+  const int64_t rows = y.numElements() / rowLen;
+  const DimTaps &last = dims[r - 1];
+  std::vector<int64_t> tapOffset(static_cast<size_t>(rowLen) * K, 0);
+  std::vector<C> tapWeight(static_cast<size_t>(rowLen) * K, C(0));
+  for (int64_t j = 0; j < rowLen; ++j)
+    for (int64_t k = last.begin[j]; k < last.begin[j + 1]; ++k) {
+      tapOffset[j * K + (k - last.begin[j])] = last.taps[k].offset;
+      tapWeight[j * K + (k - last.begin[j])] =
+          static_cast<C>(last.taps[k].weight);
+    }
+  std::vector<int64_t> counter(r - 1, 0);
+  std::vector<std::pair<int64_t, C>> combos, next;
+  for (int64_t row = 0; row < rows; ++row, nextRow(y.shape, counter)) {
+    S *out = ys + row * rowLen;
+    if (!outerCombos(dims, counter, combos, next)) {
+      std::fill_n(out, rowLen, extrapolation);
+      continue;
+    }
+    for (int64_t j = 0; j < rowLen; ++j) {
+      if (last.outside[j]) {
+        out[j] = extrapolation;
+        continue;
+      }
+      const int64_t *off = &tapOffset[j * K];
+      const C *w = &tapWeight[j * K];
+      C acc = 0;
+      for (const auto &c : combos) {
+        const S *src = xs + c.first;
+        C inner = 0;
+        for (int k = 0; k < K; ++k)
+          inner += w[k] * detail::load(src[off[k]]);
+        acc += c.second * inner;
+      }
+      if constexpr (std::is_same_v<S, double>)
+        out[j] = acc;
+      else
+        out[j] = detail::storeAs<S>(acc);
     }
   }
+}
+
+template <typename S, typename C>
+void resizeFloat(ResizeMode mode, const TensorView &x, const TensorView &y,
+                 const std::vector<DimTaps> &dims, S extrapolation) {
+  if (mode == ResizeMode::Nearest)
+    resizeNearest<S>(x, y, dims, extrapolation);
+  else if (mode == ResizeMode::Linear)
+    resizeInterpolate<S, C, 2>(x, y, dims, extrapolation);
+  else
+    resizeInterpolate<S, C, 4>(x, y, dims, extrapolation);
 }
 
 /// The extrapolation value as an element of integer or bool dtype t (bits
@@ -357,16 +422,17 @@ Status resize(const TensorView &x, const TensorView &y,
   const double ev = options.extrapolationValue;
   switch (x.dtype) {
   case DType::F32:
-    resizeRows<float, float, true>(x, y, dims, static_cast<float>(ev));
+    resizeFloat<float, float>(options.mode, x, y, dims,
+                              static_cast<float>(ev));
     return Status::ok();
   case DType::F16:
-    resizeRows<Half, float, true>(x, y, dims, toHalf(ev));
+    resizeFloat<Half, float>(options.mode, x, y, dims, toHalf(ev));
     return Status::ok();
   case DType::BF16:
-    resizeRows<BFloat16, float, true>(x, y, dims, toBFloat16(ev));
+    resizeFloat<BFloat16, float>(options.mode, x, y, dims, toBFloat16(ev));
     return Status::ok();
   case DType::F64:
-    resizeRows<double, double, true>(x, y, dims, ev);
+    resizeFloat<double, double>(options.mode, x, y, dims, ev);
     return Status::ok();
   default:
     break;
@@ -378,7 +444,7 @@ Status resize(const TensorView &x, const TensorView &y,
     if (crop)
       if (Status s = integerElement(x.dtype, ev, extrapolation); !s)
         return s;
-    resizeRows<U, U, false>(x, y, dims, extrapolation);
+    resizeNearest<U>(x, y, dims, extrapolation);
     return Status::ok();
   };
   switch (es) {
