@@ -362,9 +362,9 @@ template <typename C> struct OpPRelu {
       return x < C(0) ? slope * x : x;
   }
 };
-/// NaN-propagating, as numpy.maximum / numpy.minimum.
-MP_BINARY(OpMax, (x > y || x != x) ? x : y)
-MP_BINARY(OpMin, (x < y || x != x) ? x : y)
+/// NaN-propagating, as numpy.maximum / numpy.minimum (`|`: no branch).
+MP_BINARY(OpMax, ((x > y) | (x != x)) ? x : y)
+MP_BINARY(OpMin, ((x < y) | (x != x)) ? x : y)
 /// C is the base's compute type (f64 for an integer base).
 MP_BINARY(OpPow, std::pow(x, y))
 MP_BINARY(OpShl, y >= C(sizeof(C) * 8) ? C(0) : C(x << y))

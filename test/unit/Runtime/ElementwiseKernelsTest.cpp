@@ -14,7 +14,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -870,4 +872,63 @@ TEST_CASE("kernel.elementwise and kernel.cast through the CPU call table",
   cpu::CallArgs cargs{c, {x.view()}, {h.view()}};
   REQUIRE(cast(cargs).isOk());
   expectExact(h, {-2, -1, 0.5, 3});
+}
+
+//===----------------------------------------------------------------------===//
+// Timings (hidden: mp-runtime-tests "[elementwise-bench]")
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("elementwise, cast and reduce timings (BERT / ResNet-50 shapes)",
+          "[.][bench][elementwise-bench]") {
+  auto time = [](const char *what, int64_t bytes, const std::function<Status()> &f) {
+    REQUIRE(f().isOk()); // warm up
+    int reps = 10;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i)
+      REQUIRE(f().isOk());
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                   .count() / reps;
+    std::printf("%-48s %8.3f ms  %6.2f GB/s\n", what, s * 1e3, bytes / s * 1e-9);
+  };
+  Rng rng(1);
+  const int64_t bs = 4 * 128, h = 768; // BERT-base activations, batch 4
+  HostTensor a = randomTensor(DType::F32, {bs, h}, rng, -1, 1);
+  HostTensor b = randomTensor(DType::F32, {bs, h}, rng, -1, 1);
+  HostTensor bias = randomTensor(DType::F32, {h}, rng, -1, 1);
+  HostTensor y(DType::F32, {bs, h});
+  int64_t n = bs * h * 4;
+  time("add f32 [512,768] + [512,768]", 3 * n,
+       [&] { return cpu::elementwise(ElementwiseFn::Add, {a.view(), b.view()}, y.view()); });
+  time("add f32 [512,768] + [768]", 2 * n,
+       [&] { return cpu::elementwise(ElementwiseFn::Add, {a.view(), bias.view()}, y.view()); });
+  time("gelu f32 [512,768]", 2 * n,
+       [&] { return cpu::elementwise(ElementwiseFn::Gelu, {a.view()}, y.view()); });
+  HostTensor a16(DType::F16, {bs, h}), b16(DType::F16, {bs, h}), y16(DType::F16, {bs, h});
+  REQUIRE(cpu::cast(a.view(), a16.view()).isOk());
+  REQUIRE(cpu::cast(b.view(), b16.view()).isOk());
+  time("add f16 [512,768] + [512,768]", 3 * n / 2,
+       [&] { return cpu::elementwise(ElementwiseFn::Add, {a16.view(), b16.view()}, y16.view()); });
+  time("cast f32 -> f16 [512,768]", n + n / 2,
+       [&] { return cpu::cast(a.view(), y16.view()); });
+  HostTensor mean(DType::F32, {bs, 1});
+  time("reduce mean f32 [512,768] over 1", n,
+       [&] { return cpu::reduce(a.view(), mean.view(), cpu::ReduceFn::Mean, {1}); });
+  HostTensor mean16(DType::F16, {bs, 1});
+  time("reduce mean f16 [512,768] over 1", n / 2,
+       [&] { return cpu::reduce(a16.view(), mean16.view(), cpu::ReduceFn::Mean, {1}); });
+  HostTensor act = randomTensor(DType::F32, {32, 2048, 7, 7}, rng, 0, 1);
+  HostTensor relu(DType::F32, {32, 2048, 7, 7}), pooled(DType::F32, {32, 2048, 1, 1});
+  int64_t an = act.numElements() * 4;
+  time("relu f32 [32,2048,7,7]", 2 * an,
+       [&] { return cpu::elementwise(ElementwiseFn::Relu, {act.view()}, relu.view()); });
+  time("reduce mean f32 [32,2048,7,7] over 2,3", an,
+       [&] { return cpu::reduce(act.view(), pooled.view(), cpu::ReduceFn::Mean, {2, 3}); });
+  HostTensor seq = randomTensor(DType::F32, {4, 128, 768}, rng, 0, 1);
+  HostTensor mid(DType::F32, {4, 768});
+  time("reduce sum f32 [4,128,768] over 1", n,
+       [&] { return cpu::reduce(seq.view(), mid.view(), cpu::ReduceFn::Sum, {1}); });
+  HostTensor scores = randomTensor(DType::F32, {4 * 12 * 128, 128}, rng, -3, 3);
+  HostTensor mx(DType::F32, {4 * 12 * 128});
+  time("reduce max f32 [6144,128] over 1", scores.numElements() * 4,
+       [&] { return cpu::reduce(scores.view(), mx.view(), cpu::ReduceFn::Max, {1}); });
 }
