@@ -1485,9 +1485,10 @@ struct ConvertMPToCuLibPass
 
     // Say exactly what cannot be lowered before converting anything.
     bool unsupported = false;
-    module.walk([&](Operation *op) {
+    // Subgraphs of ops that cannot be lowered are not reported again.
+    module.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
       if (!isa<MPDialect>(op->getDialect()) || isa<NoneOp>(op))
-        return;
+        return WalkResult::advance();
       std::string node = nodeName(op);
       std::string where =
           node.empty() ? std::string("an unnamed node") : "node '" + node + "'";
@@ -1499,19 +1500,19 @@ struct ConvertMPToCuLibPass
                         << generic.getOpType() << " at " << where
                         << ": it has no typed op";
         unsupported = true;
-        return;
+        return WalkResult::skip();
       }
       if (!lowered.contains(op->getName().getStringRef())) {
         op->emitError() << "cannot lower " << op->getName() << " at " << where
                         << ": no culib lowering yet";
         unsupported = true;
-        return;
+        return WalkResult::skip();
       }
       if (std::string why = whyNotLowerable(op); !why.empty()) {
         op->emitError() << "cannot lower " << op->getName() << " at " << where
                         << ": " << why;
         unsupported = true;
-        return;
+        return WalkResult::skip();
       }
       for (Type type : op->getResultTypes()) {
         auto tensor = dyn_cast<RankedTensorType>(type);
@@ -1520,9 +1521,10 @@ struct ConvertMPToCuLibPass
                           << where << ": result type " << type
                           << " is not static (plans need static shapes)";
           unsupported = true;
-          return;
+          return WalkResult::skip();
         }
       }
+      return WalkResult::advance();
     });
     for (auto func : module.getOps<func::FuncOp>())
       for (Type type : func.getFunctionType().getInputs())
