@@ -29,7 +29,6 @@
 #include "KernelUtil.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -152,7 +151,8 @@ template <typename C> constexpr bool kIsInt = std::is_integral_v<C>;
 /// The unsigned type integer arithmetic wraps in (no signed overflow, no
 /// promotion of narrow types to int before a multiplication).
 template <typename C>
-using WrapT = std::conditional_t<(sizeof(C) < 4), uint32_t, std::make_unsigned_t<C>>;
+using WrapT =
+    std::conditional_t<(sizeof(C) < 4), uint32_t, std::make_unsigned_t<C>>;
 template <typename C> C wrap(WrapT<C> v) { return static_cast<C>(v); }
 
 /// erf for f32 without a libm call, so that loops over it vectorize (libm's
@@ -222,21 +222,20 @@ MP_UNARY(OpAsinh, std::asinh(x))
 MP_UNARY(OpAcosh, std::acosh(x))
 MP_UNARY(OpAtanh, std::atanh(x))
 // log(1 + exp(x)) without overflow for large x.
-MP_UNARY(OpSoftplus, x > C(0) ? x + std::log1p(std::exp(-x))
-                              : std::log1p(std::exp(x)))
+MP_UNARY(OpSoftplus,
+         x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
 MP_UNARY(OpSoftsign, x / (C(1) + std::fabs(x)))
 MP_UNARY(OpHardSwish,
-         x * std::max(C(0), std::min(C(1), x * C(1.0 / 6.0) + C(0.5))))
+         x *std::max(C(0), std::min(C(1), x *C(1.0 / 6.0) + C(0.5))))
 MP_UNARY(OpGelu, C(0.5) * x * (C(1) + erfOf(x * C(0.70710678118654752440))))
-MP_UNARY(OpGeluTanh,
-         C(0.5) * x *
-             (C(1) + std::tanh(C(0.79788456080286535588) *
-                               (x + C(0.044715) * x * x * x))))
+MP_UNARY(OpGeluTanh, C(0.5) * x *
+                         (C(1) + std::tanh(C(0.79788456080286535588) *
+                                           (x + C(0.044715) * x * x * x))))
 MP_UNARY_P(OpLeakyRelu, x < C(0) ? a * x : x)
 MP_UNARY_P(OpElu, x < C(0) ? a * std::expm1(x) : x)
-MP_UNARY_P(OpCelu, std::max(C(0), x) + std::min(C(0), a * std::expm1(x / a)))
+MP_UNARY_P(OpCelu, std::max(C(0), x) + std::min(C(0), a *std::expm1(x / a)))
 MP_UNARY_P(OpSelu, x > C(0) ? b * x : b * (a * std::exp(x) - a))
-MP_UNARY_P(OpHardSigmoid, std::max(C(0), std::min(C(1), a * x + b)))
+MP_UNARY_P(OpHardSigmoid, std::max(C(0), std::min(C(1), a *x + b)))
 MP_UNARY_P(OpThresholdedRelu, x > a ? x : C(0))
 
 // Unary, floats and integers.
@@ -479,7 +478,8 @@ template <typename R, typename SO>
 void storeChunk(const R *buf, int64_t m, char *out) {
   SO *o = reinterpret_cast<SO *>(out);
   if constexpr (std::is_same_v<SO, Half> && std::is_same_v<R, float>)
-    convertF32ToF16(buf, reinterpret_cast<uint16_t *>(o), static_cast<size_t>(m));
+    convertF32ToF16(buf, reinterpret_cast<uint16_t *>(o),
+                    static_cast<size_t>(m));
   else if constexpr (std::is_same_v<SO, BFloat16> && std::is_same_v<R, float>)
     convertF32ToBF16(buf, reinterpret_cast<uint16_t *>(o),
                      static_cast<size_t>(m));
@@ -489,7 +489,8 @@ void storeChunk(const R *buf, int64_t m, char *out) {
 }
 
 /// Where a chunk's results go: straight into y when its storage is R.
-template <typename R, typename SO> R *resultPtr(char *out, int64_t off, R *buf) {
+template <typename R, typename SO>
+R *resultPtr(char *out, int64_t off, R *buf) {
   if constexpr (std::is_same_v<R, SO>)
     return reinterpret_cast<R *>(out) + off;
   else
@@ -563,12 +564,12 @@ void clipBlock(int64_t n, const char *const *in, const int64_t *stride,
   for (int64_t off = 0; off < n; off += kChunk) {
     int64_t m = std::min(kChunk, n - off), sx, sl, sh;
     const int64_t es = sizeof(S);
-    const C *x = loadChunk<S, C>(in[0] + off * stride[0] * es, stride[0], m,
-                                 xbuf, sx);
-    const C *lo = loadChunk<S, C>(in[1] + off * stride[1] * es, stride[1], m,
-                                  lbuf, sl);
-    const C *hi = loadChunk<S, C>(in[2] + off * stride[2] * es, stride[2], m,
-                                  hbuf, sh);
+    const C *x =
+        loadChunk<S, C>(in[0] + off * stride[0] * es, stride[0], m, xbuf, sx);
+    const C *lo =
+        loadChunk<S, C>(in[1] + off * stride[1] * es, stride[1], m, lbuf, sl);
+    const C *hi =
+        loadChunk<S, C>(in[2] + off * stride[2] * es, stride[2], m, hbuf, sh);
     C *o = resultPtr<C, S>(out, off, obuf);
     if (sx && !sl && !sh) {
       const C l = lo[0], h = hi[0];
@@ -617,15 +618,15 @@ void variadicBlock(int64_t n, const char *const *in, const int64_t *stride,
   const int64_t es = sizeof(S);
   for (int64_t off = 0; off < n; off += kChunk) {
     int64_t m = std::min(kChunk, n - off), s;
-    const C *a = loadChunk<S, C>(in[0] + off * stride[0] * es, stride[0], m,
-                                 buf, s);
+    const C *a =
+        loadChunk<S, C>(in[0] + off * stride[0] * es, stride[0], m, buf, s);
     if (s)
       std::copy(a, a + m, acc);
     else
       std::fill(acc, acc + m, a[0]);
     for (size_t k = 1; k < ctx.numInputs; ++k) {
-      const C *b = loadChunk<S, C>(in[k] + off * stride[k] * es, stride[k], m,
-                                   buf, s);
+      const C *b =
+          loadChunk<S, C>(in[k] + off * stride[k] * es, stride[k], m, buf, s);
       if (s) {
         for (int64_t i = 0; i < m; ++i)
           acc[i] = op(acc[i], b[i]);
@@ -692,7 +693,8 @@ template <template <typename> class Op, unsigned Set> BlockFn unaryFn(DType t) {
   return fn;
 }
 
-template <template <typename> class Op, unsigned Set> BlockFn binaryFn(DType t) {
+template <template <typename> class Op, unsigned Set>
+BlockFn binaryFn(DType t) {
   BlockFn fn = nullptr;
   visitSet<Set>(t, [&](auto ty) {
     using S = typename decltype(ty)::Storage;
@@ -741,30 +743,39 @@ BlockFn powFn(DType base) {
 
 BlockFn clipFn(DType t) {
   BlockFn fn = nullptr;
-  visitSet<kNumeric>(t, [&](auto ty) {
-    fn = &clipBlock<typename decltype(ty)::Storage>;
-  });
+  visitSet<kNumeric>(
+      t, [&](auto ty) { fn = &clipBlock<typename decltype(ty)::Storage>; });
   return fn;
 }
 
 BlockFn whereFn(DType t) {
   switch (byteSize(t)) {
-  case 1: return &whereBlock<uint8_t>;
-  case 2: return &whereBlock<uint16_t>;
-  case 4: return &whereBlock<uint32_t>;
-  case 8: return &whereBlock<uint64_t>;
-  default: return nullptr;
+  case 1:
+    return &whereBlock<uint8_t>;
+  case 2:
+    return &whereBlock<uint16_t>;
+  case 4:
+    return &whereBlock<uint32_t>;
+  case 8:
+    return &whereBlock<uint64_t>;
+  default:
+    return nullptr;
   }
 }
 
 /// Identity: a copy of raw elements (bit for bit, NaN payloads included).
 BlockFn identityFn(DType t) {
   switch (byteSize(t)) {
-  case 1: return &unaryBlock<OpIdentity<uint8_t>, uint8_t, uint8_t>;
-  case 2: return &unaryBlock<OpIdentity<uint16_t>, uint16_t, uint16_t>;
-  case 4: return &unaryBlock<OpIdentity<uint32_t>, uint32_t, uint32_t>;
-  case 8: return &unaryBlock<OpIdentity<uint64_t>, uint64_t, uint64_t>;
-  default: return nullptr;
+  case 1:
+    return &unaryBlock<OpIdentity<uint8_t>, uint8_t, uint8_t>;
+  case 2:
+    return &unaryBlock<OpIdentity<uint16_t>, uint16_t, uint16_t>;
+  case 4:
+    return &unaryBlock<OpIdentity<uint32_t>, uint32_t, uint32_t>;
+  case 8:
+    return &unaryBlock<OpIdentity<uint64_t>, uint64_t, uint64_t>;
+  default:
+    return nullptr;
   }
 }
 
@@ -774,72 +785,136 @@ BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
   using F = ElementwiseFn;
   constexpr unsigned kFloatsSigned = kFloats | kSigned;
   switch (fn) {
-  case F::Identity: return identityFn(t);
-  case F::Abs: return unaryFn<OpAbs, kNumeric>(t);
-  case F::Neg: return unaryFn<OpNeg, kFloatsSigned>(t);
-  case F::Exp: return unaryFn<OpExp, kFloats>(t);
-  case F::Log: return unaryFn<OpLog, kFloats>(t);
-  case F::Sqrt: return unaryFn<OpSqrt, kFloats>(t);
-  case F::Reciprocal: return unaryFn<OpReciprocal, kFloats>(t);
-  case F::Relu: return unaryFn<OpRelu, kFloatsSigned>(t);
-  case F::Sigmoid: return unaryFn<OpSigmoid, kFloats>(t);
-  case F::Tanh: return unaryFn<OpTanh, kFloats>(t);
-  case F::Erf: return unaryFn<OpErf, kFloats>(t);
-  case F::Floor: return unaryFn<OpFloor, kFloats>(t);
-  case F::Ceil: return unaryFn<OpCeil, kFloats>(t);
-  case F::Round: return unaryFn<OpRound, kFloats>(t);
-  case F::Sign: return unaryFn<OpSign, kNumeric>(t);
-  case F::Sin: return unaryFn<OpSin, kFloats>(t);
-  case F::Cos: return unaryFn<OpCos, kFloats>(t);
-  case F::Tan: return unaryFn<OpTan, kFloats>(t);
-  case F::Asin: return unaryFn<OpAsin, kFloats>(t);
-  case F::Acos: return unaryFn<OpAcos, kFloats>(t);
-  case F::Atan: return unaryFn<OpAtan, kFloats>(t);
-  case F::Sinh: return unaryFn<OpSinh, kFloats>(t);
-  case F::Cosh: return unaryFn<OpCosh, kFloats>(t);
-  case F::Asinh: return unaryFn<OpAsinh, kFloats>(t);
-  case F::Acosh: return unaryFn<OpAcosh, kFloats>(t);
-  case F::Atanh: return unaryFn<OpAtanh, kFloats>(t);
-  case F::Softplus: return unaryFn<OpSoftplus, kFloats>(t);
-  case F::Softsign: return unaryFn<OpSoftsign, kFloats>(t);
-  case F::HardSwish: return unaryFn<OpHardSwish, kFloats>(t);
-  case F::Gelu: return unaryFn<OpGelu, kFloats>(t);
-  case F::GeluTanh: return unaryFn<OpGeluTanh, kFloats>(t);
-  case F::Not: return unaryFn<OpNot, kBool>(t);
-  case F::IsNan: return unaryFn<OpIsNan, kFloats>(t);
-  case F::IsInf: return unaryFn<OpIsInf, kFloats>(t);
-  case F::LeakyRelu: return unaryFn<OpLeakyRelu, kFloats>(t);
-  case F::Elu: return unaryFn<OpElu, kFloats>(t);
-  case F::Celu: return unaryFn<OpCelu, kFloats>(t);
-  case F::Selu: return unaryFn<OpSelu, kFloats>(t);
-  case F::HardSigmoid: return unaryFn<OpHardSigmoid, kFloats>(t);
-  case F::ThresholdedRelu: return unaryFn<OpThresholdedRelu, kFloats>(t);
-  case F::Shrink: return unaryFn<OpShrink, kNumeric>(t);
-  case F::Add: return binaryFn<OpAdd, kNumeric>(t);
-  case F::Sub: return binaryFn<OpSub, kNumeric>(t);
-  case F::Mul: return binaryFn<OpMul, kNumeric>(t);
-  case F::Div: return binaryFn<OpDiv, kNumeric>(t);
-  case F::Pow: return powFn(t);
-  case F::Mod: return binaryFn<OpMod, kNumeric>(t);
-  case F::Fmod: return binaryFn<OpFmod, kNumeric>(t);
-  case F::PRelu: return binaryFn<OpPRelu, kNumeric>(t);
-  case F::BitShiftLeft: return binaryFn<OpShl, kUnsigned>(t);
-  case F::BitShiftRight: return binaryFn<OpShr, kUnsigned>(t);
-  case F::Equal: return compareFn<OpEqual>(t);
-  case F::Less: return compareFn<OpLess>(t);
-  case F::Greater: return compareFn<OpGreater>(t);
-  case F::LessEqual: return compareFn<OpLessEqual>(t);
-  case F::GreaterEqual: return compareFn<OpGreaterEqual>(t);
-  case F::And: return binaryFn<OpAnd, kBool>(t);
-  case F::Or: return binaryFn<OpOr, kBool>(t);
-  case F::Xor: return binaryFn<OpXor, kBool>(t);
-  case F::Where: return whereFn(t);
+  case F::Identity:
+    return identityFn(t);
+  case F::Abs:
+    return unaryFn<OpAbs, kNumeric>(t);
+  case F::Neg:
+    return unaryFn<OpNeg, kFloatsSigned>(t);
+  case F::Exp:
+    return unaryFn<OpExp, kFloats>(t);
+  case F::Log:
+    return unaryFn<OpLog, kFloats>(t);
+  case F::Sqrt:
+    return unaryFn<OpSqrt, kFloats>(t);
+  case F::Reciprocal:
+    return unaryFn<OpReciprocal, kFloats>(t);
+  case F::Relu:
+    return unaryFn<OpRelu, kFloatsSigned>(t);
+  case F::Sigmoid:
+    return unaryFn<OpSigmoid, kFloats>(t);
+  case F::Tanh:
+    return unaryFn<OpTanh, kFloats>(t);
+  case F::Erf:
+    return unaryFn<OpErf, kFloats>(t);
+  case F::Floor:
+    return unaryFn<OpFloor, kFloats>(t);
+  case F::Ceil:
+    return unaryFn<OpCeil, kFloats>(t);
+  case F::Round:
+    return unaryFn<OpRound, kFloats>(t);
+  case F::Sign:
+    return unaryFn<OpSign, kNumeric>(t);
+  case F::Sin:
+    return unaryFn<OpSin, kFloats>(t);
+  case F::Cos:
+    return unaryFn<OpCos, kFloats>(t);
+  case F::Tan:
+    return unaryFn<OpTan, kFloats>(t);
+  case F::Asin:
+    return unaryFn<OpAsin, kFloats>(t);
+  case F::Acos:
+    return unaryFn<OpAcos, kFloats>(t);
+  case F::Atan:
+    return unaryFn<OpAtan, kFloats>(t);
+  case F::Sinh:
+    return unaryFn<OpSinh, kFloats>(t);
+  case F::Cosh:
+    return unaryFn<OpCosh, kFloats>(t);
+  case F::Asinh:
+    return unaryFn<OpAsinh, kFloats>(t);
+  case F::Acosh:
+    return unaryFn<OpAcosh, kFloats>(t);
+  case F::Atanh:
+    return unaryFn<OpAtanh, kFloats>(t);
+  case F::Softplus:
+    return unaryFn<OpSoftplus, kFloats>(t);
+  case F::Softsign:
+    return unaryFn<OpSoftsign, kFloats>(t);
+  case F::HardSwish:
+    return unaryFn<OpHardSwish, kFloats>(t);
+  case F::Gelu:
+    return unaryFn<OpGelu, kFloats>(t);
+  case F::GeluTanh:
+    return unaryFn<OpGeluTanh, kFloats>(t);
+  case F::Not:
+    return unaryFn<OpNot, kBool>(t);
+  case F::IsNan:
+    return unaryFn<OpIsNan, kFloats>(t);
+  case F::IsInf:
+    return unaryFn<OpIsInf, kFloats>(t);
+  case F::LeakyRelu:
+    return unaryFn<OpLeakyRelu, kFloats>(t);
+  case F::Elu:
+    return unaryFn<OpElu, kFloats>(t);
+  case F::Celu:
+    return unaryFn<OpCelu, kFloats>(t);
+  case F::Selu:
+    return unaryFn<OpSelu, kFloats>(t);
+  case F::HardSigmoid:
+    return unaryFn<OpHardSigmoid, kFloats>(t);
+  case F::ThresholdedRelu:
+    return unaryFn<OpThresholdedRelu, kFloats>(t);
+  case F::Shrink:
+    return unaryFn<OpShrink, kNumeric>(t);
+  case F::Add:
+    return binaryFn<OpAdd, kNumeric>(t);
+  case F::Sub:
+    return binaryFn<OpSub, kNumeric>(t);
+  case F::Mul:
+    return binaryFn<OpMul, kNumeric>(t);
+  case F::Div:
+    return binaryFn<OpDiv, kNumeric>(t);
+  case F::Pow:
+    return powFn(t);
+  case F::Mod:
+    return binaryFn<OpMod, kNumeric>(t);
+  case F::Fmod:
+    return binaryFn<OpFmod, kNumeric>(t);
+  case F::PRelu:
+    return binaryFn<OpPRelu, kNumeric>(t);
+  case F::BitShiftLeft:
+    return binaryFn<OpShl, kUnsigned>(t);
+  case F::BitShiftRight:
+    return binaryFn<OpShr, kUnsigned>(t);
+  case F::Equal:
+    return compareFn<OpEqual>(t);
+  case F::Less:
+    return compareFn<OpLess>(t);
+  case F::Greater:
+    return compareFn<OpGreater>(t);
+  case F::LessEqual:
+    return compareFn<OpLessEqual>(t);
+  case F::GreaterEqual:
+    return compareFn<OpGreaterEqual>(t);
+  case F::And:
+    return binaryFn<OpAnd, kBool>(t);
+  case F::Or:
+    return binaryFn<OpOr, kBool>(t);
+  case F::Xor:
+    return binaryFn<OpXor, kBool>(t);
+  case F::Where:
+    return whereFn(t);
   case F::Clip:
     return numInputs == 1 ? unaryFn<OpClip1, kNumeric>(t) : clipFn(t);
-  case F::Sum: return variadicFn<OpAdd, false, kNumeric>(t);
-  case F::Mean: return variadicFn<OpAdd, true, kFloats>(t);
-  case F::Max: return variadicFn<OpMax, false, kNumeric>(t);
-  case F::Min: return variadicFn<OpMin, false, kNumeric>(t);
+  case F::Sum:
+    return variadicFn<OpAdd, false, kNumeric>(t);
+  case F::Mean:
+    return variadicFn<OpAdd, true, kFloats>(t);
+  case F::Max:
+    return variadicFn<OpMax, false, kNumeric>(t);
+  case F::Min:
+    return variadicFn<OpMin, false, kNumeric>(t);
   }
   return nullptr;
 }
@@ -849,18 +924,40 @@ enum class Kind { Unary, Binary, Compare, BoolResult, Where, Clip, Variadic };
 Kind kindOf(ElementwiseFn fn) {
   using F = ElementwiseFn;
   switch (fn) {
-  case F::IsNan: case F::IsInf: return Kind::BoolResult;
-  case F::Add: case F::Sub: case F::Mul: case F::Div: case F::Pow:
-  case F::Mod: case F::Fmod: case F::PRelu: case F::BitShiftLeft:
-  case F::BitShiftRight: case F::And: case F::Or: case F::Xor:
+  case F::IsNan:
+  case F::IsInf:
+    return Kind::BoolResult;
+  case F::Add:
+  case F::Sub:
+  case F::Mul:
+  case F::Div:
+  case F::Pow:
+  case F::Mod:
+  case F::Fmod:
+  case F::PRelu:
+  case F::BitShiftLeft:
+  case F::BitShiftRight:
+  case F::And:
+  case F::Or:
+  case F::Xor:
     return Kind::Binary;
-  case F::Equal: case F::Less: case F::Greater: case F::LessEqual:
+  case F::Equal:
+  case F::Less:
+  case F::Greater:
+  case F::LessEqual:
   case F::GreaterEqual:
     return Kind::Compare;
-  case F::Where: return Kind::Where;
-  case F::Clip: return Kind::Clip;
-  case F::Sum: case F::Mean: case F::Max: case F::Min: return Kind::Variadic;
-  default: return Kind::Unary;
+  case F::Where:
+    return Kind::Where;
+  case F::Clip:
+    return Kind::Clip;
+  case F::Sum:
+  case F::Mean:
+  case F::Max:
+  case F::Min:
+    return Kind::Variadic;
+  default:
+    return Kind::Unary;
   }
 }
 
@@ -870,14 +967,36 @@ void resolveParams(ElementwiseFn fn, const ElementwiseParams &p, Ctx &ctx) {
   double a = 0, b = 0;
   constexpr double inf = std::numeric_limits<double>::infinity();
   switch (fn) {
-  case F::LeakyRelu: a = 0.01; break;
-  case F::Elu: case F::Celu: case F::ThresholdedRelu: a = 1.0; break;
-  case F::Selu: a = 1.67326319217681884765625; b = 1.05070102214813232421875; break;
-  case F::HardSigmoid: a = 0.2; b = 0.5; break;
-  case F::Shrink: a = 0.5; b = 0.0; break;
-  case F::IsInf: a = 1.0; b = 1.0; break;
-  case F::Clip: a = -inf; b = inf; break;
-  default: break;
+  case F::LeakyRelu:
+    a = 0.01;
+    break;
+  case F::Elu:
+  case F::Celu:
+  case F::ThresholdedRelu:
+    a = 1.0;
+    break;
+  case F::Selu:
+    a = 1.67326319217681884765625;
+    b = 1.05070102214813232421875;
+    break;
+  case F::HardSigmoid:
+    a = 0.2;
+    b = 0.5;
+    break;
+  case F::Shrink:
+    a = 0.5;
+    b = 0.0;
+    break;
+  case F::IsInf:
+    a = 1.0;
+    b = 1.0;
+    break;
+  case F::Clip:
+    a = -inf;
+    b = inf;
+    break;
+  default:
+    break;
   }
   ctx.alpha = p.alpha.value_or(a);
   ctx.beta = p.beta.value_or(b);
@@ -895,7 +1014,8 @@ struct BroadcastLoop {
   std::vector<std::vector<int64_t>> strides;
 };
 
-BroadcastLoop makeLoop(const std::vector<TensorView> &inputs, const Shape &out) {
+BroadcastLoop makeLoop(const std::vector<TensorView> &inputs,
+                       const Shape &out) {
   size_t rank = out.size(), numIn = inputs.size();
   std::vector<std::vector<int64_t>> full(numIn, std::vector<int64_t>(rank, 0));
   for (size_t k = 0; k < numIn; ++k) {
@@ -972,11 +1092,22 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
   Kind kind = kindOf(fn);
   size_t minIn = 1, maxIn = 1;
   switch (kind) {
-  case Kind::Unary: case Kind::BoolResult: break;
-  case Kind::Binary: case Kind::Compare: minIn = maxIn = 2; break;
-  case Kind::Where: minIn = maxIn = 3; break;
-  case Kind::Clip: maxIn = 3; break;
-  case Kind::Variadic: maxIn = std::numeric_limits<size_t>::max(); break;
+  case Kind::Unary:
+  case Kind::BoolResult:
+    break;
+  case Kind::Binary:
+  case Kind::Compare:
+    minIn = maxIn = 2;
+    break;
+  case Kind::Where:
+    minIn = maxIn = 3;
+    break;
+  case Kind::Clip:
+    maxIn = 3;
+    break;
+  case Kind::Variadic:
+    maxIn = std::numeric_limits<size_t>::max();
+    break;
   }
   size_t n = inputs.size();
   if (n < minIn || n > maxIn || (kind == Kind::Clip && n == 2))
@@ -1027,10 +1158,10 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
       return fail(op, "input " + std::to_string(k) + " " + shapeStr(s) +
                           " does not broadcast to y " + shapeStr(y.shape));
     // y may be an input itself (in place), but not partly overlap one.
-    bool same = inputs[k].data == y.data && inputs[k].dtype == y.dtype &&
-                s == y.shape;
-    if (!same && overlaps(inputs[k].data, inputs[k].byteCount(), y.data,
-                          y.byteCount()))
+    bool same =
+        inputs[k].data == y.data && inputs[k].dtype == y.dtype && s == y.shape;
+    if (!same &&
+        overlaps(inputs[k].data, inputs[k].byteCount(), y.data, y.byteCount()))
       return fail(op, "y overlaps input " + std::to_string(k));
   }
   if (y.numElements() == 0)

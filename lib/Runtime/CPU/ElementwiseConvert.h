@@ -1,4 +1,5 @@
-//===- ElementwiseConvert.h - value conversions of the CPU kernels -*- C++ -*-===//
+//===- ElementwiseConvert.h - value conversions of the CPU kernels -*- C++
+//-*-===//
 //
 // Scalar conversions between every storage type of the runtime, with the
 // cast kernel's rules, and the dtype visitors of the elementwise, cast and
@@ -25,7 +26,8 @@ struct Bool8 {
 };
 
 template <typename T>
-constexpr bool isHalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+constexpr bool isHalfLike =
+    std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 /// Float -> integer, truncating toward zero; NaN gives 0 and values out of
 /// range saturate (C++ leaves those undefined).
@@ -83,33 +85,61 @@ template <typename S, typename C> struct Ty {
 /// f64 in f64); false for other dtypes.
 template <typename F> bool visitFloat(DType t, F &&f) {
   switch (t) {
-  case DType::F32: f(Ty<float, float>{}); return true;
-  case DType::F16: f(Ty<Half, float>{}); return true;
-  case DType::BF16: f(Ty<BFloat16, float>{}); return true;
-  case DType::F64: f(Ty<double, double>{}); return true;
-  default: return false;
+  case DType::F32:
+    f(Ty<float, float>{});
+    return true;
+  case DType::F16:
+    f(Ty<Half, float>{});
+    return true;
+  case DType::BF16:
+    f(Ty<BFloat16, float>{});
+    return true;
+  case DType::F64:
+    f(Ty<double, double>{});
+    return true;
+  default:
+    return false;
   }
 }
 
 /// Calls f(Ty<T, T>{}) for an integer dtype (signed ones when Signed,
 /// unsigned ones when Unsigned).
-template <bool Signed, bool Unsigned, typename F> bool visitInt(DType t, F &&f) {
+template <bool Signed, bool Unsigned, typename F>
+bool visitInt(DType t, F &&f) {
   if constexpr (Signed) {
     switch (t) {
-    case DType::I8: f(Ty<int8_t, int8_t>{}); return true;
-    case DType::I16: f(Ty<int16_t, int16_t>{}); return true;
-    case DType::I32: f(Ty<int32_t, int32_t>{}); return true;
-    case DType::I64: f(Ty<int64_t, int64_t>{}); return true;
-    default: break;
+    case DType::I8:
+      f(Ty<int8_t, int8_t>{});
+      return true;
+    case DType::I16:
+      f(Ty<int16_t, int16_t>{});
+      return true;
+    case DType::I32:
+      f(Ty<int32_t, int32_t>{});
+      return true;
+    case DType::I64:
+      f(Ty<int64_t, int64_t>{});
+      return true;
+    default:
+      break;
     }
   }
   if constexpr (Unsigned) {
     switch (t) {
-    case DType::U8: f(Ty<uint8_t, uint8_t>{}); return true;
-    case DType::U16: f(Ty<uint16_t, uint16_t>{}); return true;
-    case DType::U32: f(Ty<uint32_t, uint32_t>{}); return true;
-    case DType::U64: f(Ty<uint64_t, uint64_t>{}); return true;
-    default: break;
+    case DType::U8:
+      f(Ty<uint8_t, uint8_t>{});
+      return true;
+    case DType::U16:
+      f(Ty<uint16_t, uint16_t>{});
+      return true;
+    case DType::U32:
+      f(Ty<uint32_t, uint32_t>{});
+      return true;
+    case DType::U64:
+      f(Ty<uint64_t, uint64_t>{});
+      return true;
+    default:
+      break;
     }
   }
   return false;
@@ -121,10 +151,22 @@ template <typename F> bool visitAny(DType t, F &&f) {
     f(Ty<Bool8, Bool8>{});
     return true;
   }
-  if (t == DType::F32) { f(Ty<float, float>{}); return true; }
-  if (t == DType::F64) { f(Ty<double, double>{}); return true; }
-  if (t == DType::F16) { f(Ty<Half, Half>{}); return true; }
-  if (t == DType::BF16) { f(Ty<BFloat16, BFloat16>{}); return true; }
+  if (t == DType::F32) {
+    f(Ty<float, float>{});
+    return true;
+  }
+  if (t == DType::F64) {
+    f(Ty<double, double>{});
+    return true;
+  }
+  if (t == DType::F16) {
+    f(Ty<Half, Half>{});
+    return true;
+  }
+  if (t == DType::BF16) {
+    f(Ty<BFloat16, BFloat16>{});
+    return true;
+  }
   return visitInt<true, true>(t, f);
 }
 

@@ -46,13 +46,18 @@ struct ReduceName {
   std::string_view name;
 };
 constexpr ReduceName kReduceNames[] = {
-    {ReduceFn::Sum, "sum"},         {ReduceFn::Mean, "mean"},
-    {ReduceFn::Max, "max"},         {ReduceFn::Min, "min"},
-    {ReduceFn::Prod, "prod"},       {ReduceFn::L1, "l1"},
-    {ReduceFn::L2, "l2"},           {ReduceFn::LogSum, "log_sum"},
+    {ReduceFn::Sum, "sum"},
+    {ReduceFn::Mean, "mean"},
+    {ReduceFn::Max, "max"},
+    {ReduceFn::Min, "min"},
+    {ReduceFn::Prod, "prod"},
+    {ReduceFn::L1, "l1"},
+    {ReduceFn::L2, "l2"},
+    {ReduceFn::LogSum, "log_sum"},
     {ReduceFn::LogSumExp, "log_sum_exp"},
     {ReduceFn::SumSquare, "sum_square"},
-    {ReduceFn::ArgMax, "argmax"},   {ReduceFn::ArgMin, "argmin"},
+    {ReduceFn::ArgMax, "argmax"},
+    {ReduceFn::ArgMin, "argmin"},
 };
 
 } // namespace
@@ -294,8 +299,7 @@ void reduceTyped(ReduceFn fn, const Geometry &g, int64_t count, const S *x,
           },
           acc.get());
     } else if constexpr (isInt && std::is_signed_v<C>) {
-      store([](SumT v, int64_t) { return static_cast<int64_t>(v); },
-            acc.get());
+      store([](SumT v, int64_t) { return static_cast<int64_t>(v); }, acc.get());
     } else {
       store([](SumT v, int64_t) { return v; }, acc.get());
     }
@@ -343,8 +347,7 @@ void reduceTyped(ReduceFn fn, const Geometry &g, int64_t count, const S *x,
         g, x, acc.get(), sh, 0.0,
         [](C v, double s) { return std::exp(static_cast<double>(v) - s); },
         plus);
-    store([sh](double v, int64_t o) { return std::log(v) + sh[o]; },
-          acc.get());
+    store([sh](double v, int64_t o) { return std::log(v) + sh[o]; }, acc.get());
     return;
   }
   case ReduceFn::ArgMax:
@@ -360,8 +363,8 @@ void reduceArgTyped(const S *x, int64_t outer, int64_t extent, int64_t inner,
   using C = typename ComputeOf<S>::type;
   // Whether a replaces best: NaN counts as the extreme (numpy.argmax).
   auto better = [](C a, C best) {
-    bool beyond = Max ? (Last ? a >= best : a > best)
-                      : (Last ? a <= best : a < best);
+    bool beyond =
+        Max ? (Last ? a >= best : a > best) : (Last ? a <= best : a < best);
     if constexpr (Last)
       return beyond || a != a;
     else
@@ -407,14 +410,21 @@ void reduceArgTyped(const S *x, int64_t outer, int64_t extent, int64_t inner,
 /// Calls f(S{}) with the storage type of a float or integer dtype.
 template <typename F> bool visitNumeric(DType t, F &&f) {
   switch (t) {
-  case DType::F32: f(float{}); return true;
-  case DType::F16: f(Half{}); return true;
-  case DType::BF16: f(BFloat16{}); return true;
-  case DType::F64: f(double{}); return true;
+  case DType::F32:
+    f(float{});
+    return true;
+  case DType::F16:
+    f(Half{});
+    return true;
+  case DType::BF16:
+    f(BFloat16{});
+    return true;
+  case DType::F64:
+    f(double{});
+    return true;
   default:
-    return visitInt<true, true>(t, [&](auto ty) {
-      f(typename decltype(ty)::Storage{});
-    });
+    return visitInt<true, true>(
+        t, [&](auto ty) { f(typename decltype(ty)::Storage{}); });
   }
 }
 
@@ -432,8 +442,8 @@ Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
   if (axes.empty())
     return fail(op, "axes is empty");
   if (arg && axes.size() != 1)
-    return fail(op, "reduces exactly one axis, got " +
-                        std::to_string(axes.size()));
+    return fail(op,
+                "reduces exactly one axis, got " + std::to_string(axes.size()));
   std::vector<bool> reduced(x.shape.size(), false);
   for (int64_t a : axes) {
     if (a < -rank || a >= rank)
@@ -454,8 +464,8 @@ Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
     return fail(op, "y " + shapeStr(y.shape) + " is not x " +
                         shapeStr(x.shape) + " reduced over the axes (" +
                         shapeStr(kept) + " or " + shapeStr(dropped) + ")");
-  bool numeric = isFloat(x.dtype) || (byteSize(x.dtype) != 0 &&
-                                      x.dtype != DType::Bool);
+  bool numeric =
+      isFloat(x.dtype) || (byteSize(x.dtype) != 0 && x.dtype != DType::Bool);
   if (!numeric)
     return fail(op, "x has dtype " + std::string(dtypeName(x.dtype)) +
                         "; expected a float or integer dtype");
@@ -482,8 +492,8 @@ Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
     for (int64_t d = axis + 1; d < rank; ++d)
       inner *= x.shape[d];
     if (extent == 0)
-      return fail(op, "axis " + std::to_string(axes[0]) +
-                          " of x " + shapeStr(x.shape) + " is empty");
+      return fail(op, "axis " + std::to_string(axes[0]) + " of x " +
+                          shapeStr(x.shape) + " is empty");
     bool isMax = fn == ReduceFn::ArgMax, last = options.selectLastIndex;
     visitNumeric(x.dtype, [&](auto s) {
       using S = decltype(s);

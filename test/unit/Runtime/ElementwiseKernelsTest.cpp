@@ -8,8 +8,8 @@
 // (round16(ref) or its neighbour when ref is near a midpoint), so a kernel
 // that computed in 16 bits or rounded twice falls outside. Integer and bool
 // results are exact.
-#include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
+#include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/Half.h"
 
 #include <catch2/catch.hpp>
@@ -46,28 +46,45 @@ struct Rng {
 
 double roundTo(DType t, double v) {
   switch (t) {
-  case DType::F32: return static_cast<double>(static_cast<float>(v));
-  case DType::F16: return toFloat(toHalf(v));
-  case DType::BF16: return toFloat(toBFloat16(v));
-  default: return v;
+  case DType::F32:
+    return static_cast<double>(static_cast<float>(v));
+  case DType::F16:
+    return toFloat(toHalf(v));
+  case DType::BF16:
+    return toFloat(toBFloat16(v));
+  default:
+    return v;
   }
 }
 
 double getD(const HostTensor &t, int64_t i) {
   const void *p = t.data();
   switch (t.dtype()) {
-  case DType::F32: return static_cast<const float *>(p)[i];
-  case DType::F64: return static_cast<const double *>(p)[i];
-  case DType::F16: return toFloat(static_cast<const Half *>(p)[i]);
-  case DType::BF16: return toFloat(static_cast<const BFloat16 *>(p)[i]);
-  case DType::I8: return static_cast<const int8_t *>(p)[i];
-  case DType::I16: return static_cast<const int16_t *>(p)[i];
-  case DType::I32: return static_cast<const int32_t *>(p)[i];
-  case DType::I64: return static_cast<double>(static_cast<const int64_t *>(p)[i]);
-  case DType::U8: case DType::Bool: return static_cast<const uint8_t *>(p)[i];
-  case DType::U16: return static_cast<const uint16_t *>(p)[i];
-  case DType::U32: return static_cast<const uint32_t *>(p)[i];
-  case DType::U64: return static_cast<double>(static_cast<const uint64_t *>(p)[i]);
+  case DType::F32:
+    return static_cast<const float *>(p)[i];
+  case DType::F64:
+    return static_cast<const double *>(p)[i];
+  case DType::F16:
+    return toFloat(static_cast<const Half *>(p)[i]);
+  case DType::BF16:
+    return toFloat(static_cast<const BFloat16 *>(p)[i]);
+  case DType::I8:
+    return static_cast<const int8_t *>(p)[i];
+  case DType::I16:
+    return static_cast<const int16_t *>(p)[i];
+  case DType::I32:
+    return static_cast<const int32_t *>(p)[i];
+  case DType::I64:
+    return static_cast<double>(static_cast<const int64_t *>(p)[i]);
+  case DType::U8:
+  case DType::Bool:
+    return static_cast<const uint8_t *>(p)[i];
+  case DType::U16:
+    return static_cast<const uint16_t *>(p)[i];
+  case DType::U32:
+    return static_cast<const uint32_t *>(p)[i];
+  case DType::U64:
+    return static_cast<double>(static_cast<const uint64_t *>(p)[i]);
   }
   return 0;
 }
@@ -75,19 +92,43 @@ double getD(const HostTensor &t, int64_t i) {
 void setD(HostTensor &t, int64_t i, double v) {
   void *p = t.data();
   switch (t.dtype()) {
-  case DType::F32: static_cast<float *>(p)[i] = static_cast<float>(v); return;
-  case DType::F64: static_cast<double *>(p)[i] = v; return;
-  case DType::F16: static_cast<Half *>(p)[i] = toHalf(v); return;
-  case DType::BF16: static_cast<BFloat16 *>(p)[i] = toBFloat16(v); return;
-  case DType::I8: static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v); return;
-  case DType::I16: static_cast<int16_t *>(p)[i] = static_cast<int16_t>(v); return;
-  case DType::I32: static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v); return;
-  case DType::I64: static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v); return;
-  case DType::U8: case DType::Bool:
-    static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v); return;
-  case DType::U16: static_cast<uint16_t *>(p)[i] = static_cast<uint16_t>(v); return;
-  case DType::U32: static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v); return;
-  case DType::U64: static_cast<uint64_t *>(p)[i] = static_cast<uint64_t>(v); return;
+  case DType::F32:
+    static_cast<float *>(p)[i] = static_cast<float>(v);
+    return;
+  case DType::F64:
+    static_cast<double *>(p)[i] = v;
+    return;
+  case DType::F16:
+    static_cast<Half *>(p)[i] = toHalf(v);
+    return;
+  case DType::BF16:
+    static_cast<BFloat16 *>(p)[i] = toBFloat16(v);
+    return;
+  case DType::I8:
+    static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
+    return;
+  case DType::I16:
+    static_cast<int16_t *>(p)[i] = static_cast<int16_t>(v);
+    return;
+  case DType::I32:
+    static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
+    return;
+  case DType::I64:
+    static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v);
+    return;
+  case DType::U8:
+  case DType::Bool:
+    static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
+    return;
+  case DType::U16:
+    static_cast<uint16_t *>(p)[i] = static_cast<uint16_t>(v);
+    return;
+  case DType::U32:
+    static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v);
+    return;
+  case DType::U64:
+    static_cast<uint64_t *>(p)[i] = static_cast<uint64_t>(v);
+    return;
   }
 }
 
@@ -226,81 +267,125 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 TEST_CASE("elementwise unary float functions match their definitions",
           "[runtime][cpu][elementwise]") {
   using F = ElementwiseFn;
-  const double selA = 1.67326319217681884765625, selG = 1.05070102214813232421875;
-  checkUnary(F::Identity, [](double x) { return x; }, -4, 4);
-  checkUnary(F::Abs, [](double x) { return std::fabs(x); }, -4, 4);
-  checkUnary(F::Neg, [](double x) { return -x; }, -4, 4);
-  checkUnary(F::Exp, [](double x) { return std::exp(x); }, -5, 5);
-  checkUnary(F::Log, [](double x) { return std::log(x); }, 0.1, 4);
-  checkUnary(F::Sqrt, [](double x) { return std::sqrt(x); }, 0, 4);
-  checkUnary(F::Reciprocal, [](double x) { return 1 / x; }, 0.2, 3);
-  checkUnary(F::Relu, [](double x) { return x > 0 ? x : 0; }, -4, 4);
+  const double selA = 1.67326319217681884765625,
+               selG = 1.05070102214813232421875;
+  checkUnary(
+      F::Identity, [](double x) { return x; }, -4, 4);
+  checkUnary(
+      F::Abs, [](double x) { return std::fabs(x); }, -4, 4);
+  checkUnary(
+      F::Neg, [](double x) { return -x; }, -4, 4);
+  checkUnary(
+      F::Exp, [](double x) { return std::exp(x); }, -5, 5);
+  checkUnary(
+      F::Log, [](double x) { return std::log(x); }, 0.1, 4);
+  checkUnary(
+      F::Sqrt, [](double x) { return std::sqrt(x); }, 0, 4);
+  checkUnary(
+      F::Reciprocal, [](double x) { return 1 / x; }, 0.2, 3);
+  checkUnary(
+      F::Relu, [](double x) { return x > 0 ? x : 0; }, -4, 4);
   checkUnary(F::Sigmoid, sigmoid, -6, 6);
-  checkUnary(F::Tanh, [](double x) { return std::tanh(x); }, -4, 4);
-  checkUnary(F::Erf, [](double x) { return std::erf(x); }, -3, 3);
-  checkUnary(F::Floor, [](double x) { return std::floor(x); }, -4, 4);
-  checkUnary(F::Ceil, [](double x) { return std::ceil(x); }, -4, 4);
-  checkUnary(F::Round, [](double x) { return std::nearbyint(x); }, -4, 4);
-  checkUnary(F::Sign, [](double x) { return double((x > 0) - (x < 0)); }, -4, 4);
-  checkUnary(F::Sin, [](double x) { return std::sin(x); }, -4, 4);
-  checkUnary(F::Cos, [](double x) { return std::cos(x); }, -4, 4);
-  checkUnary(F::Tan, [](double x) { return std::tan(x); }, -1.2, 1.2);
-  checkUnary(F::Asin, [](double x) { return std::asin(x); }, -0.9, 0.9);
-  checkUnary(F::Acos, [](double x) { return std::acos(x); }, -0.9, 0.9);
-  checkUnary(F::Atan, [](double x) { return std::atan(x); }, -4, 4);
-  checkUnary(F::Sinh, [](double x) { return std::sinh(x); }, -4, 4);
-  checkUnary(F::Cosh, [](double x) { return std::cosh(x); }, -4, 4);
-  checkUnary(F::Asinh, [](double x) { return std::asinh(x); }, -4, 4);
-  checkUnary(F::Acosh, [](double x) { return std::acosh(x); }, 1.1, 4);
-  checkUnary(F::Atanh, [](double x) { return std::atanh(x); }, -0.9, 0.9);
-  checkUnary(F::Softplus, [](double x) { return std::log(1 + std::exp(x)); },
-             -6, 6);
-  checkUnary(F::Softsign, [](double x) { return x / (1 + std::fabs(x)); }, -4, 4);
-  checkUnary(F::HardSwish,
-             [](double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); },
-             -5, 5);
-  checkUnary(F::Gelu,
-             [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
-             -4, 4);
-  checkUnary(F::GeluTanh,
-             [](double x) {
-               return 0.5 * x *
-                      (1 + std::tanh(0.79788456080286535588 *
-                                     (x + 0.044715 * x * x * x)));
-             },
-             -4, 4);
+  checkUnary(
+      F::Tanh, [](double x) { return std::tanh(x); }, -4, 4);
+  checkUnary(
+      F::Erf, [](double x) { return std::erf(x); }, -3, 3);
+  checkUnary(
+      F::Floor, [](double x) { return std::floor(x); }, -4, 4);
+  checkUnary(
+      F::Ceil, [](double x) { return std::ceil(x); }, -4, 4);
+  checkUnary(
+      F::Round, [](double x) { return std::nearbyint(x); }, -4, 4);
+  checkUnary(
+      F::Sign, [](double x) { return double((x > 0) - (x < 0)); }, -4, 4);
+  checkUnary(
+      F::Sin, [](double x) { return std::sin(x); }, -4, 4);
+  checkUnary(
+      F::Cos, [](double x) { return std::cos(x); }, -4, 4);
+  checkUnary(
+      F::Tan, [](double x) { return std::tan(x); }, -1.2, 1.2);
+  checkUnary(
+      F::Asin, [](double x) { return std::asin(x); }, -0.9, 0.9);
+  checkUnary(
+      F::Acos, [](double x) { return std::acos(x); }, -0.9, 0.9);
+  checkUnary(
+      F::Atan, [](double x) { return std::atan(x); }, -4, 4);
+  checkUnary(
+      F::Sinh, [](double x) { return std::sinh(x); }, -4, 4);
+  checkUnary(
+      F::Cosh, [](double x) { return std::cosh(x); }, -4, 4);
+  checkUnary(
+      F::Asinh, [](double x) { return std::asinh(x); }, -4, 4);
+  checkUnary(
+      F::Acosh, [](double x) { return std::acosh(x); }, 1.1, 4);
+  checkUnary(
+      F::Atanh, [](double x) { return std::atanh(x); }, -0.9, 0.9);
+  checkUnary(
+      F::Softplus, [](double x) { return std::log(1 + std::exp(x)); }, -6, 6);
+  checkUnary(
+      F::Softsign, [](double x) { return x / (1 + std::fabs(x)); }, -4, 4);
+  checkUnary(
+      F::HardSwish,
+      [](double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); },
+      -5, 5);
+  checkUnary(
+      F::Gelu,
+      [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -4,
+      4);
+  checkUnary(
+      F::GeluTanh,
+      [](double x) {
+        return 0.5 * x *
+               (1 +
+                std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+      },
+      -4, 4);
   // Parameters: ONNX's defaults, then given values.
-  checkUnary(F::LeakyRelu, [](double x) { return x < 0 ? 0.01 * x : x; }, -4, 4);
+  checkUnary(
+      F::LeakyRelu, [](double x) { return x < 0 ? 0.01 * x : x; }, -4, 4);
   checkUnary(F::LeakyRelu, [](double x) { return x < 0 ? 0.25 * x : x; }, -4, 4,
              {0.25, std::nullopt});
-  checkUnary(F::Elu, [](double x) { return x < 0 ? std::exp(x) - 1 : x; }, -4, 4);
-  checkUnary(F::Elu, [](double x) { return x < 0 ? 0.7 * (std::exp(x) - 1) : x; },
-             -4, 4, {0.7, std::nullopt});
+  checkUnary(
+      F::Elu, [](double x) { return x < 0 ? std::exp(x) - 1 : x; }, -4, 4);
+  checkUnary(F::Elu,
+             [](double x) { return x < 0 ? 0.7 * (std::exp(x) - 1) : x; }, -4,
+             4, {0.7, std::nullopt});
   checkUnary(F::Celu,
              [](double x) {
-               return std::max(0.0, x) + std::min(0.0, 1.3 * (std::exp(x / 1.3) - 1));
+               return std::max(0.0, x) +
+                      std::min(0.0, 1.3 * (std::exp(x / 1.3) - 1));
              },
              -4, 4, {1.3, std::nullopt});
+  checkUnary(
+      F::Selu,
+      [&](double x) {
+        return x > 0 ? selG * x : selG * (selA * std::exp(x) - selA);
+      },
+      -4, 4);
   checkUnary(F::Selu,
-             [&](double x) { return x > 0 ? selG * x : selG * (selA * std::exp(x) - selA); },
-             -4, 4);
-  checkUnary(F::Selu,
-             [](double x) { return x > 0 ? 1.1 * x : 1.1 * (1.5 * std::exp(x) - 1.5); },
+             [](double x) {
+               return x > 0 ? 1.1 * x : 1.1 * (1.5 * std::exp(x) - 1.5);
+             },
              -4, 4, {1.5, 1.1});
-  checkUnary(F::HardSigmoid,
-             [](double x) { return std::max(0.0, std::min(1.0, 0.2 * x + 0.5)); },
-             -5, 5);
-  checkUnary(F::HardSigmoid,
-             [](double x) { return std::max(0.0, std::min(1.0, 0.3 * x + 0.4)); },
-             -5, 5, {0.3, 0.4});
-  checkUnary(F::ThresholdedRelu, [](double x) { return x > 1.0 ? x : 0; }, -4, 4);
-  checkUnary(F::ThresholdedRelu, [](double x) { return x > 0.25 ? x : 0; }, -4, 4,
-             {0.25, std::nullopt});
-  checkUnary(F::Shrink,
-             [](double x) { return x < -0.5 ? x : (x > 0.5 ? x : 0); }, -2, 2);
-  checkUnary(F::Shrink,
-             [](double x) { return x < -0.3 ? x + 0.1 : (x > 0.3 ? x - 0.1 : 0); },
-             -2, 2, {0.3, 0.1});
+  checkUnary(
+      F::HardSigmoid,
+      [](double x) { return std::max(0.0, std::min(1.0, 0.2 * x + 0.5)); }, -5,
+      5);
+  checkUnary(
+      F::HardSigmoid,
+      [](double x) { return std::max(0.0, std::min(1.0, 0.3 * x + 0.4)); }, -5,
+      5, {0.3, 0.4});
+  checkUnary(
+      F::ThresholdedRelu, [](double x) { return x > 1.0 ? x : 0; }, -4, 4);
+  checkUnary(F::ThresholdedRelu, [](double x) { return x > 0.25 ? x : 0; }, -4,
+             4, {0.25, std::nullopt});
+  checkUnary(
+      F::Shrink, [](double x) { return x < -0.5 ? x : (x > 0.5 ? x : 0); }, -2,
+      2);
+  checkUnary(
+      F::Shrink,
+      [](double x) { return x < -0.3 ? x + 0.1 : (x > 0.3 ? x - 0.1 : 0); }, -2,
+      2, {0.3, 0.1});
   checkUnary(F::Clip, [](double x) { return std::min(1.0, std::max(-0.5, x)); },
              -2, 2, {-0.5, 1.0});
 }
@@ -312,9 +397,11 @@ TEST_CASE("elementwise: special values of round, sign, is_nan, is_inf",
   for (DType t : kFloatTypes) {
     INFO("dtype " << dtypeName(t));
     // Round is half to even.
-    HostTensor x = tensor(t, {8}, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.25, -3.75});
+    HostTensor x =
+        tensor(t, {8}, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.25, -3.75});
     HostTensor y = garbage(t, {8});
-    REQUIRE(cpu::elementwise(ElementwiseFn::Round, {x.view()}, y.view()).isOk());
+    REQUIRE(
+        cpu::elementwise(ElementwiseFn::Round, {x.view()}, y.view()).isOk());
     expectExact(y, {0, 2, 2, -0.0, -2, -2, 3, -4});
 
     HostTensor special = tensor(t, {5}, {inf, -inf, nan, 0.0, -2.0});
@@ -379,11 +466,14 @@ TEST_CASE("elementwise binary float functions broadcast as numpy",
       {F::Sub, [](double a, double b) { return a - b; }, -4, 4, -4, 4},
       {F::Mul, [](double a, double b) { return a * b; }, -4, 4, -4, 4},
       {F::Div, [](double a, double b) { return a / b; }, -4, 4, 0.5, 3},
-      {F::Pow, [](double a, double b) { return std::pow(a, b); }, 0.1, 3, -2, 2},
+      {F::Pow, [](double a, double b) { return std::pow(a, b); }, 0.1, 3, -2,
+       2},
       {F::Mod, pyMod, -6, 6, -3, -0.5},
       {F::Mod, pyMod, -6, 6, 0.5, 3},
-      {F::Fmod, [](double a, double b) { return std::fmod(a, b); }, -6, 6, -3, 3},
-      {F::PRelu, [](double a, double s) { return a < 0 ? s * a : a; }, -4, 4, -1, 1},
+      {F::Fmod, [](double a, double b) { return std::fmod(a, b); }, -6, 6, -3,
+       3},
+      {F::PRelu, [](double a, double s) { return a < 0 ? s * a : a; }, -4, 4,
+       -1, 1},
       {F::Max, [](double a, double b) { return std::max(a, b); }, -4, 4, -4, 4},
       {F::Min, [](double a, double b) { return std::min(a, b); }, -4, 4, -4, 4},
   };
@@ -398,8 +488,8 @@ TEST_CASE("elementwise binary float functions broadcast as numpy",
       {{}, {2, 3}, {2, 3}},              // a scalar
       {{2, 3}, {}, {2, 3}},
       {{1}, {4, 1}, {4, 1}},
-      {{4, 1}, {1, 5}, {4, 5}},          // an outer product
-      {{700}, {1}, {700}},               // longer than a chunk
+      {{4, 1}, {1, 5}, {4, 5}}, // an outer product
+      {{700}, {1}, {700}},      // longer than a chunk
       {{2, 1, 600}, {3, 1}, {2, 3, 600}},
   };
   for (const Case &c : cases)
@@ -411,8 +501,9 @@ TEST_CASE("elementwise binary float functions broadcast as numpy",
       }
 }
 
-TEST_CASE("elementwise: max and min propagate NaN; variadic sum, mean, max, min",
-          "[runtime][cpu][elementwise]") {
+TEST_CASE(
+    "elementwise: max and min propagate NaN; variadic sum, mean, max, min",
+    "[runtime][cpu][elementwise]") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (DType t : kFloatTypes) {
     INFO("dtype " << dtypeName(t));
@@ -441,17 +532,26 @@ TEST_CASE("elementwise: max and min propagate NaN; variadic sum, mean, max, min"
       for (int64_t i = 0; i < 6; ++i) {
         double v[3] = {getD(p, i), getD(q, i % 3), getD(r, i / 3)};
         switch (fn) {
-        case ElementwiseFn::Sum: ref[i] = v[0] + v[1] + v[2]; break;
-        case ElementwiseFn::Mean: ref[i] = (v[0] + v[1] + v[2]) / 3; break;
-        case ElementwiseFn::Max: ref[i] = std::max({v[0], v[1], v[2]}); break;
-        default: ref[i] = std::min({v[0], v[1], v[2]}); break;
+        case ElementwiseFn::Sum:
+          ref[i] = v[0] + v[1] + v[2];
+          break;
+        case ElementwiseFn::Mean:
+          ref[i] = (v[0] + v[1] + v[2]) / 3;
+          break;
+        case ElementwiseFn::Max:
+          ref[i] = std::max({v[0], v[1], v[2]});
+          break;
+        default:
+          ref[i] = std::min({v[0], v[1], v[2]});
+          break;
         }
       }
       expectClose(out, ref, tolFor(t));
     }
     // One input: a copy (broadcast).
     HostTensor one = garbage(t, {2, 3});
-    REQUIRE(cpu::elementwise(ElementwiseFn::Sum, {q.view()}, one.view()).isOk());
+    REQUIRE(
+        cpu::elementwise(ElementwiseFn::Sum, {q.view()}, one.view()).isOk());
     expectExact(one, {getD(q, 0), getD(q, 1), getD(q, 2), getD(q, 0),
                       getD(q, 1), getD(q, 2)});
   }
@@ -467,27 +567,29 @@ TEST_CASE("elementwise: clip with tensors, where, in place",
     HostTensor lo = tensor(t, {3}, {1, 1, 3});
     HostTensor hi = tensor(t, {2, 1}, {2, 4});
     HostTensor y = garbage(t, {2, 3});
-    REQUIRE(cpu::elementwise(ElementwiseFn::Clip, {x.view(), lo.view(), hi.view()},
-                             y.view())
+    REQUIRE(cpu::elementwise(ElementwiseFn::Clip,
+                             {x.view(), lo.view(), hi.view()}, y.view())
                 .isOk());
     // min > max gives max (ONNX); NaN stays NaN.
     expectExact(y, {1, 1, 2, 3, 4, flt ? nan : 4});
     // Clip with attribute bounds.
-    REQUIRE(cpu::elementwise(ElementwiseFn::Clip, {x.view()}, y.view(), {1.0, 3.0})
-                .isOk());
+    REQUIRE(
+        cpu::elementwise(ElementwiseFn::Clip, {x.view()}, y.view(), {1.0, 3.0})
+            .isOk());
     expectExact(y, {1, 1, 2, 3, 3, flt ? nan : 3});
 
     HostTensor c = tensor(DType::Bool, {2, 1}, {1, 0});
     HostTensor w = garbage(t, {2, 3});
-    REQUIRE(cpu::elementwise(ElementwiseFn::Where, {c.view(), x.view(), lo.view()},
-                             w.view())
+    REQUIRE(cpu::elementwise(ElementwiseFn::Where,
+                             {c.view(), x.view(), lo.view()}, w.view())
                 .isOk());
     expectExact(w, {0, 1, 2, 1, 1, 3});
 
     // In place: y is x.
     HostTensor z = tensor(t, {2, 3}, {0, 1, 2, 3, 4, 5});
-    REQUIRE(cpu::elementwise(ElementwiseFn::Add, {z.view(), lo.view()}, z.view())
-                .isOk());
+    REQUIRE(
+        cpu::elementwise(ElementwiseFn::Add, {z.view(), lo.view()}, z.view())
+            .isOk());
     expectExact(z, {1, 2, 5, 4, 5, 8});
   }
 }
@@ -496,7 +598,8 @@ TEST_CASE("elementwise: clip with tensors, where, in place",
 // Integers and bool
 //===----------------------------------------------------------------------===//
 
-TEST_CASE("elementwise integer semantics: div truncates, mod takes the divisor's sign",
+TEST_CASE("elementwise integer semantics: div truncates, mod takes the "
+          "divisor's sign",
           "[runtime][cpu][elementwise]") {
   for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64}) {
     INFO("dtype " << dtypeName(t));
@@ -536,17 +639,23 @@ TEST_CASE("elementwise integer semantics: div truncates, mod takes the divisor's
   HostTensor a = tensor(DType::I8, {3}, {100, -128, -128});
   HostTensor b = tensor(DType::I8, {3}, {100, -1, 1});
   HostTensor y = garbage(DType::I8, {3});
-  REQUIRE(cpu::elementwise(ElementwiseFn::Add, {a.view(), b.view()}, y.view()).isOk());
+  REQUIRE(cpu::elementwise(ElementwiseFn::Add, {a.view(), b.view()}, y.view())
+              .isOk());
   expectExact(y, {-56, 127, -127});
-  REQUIRE(cpu::elementwise(ElementwiseFn::Div, {a.view(), b.view()}, y.view()).isOk());
+  REQUIRE(cpu::elementwise(ElementwiseFn::Div, {a.view(), b.view()}, y.view())
+              .isOk());
   expectExact(y, {1, -128, -128});
   // Unsigned mod and div.
   HostTensor ua = tensor(DType::U32, {3}, {7, 4000000000.0, 5});
   HostTensor ub = tensor(DType::U32, {3}, {3, 7, 0});
   HostTensor uy = garbage(DType::U32, {3});
-  REQUIRE(cpu::elementwise(ElementwiseFn::Mod, {ua.view(), ub.view()}, uy.view()).isOk());
+  REQUIRE(
+      cpu::elementwise(ElementwiseFn::Mod, {ua.view(), ub.view()}, uy.view())
+          .isOk());
   expectExact(uy, {1, 4000000000.0 - 7 * 571428571.0, 0});
-  REQUIRE(cpu::elementwise(ElementwiseFn::Div, {ua.view(), ub.view()}, uy.view()).isOk());
+  REQUIRE(
+      cpu::elementwise(ElementwiseFn::Div, {ua.view(), ub.view()}, uy.view())
+          .isOk());
   expectExact(uy, {2, 571428571, 0});
 }
 
@@ -558,18 +667,27 @@ TEST_CASE("elementwise: integer pow, bitshift, and random integer arithmetic",
   HostTensor ie = tensor(DType::I64, {4}, {10, 3, 0, 2});
   HostTensor fe = tensor(DType::F32, {4}, {0.5, 2, 1.5, -1});
   HostTensor y = garbage(DType::I32, {4});
-  REQUIRE(cpu::elementwise(ElementwiseFn::Pow, {base.view(), ie.view()}, y.view()).isOk());
+  REQUIRE(
+      cpu::elementwise(ElementwiseFn::Pow, {base.view(), ie.view()}, y.view())
+          .isOk());
   expectExact(y, {1024, -27, 1, 49});
-  REQUIRE(cpu::elementwise(ElementwiseFn::Pow, {base.view(), fe.view()}, y.view()).isOk());
+  REQUIRE(
+      cpu::elementwise(ElementwiseFn::Pow, {base.view(), fe.view()}, y.view())
+          .isOk());
   expectExact(y, {1, 9, 11, 0}); // truncated: sqrt 2, 5^1.5 = 11.18, 1/7
   HostTensor fb = tensor(DType::F16, {4}, {2, -3, 0.5, 7});
   HostTensor fy = garbage(DType::F16, {4});
-  REQUIRE(cpu::elementwise(ElementwiseFn::Pow, {fb.view(), ie.view()}, fy.view()).isOk());
+  REQUIRE(
+      cpu::elementwise(ElementwiseFn::Pow, {fb.view(), ie.view()}, fy.view())
+          .isOk());
   expectExact(fy, {1024, -27, 1, 49});
   HostTensor e16 = tensor(DType::F32, {1}, {0.1}); // not rounded to f16 first
-  REQUIRE(cpu::elementwise(ElementwiseFn::Pow, {fb.view(), e16.view()}, fy.view()).isOk());
-  expectClose(fy, {std::pow(2.0, double(0.1f)), std::nan(""),
-                   std::pow(0.5, double(0.1f)), std::pow(7.0, double(0.1f))},
+  REQUIRE(
+      cpu::elementwise(ElementwiseFn::Pow, {fb.view(), e16.view()}, fy.view())
+          .isOk());
+  expectClose(fy,
+              {std::pow(2.0, double(0.1f)), std::nan(""),
+               std::pow(0.5, double(0.1f)), std::pow(7.0, double(0.1f))},
               4e-6);
 
   for (DType t : {DType::U8, DType::U16, DType::U32, DType::U64}) {
@@ -601,17 +719,22 @@ TEST_CASE("elementwise: integer pow, bitshift, and random integer arithmetic",
     auto wrapTo = [t](double v) {
       int64_t i = static_cast<int64_t>(v);
       switch (t) {
-      case DType::I16: return double(int16_t(uint16_t(i)));
-      case DType::U16: return double(uint16_t(i));
-      case DType::I32: return double(int32_t(uint32_t(i)));
-      default: return double(uint64_t(i));
+      case DType::I16:
+        return double(int16_t(uint16_t(i)));
+      case DType::U16:
+        return double(uint16_t(i));
+      case DType::I32:
+        return double(int32_t(uint32_t(i)));
+      default:
+        return double(uint64_t(i));
       }
     };
     for (auto [fn, f] : std::vector<std::pair<ElementwiseFn, Ref2>>{
              {ElementwiseFn::Add, [](double x, double z) { return x + z; }},
              {ElementwiseFn::Sub, [](double x, double z) { return x - z; }},
              {ElementwiseFn::Mul, [](double x, double z) { return x * z; }},
-             {ElementwiseFn::Min, [](double x, double z) { return std::min(x, z); }}}) {
+             {ElementwiseFn::Min,
+              [](double x, double z) { return std::min(x, z); }}}) {
       if (t == DType::U64 && fn == ElementwiseFn::Sub)
         continue; // 2^64 - small is not exact in double
       REQUIRE(cpu::elementwise(fn, {a.view(), b.view()}, r.view()).isOk());
@@ -688,25 +811,31 @@ TEST_CASE("elementwise rejects bad arguments", "[runtime][cpu][elementwise]") {
     return s.message();
   };
   using Catch::Matchers::Contains;
-  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Add, {a.view(), b.view()}, y.view())),
-             Contains("input 1 [4] does not broadcast to y [2, 3]"));
+  CHECK_THAT(
+      err(cpu::elementwise(ElementwiseFn::Add, {a.view(), b.view()}, y.view())),
+      Contains("input 1 [4] does not broadcast to y [2, 3]"));
   CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Add, {a.view()}, y.view())),
              Contains("expects 2 inputs, got 1"));
-  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Add, {a.view(), i32.view()}, y.view())),
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Add, {a.view(), i32.view()},
+                                  y.view())),
              Contains("input 1 has dtype i32; expected f32"));
-  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Exp, {i32.view()}, i32.view())),
-             Contains("elementwise exp: does not take dtype i32"));
-  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Less, {a.view(), a.view()}, y.view())),
+  CHECK_THAT(
+      err(cpu::elementwise(ElementwiseFn::Exp, {i32.view()}, i32.view())),
+      Contains("elementwise exp: does not take dtype i32"));
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Less, {a.view(), a.view()},
+                                  y.view())),
              Contains("y has dtype f32; expected bool"));
   CHECK_THAT(err(cpu::elementwise(ElementwiseFn::BitShiftLeft,
                                   {i32.view(), i32.view()}, i32.view())),
              Contains("does not take dtype i32"));
-  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::And, {a.view(), a.view()}, yb.view())),
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::And, {a.view(), a.view()},
+                                  yb.view())),
              Contains("y has dtype bool; expected f32"));
-  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Where, {a.view(), a.view(), a.view()},
-                                  y.view())),
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Where,
+                                  {a.view(), a.view(), a.view()}, y.view())),
              Contains("input 0 has dtype f32; expected bool"));
-  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Clip, {a.view(), a.view()}, y.view())),
+  CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Clip, {a.view(), a.view()},
+                                  y.view())),
              Contains("expects 1 (x) or 3 (x, min, max) inputs, got 2"));
   CHECK_THAT(err(cpu::elementwise(ElementwiseFn::Sum, {}, y.view())),
              Contains("expects 1 or more inputs, got 0"));
@@ -724,7 +853,8 @@ TEST_CASE("elementwise rejects bad arguments", "[runtime][cpu][elementwise]") {
              Contains("input 0 has no data"));
   CHECK_FALSE(cpu::parseElementwiseFn("frobnicate"));
   CHECK(cpu::parseElementwiseFn("gelu_tanh") == ElementwiseFn::GeluTanh);
-  CHECK(cpu::elementwiseFnName(ElementwiseFn::BitShiftRight) == "bitshift_right");
+  CHECK(cpu::elementwiseFnName(ElementwiseFn::BitShiftRight) ==
+        "bitshift_right");
 }
 
 //===----------------------------------------------------------------------===//
@@ -783,7 +913,8 @@ TEST_CASE("cast: rounding, truncation, bool and integer edge cases",
   // To bool: != 0 (NaN is true); from bool: 0 / 1.
   HostTensor g = tensor(DType::F32, {4}, {0.0, -0.0, 0.25, nan});
   expectExact(castTo(g, DType::Bool), {0, 0, 1, 1});
-  expectExact(castTo(tensor(DType::I64, {3}, {0, -5, 256}), DType::Bool), {0, 1, 1});
+  expectExact(castTo(tensor(DType::I64, {3}, {0, -5, 256}), DType::Bool),
+              {0, 1, 1});
   HostTensor bools = tensor(DType::Bool, {2}, {1, 0});
   expectExact(castTo(bools, DType::F16), {1, 0});
   expectExact(castTo(bools, DType::I64), {1, 0});
@@ -793,18 +924,22 @@ TEST_CASE("cast: rounding, truncation, bool and integer edge cases",
   expectExact(castTo(ints, DType::U16), {300, 65535, 7, 65536 - 129});
   expectExact(castTo(ints, DType::I8), {44, -1, 7, 127});
   // To f16 rounds to nearest even, overflow gives inf.
-  HostTensor mid = tensor(DType::F32, {4}, {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65520, 70000});
+  HostTensor mid =
+      tensor(DType::F32, {4}, {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65520, 70000});
   expectExact(castTo(mid, DType::F16), {1, 1 + 0x1p-9, inf, inf});
   // f64 -> f16 rounds once: 1 + 2^-11 + 2^-40 is above the midpoint, which
   // rounding through f32 (to 1 + 2^-11, a tie) would lose.
   HostTensor d = tensor(DType::F64, {1}, {1 + 0x1p-11 + 0x1p-40});
   expectExact(castTo(d, DType::F16), {1 + 0x1p-10});
   // An integer above f16's range; int64 -> f32 rounds once.
-  expectExact(castTo(tensor(DType::I64, {2}, {100000, 2049}), DType::F16), {inf, 2048});
-  expectExact(castTo(tensor(DType::I64, {1}, {16777217}), DType::F32), {16777216});
+  expectExact(castTo(tensor(DType::I64, {2}, {100000, 2049}), DType::F16),
+              {inf, 2048});
+  expectExact(castTo(tensor(DType::I64, {1}, {16777217}), DType::F32),
+              {16777216});
   // f16 <-> bf16 through the exact f32.
-  expectExact(castTo(tensor(DType::F16, {2}, {1 + 0x1p-10, 3.140625}), DType::BF16),
-              {1, roundTo(DType::BF16, 3.140625)});
+  expectExact(
+      castTo(tensor(DType::F16, {2}, {1 + 0x1p-10, 3.140625}), DType::BF16),
+      {1, roundTo(DType::BF16, 3.140625)});
   expectExact(castTo(tensor(DType::BF16, {2}, {1e30, 0.1}), DType::F16),
               {inf, roundTo(DType::F16, roundTo(DType::BF16, 0.1))});
   // Shapes may differ when the counts agree.
@@ -816,7 +951,8 @@ TEST_CASE("cast: rounding, truncation, bool and integer edge cases",
   Status bad = cpu::cast(s.view(), wrong.view());
   REQUIRE_FALSE(bad.isOk());
   CHECK_THAT(bad.message(),
-             Catch::Matchers::Contains("x [2, 2] and y [5] have different numbers of elements"));
+             Catch::Matchers::Contains(
+                 "x [2, 2] and y [5] have different numbers of elements"));
 }
 
 //===----------------------------------------------------------------------===//
@@ -844,9 +980,12 @@ TEST_CASE("kernel.elementwise and kernel.cast through the CPU call table",
   expectExact(y, {-1, -0.5, 0.5, 3});
 
   // An int alpha is read as a float; beta for selu's gamma.
-  call.attributes = {{"fn", std::string("selu")}, {"alpha", int64_t(2)}, {"beta", 0.5}};
+  call.attributes = {
+      {"fn", std::string("selu")}, {"alpha", int64_t(2)}, {"beta", 0.5}};
   REQUIRE(ew(args).isOk());
-  expectClose(y, {0.5 * 2 * (std::exp(-2.0) - 1), 0.5 * 2 * (std::exp(-1.0) - 1), 0.25, 1.5},
+  expectClose(y,
+              {0.5 * 2 * (std::exp(-2.0) - 1), 0.5 * 2 * (std::exp(-1.0) - 1),
+               0.25, 1.5},
               4e-6);
 
   // Binary with broadcasting.
@@ -858,13 +997,17 @@ TEST_CASE("kernel.elementwise and kernel.cast through the CPU call table",
 
   // Errors name the problem.
   call.attributes = {{"fn", std::string("frobnicate")}};
-  CHECK_THAT(ew(args).message(), Catch::Matchers::Contains("unknown elementwise fn 'frobnicate'"));
+  CHECK_THAT(ew(args).message(),
+             Catch::Matchers::Contains("unknown elementwise fn 'frobnicate'"));
   call.attributes = {};
-  CHECK_THAT(ew(args).message(), Catch::Matchers::Contains("attribute 'fn' is missing"));
+  CHECK_THAT(ew(args).message(),
+             Catch::Matchers::Contains("attribute 'fn' is missing"));
   call.attributes = {{"fn", std::string("elu")}, {"alpha", std::string("x")}};
-  CHECK_THAT(ew(args).message(), Catch::Matchers::Contains("attribute 'alpha' must be a float"));
+  CHECK_THAT(ew(args).message(),
+             Catch::Matchers::Contains("attribute 'alpha' must be a float"));
   cpu::CallArgs noResult{call, {x.view()}, {}};
-  CHECK_THAT(ew(noResult).message(), Catch::Matchers::Contains("expects 1 results, got 0"));
+  CHECK_THAT(ew(noResult).message(),
+             Catch::Matchers::Contains("expects 1 results, got 0"));
 
   PlanCall c;
   c.kind = "kernel.cast";
@@ -880,15 +1023,19 @@ TEST_CASE("kernel.elementwise and kernel.cast through the CPU call table",
 
 TEST_CASE("elementwise, cast and reduce timings (BERT / ResNet-50 shapes)",
           "[.][bench][elementwise-bench]") {
-  auto time = [](const char *what, int64_t bytes, const std::function<Status()> &f) {
+  auto time = [](const char *what, int64_t bytes,
+                 const std::function<Status()> &f) {
     REQUIRE(f().isOk()); // warm up
     int reps = 10;
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < reps; ++i)
       REQUIRE(f().isOk());
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                   .count() / reps;
-    std::printf("%-48s %8.3f ms  %6.2f GB/s\n", what, s * 1e3, bytes / s * 1e-9);
+    double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count() /
+        reps;
+    std::printf("%-48s %8.3f ms  %6.2f GB/s\n", what, s * 1e3,
+                bytes / s * 1e-9);
   };
   Rng rng(1);
   const int64_t bs = 4 * 128, h = 768; // BERT-base activations, batch 4
@@ -897,38 +1044,52 @@ TEST_CASE("elementwise, cast and reduce timings (BERT / ResNet-50 shapes)",
   HostTensor bias = randomTensor(DType::F32, {h}, rng, -1, 1);
   HostTensor y(DType::F32, {bs, h});
   int64_t n = bs * h * 4;
-  time("add f32 [512,768] + [512,768]", 3 * n,
-       [&] { return cpu::elementwise(ElementwiseFn::Add, {a.view(), b.view()}, y.view()); });
-  time("add f32 [512,768] + [768]", 2 * n,
-       [&] { return cpu::elementwise(ElementwiseFn::Add, {a.view(), bias.view()}, y.view()); });
-  time("gelu f32 [512,768]", 2 * n,
-       [&] { return cpu::elementwise(ElementwiseFn::Gelu, {a.view()}, y.view()); });
-  HostTensor a16(DType::F16, {bs, h}), b16(DType::F16, {bs, h}), y16(DType::F16, {bs, h});
+  time("add f32 [512,768] + [512,768]", 3 * n, [&] {
+    return cpu::elementwise(ElementwiseFn::Add, {a.view(), b.view()}, y.view());
+  });
+  time("add f32 [512,768] + [768]", 2 * n, [&] {
+    return cpu::elementwise(ElementwiseFn::Add, {a.view(), bias.view()},
+                            y.view());
+  });
+  time("gelu f32 [512,768]", 2 * n, [&] {
+    return cpu::elementwise(ElementwiseFn::Gelu, {a.view()}, y.view());
+  });
+  HostTensor a16(DType::F16, {bs, h}), b16(DType::F16, {bs, h}),
+      y16(DType::F16, {bs, h});
   REQUIRE(cpu::cast(a.view(), a16.view()).isOk());
   REQUIRE(cpu::cast(b.view(), b16.view()).isOk());
-  time("add f16 [512,768] + [512,768]", 3 * n / 2,
-       [&] { return cpu::elementwise(ElementwiseFn::Add, {a16.view(), b16.view()}, y16.view()); });
+  time("add f16 [512,768] + [512,768]", 3 * n / 2, [&] {
+    return cpu::elementwise(ElementwiseFn::Add, {a16.view(), b16.view()},
+                            y16.view());
+  });
   time("cast f32 -> f16 [512,768]", n + n / 2,
        [&] { return cpu::cast(a.view(), y16.view()); });
   HostTensor mean(DType::F32, {bs, 1});
-  time("reduce mean f32 [512,768] over 1", n,
-       [&] { return cpu::reduce(a.view(), mean.view(), cpu::ReduceFn::Mean, {1}); });
+  time("reduce mean f32 [512,768] over 1", n, [&] {
+    return cpu::reduce(a.view(), mean.view(), cpu::ReduceFn::Mean, {1});
+  });
   HostTensor mean16(DType::F16, {bs, 1});
-  time("reduce mean f16 [512,768] over 1", n / 2,
-       [&] { return cpu::reduce(a16.view(), mean16.view(), cpu::ReduceFn::Mean, {1}); });
+  time("reduce mean f16 [512,768] over 1", n / 2, [&] {
+    return cpu::reduce(a16.view(), mean16.view(), cpu::ReduceFn::Mean, {1});
+  });
   HostTensor act = randomTensor(DType::F32, {32, 2048, 7, 7}, rng, 0, 1);
-  HostTensor relu(DType::F32, {32, 2048, 7, 7}), pooled(DType::F32, {32, 2048, 1, 1});
+  HostTensor relu(DType::F32, {32, 2048, 7, 7}),
+      pooled(DType::F32, {32, 2048, 1, 1});
   int64_t an = act.numElements() * 4;
-  time("relu f32 [32,2048,7,7]", 2 * an,
-       [&] { return cpu::elementwise(ElementwiseFn::Relu, {act.view()}, relu.view()); });
-  time("reduce mean f32 [32,2048,7,7] over 2,3", an,
-       [&] { return cpu::reduce(act.view(), pooled.view(), cpu::ReduceFn::Mean, {2, 3}); });
+  time("relu f32 [32,2048,7,7]", 2 * an, [&] {
+    return cpu::elementwise(ElementwiseFn::Relu, {act.view()}, relu.view());
+  });
+  time("reduce mean f32 [32,2048,7,7] over 2,3", an, [&] {
+    return cpu::reduce(act.view(), pooled.view(), cpu::ReduceFn::Mean, {2, 3});
+  });
   HostTensor seq = randomTensor(DType::F32, {4, 128, 768}, rng, 0, 1);
   HostTensor mid(DType::F32, {4, 768});
-  time("reduce sum f32 [4,128,768] over 1", n,
-       [&] { return cpu::reduce(seq.view(), mid.view(), cpu::ReduceFn::Sum, {1}); });
+  time("reduce sum f32 [4,128,768] over 1", n, [&] {
+    return cpu::reduce(seq.view(), mid.view(), cpu::ReduceFn::Sum, {1});
+  });
   HostTensor scores = randomTensor(DType::F32, {4 * 12 * 128, 128}, rng, -3, 3);
   HostTensor mx(DType::F32, {4 * 12 * 128});
-  time("reduce max f32 [6144,128] over 1", scores.numElements() * 4,
-       [&] { return cpu::reduce(scores.view(), mx.view(), cpu::ReduceFn::Max, {1}); });
+  time("reduce max f32 [6144,128] over 1", scores.numElements() * 4, [&] {
+    return cpu::reduce(scores.view(), mx.view(), cpu::ReduceFn::Max, {1});
+  });
 }

@@ -42,42 +42,76 @@ struct Rng {
 
 double roundTo(DType t, double v) {
   switch (t) {
-  case DType::F32: return static_cast<double>(static_cast<float>(v));
-  case DType::F16: return toFloat(toHalf(v));
-  case DType::BF16: return toFloat(toBFloat16(v));
-  default: return v;
+  case DType::F32:
+    return static_cast<double>(static_cast<float>(v));
+  case DType::F16:
+    return toFloat(toHalf(v));
+  case DType::BF16:
+    return toFloat(toBFloat16(v));
+  default:
+    return v;
   }
 }
 
 double getD(const HostTensor &t, int64_t i) {
   const void *p = t.data();
   switch (t.dtype()) {
-  case DType::F32: return static_cast<const float *>(p)[i];
-  case DType::F64: return static_cast<const double *>(p)[i];
-  case DType::F16: return toFloat(static_cast<const Half *>(p)[i]);
-  case DType::BF16: return toFloat(static_cast<const BFloat16 *>(p)[i]);
-  case DType::I8: return static_cast<const int8_t *>(p)[i];
-  case DType::I32: return static_cast<const int32_t *>(p)[i];
-  case DType::I64: return static_cast<double>(static_cast<const int64_t *>(p)[i]);
-  case DType::U8: return static_cast<const uint8_t *>(p)[i];
-  case DType::U32: return static_cast<const uint32_t *>(p)[i];
-  default: FAIL("unexpected dtype"); return 0;
+  case DType::F32:
+    return static_cast<const float *>(p)[i];
+  case DType::F64:
+    return static_cast<const double *>(p)[i];
+  case DType::F16:
+    return toFloat(static_cast<const Half *>(p)[i]);
+  case DType::BF16:
+    return toFloat(static_cast<const BFloat16 *>(p)[i]);
+  case DType::I8:
+    return static_cast<const int8_t *>(p)[i];
+  case DType::I32:
+    return static_cast<const int32_t *>(p)[i];
+  case DType::I64:
+    return static_cast<double>(static_cast<const int64_t *>(p)[i]);
+  case DType::U8:
+    return static_cast<const uint8_t *>(p)[i];
+  case DType::U32:
+    return static_cast<const uint32_t *>(p)[i];
+  default:
+    FAIL("unexpected dtype");
+    return 0;
   }
 }
 
 void setD(HostTensor &t, int64_t i, double v) {
   void *p = t.data();
   switch (t.dtype()) {
-  case DType::F32: static_cast<float *>(p)[i] = static_cast<float>(v); return;
-  case DType::F64: static_cast<double *>(p)[i] = v; return;
-  case DType::F16: static_cast<Half *>(p)[i] = toHalf(v); return;
-  case DType::BF16: static_cast<BFloat16 *>(p)[i] = toBFloat16(v); return;
-  case DType::I8: static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v); return;
-  case DType::I32: static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v); return;
-  case DType::I64: static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v); return;
-  case DType::U8: static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v); return;
-  case DType::U32: static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v); return;
-  default: FAIL("unexpected dtype");
+  case DType::F32:
+    static_cast<float *>(p)[i] = static_cast<float>(v);
+    return;
+  case DType::F64:
+    static_cast<double *>(p)[i] = v;
+    return;
+  case DType::F16:
+    static_cast<Half *>(p)[i] = toHalf(v);
+    return;
+  case DType::BF16:
+    static_cast<BFloat16 *>(p)[i] = toBFloat16(v);
+    return;
+  case DType::I8:
+    static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
+    return;
+  case DType::I32:
+    static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
+    return;
+  case DType::I64:
+    static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v);
+    return;
+  case DType::U8:
+    static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
+    return;
+  case DType::U32:
+    static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v);
+    return;
+  default:
+    FAIL("unexpected dtype");
   }
 }
 
@@ -96,7 +130,8 @@ HostTensor garbage(DType t, Shape s) {
 }
 
 /// The shape of y: x's with the reduced dims kept as 1 or dropped.
-Shape reducedShape(const Shape &x, const std::vector<int64_t> &axes, bool keep) {
+Shape reducedShape(const Shape &x, const std::vector<int64_t> &axes,
+                   bool keep) {
   Shape r;
   for (int64_t d = 0; d < static_cast<int64_t>(x.size()); ++d) {
     bool red = std::find(axes.begin(), axes.end(), d) != axes.end();
@@ -110,14 +145,16 @@ Shape reducedShape(const Shape &x, const std::vector<int64_t> &axes, bool keep) 
 
 /// The reference: ONNX's definition in double. Integer data (isInt) sums
 /// and takes the mean as integers.
-std::vector<double> reference(const HostTensor &x, const std::vector<int64_t> &axes,
-                              ReduceFn fn, bool selectLast = false) {
+std::vector<double> reference(const HostTensor &x,
+                              const std::vector<int64_t> &axes, ReduceFn fn,
+                              bool selectLast = false) {
   const Shape &s = x.shape();
   Shape kept = reducedShape(s, axes, true);
   int64_t yn = 1;
   for (int64_t d : kept)
     yn *= d;
-  std::vector<std::vector<std::pair<double, int64_t>>> groups(static_cast<size_t>(yn));
+  std::vector<std::vector<std::pair<double, int64_t>>> groups(
+      static_cast<size_t>(yn));
   for (int64_t i = 0; i < x.numElements(); ++i) {
     int64_t rest = i, o = 0, step = 1, along = 0;
     for (size_t d = s.size(); d-- > 0;) {
@@ -139,34 +176,53 @@ std::vector<double> reference(const HostTensor &x, const std::vector<int64_t> &a
     const auto &g = groups[o];
     double acc = 0;
     switch (fn) {
-    case ReduceFn::Sum: for (auto &e : g) acc += e.first; break;
+    case ReduceFn::Sum:
+      for (auto &e : g)
+        acc += e.first;
+      break;
     case ReduceFn::Mean:
-      for (auto &e : g) acc += e.first;
+      for (auto &e : g)
+        acc += e.first;
       acc = isInt ? std::trunc(acc / g.size()) : acc / g.size();
       break;
     case ReduceFn::Max:
       acc = -inf;
-      for (auto &e : g) acc = std::isnan(e.first) || e.first > acc ? e.first : acc;
+      for (auto &e : g)
+        acc = std::isnan(e.first) || e.first > acc ? e.first : acc;
       break;
     case ReduceFn::Min:
       acc = inf;
-      for (auto &e : g) acc = std::isnan(e.first) || e.first < acc ? e.first : acc;
+      for (auto &e : g)
+        acc = std::isnan(e.first) || e.first < acc ? e.first : acc;
       break;
-    case ReduceFn::Prod: acc = 1; for (auto &e : g) acc *= e.first; break;
-    case ReduceFn::L1: for (auto &e : g) acc += std::fabs(e.first); break;
+    case ReduceFn::Prod:
+      acc = 1;
+      for (auto &e : g)
+        acc *= e.first;
+      break;
+    case ReduceFn::L1:
+      for (auto &e : g)
+        acc += std::fabs(e.first);
+      break;
     case ReduceFn::L2:
-      for (auto &e : g) acc += e.first * e.first;
+      for (auto &e : g)
+        acc += e.first * e.first;
       acc = std::sqrt(acc);
       break;
     case ReduceFn::LogSum:
-      for (auto &e : g) acc += e.first;
+      for (auto &e : g)
+        acc += e.first;
       acc = std::log(acc);
       break;
     case ReduceFn::LogSumExp:
-      for (auto &e : g) acc += std::exp(e.first);
+      for (auto &e : g)
+        acc += std::exp(e.first);
       acc = std::log(acc);
       break;
-    case ReduceFn::SumSquare: for (auto &e : g) acc += e.first * e.first; break;
+    case ReduceFn::SumSquare:
+      for (auto &e : g)
+        acc += e.first * e.first;
+      break;
     case ReduceFn::ArgMax:
     case ReduceFn::ArgMin: {
       bool mx = fn == ReduceFn::ArgMax;
@@ -189,7 +245,8 @@ std::vector<double> reference(const HostTensor &x, const std::vector<int64_t> &a
 
 /// Checks got against ref: exact for integers, else within tol * (|ref| + 1)
 /// (for 16-bit: between the roundings of ref -/+ that bound).
-void expectClose(const HostTensor &got, const std::vector<double> &ref, double tol) {
+void expectClose(const HostTensor &got, const std::vector<double> &ref,
+                 double tol) {
   REQUIRE(static_cast<size_t>(got.numElements()) == ref.size());
   DType t = got.dtype();
   int64_t bad = 0;
@@ -209,18 +266,20 @@ void expectClose(const HostTensor &got, const std::vector<double> &ref, double t
     if (!ok && bad++ < 5)
       msg << "  [" << i << "] got " << g << ", expected " << r << "\n";
   }
-  INFO("dtype " << dtypeName(t) << ", " << bad << " mismatches:\n" << msg.str());
+  INFO("dtype " << dtypeName(t) << ", " << bad << " mismatches:\n"
+                << msg.str());
   CHECK(bad == 0);
 }
 
-const ReduceFn kValueFns[] = {ReduceFn::Sum,    ReduceFn::Mean,      ReduceFn::Max,
-                              ReduceFn::Min,    ReduceFn::Prod,      ReduceFn::L1,
-                              ReduceFn::L2,     ReduceFn::LogSum,    ReduceFn::LogSumExp,
-                              ReduceFn::SumSquare};
+const ReduceFn kValueFns[] = {
+    ReduceFn::Sum,       ReduceFn::Mean,     ReduceFn::Max, ReduceFn::Min,
+    ReduceFn::Prod,      ReduceFn::L1,       ReduceFn::L2,  ReduceFn::LogSum,
+    ReduceFn::LogSumExp, ReduceFn::SumSquare};
 
 /// Runs reduce over axes (y's dims kept or dropped) and checks it.
-void checkReduce(const HostTensor &x, ReduceFn fn, const std::vector<int64_t> &axes,
-                 bool keep, double tol, bool selectLast = false) {
+void checkReduce(const HostTensor &x, ReduceFn fn,
+                 const std::vector<int64_t> &axes, bool keep, double tol,
+                 bool selectLast = false) {
   bool arg = fn == ReduceFn::ArgMax || fn == ReduceFn::ArgMin;
   std::vector<int64_t> normalized = axes; // the kernel gets them as given
   for (int64_t &a : normalized)
@@ -240,7 +299,8 @@ void checkReduce(const HostTensor &x, ReduceFn fn, const std::vector<int64_t> &a
 HostTensor randomTensor(DType t, Shape s, Rng &rng, double lo, double hi) {
   HostTensor r(t, std::move(s));
   for (int64_t i = 0; i < r.numElements(); ++i)
-    setD(r, i, isFloat(t) ? rng.uniform(lo, hi) : std::floor(rng.uniform(lo, hi)));
+    setD(r, i,
+         isFloat(t) ? rng.uniform(lo, hi) : std::floor(rng.uniform(lo, hi)));
   return r;
 }
 
@@ -256,7 +316,9 @@ TEST_CASE("reduce matches ONNX Reduce* for every fn, float dtype and axes",
     double tol = t == DType::F64 ? 1e-12 : 2e-6;
     for (ReduceFn fn : kValueFns) {
       // Positive data for log_sum, near 1 for prod, signed otherwise.
-      double lo = fn == ReduceFn::LogSum ? 0.1 : fn == ReduceFn::Prod ? 0.6 : -2;
+      double lo = fn == ReduceFn::LogSum ? 0.1
+                  : fn == ReduceFn::Prod ? 0.6
+                                         : -2;
       double hi = fn == ReduceFn::Prod ? 1.4 : 2;
       HostTensor x = randomTensor(t, {2, 3, 4}, rng, lo, hi);
       for (const auto &axes : axesSets)
@@ -271,18 +333,20 @@ TEST_CASE("reduce matches ONNX Reduce* for every fn, float dtype and axes",
   }
 }
 
-TEST_CASE("reduce: long rows and middle axes (LayerNorm, global pooling shapes)",
-          "[runtime][cpu][reduce]") {
+TEST_CASE(
+    "reduce: long rows and middle axes (LayerNorm, global pooling shapes)",
+    "[runtime][cpu][reduce]") {
   Rng rng(17);
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
     INFO("dtype " << dtypeName(t));
     double tol = t == DType::F64 ? 1e-12 : 2e-6;
     HostTensor rows = randomTensor(t, {3, 4, 2500}, rng, -1, 3); // over chunks
-    for (ReduceFn fn : {ReduceFn::Mean, ReduceFn::Sum, ReduceFn::Max, ReduceFn::SumSquare,
-                        ReduceFn::LogSumExp})
+    for (ReduceFn fn : {ReduceFn::Mean, ReduceFn::Sum, ReduceFn::Max,
+                        ReduceFn::SumSquare, ReduceFn::LogSumExp})
       checkReduce(rows, fn, {2}, true, tol);
     HostTensor mid = randomTensor(t, {2, 300, 1100}, rng, -1, 3);
-    for (ReduceFn fn : {ReduceFn::Mean, ReduceFn::Min, ReduceFn::L2, ReduceFn::LogSumExp})
+    for (ReduceFn fn :
+         {ReduceFn::Mean, ReduceFn::Min, ReduceFn::L2, ReduceFn::LogSumExp})
       checkReduce(mid, fn, {1}, false, tol);
     HostTensor nchw = randomTensor(t, {2, 8, 7, 7}, rng, -1, 3);
     checkReduce(nchw, ReduceFn::Mean, {2, 3}, true, tol);
@@ -301,8 +365,9 @@ TEST_CASE("reduce: integers reduce exactly", "[runtime][cpu][reduce]") {
     INFO("dtype " << dtypeName(t));
     bool small = t == DType::I8 || t == DType::U8;
     bool uns = t == DType::U8 || t == DType::U32;
-    for (ReduceFn fn : {ReduceFn::Sum, ReduceFn::Mean, ReduceFn::Max, ReduceFn::Min,
-                        ReduceFn::Prod, ReduceFn::L1, ReduceFn::SumSquare}) {
+    for (ReduceFn fn :
+         {ReduceFn::Sum, ReduceFn::Mean, ReduceFn::Max, ReduceFn::Min,
+          ReduceFn::Prod, ReduceFn::L1, ReduceFn::SumSquare}) {
       // Values whose results fit the type.
       double lo = uns ? 0 : (small ? -3 : -50), hi = small ? 4 : 50;
       if (fn == ReduceFn::Prod)
@@ -336,7 +401,8 @@ TEST_CASE("reduce: integers reduce exactly", "[runtime][cpu][reduce]") {
   CHECK(by.as<int64_t>()[0] == (int64_t(1) << 53) + 1);
 }
 
-TEST_CASE("reduce: an empty reduction gives the identity", "[runtime][cpu][reduce]") {
+TEST_CASE("reduce: an empty reduction gives the identity",
+          "[runtime][cpu][reduce]") {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (DType t : {DType::F32, DType::F16, DType::F64}) {
@@ -346,11 +412,11 @@ TEST_CASE("reduce: an empty reduction gives the identity", "[runtime][cpu][reduc
     struct {
       ReduceFn fn;
       double want;
-    } cases[] = {{ReduceFn::Sum, 0},           {ReduceFn::Prod, 1},
-                 {ReduceFn::Max, -inf},        {ReduceFn::Min, inf},
-                 {ReduceFn::LogSumExp, -inf},  {ReduceFn::LogSum, -inf},
-                 {ReduceFn::L1, 0},            {ReduceFn::L2, 0},
-                 {ReduceFn::SumSquare, 0},     {ReduceFn::Mean, nan}};
+    } cases[] = {{ReduceFn::Sum, 0},          {ReduceFn::Prod, 1},
+                 {ReduceFn::Max, -inf},       {ReduceFn::Min, inf},
+                 {ReduceFn::LogSumExp, -inf}, {ReduceFn::LogSum, -inf},
+                 {ReduceFn::L1, 0},           {ReduceFn::L2, 0},
+                 {ReduceFn::SumSquare, 0},    {ReduceFn::Mean, nan}};
     for (const auto &c : cases) {
       INFO("fn " << cpu::reduceFnName(c.fn));
       REQUIRE(cpu::reduce(x.view(), y.view(), c.fn, {1}).isOk());
@@ -371,7 +437,8 @@ TEST_CASE("reduce: an empty reduction gives the identity", "[runtime][cpu][reduc
 
 TEST_CASE("reduce: argmax / argmin, ties and select_last_index",
           "[runtime][cpu][reduce]") {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::U8}) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32,
+                  DType::U8}) {
     INFO("dtype " << dtypeName(t));
     // Rows with ties: [1, 3, 3, 2], [5, 5, 0, 0], [2, 2, 2, 2].
     HostTensor x = tensor(t, {3, 4}, {1, 3, 3, 2, 5, 5, 0, 0, 2, 2, 2, 2});
@@ -449,7 +516,8 @@ TEST_CASE("reduce rejects bad arguments", "[runtime][cpu][reduce]") {
   CHECK_FALSE(cpu::parseReduceFn("median"));
 }
 
-TEST_CASE("kernel.reduce through the CPU call table", "[runtime][cpu][reduce][calls]") {
+TEST_CASE("kernel.reduce through the CPU call table",
+          "[runtime][cpu][reduce][calls]") {
   cpu::CallFn fn = cpu::cpuCallTable().find("kernel.reduce");
   REQUIRE(fn);
   HostTensor x = tensor(DType::F16, {2, 3}, {1, 5, 5, 4, 2, 6});
@@ -480,13 +548,17 @@ TEST_CASE("kernel.reduce through the CPU call table", "[runtime][cpu][reduce][ca
   REQUIRE(fn(argArgs).isOk());
   CHECK(idx.as<int64_t>()[0] == 1);
 
-  call.attributes = {{"fn", std::string("median")}, {"axes", std::vector<int64_t>{1}}};
-  CHECK_THAT(fn(args).message(), Catch::Matchers::Contains("unknown reduce fn 'median'"));
+  call.attributes = {{"fn", std::string("median")},
+                     {"axes", std::vector<int64_t>{1}}};
+  CHECK_THAT(fn(args).message(),
+             Catch::Matchers::Contains("unknown reduce fn 'median'"));
   call.attributes = {{"fn", std::string("sum")}};
-  CHECK_THAT(fn(args).message(), Catch::Matchers::Contains("attribute 'axes' is missing"));
+  CHECK_THAT(fn(args).message(),
+             Catch::Matchers::Contains("attribute 'axes' is missing"));
   call.attributes = {{"fn", std::string("sum")},
                      {"axes", std::vector<int64_t>{1}},
                      {"compute_type", int64_t(99)}};
   CHECK_THAT(fn(args).message(),
-             Catch::Matchers::Contains("attribute 'compute_type' is not a known dtype code: 99"));
+             Catch::Matchers::Contains(
+                 "attribute 'compute_type' is not a known dtype code: 99"));
 }

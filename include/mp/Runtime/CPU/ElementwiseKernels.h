@@ -1,4 +1,5 @@
-//===- ElementwiseKernels.h - elementwise, cast and reduce on the CPU -*- C++ -*-===//
+//===- ElementwiseKernels.h - elementwise, cast and reduce on the CPU -*- C++
+//-*-===//
 //
 // The CPU backend's project kernels behind the plan calls
 // "kernel.elementwise", "kernel.cast" and "kernel.reduce"
@@ -34,22 +35,41 @@ namespace mp::rt::cpu {
 /// from. Parameters (alpha, beta) default to the ONNX attribute defaults.
 enum class ElementwiseFn {
   // Unary. Float only unless noted.
-  Identity,   ///< any dtype
-  Abs,        ///< floats, integers
-  Neg,        ///< floats, signed integers
-  Exp, Log, Sqrt, Reciprocal,
-  Relu,       ///< floats, signed integers
-  Sigmoid, Tanh, Erf, Floor, Ceil,
-  Round,      ///< half to even
-  Sign,       ///< floats, integers
-  Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
-  Softplus, Softsign,
-  HardSwish,  ///< x * max(0, min(1, x / 6 + 0.5))
-  Gelu,       ///< exact, with erf
-  GeluTanh,   ///< the tanh approximation
-  Not,        ///< bool
-  IsNan,      ///< float x, bool y
-  IsInf,      ///< float x, bool y; alpha = detect_negative, beta = detect_positive (default 1, 1)
+  Identity, ///< any dtype
+  Abs,      ///< floats, integers
+  Neg,      ///< floats, signed integers
+  Exp,
+  Log,
+  Sqrt,
+  Reciprocal,
+  Relu, ///< floats, signed integers
+  Sigmoid,
+  Tanh,
+  Erf,
+  Floor,
+  Ceil,
+  Round, ///< half to even
+  Sign,  ///< floats, integers
+  Sin,
+  Cos,
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Softplus,
+  Softsign,
+  HardSwish, ///< x * max(0, min(1, x / 6 + 0.5))
+  Gelu,      ///< exact, with erf
+  GeluTanh,  ///< the tanh approximation
+  Not,       ///< bool
+  IsNan,     ///< float x, bool y
+  IsInf, ///< float x, bool y; alpha = detect_negative, beta = detect_positive
+         ///< (default 1, 1)
   LeakyRelu,       ///< alpha (0.01)
   Elu,             ///< alpha (1)
   Celu,            ///< alpha (1)
@@ -58,20 +78,33 @@ enum class ElementwiseFn {
   ThresholdedRelu, ///< alpha (1)
   Shrink,          ///< alpha = lambd (0.5), beta = bias (0); floats, integers
   // Binary.
-  Add, Sub, Mul,  ///< floats, integers
-  Div,            ///< floats, integers (truncating; x / 0 gives 0)
-  Pow,            ///< y has the base's dtype; the exponent any numeric dtype
-  Mod,            ///< the sign of the divisor (Python); x mod 0 gives 0 for integers
-  Fmod,           ///< C fmod: the sign of the dividend
-  PRelu,          ///< (x, slope): floats, integers
-  BitShiftLeft, BitShiftRight, ///< unsigned integers; shifts >= the width give 0
-  Equal, Less, Greater, LessEqual, GreaterEqual, ///< same-dtype inputs (any), bool y
-  And, Or, Xor,   ///< bool
+  Add,
+  Sub,
+  Mul,   ///< floats, integers
+  Div,   ///< floats, integers (truncating; x / 0 gives 0)
+  Pow,   ///< y has the base's dtype; the exponent any numeric dtype
+  Mod,   ///< the sign of the divisor (Python); x mod 0 gives 0 for integers
+  Fmod,  ///< C fmod: the sign of the dividend
+  PRelu, ///< (x, slope): floats, integers
+  BitShiftLeft,
+  BitShiftRight, ///< unsigned integers; shifts >= the width give 0
+  Equal,
+  Less,
+  Greater,
+  LessEqual,
+  GreaterEqual, ///< same-dtype inputs (any), bool y
+  And,
+  Or,
+  Xor, ///< bool
   // Ternary.
   Where, ///< (bool condition, x, y): any dtype for x, y
-  Clip,  ///< (x, min, max), or (x) with alpha = min, beta = max; floats, integers
+  Clip,  ///< (x, min, max), or (x) with alpha = min, beta = max; floats,
+         ///< integers
   // Variadic (one or more inputs).
-  Sum, Mean, Max, Min, ///< floats (Mean), floats and integers (the others)
+  Sum,
+  Mean,
+  Max,
+  Min, ///< floats (Mean), floats and integers (the others)
 };
 
 /// The fn of a plan call ("add", "gelu_tanh", ...), if it is one.
@@ -111,13 +144,18 @@ Status cast(const TensorView &x, const TensorView &y);
 //===----------------------------------------------------------------------===//
 
 enum class ReduceFn {
-  Sum, Mean, Max, Min, Prod,
+  Sum,
+  Mean,
+  Max,
+  Min,
+  Prod,
   L1,        ///< sum |x|
   L2,        ///< sqrt(sum x^2)
   LogSum,    ///< log(sum x)
   LogSumExp, ///< log(sum exp x), computed as max + log(sum exp(x - max))
   SumSquare, ///< sum x^2
-  ArgMax, ArgMin, ///< one axis, i64 y
+  ArgMax,
+  ArgMin, ///< one axis, i64 y
 };
 
 /// The fn of a plan call ("sum", "log_sum_exp", "argmax", ...), if it is one.
@@ -128,7 +166,8 @@ struct ReduceOptions {
   /// f32 (for f32, f16, bf16 data) or f64. Floating-point data never
   /// accumulates in less than that; sums and products accumulate in f64
   /// whatever it says (one rounding at the store). Integer data reduces
-  /// exactly in 64-bit integers (l2, log_sum, log_sum_exp in f64) and ignores it.
+  /// exactly in 64-bit integers (l2, log_sum, log_sum_exp in f64) and ignores
+  /// it.
   std::optional<DType> computeType;
   /// ArgMax / ArgMin: the last index of the extreme instead of the first.
   bool selectLastIndex = false;

@@ -28,8 +28,8 @@ Result<std::optional<double>> optionalFloat(const PlanCall &call,
 Status elementwiseCall(const CallArgs &args) {
   if (args.operands.empty())
     return Status::error("expects 1 or more operands, got 0");
-  if (Status s = checkArity(args, args.operands.size(), args.operands.size(),
-                            1, 1);
+  if (Status s =
+          checkArity(args, args.operands.size(), args.operands.size(), 1, 1);
       !s)
     return s;
   Result<std::string> name = stringAttr(args.call, "fn");
