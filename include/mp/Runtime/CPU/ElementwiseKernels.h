@@ -34,42 +34,24 @@ namespace mp::rt::cpu {
 /// The functions of kernel.elementwise, each as the ONNX operator it comes
 /// from. Parameters (alpha, beta) default to the ONNX attribute defaults.
 enum class ElementwiseFn {
+  // clang-format off
   // Unary. Float only unless noted.
-  Identity, ///< any dtype
-  Abs,      ///< floats, integers
-  Neg,      ///< floats, signed integers
-  Exp,
-  Log,
-  Sqrt,
-  Reciprocal,
-  Relu, ///< floats, signed integers
-  Sigmoid,
-  Tanh,
-  Erf,
-  Floor,
-  Ceil,
-  Round, ///< half to even
-  Sign,  ///< floats, integers
-  Sin,
-  Cos,
-  Tan,
-  Asin,
-  Acos,
-  Atan,
-  Sinh,
-  Cosh,
-  Asinh,
-  Acosh,
-  Atanh,
-  Softplus,
-  Softsign,
-  HardSwish, ///< x * max(0, min(1, x / 6 + 0.5))
-  Gelu,      ///< exact, with erf
-  GeluTanh,  ///< the tanh approximation
-  Not,       ///< bool
-  IsNan,     ///< float x, bool y
-  IsInf, ///< float x, bool y; alpha = detect_negative, beta = detect_positive
-         ///< (default 1, 1)
+  Identity,        ///< any dtype (a bit-exact copy)
+  Abs,             ///< floats, integers
+  Neg,             ///< floats, signed integers
+  Exp, Log, Sqrt, Reciprocal,
+  Relu,            ///< floats, signed integers
+  Sigmoid, Tanh, Erf, Floor, Ceil,
+  Round,           ///< half to even
+  Sign,            ///< floats, integers
+  Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
+  Softplus, Softsign,
+  HardSwish,       ///< x * max(0, min(1, x / 6 + 0.5))
+  Gelu,            ///< exact, with erf
+  GeluTanh,        ///< the tanh approximation
+  Not,             ///< bool
+  IsNan,           ///< float x, bool y
+  IsInf,           ///< float x, bool y; alpha = detect_negative, beta = detect_positive (1, 1)
   LeakyRelu,       ///< alpha (0.01)
   Elu,             ///< alpha (1)
   Celu,            ///< alpha (1)
@@ -77,34 +59,22 @@ enum class ElementwiseFn {
   HardSigmoid,     ///< alpha (0.2), beta (0.5)
   ThresholdedRelu, ///< alpha (1)
   Shrink,          ///< alpha = lambd (0.5), beta = bias (0); floats, integers
-  // Binary.
-  Add,
-  Sub,
-  Mul,   ///< floats, integers
-  Div,   ///< floats, integers (truncating; x / 0 gives 0)
-  Pow,   ///< y has the base's dtype; the exponent any numeric dtype
-  Mod,   ///< the sign of the divisor (Python); x mod 0 gives 0 for integers
-  Fmod,  ///< C fmod: the sign of the dividend
-  PRelu, ///< (x, slope): floats, integers
-  BitShiftLeft,
-  BitShiftRight, ///< unsigned integers; shifts >= the width give 0
-  Equal,
-  Less,
-  Greater,
-  LessEqual,
-  GreaterEqual, ///< same-dtype inputs (any), bool y
-  And,
-  Or,
-  Xor, ///< bool
+  // Binary. Floats and integers unless noted.
+  Add, Sub, Mul,
+  Div,             ///< integers truncate; x / 0 gives 0 for integers
+  Pow,             ///< y has the base's dtype; the exponent any numeric dtype
+  Mod,             ///< the sign of the divisor (Python); x mod 0 gives 0 for integers
+  Fmod,            ///< C fmod: the sign of the dividend
+  PRelu,           ///< (x, slope)
+  BitShiftLeft, BitShiftRight, ///< unsigned integers; shifts >= the width give 0
+  Equal, Less, Greater, LessEqual, GreaterEqual, ///< same-dtype inputs (any), bool y
+  And, Or, Xor,    ///< bool
   // Ternary.
-  Where, ///< (bool condition, x, y): any dtype for x, y
-  Clip,  ///< (x, min, max), or (x) with alpha = min, beta = max; floats,
-         ///< integers
-  // Variadic (one or more inputs).
-  Sum,
-  Mean,
-  Max,
-  Min, ///< floats (Mean), floats and integers (the others)
+  Where,           ///< (bool condition, x, y): any dtype for x, y
+  Clip,            ///< (x, min, max), or (x) with alpha = min, beta = max
+  // Variadic (one or more inputs). Mean: floats only.
+  Sum, Mean, Max, Min,
+  // clang-format on
 };
 
 /// The fn of a plan call ("add", "gelu_tanh", ...), if it is one.
@@ -154,8 +124,8 @@ enum class ReduceFn {
   LogSum,    ///< log(sum x)
   LogSumExp, ///< log(sum exp x), computed as max + log(sum exp(x - max))
   SumSquare, ///< sum x^2
-  ArgMax,
-  ArgMin, ///< one axis, i64 y
+  ArgMax,    ///< one axis, i64 y
+  ArgMin,    ///< one axis, i64 y
 };
 
 /// The fn of a plan call ("sum", "log_sum_exp", "argmax", ...), if it is one.
@@ -178,10 +148,11 @@ struct ReduceOptions {
 /// 1 (rank of x) or dropped (a smaller rank). Dtypes: y has x's dtype (i64
 /// for ArgMax / ArgMin); floats and integers (8 to 64 bits). A reduction
 /// over nothing (a reduced dim of size 0) gives the identity: 0 for sum,
-/// mean (0 / 0 is NaN for floats), l1, l2, sum_square; 1 for prod; -inf
-/// (the lowest integer) for max and log_sum_exp; +inf (the highest integer)
-/// for min; log(0) = -inf for log_sum. ArgMax / ArgMin over an empty axis is
-/// an error. NaN counts as the extreme (numpy.argmax / numpy.maximum).
+/// l1, l2, sum_square (and an integer mean); 1 for prod; -inf (the lowest
+/// integer) for max and log_sum_exp; +inf (the highest integer) for min;
+/// log(0) = -inf for log_sum; a float mean is 0 / 0 = NaN (numpy.mean).
+/// ArgMax / ArgMin over an empty axis is an error. NaN counts as the
+/// extreme (numpy.argmax / numpy.maximum).
 Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
               const std::vector<int64_t> &axes,
               const ReduceOptions &options = {});
