@@ -1,0 +1,1008 @@
+#!/usr/bin/env python3
+"""ONNX backend conformance runner for MixPrec.
+
+Runs the ONNX backend tests (Debian's libonnx-testdata: node/ and
+pytorch-converted/) through the whole pipeline: mp-opt imports, lowers and
+plans each model (`--emit=plan`), mp-run executes the plan on the CPU in fp32
+and compares every output with the test's expected output using ONNX's
+default tolerances (rtol 1e-3, atol 1e-7).
+
+Each test is classified as
+  pass         every output of every data set matches;
+  fail         wrong values or shapes, an error that is not a missing
+               feature, a crash (killed by a signal) or a timeout;
+  unsupported  mp-opt cannot lower the model (no typed op, no lowering,
+               unsupported element type) or mp-run has no CPU implementation
+               of a call, or the test needs non-tensor graph inputs/outputs.
+
+Plans need static shapes, so graph inputs that determine shapes (or are
+attributes in disguise, e.g. Reshape's shape or Slice's starts) are frozen
+into the plan with `mp-opt --freeze-input=NAME=input_N.pb`; see FREEZE_INPUTS
+below and docs/conformance.md. Everything else is bound at run time.
+
+Usage:
+  scripts/conformance.py                       # both suites, summary
+  scripts/conformance.py -v --filter reshape   # one line per test
+  scripts/conformance.py --write-doc docs/conformance.md \\
+      --update-allowlist test/Conformance/allowlist.txt
+  scripts/conformance.py --check test/Conformance/allowlist.txt
+
+Needs only python3 (the standard library) and onnx (>= 1.12).
+"""
+
+import argparse
+import concurrent.futures
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+try:
+    import onnx
+except ImportError:  # pragma: no cover
+    sys.exit("conformance.py: needs the 'onnx' Python package "
+             "(the project's .venv or Debian's python3-onnx)")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_TESTDATA = os.environ.get("MP_ONNX_TESTDATA",
+                                  "/usr/share/libonnx-testdata/data")
+SUITES = ("node", "pytorch-converted")
+TARGET_NODE_PASS = 550
+
+# ---------------------------------------------------------------------------
+# Inputs frozen into the plan.
+#
+# op type -> positions of the operands that determine the shape of a result
+# or are attributes in disguise (axes, k, ratio, ...). A graph input that
+# feeds such an operand (directly, or through Identity/Cast) is frozen with
+# --freeze-input to the test's data for it; every other graph input stays a
+# runtime input of the plan. Data operands (Clip's min/max, Gather's indices,
+# Compress's condition, GatherND, Where, ...) are never frozen.
+_REDUCE_OPS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+               "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+               "ReduceLogSumExp", "ReduceSumSquare")
+FREEZE_INPUTS = {
+    "Reshape": (1,),             # shape
+    "Slice": (1, 2, 3, 4),       # starts, ends, axes, steps
+    "Expand": (1,),              # shape
+    "Tile": (1,),                # repeats
+    "Pad": (1, 2, 3),            # pads, constant_value, axes
+    "Resize": (1, 2, 3),         # roi, scales, sizes
+    "Upsample": (1,),            # scales
+    "ConstantOfShape": (0,),     # shape
+    "Range": (0, 1, 2),          # start, limit, delta
+    "TopK": (1,),                # k
+    "Split": (1,),               # split
+    "Squeeze": (1,),             # axes
+    "Unsqueeze": (1,),           # axes
+    "CumSum": (1,),              # axis
+    "OneHot": (1,),              # depth
+    "Dropout": (1, 2),           # ratio, training_mode
+    "Trilu": (1,),               # k
+    "CenterCropPad": (1,),       # shape
+    "Col2Im": (1, 2),            # image_shape, block_shape
+    "MaxUnpool": (2,),           # output_shape
+    "DFT": (1, 2),               # dft_length, axis
+    "STFT": (1, 3),              # frame_step, frame_length
+    "BlackmanWindow": (0,),      # size
+    "HannWindow": (0,),          # size
+    "HammingWindow": (0,),       # size
+    "MelWeightMatrix": (0, 1, 2, 3, 4),
+    "NonMaxSuppression": (2, 3, 4),  # max_output_boxes, iou/score thresholds
+    "SplitToSequence": (1,),     # split
+    "AffineGrid": (1,),          # size
+}
+FREEZE_INPUTS.update({op: (1,) for op in _REDUCE_OPS})
+# Ops an input is followed through when looking for the graph input behind a
+# shape operand.
+PASS_THROUGH = ("Identity", "Cast")
+
+# Tests whose expected data is known to disagree with the current ONNX
+# specification; they still count as failures, and the note is added to
+# their reason.
+KNOWN_REFERENCE_ISSUES = {
+    "test_cast_FLOAT_to_BFLOAT16":
+        "ONNX 1.12's reference truncates to bfloat16; the spec and MixPrec "
+        "round to nearest even",
+    "test_castlike_FLOAT_to_BFLOAT16":
+        "ONNX 1.12's reference truncates to bfloat16; the spec and MixPrec "
+        "round to nearest even",
+    "test_castlike_FLOAT_to_BFLOAT16_expanded":
+        "ONNX 1.12's reference truncates to bfloat16; the spec and MixPrec "
+        "round to nearest even",
+}
+
+# ---------------------------------------------------------------------------
+# Classifying tool messages.
+
+# mp-opt errors that mean "not implemented yet" rather than "wrong".
+UNSUPPORTED_OPT = [
+    re.compile(p) for p in (
+        r"cannot lower",
+        r"no typed op",
+        r"unsupported element type",
+        r"element type .* (is )?not supported",
+        r"unsupported (data ?type|dtype|type)",
+        r"is not supported",
+        r"not supported yet",
+        r"no lowering",
+    )
+]
+# mp-run errors that mean "not implemented yet".
+UNSUPPORTED_RUN = [
+    re.compile(p) for p in (
+        r"no CPU implementation",
+        r"unsupported (element type|dtype|data ?type)",
+    )
+]
+_NOISE = re.compile(r"^(PLEASE submit|Stack dump|\s*#\d+ |\s*\d+\.\s|"
+                    r"Program arguments)")
+
+
+def first_error_line(text):
+    """The first line of a tool's output that says what went wrong."""
+    lines = [l.rstrip() for l in text.splitlines() if l.strip()]
+    for pat in (r"MISMATCH", r"\berror\b", r"Assertion", r"LLVM ERROR",
+                r"terminate called", r"what\(\)", r"fail", r"abort"):
+        for l in lines:
+            if re.search(pat, l, re.IGNORECASE) and not _NOISE.match(l):
+                return l
+    for l in lines:
+        if not _NOISE.match(l):
+            return l
+    return lines[0] if lines else ""
+
+
+_FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ (.*?)(?: \(/[^ ]*\+0x[0-9a-f]+\))?"
+                    r"(?: [^ ]*:\d+(?::\d+)?)?$")
+
+
+def crash_summary(text):
+    """For a crash without an error message: the innermost frames of the
+    stack dump below the signal handler, 'f() <- g() <- h()'."""
+    lines = text.splitlines()
+    error = first_error_line(text)
+    if error and not _NOISE.match(error):
+        return error
+    frames = []
+    for l in lines:
+        m = _FRAME.match(l)
+        if m:
+            frames.append(m.group(1).strip())
+    # Skip the signal handler and the libc frame that called it.
+    start = 0
+    for i, f in enumerate(frames):
+        if "SignalHandler" in f or "PrintStackTrace" in f or \
+                f.startswith("(/") or not f:
+            start = i + 1
+        else:
+            break
+    useful = [_strip_args(f) for f in frames[start:]
+              if f and not f.startswith("(/")][:3]
+    return ("in " + " <- ".join(useful)) if useful else (error or "")
+
+
+def _strip_args(symbol):
+    """'ns::f(int, char) const' -> 'ns::f()'."""
+    s = symbol[:-6] if symbol.endswith(" const") else symbol
+    if not s.endswith(")"):
+        return symbol
+    depth = 0
+    for i in range(len(s) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(s[i], 0)
+        if depth == 0:
+            return s[:i] + "()"
+    return symbol
+
+
+def shorten(line, testdir):
+    """Drops the test data path from a message and trims it."""
+    line = line.replace(testdir + "/", "").replace(testdir, "")
+    line = re.sub(r"/tmp/[^ :]*/", "", line)
+    line = " ".join(line.split())
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+def signal_name(rc):
+    try:
+        return signal.Signals(-rc).name
+    except (ValueError, AttributeError):
+        return "signal %d" % -rc
+
+
+# ---------------------------------------------------------------------------
+# One test.
+
+class Result:
+    __slots__ = ("suite", "name", "status", "reason", "ops", "op",
+                 "expanded", "typed", "seconds")
+
+    def __init__(self, suite, name):
+        self.suite, self.name = suite, name
+        self.status, self.reason = "fail", ""
+        self.ops, self.op, self.expanded = [], "", False
+        self.typed = None  # pytorch-converted: imports without mp.onnx_op
+        self.seconds = 0.0
+
+    @property
+    def key(self):
+        return "%s/%s" % (self.suite, self.name)
+
+
+def run_tool(cmd, timeout):
+    """Returns (returncode or 'timeout', combined output)."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        out = e.output or b""
+        return "timeout", out.decode("utf-8", "replace")
+    return p.returncode, p.stdout.decode("utf-8", "replace")
+
+
+def value_kind(vi):
+    t = vi.type
+    for kind in ("tensor_type", "sequence_type", "map_type", "optional_type",
+                 "sparse_tensor_type"):
+        try:
+            if t.HasField(kind):
+                return kind[:-5]
+        except ValueError:
+            pass
+    return "unknown"
+
+
+def op_under_test(name, model, op_names):
+    """Names the ONNX op a node test tests.
+
+    The model's only op type, Constant nodes aside (test_batchnorm_epsilon
+    -> BatchNormalization, test_constant_pad -> Pad); otherwise, and always
+    for the _expanded tests that spell a function op with primitive ops, the
+    op spelled by the longest prefix of the test name
+    (test_softmax_axis_0_expanded -> Softmax, test_reduce_sum_... ->
+    ReduceSum); otherwise the op type of the node that produces the first
+    graph output."""
+    types = sorted({n.op_type for n in model.graph.node})
+    real = [t for t in types if t != "Constant"] or types
+    expanded = name.endswith("_expanded")
+    if len(real) == 1 and not expanded:
+        return real[0]
+    base = name[len("test_"):] if name.startswith("test_") else name
+    tokens = base.split("_")
+    for n in range(len(tokens), 0, -1):
+        op = op_names.get("".join(tokens[:n]).lower())
+        if op:
+            return op
+    if len(real) == 1:
+        return real[0]
+    outs = {o.name for o in model.graph.output[:1]}
+    for node in model.graph.node:
+        if outs & set(node.output):
+            return node.op_type
+    return types[0] if types else "?"
+
+
+def frozen_inputs(model, runtime_inputs):
+    """Names of the graph inputs to freeze (see FREEZE_INPUTS)."""
+    producer = {}
+    for node in model.graph.node:
+        for o in node.output:
+            producer[o] = node
+    result = set()
+    for node in model.graph.node:
+        for pos in FREEZE_INPUTS.get(node.op_type, ()):
+            if pos >= len(node.input) or not node.input[pos]:
+                continue
+            value = node.input[pos]
+            for _ in range(8):
+                if value in runtime_inputs:
+                    result.add(value)
+                    break
+                p = producer.get(value)
+                if p is None or p.op_type not in PASS_THROUGH or not p.input:
+                    break
+                value = p.input[0]
+    return result
+
+
+def tensor_dims(path):
+    return list(read_tensor(path).dims)
+
+
+def read_tensor(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return t
+
+
+def fix_bf16(path, vi, work, tag):
+    """ONNX 1.12's test data stores bfloat16 tensors as UINT16 (the bits);
+    gives a copy that says BFLOAT16 where the model declares bfloat16."""
+    if vi.type.tensor_type.elem_type != onnx.TensorProto.BFLOAT16:
+        return path
+    t = read_tensor(path)
+    if t.data_type != onnx.TensorProto.UINT16:
+        return path
+    t.data_type = onnx.TensorProto.BFLOAT16
+    fixed = os.path.join(work, tag + ".pb")
+    with open(fixed, "wb") as f:
+        f.write(t.SerializeToString())
+    return fixed
+
+
+def fix_declared_shapes(model, model_path, inputs, testdir, work):
+    """Where a graph input's declared static shape contradicts the test's
+    data (a few ONNX 1.12 CastLike tests declare 'like' as [3, 4] and give
+    [1]), returns a copy of the model declaring the data's shape: the test
+    data is what a backend is run on."""
+    ds0 = os.path.join(testdir, "test_data_set_0")
+    changed = False
+    for i, vi in enumerate(inputs):
+        f = os.path.join(ds0, "input_%d.pb" % i)
+        tt = vi.type.tensor_type
+        if not os.path.exists(f) or not tt.HasField("shape"):
+            continue
+        dims = tensor_dims(f)
+        decl = [d.dim_value if d.HasField("dim_value") else None
+                for d in tt.shape.dim]
+        if len(decl) == len(dims) and all(
+                a is None or a == b for a, b in zip(decl, dims)):
+            continue
+        tt.shape.ClearField("dim")
+        for d in dims:
+            tt.shape.dim.add().dim_value = d
+        changed = True
+    if not changed:
+        return model_path
+    patched = os.path.join(work, "model.onnx")
+    onnx.save(model, patched)
+    return patched
+
+
+def file_digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha1(f.read()).hexdigest()
+
+
+def run_test(suite, testdir, args, tmproot, op_names, typed_check):
+    name = os.path.basename(testdir)
+    r = Result(suite, name)
+    start = time.monotonic()
+    try:
+        _run_test(r, testdir, args, tmproot, op_names, typed_check)
+    except Exception as e:  # a runner problem, not the compiler's
+        r.status, r.reason = "fail", "runner error: %s: %s" % (
+            type(e).__name__, e)
+    r.seconds = time.monotonic() - start
+    note = KNOWN_REFERENCE_ISSUES.get(name)
+    if note and r.status == "fail":
+        r.reason += " [known: %s]" % note
+    return r
+
+
+def _run_test(r, testdir, args, tmproot, op_names, typed_check):
+    model_path = os.path.join(testdir, "model.onnx")
+    model = onnx.load(model_path, load_external_data=False)
+    r.ops = sorted({n.op_type for n in model.graph.node})
+    r.expanded = r.name.endswith("_expanded")
+    r.op = op_under_test(r.name, model, op_names) if r.suite == "node" else ""
+    work = tempfile.mkdtemp(prefix=r.name[:40] + ".", dir=tmproot)
+    try:
+        if typed_check:
+            rc, out = run_tool([args.mp_opt, model_path, "-o",
+                                os.path.join(work, "import.mlir")],
+                               args.timeout)
+            if rc == 0:
+                with open(os.path.join(work, "import.mlir"),
+                          encoding="utf-8", errors="replace") as f:
+                    r.typed = "mp.onnx_op" not in f.read()
+            else:
+                r.typed = False
+        _compile_and_run(r, testdir, model, model_path, args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _compile_and_run(r, testdir, model, model_path, args, work):
+    inits = {i.name for i in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in inits]
+    outputs = list(model.graph.output)
+    for vi in inputs + outputs:
+        kind = value_kind(vi)
+        if kind != "tensor":
+            r.status = "unsupported"
+            r.reason = "graph %s '%s' is not a tensor but %s (plans take and give tensors only)" % (
+                "input" if vi in inputs else "output", vi.name, kind)
+            return
+    freeze = frozen_inputs(model, {i.name for i in inputs})
+    model_path = fix_declared_shapes(model, model_path, inputs, testdir,
+                                     work)
+    dynamic = set()
+    for vi in inputs:
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape") or any(
+                not d.HasField("dim_value") for d in tt.shape.dim):
+            dynamic.add(vi.name)
+
+    datasets = sorted(
+        (d for d in os.listdir(testdir) if d.startswith("test_data_set_")),
+        key=lambda d: int(d.rsplit("_", 1)[1]) if d.rsplit("_", 1)[1].isdigit()
+        else 0)
+    if not datasets:
+        r.status, r.reason = "fail", "no test_data_set_*"
+        return
+    plans = {}  # compile key -> plan path
+    for ds in datasets:
+        dsdir = os.path.join(testdir, ds)
+        in_files = {}
+        for i, vi in enumerate(inputs):
+            f = os.path.join(dsdir, "input_%d.pb" % i)
+            if os.path.exists(f):
+                in_files[vi.name] = fix_bf16(f, vi, work, "%s.in%d" % (ds, i))
+        out_files = []
+        for i, vi in enumerate(outputs):
+            f = os.path.join(dsdir, "output_%d.pb" % i)
+            if os.path.exists(f):
+                out_files.append((vi.name, fix_bf16(
+                    f, vi, work, "%s.out%d" % (ds, i))))
+        opt_args = []
+        for n in sorted(freeze):
+            if n in in_files:
+                opt_args.append("--freeze-input=%s=%s" % (n, in_files[n]))
+        for n in sorted(dynamic - freeze):
+            if n in in_files:
+                dims = tensor_dims(in_files[n])
+                if dims:
+                    opt_args.append("--input-shape=%s:%s" % (
+                        n, "x".join(str(d) for d in dims)))
+        key = tuple(a if not a.startswith("--freeze-input=") else
+                    a.split("=", 2)[1] + "@" + file_digest(a.split("=", 2)[2])
+                    for a in opt_args)
+        plan = plans.get(key)
+        if plan is None:
+            plan = os.path.join(work, "plan%d.mpplan" % len(plans))
+            cmd = [args.mp_opt, model_path, "--emit=plan", "-o", plan] + opt_args
+            rc, out = run_tool(cmd, args.timeout)
+            if rc != 0:
+                r.status, r.reason = classify_opt(rc, out, testdir, args.timeout)
+                return
+            plans[key] = plan
+        cmd = [args.mp_run, plan]
+        for n, f in in_files.items():
+            if n not in freeze:
+                cmd.append("%s=%s" % (n, f))
+        if out_files:
+            cmd.append("--compare")
+            cmd += ["%s=%s" % (n, f) for n, f in out_files]
+        cmd += ["--rtol=%g" % args.rtol, "--atol=%g" % args.atol]
+        rc, out = run_tool(cmd, args.timeout)
+        if rc != 0:
+            r.status, r.reason = classify_run(rc, out, testdir, args.timeout)
+            if len(datasets) > 1:
+                r.reason = "%s: %s" % (ds, r.reason)
+            return
+    r.status, r.reason = "pass", ""
+
+
+def classify_opt(rc, out, testdir, timeout):
+    if rc == "timeout":
+        return "fail", "mp-opt timed out after %gs" % timeout
+    line = shorten(first_error_line(out), testdir)
+    if rc < 0:
+        return "fail", "mp-opt crashed (%s): %s" % (
+            signal_name(rc), shorten(crash_summary(out), testdir))
+    if any(p.search(line) for p in UNSUPPORTED_OPT):
+        return "unsupported", "mp-opt: " + line
+    return "fail", "mp-opt: " + line
+
+
+def classify_run(rc, out, testdir, timeout):
+    if rc == "timeout":
+        return "fail", "mp-run timed out after %gs" % timeout
+    line = shorten(first_error_line(out), testdir)
+    if rc < 0:
+        return "fail", "mp-run crashed (%s): %s" % (
+            signal_name(rc), shorten(crash_summary(out), testdir))
+    if rc == 2 and any(p.search(out) for p in UNSUPPORTED_RUN):
+        for l in out.splitlines():
+            if any(p.search(l) for p in UNSUPPORTED_RUN):
+                line = shorten(l, testdir)
+                break
+        return "unsupported", "mp-run: " + line
+    if rc == 1:
+        mism = [l for l in out.splitlines() if "MISMATCH" in l or
+                ("output" in l and "ok," not in l)]
+        if mism:
+            line = shorten(mism[0], testdir)
+        return "fail", "mp-run: " + line
+    return "fail", "mp-run: " + line
+
+
+# ---------------------------------------------------------------------------
+# Driver.
+
+def discover(testdata, suites, name_filter, only=None):
+    tests = []
+    for suite in suites:
+        base = os.path.join(testdata, suite)
+        if not os.path.isdir(base):
+            sys.exit("conformance.py: no test suite at %s" % base)
+        for name in sorted(os.listdir(base)):
+            d = os.path.join(base, name)
+            if not os.path.isfile(os.path.join(d, "model.onnx")):
+                continue
+            if name_filter and not re.search(name_filter, name):
+                continue
+            if only is not None and "%s/%s" % (suite, name) not in only:
+                continue
+            tests.append((suite, d))
+    return tests
+
+
+# Test-name spellings of ops that are not the op's name (test_nllloss_...).
+OP_NAME_ALIASES = {
+    "nllloss": "NegativeLogLikelihoodLoss",
+    "sce": "SoftmaxCrossEntropyLoss",
+    "mvn": "MeanVarianceNormalization",
+    "batchnorm": "BatchNormalization",
+    "instancenorm": "InstanceNormalization",
+    "greaterequal": "GreaterOrEqual",
+    "lessequal": "LessOrEqual",
+}
+
+
+def op_name_map():
+    names = dict(OP_NAME_ALIASES)
+    try:
+        for s in onnx.defs.get_all_schemas_with_history():
+            if s.domain in ("", "ai.onnx"):
+                names.setdefault(s.name.lower(), s.name)
+    except Exception:
+        pass
+    return names
+
+
+def read_allowlist(path):
+    entries = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                entries.append(line)
+    return entries
+
+
+def write_allowlist(path, results, command):
+    passing = sorted(r.key for r in results if r.status == "pass")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# ONNX backend tests (suite/test) that pass through mp-opt "
+                "--emit=plan and mp-run on the CPU.\n")
+        f.write("# Generated by: %s\n" % command)
+        f.write("# Checked by test/Conformance/allowlist.test "
+                "(scripts/conformance.py --check): every listed test must "
+                "pass.\n")
+        f.write("# Regenerate after adding kernels (see docs/conformance.md)."
+                "\n")
+        for k in passing:
+            f.write(k + "\n")
+    return len(passing)
+
+
+def suite_counts(results, suite):
+    rs = [r for r in results if r.suite == suite]
+    c = {"pass": 0, "fail": 0, "unsupported": 0}
+    for r in rs:
+        c[r.status] += 1
+    return len(rs), c
+
+
+def summary_line(results, suites):
+    parts = []
+    for s in suites:
+        n, c = suite_counts(results, s)
+        if n:
+            parts.append("%s: %d/%d pass, %d fail, %d unsupported" % (
+                s, c["pass"], n, c["fail"], c["unsupported"]))
+    return "; ".join(parts)
+
+
+def target_lines(results, suites):
+    lines = []
+    if "node" in suites:
+        n, c = suite_counts(results, "node")
+        if n:
+            lines.append("node: %d pass (target >= %d)%s" % (
+                c["pass"], TARGET_NODE_PASS,
+                "" if n == 932 else " [only %d of 932 tests ran]" % n))
+    pt = [r for r in results if r.suite == "pytorch-converted"
+          and r.typed is not None]
+    if pt:
+        typed = [r for r in pt if r.typed]
+        ok = [r for r in typed if r.status == "pass"]
+        lines.append("pytorch-converted: all tests whose ops are typed: "
+                     "%d/%d pass (%d of %d tests import with typed ops only)"
+                     % (len(ok), len(typed), len(typed), len(pt)))
+        for r in sorted(typed, key=lambda r: r.name):
+            if r.status != "pass":
+                lines.append("  typed but not passing: %s: %s: %s" % (
+                    r.name, r.status, r.reason))
+    return lines
+
+
+def md_escape(s):
+    return s.replace("|", "\\|").replace("<", "&lt;")
+
+
+DOC_HEADER = """\
+# ONNX conformance
+
+How much of the ONNX backend test suite runs end to end: each test's model is
+imported, lowered and planned by `mp-opt --emit=plan`, the plan runs on the
+CPU backend (`mp-run`, fp32) and every output of every data set is compared
+with the expected output with ONNX's default tolerances, `rtol 1e-3`,
+`atol 1e-7` (`|actual - expected| <= atol + rtol * |expected|`; NaN matches
+NaN; integers and bools must be equal). The tests are Debian's
+`libonnx-testdata` (ONNX 1.12): `node/` (932 one-op tests, including the
+`_expanded` tests that spell a function op with primitive ops) and
+`pytorch-converted/` (82 small torch modules).
+
+The runner is `scripts/conformance.py` (python3 with the `onnx` package: the
+project's `.venv` or Debian's `python3-onnx`):
+
+```sh
+scripts/conformance.py                          # both suites, summary only
+scripts/conformance.py -v --filter '^test_resize' --jobs 2
+scripts/conformance.py --suite pytorch-converted -v
+scripts/conformance.py --check test/Conformance/allowlist.txt   # regressions
+scripts/conformance.py --write-doc docs/conformance.md \\
+    --update-allowlist test/Conformance/allowlist.txt            # refresh both
+```
+
+Options: `--suite` (repeatable), `--filter REGEX` (on the test name),
+`--jobs N` (default 2), `--timeout S` per tool call (default 60),
+`--bin-dir` / `--mp-opt` / `--mp-run` (default `build/bin`), `--testdata`,
+`--rtol` / `--atol`, `-v` (a line per test), `--json FILE` (every result).
+
+## Classification
+
+| status | meaning |
+|---|---|
+| pass | every output of every data set matches |
+| fail | wrong values or shapes (`mp-run` exit 1), an `mp-opt`/`mp-run` error that is not a missing feature, a crash (killed by a signal: always a failure, in either tool), or a timeout (60 s per tool call) |
+| unsupported | `mp-opt` cannot lower the model ("cannot lower", "no typed op", unsupported element types), `mp-run` has "no CPU implementation" of a call, or a graph input/output is not a tensor (sequence, optional, map: plans take and give tensors only) |
+
+The reason recorded is the first relevant line the tool printed.
+
+## Static shapes: frozen inputs
+
+Plans have static shapes, and every operand that decides a shape (or is an
+attribute in disguise, such as Slice's `axes` or TopK's `k`) must be known at
+compile time. In the ONNX tests such operands are often graph inputs, so the
+runner freezes them: a graph input that feeds one of the operands below
+(directly, or through `Identity`/`Cast`) is compiled into the plan with
+`mp-opt --freeze-input=NAME=input_N.pb` (the test's own data); every other
+input is bound at run time by `mp-run`. Graph inputs with dynamic dims get
+`--input-shape=NAME:D0xD1...` from the test data. A test with several data
+sets is compiled once per distinct frozen data/shapes. This is what
+onnx-mlir and TVM do for these tests as well: they compile for static shapes
+and constant shape operands.
+
+| op | frozen operand positions |
+|---|---|
+{freeze_table}
+
+Never frozen (data operands, kept at run time): Clip's min/max, Gather/
+GatherND/Scatter indices, Compress's condition, Where, and every operand not
+listed above.
+
+## Per-op grouping
+
+Node tests are grouped by the op under test: the longest prefix of the test
+name (after `test_`, underscores dropped) that spells an ONNX op
+(`test_reduce_sum_keepdims_random` → ReduceSum, `test_center_crop_pad_crop` →
+CenterCropPad); failing that, the model's only op type
+(`test_batchnorm_epsilon` → BatchNormalization); failing that, the op that
+produces the first output. `_expanded` tests (the function op written with
+primitive ops) count in the op's separate "expanded" column, not in its
+pass/fail/unsupported columns.
+
+## Keeping it green
+
+`test/Conformance/allowlist.txt` lists every test that passes
+(`suite/test_name`). The lit test `test/Conformance/allowlist.test` runs
+`scripts/conformance.py --check test/Conformance/allowlist.txt`, which runs only
+the listed tests and fails listing each one that no longer passes. After
+adding kernels or lowerings, refresh the list and this page:
+
+```sh
+scripts/conformance.py --write-doc docs/conformance.md \\
+    --update-allowlist test/Conformance/allowlist.txt
+```
+
+Everything below is generated by that command.
+"""
+
+GENERATED_MARK = "<!-- generated by scripts/conformance.py: do not edit below -->"
+
+
+def write_doc(path, results, suites, command, elapsed, jobs):
+    freeze_rows = []
+    groups = {}
+    for op, pos in FREEZE_INPUTS.items():
+        groups.setdefault(tuple(pos), []).append(op)
+    for pos, ops in sorted(groups.items(), key=lambda kv: sorted(kv[1])[0]):
+        freeze_rows.append("| %s | %s |" % (", ".join(sorted(ops)),
+                                             ", ".join(str(p) for p in pos)))
+    header = DOC_HEADER.replace("{freeze_table}", "\n".join(freeze_rows))
+    out = [header, GENERATED_MARK, "", "## Results", "",
+           "Produced by `%s` (%.0f s with %d jobs)." % (command, elapsed, jobs),
+           "", "| suite | tests | pass | fail | unsupported |",
+           "|---|---|---|---|---|"]
+    for s in suites:
+        n, c = suite_counts(results, s)
+        if n:
+            out.append("| %s | %d | %d | %d | %d |" % (
+                s, n, c["pass"], c["fail"], c["unsupported"]))
+    out.append("")
+    for l in target_lines(results, suites):
+        if l.startswith("  "):
+            out.append("  - " + md_escape(l.strip()))
+        else:
+            out.append("- " + md_escape(l))
+    out.append("")
+
+    node = [r for r in results if r.suite == "node"]
+    if node:
+        out += ["## Node tests by op", "",
+                "| op | tests | pass | fail | unsupported | expanded: pass/tests |",
+                "|---|---|---|---|---|---|"]
+        per = {}
+        for r in node:
+            e = per.setdefault(r.op, {"pass": 0, "fail": 0, "unsupported": 0,
+                                      "n": 0, "xp": 0, "xn": 0})
+            if r.expanded:
+                e["xn"] += 1
+                e["xp"] += r.status == "pass"
+            else:
+                e["n"] += 1
+                e[r.status] += 1
+        for op in sorted(per, key=str.lower):
+            e = per[op]
+            out.append("| %s | %d | %d | %d | %d | %s |" % (
+                op, e["n"], e["pass"], e["fail"], e["unsupported"],
+                "%d/%d" % (e["xp"], e["xn"]) if e["xn"] else ""))
+        out.append("")
+
+    pt = [r for r in results if r.suite == "pytorch-converted"]
+    if pt:
+        out += ["## pytorch-converted tests", "",
+                "Typed: the model imports without any generic `mp.onnx_op`.",
+                "", "| test | status | typed | ops | reason |",
+                "|---|---|---|---|---|"]
+        for r in sorted(pt, key=lambda r: r.name):
+            out.append("| %s | %s | %s | %s | %s |" % (
+                r.name, r.status,
+                "" if r.typed is None else ("yes" if r.typed else "no"),
+                ", ".join(r.ops), md_escape(r.reason)))
+        out.append("")
+
+    fails = sorted((r for r in results if r.status == "fail"),
+                   key=lambda r: r.key)
+    out += ["## Failing tests", ""]
+    if fails:
+        out += ["| test | op | reason |", "|---|---|---|"]
+        for r in fails:
+            out.append("| %s | %s | %s |" % (r.key, r.op or "",
+                                             md_escape(r.reason)))
+    else:
+        out.append("None.")
+    out.append("")
+
+    uns = sorted((r for r in results if r.status == "unsupported"),
+                 key=lambda r: r.key)
+    if uns:
+        out += ["## Unsupported tests", "", "| test | reason |", "|---|---|"]
+        for r in uns:
+            out.append("| %s | %s |" % (r.key, md_escape(r.reason)))
+        out.append("")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(out))
+
+
+def find_tool(args, name):
+    explicit = getattr(args, name.replace("-", "_"))
+    if explicit:
+        return explicit
+    if args.bin_dir:
+        return os.path.join(args.bin_dir, name)
+    cand = os.path.join(ROOT, "build", "bin", name)
+    if os.path.exists(cand):
+        return cand
+    found = shutil.which(name)
+    if not found:
+        sys.exit("conformance.py: cannot find %s (build it: ninja -C build %s,"
+                 " or pass --bin-dir)" % (name, name))
+    return found
+
+
+def snapshot_tools(args, tmproot):
+    """Runs copies of mp-opt and mp-run, so that a rebuild of the build tree
+    during a run cannot make tests fail (the binaries link the project's
+    libraries statically). Waits up to two minutes for a tool that is being
+    relinked."""
+    bindir = os.path.join(tmproot, "bin")
+    os.mkdir(bindir)
+    for attr in ("mp_opt", "mp_run"):
+        src = getattr(args, attr)
+        dst = os.path.join(bindir, os.path.basename(src))
+        for attempt in range(25):
+            try:
+                shutil.copy2(src, dst)
+                if subprocess.run([dst, "--help"], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL,
+                                  timeout=60).returncode == 0:
+                    break
+            except (OSError, subprocess.SubprocessError):
+                pass
+            time.sleep(5)
+        else:
+            sys.exit("conformance.py: cannot run %s" % src)
+        setattr(args, attr, dst)
+
+
+def canonical_command(args):
+    """The command line that reproduces the results (without options that
+    only change how the run goes, such as -v, --jobs or --json)."""
+    parts = ["scripts/conformance.py"]
+    for s in args.suite or ():
+        parts.append("--suite " + s)
+    if args.filter:
+        parts.append("--filter '%s'" % args.filter)
+    if args.testdata != "/usr/share/libonnx-testdata/data":
+        parts.append("--testdata " + args.testdata)
+    if args.rtol != 1e-3:
+        parts.append("--rtol %g" % args.rtol)
+    if args.atol != 1e-7:
+        parts.append("--atol %g" % args.atol)
+    if args.write_doc:
+        parts.append("--write-doc " + os.path.relpath(args.write_doc, ROOT)
+                     if os.path.abspath(args.write_doc).startswith(ROOT + "/")
+                     else "--write-doc " + args.write_doc)
+    if args.update_allowlist:
+        a = args.update_allowlist
+        parts.append("--update-allowlist " + (
+            os.path.relpath(a, ROOT)
+            if os.path.abspath(a).startswith(ROOT + "/") else a))
+    return " ".join(parts)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description="Runs the ONNX backend tests through mp-opt --emit=plan "
+                    "and mp-run on the CPU and compares the outputs.")
+    ap.add_argument("--testdata", default=DEFAULT_TESTDATA,
+                    help="ONNX backend test data (default %(default)s)")
+    ap.add_argument("--suite", action="append", choices=SUITES,
+                    help="suite to run (repeatable; default: all)")
+    ap.add_argument("--filter", help="regex on the test name")
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=60,
+                    help="seconds per tool call (default 60)")
+    ap.add_argument("--bin-dir", help="directory of mp-opt and mp-run "
+                    "(default: build/bin of the repository, then PATH)")
+    ap.add_argument("--mp-opt")
+    ap.add_argument("--mp-run")
+    ap.add_argument("--rtol", type=float, default=1e-3)
+    ap.add_argument("--atol", type=float, default=1e-7)
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="a line per test")
+    ap.add_argument("--write-doc", metavar="FILE",
+                    help="write the results page (docs/conformance.md)")
+    ap.add_argument("--update-allowlist", metavar="FILE",
+                    help="rewrite the allow-list from this run's passes")
+    ap.add_argument("--check", metavar="FILE",
+                    help="run only the allow-listed tests; exit 1 listing "
+                         "each one that does not pass")
+    ap.add_argument("--json", metavar="FILE", help="write every result")
+    ap.add_argument("--no-typed-check", action="store_true",
+                    help="skip the typed-import check of pytorch-converted")
+    args = ap.parse_args(argv)
+    args.mp_opt = find_tool(args, "mp-opt")
+    args.mp_run = find_tool(args, "mp-run")
+    suites = tuple(args.suite) if args.suite else SUITES
+    command = canonical_command(args)
+
+    only = None
+    if args.check:
+        if args.update_allowlist:
+            sys.exit("conformance.py: --check and --update-allowlist "
+                     "exclude each other")
+        listed = read_allowlist(args.check)
+        only = set(listed)
+        bad = [k for k in listed if k.split("/", 1)[0] not in SUITES]
+        if bad:
+            sys.exit("conformance.py: %s: not suite/test: %s" % (
+                args.check, ", ".join(bad)))
+        suites = tuple(s for s in SUITES if any(k.startswith(s + "/")
+                                                  for k in listed)) or suites
+    tests = discover(args.testdata, suites, args.filter, only)
+    if args.check:
+        found = {"%s/%s" % (s, os.path.basename(d)) for s, d in tests}
+        missing = sorted(only - found)
+        if missing and not args.filter:
+            print("conformance.py: listed tests not found in %s: %s" % (
+                args.testdata, ", ".join(missing)))
+            return 1
+    if args.update_allowlist and (args.filter or args.suite):
+        sys.exit("conformance.py: --update-allowlist needs a full run "
+                 "(no --filter/--suite)")
+
+    op_names = op_name_map()
+    typed_check = not args.no_typed_check and not args.check
+    results = []
+    lock = threading.Lock()
+    tmproot = tempfile.mkdtemp(prefix="mp-conformance.")
+    start = time.monotonic()
+    try:
+        snapshot_tools(args, tmproot)
+        with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            futs = [pool.submit(run_test, s, d, args, tmproot, op_names,
+                                typed_check and s == "pytorch-converted")
+                    for s, d in tests]
+            for fut in concurrent.futures.as_completed(futs):
+                r = fut.result()
+                with lock:
+                    results.append(r)
+                    if args.verbose:
+                        print("%-11s %s%s" % (
+                            r.status.upper() + ":", r.key,
+                            (": " + r.reason) if r.reason else ""),
+                            flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        shutil.rmtree(tmproot, ignore_errors=True)
+    elapsed = time.monotonic() - start
+    results.sort(key=lambda r: r.key)
+
+    print(summary_line(results, suites) or "no tests ran")
+    print("(%d tests in %.1f s with %d jobs)" % (len(results), elapsed,
+                                                  args.jobs))
+    if not args.check:
+        for l in target_lines(results, suites):
+            print(l)
+
+    if args.json:
+        import json
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump([{k: getattr(r, k) for k in Result.__slots__}
+                       for r in results], f, indent=1)
+    if args.write_doc:
+        write_doc(args.write_doc, results, suites, command, elapsed,
+                  args.jobs)
+        print("wrote %s" % args.write_doc)
+    if args.update_allowlist:
+        n = write_allowlist(args.update_allowlist, results, command)
+        print("wrote %s (%d tests)" % (args.update_allowlist, n))
+    if args.check:
+        regressions = [r for r in results if r.status != "pass"]
+        if regressions:
+            print("%d regression(s): allow-listed tests that do not pass:" %
+                  len(regressions))
+            for r in regressions:
+                print("REGRESSION: %s: %s: %s" % (r.key, r.status, r.reason))
+            return 1
+        print("all %d allow-listed tests pass" % len(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
