@@ -502,7 +502,7 @@ TEST_CASE("elementwise binary float functions broadcast as numpy",
 }
 
 TEST_CASE(
-    "elementwise: max and min propagate NaN; variadic sum, mean, max, min",
+    "elementwise: max and min propagate NaN, variadic sum, mean, max, min",
     "[runtime][cpu][elementwise]") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (DType t : kFloatTypes) {
