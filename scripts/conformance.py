@@ -205,6 +205,10 @@ def shorten(line, testdir):
     """Drops the test data path from a message and trims it."""
     line = line.replace(testdir + "/", "").replace(testdir, "")
     line = re.sub(r"/tmp/[^ :]*/", "", line)
+    # The tool's name and the file it worked on are known: drop them.
+    line = re.sub(r"^(mp-run|mp-opt): ", "", line)
+    line = re.sub(r"^(plan\d+\.mpplan|model\.onnx): ", "", line)
+    line = re.sub(r"^unnamed node: ", "", line)
     line = " ".join(line.split())
     return line if len(line) <= 300 else line[:297] + "..."
 
