@@ -188,7 +188,12 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
                  beta == 1.0f && elementOf(op.getC()) == y.getElementType()) {
         bias = adaptor.getC();
       } else {
-        return rewriter.notifyMatchFailure(op, "unsupported C");
+        // Any other C that broadcasts to [M, N] (a scalar, [M, 1], [1, N]
+        // with beta != 1): expanded first, then cuBLASLt's C operand.
+        c = culib::AllocOp::create(
+            rewriter, op.getLoc(),
+            MemRefType::get(y.getShape(), y.getElementType()), IntegerAttr());
+        culib::BroadcastOp::create(rewriter, op.getLoc(), adaptor.getC(), c);
       }
     }
     culib::MatmulOp::create(
@@ -1190,6 +1195,74 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
   std::string fn;
 };
 
+struct TriluLowering : OpConversionPattern<TriluOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TriluOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    int64_t k = 0;
+    if (auto given = constantInts(op.getK()))
+      k = (*given)[0];
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::TriluOp::create(rewriter, op.getLoc(), adaptor.getInput(), out,
+                           rewriter.getBoolAttr(intAttrOr(op, "upper", 1) != 0),
+                           rewriter.getI64IntegerAttr(k));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct ScatterElementsLowering : OpConversionPattern<ScatterElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScatterElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    int64_t rank = shapeOf(op.getData()).size();
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::ScatterElementsOp::create(
+        rewriter, op.getLoc(), adaptor.getData(), adaptor.getIndices(),
+        adaptor.getUpdates(), out,
+        rewriter.getI64IntegerAttr(
+            normalizeAxis(intAttrOr(op, "axis", 0), rank)),
+        rewriter.getStringAttr(strAttrOr(op, "reduction", "none")));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct ScatterNDLowering : OpConversionPattern<ScatterNDOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScatterNDOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::ScatterNDOp::create(
+        rewriter, op.getLoc(), adaptor.getData(), adaptor.getIndices(),
+        adaptor.getUpdates(), out,
+        rewriter.getStringAttr(strAttrOr(op, "reduction", "none")));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct GatherNDLowering : OpConversionPattern<GatherNDOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherNDOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::GatherNDOp::create(
+        rewriter, op.getLoc(), adaptor.getData(), adaptor.getIndices(), out,
+        rewriter.getI64IntegerAttr(intAttrOr(op, "batch_dims", 0)));
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 /// CastLike: a cast to the type of the second operand.
 struct CastLikeLowering : OpConversionPattern<CastLikeOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -1208,6 +1281,14 @@ struct CastLikeLowering : OpConversionPattern<CastLikeOp> {
 // The pass
 //===----------------------------------------------------------------------===//
 
+/// Element types the runtime has buffers of: ONNX's numeric types and bool.
+bool isPlanElementType(Type type) {
+  if (auto integer = dyn_cast<IntegerType>(type))
+    return llvm::is_contained({1u, 8u, 16u, 32u, 64u}, integer.getWidth()) &&
+           !integer.isSigned();
+  return type.isF16() || type.isBF16() || type.isF32() || type.isF64();
+}
+
 /// tensor<...> of static shape -> memref<...>; none stays none.
 struct BufferTypeConverter : TypeConverter {
   BufferTypeConverter() {
@@ -1217,7 +1298,7 @@ struct BufferTypeConverter : TypeConverter {
       return std::nullopt;
     });
     addConversion([](RankedTensorType type) -> std::optional<Type> {
-      if (!type.hasStaticShape())
+      if (!type.hasStaticShape() || !isPlanElementType(type.getElementType()))
         return std::nullopt;
       return MemRefType::get(type.getShape(), type.getElementType());
     });
@@ -1237,12 +1318,8 @@ std::string whyNotLowerable(Operation *op) {
     if (!isAbsent(gemm.getC()) && beta != 0.0f) {
       auto c = cast<ShapedType>(gemm.getC().getType());
       auto y = cast<ShapedType>(gemm.getY().getType());
-      bool full = c.getShape() == y.getShape();
-      bool bias = c.getRank() == 1 && c.getDimSize(0) == y.getDimSize(1) &&
-                  beta == 1.0f && c.getElementType() == y.getElementType();
-      if (!full && !bias)
-        os << "C of type '" << c << "' with beta = " << beta
-           << " is neither a bias vector nor [M, N]";
+      if (c.getElementType() != y.getElementType())
+        os << "C of type '" << c << "' does not have the type of Y";
     }
   } else if (auto matmul = dyn_cast<MatMulOp>(op)) {
     if (cast<ShapedType>(matmul.getA().getType()).getRank() < 2 ||
@@ -1307,6 +1384,15 @@ std::string whyNotLowerable(Operation *op) {
   } else if (isa<DepthToSpaceOp, SpaceToDepthOp>(op)) {
     if (cast<ShapedType>(op->getOperand(0).getType()).getRank() != 4)
       os << "the input must be 4-D";
+  } else if (auto trilu = dyn_cast<TriluOp>(op)) {
+    if (!isAbsent(trilu.getK()) && !constantInts(trilu.getK()))
+      os << "k must be a compile-time constant";
+  } else if (isa<MaxPoolOp, AveragePoolOp, GlobalMaxPoolOp,
+                 GlobalAveragePoolOp>(op)) {
+    if (!isa<FloatType>(elementOf(op->getOperand(0))))
+      os << "cuDNN pooling takes floating-point data only";
+    else if (intAttrOr(op, "storage_order", 0) != 0)
+      os << "only storage_order 0 (row-major indices) is supported";
   } else if (auto ln = dyn_cast<LayerNormalizationOp>(op)) {
     if (intAttrOr(op, "stash_type", 1) != 1)
       os << "only stash_type 1 (f32 statistics) is supported";
@@ -1366,6 +1452,10 @@ void populateLowerings(BufferTypeConverter &tc, RewritePatternSet &patterns,
   MP_SIMPLE(CumSumLowering, CumSumOp)
   MP_SIMPLE(HardmaxLowering, HardmaxOp)
   MP_SIMPLE(CastLikeLowering, CastLikeOp)
+  MP_SIMPLE(TriluLowering, TriluOp)
+  MP_SIMPLE(ScatterElementsLowering, ScatterElementsOp)
+  MP_SIMPLE(ScatterNDLowering, ScatterNDOp)
+  MP_SIMPLE(GatherNDLowering, GatherNDOp)
   using ExpandPattern = ShapeDrivenLowering<ExpandOp, culib::BroadcastOp>;
   using TilePattern = ShapeDrivenLowering<TileOp, culib::TileOp>;
   MP_SIMPLE(ExpandPattern, ExpandOp)
@@ -1515,11 +1605,21 @@ struct ConvertMPToCuLibPass
         return WalkResult::skip();
       }
       for (Type type : op->getResultTypes()) {
+        if (isa<NoneType>(type))
+          continue;
         auto tensor = dyn_cast<RankedTensorType>(type);
         if (!tensor || !tensor.hasStaticShape()) {
           op->emitError() << "cannot lower " << op->getName() << " at "
                           << where << ": result type " << type
                           << " is not static (plans need static shapes)";
+          unsupported = true;
+          return WalkResult::skip();
+        }
+        if (!isPlanElementType(tensor.getElementType())) {
+          op->emitError() << "cannot lower " << op->getName() << " at "
+                          << where << ": element type "
+                          << tensor.getElementType()
+                          << " has no runtime buffers (numbers and bool only)";
           unsupported = true;
           return WalkResult::skip();
         }
@@ -1531,8 +1631,8 @@ struct ConvertMPToCuLibPass
         if (!typeConverter.convertType(type)) {
           func.emitError() << "cannot lower @" << func.getName()
                            << ": argument type " << type
-                           << " is not a static tensor (plans need static "
-                              "shapes)";
+                           << " is not a static tensor of numbers or bool "
+                              "(plans need static shapes)";
           unsupported = true;
         }
     if (unsupported)

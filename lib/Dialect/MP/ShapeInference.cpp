@@ -1368,6 +1368,28 @@ LogicalResult shape::inferGatherElements(ShapeContext &ctx,
   return success();
 }
 
+/// ONNX GatherND: indices [..., k] pick slices of data after batch_dims:
+/// the result is indices.shape[:-1] + data.shape[batch_dims + k:].
+LogicalResult shape::inferGatherND(ShapeContext &ctx,
+                                   SmallVectorImpl<Type> &results) {
+  Dims data = ctx.getDims(0), indices = ctx.getDims(1);
+  int64_t batchDims = ctx.getInt("batch_dims", 0);
+  if (!data || !indices || indices->empty() ||
+      ShapedType::isDynamic(indices->back())) {
+    results.push_back(ctx.makeTensor(std::nullopt, ctx.getElementType(0)));
+    return success();
+  }
+  int64_t k = indices->back();
+  if (batchDims < 0 || batchDims + k > static_cast<int64_t>(data->size()) ||
+      batchDims >= static_cast<int64_t>(indices->size()))
+    return ctx.emitError("indices' last dim plus batch_dims exceeds the rank "
+                         "of data");
+  SmallVector<int64_t, 6> out(indices->begin(), indices->end() - 1);
+  out.append(data->begin() + batchDims + k, data->end());
+  results.push_back(ctx.makeTensor(out, ctx.getElementType(0)));
+  return success();
+}
+
 LogicalResult shape::inferShape(ShapeContext &ctx,
                                 SmallVectorImpl<Type> &results) {
   Dims x = ctx.getDims(0);

@@ -34,10 +34,10 @@ func.func @args(%x: tensor<*xf32>) {
 
 // -----
 
-func.func @gemm_broadcast_c(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<2x1xf32>) -> tensor<2x4xf32> {
-  // CHECK: error: {{.*}}cannot lower mp.gemm at node 'fc': C of type 'tensor<2x1xf32>' with beta = 1.000000e+00 is neither a bias vector nor [M, N]
-  %0 = mp.gemm %a, %b, %c : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32> loc("fc")
-  return %0 : tensor<2x4xf32>
+func.func @strings(%x: tensor<2xf32>) -> tensor<2x!mp.string> {
+  // CHECK: error: {{.*}}cannot lower mp.cast at node 'to_text': element type '!mp.string' has no runtime buffers (numbers and bool only)
+  %0 = mp.cast %x {to = 8 : i64} : (tensor<2xf32>) -> tensor<2x!mp.string> loc("to_text")
+  return %0 : tensor<2x!mp.string>
 }
 
 // -----

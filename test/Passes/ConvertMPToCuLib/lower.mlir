@@ -79,3 +79,12 @@ func.func @norms_and_kernels(%x: tensor<2x3x4xf32>, %v: tensor<3xf32>, %i: tenso
   // CHECK-NOT: mp.
   return %y, %rm, %mean, %sum, %t, %cat, %g, %clip, %flat : tensor<2x3x4xf32>, tensor<3xf32>, tensor<2x3x1xf32>, tensor<3xf32>, tensor<4x3x2xf32>, tensor<2x6x4xf32>, tensor<5x3x4xf32>, tensor<2x3x4xf32>, tensor<2x12xf32>
 }
+
+// Gemm with a C that only broadcasts to [M, N]: expanded, then cuBLASLt's C.
+// CHECK-LABEL: func.func @gemm_broadcast_c
+// CHECK: culib.broadcast ins(%{{.*}}) outs(%[[C:.*]]) : memref<2x1xf32>, memref<2x4xf32>
+// CHECK: culib.matmul ins(%{{.*}}, %{{.*}}) c(%[[C]]) outs(%{{.*}}) {beta = 1.000000e+00 : f32, compute_type = f32}
+func.func @gemm_broadcast_c(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<2x1xf32>) -> tensor<2x4xf32> {
+  %0 = mp.gemm %a, %b, %c : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}

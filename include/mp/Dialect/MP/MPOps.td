@@ -563,6 +563,34 @@ def MP_GatherElementsOp : MP_OnnxOp<"gather_elements", "GatherElements", 11,
   let results = (outs MP_Tensor:$output);
 }
 
+def MP_GatherNDOp : MP_OnnxOp<"gather_nd", "GatherND", 12, "inferGatherND",
+                              2, 1> {
+  let arguments = (ins MP_Tensor:$data, MP_I64Tensor:$indices,
+                       MP_OptInt:$batch_dims);
+  let results = (outs MP_Tensor:$output);
+}
+
+def MP_ScatterElementsOp : MP_OnnxOp<"scatter_elements", "ScatterElements",
+                                     11, "inferSameAsFirst", 3, 1> {
+  let arguments = (ins MP_Tensor:$data, MP_IntTensor:$indices,
+                       MP_Tensor:$updates, MP_OptInt:$axis,
+                       MP_OptStr:$reduction);
+  let results = (outs MP_Tensor:$output);
+}
+
+def MP_ScatterNDOp : MP_OnnxOp<"scatter_nd", "ScatterND", 11,
+                               "inferSameAsFirst", 3, 1> {
+  let arguments = (ins MP_Tensor:$data, MP_I64Tensor:$indices,
+                       MP_Tensor:$updates, MP_OptStr:$reduction);
+  let results = (outs MP_Tensor:$output);
+}
+
+def MP_TriluOp : MP_OnnxOp<"trilu", "Trilu", 14, "inferSameAsFirst", 2, 1> {
+  let arguments = (ins MP_Tensor:$input, MP_OptI64Tensor:$k,
+                       MP_OptInt:$upper);
+  let results = (outs MP_Tensor:$output);
+}
+
 def MP_ShapeOp : MP_OnnxOp<"shape", "Shape", 1, "inferShape", 1, 1> {
   let arguments = (ins MP_Tensor:$data, MP_OptInt:$start, MP_OptInt:$end);
   let results = (outs MP_I64Tensor:$shape);
