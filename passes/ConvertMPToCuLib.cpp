@@ -925,10 +925,15 @@ struct ConvTransposeLowering : OpConversionPattern<ConvTransposeOp> {
         pads[i] = total - total / 2;
         pads[i + spatial] = total / 2;
       } else {
-        // output_shape given (or VALID): the end absorbs what is left.
-        pads[i] = 0;
-        pads[i + spatial] = total;
+        // output_shape given: ONNX splits the total padding with the larger
+        // half at the start (floor division, as its reference does).
+        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+        pads[i] = total - half;
+        pads[i + spatial] = half;
       }
+      // A negative end pad means output positions no input reaches: they are
+      // the kernel's output padding (y's size already includes them).
+      pads[i + spatial] = std::max<int64_t>(pads[i + spatial], 0);
     }
     Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
     Value bias = isAbsent(adaptor.getB()) ? Value() : adaptor.getB();

@@ -52,6 +52,8 @@ bool parseCoordinateTransform(const std::string &name, CoordinateTransform &t) {
     t = CoordinateTransform::Asymmetric;
   else if (name == "tf_crop_and_resize")
     t = CoordinateTransform::TfCropAndResize;
+  else if (name == "tf_half_pixel_for_nn")
+    t = CoordinateTransform::TfHalfPixelForNN;
   else
     return false;
   return true;
@@ -123,6 +125,9 @@ Status computeTaps(const ResizeOptions &o, size_t dim, size_t rank,
       break;
     case CoordinateTransform::Asymmetric:
       xo = xr / scale;
+      break;
+    case CoordinateTransform::TfHalfPixelForNN:
+      xo = (xr + 0.5) / scale;
       break;
     case CoordinateTransform::TfCropAndResize: {
       const double start = o.roi[dim], end = o.roi[rank + dim];

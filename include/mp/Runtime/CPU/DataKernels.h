@@ -133,6 +133,8 @@ enum class CoordinateTransform {
   AlignCorners,
   Asymmetric,
   TfCropAndResize,
+  /// Resize-11 only: (x + 0.5) / scale, for nearest sampling.
+  TfHalfPixelForNN,
 };
 enum class NearestMode { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
 
