@@ -297,6 +297,43 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
 
 } // namespace
 
+/// One channel of a 2-D depthwise convolution (NCHW, one input and one
+/// output channel per group), directly: im2col + a GEMM with one row would
+/// spend its time copying. For each filter tap the output columns that read
+/// inside the input form one range, so the inner loop has no bounds checks
+/// (and is contiguous for stride 1).
+void depthwise2d(const Geom &g, const float *x, const float *w, float *y) {
+  const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
+  const int64_t sh = g.stride[0], sw = g.stride[1];
+  const int64_t dh = g.dil[0], dw = g.dil[1];
+  const int64_t ph = g.padB[0], pw = g.padB[1];
+  std::fill(y, y + oh * ow, 0.0f);
+  for (int64_t kh = 0; kh < g.ker[0]; ++kh)
+    for (int64_t kw = 0; kw < g.ker[1]; ++kw) {
+      const float tap = w[kh * g.ker[1] + kw];
+      // Output columns c with 0 <= c * sw - pw + kw * dw < iw.
+      const int64_t shift = kw * dw - pw;
+      const int64_t c0 = std::max<int64_t>(0, ceilDiv(-shift, sw));
+      const int64_t c1 = std::min<int64_t>(ow, ceilDiv(iw - shift, sw));
+      if (c0 >= c1)
+        continue;
+      for (int64_t r = 0; r < oh; ++r) {
+        const int64_t in_r = r * sh - ph + kh * dh;
+        if (in_r < 0 || in_r >= ih)
+          continue;
+        const float *xr = x + in_r * iw + shift;
+        float *yr = y + r * ow;
+        if (sw == 1) {
+          for (int64_t c = c0; c < c1; ++c)
+            yr[c] += tap * xr[c];
+        } else {
+          for (int64_t c = c0; c < c1; ++c)
+            yr[c] += tap * xr[c * sw];
+        }
+      }
+    }
+}
+
 Status conv(const TensorView &x, const TensorView &w, const TensorView *bias,
             const TensorView *residual, const TensorView &y,
             const ConvOptions &o) {
@@ -380,6 +417,10 @@ Status conv(const TensorView &x, const TensorView &w, const TensorView *bias,
         if (g.pointwise) {
           sgemm(false, false, g.mg, g.outSize, kdim, 1.0f, wg, kdim, xg,
                 g.inSize, 0.0f, og, g.outSize);
+          continue;
+        }
+        if (g.k == 2 && g.cg == 1 && g.mg == 1) {
+          depthwise2d(g, xg, wg, og);
           continue;
         }
         for (int64_t q0 = 0; q0 < units; q0 += blockUnits) {
