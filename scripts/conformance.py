@@ -706,6 +706,22 @@ Never frozen (data operands, kept at run time): Clip's min/max, Gather/
 GatherND/Scatter indices, Compress's condition, Where, and every operand not
 listed above.
 
+## Test data accommodations
+
+The runner adapts three quirks of the ONNX 1.12 test data, and nothing else:
+
+- bfloat16 tensors are stored as `UINT16` (their bits); where the model
+  declares bfloat16, the runner hands `mp-run` a copy that says `BFLOAT16`.
+- a few CastLike tests declare the `like` input as `[3, 4]` and give `[1]`;
+  where declared static dims contradict the test data, the runner compiles a
+  copy of the model that declares the data's shape.
+- the float → bfloat16 Cast/CastLike references truncate, while the ONNX
+  specification (and MixPrec) round to nearest even; these tests stay
+  failures, with a `[known: ...]` note (`KNOWN_REFERENCE_ISSUES`).
+
+`mp-opt` and `mp-run` are copied into the run's temporary directory first,
+so that a rebuild during a run cannot change or break it.
+
 ## Per-op grouping
 
 Node tests are grouped by the op under test: the longest prefix of the test
@@ -722,8 +738,10 @@ pass/fail/unsupported columns.
 `test/Conformance/allowlist.txt` lists every test that passes
 (`suite/test_name`). The lit test `test/Conformance/allowlist.test` runs
 `scripts/conformance.py --check test/Conformance/allowlist.txt`, which runs only
-the listed tests and fails listing each one that no longer passes. After
-adding kernels or lowerings, refresh the list and this page:
+the listed tests and fails listing each one that no longer passes (about
+30-45 s on 2 cores; a full run of both suites takes 35-100 s with 2 jobs,
+depending on the machine's load). After adding kernels or lowerings, refresh
+the list and this page:
 
 ```sh
 scripts/conformance.py --write-doc docs/conformance.md \\
