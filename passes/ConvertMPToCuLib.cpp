@@ -1268,6 +1268,78 @@ struct GatherNDLowering : OpConversionPattern<GatherNDOp> {
   }
 };
 
+/// LpPool / GlobalLpPool: (sum over the window of |x|^p)^(1/p), as
+/// |x| -> ^p -> average pool counting padding (padding adds 0) -> * window
+/// size -> ^(1/p). Computed in the data's type, f32 for 16-bit data.
+template <typename OpTy>
+struct LpPoolLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto x = cast<ShapedType>(op.getX().getType());
+    auto y = cast<ShapedType>(op.getY().getType());
+    Type element = x.getElementType();
+    size_t spatial = x.getRank() - 2;
+    SmallVector<int64_t> kernel, strides, pads;
+    if constexpr (std::is_same_v<OpTy, LpPoolOp>) {
+      kernel.assign(op.getKernelShape().begin(), op.getKernelShape().end());
+      strides = orOnes(op.getStrides(), spatial);
+      pads = windowPads(op.getAutoPad().value_or("NOTSET"), op.getPads(),
+                        x.getShape().drop_front(2), y.getShape().drop_front(2),
+                        kernel, strides, SmallVector<int64_t>(spatial, 1));
+    } else {
+      kernel.assign(x.getShape().begin() + 2, x.getShape().end());
+      strides.assign(spatial, 1);
+      pads.assign(2 * spatial, 0);
+    }
+    double p = intAttrOr(op, "p", 2);
+    int64_t windowSize = 1;
+    for (int64_t k : kernel)
+      windowSize *= k;
+    auto scalar = [&](StringRef name, double value) -> Value {
+      auto type = RankedTensorType::get({}, element);
+      APFloat f(value);
+      bool lost;
+      f.convert(cast<FloatType>(element).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      return culib::WeightOp::create(
+          rewriter, loc, MemRefType::get({}, element),
+          rewriter.getStringAttr(nodeName(op) + "." + name),
+          DenseElementsAttr::get(type, f));
+    };
+    auto buffer = [&](ArrayRef<int64_t> shape) -> Value {
+      return culib::AllocOp::create(rewriter, loc,
+                                    MemRefType::get(shape, element),
+                                    IntegerAttr());
+    };
+    auto apply = [&](StringRef fn, ValueRange inputs, Value out) {
+      culib::ElementwiseOp::create(rewriter, loc, inputs, out,
+                                   rewriter.getStringAttr(fn), FloatAttr(),
+                                   FloatAttr());
+    };
+    Value magnitude = buffer(x.getShape());
+    apply("abs", {adaptor.getX()}, magnitude);
+    Value powered = buffer(x.getShape());
+    apply("pow", {magnitude, scalar("p", p)}, powered);
+    Value mean = buffer(y.getShape());
+    culib::PoolOp::create(rewriter, loc, powered, mean, Value(),
+                          rewriter.getStringAttr("avg_include_pad"),
+                          rewriter.getDenseI64ArrayAttr(kernel),
+                          rewriter.getDenseI64ArrayAttr(pads),
+                          rewriter.getDenseI64ArrayAttr(strides),
+                          DenseI64ArrayAttr());
+    Value sum = buffer(y.getShape());
+    apply("mul", {mean, scalar("window", windowSize)}, sum);
+    Value out = allocFor(rewriter, *this->getTypeConverter(), loc, op.getY());
+    apply("pow", {sum, scalar("inverse_p", 1.0 / p)}, out);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 /// CastLike: a cast to the type of the second operand.
 struct CastLikeLowering : OpConversionPattern<CastLikeOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -1393,7 +1465,7 @@ std::string whyNotLowerable(Operation *op) {
     if (!isAbsent(trilu.getK()) && !constantInts(trilu.getK()))
       os << "k must be a compile-time constant";
   } else if (isa<MaxPoolOp, AveragePoolOp, GlobalMaxPoolOp,
-                 GlobalAveragePoolOp>(op)) {
+                 GlobalAveragePoolOp, LpPoolOp, GlobalLpPoolOp>(op)) {
     if (!isa<FloatType>(elementOf(op->getOperand(0))))
       os << "cuDNN pooling takes floating-point data only";
     else if (intAttrOr(op, "storage_order", 0) != 0)
@@ -1458,6 +1530,8 @@ void populateLowerings(BufferTypeConverter &tc, RewritePatternSet &patterns,
   MP_SIMPLE(HardmaxLowering, HardmaxOp)
   MP_SIMPLE(CastLikeLowering, CastLikeOp)
   MP_SIMPLE(TriluLowering, TriluOp)
+  MP_SIMPLE(LpPoolLowering<LpPoolOp>, LpPoolOp)
+  MP_SIMPLE(LpPoolLowering<GlobalLpPoolOp>, GlobalLpPoolOp)
   MP_SIMPLE(ScatterElementsLowering, ScatterElementsOp)
   MP_SIMPLE(ScatterNDLowering, ScatterNDOp)
   MP_SIMPLE(GatherNDLowering, GatherNDOp)
