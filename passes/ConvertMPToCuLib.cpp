@@ -16,6 +16,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <map>
+#include <set>
+
 namespace mp {
 #define GEN_PASS_DEF_CONVERTMPTOCULIB
 #include "mp/Passes/Passes.h.inc"
@@ -1340,6 +1343,185 @@ struct LpPoolLowering : OpConversionPattern<OpTy> {
   }
 };
 
+/// The terms of an Einsum equation without ellipses or repeated letters in
+/// one operand ("bij,bjk->bik"); the output is spelled out (implicit output:
+/// the letters used once, sorted). Nullopt for what the lowering does not
+/// cover.
+std::optional<SmallVector<std::string>> parseEinsum(StringRef equation,
+                                                    size_t numInputs) {
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ')
+      eq += c;
+  if (StringRef(eq).contains("..."))
+    return std::nullopt;
+  StringRef lhs = eq, rhs;
+  bool explicitOutput = StringRef(eq).contains("->");
+  if (explicitOutput)
+    std::tie(lhs, rhs) = StringRef(eq).split("->");
+  SmallVector<StringRef> inputs;
+  lhs.split(inputs, ',');
+  if (inputs.size() != numInputs || numInputs < 1 || numInputs > 2)
+    return std::nullopt;
+  SmallVector<std::string> terms;
+  std::map<char, int> uses;
+  for (StringRef term : inputs) {
+    std::set<char> seen;
+    for (char c : term) {
+      if (!std::isalpha(static_cast<unsigned char>(c)) || !seen.insert(c).second)
+        return std::nullopt;
+      ++uses[c];
+    }
+    terms.push_back(term.str());
+  }
+  std::string out;
+  if (explicitOutput) {
+    std::set<char> seen;
+    for (char c : rhs)
+      if (!uses.count(c) || !seen.insert(c).second)
+        return std::nullopt;
+    out = rhs.str();
+  } else {
+    for (auto [c, n] : uses)
+      if (n == 1)
+        out += c;
+  }
+  terms.push_back(out);
+  return terms;
+}
+
+/// Einsum of one or two operands as reductions, transposes and one batched
+/// matmul: [batch, left, contracted] x [batch, contracted, right].
+struct EinsumLowering : OpConversionPattern<EinsumOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(EinsumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<std::string> terms =
+        *parseEinsum(op.getEquation(), op.getInputs().size());
+    std::string out = terms.back();
+    Type element = elementOf(op.getOutput());
+    std::map<char, int64_t> size;
+    for (auto [term, input] : llvm::zip(terms, op.getInputs()))
+      for (auto [i, c] : llvm::enumerate(term))
+        size[c] = shapeOf(input)[i];
+
+    // Letters an operand has that nothing else needs are summed first.
+    SmallVector<Value> values(adaptor.getInputs().begin(),
+                              adaptor.getInputs().end());
+    SmallVector<std::string> names(terms.begin(), terms.end() - 1);
+    for (size_t k = 0; k < values.size(); ++k) {
+      std::string kept;
+      SmallVector<int64_t> axes;
+      for (auto [i, c] : llvm::enumerate(names[k])) {
+        bool needed = out.find(c) != std::string::npos;
+        for (size_t other = 0; other < names.size(); ++other)
+          needed |= other != k && names[other].find(c) != std::string::npos;
+        if (needed)
+          kept += c;
+        else
+          axes.push_back(i);
+      }
+      if (axes.empty())
+        continue;
+      Value reduced = buffer(rewriter, loc, shapeFor(kept, size), element);
+      culib::ReduceOp::create(rewriter, loc, values[k], reduced,
+                              rewriter.getStringAttr("sum"),
+                              rewriter.getDenseI64ArrayAttr(axes),
+                              TypeAttr::get(computeTypeFor(element)),
+                              rewriter.getBoolAttr(false));
+      values[k] = reduced;
+      names[k] = kept;
+    }
+
+    Value result;
+    std::string resultNames;
+    if (values.size() == 1) {
+      result = values[0];
+      resultNames = names[0];
+    } else {
+      std::string batch, left, right, contracted;
+      for (char c : out) {
+        bool inA = names[0].find(c) != std::string::npos;
+        bool inB = names[1].find(c) != std::string::npos;
+        (inA && inB ? batch : inA ? left : right) += c;
+      }
+      for (char c : names[0])
+        if (out.find(c) == std::string::npos)
+          contracted += c;
+      auto extent = [&](const std::string &letters) {
+        int64_t n = 1;
+        for (char c : letters)
+          n *= size[c];
+        return n;
+      };
+      int64_t nb = extent(batch), nl = extent(left), nr = extent(right),
+              nk = extent(contracted);
+      Value a = reshapeBuffer(
+          rewriter, loc,
+          permute(rewriter, loc, values[0], names[0], batch + left + contracted,
+                  size, element),
+          {nb, nl, nk});
+      Value b = reshapeBuffer(
+          rewriter, loc,
+          permute(rewriter, loc, values[1], names[1],
+                  batch + contracted + right, size, element),
+          {nb, nk, nr});
+      Value product = buffer(rewriter, loc, {nb, nl, nr}, element);
+      culib::MatmulOp::create(
+          rewriter, loc, a, b, Value(), Value(), product,
+          rewriter.getBoolAttr(false), rewriter.getBoolAttr(false),
+          rewriter.getF32FloatAttr(1.0f), rewriter.getF32FloatAttr(0.0f),
+          TypeAttr::get(computeTypeFor(element)),
+          rewriter.getStringAttr("none"));
+      resultNames = batch + left + right;
+      result = reshapeBuffer(rewriter, loc, product,
+                             shapeFor(resultNames, size));
+    }
+    Value permuted =
+        permute(rewriter, loc, result, resultNames, out, size, element);
+    // The result must be a buffer of its own, not an input (e.g. "ij->ij").
+    if (!permuted.getDefiningOp<culib::AllocOp>()) {
+      Value copy = allocFor(rewriter, *getTypeConverter(), loc, op.getOutput());
+      culib::CopyOp::create(rewriter, loc, permuted, copy);
+      permuted = copy;
+    }
+    rewriter.replaceOp(op, permuted);
+    return success();
+  }
+
+private:
+  static SmallVector<int64_t> shapeFor(StringRef letters,
+                                       std::map<char, int64_t> &size) {
+    SmallVector<int64_t> shape;
+    for (char c : letters)
+      shape.push_back(size[c]);
+    return shape;
+  }
+  static Value buffer(ConversionPatternRewriter &rewriter, Location loc,
+                      ArrayRef<int64_t> shape, Type element) {
+    return culib::AllocOp::create(rewriter, loc,
+                                  MemRefType::get(shape, element),
+                                  IntegerAttr());
+  }
+  /// `v` (dims named by `from`) with its dims in the order of `to`.
+  static Value permute(ConversionPatternRewriter &rewriter, Location loc,
+                       Value v, StringRef from, StringRef to,
+                       std::map<char, int64_t> &size, Type element) {
+    if (from == to)
+      return v;
+    SmallVector<int64_t> perm;
+    for (char c : to)
+      perm.push_back(from.find(c));
+    Value out = buffer(rewriter, loc, shapeFor(to, size), element);
+    culib::TransposeOp::create(rewriter, loc, v, out,
+                               rewriter.getDenseI64ArrayAttr(perm));
+    return out;
+  }
+};
+
 /// CastLike: a cast to the type of the second operand.
 struct CastLikeLowering : OpConversionPattern<CastLikeOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -1461,6 +1643,12 @@ std::string whyNotLowerable(Operation *op) {
   } else if (isa<DepthToSpaceOp, SpaceToDepthOp>(op)) {
     if (cast<ShapedType>(op->getOperand(0).getType()).getRank() != 4)
       os << "the input must be 4-D";
+  } else if (auto einsum = dyn_cast<EinsumOp>(op)) {
+    if (!parseEinsum(einsum.getEquation(), einsum.getInputs().size()))
+      os << "only equations of one or two operands without ellipses or "
+            "repeated letters in one operand (diagonals) are supported";
+    else if (!isa<FloatType>(elementOf(einsum.getOutput())))
+      os << "only floating-point Einsum is supported (cuBLASLt)";
   } else if (auto trilu = dyn_cast<TriluOp>(op)) {
     if (!isAbsent(trilu.getK()) && !constantInts(trilu.getK()))
       os << "k must be a compile-time constant";
@@ -1530,6 +1718,7 @@ void populateLowerings(BufferTypeConverter &tc, RewritePatternSet &patterns,
   MP_SIMPLE(HardmaxLowering, HardmaxOp)
   MP_SIMPLE(CastLikeLowering, CastLikeOp)
   MP_SIMPLE(TriluLowering, TriluOp)
+  MP_SIMPLE(EinsumLowering, EinsumOp)
   MP_SIMPLE(LpPoolLowering<LpPoolOp>, LpPoolOp)
   MP_SIMPLE(LpPoolLowering<GlobalLpPoolOp>, GlobalLpPoolOp)
   MP_SIMPLE(ScatterElementsLowering, ScatterElementsOp)

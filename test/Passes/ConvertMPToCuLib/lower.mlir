@@ -101,3 +101,17 @@ func.func @lp_pool(%x: tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32> {
   %0 = mp.lp_pool %x {kernel_shape = array<i64: 3, 3>, p = 3 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32>
   return %0 : tensor<1x2x4x4xf32>
 }
+
+// Einsum: letters only one operand has are summed first, then one batched
+// matmul [batch, left, contracted] x [batch, contracted, right], and a
+// transpose into the output's order.
+// CHECK-LABEL: func.func @einsum
+// CHECK: culib.reduce "sum" {{.*}} {axes = array<i64: 3>, compute_type = f32} : memref<2x3x4x5xf32>, memref<2x3x4xf32>
+// CHECK-NEXT: culib.alloc
+// CHECK-NEXT: culib.matmul ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) {compute_type = f32} : memref<2x3x4xf32>, memref<2x4x6xf32>, memref<2x3x6xf32>
+// CHECK: culib.transpose {{.*}} outs(%[[E:.*]]) {perm = array<i64: 0, 2, 1>} : memref<2x3x6xf32>, memref<2x6x3xf32>
+// CHECK-NEXT: return %[[E]]
+func.func @einsum(%a: tensor<2x3x4x5xf32>, %b: tensor<2x4x6xf32>) -> tensor<2x6x3xf32> {
+  %0 = mp.einsum %a, %b {equation = "bijz,bjk->bki"} : (tensor<2x3x4x5xf32>, tensor<2x4x6xf32>) -> tensor<2x6x3xf32>
+  return %0 : tensor<2x6x3xf32>
+}
