@@ -22,6 +22,8 @@
 #include "mp/Runtime/CPU/Kernels.h"
 #include "mp/Runtime/Half.h"
 
+#include "RuntimeTestSupport.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -36,6 +38,7 @@
 #include <vector>
 
 using namespace mp::rt;
+using namespace mp::rt::test;
 using cpu::Activation;
 using cpu::Layout;
 
@@ -45,66 +48,12 @@ namespace {
 // Tensors, random data, comparisons
 //===----------------------------------------------------------------------===//
 
-/// splitmix64: the same numbers on every platform.
-struct Rng {
-  uint64_t s;
-  explicit Rng(uint64_t seed) : s(seed) {}
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform(double lo, double hi) {
-    return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1p-53;
-  }
-};
-
-/// v rounded (once, RNE) to dtype t.
-double roundTo(DType t, double v) {
-  switch (t) {
-  case DType::F32: return static_cast<double>(static_cast<float>(v));
-  case DType::F16: return toFloat(toHalf(v));
-  case DType::BF16: return toFloat(toBFloat16(v));
-  default: return v;
-  }
-}
-
-double getD(const HostTensor &t, int64_t i) {
-  switch (t.dtype()) {
-  case DType::F32: return t.as<float>()[i];
-  case DType::F64: return t.as<double>()[i];
-  case DType::F16: return toFloat(t.as<Half>()[i]);
-  case DType::BF16: return toFloat(t.as<BFloat16>()[i]);
-  case DType::I64: return static_cast<double>(t.as<int64_t>()[i]);
-  default: FAIL("unexpected dtype"); return 0;
-  }
-}
-
-void setD(HostTensor &t, int64_t i, double v) {
-  switch (t.dtype()) {
-  case DType::F32: t.as<float>()[i] = static_cast<float>(v); return;
-  case DType::F64: t.as<double>()[i] = v; return;
-  case DType::F16: t.as<Half>()[i] = toHalf(v); return;
-  case DType::BF16: t.as<BFloat16>()[i] = toBFloat16(v); return;
-  default: FAIL("unexpected dtype");
-  }
-}
-
 std::vector<double> values(const HostTensor &t) {
   if (!t.data()) // a default HostTensor: no tensor
     return {};
   std::vector<double> r(static_cast<size_t>(t.numElements()));
   for (int64_t i = 0; i < t.numElements(); ++i)
     r[i] = getD(t, i);
-  return r;
-}
-
-HostTensor randomTensor(DType t, Shape s, Rng &rng, double lo = -1.0,
-                        double hi = 1.0) {
-  HostTensor r(t, std::move(s));
-  for (int64_t i = 0; i < r.numElements(); ++i)
-    setD(r, i, rng.uniform(lo, hi));
   return r;
 }
 

@@ -12,6 +12,8 @@
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/Half.h"
 
+#include "RuntimeTestSupport.h"
+
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -25,125 +27,16 @@
 #include <vector>
 
 using namespace mp::rt;
+using namespace mp::rt::test;
 using cpu::ElementwiseFn;
 
 namespace {
-
-/// splitmix64: the same numbers everywhere.
-struct Rng {
-  uint64_t s;
-  explicit Rng(uint64_t seed) : s(seed) {}
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform(double lo, double hi) {
-    return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1p-53;
-  }
-};
-
-double roundTo(DType t, double v) {
-  switch (t) {
-  case DType::F32:
-    return static_cast<double>(static_cast<float>(v));
-  case DType::F16:
-    return toFloat(toHalf(v));
-  case DType::BF16:
-    return toFloat(toBFloat16(v));
-  default:
-    return v;
-  }
-}
-
-double getD(const HostTensor &t, int64_t i) {
-  const void *p = t.data();
-  switch (t.dtype()) {
-  case DType::F32:
-    return static_cast<const float *>(p)[i];
-  case DType::F64:
-    return static_cast<const double *>(p)[i];
-  case DType::F16:
-    return toFloat(static_cast<const Half *>(p)[i]);
-  case DType::BF16:
-    return toFloat(static_cast<const BFloat16 *>(p)[i]);
-  case DType::I8:
-    return static_cast<const int8_t *>(p)[i];
-  case DType::I16:
-    return static_cast<const int16_t *>(p)[i];
-  case DType::I32:
-    return static_cast<const int32_t *>(p)[i];
-  case DType::I64:
-    return static_cast<double>(static_cast<const int64_t *>(p)[i]);
-  case DType::U8:
-  case DType::Bool:
-    return static_cast<const uint8_t *>(p)[i];
-  case DType::U16:
-    return static_cast<const uint16_t *>(p)[i];
-  case DType::U32:
-    return static_cast<const uint32_t *>(p)[i];
-  case DType::U64:
-    return static_cast<double>(static_cast<const uint64_t *>(p)[i]);
-  }
-  return 0;
-}
-
-void setD(HostTensor &t, int64_t i, double v) {
-  void *p = t.data();
-  switch (t.dtype()) {
-  case DType::F32:
-    static_cast<float *>(p)[i] = static_cast<float>(v);
-    return;
-  case DType::F64:
-    static_cast<double *>(p)[i] = v;
-    return;
-  case DType::F16:
-    static_cast<Half *>(p)[i] = toHalf(v);
-    return;
-  case DType::BF16:
-    static_cast<BFloat16 *>(p)[i] = toBFloat16(v);
-    return;
-  case DType::I8:
-    static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
-    return;
-  case DType::I16:
-    static_cast<int16_t *>(p)[i] = static_cast<int16_t>(v);
-    return;
-  case DType::I32:
-    static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
-    return;
-  case DType::I64:
-    static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v);
-    return;
-  case DType::U8:
-  case DType::Bool:
-    static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
-    return;
-  case DType::U16:
-    static_cast<uint16_t *>(p)[i] = static_cast<uint16_t>(v);
-    return;
-  case DType::U32:
-    static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v);
-    return;
-  case DType::U64:
-    static_cast<uint64_t *>(p)[i] = static_cast<uint64_t>(v);
-    return;
-  }
-}
 
 HostTensor tensor(DType t, Shape s, const std::vector<double> &v) {
   HostTensor r(t, std::move(s));
   REQUIRE(static_cast<size_t>(r.numElements()) == v.size());
   for (size_t i = 0; i < v.size(); ++i)
     setD(r, static_cast<int64_t>(i), v[i]);
-  return r;
-}
-
-HostTensor randomTensor(DType t, Shape s, Rng &rng, double lo, double hi) {
-  HostTensor r(t, std::move(s));
-  for (int64_t i = 0; i < r.numElements(); ++i)
-    setD(r, i, rng.uniform(lo, hi));
   return r;
 }
 

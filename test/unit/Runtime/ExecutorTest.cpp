@@ -7,6 +7,8 @@
 #include "mp/Runtime/Executor.h"
 #include "mp/Runtime/Plan.h"
 
+#include "RuntimeTestSupport.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 using namespace mp::rt;
+using namespace mp::rt::test;
 namespace fs = std::filesystem;
 
 namespace {
@@ -160,23 +163,6 @@ CpuExecutor makeExecutor(Plan plan) {
   REQUIRE(exec);
   return exec.take();
 }
-
-/// A fresh directory, removed with its contents at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("mp-executor-test-" + std::to_string(::getpid()) + "-" +
-            std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 } // namespace
 

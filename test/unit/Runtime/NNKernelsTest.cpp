@@ -8,6 +8,8 @@
 #include "mp/Runtime/Half.h"
 #include "mp/Runtime/TensorIO.h"
 
+#include "RuntimeTestSupport.h"
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -21,48 +23,11 @@
 #endif
 
 using namespace mp::rt;
+using namespace mp::rt::test;
 using namespace mp::rt::cpu;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Rng {
-  uint64_t s;
-  explicit Rng(uint64_t seed) : s(seed) {}
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform(double lo, double hi) {
-    return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1p-53;
-  }
-};
-
-double getD(const HostTensor &t, int64_t i) {
-  switch (t.dtype()) {
-  case DType::F32: return t.as<float>()[i];
-  case DType::F64: return t.as<double>()[i];
-  case DType::F16: return toFloat(t.as<Half>()[i]);
-  case DType::BF16: return toFloat(t.as<BFloat16>()[i]);
-  case DType::I32: return t.as<int32_t>()[i];
-  case DType::I64: return static_cast<double>(t.as<int64_t>()[i]);
-  default: FAIL("unexpected dtype"); return 0;
-  }
-}
-
-void setD(HostTensor &t, int64_t i, double v) {
-  switch (t.dtype()) {
-  case DType::F32: t.as<float>()[i] = static_cast<float>(v); return;
-  case DType::F64: t.as<double>()[i] = v; return;
-  case DType::F16: t.as<Half>()[i] = toHalf(v); return;
-  case DType::BF16: t.as<BFloat16>()[i] = toBFloat16(v); return;
-  case DType::I32: t.as<int32_t>()[i] = static_cast<int32_t>(v); return;
-  case DType::I64: t.as<int64_t>()[i] = static_cast<int64_t>(v); return;
-  default: FAIL("unexpected dtype");
-  }
-}
 
 std::vector<double> values(const HostTensor &t) {
   std::vector<double> r(static_cast<size_t>(t.numElements()));
@@ -76,14 +41,6 @@ HostTensor tensor(DType t, Shape s, const std::vector<double> &v) {
   REQUIRE(static_cast<int64_t>(v.size()) == r.numElements());
   for (int64_t i = 0; i < r.numElements(); ++i)
     setD(r, i, v[i]);
-  return r;
-}
-
-HostTensor randomTensor(DType t, Shape s, Rng &rng, double lo = -1.0,
-                        double hi = 1.0) {
-  HostTensor r(t, std::move(s));
-  for (int64_t i = 0; i < r.numElements(); ++i)
-    setD(r, i, rng.uniform(lo, hi));
   return r;
 }
 

@@ -3,6 +3,8 @@
 // files, every semantic validation rule, and atomic saving.
 #include "mp/Runtime/Plan.h"
 
+#include "RuntimeTestSupport.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -31,6 +33,7 @@
 #endif
 
 using namespace mp::rt;
+using namespace mp::rt::test;
 namespace fs = std::filesystem;
 
 namespace {
@@ -39,34 +42,6 @@ constexpr DType kAllDTypes[] = {
     DType::F32, DType::U8,  DType::I8,  DType::U16, DType::I16,
     DType::I32, DType::I64, DType::Bool, DType::F16, DType::F64,
     DType::U32, DType::U64, DType::BF16};
-
-/// A fresh directory, removed with its contents at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("mp-plan-test-" + std::to_string(::getpid()) + "-" +
-            std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string &name) const {
-    return (path / name).string();
-  }
-  /// Names of the entries of the directory, sorted.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto &e : fs::directory_iterator(path))
-      out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-};
 
 std::vector<uint8_t> readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);

@@ -11,6 +11,8 @@
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/Half.h"
 
+#include "RuntimeTestSupport.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -22,98 +24,10 @@
 #include <vector>
 
 using namespace mp::rt;
+using namespace mp::rt::test;
 using cpu::ReduceFn;
 
 namespace {
-
-struct Rng {
-  uint64_t s;
-  explicit Rng(uint64_t seed) : s(seed) {}
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform(double lo, double hi) {
-    return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1p-53;
-  }
-};
-
-double roundTo(DType t, double v) {
-  switch (t) {
-  case DType::F32:
-    return static_cast<double>(static_cast<float>(v));
-  case DType::F16:
-    return toFloat(toHalf(v));
-  case DType::BF16:
-    return toFloat(toBFloat16(v));
-  default:
-    return v;
-  }
-}
-
-double getD(const HostTensor &t, int64_t i) {
-  const void *p = t.data();
-  switch (t.dtype()) {
-  case DType::F32:
-    return static_cast<const float *>(p)[i];
-  case DType::F64:
-    return static_cast<const double *>(p)[i];
-  case DType::F16:
-    return toFloat(static_cast<const Half *>(p)[i]);
-  case DType::BF16:
-    return toFloat(static_cast<const BFloat16 *>(p)[i]);
-  case DType::I8:
-    return static_cast<const int8_t *>(p)[i];
-  case DType::I32:
-    return static_cast<const int32_t *>(p)[i];
-  case DType::I64:
-    return static_cast<double>(static_cast<const int64_t *>(p)[i]);
-  case DType::U8:
-    return static_cast<const uint8_t *>(p)[i];
-  case DType::U32:
-    return static_cast<const uint32_t *>(p)[i];
-  default:
-    FAIL("unexpected dtype");
-    return 0;
-  }
-}
-
-void setD(HostTensor &t, int64_t i, double v) {
-  void *p = t.data();
-  switch (t.dtype()) {
-  case DType::F32:
-    static_cast<float *>(p)[i] = static_cast<float>(v);
-    return;
-  case DType::F64:
-    static_cast<double *>(p)[i] = v;
-    return;
-  case DType::F16:
-    static_cast<Half *>(p)[i] = toHalf(v);
-    return;
-  case DType::BF16:
-    static_cast<BFloat16 *>(p)[i] = toBFloat16(v);
-    return;
-  case DType::I8:
-    static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
-    return;
-  case DType::I32:
-    static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
-    return;
-  case DType::I64:
-    static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v);
-    return;
-  case DType::U8:
-    static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
-    return;
-  case DType::U32:
-    static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v);
-    return;
-  default:
-    FAIL("unexpected dtype");
-  }
-}
 
 HostTensor tensor(DType t, Shape s, const std::vector<double> &v) {
   HostTensor r(t, std::move(s));
@@ -294,14 +208,6 @@ void checkReduce(const HostTensor &x, ReduceFn fn,
   INFO(s.message());
   REQUIRE(s.isOk());
   expectClose(y, reference(x, normalized, fn, selectLast), tol);
-}
-
-HostTensor randomTensor(DType t, Shape s, Rng &rng, double lo, double hi) {
-  HostTensor r(t, std::move(s));
-  for (int64_t i = 0; i < r.numElements(); ++i)
-    setD(r, i,
-         isFloat(t) ? rng.uniform(lo, hi) : std::floor(rng.uniform(lo, hi)));
-  return r;
 }
 
 } // namespace

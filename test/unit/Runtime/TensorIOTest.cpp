@@ -7,6 +7,8 @@
 #include "mp/Runtime/Half.h"
 #include "mp/Runtime/TensorIO.h"
 
+#include "RuntimeTestSupport.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -26,29 +28,10 @@
 #endif
 
 using namespace mp::rt;
+using namespace mp::rt::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// A fresh directory for one test case, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("mp-tensorio-test-" + std::to_string(::getpid()) + "-" +
-            std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string &name) const {
-    return (path / name).string();
-  }
-};
 
 void writeBytes(const std::string &path, const std::string &bytes) {
   std::ofstream out(path, std::ios::binary);

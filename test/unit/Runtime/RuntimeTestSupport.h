@@ -1,0 +1,139 @@
+//===- RuntimeTestSupport.h - helpers shared by the runtime tests -*- C++ -*-===//
+//
+// Deterministic random data, element access as double for every dtype, the
+// one-rounding reference for 16-bit types and temporary directories: what
+// the kernel, executor and file tests all need.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_TEST_UNIT_RUNTIME_RUNTIMETESTSUPPORT_H
+#define MP_TEST_UNIT_RUNTIME_RUNTIMETESTSUPPORT_H
+
+#include "mp/Runtime/Half.h"
+#include "mp/Runtime/Tensor.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mp::rt::test {
+
+/// splitmix64: the same numbers on every platform.
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed) {}
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform(double lo, double hi) {
+    return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1p-53;
+  }
+};
+
+/// v rounded (once, to nearest even) to float dtype t; other dtypes: v.
+inline double roundTo(DType t, double v) {
+  switch (t) {
+  case DType::F32:
+    return static_cast<double>(static_cast<float>(v));
+  case DType::F16:
+    return toFloat(toHalf(v));
+  case DType::BF16:
+    return toFloat(toBFloat16(v));
+  default:
+    return v;
+  }
+}
+
+/// Element i of a tensor of any dtype, as double.
+inline double getD(const HostTensor &t, int64_t i) {
+  const void *p = t.data();
+  switch (t.dtype()) {
+  case DType::F32: return static_cast<const float *>(p)[i];
+  case DType::F64: return static_cast<const double *>(p)[i];
+  case DType::F16: return toFloat(static_cast<const Half *>(p)[i]);
+  case DType::BF16: return toFloat(static_cast<const BFloat16 *>(p)[i]);
+  case DType::I8: return static_cast<const int8_t *>(p)[i];
+  case DType::I16: return static_cast<const int16_t *>(p)[i];
+  case DType::I32: return static_cast<const int32_t *>(p)[i];
+  case DType::I64: return static_cast<double>(static_cast<const int64_t *>(p)[i]);
+  case DType::U8:
+  case DType::Bool: return static_cast<const uint8_t *>(p)[i];
+  case DType::U16: return static_cast<const uint16_t *>(p)[i];
+  case DType::U32: return static_cast<const uint32_t *>(p)[i];
+  case DType::U64: return static_cast<double>(static_cast<const uint64_t *>(p)[i]);
+  }
+  return 0;
+}
+
+/// Sets element i to v: rounded to nearest even for 16-bit floats,
+/// converted by C++ rules for the others.
+inline void setD(HostTensor &t, int64_t i, double v) {
+  void *p = t.data();
+  switch (t.dtype()) {
+  case DType::F32: static_cast<float *>(p)[i] = static_cast<float>(v); return;
+  case DType::F64: static_cast<double *>(p)[i] = v; return;
+  case DType::F16: static_cast<Half *>(p)[i] = toHalf(v); return;
+  case DType::BF16: static_cast<BFloat16 *>(p)[i] = toBFloat16(v); return;
+  case DType::I8: static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v); return;
+  case DType::I16: static_cast<int16_t *>(p)[i] = static_cast<int16_t>(v); return;
+  case DType::I32: static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v); return;
+  case DType::I64: static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v); return;
+  case DType::U8:
+  case DType::Bool: static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v); return;
+  case DType::U16: static_cast<uint16_t *>(p)[i] = static_cast<uint16_t>(v); return;
+  case DType::U32: static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v); return;
+  case DType::U64: static_cast<uint64_t *>(p)[i] = static_cast<uint64_t>(v); return;
+  }
+}
+
+/// A tensor of uniform values in [lo, hi) (whole numbers for integer types).
+inline HostTensor randomTensor(DType t, Shape s, Rng &rng, double lo = -1.0,
+                               double hi = 1.0) {
+  HostTensor r(t, std::move(s));
+  for (int64_t i = 0; i < r.numElements(); ++i)
+    setD(r, i,
+         isFloat(t) ? rng.uniform(lo, hi) : std::floor(rng.uniform(lo, hi)));
+  return r;
+}
+
+/// A fresh directory, removed with everything in it at the end of the scope.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string &prefix = "mp-runtime-test") {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           (prefix + "-" + std::to_string(::getpid()) + "-" +
+            std::to_string(counter++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+  std::string file(const std::string &name) const {
+    return (path / name).string();
+  }
+  /// Names of the entries of the directory, sorted.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto &e : std::filesystem::directory_iterator(path))
+      out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+} // namespace mp::rt::test
+
+#endif // MP_TEST_UNIT_RUNTIME_RUNTIMETESTSUPPORT_H
