@@ -48,16 +48,6 @@ struct Geom {
   Layout layout = Layout::NCHW;
 };
 
-/// Increments a multi-index over `extent` (last index fastest).
-inline void increment(std::vector<int64_t> &idx, const int64_t *extent,
-                      size_t rank) {
-  for (size_t i = rank; i-- > 0;) {
-    if (++idx[i] < extent[i])
-      return;
-    idx[i] = 0;
-  }
-}
-
 /// NCHW im2col of one group of one image (xg: its Cg channels, f32) for the
 /// output positions whose leading spatial indices (all but the last, flattened)
 /// lie in [q0, q1). col: [Cg*K, (q1-q0)*O_last].

@@ -131,15 +131,6 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
   return Status::ok();
 }
 
-inline void increment(std::vector<int64_t> &idx, const int64_t *extent,
-                      size_t rank) {
-  for (size_t i = rank; i-- > 0;) {
-    if (++idx[i] < extent[i])
-      return;
-    idx[i] = 0;
-  }
-}
-
 /// Adds col ([Mg*K, (q1-q0)*D_last], the products for input positions whose
 /// leading spatial index lies in [q0, q1)) into out ([Mg, O], one group).
 void col2im(const Geom &g, const float *col, int64_t q0, int64_t q1,

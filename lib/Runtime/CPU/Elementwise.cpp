@@ -14,15 +14,6 @@
 //    compiler vectorizes it; 16-bit results are rounded once at the store.
 //
 //===----------------------------------------------------------------------===//
-// GCC keeps -ftrapping-math by default and then will not turn a float
-// comparison in a loop (relu, clip, max, the erf clamp) into a vector select,
-// so those loops stay scalar. Nothing here reads the floating-point
-// exception flags: let it. (Before the includes, so that every function of
-// this file, inline ones from headers included, has the same options.)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
-
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 
 #include "ElementwiseConvert.h"

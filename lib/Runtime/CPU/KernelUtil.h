@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mp::rt::cpu::detail {
 
@@ -45,6 +46,17 @@ template <typename Fn> bool withFloat16or32(DType t, Fn &&fn) {
   case DType::F16: fn(Half{}); return true;
   case DType::BF16: fn(BFloat16{}); return true;
   default: return false;
+  }
+}
+
+/// Increments a multi-index over `extent` (last index fastest), wrapping to
+/// all zeros after the last position.
+inline void increment(std::vector<int64_t> &idx, const int64_t *extent,
+                      size_t rank) {
+  for (size_t i = rank; i-- > 0;) {
+    if (++idx[i] < extent[i])
+      return;
+    idx[i] = 0;
   }
 }
 
