@@ -524,17 +524,13 @@ Status slice(const TensorView &x, const TensorView &y,
 //===----------------------------------------------------------------------===//
 
 bool parsePadMode(const std::string &name, PadMode &mode) {
-  if (name == "constant")
-    mode = PadMode::Constant;
-  else if (name == "reflect")
-    mode = PadMode::Reflect;
-  else if (name == "edge")
-    mode = PadMode::Edge;
-  else if (name == "wrap")
-    mode = PadMode::Wrap;
-  else
-    return false;
-  return true;
+  static constexpr std::pair<std::string_view, PadMode> kNames[] = {
+      {"constant", PadMode::Constant},
+      {"reflect", PadMode::Reflect},
+      {"edge", PadMode::Edge},
+      {"wrap", PadMode::Wrap},
+  };
+  return detail::parseName(name, kNames, mode);
 }
 
 namespace {

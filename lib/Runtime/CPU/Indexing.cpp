@@ -331,19 +331,14 @@ Status gatherND(const TensorView &data, const TensorView &indices,
 //===----------------------------------------------------------------------===//
 
 bool parseScatterReduction(const std::string &name, ScatterReduction &r) {
-  if (name == "none")
-    r = ScatterReduction::None;
-  else if (name == "add")
-    r = ScatterReduction::Add;
-  else if (name == "mul")
-    r = ScatterReduction::Mul;
-  else if (name == "max")
-    r = ScatterReduction::Max;
-  else if (name == "min")
-    r = ScatterReduction::Min;
-  else
-    return false;
-  return true;
+  static constexpr std::pair<std::string_view, ScatterReduction> kNames[] = {
+      {"none", ScatterReduction::None},
+      {"add", ScatterReduction::Add},
+      {"mul", ScatterReduction::Mul},
+      {"max", ScatterReduction::Max},
+      {"min", ScatterReduction::Min},
+  };
+  return detail::parseName(name, kNames, r);
 }
 
 namespace {

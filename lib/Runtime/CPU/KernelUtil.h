@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mp::rt::cpu::detail {
@@ -47,6 +48,19 @@ template <typename Fn> bool withFloat16or32(DType t, Fn &&fn) {
   case DType::BF16: fn(BFloat16{}); return true;
   default: return false;
   }
+}
+
+/// Looks `name` up in a table of {spelling, value} pairs: the parsers of
+/// the kernels' string options (modes, reductions).
+template <typename E, size_t N>
+bool parseName(std::string_view name,
+               const std::pair<std::string_view, E> (&table)[N], E &out) {
+  for (const auto &[spelling, value] : table)
+    if (spelling == name) {
+      out = value;
+      return true;
+    }
+  return false;
 }
 
 /// Increments a multi-index over `extent` (last index fastest), wrapping to

@@ -30,47 +30,34 @@ using detail::fail;
 using detail::shapeStr;
 
 bool parseResizeMode(const std::string &name, ResizeMode &mode) {
-  if (name == "nearest")
-    mode = ResizeMode::Nearest;
-  else if (name == "linear")
-    mode = ResizeMode::Linear;
-  else if (name == "cubic")
-    mode = ResizeMode::Cubic;
-  else
-    return false;
-  return true;
+  static constexpr std::pair<std::string_view, ResizeMode> kNames[] = {
+      {"nearest", ResizeMode::Nearest},
+      {"linear", ResizeMode::Linear},
+      {"cubic", ResizeMode::Cubic},
+  };
+  return detail::parseName(name, kNames, mode);
 }
 
 bool parseCoordinateTransform(const std::string &name, CoordinateTransform &t) {
-  if (name == "half_pixel")
-    t = CoordinateTransform::HalfPixel;
-  else if (name == "pytorch_half_pixel")
-    t = CoordinateTransform::PytorchHalfPixel;
-  else if (name == "align_corners")
-    t = CoordinateTransform::AlignCorners;
-  else if (name == "asymmetric")
-    t = CoordinateTransform::Asymmetric;
-  else if (name == "tf_crop_and_resize")
-    t = CoordinateTransform::TfCropAndResize;
-  else if (name == "tf_half_pixel_for_nn")
-    t = CoordinateTransform::TfHalfPixelForNN;
-  else
-    return false;
-  return true;
+  static constexpr std::pair<std::string_view, CoordinateTransform> kNames[] = {
+      {"half_pixel", CoordinateTransform::HalfPixel},
+      {"pytorch_half_pixel", CoordinateTransform::PytorchHalfPixel},
+      {"align_corners", CoordinateTransform::AlignCorners},
+      {"asymmetric", CoordinateTransform::Asymmetric},
+      {"tf_crop_and_resize", CoordinateTransform::TfCropAndResize},
+      {"tf_half_pixel_for_nn", CoordinateTransform::TfHalfPixelForNN},
+  };
+  return detail::parseName(name, kNames, t);
 }
 
 bool parseNearestMode(const std::string &name, NearestMode &mode) {
-  if (name == "round_prefer_floor")
-    mode = NearestMode::RoundPreferFloor;
-  else if (name == "round_prefer_ceil")
-    mode = NearestMode::RoundPreferCeil;
-  else if (name == "floor")
-    mode = NearestMode::Floor;
-  else if (name == "ceil")
-    mode = NearestMode::Ceil;
-  else
-    return false;
-  return true;
+  static constexpr std::pair<std::string_view, NearestMode> kNames[] = {
+      {"round_prefer_floor", NearestMode::RoundPreferFloor},
+      {"round_prefer_ceil", NearestMode::RoundPreferCeil},
+      {"floor", NearestMode::Floor},
+      {"ceil", NearestMode::Ceil},
+  };
+  return detail::parseName(name, kNames, mode);
 }
 
 namespace {
