@@ -18,6 +18,7 @@
 #include "mp/Runtime/Status.h"
 #include "mp/Runtime/Tensor.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -97,6 +98,56 @@ floatListAttr(const PlanCall &call, std::string_view name,
               std::vector<double> defaultValue);
 /// A dtype attribute (an ONNX TensorProto::DataType code).
 Result<DType> dtypeAttr(const PlanCall &call, std::string_view name);
+/// A bool attribute: an int that must be 0 or 1.
+Result<bool> boolAttr(const PlanCall &call, std::string_view name);
+Result<bool> boolAttr(const PlanCall &call, std::string_view name,
+                      bool defaultValue);
+/// Whether the optional buffer `name` is there: the attribute has_<name>,
+/// which the serializer writes for every optional buffer (required, 0 or 1).
+Result<bool> hasBuffer(const PlanCall &call, std::string_view name);
+
+/// One buffer of a call's operand or result list, by its name in the call
+/// reference; optional ones are placed by their has_<name> attribute.
+struct BufferSpec {
+  const char *name;
+  bool optional;
+};
+
+/// The views of a call's buffers (operands or results, `what`) in the order
+/// of `specs`, null for absent optional ones; an error unless the number of
+/// buffers the call has is what its has_* attributes say.
+template <size_t N>
+Status bindBuffers(const PlanCall &call, const std::vector<TensorView> &given,
+                   const char *what, const std::array<BufferSpec, N> &specs,
+                   std::array<const TensorView *, N> &out) {
+  std::array<bool, N> present{};
+  size_t expected = 0;
+  for (size_t i = 0; i < N; ++i) {
+    present[i] = true;
+    if (specs[i].optional) {
+      Result<bool> has = hasBuffer(call, specs[i].name);
+      if (!has)
+        return has.status();
+      present[i] = *has;
+    }
+    expected += present[i];
+  }
+  if (given.size() != expected)
+    return Status::error("expects " + std::to_string(expected) + " " + what +
+                         " (from its has_* attributes), got " +
+                         std::to_string(given.size()));
+  for (size_t i = 0, next = 0; i < N; ++i)
+    out[i] = present[i] ? &given[next++] : nullptr;
+  return Status::ok();
+}
+
+/// In a function returning Status: `auto var = *expr` for a Result `expr`,
+/// or return its error.
+#define MP_RT_TRY_ASSIGN(var, expr)                                            \
+  auto var##Result = (expr);                                                   \
+  if (!var##Result)                                                            \
+    return var##Result.status();                                               \
+  auto var = var##Result.take()
 
 /// An error unless the call has between minOperands and maxOperands operands
 /// and between minResults and maxResults results.

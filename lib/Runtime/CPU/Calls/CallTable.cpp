@@ -113,6 +113,27 @@ Result<DType> dtypeAttr(const PlanCall &call, std::string_view name) {
   return *dtype;
 }
 
+Result<bool> boolAttr(const PlanCall &call, std::string_view name) {
+  Result<int64_t> v = intAttr(call, name);
+  if (!v)
+    return v.status();
+  if (*v != 0 && *v != 1)
+    return Status::error("attribute '" + std::string(name) +
+                         "' must be 0 or 1, got " + std::to_string(*v));
+  return *v == 1;
+}
+
+Result<bool> boolAttr(const PlanCall &call, std::string_view name,
+                      bool defaultValue) {
+  if (!call.attr(name))
+    return defaultValue;
+  return boolAttr(call, name);
+}
+
+Result<bool> hasBuffer(const PlanCall &call, std::string_view name) {
+  return boolAttr(call, "has_" + std::string(name));
+}
+
 Status checkArity(const CallArgs &args, size_t minOperands, size_t maxOperands,
                   size_t minResults, size_t maxResults) {
   auto range = [](size_t lo, size_t hi) {

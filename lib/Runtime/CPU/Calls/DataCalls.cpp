@@ -17,14 +17,6 @@ namespace mp::rt::cpu {
 
 namespace {
 
-/// Reads attribute `name` into `out` or returns its error (the macro keeps
-/// the implementations below to one line per attribute).
-#define MP_READ_ATTR(out, expr)                                                \
-  auto out##Result = (expr);                                                   \
-  if (!out##Result)                                                            \
-    return out##Result.status();                                               \
-  auto out = out##Result.take()
-
 Status unknownValue(std::string_view attr, const std::string &value) {
   return Status::error("attribute '" + std::string(attr) +
                        "' has an unknown value '" + value + "'");
@@ -33,7 +25,7 @@ Status unknownValue(std::string_view attr, const std::string &value) {
 Status transposeCall(const CallArgs &a) {
   if (Status s = checkArity(a, 1, 1, 1, 1); !s)
     return s;
-  MP_READ_ATTR(perm, intListAttr(a.call, "perm"));
+  MP_RT_TRY_ASSIGN(perm, intListAttr(a.call, "perm"));
   return transpose(a.operands[0], a.results[0], perm);
 }
 
@@ -59,48 +51,48 @@ Status concatCall(const CallArgs &a) {
   if (Status s = checkArity(a, 1, std::numeric_limits<size_t>::max(), 1, 1);
       !s)
     return s;
-  MP_READ_ATTR(axis, intAttr(a.call, "axis"));
+  MP_RT_TRY_ASSIGN(axis, intAttr(a.call, "axis"));
   return concat(a.operands, a.results[0], axis);
 }
 
 Status sliceCall(const CallArgs &a) {
   if (Status s = checkArity(a, 1, 1, 1, 1); !s)
     return s;
-  MP_READ_ATTR(starts, intListAttr(a.call, "starts"));
-  MP_READ_ATTR(steps, intListAttr(a.call, "steps"));
+  MP_RT_TRY_ASSIGN(starts, intListAttr(a.call, "starts"));
+  MP_RT_TRY_ASSIGN(steps, intListAttr(a.call, "steps"));
   return slice(a.operands[0], a.results[0], starts, steps);
 }
 
 Status padCall(const CallArgs &a) {
   if (Status s = checkArity(a, 1, 1, 1, 1); !s)
     return s;
-  MP_READ_ATTR(modeName, stringAttr(a.call, "mode", "constant"));
+  MP_RT_TRY_ASSIGN(modeName, stringAttr(a.call, "mode", "constant"));
   PadMode mode;
   if (!parsePadMode(modeName, mode))
     return unknownValue("mode", modeName);
-  MP_READ_ATTR(pads, intListAttr(a.call, "pads"));
-  MP_READ_ATTR(value, floatAttr(a.call, "value", 0.0));
+  MP_RT_TRY_ASSIGN(pads, intListAttr(a.call, "pads"));
+  MP_RT_TRY_ASSIGN(value, floatAttr(a.call, "value", 0.0));
   return pad(a.operands[0], a.results[0], mode, pads, value);
 }
 
 Status gatherCall(const CallArgs &a) {
   if (Status s = checkArity(a, 2, 2, 1, 1); !s)
     return s;
-  MP_READ_ATTR(axis, intAttr(a.call, "axis", 0));
+  MP_RT_TRY_ASSIGN(axis, intAttr(a.call, "axis", 0));
   return gather(a.operands[0], a.operands[1], a.results[0], axis);
 }
 
 Status gatherElementsCall(const CallArgs &a) {
   if (Status s = checkArity(a, 2, 2, 1, 1); !s)
     return s;
-  MP_READ_ATTR(axis, intAttr(a.call, "axis", 0));
+  MP_RT_TRY_ASSIGN(axis, intAttr(a.call, "axis", 0));
   return gatherElements(a.operands[0], a.operands[1], a.results[0], axis);
 }
 
 Status gatherNDCall(const CallArgs &a) {
   if (Status s = checkArity(a, 2, 2, 1, 1); !s)
     return s;
-  MP_READ_ATTR(batchDims, intAttr(a.call, "batch_dims", 0));
+  MP_RT_TRY_ASSIGN(batchDims, intAttr(a.call, "batch_dims", 0));
   return gatherND(a.operands[0], a.operands[1], a.results[0], batchDims);
 }
 
@@ -117,8 +109,8 @@ Result<ScatterReduction> reductionAttr(const PlanCall &call) {
 Status scatterElementsCall(const CallArgs &a) {
   if (Status s = checkArity(a, 3, 3, 1, 1); !s)
     return s;
-  MP_READ_ATTR(axis, intAttr(a.call, "axis", 0));
-  MP_READ_ATTR(reduction, reductionAttr(a.call));
+  MP_RT_TRY_ASSIGN(axis, intAttr(a.call, "axis", 0));
+  MP_RT_TRY_ASSIGN(reduction, reductionAttr(a.call));
   return scatterElements(a.operands[0], a.operands[1], a.operands[2],
                          a.results[0], axis, reduction);
 }
@@ -126,7 +118,7 @@ Status scatterElementsCall(const CallArgs &a) {
 Status scatterNDCall(const CallArgs &a) {
   if (Status s = checkArity(a, 3, 3, 1, 1); !s)
     return s;
-  MP_READ_ATTR(reduction, reductionAttr(a.call));
+  MP_RT_TRY_ASSIGN(reduction, reductionAttr(a.call));
   return scatterND(a.operands[0], a.operands[1], a.operands[2], a.results[0],
                    reduction);
 }
@@ -135,22 +127,22 @@ Status resizeCall(const CallArgs &a) {
   if (Status s = checkArity(a, 1, 1, 1, 1); !s)
     return s;
   ResizeOptions o;
-  MP_READ_ATTR(mode, stringAttr(a.call, "mode", "nearest"));
+  MP_RT_TRY_ASSIGN(mode, stringAttr(a.call, "mode", "nearest"));
   if (!parseResizeMode(mode, o.mode))
     return unknownValue("mode", mode);
-  MP_READ_ATTR(transform, stringAttr(a.call, "coordinate_transformation_mode",
+  MP_RT_TRY_ASSIGN(transform, stringAttr(a.call, "coordinate_transformation_mode",
                                      "half_pixel"));
   if (!parseCoordinateTransform(transform, o.coordinateTransform))
     return unknownValue("coordinate_transformation_mode", transform);
-  MP_READ_ATTR(nearest,
+  MP_RT_TRY_ASSIGN(nearest,
                stringAttr(a.call, "nearest_mode", "round_prefer_floor"));
   if (!parseNearestMode(nearest, o.nearestMode))
     return unknownValue("nearest_mode", nearest);
-  MP_READ_ATTR(cubicA, floatAttr(a.call, "cubic_coeff_a", -0.75));
-  MP_READ_ATTR(exclude, intAttr(a.call, "exclude_outside", 0));
-  MP_READ_ATTR(extrapolation, floatAttr(a.call, "extrapolation_value", 0.0));
-  MP_READ_ATTR(scales, floatListAttr(a.call, "scales"));
-  MP_READ_ATTR(roi, floatListAttr(a.call, "roi", {}));
+  MP_RT_TRY_ASSIGN(cubicA, floatAttr(a.call, "cubic_coeff_a", -0.75));
+  MP_RT_TRY_ASSIGN(exclude, intAttr(a.call, "exclude_outside", 0));
+  MP_RT_TRY_ASSIGN(extrapolation, floatAttr(a.call, "extrapolation_value", 0.0));
+  MP_RT_TRY_ASSIGN(scales, floatListAttr(a.call, "scales"));
+  MP_RT_TRY_ASSIGN(roi, floatListAttr(a.call, "roi", {}));
   o.cubicCoeffA = cubicA;
   o.excludeOutside = exclude != 0;
   o.extrapolationValue = extrapolation;
@@ -159,7 +151,6 @@ Status resizeCall(const CallArgs &a) {
   return resize(a.operands[0], a.results[0], o);
 }
 
-#undef MP_READ_ATTR
 
 } // namespace
 

@@ -17,27 +17,6 @@ namespace mp::rt::cpu {
 
 namespace {
 
-/// Returns the error of a Result-producing expression from the enclosing
-/// function, else binds its value.
-#define MP_TRY_ASSIGN(var, expr)                                               \
-  auto var##Result = (expr);                                                   \
-  if (!var##Result)                                                            \
-    return var##Result.status();                                               \
-  auto var = var##Result.take()
-
-/// Reads has_<name> (required: the serializer writes one per optional buffer)
-/// and checks that it is 0 or 1.
-Result<bool> hasOptional(const PlanCall &call, std::string_view name) {
-  std::string attrName = "has_" + std::string(name);
-  Result<int64_t> value = intAttr(call, attrName);
-  if (!value)
-    return value.status();
-  if (*value != 0 && *value != 1)
-    return Status::error("attribute '" + attrName + "' must be 0 or 1, got " +
-                         std::to_string(*value));
-  return *value == 1;
-}
-
 /// Checks `compute_type` as the culib verifier does: f32 accumulates any
 /// float input, f64 accumulates f64, and a type accumulates itself. The CPU
 /// kernels accumulate 16-bit inputs in f32 (at least as precise as the GPU).
@@ -106,18 +85,18 @@ Result<size_t> spatialRank(const TensorView &x, std::string_view name) {
 
 Status matmulCall(const CallArgs &args) {
   const PlanCall &call = args.call;
-  MP_TRY_ASSIGN(hasC, hasOptional(call, "c"));
-  MP_TRY_ASSIGN(hasBias, hasOptional(call, "bias"));
+  MP_RT_TRY_ASSIGN(hasC, hasBuffer(call, "c"));
+  MP_RT_TRY_ASSIGN(hasBias, hasBuffer(call, "bias"));
   if (Status s = checkOperandCount(args, 2, size_t(hasC) + size_t(hasBias), 1);
       !s)
     return s;
   MatmulOptions options;
-  MP_TRY_ASSIGN(transA, intAttr(call, "trans_a", 0));
-  MP_TRY_ASSIGN(transB, intAttr(call, "trans_b", 0));
-  MP_TRY_ASSIGN(alpha, floatAttr(call, "alpha", 1.0));
-  MP_TRY_ASSIGN(beta, floatAttr(call, "beta", 0.0));
-  MP_TRY_ASSIGN(epilogue, stringAttr(call, "epilogue", "none"));
-  MP_TRY_ASSIGN(activation, parseActivation(epilogue, "epilogue", true));
+  MP_RT_TRY_ASSIGN(transA, intAttr(call, "trans_a", 0));
+  MP_RT_TRY_ASSIGN(transB, intAttr(call, "trans_b", 0));
+  MP_RT_TRY_ASSIGN(alpha, floatAttr(call, "alpha", 1.0));
+  MP_RT_TRY_ASSIGN(beta, floatAttr(call, "beta", 0.0));
+  MP_RT_TRY_ASSIGN(epilogue, stringAttr(call, "epilogue", "none"));
+  MP_RT_TRY_ASSIGN(activation, parseActivation(epilogue, "epilogue", true));
   options.transA = transA != 0;
   options.transB = transB != 0;
   options.alpha = alpha;
@@ -138,19 +117,19 @@ Status matmulCall(const CallArgs &args) {
 
 Status convCall(const CallArgs &args) {
   const PlanCall &call = args.call;
-  MP_TRY_ASSIGN(hasBias, hasOptional(call, "bias"));
+  MP_RT_TRY_ASSIGN(hasBias, hasBuffer(call, "bias"));
   if (Status s = checkOperandCount(args, 2, size_t(hasBias), 1); !s)
     return s;
   const TensorView &x = args.operands[0];
-  MP_TRY_ASSIGN(spatial, spatialRank(x, "x"));
+  MP_RT_TRY_ASSIGN(spatial, spatialRank(x, "x"));
   ConvOptions options;
-  MP_TRY_ASSIGN(pads, intListAttr(call, "pads"));
-  MP_TRY_ASSIGN(strides, intListAttr(call, "strides"));
-  MP_TRY_ASSIGN(dilations, intListAttr(call, "dilations"));
-  MP_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
-  MP_TRY_ASSIGN(layout, stringAttr(call, "layout", "nchw"));
-  MP_TRY_ASSIGN(activationName, stringAttr(call, "activation", "none"));
-  MP_TRY_ASSIGN(activation, parseActivation(activationName, "activation",
+  MP_RT_TRY_ASSIGN(pads, intListAttr(call, "pads"));
+  MP_RT_TRY_ASSIGN(strides, intListAttr(call, "strides"));
+  MP_RT_TRY_ASSIGN(dilations, intListAttr(call, "dilations"));
+  MP_RT_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
+  MP_RT_TRY_ASSIGN(layout, stringAttr(call, "layout", "nchw"));
+  MP_RT_TRY_ASSIGN(activationName, stringAttr(call, "activation", "none"));
+  MP_RT_TRY_ASSIGN(activation, parseActivation(activationName, "activation",
                                             /*allowGelu=*/false));
   if (Status s = splitPads(pads, spatial, options.padsBegin, options.padsEnd);
       !s)
@@ -179,18 +158,18 @@ Status convCall(const CallArgs &args) {
 
 Status poolCall(const CallArgs &args) {
   const PlanCall &call = args.call;
-  MP_TRY_ASSIGN(hasIndices, hasOptional(call, "indices"));
+  MP_RT_TRY_ASSIGN(hasIndices, hasBuffer(call, "indices"));
   size_t results = 1 + size_t(hasIndices);
   if (Status s = checkArity(args, 1, 1, results, results); !s)
     return s;
   const TensorView &x = args.operands[0];
-  MP_TRY_ASSIGN(spatial, spatialRank(x, "x"));
+  MP_RT_TRY_ASSIGN(spatial, spatialRank(x, "x"));
   PoolOptions options;
-  MP_TRY_ASSIGN(mode, stringAttr(call, "mode"));
-  MP_TRY_ASSIGN(window, intListAttr(call, "window"));
-  MP_TRY_ASSIGN(pads, intListAttr(call, "pads"));
-  MP_TRY_ASSIGN(strides, intListAttr(call, "strides"));
-  MP_TRY_ASSIGN(dilations, intListAttr(call, "dilations", {}));
+  MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode"));
+  MP_RT_TRY_ASSIGN(window, intListAttr(call, "window"));
+  MP_RT_TRY_ASSIGN(pads, intListAttr(call, "pads"));
+  MP_RT_TRY_ASSIGN(strides, intListAttr(call, "strides"));
+  MP_RT_TRY_ASSIGN(dilations, intListAttr(call, "dilations", {}));
   if (mode == "max") {
     options.kind = PoolKind::Max;
   } else if (mode == "avg" || mode == "avg_include_pad") {
@@ -222,7 +201,7 @@ Status poolCall(const CallArgs &args) {
 Status batchNormInferenceCall(const CallArgs &args) {
   if (Status s = checkArity(args, 5, 5, 1, 1); !s)
     return s;
-  MP_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon"));
+  MP_RT_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon"));
   BatchNormOptions options;
   options.epsilon = static_cast<float>(epsilon);
   const std::vector<TensorView> &in = args.operands;
@@ -233,8 +212,8 @@ Status batchNormInferenceCall(const CallArgs &args) {
 Status batchNormTrainingCall(const CallArgs &args) {
   if (Status s = checkArity(args, 5, 5, 3, 3); !s)
     return s;
-  MP_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon"));
-  MP_TRY_ASSIGN(momentum, floatAttr(args.call, "momentum"));
+  MP_RT_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon"));
+  MP_RT_TRY_ASSIGN(momentum, floatAttr(args.call, "momentum"));
   BatchNormOptions options;
   options.epsilon = static_cast<float>(epsilon);
   options.momentum = static_cast<float>(momentum);
@@ -251,8 +230,8 @@ Status batchNormTrainingCall(const CallArgs &args) {
 Status softmaxCall(const CallArgs &args) {
   if (Status s = checkArity(args, 1, 1, 1, 1); !s)
     return s;
-  MP_TRY_ASSIGN(axis, intAttr(args.call, "axis"));
-  MP_TRY_ASSIGN(log, intAttr(args.call, "log", 0));
+  MP_RT_TRY_ASSIGN(axis, intAttr(args.call, "axis"));
+  MP_RT_TRY_ASSIGN(log, intAttr(args.call, "log", 0));
   if (log != 0 && log != 1)
     return Status::error("attribute 'log' must be 0 or 1, got " +
                          std::to_string(log));
@@ -260,7 +239,6 @@ Status softmaxCall(const CallArgs &args) {
              : softmax(args.operands[0], args.results[0], axis);
 }
 
-#undef MP_TRY_ASSIGN
 
 } // namespace
 

@@ -9,67 +9,9 @@
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/NNKernels.h"
 
-#include <array>
-
 namespace mp::rt::cpu {
 
 namespace {
-
-/// Reads an attribute into `out`, returning its error from the caller.
-#define MP_READ_ATTR(out, expr)                                                \
-  auto out##Result = (expr);                                                   \
-  if (!out##Result)                                                            \
-    return out##Result.status();                                               \
-  auto out = *out##Result;
-
-/// The buffers of a call with optional ones: each name is required or
-/// optional (present when the int attribute has_<name> is 1; absent when it
-/// is 0 or missing). Gives views (null for absent ones) in order and checks
-/// that the count of the call's buffers matches.
-struct BufferSpec {
-  const char *name;
-  bool optional;
-};
-
-template <size_t N>
-Status bindBuffers(const PlanCall &call, const std::vector<TensorView> &given,
-                   const char *what, const std::array<BufferSpec, N> &specs,
-                   std::array<const TensorView *, N> &out) {
-  size_t next = 0, expected = 0;
-  std::array<bool, N> present{};
-  for (size_t i = 0; i < N; ++i) {
-    present[i] = true;
-    if (specs[i].optional) {
-      Result<int64_t> has =
-          intAttr(call, std::string("has_") + specs[i].name, 0);
-      if (!has)
-        return has.status();
-      if (*has != 0 && *has != 1)
-        return Status::error("attribute 'has_" + std::string(specs[i].name) +
-                             "' must be 0 or 1");
-      present[i] = *has == 1;
-    }
-    expected += present[i];
-  }
-  if (given.size() != expected)
-    return Status::error("expects " + std::to_string(expected) + " " + what +
-                         " (from its has_* attributes), got " +
-                         std::to_string(given.size()));
-  for (size_t i = 0; i < N; ++i)
-    out[i] = present[i] ? &given[next++] : nullptr;
-  return Status::ok();
-}
-
-Result<bool> boolAttr(const PlanCall &call, std::string_view name,
-                      int64_t deflt) {
-  Result<int64_t> v = intAttr(call, name, deflt);
-  if (!v)
-    return v.status();
-  if (*v != 0 && *v != 1)
-    return Status::error("attribute '" + std::string(name) +
-                         "' must be 0 or 1, got " + std::to_string(*v));
-  return *v == 1;
-}
 
 //===----------------------------------------------------------------------===//
 // cudnn.rnn
@@ -98,7 +40,7 @@ Status rnnCall(const CallArgs &args) {
     return s;
 
   RnnOptions o;
-  MP_READ_ATTR(mode, stringAttr(call, "mode"));
+  MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode"));
   if (mode == "lstm")
     o.mode = RnnMode::Lstm;
   else if (mode == "gru")
@@ -108,7 +50,7 @@ Status rnnCall(const CallArgs &args) {
   else
     return Status::error("attribute 'mode' must be lstm, gru or rnn, got '" +
                          mode + "'");
-  MP_READ_ATTR(direction, stringAttr(call, "direction", "forward"));
+  MP_RT_TRY_ASSIGN(direction, stringAttr(call, "direction", "forward"));
   if (direction == "forward")
     o.direction = RnnDirection::Forward;
   else if (direction == "reverse")
@@ -119,21 +61,21 @@ Status rnnCall(const CallArgs &args) {
     return Status::error("attribute 'direction' must be forward, reverse or "
                          "bidirectional, got '" +
                          direction + "'");
-  MP_READ_ATTR(hidden, intAttr(call, "hidden_size"));
+  MP_RT_TRY_ASSIGN(hidden, intAttr(call, "hidden_size"));
   o.hiddenSize = hidden;
-  MP_READ_ATTR(names, stringAttr(call, "activations", ""));
-  MP_READ_ATTR(alphas, floatListAttr(call, "activation_alpha", {}));
-  MP_READ_ATTR(betas, floatListAttr(call, "activation_beta", {}));
+  MP_RT_TRY_ASSIGN(names, stringAttr(call, "activations", ""));
+  MP_RT_TRY_ASSIGN(alphas, floatListAttr(call, "activation_alpha", {}));
+  MP_RT_TRY_ASSIGN(betas, floatListAttr(call, "activation_beta", {}));
   size_t dirs = o.direction == RnnDirection::Bidirectional ? 2 : 1;
-  MP_READ_ATTR(acts, parseRnnActivations(o.mode, dirs, names, alphas, betas));
+  MP_RT_TRY_ASSIGN(acts, parseRnnActivations(o.mode, dirs, names, alphas, betas));
   o.activations = std::move(acts);
   if (call.attr("clip")) {
-    MP_READ_ATTR(clip, floatAttr(call, "clip"));
+    MP_RT_TRY_ASSIGN(clip, floatAttr(call, "clip"));
     o.clip = static_cast<float>(clip);
   }
-  MP_READ_ATTR(inputForget, boolAttr(call, "input_forget", 0));
+  MP_RT_TRY_ASSIGN(inputForget, boolAttr(call, "input_forget", false));
   o.inputForget = inputForget;
-  MP_READ_ATTR(lbr, boolAttr(call, "linear_before_reset", 0));
+  MP_RT_TRY_ASSIGN(lbr, boolAttr(call, "linear_before_reset", false));
   o.linearBeforeReset = lbr;
   return rnn(*in[0], *in[1], *in[2], in[3], in[4], in[5], in[6], in[7], out[0],
              out[1], out[2], o);
@@ -154,23 +96,23 @@ Status convBwdDataCall(const CallArgs &args) {
   if (Status s = checkArity(args, 0, SIZE_MAX, 1, 1); !s)
     return s;
   ConvTransposeOptions o;
-  MP_READ_ATTR(pads, intListAttr(call, "pads", {}));
+  MP_RT_TRY_ASSIGN(pads, intListAttr(call, "pads", {}));
   if (pads.size() % 2)
     return Status::error("attribute 'pads' must have an even number of "
                          "entries (begins then ends), got " +
                          std::to_string(pads.size()));
   o.padsBegin.assign(pads.begin(), pads.begin() + pads.size() / 2);
   o.padsEnd.assign(pads.begin() + pads.size() / 2, pads.end());
-  MP_READ_ATTR(strides, intListAttr(call, "strides", {}));
+  MP_RT_TRY_ASSIGN(strides, intListAttr(call, "strides", {}));
   o.strides = strides;
-  MP_READ_ATTR(dilations, intListAttr(call, "dilations", {}));
+  MP_RT_TRY_ASSIGN(dilations, intListAttr(call, "dilations", {}));
   o.dilations = dilations;
-  MP_READ_ATTR(groups, intAttr(call, "groups", 1));
+  MP_RT_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
   o.groups = groups;
   // compute_type: the CPU accumulates in f32 whatever it says; it must
   // still be a known dtype.
   if (call.attr("compute_type")) {
-    MP_READ_ATTR(computeType, dtypeAttr(call, "compute_type"));
+    MP_RT_TRY_ASSIGN(computeType, dtypeAttr(call, "compute_type"));
     (void)computeType;
   }
   return convTranspose(*in[0], *in[1], in[2], args.results[0], o);
@@ -181,10 +123,10 @@ Status lrnCall(const CallArgs &args) {
     return s;
   const PlanCall &call = args.call;
   LrnOptions o;
-  MP_READ_ATTR(size, intAttr(call, "size"));
-  MP_READ_ATTR(alpha, floatAttr(call, "alpha", 1e-4));
-  MP_READ_ATTR(beta, floatAttr(call, "beta", 0.75));
-  MP_READ_ATTR(bias, floatAttr(call, "bias", 1.0));
+  MP_RT_TRY_ASSIGN(size, intAttr(call, "size"));
+  MP_RT_TRY_ASSIGN(alpha, floatAttr(call, "alpha", 1e-4));
+  MP_RT_TRY_ASSIGN(beta, floatAttr(call, "beta", 0.75));
+  MP_RT_TRY_ASSIGN(bias, floatAttr(call, "bias", 1.0));
   o.size = size;
   o.alpha = static_cast<float>(alpha);
   o.beta = static_cast<float>(beta);
@@ -210,8 +152,8 @@ Status layerNormCall(const CallArgs &args) {
           {{{"y", false}, {"mean", true}, {"inv_std_dev", true}}}, out);
       !s)
     return s;
-  MP_READ_ATTR(axis, intAttr(call, "axis", -1));
-  MP_READ_ATTR(epsilon, floatAttr(call, "epsilon", 1e-5));
+  MP_RT_TRY_ASSIGN(axis, intAttr(call, "axis", -1));
+  MP_RT_TRY_ASSIGN(epsilon, floatAttr(call, "epsilon", 1e-5));
   return layerNorm(*in[0], *in[1], in[2], *out[0], out[1], out[2], axis,
                    static_cast<float>(epsilon));
 }
@@ -219,7 +161,7 @@ Status layerNormCall(const CallArgs &args) {
 Status instanceNormCall(const CallArgs &args) {
   if (Status s = checkArity(args, 3, 3, 1, 1); !s)
     return s;
-  MP_READ_ATTR(epsilon, floatAttr(args.call, "epsilon", 1e-5));
+  MP_RT_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon", 1e-5));
   return instanceNorm(args.operands[0], args.operands[1], args.operands[2],
                       args.results[0], static_cast<float>(epsilon));
 }
@@ -238,7 +180,7 @@ Status nllLossCall(const CallArgs &args) {
     return s;
   if (Status s = checkArity(args, 0, SIZE_MAX, 1, 1); !s)
     return s;
-  MP_READ_ATTR(reductionName, stringAttr(call, "reduction", "mean"));
+  MP_RT_TRY_ASSIGN(reductionName, stringAttr(call, "reduction", "mean"));
   LossReduction reduction;
   if (reductionName == "none")
     reduction = LossReduction::None;
@@ -252,7 +194,7 @@ Status nllLossCall(const CallArgs &args) {
                          reductionName + "'");
   std::optional<int64_t> ignoreIndex;
   if (call.attr("ignore_index")) {
-    MP_READ_ATTR(ignore, intAttr(call, "ignore_index"));
+    MP_RT_TRY_ASSIGN(ignore, intAttr(call, "ignore_index"));
     ignoreIndex = ignore;
   }
   return nllLoss(*in[0], *in[1], in[2], args.results[0], reduction,
@@ -262,9 +204,9 @@ Status nllLossCall(const CallArgs &args) {
 Status topkCall(const CallArgs &args) {
   if (Status s = checkArity(args, 1, 1, 2, 2); !s)
     return s;
-  MP_READ_ATTR(axis, intAttr(args.call, "axis", -1));
-  MP_READ_ATTR(largest, boolAttr(args.call, "largest", 1));
-  MP_READ_ATTR(sorted, boolAttr(args.call, "sorted", 1));
+  MP_RT_TRY_ASSIGN(axis, intAttr(args.call, "axis", -1));
+  MP_RT_TRY_ASSIGN(largest, boolAttr(args.call, "largest", true));
+  MP_RT_TRY_ASSIGN(sorted, boolAttr(args.call, "sorted", true));
   return topk(args.operands[0], args.results[0], args.results[1], axis,
               largest, sorted);
 }
@@ -272,28 +214,27 @@ Status topkCall(const CallArgs &args) {
 Status cumsumCall(const CallArgs &args) {
   if (Status s = checkArity(args, 1, 1, 1, 1); !s)
     return s;
-  MP_READ_ATTR(axis, intAttr(args.call, "axis"));
-  MP_READ_ATTR(exclusive, boolAttr(args.call, "exclusive", 0));
-  MP_READ_ATTR(reverse, boolAttr(args.call, "reverse", 0));
+  MP_RT_TRY_ASSIGN(axis, intAttr(args.call, "axis"));
+  MP_RT_TRY_ASSIGN(exclusive, boolAttr(args.call, "exclusive", false));
+  MP_RT_TRY_ASSIGN(reverse, boolAttr(args.call, "reverse", false));
   return cumsum(args.operands[0], args.results[0], axis, exclusive, reverse);
 }
 
 Status triluCall(const CallArgs &args) {
   if (Status s = checkArity(args, 1, 1, 1, 1); !s)
     return s;
-  MP_READ_ATTR(upper, boolAttr(args.call, "upper", 1));
-  MP_READ_ATTR(k, intAttr(args.call, "k", 0));
+  MP_RT_TRY_ASSIGN(upper, boolAttr(args.call, "upper", true));
+  MP_RT_TRY_ASSIGN(k, intAttr(args.call, "k", 0));
   return trilu(args.operands[0], args.results[0], upper, k);
 }
 
 Status hardmaxCall(const CallArgs &args) {
   if (Status s = checkArity(args, 1, 1, 1, 1); !s)
     return s;
-  MP_READ_ATTR(axis, intAttr(args.call, "axis", -1));
+  MP_RT_TRY_ASSIGN(axis, intAttr(args.call, "axis", -1));
   return hardmax(args.operands[0], args.results[0], axis);
 }
 
-#undef MP_READ_ATTR
 
 } // namespace
 
