@@ -21,6 +21,60 @@ void mp::buildCompilePipeline(mlir::OpPassManager &pm) {
   pm.addNestedPass<mlir::func::FuncOp>(mp::createPlanMemory());
 }
 
+void mp::buildAutocastPipeline(mlir::OpPassManager &pm,
+                               const AutocastOptions &options) {
+  pm.addPass(mp::createAutocast(options));
+  pm.addNestedPass<mlir::func::FuncOp>(mp::createCastCleanup());
+}
+
+namespace {
+/// The options of mp-autocast-pipeline: those of mp-autocast.
+struct AutocastPipelineOptions
+    : mlir::PassPipelineOptions<AutocastPipelineOptions> {
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("f16 (default) or bf16")};
+  Option<std::string> level{
+      *this, "level",
+      llvm::cl::desc("default, tensor-cores-only or unsafe-force-all")};
+  Option<std::string> policyFile{*this, "policy-file",
+                                 llvm::cl::desc("A JSON policy file")};
+  Option<std::string> keepIOTypes{
+      *this, "keep-io-types",
+      llvm::cl::desc("true (default) or false: graph inputs/outputs keep "
+                     "their types")};
+  ListOption<std::string> allowOps{*this, "allow",
+                                   llvm::cl::desc("Op types to make ALLOW")};
+  ListOption<std::string> inferOps{*this, "infer",
+                                   llvm::cl::desc("Op types to make INFER")};
+  ListOption<std::string> clearOps{*this, "clear",
+                                   llvm::cl::desc("Op types to make CLEAR")};
+  ListOption<std::string> denyOps{*this, "deny",
+                                  llvm::cl::desc("Op types to make DENY")};
+  ListOption<std::string> allowNodes{
+      *this, "allow-nodes", llvm::cl::desc("Node names or globs in low precision")};
+  ListOption<std::string> denyNodes{
+      *this, "deny-nodes", llvm::cl::desc("Node names or globs kept in f32")};
+  ListOption<std::string> reportFiles{
+      *this, "report", llvm::cl::desc("Report files (.txt, .json, .dot, .svg)")};
+
+  mp::AutocastOptions toPassOptions() const {
+    mp::AutocastOptions o;
+    o.target = target;
+    o.level = level;
+    o.policyFile = policyFile;
+    o.keepIOTypes = keepIOTypes;
+    o.allowOps.assign(allowOps.begin(), allowOps.end());
+    o.inferOps.assign(inferOps.begin(), inferOps.end());
+    o.clearOps.assign(clearOps.begin(), clearOps.end());
+    o.denyOps.assign(denyOps.begin(), denyOps.end());
+    o.allowNodes.assign(allowNodes.begin(), allowNodes.end());
+    o.denyNodes.assign(denyNodes.begin(), denyNodes.end());
+    o.reportFiles.assign(reportFiles.begin(), reportFiles.end());
+    return o;
+  }
+};
+} // namespace
+
 void mp::registerAllPasses() {
   mp::registerMPPasses();
   mlir::registerTransformsPasses();
@@ -30,4 +84,11 @@ void mp::registerAllPasses() {
       "mp-infer-shapes, mp-fold-constants, convert-mp-to-culib, "
       "culib-plan-memory",
       [](mlir::OpPassManager &pm) { buildCompilePipeline(pm); });
+  mlir::PassPipelineRegistration<AutocastPipelineOptions>(
+      "mp-autocast-pipeline",
+      "Mixed precision: mp-autocast (policy, four-colour algorithm, casts, "
+      "constants, report) then mp-cast-cleanup",
+      [](mlir::OpPassManager &pm, const AutocastPipelineOptions &options) {
+        buildAutocastPipeline(pm, options.toPassOptions());
+      });
 }

@@ -98,4 +98,73 @@ def PlanMemory : Pass<"culib-plan-memory", "mlir::func::FuncOp"> {
   ];
 }
 
+def Autocast : Pass<"mp-autocast", "mlir::ModuleOp"> {
+  let summary = "Run tensor-core ops in f16/bf16 and keep sensitive ops in f32 (four-colour algorithm)";
+  let description = [{
+    Colours every op with floating-point data from the precision policy
+    (docs/policy.md): ALLOW ops (Conv, MatMul, Gemm, LSTM, ...) go to the
+    target type, DENY ops (softmax, norms, reductions, exp/log/pow, losses)
+    stay f32, INFER ops follow their neighbours and CLEAR ops (data movement)
+    take their neighbours' precision. The colouring follows TensorFlow's
+    algorithm over the whole function, nested regions included: deny spreads
+    forward through infer/clear ops that feed other fp32 or infer ops; infer
+    and clear ops that only feed fp32 ops join them (which moves a cast,
+    never adds one), so decomposed LayerNorm, softmax and GELU chains stay
+    f32 as a whole; infer/clear ops between low-precision ops, infer ops that
+    follow them, and clear ops connected to them go low.
+
+    Then exactly one cast per (value, type) is inserted right after the
+    value's definition and shared by all its consumers; casts already in the
+    model are reused. Initializers and constants read in low precision are
+    converted at compile time (f16: finite values beyond ±65504 are clamped,
+    with one warning per tensor); an initializer that only f32 ops read stays
+    f32. Graph inputs and outputs keep their types unless
+    `keep-io-types=false`. Low-precision tensor-core ops get
+    `mp.accumulation_type = f32` (the lowering's compute type).
+
+    `report` writes what was decided and why: .txt, .json, .dot (the graph
+    coloured by precision) or .svg (through Graphviz); several files may be
+    given, comma-separated. mp-opt's `--mp-report=FILE` sets it too.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"\"",
+           "Low-precision type: f16 (default) or bf16">,
+    Option<"level", "level", "std::string", "\"\"",
+           "default, tensor-cores-only or unsafe-force-all">,
+    Option<"policyFile", "policy-file", "std::string", "\"\"",
+           "A JSON policy file applied on top of the built-in policy">,
+    Option<"keepIOTypes", "keep-io-types", "std::string", "\"\"",
+           "true (default): graph inputs and outputs keep their types; "
+           "false: they take the precision of their neighbours">,
+    ListOption<"allowOps", "allow", "std::string",
+               "Op types (ONNX op_type) to make ALLOW">,
+    ListOption<"inferOps", "infer", "std::string",
+               "Op types to make INFER">,
+    ListOption<"clearOps", "clear", "std::string",
+               "Op types to make CLEAR">,
+    ListOption<"denyOps", "deny", "std::string",
+               "Op types to make DENY">,
+    ListOption<"allowNodes", "allow-nodes", "std::string",
+               "Node names or globs to run in low precision">,
+    ListOption<"denyNodes", "deny-nodes", "std::string",
+               "Node names or globs to keep in f32">,
+    ListOption<"reportFiles", "report", "std::string",
+               "Report files (.txt, .json, .dot, .svg)">,
+  ];
+}
+
+def CastCleanup : Pass<"mp-cast-cleanup", "mlir::func::FuncOp"> {
+  let summary = "One cast per (value, type); fold exact cast round trips";
+  let description = [{
+    Merges casts of the same value to the same type into the one that
+    dominates the others; replaces a cast to the type its input already has
+    by the input; shortens cast(cast(x)) to cast(x) when the first cast
+    widens exactly (f16 or bf16 to f32 or f64, f32 to f64), so an exact round
+    trip such as f16 -> f32 -> f16 disappears, while lossy ones
+    (f32 -> f16 -> f32) are never folded; removes casts nobody reads.
+    `mp-autocast` leaves this form behind; run it standalone on imported
+    models that carry redundant casts.
+  }];
+}
+
 #endif // MP_PASSES_PASSES_TD

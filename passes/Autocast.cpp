@@ -1,0 +1,909 @@
+//===- Autocast.cpp - the mp-autocast pass --------------------------------===//
+//
+// Colours the ops of each function with the precision policy's four classes,
+// propagates the colours (TensorFlow's algorithm, see Passes.td), and rewrites
+// the function: low-precision ops get low-precision operands and results,
+// one cast per (value, type) is inserted, constants are converted at compile
+// time. The decisions and their reasons go to the report.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Autocast/AutocastReport.h"
+#include "mp/Autocast/PrecisionPolicy.h"
+#include "mp/Dialect/MP/MPDialect.h"
+#include "mp/Passes/Passes.h"
+#include "mp/Runtime/Half.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/CommandLine.h"
+
+#include <deque>
+
+namespace mp {
+#define GEN_PASS_DEF_AUTOCAST
+#include "mp/Passes/Passes.h.inc"
+} // namespace mp
+
+using namespace mlir;
+using namespace mp;
+using namespace mp::autocast;
+
+/// mp-opt's --mp-report: report files for every mp-autocast run whose own
+/// `report` option is empty.
+static llvm::cl::list<std::string> clReportFiles(
+    "mp-report",
+    llvm::cl::desc("Write the mp-autocast report to these files (.txt, .json, "
+                   ".dot, .svg; comma-separated)"),
+    llvm::cl::CommaSeparated);
+
+namespace {
+
+constexpr int64_t kOnnxFloat = 1, kOnnxFloat16 = 10, kOnnxBFloat16 = 16;
+constexpr double kF16Max = 65504.0;
+/// Half the smallest f16 subnormal: smaller magnitudes round to zero.
+constexpr double kF16FlushBelow = 2.98023223876953125e-8;
+
+/// The ONNX node name of `op` (its NameLoc), or "".
+std::string nodeNameOf(Operation *op) {
+  std::string name;
+  op->getLoc()->walk([&](Location loc) {
+    if (auto named = dyn_cast<NameLoc>(loc)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
+/// The ONNX name of a value: its producer's mp.outputs entry, or a graph
+/// input's mp.name.
+std::string valueNameOf(Value v) {
+  if (auto result = dyn_cast<OpResult>(v)) {
+    if (auto names = result.getOwner()->getAttrOfType<ArrayAttr>(
+            MPDialect::kOutputNamesAttr))
+      if (result.getResultNumber() < names.size())
+        if (auto s = dyn_cast<StringAttr>(names[result.getResultNumber()]))
+          return s.str();
+    if (auto init = dyn_cast<InitializerOp>(result.getOwner()))
+      return init.getName().str();
+    std::string node = nodeNameOf(result.getOwner());
+    return node.empty() ? "" : node + ":" + std::to_string(result.getResultNumber());
+  }
+  auto arg = cast<BlockArgument>(v);
+  if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+    if (arg.getOwner()->isEntryBlock())
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        MPDialect::kArgNameAttr))
+        return name.str();
+  if (auto named = dyn_cast<NameLoc>(arg.getLoc()))
+    return named.getName().str();
+  return "arg" + std::to_string(arg.getArgNumber());
+}
+
+bool isF32Tensor(Type t) {
+  auto tensor = dyn_cast<TensorType>(t);
+  return tensor && tensor.getElementType().isF32();
+}
+
+Type withElement(Type t, Type element) {
+  return cast<TensorType>(t).clone(element);
+}
+
+/// Bytes of a ranked tensor, a dynamic dim counted as 1 (so the figures of
+/// models with a dynamic batch are per sample); -1 for unranked ones.
+int64_t bytesOf(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  if (!tensor || !tensor.getElementType().isIntOrFloat())
+    return -1;
+  int64_t elements = 1;
+  for (int64_t d : tensor.getShape())
+    elements *= ShapedType::isDynamic(d) ? 1 : d;
+  unsigned bits = tensor.getElementTypeBitWidth();
+  return elements * std::max<unsigned>(bits / 8, 1);
+}
+
+std::string typeName(Type element) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << element;
+  return s;
+}
+
+/// Ops whose result does not depend on their input's element type beyond
+/// what they are told (Cast's `to`, Shape and Size): they read a
+/// low-precision value as it is, so they are no boundary.
+bool readsAnyType(Operation *op) { return isa<CastOp, ShapeOp, SizeOp>(op); }
+
+/// One op with floating-point data: a node of the colouring graph.
+struct Node {
+  Operation *op;
+  std::string opType;
+  std::string name;
+  PrecisionClass policyClass; ///< what the policy said
+  PrecisionClass cls;         ///< the colour, as propagation changes it
+  std::string rule;
+  bool fixedByOverride = false; ///< node overrides beat levels
+  SmallVector<unsigned, 4> inputs;  ///< producers over convertible operands
+  SmallVector<unsigned, 4> outputs; ///< consumers reading a convertible operand
+  /// Some result feeds an op that is not a node and needs the original type
+  /// (return, yield, generic op).
+  bool feedsFixedConsumer = false;
+  /// Per operand: an f32 tensor the op reads in its own precision (not one
+  /// the policy keeps), as the model had it.
+  SmallVector<char, 4> convertible;
+  /// Convertible operands that are not compile-time constants.
+  unsigned nonConstantInputs = 0;
+  bool low = false;
+};
+
+class Colouring {
+public:
+  Colouring(func::FuncOp func, const PrecisionPolicy &policy,
+            const llvm::DenseMap<OperationName, StringRef> &onnxTypes)
+      : policy(policy) {
+    func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      auto it = onnxTypes.find(op->getName());
+      if (it == onnxTypes.end() || readsAnyType(op) || isa<ConstantOp>(op))
+        return;
+      bool hasFloat = llvm::any_of(op->getOperandTypes(), isF32Tensor) ||
+                      llvm::any_of(op->getResultTypes(), isF32Tensor);
+      if (!hasFloat)
+        return;
+      Node n;
+      n.op = op;
+      n.opType = it->second.str();
+      n.name = nodeNameOf(op);
+      ClassDecision d = policy.classify(n.opType, n.name, op);
+      n.policyClass = n.cls = d.cls;
+      n.rule = d.rule;
+      n.fixedByOverride = d.byNodeOverride;
+      for (OpOperand &use : op->getOpOperands())
+        n.convertible.push_back(
+            isF32Tensor(use.get().getType()) &&
+            !policy.keepsOperand(n.opType, use.getOperandNumber()));
+      index[op] = nodes.size();
+      nodes.push_back(std::move(n));
+    });
+    // Edges over operands that would be converted.
+    for (unsigned i = 0; i < nodes.size(); ++i) {
+      Node &n = nodes[i];
+      for (OpOperand &use : n.op->getOpOperands()) {
+        if (!isConvertibleOperand(n, use.getOperandNumber()))
+          continue;
+        Value v = use.get();
+        Operation *def = v.getDefiningOp();
+        if (def && isa<InitializerOp, ConstantOp>(def))
+          continue;
+        ++n.nonConstantInputs;
+        auto it = def ? index.find(def) : index.end();
+        if (it != index.end()) {
+          n.inputs.push_back(it->second);
+          nodes[it->second].outputs.push_back(i);
+        }
+      }
+      for (Value result : n.op->getResults()) {
+        if (!isF32Tensor(result.getType()))
+          continue;
+        for (OpOperand &use : result.getUses()) {
+          Operation *user = use.getOwner();
+          auto it = index.find(user);
+          if (it == index.end()) {
+            // Cast and Shape read any type; the rest keeps the original.
+            if (!readsAnyType(user))
+              n.feedsFixedConsumer = true;
+          } else if (!isConvertibleOperand(nodes[it->second],
+                                           use.getOperandNumber())) {
+            n.feedsFixedConsumer = true;
+          }
+        }
+      }
+    }
+  }
+
+  static bool isConvertibleOperand(const Node &n, unsigned operand) {
+    return n.convertible[operand];
+  }
+
+  void run() {
+    applyLevel();
+    if (policy.level != Level::UnsafeForceAll) {
+      denyForward();
+      denyBackward();
+      if (policy.level == Level::Default) {
+        allowBetweenAllow();
+        allowFollowingAllow();
+      }
+      allowThroughClear();
+    }
+    for (Node &n : nodes) {
+      n.low = n.cls == PrecisionClass::Allow;
+      if (n.low && !policy.hasLowPrecisionKernel(n.opType)) {
+        n.low = false;
+        n.rule += "; no " + stringify(policy.target).str() +
+                  " kernel, stays f32";
+      }
+      if (!n.low && (n.cls == PrecisionClass::Infer ||
+                     n.cls == PrecisionClass::Clear))
+        n.rule += "; not next to low-precision ops, stays f32";
+    }
+  }
+
+  std::vector<Node> nodes;
+  llvm::DenseMap<Operation *, unsigned> index;
+
+private:
+  static bool isInferOrClear(const Node &n) {
+    return n.cls == PrecisionClass::Infer || n.cls == PrecisionClass::Clear;
+  }
+  std::string quoted(unsigned i) const {
+    const Node &n = nodes[i];
+    return n.opType + " '" + n.name + "'";
+  }
+
+  void applyLevel() {
+    for (Node &n : nodes) {
+      if (n.fixedByOverride)
+        continue;
+      switch (policy.level) {
+      case Level::Default:
+        break;
+      case Level::TensorCoresOnly:
+        if (n.cls == PrecisionClass::Allow && !policy.usesTensorCores(n.opType)) {
+          n.cls = PrecisionClass::Deny;
+          n.rule += "; level tensor-cores-only: no tensor-core kernel, f32";
+        } else if (n.cls == PrecisionClass::Infer) {
+          n.cls = PrecisionClass::Deny;
+          n.rule += "; level tensor-cores-only: f32";
+        }
+        break;
+      case Level::UnsafeForceAll:
+        if (n.cls != PrecisionClass::Allow) {
+          n.cls = PrecisionClass::Allow;
+          n.rule += "; level unsafe-force-all: forced to low precision";
+        }
+        break;
+      }
+    }
+  }
+
+  /// Deny spreads forward through infer/clear ops lying on a path from a deny
+  /// op to a deny or infer op (TensorFlow's PropagateDenyFwdThroughClearAndInfer).
+  void denyForward() {
+    size_t n = nodes.size();
+    std::vector<int> root(n, -1); // the deny op a node is reached from
+    std::deque<unsigned> queue;
+    for (unsigned i = 0; i < n; ++i)
+      if (nodes[i].cls == PrecisionClass::Deny) {
+        root[i] = i;
+        queue.push_back(i);
+      }
+    while (!queue.empty()) {
+      unsigned i = queue.front();
+      queue.pop_front();
+      for (unsigned s : nodes[i].outputs)
+        if (root[s] < 0 && isInferOrClear(nodes[s])) {
+          root[s] = root[i];
+          queue.push_back(s);
+        }
+    }
+    std::vector<char> reachesInferOrDeny(n, 0);
+    for (unsigned i = 0; i < n; ++i)
+      if (nodes[i].cls == PrecisionClass::Deny ||
+          nodes[i].cls == PrecisionClass::Infer) {
+        reachesInferOrDeny[i] = 1;
+        queue.push_back(i);
+      }
+    while (!queue.empty()) {
+      unsigned i = queue.front();
+      queue.pop_front();
+      for (unsigned p : nodes[i].inputs)
+        if (!reachesInferOrDeny[p] && isInferOrClear(nodes[p])) {
+          reachesInferOrDeny[p] = 1;
+          queue.push_back(p);
+        }
+    }
+    for (unsigned i = 0; i < n; ++i) {
+      Node &node = nodes[i];
+      if (isInferOrClear(node) && root[i] >= 0 && reachesInferOrDeny[i]) {
+        node.cls = PrecisionClass::Deny;
+        node.rule += "; f32: downstream of f32 " + quoted(root[i]);
+      }
+    }
+  }
+
+  /// Infer/clear ops whose data all goes to f32 consumers join them when that
+  /// moves a cast rather than adding one (at most one non-constant input).
+  /// Consumers come later in program order, so one reverse sweep suffices.
+  void denyBackward() {
+    for (unsigned i = nodes.size(); i-- > 0;) {
+      Node &node = nodes[i];
+      if (!isInferOrClear(node) || node.nonConstantInputs > 1)
+        continue;
+      if (node.outputs.empty() && !node.feedsFixedConsumer)
+        continue;
+      bool allDeny = llvm::all_of(node.outputs, [&](unsigned s) {
+        return nodes[s].cls == PrecisionClass::Deny;
+      });
+      if (!allDeny)
+        continue;
+      node.cls = PrecisionClass::Deny;
+      node.rule += node.outputs.empty()
+                       ? "; f32: only feeds f32 graph outputs or untouched ops"
+                       : "; f32: only feeds f32 ops such as " +
+                             quoted(node.outputs.front());
+    }
+  }
+
+  /// Infer/clear ops on a path between two allow ops go low.
+  void allowBetweenAllow() {
+    size_t n = nodes.size();
+    std::vector<int> fromAllow(n, -1), toAllow(n, -1);
+    std::deque<unsigned> queue;
+    for (unsigned i = 0; i < n; ++i)
+      if (nodes[i].cls == PrecisionClass::Allow) {
+        fromAllow[i] = i;
+        queue.push_back(i);
+      }
+    while (!queue.empty()) {
+      unsigned i = queue.front();
+      queue.pop_front();
+      for (unsigned s : nodes[i].outputs)
+        if (fromAllow[s] < 0 && isInferOrClear(nodes[s])) {
+          fromAllow[s] = fromAllow[i];
+          queue.push_back(s);
+        }
+    }
+    for (unsigned i = 0; i < n; ++i)
+      if (nodes[i].cls == PrecisionClass::Allow) {
+        toAllow[i] = i;
+        queue.push_back(i);
+      }
+    while (!queue.empty()) {
+      unsigned i = queue.front();
+      queue.pop_front();
+      for (unsigned p : nodes[i].inputs)
+        if (toAllow[p] < 0 && isInferOrClear(nodes[p])) {
+          toAllow[p] = toAllow[i];
+          queue.push_back(p);
+        }
+    }
+    for (unsigned i = 0; i < n; ++i) {
+      Node &node = nodes[i];
+      if (isInferOrClear(node) && fromAllow[i] >= 0 && toAllow[i] >= 0) {
+        node.cls = PrecisionClass::Allow;
+        node.rule += "; low: between low-precision " + quoted(fromAllow[i]) +
+                     " and " + quoted(toAllow[i]);
+      }
+    }
+  }
+
+  /// Infer ops downstream of an allow op (through infer ops) go low: the
+  /// bias add, activation and pooling after a matmul or convolution.
+  void allowFollowingAllow() {
+    std::deque<std::pair<unsigned, unsigned>> queue; // (node, allow root)
+    for (unsigned i = 0; i < nodes.size(); ++i)
+      if (nodes[i].cls == PrecisionClass::Allow)
+        queue.push_back({i, i});
+    std::vector<char> seen(nodes.size(), 0);
+    while (!queue.empty()) {
+      auto [i, rootIndex] = queue.front();
+      queue.pop_front();
+      for (unsigned s : nodes[i].outputs) {
+        Node &succ = nodes[s];
+        if (seen[s] || succ.cls != PrecisionClass::Infer)
+          continue;
+        seen[s] = 1;
+        succ.cls = PrecisionClass::Allow;
+        succ.rule += "; low: follows low-precision " + quoted(rootIndex);
+        queue.push_back({s, rootIndex});
+      }
+    }
+  }
+
+  /// Clear ops connected to allow ops through clear ops (either direction)
+  /// take low precision.
+  void allowThroughClear() {
+    std::deque<std::pair<unsigned, unsigned>> queue;
+    for (unsigned i = 0; i < nodes.size(); ++i)
+      if (nodes[i].cls == PrecisionClass::Allow)
+        queue.push_back({i, i});
+    while (!queue.empty()) {
+      auto [i, rootIndex] = queue.front();
+      queue.pop_front();
+      auto visit = [&](unsigned j) {
+        Node &next = nodes[j];
+        if (next.cls != PrecisionClass::Clear)
+          return;
+        next.cls = PrecisionClass::Allow;
+        next.rule += "; low: clear op next to low-precision " + quoted(rootIndex);
+        queue.push_back({j, rootIndex});
+      };
+      for (unsigned s : nodes[i].outputs)
+        visit(s);
+      for (unsigned p : nodes[i].inputs)
+        visit(p);
+    }
+  }
+
+  const PrecisionPolicy &policy;
+};
+
+/// Rewrites one function after colouring: operand and result types, casts,
+/// converted constants.
+class Rewriter {
+public:
+  Rewriter(func::FuncOp func, const PrecisionPolicy &policy,
+           Colouring &colouring, FunctionReport &report)
+      : func(func), policy(policy), colouring(colouring), report(report),
+        builder(func.getContext()) {
+    lowType = policy.target == TargetType::F16
+                  ? Type(Float16Type::get(func.getContext()))
+                  : Type(BFloat16Type::get(func.getContext()));
+  }
+
+  LogicalResult run() {
+    // Existing casts, by (value, to), may serve boundaries.
+    func.walk([&](CastOp cast) {
+      existingCasts[{cast.getInput(), static_cast<int64_t>(cast.getTo())}]
+          .push_back(cast);
+    });
+    Block &entry = func.getBody().front();
+    if (!policy.keepIOTypes)
+      for (BlockArgument arg : entry.getArguments())
+        if (isF32Tensor(arg.getType()) && wantsLow(arg)) {
+          originalType[arg] = arg.getType();
+          arg.setType(withElement(arg.getType(), lowType));
+        }
+    // Pre-order: every value is rewritten before its uses are visited.
+    WalkResult walk = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (op == func.getOperation() || isa<InitializerOp, ConstantOp, NoneOp>(op))
+        return WalkResult::advance();
+      if (failed(rewriteOp(op)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+    finishConstants();
+    // The function type follows its arguments and returned values.
+    auto ret = cast<func::ReturnOp>(entry.getTerminator());
+    func.setFunctionType(FunctionType::get(
+        func.getContext(), entry.getArgumentTypes(), ret.getOperandTypes()));
+    return success();
+  }
+
+private:
+  /// Whether any consumer of graph input `arg` runs in low precision.
+  bool wantsLow(Value arg) {
+    for (OpOperand &use : arg.getUses()) {
+      auto it = colouring.index.find(use.getOwner());
+      if (it != colouring.index.end() && colouring.nodes[it->second].low &&
+          colouring.isConvertibleOperand(colouring.nodes[it->second],
+                                         use.getOperandNumber()))
+        return true;
+    }
+    return false;
+  }
+
+  LogicalResult rewriteOp(Operation *op) {
+    auto it = colouring.index.find(op);
+    Node *node = it == colouring.index.end() ? nullptr : &colouring.nodes[it->second];
+    if (node && node->low)
+      return rewriteLowOp(*node);
+    // Cast and Shape read any type; a return may change its types when I/O
+    // types are free; everything else reads what it read before.
+    if (readsAnyType(op))
+      return success();
+    if (!policy.keepIOTypes && isa<func::ReturnOp>(op) &&
+        op->getParentOp() == func.getOperation())
+      return success();
+    for (OpOperand &use : op->getOpOperands()) {
+      auto original = originalType.find(use.get());
+      if (original == originalType.end())
+        continue;
+      use.set(castTo(use.get(), cast<TensorType>(original->second).getElementType(),
+                     op));
+    }
+    return success();
+  }
+
+  LogicalResult rewriteLowOp(Node &node) {
+    Operation *op = node.op;
+    bool changed = false;
+    for (OpOperand &use : op->getOpOperands()) {
+      Value v = use.get();
+      if (colouring.isConvertibleOperand(node, use.getOperandNumber())) {
+        use.set(castTo(v, lowType, op));
+        changed = true;
+      } else if (auto original = originalType.find(v);
+                 original != originalType.end()) {
+        // A kept operand whose producer went low reads the original type.
+        use.set(castTo(v, cast<TensorType>(original->second).getElementType(),
+                       op));
+      }
+    }
+    // Result types: the op's own inference from the new operands, keeping
+    // the shapes already known.
+    SmallVector<Type> inferred;
+    if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+      if (failed(infer.inferReturnTypes(
+              op->getContext(), op->getLoc(), op->getOperands(),
+              op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+              op->getRegions(), inferred)) ||
+          inferred.size() != op->getNumResults())
+        return op->emitError("mp-autocast: cannot infer the result types of ")
+               << node.opType << " with " << stringify(policy.target)
+               << " operands";
+    }
+    for (auto [i, result] : llvm::enumerate(op->getResults())) {
+      if (!isF32Tensor(result.getType()))
+        continue;
+      Type element = lowType;
+      if (!inferred.empty()) {
+        auto tensor = dyn_cast<TensorType>(inferred[i]);
+        if (!tensor)
+          continue;
+        element = tensor.getElementType();
+      }
+      if (element == cast<TensorType>(result.getType()).getElementType())
+        continue;
+      originalType[result] = result.getType();
+      result.setType(withElement(result.getType(), element));
+      changed = true;
+    }
+    if (changed && policy.usesTensorCores(node.opType))
+      op->setAttr("mp.accumulation_type",
+                  TypeAttr::get(Float32Type::get(op->getContext())));
+    if (!changed)
+      node.low = false;
+    return success();
+  }
+
+  /// `v` as `element`: v itself, a converted constant or a cast shared by all
+  /// consumers. `consumer` is the op asking (for diagnostics).
+  Value castTo(Value v, Type element, Operation *consumer) {
+    auto tensor = cast<TensorType>(v.getType());
+    if (tensor.getElementType() == element)
+      return v;
+    auto key = std::make_pair(v, element);
+    if (auto it = casts.find(key); it != casts.end())
+      return it->second;
+    Operation *def = v.getDefiningOp();
+    if (def && isa<InitializerOp, ConstantOp>(def)) {
+      if (Value converted = convertConstant(def, element, consumer))
+        return casts[key] = converted;
+    }
+    ++report.precisionBoundaries;
+    int64_t to = onnxCode(element);
+    // A cast already in the model that dominates the consumer serves it.
+    auto existing = existingCasts.find({v, to});
+    if (existing != existingCasts.end())
+      for (CastOp c : existing->second)
+        if (c.getType() == tensor.clone(element) &&
+            dominance.properlyDominates(c.getOperation(), consumer)) {
+          ++report.castsReused;
+          return casts[key] = c.getResult();
+        }
+    // Right after the definition, so the cast dominates every consumer.
+    if (def) {
+      builder.setInsertionPointAfter(def);
+    } else {
+      builder.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
+    }
+    std::string name = valueNameOf(v);
+    std::string suffix = typeName(element);
+    auto castOp = CastOp::create(
+        builder, NameLoc::get(builder.getStringAttr(name + "/CastTo_" + suffix)),
+        tensor.clone(element), v, builder.getI64IntegerAttr(to), IntegerAttr());
+    castOp->setAttr(MPDialect::kOutputNamesAttr,
+                    builder.getStrArrayAttr({name + "/" + suffix}));
+    report.casts.push_back({name, typeName(tensor.getElementType()), suffix,
+                            bytesOf(castOp.getType())});
+    return casts[key] = castOp.getResult();
+  }
+
+  static int64_t onnxCode(Type element) {
+    if (element.isF16())
+      return kOnnxFloat16;
+    if (element.isBF16())
+      return kOnnxBFloat16;
+    return kOnnxFloat;
+  }
+
+  /// The f32 values of a constant, or nullopt if they cannot be read.
+  static std::optional<std::vector<float>> readFloats(ElementsAttr attr) {
+    auto type = cast<ShapedType>(attr.getType());
+    if (!type.getElementType().isF32())
+      return std::nullopt;
+    int64_t n = type.getNumElements();
+    std::vector<float> values;
+    values.reserve(n);
+    if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+      AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+      if (!blob || blob->getData().size() != static_cast<size_t>(n) * 4)
+        return std::nullopt;
+      const char *data = blob->getData().data();
+      values.resize(n);
+      std::memcpy(values.data(), data, n * 4);
+      return values;
+    }
+    if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+      for (float f : dense.getValues<float>())
+        values.push_back(f);
+      return values;
+    }
+    return std::nullopt;
+  }
+
+  /// A compile-time conversion of constant `def` to `element`.
+  Value convertConstant(Operation *def, Type element, Operation *consumer) {
+    ElementsAttr value;
+    std::string name;
+    if (auto init = dyn_cast<InitializerOp>(def)) {
+      // An initializer that is also a graph input may be fed at run time.
+      if (init.getInputIndex())
+        return {};
+      value = init.getValue();
+      name = init.getName().str();
+    } else {
+      value = cast<ConstantOp>(def).getValueAttr();
+      name = valueNameOf(def->getResult(0));
+    }
+    if (!value)
+      return {};
+    std::optional<std::vector<float>> floats = readFloats(value);
+    if (!floats)
+      return {};
+    ClampRecord record;
+    record.constant = name;
+    record.consumer = nodeNameOf(consumer);
+    record.elements = floats->size();
+    std::vector<uint16_t> bits(floats->size());
+    for (size_t i = 0; i < floats->size(); ++i) {
+      float f = (*floats)[i];
+      if (element.isF16()) {
+        if (std::isfinite(f) && std::fabs(f) > kF16Max) {
+          f = f > 0 ? kF16Max : -kF16Max;
+          ++record.clamped;
+        } else if (f != 0.0f && std::fabs(f) < kF16FlushBelow) {
+          ++record.flushedToZero;
+        }
+        bits[i] = rt::toHalf(f).bits;
+      } else {
+        bits[i] = rt::toBFloat16(f).bits;
+      }
+    }
+    auto type = cast<RankedTensorType>(value.getType()).clone(element);
+    ArrayRef<char> raw(reinterpret_cast<const char *>(bits.data()),
+                       bits.size() * 2);
+    ElementsAttr converted;
+    // Large tensors as resources (no uniquing hash over the data), small
+    // ones inline.
+    if (raw.size() > 4096)
+      converted = DenseResourceElementsAttr::get(
+          type, name + "_" + typeName(element),
+          HeapAsmResourceBlob::allocateAndCopyWithAlign(raw, alignof(uint64_t)));
+    else
+      converted = DenseElementsAttr::getFromRawBuffer(type, raw);
+    if (record.clamped) {
+      def->emitWarning("mp-autocast: clamped ")
+          << record.clamped << " of " << record.elements << " values of '"
+          << name << "' (read by node '" << record.consumer
+          << "') to the f16 range [-65504, 65504]";
+    }
+    if (record.clamped || record.flushedToZero)
+      report.clamped.push_back(record);
+    builder.setInsertionPointAfter(def);
+    Operation *newOp;
+    if (auto init = dyn_cast<InitializerOp>(def)) {
+      newOp = InitializerOp::create(builder, def->getLoc(), type,
+                                    builder.getStringAttr(name + "_" +
+                                                          typeName(element)),
+                                    converted, IntegerAttr(),
+                                    init.getDocStringAttr());
+      convertedInitializers.push_back({init, cast<InitializerOp>(newOp)});
+    } else {
+      newOp = ConstantOp::create(builder, def->getLoc(), type, converted,
+                                 FloatAttr(), DenseF32ArrayAttr(), IntegerAttr(),
+                                 DenseI64ArrayAttr(), StringAttr(), ArrayAttr());
+      convertedConstants.push_back({def, newOp});
+    }
+    return newOp->getResult(0);
+  }
+
+  /// A constant no f32 op reads any more is replaced by its conversion,
+  /// which takes over its name.
+  void finishConstants() {
+    for (auto [original, converted] : convertedInitializers) {
+      if (!original->use_empty())
+        continue;
+      converted.setName(original.getName());
+      original->erase();
+    }
+    for (auto [original, converted] : convertedConstants) {
+      if (Attribute names = original->getAttr(MPDialect::kOutputNamesAttr))
+        converted->setAttr(MPDialect::kOutputNamesAttr, names);
+      if (original->use_empty())
+        original->erase();
+      else
+        converted->removeAttr(MPDialect::kOutputNamesAttr);
+    }
+  }
+
+  func::FuncOp func;
+  const PrecisionPolicy &policy;
+  Colouring &colouring;
+  FunctionReport &report;
+  OpBuilder builder;
+  DominanceInfo dominance;
+  Type lowType;
+  llvm::DenseMap<Value, Type> originalType;
+  llvm::DenseMap<std::pair<Value, Type>, Value> casts;
+  llvm::DenseMap<std::pair<Value, int64_t>, SmallVector<CastOp>> existingCasts;
+  std::vector<std::pair<InitializerOp, InitializerOp>> convertedInitializers;
+  std::vector<std::pair<Operation *, Operation *>> convertedConstants;
+};
+
+int64_t weightBytes(func::FuncOp func) {
+  int64_t total = 0;
+  func.walk([&](Operation *op) {
+    if (isa<InitializerOp, ConstantOp>(op))
+      total += std::max<int64_t>(bytesOf(op->getResult(0).getType()), 0);
+  });
+  return total;
+}
+
+int64_t activationBytes(func::FuncOp func) {
+  int64_t total = 0;
+  func.walk([&](Operation *op) {
+    if (isa<InitializerOp, ConstantOp, NoneOp>(op) ||
+        op->getDialect() != op->getContext()->getLoadedDialect<MPDialect>())
+      return;
+    for (Type t : op->getResultTypes())
+      total += std::max<int64_t>(bytesOf(t), 0);
+  });
+  return total;
+}
+
+/// The picture: every op but constants, inputs and outputs, and the data
+/// edges between them.
+void drawPicture(func::FuncOp func, const Colouring &colouring,
+                 FunctionReport &report, TargetType target) {
+  llvm::DenseMap<Value, unsigned> producer;
+  auto addNode = [&](std::string label, PictureNode::Kind kind) {
+    report.pictureNodes.push_back({std::move(label), kind});
+    return static_cast<unsigned>(report.pictureNodes.size() - 1);
+  };
+  Block &entry = func.getBody().front();
+  for (BlockArgument arg : entry.getArguments())
+    producer[arg] = addNode("input " + valueNameOf(arg) + "\n" +
+                                typeName(cast<ShapedType>(arg.getType())
+                                             .getElementType()),
+                            PictureNode::Kind::Input);
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op == func.getOperation() || isa<InitializerOp, ConstantOp, NoneOp>(op))
+      return;
+    PictureNode::Kind kind = PictureNode::Kind::Other;
+    std::string label;
+    if (auto castOp = dyn_cast<CastOp>(op)) {
+      kind = PictureNode::Kind::Cast;
+      label = "Cast to " + typeName(cast<ShapedType>(castOp.getType()).getElementType());
+    } else if (isa<func::ReturnOp>(op) && op->getParentOp() == func) {
+      label = "outputs";
+      kind = PictureNode::Kind::Output;
+    } else {
+      label = op->getName().getStringRef().str();
+      auto it = colouring.index.find(op);
+      if (it != colouring.index.end()) {
+        const Node &n = colouring.nodes[it->second];
+        kind = n.low ? PictureNode::Kind::Low : PictureNode::Kind::FP32;
+        label = n.opType + "\n" + n.name + "\n" +
+                (n.low ? stringify(target).str() : "f32");
+      } else if (std::string name = nodeNameOf(op); !name.empty()) {
+        label += "\n" + name;
+      }
+    }
+    unsigned id = addNode(label, kind);
+    for (Value operand : op->getOperands())
+      if (auto it = producer.find(operand); it != producer.end())
+        report.pictureEdges.push_back({it->second, id});
+    for (Value result : op->getResults())
+      producer[result] = id;
+  });
+}
+
+struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
+  using AutocastBase::AutocastBase;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    policy = PrecisionPolicy::defaults();
+    auto fail = [&](const Twine &message) -> LogicalResult {
+      emitError(UnknownLoc::get(context)) << "mp-autocast: " << message;
+      return failure();
+    };
+    if (!policyFile.empty())
+      if (llvm::Error e = policy.loadFile(policyFile))
+        return fail(llvm::toString(std::move(e)));
+    if (!target.empty()) {
+      std::optional<TargetType> t = parseTargetType(target);
+      if (!t)
+        return fail("unknown target '" + target + "' (expected f16 or bf16)");
+      policy.target = *t;
+    }
+    if (!level.empty()) {
+      std::optional<Level> l = parseLevel(level);
+      if (!l)
+        return fail("unknown level '" + level +
+                    "' (expected default, tensor-cores-only or "
+                    "unsafe-force-all)");
+      policy.level = *l;
+    }
+    if (!keepIOTypes.empty()) {
+      if (keepIOTypes != "true" && keepIOTypes != "false")
+        return fail("keep-io-types must be true or false, got '" +
+                    keepIOTypes + "'");
+      policy.keepIOTypes = keepIOTypes == "true";
+    }
+    for (auto [list, cls] :
+         {std::pair{&allowOps, PrecisionClass::Allow},
+          std::pair{&inferOps, PrecisionClass::Infer},
+          std::pair{&clearOps, PrecisionClass::Clear},
+          std::pair{&denyOps, PrecisionClass::Deny}})
+      for (const std::string &op : *list)
+        policy.setClass(op, cls, "option " + stringify(cls).str());
+    for (auto [list, cls] : {std::pair{&allowNodes, PrecisionClass::Allow},
+                             std::pair{&denyNodes, PrecisionClass::Deny}})
+      for (const std::string &node : *list)
+        if (llvm::Error e = policy.addNodeOverride(
+                node, cls, "option " + stringify(cls).str() + "-nodes"))
+          return fail(llvm::toString(std::move(e)));
+    auto *mpDialect = context->getOrLoadDialect<MPDialect>();
+    for (const auto &entry : mpDialect->getOnnxOpTable())
+      onnxTypes[entry.getValue().opName] = entry.getKey();
+    return success();
+  }
+
+  void runOnOperation() override {
+    AutocastReport report;
+    report.target = policy.target;
+    report.level = policy.level;
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      FunctionReport &fr = report.functions.emplace_back();
+      fr.function = func.getSymName().str();
+      fr.weightBytesBefore = weightBytes(func);
+      fr.activationBytesBefore = activationBytes(func);
+      Colouring colouring(func, policy, onnxTypes);
+      colouring.run();
+      if (failed(Rewriter(func, policy, colouring, fr).run()))
+        return signalPassFailure();
+      fr.weightBytesAfter = weightBytes(func);
+      fr.activationBytesAfter = activationBytes(func);
+      fr.consideredOps = colouring.nodes.size();
+      for (const Node &n : colouring.nodes) {
+        fr.convertedOps += n.low;
+        fr.nodes.push_back({n.name, n.opType, n.policyClass, n.low, n.rule});
+      }
+      drawPicture(func, colouring, fr, policy.target);
+    }
+    std::vector<std::string> files(reportFiles.begin(), reportFiles.end());
+    if (files.empty())
+      files.assign(clReportFiles.begin(), clReportFiles.end());
+    for (const std::string &file : files)
+      if (llvm::Error e = report.writeFile(file)) {
+        emitError(getOperation().getLoc())
+            << "mp-autocast: " << llvm::toString(std::move(e));
+        return signalPassFailure();
+      }
+  }
+
+  PrecisionPolicy policy;
+  llvm::DenseMap<OperationName, StringRef> onnxTypes;
+};
+
+} // namespace
