@@ -2,6 +2,7 @@
 # lit configuration of the MixPrec test suite. The build tree's
 # test/lit.site.cfg.py sets the paths and loads this file.
 import os
+import shutil
 
 import lit.formats
 import lit.llvm
@@ -43,3 +44,6 @@ if os.path.exists(os.path.join(config.mp_models_dir, "resnet50.onnx")):
     config.available_features.add("models")
 if os.path.isdir(config.mp_onnx_testdata):
     config.available_features.add("onnx-testdata")
+# Graphviz draws the autocast report's SVG picture.
+if shutil.which("dot"):
+    config.available_features.add("graphviz")

@@ -323,7 +323,9 @@ private:
       Node &node = nodes[i];
       if (!isInferOrClear(node) || node.nonConstantInputs > 1)
         continue;
-      if (node.outputs.empty() && !node.feedsFixedConsumer)
+      // Only next to f32 ops: an op feeding just graph outputs follows its
+      // producers (the cast then sits at the output).
+      if (node.outputs.empty())
         continue;
       bool allDeny = llvm::all_of(node.outputs, [&](unsigned s) {
         return nodes[s].cls == PrecisionClass::Deny;
@@ -331,10 +333,8 @@ private:
       if (!allDeny)
         continue;
       node.cls = PrecisionClass::Deny;
-      node.rule += node.outputs.empty()
-                       ? "; f32: only feeds f32 graph outputs or untouched ops"
-                       : "; f32: only feeds f32 ops such as " +
-                             quoted(node.outputs.front());
+      node.rule += "; f32: only feeds f32 ops such as " +
+                   quoted(node.outputs.front());
     }
   }
 
@@ -760,7 +760,8 @@ int64_t weightBytes(func::FuncOp func) {
 int64_t activationBytes(func::FuncOp func) {
   int64_t total = 0;
   func.walk([&](Operation *op) {
-    if (isa<InitializerOp, ConstantOp, NoneOp>(op) ||
+    // The model's own activations; what casts write is reported apart.
+    if (isa<InitializerOp, ConstantOp, NoneOp, CastOp>(op) ||
         op->getDialect() != op->getContext()->getLoadedDialect<MPDialect>())
       return;
     for (Type t : op->getResultTypes())

@@ -135,6 +135,10 @@ void AutocastReport::writeDOT(raw_ostream &os) const {
   auto escape = [](StringRef s) {
     std::string out;
     for (char c : s) {
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
       if (c == '"' || c == '\\')
         out += '\\';
       out += c;
