@@ -232,6 +232,55 @@ public:
     }
   }
 
+  /// Distinct (value, type) pairs where a consumer needs another precision
+  /// than the producer gives, from the colours alone (the report sets it
+  /// next to the casts the rewrite inserted, which must match). Constants
+  /// are converted at compile time and are no boundary.
+  int64_t countBoundaries(func::FuncOp func, bool keepIOTypes) const {
+    int64_t boundaries = 0;
+    auto count = [&](Value v, bool producedLow) {
+      if (!isF32Tensor(v.getType()))
+        return;
+      bool needsLow = false, needsF32 = false;
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        auto it = index.find(user);
+        if (it != index.end() &&
+            isConvertibleOperand(nodes[it->second], use.getOperandNumber())) {
+          (nodes[it->second].low ? needsLow : needsF32) = true;
+        } else if (!readsAnyType(user) &&
+                   !(!keepIOTypes && isa<func::ReturnOp>(user) &&
+                     user->getParentOp() == func.getOperation())) {
+          needsF32 = true;
+        }
+      }
+      boundaries += producedLow ? needsF32 : needsLow;
+    };
+    Block &entry = func.getBody().front();
+    for (BlockArgument arg : entry.getArguments()) {
+      bool low = false;
+      if (!keepIOTypes)
+        for (OpOperand &use : arg.getUses())
+          if (auto it = index.find(use.getOwner()); it != index.end())
+            low |= nodes[it->second].low &&
+                   isConvertibleOperand(nodes[it->second], use.getOperandNumber());
+      count(arg, low);
+    }
+    func.walk([&](Operation *op) {
+      if (op == func.getOperation() || isa<InitializerOp, ConstantOp>(op))
+        return;
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          for (BlockArgument arg : block.getArguments())
+            count(arg, false);
+      auto it = index.find(op);
+      bool low = it != index.end() && nodes[it->second].low;
+      for (Value result : op->getResults())
+        count(result, low);
+    });
+    return boundaries;
+  }
+
   std::vector<Node> nodes;
   llvm::DenseMap<Operation *, unsigned> index;
 
@@ -577,7 +626,6 @@ private:
       if (Value converted = convertConstant(def, element, consumer))
         return casts[key] = converted;
     }
-    ++report.precisionBoundaries;
     int64_t to = onnxCode(element);
     // A cast already in the model that dominates the consumer serves it.
     auto existing = existingCasts.find({v, to});
@@ -881,6 +929,7 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
       fr.activationBytesBefore = activationBytes(func);
       Colouring colouring(func, policy, onnxTypes);
       colouring.run();
+      fr.precisionBoundaries = colouring.countBoundaries(func, policy.keepIOTypes);
       if (failed(Rewriter(func, policy, colouring, fr).run()))
         return signalPassFailure();
       fr.weightBytesAfter = weightBytes(func);
