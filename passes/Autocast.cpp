@@ -917,6 +917,14 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
   }
 
   void runOnOperation() override {
+    std::vector<std::string> files(reportFiles.begin(), reportFiles.end());
+    if (files.empty())
+      files.assign(clReportFiles.begin(), clReportFiles.end());
+    // The picture costs a label per op: only drawn when a file shows it.
+    bool wantsPicture = llvm::any_of(files, [](const std::string &f) {
+      return StringRef(f).ends_with(".dot") || StringRef(f).ends_with(".gv") ||
+             StringRef(f).ends_with(".svg");
+    });
     AutocastReport report;
     report.target = policy.target;
     report.level = policy.level;
@@ -939,11 +947,9 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
         fr.convertedOps += n.low;
         fr.nodes.push_back({n.name, n.opType, n.policyClass, n.low, n.rule});
       }
-      drawPicture(func, colouring, fr, policy.target);
+      if (wantsPicture)
+        drawPicture(func, colouring, fr, policy.target);
     }
-    std::vector<std::string> files(reportFiles.begin(), reportFiles.end());
-    if (files.empty())
-      files.assign(clReportFiles.begin(), clReportFiles.end());
     for (const std::string &file : files)
       if (llvm::Error e = report.writeFile(file)) {
         emitError(getOperation().getLoc())

@@ -6,6 +6,7 @@
 // options apply and the result is printed (or written as bytecode).
 //
 //===----------------------------------------------------------------------===//
+#include "mp/Autocast/PrecisionPolicy.h"
 #include "mp/Config.h"
 #include "mp/InitAll.h"
 #include "mp/Import/ONNXImporter.h"
@@ -94,6 +95,11 @@ llvm::cl::opt<EmitKind> emitKind(
                    "a plan file for mp-run / the runtime: runs the "
                    "mp-compile pipeline after any given passes")),
     llvm::cl::init(EmitKind::MLIR), llvm::cl::cat(outputCategory));
+
+llvm::cl::opt<bool> printPolicy(
+    "mp-print-policy",
+    llvm::cl::desc("Print the built-in precision policy (Markdown) and exit"),
+    llvm::cl::init(false), llvm::cl::cat(outputCategory));
 
 /// Parses "NAME<sep>VALUE" options into `out`; false (with a message) on
 /// a malformed one.
@@ -323,6 +329,10 @@ int main(int argc, char **argv) {
       "(reads .onnx, .onnxtxt and .mlir)\n",
       registry);
 
+  if (printPolicy) {
+    mp::autocast::PrecisionPolicy::defaults().writeMarkdown(llvm::outs());
+    return 0;
+  }
   bool isONNX = inputFormat == InputFormat::ONNX ||
                 inputFormat == InputFormat::ONNXText ||
                 (inputFormat == InputFormat::Auto &&

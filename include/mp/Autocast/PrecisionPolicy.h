@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <optional>
 #include <string>
@@ -133,6 +134,9 @@ public:
     return attributeConditions;
   }
   llvm::SmallVector<unsigned> keptOperands(llvm::StringRef opType) const;
+  /// The policy as Markdown tables (op classes, kept operands, attribute
+  /// conditions): docs/generated/PolicyTable.md, `mp-opt --mp-print-policy`.
+  void writeMarkdown(llvm::raw_ostream &os) const;
 
 private:
   llvm::StringMap<ClassDecision> classes;
