@@ -46,9 +46,13 @@ std::string nodeName(Operation *op) {
   return name;
 }
 
-/// The accumulation type for data of `element` type: f32 for 16-bit and f32
-/// data (the tensor-core contract), f64 for f64.
-Type computeTypeFor(Type element) {
+/// The accumulation type of `op` on data of `element` type: the type
+/// mp-autocast recorded (`mp.accumulation_type`), else f32 for 16-bit and
+/// f32 data (the tensor-core contract) and f64 for f64. The culib verifiers
+/// reject a combination the library calls do not support.
+Type computeTypeFor(Type element, Operation *op) {
+  if (auto recorded = op->getAttrOfType<TypeAttr>("mp.accumulation_type"))
+    return recorded.getValue();
   return element.isF64() ? element : Float32Type::get(element.getContext());
 }
 
@@ -166,7 +170,7 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
         rewriter.getDenseI64ArrayAttr(strides),
         rewriter.getDenseI64ArrayAttr(dilations),
         rewriter.getI64IntegerAttr(op.getGroup().value_or(1)),
-        TypeAttr::get(computeTypeFor(x.getElementType())),
+        TypeAttr::get(computeTypeFor(x.getElementType(), op)),
         rewriter.getStringAttr("nchw"), rewriter.getStringAttr("none"));
     rewriter.replaceOp(op, out);
     return success();
@@ -205,7 +209,7 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
         rewriter.getBoolAttr(op.getTransB().value_or(0) != 0),
         rewriter.getF32FloatAttr(alpha),
         rewriter.getF32FloatAttr(c ? beta : 0.0f),
-        TypeAttr::get(computeTypeFor(y.getElementType())),
+        TypeAttr::get(computeTypeFor(y.getElementType(), op)),
         rewriter.getStringAttr("none"));
     rewriter.replaceOp(op, out);
     return success();
@@ -222,7 +226,7 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
         rewriter, op.getLoc(), adaptor.getA(), adaptor.getB(), Value(),
         Value(), out, rewriter.getBoolAttr(false), rewriter.getBoolAttr(false),
         rewriter.getF32FloatAttr(1.0f), rewriter.getF32FloatAttr(0.0f),
-        TypeAttr::get(computeTypeFor(elementOf(op.getY()))),
+        TypeAttr::get(computeTypeFor(elementOf(op.getY()), op)),
         rewriter.getStringAttr("none"));
     rewriter.replaceOp(op, out);
     return success();
@@ -523,7 +527,7 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
     culib::ReduceOp::create(rewriter, op.getLoc(), adaptor.getData(), out,
                             rewriter.getStringAttr(fn),
                             rewriter.getDenseI64ArrayAttr(axes),
-                            TypeAttr::get(computeTypeFor(x.getElementType())),
+                            TypeAttr::get(computeTypeFor(x.getElementType(), op)),
                             rewriter.getBoolAttr(false));
     rewriter.replaceOp(op, out);
     return success();
@@ -946,7 +950,7 @@ struct ConvTransposeLowering : OpConversionPattern<ConvTransposeOp> {
         rewriter.getDenseI64ArrayAttr(strides),
         rewriter.getDenseI64ArrayAttr(dilations),
         rewriter.getI64IntegerAttr(op.getGroup().value_or(1)),
-        TypeAttr::get(computeTypeFor(elementOf(op.getY()))));
+        TypeAttr::get(computeTypeFor(elementOf(op.getY()), op)));
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -1195,7 +1199,7 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
     culib::ReduceOp::create(
         rewriter, op.getLoc(), adaptor.getData(), out,
         rewriter.getStringAttr(fn), rewriter.getDenseI64ArrayAttr({axis}),
-        TypeAttr::get(computeTypeFor(x.getElementType())),
+        TypeAttr::get(computeTypeFor(x.getElementType(), op)),
         rewriter.getBoolAttr(op.getSelectLastIndex().value_or(0) != 0));
     rewriter.replaceOp(op, out);
     return success();
@@ -1430,7 +1434,7 @@ struct EinsumLowering : OpConversionPattern<EinsumOp> {
       culib::ReduceOp::create(rewriter, loc, values[k], reduced,
                               rewriter.getStringAttr("sum"),
                               rewriter.getDenseI64ArrayAttr(axes),
-                              TypeAttr::get(computeTypeFor(element)),
+                              TypeAttr::get(computeTypeFor(element, op)),
                               rewriter.getBoolAttr(false));
       values[k] = reduced;
       names[k] = kept;
@@ -1474,7 +1478,7 @@ struct EinsumLowering : OpConversionPattern<EinsumOp> {
           rewriter, loc, a, b, Value(), Value(), product,
           rewriter.getBoolAttr(false), rewriter.getBoolAttr(false),
           rewriter.getF32FloatAttr(1.0f), rewriter.getF32FloatAttr(0.0f),
-          TypeAttr::get(computeTypeFor(element)),
+          TypeAttr::get(computeTypeFor(element, op)),
           rewriter.getStringAttr("none"));
       resultNames = batch + left + right;
       result = reshapeBuffer(rewriter, loc, product,

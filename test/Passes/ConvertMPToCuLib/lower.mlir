@@ -115,3 +115,12 @@ func.func @einsum(%a: tensor<2x3x4x5xf32>, %b: tensor<2x4x6xf32>) -> tensor<2x6x
   %0 = mp.einsum %a, %b {equation = "bijz,bjk->bki"} : (tensor<2x3x4x5xf32>, tensor<2x4x6xf32>) -> tensor<2x6x3xf32>
   return %0 : tensor<2x6x3xf32>
 }
+
+// The accumulation type recorded on the op (mp-autocast writes f32) becomes
+// the call's compute type; here f16, which differs from the default f32.
+// CHECK-LABEL: func.func @recorded_accumulation(
+// CHECK: culib.matmul {{.*}}{compute_type = f16}
+func.func @recorded_accumulation(%a: tensor<4x8xf16>, %b: tensor<8x4xf16>) -> tensor<4x4xf16> {
+  %m = mp.matmul %a, %b {mp.accumulation_type = f16} : (tensor<4x8xf16>, tensor<8x4xf16>) -> tensor<4x4xf16>
+  return %m : tensor<4x4xf16>
+}
