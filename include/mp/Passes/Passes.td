@@ -167,4 +167,42 @@ def CastCleanup : Pass<"mp-cast-cleanup", "mlir::func::FuncOp"> {
   }];
 }
 
+def PadTensorCores : Pass<"mp-pad-tensor-cores", "mlir::func::FuncOp"> {
+  let summary = "Pad GEMM and convolution dims to multiples of 8 for tensor cores";
+  let description = [{
+    Pads the dims of f16/bf16 MatMul and Gemm (M, N, K of both operands) and
+    Conv (input and output channels; 3 input channels with 32 or 64 output
+    channels pad to 4) with zeros to multiples of `multiple`, runs the padded
+    op and slices the result. Constant operands (weights, biases) are padded
+    at compile time, activations with an `mp.pad`. Ops that are already
+    aligned, grouped convolutions, ops with dynamic K/N and ops whose input,
+    filter or result would grow by more than `max-growth` (in bytes) are
+    skipped, with the reason in the report.
+
+    The padded feature axis (N, output channels) is carried through ops that
+    keep zeros zero (ReLU, LeakyReLU, Tanh, Clip around 0, bias adds,
+    residual adds, Mul, BatchNormalization with constant parameters, pooling,
+    Cast) into the next GEMM/convolution, which takes the padded width as its
+    K / input channels with zero rows in its weights. So an MLP or a conv
+    stack has no slice/pad pair between layers; a value is sliced once,
+    where its original shape is observed (a graph output, a softmax, a
+    reshape, ...). Padded and unpadded graphs compute the same values.
+
+    Only low-precision ops are padded unless `all-types` (for f32 graphs and
+    equivalence tests). `mp-autocast-pipeline` runs it after `mp-autocast`.
+  }];
+  let options = [
+    Option<"multiple", "multiple", "int64_t", /*default=*/"8",
+           "Pad to multiples of this (8 for f16/bf16, 16 for fp8, 64 on A100+)">,
+    Option<"maxGrowth", "max-growth", "double", /*default=*/"1.35",
+           "Skip an op whose input, filter or result grows more than this (bytes)">,
+    ListOption<"opTypes", "ops", "std::string",
+               "Op types to pad (default MatMul, Gemm, Conv)">,
+    Option<"allTypes", "all-types", "bool", /*default=*/"false",
+           "Pad f32 ops too (by default only f16/bf16 ones)">,
+    Option<"reportFile", "report", "std::string", "\"\"",
+           "Write what was padded or skipped and why (.json or text)">,
+  ];
+}
+
 #endif // MP_PASSES_PASSES_TD
