@@ -47,3 +47,16 @@ if os.path.isdir(config.mp_onnx_testdata):
 # Graphviz draws the autocast report's SVG picture.
 if shutil.which("dot"):
     config.available_features.add("graphviz")
+# Tests that write ONNX models or run scripts/conformance.py need the onnx
+# package in %python.
+import subprocess
+
+try:
+    _has_onnx = subprocess.run([config.mp_python, "-c", "import onnx"],
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL,
+                               timeout=60).returncode == 0
+except Exception:
+    _has_onnx = False
+if _has_onnx:
+    config.available_features.add("python-onnx")

@@ -21,9 +21,12 @@ void mp::buildCompilePipeline(mlir::OpPassManager &pm) {
   pm.addNestedPass<mlir::func::FuncOp>(mp::createPlanMemory());
 }
 
-void mp::buildAutocastPipeline(mlir::OpPassManager &pm,
-                               const AutocastOptions &options) {
+void mp::buildAutocastPipeline(
+    mlir::OpPassManager &pm, const AutocastOptions &options,
+    std::optional<PadTensorCoresOptions> padding) {
   pm.addPass(mp::createAutocast(options));
+  if (padding)
+    pm.addNestedPass<mlir::func::FuncOp>(mp::createPadTensorCores(*padding));
   pm.addNestedPass<mlir::func::FuncOp>(mp::createCastCleanup());
 }
 
@@ -56,6 +59,29 @@ struct AutocastPipelineOptions
       *this, "deny-nodes", llvm::cl::desc("Node names or globs kept in f32")};
   ListOption<std::string> reportFiles{
       *this, "report", llvm::cl::desc("Report files (.txt, .json, .dot, .svg)")};
+  Option<bool> pad{*this, "pad",
+                   llvm::cl::desc("Pad low-precision GEMMs/convolutions for "
+                                  "tensor cores (mp-pad-tensor-cores)"),
+                   llvm::cl::init(true)};
+  Option<int64_t> padMultiple{*this, "pad-multiple",
+                              llvm::cl::desc("mp-pad-tensor-cores multiple"),
+                              llvm::cl::init(8)};
+  Option<double> padMaxGrowth{*this, "pad-max-growth",
+                              llvm::cl::desc("mp-pad-tensor-cores max-growth"),
+                              llvm::cl::init(1.35)};
+  Option<std::string> padReport{
+      *this, "pad-report",
+      llvm::cl::desc("mp-pad-tensor-cores report file (.json or text)")};
+
+  std::optional<mp::PadTensorCoresOptions> toPadOptions() const {
+    if (!pad)
+      return std::nullopt;
+    mp::PadTensorCoresOptions o;
+    o.multiple = padMultiple;
+    o.maxGrowth = padMaxGrowth;
+    o.reportFile = padReport;
+    return o;
+  }
 
   mp::AutocastOptions toPassOptions() const {
     mp::AutocastOptions o;
@@ -87,8 +113,9 @@ void mp::registerAllPasses() {
   mlir::PassPipelineRegistration<AutocastPipelineOptions>(
       "mp-autocast-pipeline",
       "Mixed precision: mp-autocast (policy, four-colour algorithm, casts, "
-      "constants, report) then mp-cast-cleanup",
+      "constants, report), mp-pad-tensor-cores, mp-cast-cleanup",
       [](mlir::OpPassManager &pm, const AutocastPipelineOptions &options) {
-        buildAutocastPipeline(pm, options.toPassOptions());
+        buildAutocastPipeline(pm, options.toPassOptions(),
+                              options.toPadOptions());
       });
 }

@@ -424,6 +424,24 @@ private:
     useSlices(op);
   }
 
+  struct Growth {
+    ArrayRef<int64_t> before;
+    ArrayRef<int64_t> after;
+    const char *what;
+  };
+  /// Why padding to these shapes passes max-growth, or "".
+  std::string growthProblem(std::initializer_list<Growth> tensors, Type e) {
+    for (const Growth &g : tensors) {
+      int64_t o = bytesOf(g.before, e), p = bytesOf(g.after, e);
+      if (!growthOk(o, p))
+        return llvm::formatv("{0} would grow {1:F2}x (max-growth {2})", g.what,
+                             double(p) / double(o),
+                             static_cast<double>(maxGrowth))
+            .str();
+    }
+    return "";
+  }
+
   bool growthOk(int64_t before, int64_t after) {
     return static_cast<double>(after) <=
            maxGrowth * static_cast<double>(before) + 0.5;
@@ -451,28 +469,37 @@ private:
     int64_t mp = ShapedType::isDynamic(m) ? m : roundUp(m, multiple);
     if (!inA && kp == k && np == n && mp == m)
       return skip(op, "MatMul", "already aligned"), success();
-    SmallVector<int64_t> aShape(a.getShape()), bShape(b.getShape()),
-        yShape(y.getShape());
-    aShape[ra - 2] = mp;
-    aShape[ra - 1] = kp;
-    bShape[rb - 2] = kp;
-    bShape[rb - 1] = np;
-    yShape[yShape.size() - 2] = mp;
-    yShape.back() = np;
     Type e = a.getElementType();
+    SmallVector<int64_t> aShape, bShape, yShape;
+    auto shapesFor = [&](int64_t rows) {
+      aShape.assign(a.getShape().begin(), a.getShape().end());
+      bShape.assign(b.getShape().begin(), b.getShape().end());
+      yShape.assign(y.getShape().begin(), y.getShape().end());
+      aShape[ra - 2] = rows;
+      aShape[ra - 1] = kp;
+      bShape[rb - 2] = kp;
+      bShape[rb - 1] = np;
+      yShape[yShape.size() - 2] = rows;
+      yShape.back() = np;
+      return growthProblem({{a.getShape(), aShape, "A"},
+                            {b.getShape(), bShape, "B"},
+                            {y.getShape(), yShape, "result"}},
+                           e);
+    };
+    std::string problem = shapesFor(mp);
+    // Rows (the batch) are the least important dim: keep M when padding it
+    // would pass the cap but N and K alone do not.
+    if (!problem.empty() && mp != m && kp == k && np == n && !inA)
+      return skip(op, "MatMul", problem), success();
+    if (!problem.empty() && mp != m) {
+      mp = m;
+      problem = shapesFor(mp);
+    }
+    if (!problem.empty())
+      return skip(op, "MatMul", problem), success();
     int64_t before = bytesOf(a.getShape(), e) + bytesOf(b.getShape(), e) +
                      bytesOf(y.getShape(), e);
     int64_t after = bytesOf(aShape, e) + bytesOf(bShape, e) + bytesOf(yShape, e);
-    for (auto [o, p, what] :
-         {std::tuple{bytesOf(a.getShape(), e), bytesOf(aShape, e), "A"},
-          std::tuple{bytesOf(b.getShape(), e), bytesOf(bShape, e), "B"},
-          std::tuple{bytesOf(y.getShape(), e), bytesOf(yShape, e), "result"}})
-      if (!growthOk(o, p))
-        return skip(op, "MatMul",
-                    llvm::formatv("{0} would grow {1:F2}x (max-growth {2})",
-                                  what, double(p) / double(o),
-                                  maxGrowth.getValue())),
-               success();
     Location loc = op.getLoc();
     Value aIn = inA ? inA->padded : op.getA();
     Value aPadded = padTo(aIn, aShape, loc);
@@ -523,22 +550,28 @@ private:
     int64_t mp = ShapedType::isDynamic(m) ? m : roundUp(m, multiple);
     if (!inA && kp == k && np == n && mp == m)
       return skip(op, "Gemm", "already aligned"), success();
-    SmallVector<int64_t> aShape(2), bShape(2), yShape{mp, np};
-    aShape[mAxisA] = mp;
-    aShape[kAxisA] = kp;
-    bShape[kAxisB] = kp;
-    bShape[nAxisB] = np;
     Type e = a.getElementType();
-    for (auto [o, p, what] :
-         {std::tuple{bytesOf(a.getShape(), e), bytesOf(aShape, e), "A"},
-          std::tuple{bytesOf(b.getShape(), e), bytesOf(bShape, e), "B"},
-          std::tuple{bytesOf(y.getShape(), e), bytesOf(yShape, e), "result"}})
-      if (!growthOk(o, p))
-        return skip(op, "Gemm",
-                    llvm::formatv("{0} would grow {1:F2}x (max-growth {2})",
-                                  what, double(p) / double(o),
-                                  maxGrowth.getValue())),
-               success();
+    SmallVector<int64_t> aShape(2), bShape(2), yShape(2);
+    auto shapesFor = [&](int64_t rows) {
+      aShape[mAxisA] = rows;
+      aShape[kAxisA] = kp;
+      bShape[kAxisB] = kp;
+      bShape[nAxisB] = np;
+      yShape = {rows, np};
+      return growthProblem({{a.getShape(), aShape, "A"},
+                            {b.getShape(), bShape, "B"},
+                            {y.getShape(), yShape, "result"}},
+                           e);
+    };
+    std::string problem = shapesFor(mp);
+    if (!problem.empty() && mp != m && kp == k && np == n && !inA)
+      return skip(op, "Gemm", problem), success();
+    if (!problem.empty() && mp != m) {
+      mp = m;
+      problem = shapesFor(mp);
+    }
+    if (!problem.empty())
+      return skip(op, "Gemm", problem), success();
     Location loc = op.getLoc();
     Value aPadded = padTo(inA ? inA->padded : op.getA(), aShape, loc);
     Value bPadded = padTo(op.getB(), bShape, loc);
