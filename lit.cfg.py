@@ -60,3 +60,15 @@ except Exception:
     _has_onnx = False
 if _has_onnx:
     config.available_features.add("python-onnx")
+
+# The peers (ONNX Runtime, onnxconverter-common) live in the project's venv.
+_peer_python = os.path.join(config.test_source_root, ".venv", "bin", "python")
+if os.path.exists(_peer_python):
+    config.substitutions.append(("%peer_python", _peer_python))
+    try:
+        if subprocess.run([_peer_python, "-c", "import onnxruntime, onnx"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          timeout=120).returncode == 0:
+            config.available_features.add("onnxruntime")
+    except Exception:
+        pass

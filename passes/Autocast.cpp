@@ -755,7 +755,10 @@ private:
                                     init.getDocStringAttr());
       convertedInitializers.push_back({init, cast<InitializerOp>(newOp)});
     } else {
-      newOp = ConstantOp::create(builder, def->getLoc(), type, converted,
+      newOp = ConstantOp::create(builder,
+                                 NameLoc::get(builder.getStringAttr(
+                                     nodeNameOf(def) + "_" + typeName(element))),
+                                 type, converted,
                                  FloatAttr(), DenseF32ArrayAttr(), IntegerAttr(),
                                  DenseI64ArrayAttr(), StringAttr(), ArrayAttr());
       convertedConstants.push_back({def, newOp});

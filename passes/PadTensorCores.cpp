@@ -53,6 +53,19 @@ std::string nodeNameOf(Operation *op) {
   return name;
 }
 
+/// The node name in `loc` ("" if none).
+std::string nameIn(Location loc) {
+  std::string name;
+  loc->walk([&](Location l) {
+    if (auto named = dyn_cast<NameLoc>(l)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
 RankedTensorType rankedOf(Value v) {
   return dyn_cast<RankedTensorType>(v.getType());
 }
@@ -206,6 +219,7 @@ struct PadTensorCoresPass
     replacedOps.clear();
     paddedInitializers.clear();
     records.clear();
+    created = 0;
     for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
       if (failed(visit(&op)))
         return signalPassFailure();
@@ -286,27 +300,32 @@ private:
     }
     // Run-time pad (activations): ONNX Pad with zeros at the end of each dim.
     builder->setInsertionPointAfterValue(v);
+    std::string base = nameIn(loc) + "/TensorCorePad_" + std::to_string(created++);
+    auto named = [&](StringRef suffix) {
+      return NameLoc::get(builder->getStringAttr(base + suffix));
+    };
     int64_t rank = type.getRank();
     SmallVector<int64_t> pads(2 * rank, 0);
     for (int64_t d = 0; d < rank; ++d)
       pads[rank + d] = shape[d] - type.getDimSize(d);
     auto padsType = RankedTensorType::get({2 * rank}, builder->getI64Type());
     Value padsValue = ConstantOp::create(
-        *builder, loc, padsType, DenseIntElementsAttr::get(padsType, pads),
+        *builder, named("/pads"), padsType,
+        DenseIntElementsAttr::get(padsType, pads),
         FloatAttr(), DenseF32ArrayAttr(), IntegerAttr(), DenseI64ArrayAttr(),
         StringAttr(), ArrayAttr());
     Value fillValue;
     auto scalarType = RankedTensorType::get({}, type.getElementType());
     if (fill != 0.0)
       fillValue = ConstantOp::create(
-          *builder, loc, scalarType,
+          *builder, named("/value"), scalarType,
           DenseElementsAttr::getFromRawBuffer(
               scalarType, fillBytes(type.getElementType(), fill)),
           FloatAttr(), DenseF32ArrayAttr(), IntegerAttr(), DenseI64ArrayAttr(),
           StringAttr(), ArrayAttr());
     else
       fillValue = NoneOp::create(*builder, loc);
-    return PadOp::create(*builder, loc,
+    return PadOp::create(*builder, named(""),
                          RankedTensorType::get(shape, type.getElementType()), v,
                          padsValue, fillValue, StringAttr());
   }
@@ -323,21 +342,25 @@ private:
     if (axes.empty())
       return v;
     builder->setInsertionPointAfterValue(v);
+    std::string base = nameIn(loc) + "/TensorCoreSlice_" + std::to_string(created++);
+    auto named = [&](StringRef suffix) {
+      return NameLoc::get(builder->getStringAttr(base + suffix));
+    };
     auto listType = RankedTensorType::get({static_cast<int64_t>(axes.size())},
                                           builder->getI64Type());
-    auto constant = [&](ArrayRef<int64_t> values) -> Value {
-      return ConstantOp::create(*builder, loc, listType,
+    auto constant = [&](ArrayRef<int64_t> values, StringRef what) -> Value {
+      return ConstantOp::create(*builder, named(what), listType,
                                 DenseIntElementsAttr::get(listType, values),
                                 FloatAttr(), DenseF32ArrayAttr(), IntegerAttr(),
                                 DenseI64ArrayAttr(), StringAttr(), ArrayAttr());
     };
     SmallVector<int64_t> starts(axes.size(), 0);
-    Value startsValue = constant(starts);
-    Value endsValue = constant(ends);
-    Value axesValue = constant(axes);
+    Value startsValue = constant(starts, "/starts");
+    Value endsValue = constant(ends, "/ends");
+    Value axesValue = constant(axes, "/axes");
     Value none = NoneOp::create(*builder, loc);
     auto slice = SliceOp::create(
-        *builder, loc, RankedTensorType::get(shape, type.getElementType()), v,
+        *builder, named(""), RankedTensorType::get(shape, type.getElementType()), v,
         startsValue, endsValue, axesValue, none);
     for (Value created : {startsValue, endsValue, axesValue, none})
       createdOps.push_back(created.getDefiningOp());
@@ -363,8 +386,7 @@ private:
     if (Value whole = rowSliceSources.lookup(source))
       source = whole;
     Value s = sliceTo(source, rankedOf(original).getShape(),
-                      NameLoc::get(builder->getStringAttr(
-                          nodeNameOf(c.padded.getDefiningOp()) + "/unpad")));
+                      c.padded.getDefiningOp()->getLoc());
     return slices[original] = s;
   }
 
@@ -873,6 +895,7 @@ private:
   std::vector<Operation *> replacedOps;
   std::vector<std::pair<InitializerOp, InitializerOp>> paddedInitializers;
   std::vector<PadRecord> records;
+  unsigned created = 0; ///< numbers the names of the pads and slices made
 };
 
 } // namespace

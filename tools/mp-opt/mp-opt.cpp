@@ -9,6 +9,7 @@
 #include "mp/Autocast/PrecisionPolicy.h"
 #include "mp/Config.h"
 #include "mp/InitAll.h"
+#include "mp/Export/ONNXExporter.h"
 #include "mp/Import/ONNXImporter.h"
 #include "mp/Passes/Passes.h"
 
@@ -86,15 +87,28 @@ llvm::cl::list<std::string> frozenInputs(
 
 llvm::cl::OptionCategory outputCategory("Output options");
 
-enum class EmitKind { MLIR, Plan };
+enum class EmitKind { Auto, MLIR, Plan, ONNX };
 llvm::cl::opt<EmitKind> emitKind(
     "emit", llvm::cl::desc("What to write"),
     llvm::cl::values(
-        clEnumValN(EmitKind::MLIR, "mlir", "the module (default)"),
+        clEnumValN(EmitKind::Auto, "auto",
+                   "from the output file's extension: .onnx writes ONNX, "
+                   "anything else MLIR (default)"),
+        clEnumValN(EmitKind::MLIR, "mlir", "the module"),
+        clEnumValN(EmitKind::ONNX, "onnx",
+                   "an ONNX model (Cast nodes and 16-bit initializers where "
+                   "the passes put them; weights in <file>.data when the "
+                   "model is over 2 GB)"),
         clEnumValN(EmitKind::Plan, "plan",
                    "a plan file for mp-run / the runtime: runs the "
                    "mp-compile pipeline after any given passes")),
-    llvm::cl::init(EmitKind::MLIR), llvm::cl::cat(outputCategory));
+    llvm::cl::init(EmitKind::Auto), llvm::cl::cat(outputCategory));
+
+llvm::cl::opt<bool> onnxExternalData(
+    "onnx-external-data",
+    llvm::cl::desc("With ONNX output: always put large initializers in "
+                   "<file>.data (by default only for models over 2 GB)"),
+    llvm::cl::init(false), llvm::cl::cat(outputCategory));
 
 llvm::cl::opt<bool> printPolicy(
     "mp-print-policy",
@@ -239,6 +253,16 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
   // The plan is written (atomically) by culib-export-plan.
   if (emitKind == EmitKind::Plan)
     return success();
+  if (emitKind == EmitKind::ONNX) {
+    if (outputFilename == "-") {
+      llvm::errs() << "mp-opt: error: ONNX output is a binary file: give one "
+                      "with -o (e.g. -o model.mp.onnx)\n";
+      return failure();
+    }
+    mp::ONNXExportOptions exportOptions;
+    exportOptions.forceExternalData = onnxExternalData;
+    return mp::exportONNXFile(*module, outputFilename, exportOptions);
+  }
 
   // The output file only appears once everything succeeded.
   Location fileLoc = UnknownLoc::get(&context);
@@ -333,6 +357,10 @@ int main(int argc, char **argv) {
     mp::autocast::PrecisionPolicy::defaults().writeMarkdown(llvm::outs());
     return 0;
   }
+  if (emitKind == EmitKind::Auto)
+    emitKind = llvm::StringRef(outputFilename).ends_with(".onnx")
+                   ? EmitKind::ONNX
+                   : EmitKind::MLIR;
   bool isONNX = inputFormat == InputFormat::ONNX ||
                 inputFormat == InputFormat::ONNXText ||
                 (inputFormat == InputFormat::Auto &&
