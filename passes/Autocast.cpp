@@ -662,29 +662,37 @@ private:
     return kOnnxFloat;
   }
 
-  /// The f32 values of a constant, or nullopt if they cannot be read.
-  static std::optional<std::vector<float>> readFloats(ElementsAttr attr) {
+  /// The f32 values of a constant: a view of its data where it is stored
+  /// as an aligned array (`storage` untouched), else a copy in `storage`;
+  /// nullopt if they cannot be read.
+  static std::optional<ArrayRef<float>> readFloats(ElementsAttr attr,
+                                                   std::vector<float> &storage) {
     auto type = cast<ShapedType>(attr.getType());
     if (!type.getElementType().isF32())
       return std::nullopt;
-    int64_t n = type.getNumElements();
-    std::vector<float> values;
-    values.reserve(n);
+    size_t n = type.getNumElements();
+    ArrayRef<char> raw;
     if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
       AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-      if (!blob || blob->getData().size() != static_cast<size_t>(n) * 4)
+      if (!blob || blob->getData().size() != n * 4)
         return std::nullopt;
-      const char *data = blob->getData().data();
-      values.resize(n);
-      std::memcpy(values.data(), data, n * 4);
-      return values;
+      raw = blob->getData();
+    } else if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+      if (dense.isSplat()) {
+        storage.assign(n, dense.getSplatValue<float>());
+        return ArrayRef<float>(storage);
+      }
+      raw = dense.getRawData();
+      if (raw.size() != n * 4)
+        return std::nullopt;
+    } else {
+      return std::nullopt;
     }
-    if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
-      for (float f : dense.getValues<float>())
-        values.push_back(f);
-      return values;
-    }
-    return std::nullopt;
+    if (reinterpret_cast<uintptr_t>(raw.data()) % alignof(float) == 0)
+      return ArrayRef<float>(reinterpret_cast<const float *>(raw.data()), n);
+    storage.resize(n);
+    std::memcpy(storage.data(), raw.data(), n * 4);
+    return ArrayRef<float>(storage);
   }
 
   /// A compile-time conversion of constant `def` to `element`.
@@ -703,27 +711,37 @@ private:
     }
     if (!value)
       return {};
-    std::optional<std::vector<float>> floats = readFloats(value);
+    std::vector<float> storage;
+    std::optional<ArrayRef<float>> floats = readFloats(value, storage);
     if (!floats)
       return {};
     ClampRecord record;
     record.constant = name;
     record.consumer = nodeNameOf(consumer);
     record.elements = floats->size();
-    std::vector<uint16_t> bits(floats->size());
-    for (size_t i = 0; i < floats->size(); ++i) {
-      float f = (*floats)[i];
-      if (element.isF16()) {
-        if (std::isfinite(f) && std::fabs(f) > kF16Max) {
-          f = f > 0 ? kF16Max : -kF16Max;
-          ++record.clamped;
-        } else if (f != 0.0f && std::fabs(f) < kF16FlushBelow) {
-          ++record.flushedToZero;
-        }
-        bits[i] = rt::toHalf(f).bits;
-      } else {
-        bits[i] = rt::toBFloat16(f).bits;
+    size_t n = floats->size();
+    std::vector<uint16_t> bits(n);
+    if (element.isF16()) {
+      // Count what f16 cannot hold (a loop the compiler vectorizes), clamp
+      // only when there is something to clamp, then convert in bulk (F16C
+      // where the CPU has it; the same rounding as the runtime).
+      for (float f : *floats) {
+        float a = std::fabs(f);
+        record.clamped += a > kF16Max && a != INFINITY;
+        record.flushedToZero += a != 0.0f && a < kF16FlushBelow;
       }
+      const float *src = floats->data();
+      if (record.clamped) {
+        if (storage.empty())
+          storage.assign(floats->begin(), floats->end());
+        for (float &f : storage)
+          if (std::isfinite(f) && std::fabs(f) > kF16Max)
+            f = f > 0 ? kF16Max : -kF16Max;
+        src = storage.data();
+      }
+      rt::convertF32ToF16(src, bits.data(), n);
+    } else {
+      rt::convertF32ToBF16(floats->data(), bits.data(), n);
     }
     auto type = cast<RankedTensorType>(value.getType()).clone(element);
     ArrayRef<char> raw(reinterpret_cast<const char *>(bits.data()),

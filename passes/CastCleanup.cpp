@@ -78,7 +78,14 @@ struct CastCleanupPass : mp::impl::CastCleanupBase<CastCleanupPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldIdentityCast, FoldExactCastChain>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // Only these patterns: no folding, no constant CSE or region
+    // simplification, which would merge Constant nodes and lose their names.
+    GreedyRewriteConfig config;
+    config.enableFolding(false)
+        .enableConstantCSE(false)
+        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     config)))
       return signalPassFailure();
     mergeDuplicateCasts();
   }

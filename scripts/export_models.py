@@ -159,6 +159,16 @@ MODELS = collections.OrderedDict([
     ("lstm_lm", (LstmLM, _token_input(500, 16), {})),
 ])
 
+# Exported only on request (--only): large models for benchmarks.
+EXTRA_MODELS = collections.OrderedDict([
+    # BERT-large-shaped: 24 layers, hidden 1024, 16 heads, FF 4096, a
+    # 30522-word vocabulary, sequence 128: ~335M parameters, 1.3 GB of fp32.
+    ("bert_large", (lambda: BertEncoder(vocab=30522, d_model=1024,
+                                        seq_len=128, nhead=16, dim_ff=4096,
+                                        num_layers=24),
+                    _token_input(30522, 128), {})),
+])
+
 
 # --------------------------------------------------------------------------
 # Helpers
@@ -186,7 +196,7 @@ def _save_npy(path, arr):
 
 
 def export_one(name, out_dir, batch):
-    ctor, make_input, extra = MODELS[name]
+    ctor, make_input, extra = {**MODELS, **EXTRA_MODELS}[name]
     torch.manual_seed(SEED)
     model = randomize_defaults(ctor()).eval()
     gen = torch.Generator().manual_seed(SEED + 1)
@@ -224,15 +234,17 @@ def op_histogram(model):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="build/models", help="output directory (default: build/models)")
-    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(MODELS))
+    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(MODELS) +
+                    " (default: all of them), or the benchmark-only " + ",".join(EXTRA_MODELS))
     ap.add_argument("--batch", type=int, default=2, help="batch size of the sample input (default: 2)")
     ap.add_argument("--list-ops", action="store_true", help="print the set of ONNX op types per model")
     args = ap.parse_args(argv)
 
     names = [n.strip() for n in args.only.split(",") if n.strip()] or list(MODELS)
-    unknown = [n for n in names if n not in MODELS]
+    unknown = [n for n in names if n not in MODELS and n not in EXTRA_MODELS]
     if unknown:
-        ap.error("unknown model(s): %s (known: %s)" % (", ".join(unknown), ", ".join(MODELS)))
+        ap.error("unknown model(s): %s (known: %s)" % (
+            ", ".join(unknown), ", ".join(list(MODELS) + list(EXTRA_MODELS))))
     if args.batch < 1:
         ap.error("--batch must be >= 1")
 

@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -88,9 +89,10 @@ public:
 
   LogicalResult run(onnx::ModelProto &model);
 
-  /// Tensors moved to external data: (tensor, bytes).
-  std::vector<std::pair<onnx::TensorProto *, ArrayRef<char>>> externalTensors;
-  uint64_t inlineBytes = 0;
+  /// Main-graph initializers whose data is written by exportONNXFile:
+  /// (tensor without its data, the data in the IR).
+  std::vector<std::pair<onnx::TensorProto *, ArrayRef<char>>> largeTensors;
+  uint64_t largeBytes = 0;
 
 private:
   LogicalResult exportGraph(Block &block, onnx::GraphProto &graph,
@@ -239,10 +241,12 @@ LogicalResult Exporter::exportTensor(ElementsAttr value, StringRef name,
     return op->emitError("cannot export the data of tensor '") << name << "'";
   if (mayGoExternal && storage.empty() &&
       static_cast<int64_t>(raw->size()) >= options.externalDataThreshold) {
-    // Decided after the whole model is built (see exportONNXFile).
-    externalTensors.push_back({&tensor, *raw});
+    // Large data is never copied into the proto: exportONNXFile streams it
+    // from the IR into the model file, or into the external data file.
+    largeTensors.push_back({&tensor, *raw});
+    largeBytes += raw->size();
+    return success();
   }
-  inlineBytes += raw->size();
   tensor.set_raw_data(std::string(raw->data(), raw->size()));
   return success();
 }
@@ -516,7 +520,7 @@ LogicalResult Exporter::exportGraph(Block &block, onnx::GraphProto &graph,
       std::string name = init.getName().str();
       names[init.getResult()] = name;
       onnx::TensorProto &tensor = *graph.add_initializer();
-      if (failed(exportTensor(init.getValue(), name, tensor, &op, true)))
+      if (failed(exportTensor(init.getValue(), name, tensor, &op, isMain)))
         return failure();
       if (auto doc = init.getDocString())
         tensor.set_doc_string(doc->str());
@@ -662,6 +666,78 @@ LogicalResult writeAtomically(Operation *anchor, StringRef path,
   return success();
 }
 
+/// Protobuf's base-128 varint.
+void writeVarint(std::ostream &out, uint64_t v) {
+  char buf[10];
+  int n = 0;
+  do {
+    buf[n++] = static_cast<char>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+    v >>= 7;
+  } while (v);
+  out.write(buf, n);
+}
+
+size_t varintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+/// Writes `model` with the data of `large` (tensors of its main graph whose
+/// raw_data was left empty) streamed from the IR, never copied into the
+/// proto. Protobuf's wire format allows it: fields may come in any order and
+/// a repeated field's entries anywhere, so the model's fields are written
+/// first, then the graph (field 7) as its small part followed by each large
+/// initializer (field 5) as its header fields plus raw_data (field 9).
+bool writeStreaming(
+    onnx::ModelProto &model,
+    const std::vector<std::pair<onnx::TensorProto *, ArrayRef<char>>> &large,
+    std::ostream &out) {
+  constexpr char kModelGraph = (7 << 3) | 2, kGraphInitializer = (5 << 3) | 2,
+                 kTensorRawData = (9 << 3) | 2;
+  onnx::GraphProto graph;
+  graph.Swap(model.mutable_graph());
+  model.clear_graph();
+  // Take the large initializers out of the graph, keeping them alive.
+  llvm::DenseSet<const onnx::TensorProto *> isLarge;
+  for (const auto &entry : large)
+    isLarge.insert(entry.first);
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> all;
+  all.Swap(graph.mutable_initializer());
+  for (onnx::TensorProto &t : all)
+    if (!isLarge.contains(&t))
+      *graph.add_initializer() = t;
+  std::string head = model.SerializeAsString();
+  std::string graphHead = graph.SerializeAsString();
+  std::vector<std::string> headers;
+  uint64_t graphLength = graphHead.size();
+  for (const auto &[tensor, bytes] : large) {
+    headers.push_back(tensor->SerializeAsString());
+    uint64_t tensorLength = headers.back().size() + 1 +
+                            varintSize(bytes.size()) + bytes.size();
+    graphLength += 1 + varintSize(tensorLength) + tensorLength;
+  }
+  out.write(head.data(), head.size());
+  out.put(kModelGraph);
+  writeVarint(out, graphLength);
+  out.write(graphHead.data(), graphHead.size());
+  for (auto [i, entry] : llvm::enumerate(large)) {
+    ArrayRef<char> bytes = entry.second;
+    uint64_t tensorLength = headers[i].size() + 1 + varintSize(bytes.size()) +
+                            bytes.size();
+    out.put(kGraphInitializer);
+    writeVarint(out, tensorLength);
+    out.write(headers[i].data(), headers[i].size());
+    out.put(kTensorRawData);
+    writeVarint(out, bytes.size());
+    out.write(bytes.data(), bytes.size());
+  }
+  return out.good();
+}
+
 } // namespace
 
 FailureOr<std::string> exportONNXToString(ModuleOp module) {
@@ -671,10 +747,12 @@ FailureOr<std::string> exportONNXToString(ModuleOp module) {
     onnx::ModelProto model;
     if (failed(exporter.run(model)))
       return failure();
-    if (model.ByteSizeLong() > kProtobufLimit)
+    if (model.ByteSizeLong() + exporter.largeBytes > kProtobufLimit)
       return module.emitError("cannot export: the model is over 2 GB; write "
                               "it to a file (external data)"),
              failure();
+    for (auto &[tensor, bytes] : exporter.largeTensors)
+      tensor->set_raw_data(std::string(bytes.data(), bytes.size()));
     return model.SerializeAsString();
   } catch (const std::exception &e) {
     return module.emitError("cannot export: ") << e.what(), failure();
@@ -690,20 +768,20 @@ LogicalResult exportONNXFile(ModuleOp module, StringRef path,
       return failure();
     // Large weights go to the external data file when the model would not
     // fit in one protobuf message, or when asked to.
-    bool external = options.forceExternalData ||
-                    model.ByteSizeLong() > kProtobufLimit - (64u << 20);
+    uint64_t total = model.ByteSizeLong() + exporter.largeBytes +
+                     16 * exporter.largeTensors.size();
+    bool external = options.forceExternalData || total > kProtobufLimit;
     std::string dataFile = options.externalDataFile.empty()
                                ? llvm::sys::path::filename(path).str() + ".data"
                                : options.externalDataFile;
-    if (external && !exporter.externalTensors.empty()) {
+    if (external && !exporter.largeTensors.empty()) {
       SmallString<256> dataPath(llvm::sys::path::parent_path(path));
       llvm::sys::path::append(dataPath, dataFile);
       uint64_t offset = 0;
       std::vector<std::pair<ArrayRef<char>, uint64_t>> chunks;
-      for (auto &[tensor, bytes] : exporter.externalTensors) {
+      for (auto &[tensor, bytes] : exporter.largeTensors) {
         // 4 KiB alignment lets readers mmap each tensor.
         offset = (offset + 4095) / 4096 * 4096;
-        tensor->clear_raw_data();
         tensor->set_data_location(onnx::TensorProto::EXTERNAL);
         auto add = [&](StringRef key, const std::string &value) {
           auto *entry = tensor->add_external_data();
@@ -727,13 +805,16 @@ LogicalResult exportONNXFile(ModuleOp module, StringRef path,
             return out.good();
           })))
         return failure();
+      if (model.ByteSizeLong() > kProtobufLimit)
+        return module.emitError("cannot export: the model is over 2 GB even "
+                                "with its weights in external data"),
+               failure();
+      return writeAtomically(module, path, [&](std::ostream &out) {
+        return model.SerializeToOstream(&out);
+      });
     }
-    if (model.ByteSizeLong() > kProtobufLimit)
-      return module.emitError("cannot export: the model is over 2 GB even "
-                              "with its weights in external data"),
-             failure();
     return writeAtomically(module, path, [&](std::ostream &out) {
-      return model.SerializeToOstream(&out);
+      return writeStreaming(model, exporter.largeTensors, out);
     });
   } catch (const std::exception &e) {
     return module.emitError("cannot export: ") << e.what(), failure();
