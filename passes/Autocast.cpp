@@ -21,6 +21,7 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <deque>
+#include <limits>
 
 namespace mp {
 #define GEN_PASS_DEF_AUTOCAST
@@ -720,17 +721,35 @@ private:
     record.consumer = nodeNameOf(consumer);
     record.elements = floats->size();
     size_t n = floats->size();
-    std::vector<uint16_t> bits(n);
+    // Large tensors become resources (no uniquing hash over the data) whose
+    // buffer is converted into directly; small ones inline attributes.
+    bool asResource = n * 2 > 4096;
+    AsmResourceBlob blob;
+    std::vector<uint16_t> small;
+    uint16_t *bits;
+    if (asResource) {
+      blob = HeapAsmResourceBlob::allocate(n * 2, alignof(uint64_t),
+                                           /*dataIsMutable=*/true);
+      bits = reinterpret_cast<uint16_t *>(blob.getMutableData().data());
+    } else {
+      small.resize(n);
+      bits = small.data();
+    }
     if (element.isF16()) {
-      // Count what f16 cannot hold (a loop the compiler vectorizes), clamp
+      // Count what f16 cannot hold (branch-free, so it vectorizes), clamp
       // only when there is something to clamp, then convert in bulk (F16C
       // where the CPU has it; the same rounding as the runtime).
-      for (float f : *floats) {
-        float a = std::fabs(f);
-        record.clamped += a > kF16Max && a != INFINITY;
-        record.flushedToZero += a != 0.0f && a < kF16FlushBelow;
+      const float *values = floats->data();
+      int64_t clamped = 0, flushed = 0;
+      for (size_t i = 0; i < n; ++i) {
+        float a = std::fabs(values[i]);
+        clamped += (a > static_cast<float>(kF16Max)) &
+                   (a <= std::numeric_limits<float>::max());
+        flushed += (a != 0.0f) & (a < static_cast<float>(kF16FlushBelow));
       }
-      const float *src = floats->data();
+      record.clamped = clamped;
+      record.flushedToZero = flushed;
+      const float *src = values;
       if (record.clamped) {
         if (storage.empty())
           storage.assign(floats->begin(), floats->end());
@@ -739,22 +758,18 @@ private:
             f = f > 0 ? kF16Max : -kF16Max;
         src = storage.data();
       }
-      rt::convertF32ToF16(src, bits.data(), n);
+      rt::convertF32ToF16(src, bits, n);
     } else {
-      rt::convertF32ToBF16(floats->data(), bits.data(), n);
+      rt::convertF32ToBF16(floats->data(), bits, n);
     }
     auto type = cast<RankedTensorType>(value.getType()).clone(element);
-    ArrayRef<char> raw(reinterpret_cast<const char *>(bits.data()),
-                       bits.size() * 2);
     ElementsAttr converted;
-    // Large tensors as resources (no uniquing hash over the data), small
-    // ones inline.
-    if (raw.size() > 4096)
+    if (asResource)
       converted = DenseResourceElementsAttr::get(
-          type, name + "_" + typeName(element),
-          HeapAsmResourceBlob::allocateAndCopyWithAlign(raw, alignof(uint64_t)));
+          type, name + "_" + typeName(element), std::move(blob));
     else
-      converted = DenseElementsAttr::getFromRawBuffer(type, raw);
+      converted = DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(reinterpret_cast<const char *>(bits), n * 2));
     if (record.clamped) {
       def->emitWarning("mp-autocast: clamped ")
           << record.clamped << " of " << record.elements << " values of '"
