@@ -13,14 +13,27 @@
 #include "mp/Passes/Passes.h"
 #include "mp/Runtime/Half.h"
 
+#include "mp/InitAll.h"
+#include "mp/Runtime/Executor.h"
+#include "mp/Runtime/Plan.h"
+#include "mp/Runtime/TensorIO.h"
+
 #include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <chrono>
 #include <deque>
+#include <functional>
+#include <random>
 #include <limits>
 
 namespace mp {
@@ -901,6 +914,309 @@ void drawPicture(func::FuncOp func, const Colouring &colouring,
   });
 }
 
+
+//===----------------------------------------------------------------------===//
+// Validation: fp32 against mixed precision on the CPU runtime
+//===----------------------------------------------------------------------===//
+
+llvm::cl::opt<bool> clValidate(
+    "mp-validate",
+    llvm::cl::desc("mp-autocast: run fp32 and mixed precision on sample inputs "
+                   "on the CPU runtime and deny the nodes responsible for "
+                   "errors over --mp-validate-tol"),
+    llvm::cl::init(false));
+llvm::cl::list<std::string> clValidateInputs(
+    "mp-validate-inputs",
+    llvm::cl::desc("Validation inputs (.npy/.pb), in graph input order"),
+    llvm::cl::CommaSeparated);
+llvm::cl::opt<double> clValidateTol(
+    "mp-validate-tol",
+    llvm::cl::desc("Validation: largest max |error| / max |fp32 output| "
+                   "(default 1e-2)"),
+    llvm::cl::init(-1.0));
+llvm::cl::opt<double> clValidateTimeLimit(
+    "mp-validate-time-limit",
+    llvm::cl::desc("Validation: seconds after which the search stops "
+                   "(default 300)"),
+    llvm::cl::init(-1.0));
+
+/// Set while validation probes run their own mp-autocast: those neither
+/// validate again nor write the reports that --mp-report asks for.
+thread_local int validationDepth = 0;
+
+/// The values of a runtime tensor as doubles (integers and bools too).
+std::vector<double> valuesOf(const rt::HostTensor &t) {
+  std::vector<double> out(t.numElements());
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    switch (t.dtype()) {
+    case rt::DType::F32:
+      out[i] = t.as<float>()[i];
+      break;
+    case rt::DType::F64:
+      out[i] = t.as<double>()[i];
+      break;
+    case rt::DType::F16:
+      out[i] = rt::detail::halfBitsToFloat(t.as<uint16_t>()[i]);
+      break;
+    case rt::DType::BF16:
+      out[i] = rt::detail::bfloat16BitsToFloat(t.as<uint16_t>()[i]);
+      break;
+    case rt::DType::I64:
+      out[i] = static_cast<double>(t.as<int64_t>()[i]);
+      break;
+    case rt::DType::I32:
+      out[i] = t.as<int32_t>()[i];
+      break;
+    default:
+      out[i] = static_cast<const uint8_t *>(t.data())[i];
+      break;
+    }
+  }
+  return out;
+}
+
+/// Runs mixed-precision variants of a module against its fp32 form on the
+/// CPU runtime, and finds nodes whose low precision breaks the outputs.
+class Validator {
+public:
+  Validator(ModuleOp original, AutocastOptions options, double tol,
+            double timeLimit, std::vector<std::string> inputFiles,
+            unsigned seed)
+      : original(original), options(std::move(options)), tol(tol),
+        timeLimit(timeLimit), inputFiles(std::move(inputFiles)), seed(seed),
+        start(std::chrono::steady_clock::now()) {}
+
+  /// Nodes to deny (empty when the mixed-precision model passes as it is);
+  /// failure when validation itself cannot run. `notes` explains.
+  FailureOr<std::vector<std::string>>
+  run(const std::function<std::vector<std::string>(
+          const std::vector<std::string> &)> &lowNodes,
+      std::vector<std::string> &notes) {
+    FailureOr<std::vector<rt::NamedTensor>> reference = runVariant(nullptr);
+    if (failed(reference))
+      return failure();
+    referenceOutputs = std::move(*reference);
+    std::vector<std::string> denied;
+    FailureOr<double> error = probe(denied, "the mixed-precision model");
+    if (failed(error))
+      return failure();
+    notes.push_back(llvm::formatv("mixed precision as coloured: error {0:e2} "
+                                  "(limit {1:e2})",
+                                  *error, tol));
+    while (*error > tol) {
+      if (elapsed() > timeLimit) {
+        notes.push_back(llvm::formatv(
+            "stopped after {0:F1} s (validate-time-limit): the error is still "
+            "{1:e2}",
+            elapsed(), *error));
+        break;
+      }
+      std::vector<std::string> candidates = lowNodes(denied);
+      if (candidates.empty()) {
+        notes.push_back("no named low-precision node is left to deny");
+        break;
+      }
+      // The shortest prefix of the low nodes (program order) that, alone in
+      // low precision, breaks the outputs: its last node is responsible.
+      int64_t lo = -1, hi = static_cast<int64_t>(candidates.size()) - 1;
+      std::optional<double> errorAtHi = *error;
+      while (hi - lo > 1 && elapsed() <= timeLimit) {
+        int64_t mid = (lo + hi) / 2;
+        std::vector<std::string> withSuffixDenied = denied;
+        withSuffixDenied.insert(withSuffixDenied.end(),
+                                candidates.begin() + mid + 1, candidates.end());
+        FailureOr<double> e =
+            probe(withSuffixDenied, llvm::formatv("the first {0} of {1} "
+                                                  "low-precision nodes",
+                                                  mid + 1, candidates.size()));
+        if (failed(e))
+          return failure();
+        if (*e > tol) {
+          hi = mid;
+          errorAtHi = *e;
+        } else {
+          lo = mid;
+        }
+      }
+      const std::string &culprit = candidates[hi];
+      denied.push_back(culprit);
+      FailureOr<double> after = probe(denied, "after denying '" + culprit + "'");
+      if (failed(after))
+        return failure();
+      notes.push_back(llvm::formatv(
+          "denied '{0}': in low precision (with the low nodes before it) the "
+          "error is {1:e2}; without it {2:e2}",
+          culprit, errorAtHi.value_or(*error), *after));
+      error = after;
+    }
+    notes.push_back(llvm::formatv("{0} probes in {1:F1} s", probes, elapsed()));
+    return denied;
+  }
+
+private:
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  }
+
+  /// The largest output error of the mixed-precision variant with `denied`.
+  FailureOr<double> probe(const std::vector<std::string> &denied,
+                          const std::string &what) {
+    ++probes;
+    FailureOr<std::vector<rt::NamedTensor>> outputs = runVariant(&denied);
+    if (failed(outputs))
+      return failure();
+    double worst = 0;
+    for (auto [ref, got] : llvm::zip(referenceOutputs, *outputs)) {
+      std::vector<double> a = valuesOf(ref.tensor), b = valuesOf(got.tensor);
+      double scale = 0, err = 0;
+      for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+        if (!std::isfinite(b[i]) && std::isfinite(a[i])) {
+          err = INFINITY;
+          break;
+        }
+        if (std::isfinite(a[i])) {
+          scale = std::max(scale, std::fabs(a[i]));
+          err = std::max(err, std::fabs(a[i] - b[i]));
+        }
+      }
+      worst = std::max(worst, scale > 0 ? err / scale : err);
+    }
+    llvm::errs() << llvm::formatv(
+        "mp-validate: probe {0} ({1:F1} s): {2}: error {3:e2} {4}\n", probes,
+        elapsed(), what, worst, worst > tol ? "> limit" : "ok");
+    return worst;
+  }
+
+  /// Compiles a clone of the module (fp32 when `denied` is null, else mixed
+  /// precision with those nodes denied) to a plan and runs it.
+  FailureOr<std::vector<rt::NamedTensor>>
+  runVariant(const std::vector<std::string> *denied) {
+    OwningOpRef<ModuleOp> clone = original.clone();
+    MLIRContext *ctx = original.getContext();
+    // Plans need static shapes: dynamic input dims become 1.
+    for (auto func : clone->getOps<func::FuncOp>()) {
+      SmallVector<Type> inputs;
+      for (BlockArgument arg : func.getArguments()) {
+        if (auto t = dyn_cast<RankedTensorType>(arg.getType())) {
+          SmallVector<int64_t> shape(t.getShape());
+          for (int64_t &d : shape)
+            if (ShapedType::isDynamic(d))
+              d = 1;
+          arg.setType(t.clone(shape));
+        }
+        inputs.push_back(arg.getType());
+      }
+      func.setFunctionType(
+          FunctionType::get(ctx, inputs, func.getResultTypes()));
+    }
+    PassManager pm(ctx, ModuleOp::getOperationName());
+    ++validationDepth;
+    auto restoreDepth = llvm::make_scope_exit([] { --validationDepth; });
+    if (denied) {
+      AutocastOptions probeOptions = options;
+      probeOptions.validate = false;
+      probeOptions.reportFiles.clear();
+      probeOptions.denyNodes.insert(probeOptions.denyNodes.end(),
+                                    denied->begin(), denied->end());
+      pm.addPass(createAutocast(probeOptions));
+      pm.addNestedPass<func::FuncOp>(createCastCleanup());
+    }
+    buildCompilePipeline(pm);
+    SmallString<128> planPath;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "mp-validate", "mpplan", planPath))
+      return original.emitError("mp-validate: cannot create a temporary "
+                                "file: ")
+             << ec.message();
+    llvm::FileRemover removePlan(planPath);
+    ExportPlanOptions exportOptions;
+    exportOptions.outputPath = planPath.str().str();
+    pm.addPass(createExportPlan(exportOptions));
+    // Only the errors of the variant matter (the warnings repeat the ones of
+    // the real run).
+    if (failed(pm.run(*clone)))
+      return original.emitError("mp-validate: cannot compile the ")
+             << (denied ? "mixed-precision" : "fp32")
+             << " model for the CPU runtime (see above)";
+    rt::Result<rt::Plan> plan = rt::loadPlan(planPath.str().str());
+    if (!plan)
+      return original.emitError("mp-validate: ") << plan.status().message();
+    rt::Result<rt::CpuExecutor> exec = rt::CpuExecutor::create(plan.take());
+    if (!exec)
+      return original.emitError("mp-validate: ") << exec.status().message();
+    if (inputs.empty() && failed(makeInputs(exec->plan())))
+      return failure();
+    std::vector<rt::NamedView> views;
+    for (auto [binding, tensor] : llvm::zip(exec->plan().inputs, inputs))
+      views.push_back({binding.name, tensor.view()});
+    rt::Result<std::vector<rt::NamedTensor>> outputs = exec->run(views);
+    if (!outputs)
+      return original.emitError("mp-validate: running the plan: ")
+             << outputs.status().message();
+    return outputs.take();
+  }
+
+  /// The inputs: the given files, else random values (normal floats, small
+  /// non-negative integers) from the seed.
+  LogicalResult makeInputs(const rt::Plan &plan) {
+    if (!inputFiles.empty() && inputFiles.size() != plan.inputs.size())
+      return original.emitError("mp-validate: ")
+             << inputFiles.size() << " input files for " << plan.inputs.size()
+             << " graph inputs";
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal;
+    for (auto [i, binding] : llvm::enumerate(plan.inputs)) {
+      if (!inputFiles.empty()) {
+        rt::Result<rt::HostTensor> t = rt::readTensorFile(inputFiles[i]);
+        if (!t)
+          return original.emitError("mp-validate: ") << t.status().message();
+        if (t->dtype() != binding.dtype || t->shape() != binding.shape)
+          return original.emitError("mp-validate: '")
+                 << inputFiles[i] << "' is "
+                 << rt::describeTensorType(t->dtype(), t->shape())
+                 << ", graph input '" << binding.name << "' needs "
+                 << rt::describeTensorType(binding.dtype, binding.shape);
+        inputs.push_back(t.take());
+        continue;
+      }
+      rt::HostTensor t(binding.dtype, binding.shape);
+      for (int64_t j = 0; j < t.numElements(); ++j) {
+        switch (binding.dtype) {
+        case rt::DType::F32:
+          t.as<float>()[j] = normal(rng);
+          break;
+        case rt::DType::F16:
+          t.as<uint16_t>()[j] = rt::toHalf(normal(rng)).bits;
+          break;
+        case rt::DType::I64:
+          t.as<int64_t>()[j] = static_cast<int64_t>(rng() % 4);
+          break;
+        case rt::DType::I32:
+          t.as<int32_t>()[j] = static_cast<int32_t>(rng() % 4);
+          break;
+        default:
+          static_cast<uint8_t *>(t.data())[j] = 0;
+          break;
+        }
+      }
+      inputs.push_back(std::move(t));
+    }
+    return success();
+  }
+
+  ModuleOp original;
+  AutocastOptions options;
+  double tol, timeLimit;
+  std::vector<std::string> inputFiles;
+  unsigned seed;
+  std::chrono::steady_clock::time_point start;
+  std::vector<rt::HostTensor> inputs;
+  std::vector<rt::NamedTensor> referenceOutputs;
+  unsigned probes = 0;
+};
+
 struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
   using AutocastBase::AutocastBase;
 
@@ -952,9 +1268,75 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
     return success();
   }
 
-  void runOnOperation() override {
-    std::vector<std::string> files(reportFiles.begin(), reportFiles.end());
+  /// This pass's options (for the validation probes).
+  AutocastOptions currentOptions() const {
+    AutocastOptions o;
+    o.target = target;
+    o.level = level;
+    o.policyFile = policyFile;
+    o.keepIOTypes = keepIOTypes;
+    o.allowOps.assign(allowOps.begin(), allowOps.end());
+    o.inferOps.assign(inferOps.begin(), inferOps.end());
+    o.clearOps.assign(clearOps.begin(), clearOps.end());
+    o.denyOps.assign(denyOps.begin(), denyOps.end());
+    o.allowNodes.assign(allowNodes.begin(), allowNodes.end());
+    o.denyNodes.assign(denyNodes.begin(), denyNodes.end());
+    return o;
+  }
+
+  /// With validation on: the nodes to deny, added to the policy, and the
+  /// notes for the report. Failure when validation cannot run.
+  LogicalResult runValidation(std::vector<std::string> &notes) {
+    double tol = clValidateTol >= 0 ? clValidateTol : validateTol;
+    double limit =
+        clValidateTimeLimit >= 0 ? clValidateTimeLimit : validateTimeLimit;
+    std::vector<std::string> files(validateInputs.begin(),
+                                   validateInputs.end());
     if (files.empty())
+      files.assign(clValidateInputs.begin(), clValidateInputs.end());
+    Validator validator(getOperation(), currentOptions(), tol, limit, files,
+                        validateSeed);
+    // The named low-precision nodes of the current colouring, in program
+    // order, with `denied` added to the policy.
+    auto lowNodes = [&](const std::vector<std::string> &denied) {
+      PrecisionPolicy probePolicy = policy;
+      for (const std::string &name : denied)
+        llvm::consumeError(probePolicy.addNodeOverride(
+            name, PrecisionClass::Deny, "mp-validate"));
+      std::vector<std::string> names;
+      for (auto func : getOperation().getOps<func::FuncOp>()) {
+        Colouring colouring(func, probePolicy, onnxTypes);
+        colouring.run();
+        for (const Node &n : colouring.nodes)
+          if (n.low && !n.name.empty())
+            names.push_back(n.name);
+      }
+      return names;
+    };
+    FailureOr<std::vector<std::string>> denied =
+        validator.run(lowNodes, notes);
+    if (failed(denied))
+      return failure();
+    for (const std::string &name : *denied) {
+      llvm::consumeError(policy.addNodeOverride(
+          name, PrecisionClass::Deny,
+          "mp-validate (low precision broke the outputs)"));
+      llvm::errs() << "mp-validate: node '" << name
+                   << "' stays f32: in low precision it made the outputs "
+                      "exceed the tolerance\n";
+    }
+    for (const std::string &note : notes)
+      llvm::errs() << "mp-validate: " << note << "\n";
+    return success();
+  }
+
+  void runOnOperation() override {
+    std::vector<std::string> validationNotes;
+    if ((validate || clValidate) && validationDepth == 0 &&
+        failed(runValidation(validationNotes)))
+      return signalPassFailure();
+    std::vector<std::string> files(reportFiles.begin(), reportFiles.end());
+    if (files.empty() && validationDepth == 0)
       files.assign(clReportFiles.begin(), clReportFiles.end());
     // The picture costs a label per op: only drawn when a file shows it.
     bool wantsPicture = llvm::any_of(files, [](const std::string &f) {
@@ -964,6 +1346,7 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
     AutocastReport report;
     report.target = policy.target;
     report.level = policy.level;
+    report.validationNotes = validationNotes;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;

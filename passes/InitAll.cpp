@@ -59,6 +59,25 @@ struct AutocastPipelineOptions
       *this, "deny-nodes", llvm::cl::desc("Node names or globs kept in f32")};
   ListOption<std::string> reportFiles{
       *this, "report", llvm::cl::desc("Report files (.txt, .json, .dot, .svg)")};
+  Option<bool> validate{
+      *this, "validate",
+      llvm::cl::desc("Validate on the CPU runtime and deny the nodes that "
+                     "break the outputs (mp-autocast validate)"),
+      llvm::cl::init(false)};
+  ListOption<std::string> validateInputs{
+      *this, "validate-inputs",
+      llvm::cl::desc("Validation input files, in graph input order")};
+  Option<unsigned> validateSeed{*this, "validate-seed",
+                                llvm::cl::desc("Seed of random inputs"),
+                                llvm::cl::init(0)};
+  Option<double> validateTol{
+      *this, "validate-tol",
+      llvm::cl::desc("Largest max |error| / max |fp32 output|"),
+      llvm::cl::init(1e-2)};
+  Option<double> validateTimeLimit{
+      *this, "validate-time-limit",
+      llvm::cl::desc("Seconds after which validation stops searching"),
+      llvm::cl::init(300)};
   Option<bool> pad{*this, "pad",
                    llvm::cl::desc("Pad low-precision GEMMs/convolutions for "
                                   "tensor cores (mp-pad-tensor-cores)"),
@@ -96,6 +115,11 @@ struct AutocastPipelineOptions
     o.allowNodes.assign(allowNodes.begin(), allowNodes.end());
     o.denyNodes.assign(denyNodes.begin(), denyNodes.end());
     o.reportFiles.assign(reportFiles.begin(), reportFiles.end());
+    o.validate = validate;
+    o.validateInputs.assign(validateInputs.begin(), validateInputs.end());
+    o.validateSeed = validateSeed;
+    o.validateTol = validateTol;
+    o.validateTimeLimit = validateTimeLimit;
     return o;
   }
 };

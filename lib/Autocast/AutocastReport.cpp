@@ -51,6 +51,8 @@ StringRef kindName(PictureNode::Kind k) {
 void AutocastReport::writeText(raw_ostream &os) const {
   os << "mp-autocast report: target " << stringify(target) << ", level "
      << stringify(level) << "\n";
+  for (const std::string &note : validationNotes)
+    os << "validation: " << note << "\n";
   for (const FunctionReport &f : functions) {
     os << "\nfunction @" << f.function << "\n";
     os << "  converted " << f.convertedOps << "/" << f.consideredOps
@@ -125,8 +127,12 @@ void AutocastReport::writeJSON(raw_ostream &os) const {
         {"clamped_constants", std::move(clamped)},
         {"nodes", std::move(nodes)}});
   }
+  json::Array notes;
+  for (const std::string &note : validationNotes)
+    notes.push_back(note);
   json::Value root = json::Object{{"target", stringify(target)},
                                   {"level", stringify(level)},
+                                  {"validation", std::move(notes)},
                                   {"functions", std::move(functionsJSON)}};
   os << formatv("{0:2}", root) << "\n";
 }

@@ -71,6 +71,8 @@ struct AutocastReport {
   TargetType target = TargetType::F16;
   Level level = Level::Default;
   std::vector<FunctionReport> functions;
+  /// What --mp-validate found and did (empty without validation).
+  std::vector<std::string> validationNotes;
 
   void writeText(llvm::raw_ostream &os) const;
   void writeJSON(llvm::raw_ostream &os) const;

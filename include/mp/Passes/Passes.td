@@ -150,6 +150,19 @@ def Autocast : Pass<"mp-autocast", "mlir::ModuleOp"> {
                "Node names or globs to keep in f32">,
     ListOption<"reportFiles", "report", "std::string",
                "Report files (.txt, .json, .dot, .svg)">,
+    Option<"validate", "validate", "bool", /*default=*/"false",
+           "Run fp32 and mixed precision on sample inputs on the CPU runtime "
+           "and deny the nodes responsible for errors over validate-tol "
+           "(also mp-opt --mp-validate)">,
+    ListOption<"validateInputs", "validate-inputs", "std::string",
+               "Input files (.npy/.pb) for validation, in input order; "
+               "default: random inputs from validate-seed">,
+    Option<"validateSeed", "validate-seed", "unsigned", /*default=*/"0",
+           "Seed of the random validation inputs">,
+    Option<"validateTol", "validate-tol", "double", /*default=*/"1e-2",
+           "Largest accepted max |error| / max |fp32 output| per output">,
+    Option<"validateTimeLimit", "validate-time-limit", "double",
+           /*default=*/"300", "Seconds after which validation stops searching">,
   ];
 }
 
