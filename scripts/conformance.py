@@ -409,7 +409,10 @@ def _run_test(r, testdir, args, tmproot, op_names, typed_check):
                     r.typed = "mp.onnx_op" not in f.read()
             else:
                 r.typed = False
-        _compile_and_run(r, testdir, model, model_path, args, work)
+        if args.ort:
+            _export_and_run_ort(r, testdir, model, model_path, args, work)
+        else:
+            _compile_and_run(r, testdir, model, model_path, args, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -495,6 +498,100 @@ def _compile_and_run(r, testdir, model, model_path, args, work):
             if len(datasets) > 1:
                 r.reason = "%s: %s" % (ds, r.reason)
             return
+    r.status, r.reason = "pass", ""
+
+
+def _ort_session(path):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 4
+    return ort.InferenceSession(path, options,
+                                providers=["CPUExecutionProvider"])
+
+
+def _export_and_run_ort(r, testdir, model, model_path, args, work):
+    """--ort: mp-opt exports the model (after the autocast pipeline with
+    --autocast); ONNX Runtime runs the exported model and the original on
+    the test's inputs. Without --autocast the outputs must be bit-identical
+    (a lossless round trip), with it within the tolerances. A model ONNX
+    Runtime cannot run in its original form is unsupported (the client lacks
+    the op), as are graphs with non-tensor inputs or outputs."""
+    import numpy as np
+    from onnx import numpy_helper
+    inits = {i.name for i in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in inits]
+    for vi in inputs + list(model.graph.output):
+        kind = value_kind(vi)
+        if kind != "tensor":
+            r.status = "unsupported"
+            r.reason = "graph %s '%s' is %s (the runner feeds tensors only)" % (
+                "input" if vi in inputs else "output", vi.name, kind)
+            return
+    try:
+        original = _ort_session(model_path)
+    except Exception:  # noqa: BLE001 - ONNX Runtime's own errors
+        r.status = "unsupported"
+        r.reason = "ONNX Runtime cannot run the original model"
+        return
+    exported = os.path.join(work, "exported.onnx")
+    cmd = [args.mp_opt, model_path, "-o", exported]
+    if args.autocast is not None:
+        cmd.insert(2, "--mp-autocast-pipeline" + (
+            "=" + args.autocast if args.autocast else ""))
+    rc, out = run_tool(cmd, args.timeout)
+    if rc != 0:
+        r.status, r.reason = classify_opt(rc, out, testdir, args.timeout)
+        return
+    try:
+        session = _ort_session(exported)
+    except Exception as e:  # noqa: BLE001
+        r.status = "fail"
+        r.reason = "ONNX Runtime rejects the exported model: %s" % (
+            str(e).splitlines()[0][:300])
+        return
+    names = [o.name for o in original.get_outputs()]
+    if [o.name for o in session.get_outputs()] != names:
+        r.status, r.reason = "fail", "the exported model's outputs are renamed"
+        return
+    for ds in sorted(d for d in os.listdir(testdir)
+                     if d.startswith("test_data_set_")):
+        dsdir = os.path.join(testdir, ds)
+        feeds = {}
+        for i, vi in enumerate(inputs):
+            f = os.path.join(dsdir, "input_%d.pb" % i)
+            if os.path.exists(f):
+                feeds[vi.name] = numpy_helper.to_array(read_tensor(f))
+        try:
+            want = original.run(names, feeds)
+        except Exception:  # noqa: BLE001
+            r.status = "unsupported"
+            r.reason = "ONNX Runtime cannot run the original model on %s" % ds
+            return
+        try:
+            got = session.run(names, feeds)
+        except Exception as e:  # noqa: BLE001
+            r.status = "fail"
+            r.reason = "%s: ONNX Runtime: %s" % (ds, str(e).splitlines()[0][:300])
+            return
+        for name, a, e in zip(names, got, want):
+            a, e = np.asarray(a), np.asarray(e)
+            if a.shape != e.shape or a.dtype != e.dtype:
+                r.status = "fail"
+                r.reason = "%s: output %s is %s %s, the original gives %s %s" % (
+                    ds, name, a.dtype, a.shape, e.dtype, e.shape)
+                return
+            if args.autocast is None or e.dtype.kind not in "fc":
+                ok = (np.array_equal(a, e, equal_nan=True)
+                      if e.dtype.kind in "fc" else np.array_equal(a, e))
+            else:
+                ok = np.allclose(a.astype(np.float64), e.astype(np.float64),
+                                 rtol=args.rtol, atol=args.atol, equal_nan=True)
+            if not ok:
+                r.status = "fail"
+                r.reason = "%s: output %s differs from the original's in " \
+                           "ONNX Runtime" % (ds, name)
+                return
     r.status, r.reason = "pass", ""
 
 
@@ -586,16 +683,15 @@ def read_allowlist(path):
     return entries
 
 
-def write_allowlist(path, results, command, autocast=False):
+def write_allowlist(path, results, command, mode=None):
     passing = sorted(r.key for r in results if r.status == "pass")
     with open(path, "w", encoding="utf-8") as f:
-        f.write("# ONNX backend tests (suite/test) that pass through mp-opt "
-                "%s--emit=plan and mp-run on the CPU.\n" % (
-                    "--mp-autocast-pipeline " if autocast else ""))
+        f.write("# ONNX backend tests (suite/test) that pass in mode: %s.\n"
+                % (mode or "mp-opt --emit=plan and mp-run on the CPU"))
         f.write("# Generated by: %s\n" % command)
         f.write("# Checked by test/Conformance/%s "
                 "(scripts/conformance.py --check): every listed test must "
-                "pass.\n" % ("allowlist-autocast.test" if autocast
+                "pass.\n" % ("allowlist-%s.test" % mode if mode
                               else "allowlist.test"))
         f.write("# Regenerate after adding kernels (see docs/conformance.md)."
                 "\n")
@@ -759,35 +855,57 @@ Everything below is generated by that command.
 GENERATED_MARK = "<!-- generated by scripts/conformance.py: do not edit below -->"
 
 
-AUTOCAST_BEGIN = "<!-- autocast results: written by conformance.py --autocast -->"
-AUTOCAST_END = "<!-- end of autocast results -->"
+SECTIONS = {
+    "autocast": (
+        "Under autocast (mixed precision)",
+        "The same tests compiled with `--mp-autocast-pipeline` (f16 "
+        "tensor-core ops, f32 reductions and norms, casts at the boundaries; "
+        "tests whose ops all stay f32 run unchanged) and compared with fp16 "
+        "tolerances (`rtol 0.01`, `atol 0.001`)."),
+    "ort": (
+        "Exported to ONNX, run in ONNX Runtime",
+        "Each test model imported and exported by `mp-opt -o model.onnx` "
+        "(no passes) and run in ONNX Runtime 1.20 (CPU) next to the original "
+        "model: the outputs must be bit-identical. Unsupported: ONNX Runtime "
+        "cannot run the original, or the graph takes or gives sequences or "
+        "optionals."),
+    "ort-autocast": (
+        "Exported in mixed precision, run in ONNX Runtime",
+        "Each test model exported by `mp-opt --mp-autocast-pipeline -o "
+        "model.onnx` and run in ONNX Runtime 1.20 (CPU) next to the "
+        "original: outputs within fp16 tolerances (`rtol 0.01`, "
+        "`atol 0.001`)."),
+}
 
 
-def existing_autocast_section(path):
-    """The autocast section of the page at `path`, or "" (kept when the fp32
+def section_markers(mode):
+    return ("<!-- %s results: written by conformance.py -->" % mode,
+            "<!-- end of %s results -->" % mode)
+
+
+def existing_section(path, mode):
+    """The `mode` section of the page at `path`, or "" (kept when the fp32
     results are rewritten)."""
+    begin_mark, end_mark = section_markers(mode)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError:
         return ""
-    begin, end = text.find(AUTOCAST_BEGIN), text.find(AUTOCAST_END)
+    begin, end = text.find(begin_mark), text.find(end_mark)
     if begin < 0 or end < 0:
         return ""
-    return text[begin:end + len(AUTOCAST_END)]
+    return text[begin:end + len(end_mark)]
 
 
-def write_autocast_section(path, results, suites, command, elapsed, jobs):
-    """Writes the results under autocast into the page's autocast section,
+def write_section(path, mode, results, suites, command, elapsed, jobs):
+    """Writes the results of a run in `mode` into the page's section for it,
     next to the fp32 results (which must be there already)."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    out = [AUTOCAST_BEGIN, "", "## Under autocast (mixed precision)", "",
-           "The same tests compiled with `--mp-autocast-pipeline` (f16 "
-           "tensor-core ops, f32 reductions and norms, casts at the "
-           "boundaries; tests whose ops all stay f32 run unchanged) and "
-           "compared with fp16 tolerances (`rtol %g`, `atol %g`)." % (
-               1e-2, 1e-3), "",
+    title, description = SECTIONS[mode]
+    begin_mark, end_mark = section_markers(mode)
+    out = [begin_mark, "", "## " + title, "", description, "",
            "Produced by `%s` (%.0f s with %d jobs)." % (command, elapsed, jobs),
            "", "| suite | tests | pass | fail | unsupported |",
            "|---|---|---|---|---|"]
@@ -799,7 +917,7 @@ def write_autocast_section(path, results, suites, command, elapsed, jobs):
     out.append("")
     fails = sorted((r for r in results if r.status == "fail"),
                    key=lambda r: r.key)
-    out += ["### Failing under autocast", ""]
+    out += ["### Failing", ""]
     if fails:
         out += ["| test | op | reason |", "|---|---|---|"]
         for r in fails:
@@ -807,9 +925,9 @@ def write_autocast_section(path, results, suites, command, elapsed, jobs):
                                              md_escape(r.reason)))
     else:
         out.append("None.")
-    out += ["", AUTOCAST_END]
+    out += ["", end_mark]
     section = "\n".join(out)
-    old = existing_autocast_section(path)
+    old = existing_section(path, mode)
     text = text.replace(old, section) if old else text.rstrip("\n") + "\n\n" + section
     with open(path, "w", encoding="utf-8") as f:
         f.write(text.rstrip("\n") + "\n")
@@ -895,9 +1013,10 @@ def write_doc(path, results, suites, command, elapsed, jobs):
         for r in uns:
             out.append("| %s | %s |" % (r.key, md_escape(r.reason)))
         out.append("")
-    autocast = existing_autocast_section(path)
-    if autocast:
-        out += ["", autocast, ""]
+    for mode in SECTIONS:
+        kept = existing_section(path, mode)
+        if kept:
+            out += ["", kept, ""]
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(out))
 
@@ -953,6 +1072,8 @@ def canonical_command(args):
         parts.append("--filter '%s'" % args.filter)
     if args.testdata != "/usr/share/libonnx-testdata/data":
         parts.append("--testdata " + args.testdata)
+    if args.ort:
+        parts.append("--ort")
     if args.autocast is not None:
         parts.append("--autocast" + ("='%s'" % args.autocast
                                      if args.autocast else ""))
@@ -1010,6 +1131,10 @@ def main(argv=None):
                     help="run only the allow-listed tests; exit 1 listing "
                          "each one that does not pass")
     ap.add_argument("--json", metavar="FILE", help="write every result")
+    ap.add_argument("--ort", action="store_true",
+                    help="export each model with mp-opt (-o model.onnx, "
+                         "after the autocast pipeline with --autocast) and "
+                         "run it in ONNX Runtime instead of compiling a plan")
     ap.add_argument("--no-typed-check", action="store_true",
                     help="skip the typed-import check of pytorch-converted")
     args = ap.parse_args(argv)
@@ -1089,16 +1214,22 @@ def main(argv=None):
             json.dump([{k: getattr(r, k) for k in Result.__slots__}
                        for r in results], f, indent=1)
     if args.write_doc:
-        if args.autocast is not None:
-            write_autocast_section(args.write_doc, results, suites, command,
-                                   elapsed, args.jobs)
+        mode = ("ort-autocast" if args.ort and args.autocast is not None
+                else "ort" if args.ort
+                else "autocast" if args.autocast is not None else None)
+        if mode:
+            write_section(args.write_doc, mode, results, suites, command,
+                          elapsed, args.jobs)
         else:
             write_doc(args.write_doc, results, suites, command, elapsed,
                       args.jobs)
         print("wrote %s" % args.write_doc)
     if args.update_allowlist:
         n = write_allowlist(args.update_allowlist, results, command,
-                            args.autocast is not None)
+                            "ort-autocast" if args.ort and args.autocast is not None
+                            else "ort" if args.ort
+                            else "autocast" if args.autocast is not None
+                            else None)
         print("wrote %s (%d tests)" % (args.update_allowlist, n))
     if args.check:
         regressions = [r for r in results if r.status != "pass"]
