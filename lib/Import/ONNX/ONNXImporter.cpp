@@ -636,6 +636,15 @@ InferenceOutcome inferShapesIsolated(onnx::ModelProto &model,
 // Building
 //===----------------------------------------------------------------------===//
 
+/// The raw data of the main graph's large initializers, left in the mapped
+/// model file: protobuf would copy every byte of it into strings.
+struct MappedWeights {
+  std::shared_ptr<llvm::MemoryBuffer> file;
+  /// Per initializer of the main graph (in order): its raw data in `file`,
+  /// or empty when it was parsed normally.
+  std::vector<ArrayRef<char>> spans;
+};
+
 class Importer {
 public:
   Importer(MLIRContext *ctx, llvm::StringRef path,
@@ -653,7 +662,19 @@ public:
 
   OwningOpRef<ModuleOp> importModel(onnx::ModelProto &model);
 
+  /// The main graph's large initializers of `model` have their data in
+  /// `weights` (the mapped model file).
+  void useMappedWeights(onnx::ModelProto &model, MappedWeights weights) {
+    mappedFile = std::move(weights.file);
+    for (auto [i, span] : llvm::enumerate(weights.spans))
+      if (!span.empty())
+        mappedData[&model.graph().initializer(i)] = span;
+  }
+
 private:
+  std::shared_ptr<llvm::MemoryBuffer> mappedFile;
+  llvm::DenseMap<const onnx::TensorProto *, ArrayRef<char>> mappedData;
+
   /// Values visible in a graph, chained to the enclosing graph's scope.
   struct Scope {
     llvm::StringMap<Value> values;
@@ -1027,6 +1048,26 @@ FailureOr<ElementsAttr> Importer::importTensor(onnx::TensorProto &tensor,
   size_t byteSize = static_cast<size_t>(count) * eltSize;
   size_t align = std::min<size_t>(eltSize, 8);
   std::string blobName = blobKey.str();
+
+  // Data left in the mapped model file: referenced, never copied. Protobuf
+  // does not align fields, so the blob declares the alignment it has (its
+  // readers copy unaligned data where they need alignment).
+  if (auto it = mappedData.find(&tensor); it != mappedData.end()) {
+    ArrayRef<char> data = it->second;
+    if (data.size() != byteSize)
+      return emitError(loc) << what << " has " << data.size()
+                            << " bytes of data, its shape and type need "
+                            << byteSize;
+    if (!llvm::isAddrAligned(llvm::Align(align), data.data()))
+      align = 1;
+    std::shared_ptr<llvm::MemoryBuffer> owner = mappedFile;
+    return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+        type, blobName,
+        AsmResourceBlob(
+            data, align,
+            [owner](void *, size_t, size_t) mutable { owner.reset(); },
+            /*dataIsMutable=*/false)));
+  }
 
   // External data is referenced, not copied.
   if (external) {
@@ -1636,6 +1677,192 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
 // Loading
 //===----------------------------------------------------------------------===//
 
+
+//===----------------------------------------------------------------------===//
+// Large models: weights referenced in the mapped file, not parsed
+//===----------------------------------------------------------------------===//
+
+namespace wire {
+bool readVarint(const char *&p, const char *end, uint64_t &v) {
+  v = 0;
+  for (int shift = 0; shift < 64 && p < end; shift += 7) {
+    uint8_t byte = static_cast<uint8_t>(*p++);
+    v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if (!(byte & 0x80))
+      return true;
+  }
+  return false;
+}
+
+void appendVarint(std::string &out, uint64_t v) {
+  do {
+    out.push_back(static_cast<char>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0)));
+    v >>= 7;
+  } while (v);
+}
+
+/// One field: its number, wire type, its bytes (tag included) and, for
+/// length-delimited fields, the payload.
+struct Field {
+  uint64_t number = 0, type = 0, varint = 0;
+  ArrayRef<char> whole, payload;
+};
+
+bool next(const char *&p, const char *end, Field &f) {
+  const char *start = p;
+  uint64_t tag;
+  if (!readVarint(p, end, tag))
+    return false;
+  f.number = tag >> 3;
+  f.type = tag & 7;
+  switch (f.type) {
+  case 0:
+    if (!readVarint(p, end, f.varint))
+      return false;
+    break;
+  case 1:
+    if (end - p < 8)
+      return false;
+    p += 8;
+    break;
+  case 5:
+    if (end - p < 4)
+      return false;
+    p += 4;
+    break;
+  case 2: {
+    uint64_t len;
+    if (!readVarint(p, end, len) || len > static_cast<uint64_t>(end - p))
+      return false;
+    f.payload = ArrayRef<char>(p, len);
+    p += len;
+    break;
+  }
+  default: // groups: not in ONNX
+    return false;
+  }
+  f.whole = ArrayRef<char>(start, p - start);
+  return true;
+}
+
+void appendField(std::string &out, uint64_t number, StringRef payload) {
+  appendVarint(out, (number << 3) | 2);
+  appendVarint(out, payload.size());
+  out.append(payload.data(), payload.size());
+}
+
+/// A TensorProto without its raw_data when that is large and of a numeric
+/// type, marked as external data so that validation and shape inference
+/// leave it alone; `span` gets the data.
+bool stripTensor(ArrayRef<char> in, size_t threshold, StringRef fileName,
+                 std::string &out, ArrayRef<char> &span) {
+  const char *p = in.data(), *end = p + in.size();
+  uint64_t dataType = 0;
+  ArrayRef<char> raw;
+  std::string kept;
+  Field f;
+  while (p < end) {
+    if (!next(p, end, f))
+      return false;
+    if (f.number == 2 && f.type == 0)
+      dataType = f.varint;
+    if (f.number == 9 && f.type == 2) {
+      raw = f.payload;
+      continue;
+    }
+    if (f.number == 13 || f.number == 14) // already external: keep as is
+      return false;
+    kept.append(f.whole.data(), f.whole.size());
+  }
+  bool numeric = dataType != 0 && dataType != 8 /*STRING*/ &&
+                 dataType != 9 /*BOOL*/;
+  if (!numeric || raw.size() < threshold) {
+    out.assign(in.data(), in.size());
+    return true;
+  }
+  span = raw;
+  out = std::move(kept);
+  // external_data {key: "location", value: <the model file>}; data_location
+  // EXTERNAL. The importer reads the span instead.
+  std::string entry;
+  appendField(entry, 1, "location");
+  appendField(entry, 2, fileName);
+  appendField(out, 13, entry);
+  appendVarint(out, (14 << 3) | 0);
+  appendVarint(out, 1);
+  return true;
+}
+
+/// The model without the large raw data of its main graph's initializers.
+bool stripModel(ArrayRef<char> file, size_t threshold, StringRef fileName,
+                std::string &out, std::vector<ArrayRef<char>> &spans) {
+  const char *p = file.data(), *end = p + file.size();
+  Field f;
+  bool sawGraph = false;
+  while (p < end) {
+    if (!next(p, end, f))
+      return false;
+    if (f.number != 7 || f.type != 2 || sawGraph) {
+      out.append(f.whole.data(), f.whole.size());
+      continue;
+    }
+    sawGraph = true;
+    std::string graph;
+    const char *g = f.payload.data(), *gend = g + f.payload.size();
+    Field gf;
+    while (g < gend) {
+      if (!next(g, gend, gf))
+        return false;
+      if (gf.number != 5 || gf.type != 2) {
+        graph.append(gf.whole.data(), gf.whole.size());
+        continue;
+      }
+      std::string tensor;
+      ArrayRef<char> span;
+      if (!stripTensor(gf.payload, threshold, fileName, tensor, span))
+        return false;
+      spans.push_back(span);
+      appendField(graph, 5, tensor);
+    }
+    appendField(out, 7, graph);
+  }
+  return sawGraph;
+}
+} // namespace wire
+
+/// Parses a model file of at least 64 MB by mapping it and leaving the
+/// large weights in the mapping; false (with `model` untouched) when the
+/// file does not lend itself to that, and the caller parses it normally.
+bool loadMapped(llvm::StringRef path, size_t threshold, onnx::ModelProto &model,
+                MappedWeights &weights) {
+  uint64_t size;
+  if (llvm::sys::fs::file_size(path, size) || size < (64u << 20))
+    return false;
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return false;
+  std::shared_ptr<llvm::MemoryBuffer> file(std::move(*buffer));
+  std::string stripped;
+  std::vector<ArrayRef<char>> spans;
+  ArrayRef<char> bytes(file->getBufferStart(), file->getBufferSize());
+  if (!wire::stripModel(bytes, threshold, llvm::sys::path::filename(path),
+                        stripped, spans))
+    return false;
+  google::protobuf::io::CodedInputStream coded(
+      reinterpret_cast<const uint8_t *>(stripped.data()), stripped.size());
+  coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
+  coded.SetRecursionLimit(kMaxMessageDepth);
+  onnx::ModelProto parsed;
+  if (!parsed.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage() ||
+      parsed.graph().initializer_size() != static_cast<int>(spans.size()))
+    return false;
+  model.Swap(&parsed);
+  weights.file = std::move(file);
+  weights.spans = std::move(spans);
+  return true;
+}
+
 bool loadBinary(llvm::StringRef path, llvm::StringRef contents, bool fromFile,
                 onnx::ModelProto &model, MLIRContext *ctx) {
   Location loc = UnknownLoc::get(ctx);
@@ -1794,10 +2021,20 @@ OwningOpRef<ModuleOp> importUnchecked(llvm::StringRef path,
       }
       if (!loadText(contents, model, ctx))
         return {};
-    } else if (!loadBinary(path, contents, fromFile, model, ctx)) {
-      return {};
+    }
+    MappedWeights mapped;
+    if (format != ONNXFormat::Text) {
+      bool done = fromFile &&
+                  loadMapped(path,
+                             std::max<size_t>(4096,
+                                              options.inlineTensorLimit + 1),
+                             model, mapped);
+      if (!done && !loadBinary(path, contents, fromFile, model, ctx))
+        return {};
     }
     Importer importer(ctx, path, options);
+    if (mapped.file)
+      importer.useMappedWeights(model, std::move(mapped));
     return importer.importModel(model);
   } catch (const std::bad_alloc &) {
     emitError(UnknownLoc::get(ctx))
