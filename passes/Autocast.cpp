@@ -60,18 +60,6 @@ constexpr double kF16Max = 65504.0;
 /// Half the smallest f16 subnormal: smaller magnitudes round to zero.
 constexpr double kF16FlushBelow = 2.98023223876953125e-8;
 
-/// The ONNX node name of `op` (its NameLoc), or "".
-std::string nodeNameOf(Operation *op) {
-  std::string name;
-  op->getLoc()->walk([&](Location loc) {
-    if (auto named = dyn_cast<NameLoc>(loc)) {
-      name = named.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return name;
-}
 
 /// The ONNX name of a value: its producer's mp.outputs entry, or a graph
 /// input's mp.name.
@@ -84,7 +72,7 @@ std::string valueNameOf(Value v) {
           return s.str();
     if (auto init = dyn_cast<InitializerOp>(result.getOwner()))
       return init.getName().str();
-    std::string node = nodeNameOf(result.getOwner());
+    std::string node = getNodeName(result.getOwner());
     return node.empty() ? "" : node + ":" + std::to_string(result.getResultNumber());
   }
   auto arg = cast<BlockArgument>(v);
@@ -170,7 +158,7 @@ public:
       Node n;
       n.op = op;
       n.opType = it->second.str();
-      n.name = nodeNameOf(op);
+      n.name = getNodeName(op);
       ClassDecision d = policy.classify(n.opType, n.name, op);
       n.policyClass = n.cls = d.cls;
       n.rule = d.rule;
@@ -731,7 +719,7 @@ private:
       return {};
     ClampRecord record;
     record.constant = name;
-    record.consumer = nodeNameOf(consumer);
+    record.consumer = getNodeName(consumer);
     record.elements = floats->size();
     size_t n = floats->size();
     // Large tensors become resources (no uniquing hash over the data) whose
@@ -803,7 +791,7 @@ private:
     } else {
       newOp = ConstantOp::create(builder,
                                  NameLoc::get(builder.getStringAttr(
-                                     nodeNameOf(def) + "_" + typeName(element))),
+                                     getNodeName(def) + "_" + typeName(element))),
                                  type, converted,
                                  FloatAttr(), DenseF32ArrayAttr(), IntegerAttr(),
                                  DenseI64ArrayAttr(), StringAttr(), ArrayAttr());
@@ -901,7 +889,7 @@ void drawPicture(func::FuncOp func, const Colouring &colouring,
         kind = n.low ? PictureNode::Kind::Low : PictureNode::Kind::FP32;
         label = n.opType + "\n" + n.name + "\n" +
                 (n.low ? stringify(target).str() : "f32");
-      } else if (std::string name = nodeNameOf(op); !name.empty()) {
+      } else if (std::string name = getNodeName(op); !name.empty()) {
         label += "\n" + name;
       }
     }
@@ -944,45 +932,28 @@ llvm::cl::opt<double> clValidateTimeLimit(
 /// validate again nor write the reports that --mp-report asks for.
 thread_local int validationDepth = 0;
 
-/// The values of a runtime tensor as doubles (integers and bools too).
-std::vector<double> valuesOf(const rt::HostTensor &t) {
-  std::vector<double> out(t.numElements());
-  for (int64_t i = 0; i < t.numElements(); ++i) {
-    switch (t.dtype()) {
-    case rt::DType::F32:
-      out[i] = t.as<float>()[i];
-      break;
-    case rt::DType::F64:
-      out[i] = t.as<double>()[i];
-      break;
-    case rt::DType::F16:
-      out[i] = rt::detail::halfBitsToFloat(t.as<uint16_t>()[i]);
-      break;
-    case rt::DType::BF16:
-      out[i] = rt::detail::bfloat16BitsToFloat(t.as<uint16_t>()[i]);
-      break;
-    case rt::DType::I64:
-      out[i] = static_cast<double>(t.as<int64_t>()[i]);
-      break;
-    case rt::DType::I32:
-      out[i] = t.as<int32_t>()[i];
-      break;
-    default:
-      out[i] = static_cast<const uint8_t *>(t.data())[i];
-      break;
-    }
-  }
-  return out;
+/// `policy` with the nodes `denied` kept in f32.
+PrecisionPolicy policyDenying(const PrecisionPolicy &policy,
+                              const std::vector<std::string> &denied) {
+  PrecisionPolicy result = policy;
+  for (const std::string &name : denied)
+    llvm::consumeError(result.addNodeOverride(
+        name, PrecisionClass::Deny,
+        "mp-validate (low precision broke the outputs)"));
+  return result;
 }
+
+/// An mp-autocast pass with a ready policy (a validation probe).
+std::unique_ptr<Pass> createProbeAutocast(PrecisionPolicy policy);
 
 /// Runs mixed-precision variants of a module against its fp32 form on the
 /// CPU runtime, and finds nodes whose low precision breaks the outputs.
 class Validator {
 public:
-  Validator(ModuleOp original, AutocastOptions options, double tol,
+  Validator(ModuleOp original, PrecisionPolicy policy, double tol,
             double timeLimit, std::vector<std::string> inputFiles,
             unsigned seed)
-      : original(original), options(std::move(options)), tol(tol),
+      : original(original), policy(std::move(policy)), tol(tol),
         timeLimit(timeLimit), inputFiles(std::move(inputFiles)), seed(seed),
         start(std::chrono::steady_clock::now()) {}
 
@@ -1069,16 +1040,18 @@ private:
       return failure();
     double worst = 0;
     for (auto [ref, got] : llvm::zip(referenceOutputs, *outputs)) {
-      std::vector<double> a = valuesOf(ref.tensor), b = valuesOf(got.tensor);
       double scale = 0, err = 0;
-      for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-        if (!std::isfinite(b[i]) && std::isfinite(a[i])) {
+      int64_t n = std::min(ref.tensor.numElements(), got.tensor.numElements());
+      for (int64_t i = 0; i < n; ++i) {
+        double a = rt::elementAsDouble(ref.tensor, i);
+        double b = rt::elementAsDouble(got.tensor, i);
+        if (!std::isfinite(b) && std::isfinite(a)) {
           err = INFINITY;
           break;
         }
-        if (std::isfinite(a[i])) {
-          scale = std::max(scale, std::fabs(a[i]));
-          err = std::max(err, std::fabs(a[i] - b[i]));
+        if (std::isfinite(a)) {
+          scale = std::max(scale, std::fabs(a));
+          err = std::max(err, std::fabs(a - b));
         }
       }
       worst = std::max(worst, scale > 0 ? err / scale : err);
@@ -1115,12 +1088,7 @@ private:
     ++validationDepth;
     auto restoreDepth = llvm::make_scope_exit([] { --validationDepth; });
     if (denied) {
-      AutocastOptions probeOptions = options;
-      probeOptions.validate = false;
-      probeOptions.reportFiles.clear();
-      probeOptions.denyNodes.insert(probeOptions.denyNodes.end(),
-                                    denied->begin(), denied->end());
-      pm.addPass(createAutocast(probeOptions));
+      pm.addPass(createProbeAutocast(policyDenying(policy, *denied)));
       pm.addNestedPass<func::FuncOp>(createCastCleanup());
     }
     buildCompilePipeline(pm);
@@ -1207,7 +1175,7 @@ private:
   }
 
   ModuleOp original;
-  AutocastOptions options;
+  PrecisionPolicy policy;
   double tol, timeLimit;
   std::vector<std::string> inputFiles;
   unsigned seed;
@@ -1219,8 +1187,17 @@ private:
 
 struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
   using AutocastBase::AutocastBase;
+  /// A pass with this policy instead of the one its options describe.
+  explicit AutocastPass(PrecisionPolicy preset) : presetPolicy(std::move(preset)) {}
 
   LogicalResult initialize(MLIRContext *context) override {
+    auto *mpDialect = context->getOrLoadDialect<MPDialect>();
+    for (const auto &entry : mpDialect->getOnnxOpTable())
+      onnxTypes[entry.getValue().opName] = entry.getKey();
+    if (presetPolicy) {
+      policy = *presetPolicy;
+      return success();
+    }
     policy = PrecisionPolicy::defaults();
     auto fail = [&](const Twine &message) -> LogicalResult {
       emitError(UnknownLoc::get(context)) << "mp-autocast: " << message;
@@ -1262,27 +1239,9 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
         if (llvm::Error e = policy.addNodeOverride(
                 node, cls, "option " + stringify(cls).str() + "-nodes"))
           return fail(llvm::toString(std::move(e)));
-    auto *mpDialect = context->getOrLoadDialect<MPDialect>();
-    for (const auto &entry : mpDialect->getOnnxOpTable())
-      onnxTypes[entry.getValue().opName] = entry.getKey();
     return success();
   }
 
-  /// This pass's options (for the validation probes).
-  AutocastOptions currentOptions() const {
-    AutocastOptions o;
-    o.target = target;
-    o.level = level;
-    o.policyFile = policyFile;
-    o.keepIOTypes = keepIOTypes;
-    o.allowOps.assign(allowOps.begin(), allowOps.end());
-    o.inferOps.assign(inferOps.begin(), inferOps.end());
-    o.clearOps.assign(clearOps.begin(), clearOps.end());
-    o.denyOps.assign(denyOps.begin(), denyOps.end());
-    o.allowNodes.assign(allowNodes.begin(), allowNodes.end());
-    o.denyNodes.assign(denyNodes.begin(), denyNodes.end());
-    return o;
-  }
 
   /// With validation on: the nodes to deny, added to the policy, and the
   /// notes for the report. Failure when validation cannot run.
@@ -1294,15 +1253,12 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
                                    validateInputs.end());
     if (files.empty())
       files.assign(clValidateInputs.begin(), clValidateInputs.end());
-    Validator validator(getOperation(), currentOptions(), tol, limit, files,
+    Validator validator(getOperation(), policy, tol, limit, files,
                         validateSeed);
     // The named low-precision nodes of the current colouring, in program
     // order, with `denied` added to the policy.
     auto lowNodes = [&](const std::vector<std::string> &denied) {
-      PrecisionPolicy probePolicy = policy;
-      for (const std::string &name : denied)
-        llvm::consumeError(probePolicy.addNodeOverride(
-            name, PrecisionClass::Deny, "mp-validate"));
+      PrecisionPolicy probePolicy = policyDenying(policy, denied);
       std::vector<std::string> names;
       for (auto func : getOperation().getOps<func::FuncOp>()) {
         Colouring colouring(func, probePolicy, onnxTypes);
@@ -1317,10 +1273,8 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
         validator.run(lowNodes, notes);
     if (failed(denied))
       return failure();
+    policy = policyDenying(policy, *denied);
     for (const std::string &name : *denied) {
-      llvm::consumeError(policy.addNodeOverride(
-          name, PrecisionClass::Deny,
-          "mp-validate (low precision broke the outputs)"));
       llvm::errs() << "mp-validate: node '" << name
                    << "' stays f32: in low precision it made the outputs "
                       "exceed the tolerance\n";
@@ -1378,7 +1332,12 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
   }
 
   PrecisionPolicy policy;
+  std::optional<PrecisionPolicy> presetPolicy;
   llvm::DenseMap<OperationName, StringRef> onnxTypes;
 };
+
+std::unique_ptr<Pass> createProbeAutocast(PrecisionPolicy policy) {
+  return std::make_unique<AutocastPass>(std::move(policy));
+}
 
 } // namespace

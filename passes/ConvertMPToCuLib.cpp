@@ -33,18 +33,6 @@ namespace {
 // Helpers
 //===----------------------------------------------------------------------===//
 
-/// The ONNX node name of an op (its NameLoc), for diagnostics and weights.
-std::string nodeName(Operation *op) {
-  std::string name;
-  op->getLoc()->walk([&](Location loc) {
-    if (auto named = dyn_cast<NameLoc>(loc)) {
-      name = named.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return name;
-}
 
 /// The accumulation type of `op` on data of `element` type: the type
 /// mp-autocast recorded (`mp.accumulation_type`), else f32 for 16-bit and
@@ -135,7 +123,7 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
     if (!value)
       return rewriter.notifyMatchFailure(op, "constant has no tensor value");
     auto type = cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
-    std::string name = nodeName(op);
+    std::string name = getNodeName(op);
     rewriter.replaceOpWithNewOp<culib::WeightOp>(
         op, type, rewriter.getStringAttr(name.empty() ? "constant" : name),
         value);
@@ -870,7 +858,7 @@ struct DropoutLowering : OpConversionPattern<DropoutOp> {
       results.push_back(culib::WeightOp::create(
           rewriter, op.getLoc(),
           MemRefType::get(type.getShape(), type.getElementType()),
-          rewriter.getStringAttr(nodeName(op) + ".mask"),
+          rewriter.getStringAttr(getNodeName(op) + ".mask"),
           DenseElementsAttr::get(type, true)));
     } else {
       results.push_back(Value());
@@ -1314,7 +1302,7 @@ struct LpPoolLowering : OpConversionPattern<OpTy> {
                 APFloat::rmNearestTiesToEven, &lost);
       return culib::WeightOp::create(
           rewriter, loc, MemRefType::get({}, element),
-          rewriter.getStringAttr(nodeName(op) + "." + name),
+          rewriter.getStringAttr(getNodeName(op) + "." + name),
           DenseElementsAttr::get(type, f));
     };
     auto buffer = [&](ArrayRef<int64_t> shape) -> Value {
@@ -1851,7 +1839,7 @@ struct ConvertMPToCuLibPass
     module.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
       if (!isa<MPDialect>(op->getDialect()) || isa<NoneOp>(op))
         return WalkResult::advance();
-      std::string node = nodeName(op);
+      std::string node = getNodeName(op);
       std::string where =
           node.empty() ? std::string("an unnamed node") : "node '" + node + "'";
       if (auto generic = dyn_cast<OnnxGenericOp>(op)) {

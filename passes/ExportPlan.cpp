@@ -242,17 +242,6 @@ LogicalResult weightBytes(ElementsAttr value, Location loc,
   return success();
 }
 
-std::string nameOf(Location loc) {
-  std::string name;
-  loc->walk([&](Location l) {
-    if (auto named = dyn_cast<NameLoc>(l)) {
-      name = named.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return name;
-}
 
 struct ExportPlanPass : public mp::impl::ExportPlanBase<ExportPlanPass> {
   using Base::Base;
@@ -349,7 +338,7 @@ struct ExportPlanPass : public mp::impl::ExportPlanBase<ExportPlanPass> {
           return std::nullopt;
         }
         rt::PlanBuffer *buffer =
-            addBuffer(alloc.getBuffer(), alloc.getLoc(), nameOf(alloc.getLoc()));
+            addBuffer(alloc.getBuffer(), alloc.getLoc(), getNodeName(alloc.getLoc()));
         if (!buffer)
           return std::nullopt;
         buffer->offset = *alloc.getOffset();
@@ -413,7 +402,7 @@ struct ExportPlanPass : public mp::impl::ExportPlanBase<ExportPlanPass> {
       }
       rt::PlanCall call;
       call.kind = buffers->kind;
-      call.location = nameOf(op.getLoc());
+      call.location = getNodeName(op.getLoc());
       auto collect = [&](ArrayRef<NamedBuffer> list,
                          std::vector<uint32_t> &ids) {
         for (const NamedBuffer &b : list) {

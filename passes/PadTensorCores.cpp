@@ -41,30 +41,7 @@ namespace {
 
 int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-std::string nodeNameOf(Operation *op) {
-  std::string name;
-  op->getLoc()->walk([&](Location loc) {
-    if (auto named = dyn_cast<NameLoc>(loc)) {
-      name = named.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return name;
-}
 
-/// The node name in `loc` ("" if none).
-std::string nameIn(Location loc) {
-  std::string name;
-  loc->walk([&](Location l) {
-    if (auto named = dyn_cast<NameLoc>(l)) {
-      name = named.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return name;
-}
 
 RankedTensorType rankedOf(Value v) {
   return dyn_cast<RankedTensorType>(v.getType());
@@ -300,7 +277,7 @@ private:
     }
     // Run-time pad (activations): ONNX Pad with zeros at the end of each dim.
     builder->setInsertionPointAfterValue(v);
-    std::string base = nameIn(loc) + "/TensorCorePad_" + std::to_string(created++);
+    std::string base = getNodeName(loc) + "/TensorCorePad_" + std::to_string(created++);
     auto named = [&](StringRef suffix) {
       return NameLoc::get(builder->getStringAttr(base + suffix));
     };
@@ -342,7 +319,7 @@ private:
     if (axes.empty())
       return v;
     builder->setInsertionPointAfterValue(v);
-    std::string base = nameIn(loc) + "/TensorCoreSlice_" + std::to_string(created++);
+    std::string base = getNodeName(loc) + "/TensorCoreSlice_" + std::to_string(created++);
     auto named = [&](StringRef suffix) {
       return NameLoc::get(builder->getStringAttr(base + suffix));
     };
@@ -442,8 +419,38 @@ private:
   }
 
   void skip(Operation *op, StringRef opType, const Twine &why) {
-    records.push_back({nodeNameOf(op), opType.str(), false, why.str(), 0, 0});
+    records.push_back({getNodeName(op), opType.str(), false, why.str(), 0, 0});
     useSlices(op);
+  }
+
+  /// The rows (M) of a padded GEMM: `paddedRows` if all of A, B and the
+  /// result stay under max-growth, else the original rows when N or K still
+  /// need padding (rows are the least important dim), in `rows`; the reason
+  /// when neither fits. `shapesFor(rows)` sets the shapes and says why they
+  /// pass the cap, or "".
+  std::string chooseRows(int64_t m, int64_t &rows, bool padsNorK,
+                         llvm::function_ref<std::string(int64_t)> shapesFor) {
+    std::string problem = shapesFor(rows);
+    if (problem.empty() || rows == m || !padsNorK)
+      return problem;
+    rows = m;
+    return shapesFor(rows);
+  }
+
+  static std::string dimString(int64_t d) {
+    return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+  }
+  static std::string describeGemm(int64_t m, int64_t n, int64_t k, int64_t mp,
+                                  int64_t np, int64_t kp) {
+    return llvm::formatv("M,N,K {0},{1},{2} -> {3},{4},{5}", dimString(m), n,
+                         k, dimString(mp), np, kp);
+  }
+  /// The extra FLOPs of one padded GEMM (a dynamic M counted as 1).
+  static int64_t gemmFlops(int64_t mp, int64_t np, int64_t kp, int64_t m,
+                           int64_t n, int64_t k) {
+    int64_t rows = ShapedType::isDynamic(m) ? 1 : m;
+    int64_t paddedRows = ShapedType::isDynamic(mp) ? 1 : mp;
+    return 2 * (paddedRows * np * kp - rows * n * k);
   }
 
   struct Growth {
@@ -508,16 +515,9 @@ private:
                             {y.getShape(), yShape, "result"}},
                            e);
     };
-    std::string problem = shapesFor(mp);
-    // Rows (the batch) are the least important dim: keep M when padding it
-    // would pass the cap but N and K alone do not.
-    if (!problem.empty() && mp != m && kp == k && np == n && !inA)
-      return skip(op, "MatMul", problem), success();
-    if (!problem.empty() && mp != m) {
-      mp = m;
-      problem = shapesFor(mp);
-    }
-    if (!problem.empty())
+    if (std::string problem =
+            chooseRows(m, mp, kp != k || np != n || inA, shapesFor);
+        !problem.empty())
       return skip(op, "MatMul", problem), success();
     int64_t before = bytesOf(a.getShape(), e) + bytesOf(b.getShape(), e) +
                      bytesOf(y.getShape(), e);
@@ -537,14 +537,8 @@ private:
     int64_t batch = 1;
     for (int64_t d : y.getShape().drop_back(2))
       batch *= ShapedType::isDynamic(d) ? 1 : d;
-    int64_t mm = ShapedType::isDynamic(m) ? 1 : m, mpp = ShapedType::isDynamic(mp) ? 1 : mp;
-    record(op, "MatMul",
-           llvm::formatv("M,N,K {0},{1},{2} -> {3},{4},{5}",
-                         ShapedType::isDynamic(m) ? std::string("?") : std::to_string(m),
-                         n, k,
-                         ShapedType::isDynamic(mp) ? std::string("?") : std::to_string(mp),
-                         np, kp),
-           2 * batch * (mpp * np * kp - mm * n * k), after - before);
+    record(op, "MatMul", describeGemm(m, n, k, mp, np, kp),
+           batch * gemmFlops(mp, np, kp, m, n, k), after - before);
     finishResult(op.getY(), result, y.getRank() - 1, np != n);
     return success();
   }
@@ -585,14 +579,9 @@ private:
                             {y.getShape(), yShape, "result"}},
                            e);
     };
-    std::string problem = shapesFor(mp);
-    if (!problem.empty() && mp != m && kp == k && np == n && !inA)
-      return skip(op, "Gemm", problem), success();
-    if (!problem.empty() && mp != m) {
-      mp = m;
-      problem = shapesFor(mp);
-    }
-    if (!problem.empty())
+    if (std::string problem =
+            chooseRows(m, mp, kp != k || np != n || inA, shapesFor);
+        !problem.empty())
       return skip(op, "Gemm", problem), success();
     Location loc = op.getLoc();
     Value aPadded = padTo(inA ? inA->padded : op.getA(), aShape, loc);
@@ -615,14 +604,8 @@ private:
     Value result = clone->getResult(0);
     if (mp != m)
       result = sliceRows(result, {m, np}, loc);
-    int64_t mm = ShapedType::isDynamic(m) ? 1 : m, mpp = ShapedType::isDynamic(mp) ? 1 : mp;
-    record(op, "Gemm",
-           llvm::formatv("M,N,K {0},{1},{2} -> {3},{4},{5}",
-                         ShapedType::isDynamic(m) ? std::string("?") : std::to_string(m),
-                         n, k,
-                         ShapedType::isDynamic(mp) ? std::string("?") : std::to_string(mp),
-                         np, kp),
-           2 * (mpp * np * kp - mm * n * k), after - before);
+    record(op, "Gemm", describeGemm(m, n, k, mp, np, kp),
+           gemmFlops(mp, np, kp, m, n, k), after - before);
     finishResult(op.getY(), result, 1, np != n);
     return success();
   }
@@ -689,7 +672,7 @@ private:
 
   void record(Operation *op, StringRef opType, const Twine &detail,
               int64_t extraFlops, int64_t extraBytes) {
-    records.push_back({nodeNameOf(op), opType.str(), true, detail.str(),
+    records.push_back({getNodeName(op), opType.str(), true, detail.str(),
                        extraFlops, extraBytes});
   }
 
@@ -764,7 +747,7 @@ private:
         auto attr = dyn_cast_or_null<DenseFPElementsAttr>(getConstantValue(v));
         if (!attr || attr.getNumElements() != 1)
           return false;
-        double b = (*attr.getValues<APFloat>().begin()).convertToDouble();
+        double b = attr.getValues<APFloat>()[0].convertToDouble();
         return isMin ? b <= 0.0 : b >= 0.0;
       };
       zeroPreserving = bound(clip.getMin(), true) && bound(clip.getMax(), false);

@@ -898,6 +898,28 @@ def existing_section(path, mode):
     return text[begin:end + len(end_mark)]
 
 
+def counts_table(results, suites):
+    """The per-suite pass/fail/unsupported table (Markdown lines)."""
+    out = ["| suite | tests | pass | fail | unsupported |", "|---|---|---|---|---|"]
+    for suite in suites:
+        n, c = suite_counts(results, suite)
+        if n:
+            out.append("| %s | %d | %d | %d | %d |" % (
+                suite, n, c["pass"], c["fail"], c["unsupported"]))
+    return out
+
+
+def failures_table(results):
+    """Every failing test with its op and reason (Markdown lines)."""
+    fails = sorted((r for r in results if r.status == "fail"),
+                   key=lambda r: r.key)
+    if not fails:
+        return ["None."]
+    return ["| test | op | reason |", "|---|---|---|"] + [
+        "| %s | %s | %s |" % (r.key, r.op or "", md_escape(r.reason))
+        for r in fails]
+
+
 def write_section(path, mode, results, suites, command, elapsed, jobs):
     """Writes the results of a run in `mode` into the page's section for it,
     next to the fp32 results (which must be there already)."""
@@ -907,25 +929,8 @@ def write_section(path, mode, results, suites, command, elapsed, jobs):
     begin_mark, end_mark = section_markers(mode)
     out = [begin_mark, "", "## " + title, "", description, "",
            "Produced by `%s` (%.0f s with %d jobs)." % (command, elapsed, jobs),
-           "", "| suite | tests | pass | fail | unsupported |",
-           "|---|---|---|---|---|"]
-    for s in suites:
-        n, c = suite_counts(results, s)
-        if n:
-            out.append("| %s | %d | %d | %d | %d |" % (
-                s, n, c["pass"], c["fail"], c["unsupported"]))
-    out.append("")
-    fails = sorted((r for r in results if r.status == "fail"),
-                   key=lambda r: r.key)
-    out += ["### Failing", ""]
-    if fails:
-        out += ["| test | op | reason |", "|---|---|---|"]
-        for r in fails:
-            out.append("| %s | %s | %s |" % (r.key, r.op or "",
-                                             md_escape(r.reason)))
-    else:
-        out.append("None.")
-    out += ["", end_mark]
+           ""] + counts_table(results, suites) + ["", "### Failing", ""]
+    out += failures_table(results) + ["", end_mark]
     section = "\n".join(out)
     old = existing_section(path, mode)
     text = text.replace(old, section) if old else text.rstrip("\n") + "\n\n" + section
@@ -944,14 +949,7 @@ def write_doc(path, results, suites, command, elapsed, jobs):
     header = DOC_HEADER.replace("{freeze_table}", "\n".join(freeze_rows))
     out = [header, GENERATED_MARK, "", "## Results", "",
            "Produced by `%s` (%.0f s with %d jobs)." % (command, elapsed, jobs),
-           "", "| suite | tests | pass | fail | unsupported |",
-           "|---|---|---|---|---|"]
-    for s in suites:
-        n, c = suite_counts(results, s)
-        if n:
-            out.append("| %s | %d | %d | %d | %d |" % (
-                s, n, c["pass"], c["fail"], c["unsupported"]))
-    out.append("")
+           ""] + counts_table(results, suites) + [""]
     for l in target_lines(results, suites):
         if l.startswith("  "):
             out.append("  - " + md_escape(l.strip()))
@@ -994,17 +992,7 @@ def write_doc(path, results, suites, command, elapsed, jobs):
                 ", ".join(r.ops), md_escape(r.reason)))
         out.append("")
 
-    fails = sorted((r for r in results if r.status == "fail"),
-                   key=lambda r: r.key)
-    out += ["## Failing tests", ""]
-    if fails:
-        out += ["| test | op | reason |", "|---|---|---|"]
-        for r in fails:
-            out.append("| %s | %s | %s |" % (r.key, r.op or "",
-                                             md_escape(r.reason)))
-    else:
-        out.append("None.")
-    out.append("")
+    out += ["## Failing tests", ""] + failures_table(results) + [""]
 
     uns = sorted((r for r in results if r.status == "unsupported"),
                  key=lambda r: r.key)

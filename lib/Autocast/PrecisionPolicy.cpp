@@ -217,6 +217,36 @@ void PrecisionPolicy::keepOperand(StringRef opType, unsigned index,
     indices.push_back(index);
 }
 
+NodeOverride::NodeOverride(const NodeOverride &other)
+    : pattern(other.pattern), isGlob(other.isGlob), cls(other.cls),
+      source(other.source) {
+  if (isGlob)
+    cantFail(compile()); // it compiled before
+}
+
+NodeOverride &NodeOverride::operator=(const NodeOverride &other) {
+  if (this != &other) {
+    NodeOverride copy(other);
+    pattern = std::move(copy.pattern);
+    isGlob = copy.isGlob;
+    cls = copy.cls;
+    source = std::move(copy.source);
+    if (isGlob)
+      cantFail(compile());
+  }
+  return *this;
+}
+
+Error NodeOverride::compile() {
+  Expected<GlobPattern> compiled = GlobPattern::create(pattern, /*MaxSubPatterns=*/64);
+  if (!compiled)
+    return createStringError(inconvertibleErrorCode(),
+                             "invalid node-name glob '" + pattern +
+                                 "': " + toString(compiled.takeError()));
+  glob = std::move(*compiled);
+  return Error::success();
+}
+
 Error PrecisionPolicy::addNodeOverride(StringRef pattern, PrecisionClass cls,
                                        StringRef source) {
   NodeOverride o;
@@ -228,17 +258,9 @@ Error PrecisionPolicy::addNodeOverride(StringRef pattern, PrecisionClass cls,
     exactOverrides[pattern] = std::move(o);
     return Error::success();
   }
-  Expected<GlobPattern> glob = GlobPattern::create(o.pattern, /*MaxSubPatterns=*/64);
-  if (!glob)
-    return createStringError(inconvertibleErrorCode(),
-                             "invalid node-name glob '" + pattern +
-                                 "': " + toString(glob.takeError()));
-  o.glob = std::move(*glob);
+  if (Error e = o.compile())
+    return e;
   globOverrides.push_back(std::move(o));
-  // GlobPattern refers to the pattern string's storage: rebuild every glob
-  // now that the vector (and so the strings) may have moved.
-  for (NodeOverride &g : globOverrides)
-    g.glob = cantFail(GlobPattern::create(g.pattern, 64));
   return Error::success();
 }
 
@@ -256,7 +278,7 @@ ClassDecision PrecisionPolicy::classify(StringRef opType, StringRef nodeName,
                   stringify(exact->second.cls).str(),
               /*byNodeOverride=*/true};
     for (const NodeOverride &g : llvm::reverse(globOverrides))
-      if (g.glob.match(nodeName))
+      if (g.matches(nodeName))
         return {g.cls,
                 g.source + ": nodes '" + g.pattern + "' are " +
                     stringify(g.cls).str(),
@@ -360,15 +382,17 @@ public:
     const json::Object *object = root.getAsObject();
     if (!object)
       return fail("", "a policy file must hold a JSON object");
-    static const char *known[] = {"target",     "level",    "keep_io_types",
-                                  "ops",        "nodes",    "conditions",
-                                  "keep_operands", "comment"};
+    static const char *known[] = {"target",        "level",
+                                  "keep_io_types", "ops",
+                                  "nodes",         "conditions",
+                                  "keep_operands", "no_low_precision_kernel",
+                                  "comment"};
     for (const auto &kv : *object)
       if (!llvm::is_contained(known, kv.first.str()))
         return fail(kv.first.str(),
                     "unknown key (expected one of target, level, "
                     "keep_io_types, ops, nodes, conditions, keep_operands, "
-                    "comment)");
+                    "no_low_precision_kernel, comment)");
     if (const json::Value *v = object->get("target")) {
       std::optional<StringRef> s = v->getAsString();
       std::optional<TargetType> t = s ? parseTargetType(*s) : std::nullopt;
@@ -402,6 +426,18 @@ public:
     if (const json::Value *v = object->get("keep_operands"))
       if (Error e = readKeptOperands(*v))
         return e;
+    if (const json::Value *v = object->get("no_low_precision_kernel")) {
+      const json::Array *ops = v->getAsArray();
+      if (!ops)
+        return fail("no_low_precision_kernel", "expected a list of op types");
+      for (auto [i, op] : llvm::enumerate(*ops)) {
+        std::optional<StringRef> name = op.getAsString();
+        if (!name || name->empty())
+          return fail("no_low_precision_kernel[" + std::to_string(i) + "]",
+                      "expected an op type");
+        policy.setNoLowPrecisionKernel(*name);
+      }
+    }
     return Error::success();
   }
 

@@ -1,5 +1,6 @@
 //===- Tensor.cpp - host tensors of the runtime --------------------------===//
 #include "mp/Runtime/Tensor.h"
+#include "mp/Runtime/Half.h"
 
 #include <cstdlib>
 #include <new>
@@ -27,6 +28,38 @@ HostTensor::HostTensor(DType dtype, Shape shape) {
     throw std::bad_alloc();
   storage_.reset(p);
   view_.data = p;
+}
+
+double elementAsDouble(const HostTensor &t, int64_t i) {
+  switch (t.dtype()) {
+  case DType::F32:
+    return t.as<float>()[i];
+  case DType::F64:
+    return t.as<double>()[i];
+  case DType::F16:
+    return toFloat(t.as<Half>()[i]);
+  case DType::BF16:
+    return toFloat(t.as<BFloat16>()[i]);
+  case DType::I8:
+    return t.as<int8_t>()[i];
+  case DType::U8:
+    return t.as<uint8_t>()[i];
+  case DType::Bool:
+    return t.as<uint8_t>()[i];
+  case DType::I16:
+    return t.as<int16_t>()[i];
+  case DType::U16:
+    return t.as<uint16_t>()[i];
+  case DType::I32:
+    return t.as<int32_t>()[i];
+  case DType::U32:
+    return t.as<uint32_t>()[i];
+  case DType::I64:
+    return static_cast<double>(t.as<int64_t>()[i]);
+  case DType::U64:
+    return static_cast<double>(t.as<uint64_t>()[i]);
+  }
+  return 0;
 }
 
 } // namespace mp::rt

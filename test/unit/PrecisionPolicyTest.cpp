@@ -49,7 +49,10 @@ TEST_CASE("JSON policy files set every field and report problems by path",
   PrecisionPolicy p = PrecisionPolicy::defaults();
   REQUIRE(errorText(p.loadJSON(R"({"target": "bf16", "level": "tensor-cores-only",
       "keep_io_types": false, "ops": {"Erf": "infer"},
-      "keep_operands": {"Clip": [1, 2]}})", "p.json")) == "");
+      "keep_operands": {"Clip": [1, 2]},
+      "no_low_precision_kernel": ["Einsum"]})", "p.json")) == "");
+  CHECK_FALSE(p.hasLowPrecisionKernel("Einsum"));
+  CHECK(p.hasLowPrecisionKernel("MatMul"));
   CHECK(p.target == TargetType::BF16);
   CHECK(p.level == Level::TensorCoresOnly);
   CHECK_FALSE(p.keepIOTypes);
@@ -77,4 +80,28 @@ TEST_CASE("the policy table lists every class", "[policy]") {
   CHECK(table.find("- **allow**: Conv (tc)") != std::string::npos);
   CHECK(table.find("| BatchNormalization | 1, 2, 3, 4 |") != std::string::npos);
   CHECK(table.find("Resize with mode == \"cubic\" | deny") != std::string::npos);
+}
+
+TEST_CASE("a copied policy keeps its globs after the original is gone",
+          "[policy]") {
+  // Validation probes copy the policy; a glob must not refer to the
+  // original's pattern strings.
+  std::optional<PrecisionPolicy> copy;
+  {
+    PrecisionPolicy original = PrecisionPolicy::defaults();
+    REQUIRE(errorText(original.addNodeOverride("encoder/*/mm",
+                                               PrecisionClass::Deny, "test")) ==
+            "");
+    copy = original;
+    // Overwrite the original's storage before it goes.
+    REQUIRE(errorText(original.addNodeOverride("zzzzzzzzzzzz*zzzzzzzz",
+                                               PrecisionClass::Allow, "t")) ==
+            "");
+  }
+  PrecisionPolicy moved = *copy;
+  copy.reset();
+  CHECK(moved.classify("MatMul", "encoder/l3/mm", nullptr).cls ==
+        PrecisionClass::Deny);
+  CHECK(moved.classify("MatMul", "decoder/l3/mm", nullptr).cls ==
+        PrecisionClass::Allow);
 }

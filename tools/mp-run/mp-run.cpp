@@ -298,40 +298,6 @@ bool bindFiles(const std::vector<PlanBinding> &bindings,
 // Printing
 //===----------------------------------------------------------------------===//
 
-/// Element i as a double (integers beyond 2^53 lose precision; comparisons
-/// of integers do not use this).
-double elementAsDouble(const HostTensor &t, int64_t i) {
-  switch (t.dtype()) {
-  case DType::F32:
-    return t.as<float>()[i];
-  case DType::F64:
-    return t.as<double>()[i];
-  case DType::F16:
-    return toFloat(t.as<Half>()[i]);
-  case DType::BF16:
-    return toFloat(t.as<BFloat16>()[i]);
-  case DType::I8:
-    return t.as<int8_t>()[i];
-  case DType::U8:
-    return t.as<uint8_t>()[i];
-  case DType::Bool:
-    return t.as<uint8_t>()[i];
-  case DType::I16:
-    return t.as<int16_t>()[i];
-  case DType::U16:
-    return t.as<uint16_t>()[i];
-  case DType::I32:
-    return t.as<int32_t>()[i];
-  case DType::U32:
-    return t.as<uint32_t>()[i];
-  case DType::I64:
-    return static_cast<double>(t.as<int64_t>()[i]);
-  case DType::U64:
-    return static_cast<double>(t.as<uint64_t>()[i]);
-  }
-  return 0;
-}
-
 std::string indexString(const Shape &shape, int64_t flat) {
   std::vector<int64_t> index(shape.size());
   for (size_t d = shape.size(); d-- > 0;) {

@@ -80,9 +80,20 @@ struct AttributeCondition {
 struct NodeOverride {
   std::string pattern;
   bool isGlob = false;
-  llvm::GlobPattern glob;
   PrecisionClass cls = PrecisionClass::Deny;
   std::string source;
+
+  NodeOverride() = default;
+  /// Copies compile their own glob: a GlobPattern refers to the pattern
+  /// string it was made from.
+  NodeOverride(const NodeOverride &other);
+  NodeOverride &operator=(const NodeOverride &other);
+  /// Compiles `pattern` as a glob; an error for an invalid one.
+  llvm::Error compile();
+  bool matches(llvm::StringRef name) const { return glob.match(name); }
+
+private:
+  llvm::GlobPattern glob;
 };
 
 class PrecisionPolicy {
@@ -125,8 +136,13 @@ public:
   /// tensor-cores-only level converts).
   bool usesTensorCores(llvm::StringRef opType) const;
   /// Whether `opType` has a low-precision kernel for the target type on
-  /// the runtime's backends; ALLOW is dropped for ops without one.
+  /// the backend the model is for; ALLOW is dropped for ops without one.
+  /// Every typed op has f16/bf16 kernels on the project's runtime; a policy
+  /// file lists the ops a deployment target lacks ("no_low_precision_kernel").
   bool hasLowPrecisionKernel(llvm::StringRef opType) const;
+  void setNoLowPrecisionKernel(llvm::StringRef opType) {
+    noLowPrecisionKernel.insert(opType);
+  }
 
   /// Every op type with a class, sorted by name (for docs and --help).
   std::vector<std::pair<std::string, ClassDecision>> classTable() const;

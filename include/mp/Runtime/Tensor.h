@@ -49,6 +49,10 @@ private:
   TensorView view_;
 };
 
+/// Element i of `t` as a double (integers beyond 2^53 lose precision; exact
+/// integer comparisons should not use this).
+double elementAsDouble(const HostTensor &t, int64_t i);
+
 } // namespace mp::rt
 
 #endif // MP_RUNTIME_TENSOR_H

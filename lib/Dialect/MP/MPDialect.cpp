@@ -64,3 +64,15 @@ MPDialect::lookupTypedOp(StringRef opType, int64_t sinceVersion) const {
     return std::nullopt;
   return it->second.opName;
 }
+
+std::string mp::getNodeName(Location loc) {
+  std::string name;
+  loc->walk([&](Location l) {
+    if (auto named = dyn_cast<NameLoc>(l)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}

@@ -35,17 +35,6 @@ namespace {
 /// Protobuf's hard limit for one message.
 constexpr uint64_t kProtobufLimit = (uint64_t(1) << 31) - 1;
 
-std::string nodeNameOf(Operation *op) {
-  std::string name;
-  op->getLoc()->walk([&](Location loc) {
-    if (auto named = dyn_cast<NameLoc>(loc)) {
-      name = named.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return name;
-}
 
 std::string typeName(Type t) {
   std::string s;
@@ -151,7 +140,7 @@ std::string Exporter::nameOf(Value v) {
           preferred = s.str();
     if (preferred.empty()) {
       // A value a pass created: a name no ONNX exporter we know of uses.
-      std::string node = nodeNameOf(op);
+      std::string node = getNodeName(op);
       preferred = "mp_" +
                   (node.empty() ? op->getName().stripDialect().str() : node) +
                   "_output_" + std::to_string(result.getResultNumber());
@@ -305,7 +294,7 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::GraphProto &graph) {
   onnx::NodeProto &node = *graph.add_node();
   // Node names are unique in a valid model; a pass may have named a new
   // node after the one it serves.
-  std::string nodeName = nodeNameOf(op);
+  std::string nodeName = getNodeName(op);
   if (!nodeName.empty()) {
     std::string unique = nodeName;
     for (unsigned i = 1; !usedNodeNames.insert(unique).second; ++i)

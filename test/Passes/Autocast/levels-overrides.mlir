@@ -59,3 +59,8 @@ func.func @mlp(%x: tensor<4x8xf32> {mp.name = "x"}, %w: tensor<8x8xf32> {mp.name
 
 // PIPELINE: mp.matmul {{.*}} -> tensor<4x8xbf16> loc("layer1/mm1")
 // PIPELINE: mp.add {{.*}}: (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("layer1/add")
+
+// An op the deployment target has no f16 kernel for (policy file key
+// no_low_precision_kernel) stays f32 although its class is allow.
+// RUN: mp-opt %s --mp-autocast=policy-file=%S/Inputs/no-kernel.json --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=NOKERNEL
+// NOKERNEL: mp.matmul {{.*}}: (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> loc("layer1/mm1")

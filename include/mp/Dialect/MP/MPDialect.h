@@ -38,4 +38,13 @@ struct OnnxOpInfo {
 #define GET_OP_CLASSES
 #include "mp/Dialect/MP/MPOps.h.inc"
 
+namespace mp {
+/// The ONNX node name a location carries (its first NameLoc), or "".
+std::string getNodeName(mlir::Location loc);
+/// The ONNX node name of `op`, or "".
+inline std::string getNodeName(mlir::Operation *op) {
+  return getNodeName(op->getLoc());
+}
+} // namespace mp
+
 #endif // MP_DIALECT_MP_MPDIALECT_H
