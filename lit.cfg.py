@@ -32,6 +32,12 @@ config.substitutions.append(("%testdata", config.mp_onnx_testdata))
 config.substitutions.append(("%mp_obj", config.mp_obj_root))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# A sanitizer build (scripts/sanitize.sh) passes its report options to every
+# tool; tests that cannot run under the sanitizers say UNSUPPORTED: sanitizers.
+llvm_config.with_system_environment(["ASAN_OPTIONS", "UBSAN_OPTIONS",
+                                     "LSAN_OPTIONS"])
+if config.mp_sanitizers:
+    config.available_features.add("sanitizers")
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]

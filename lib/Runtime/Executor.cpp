@@ -10,6 +10,8 @@
 #include <map>
 #include <numeric>
 
+#include <unistd.h>
+
 namespace mp::rt {
 
 namespace {
@@ -30,6 +32,15 @@ void *allocateZeroed(uint64_t size) {
   if (p)
     std::memset(p, 0, rounded);
   return p;
+}
+
+/// The machine's physical memory in bytes (0 when unknown).
+uint64_t physicalMemoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long pageSize = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
 }
 
 std::string quoted(const std::string &s) { return "'" + s + "'"; }
@@ -158,11 +169,22 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name) {
     exec.prepared_.push_back(std::move(prepared));
   }
 
+  // A plan (hostile or made for a bigger machine) may declare more memory
+  // than there is: say so instead of being killed by the OOM killer while
+  // the arena is zeroed.
+  uint64_t workspace = plan.maxWorkspaceSize();
+  uint64_t physical = physicalMemoryBytes();
+  if (physical && (plan.arenaSize > physical || workspace > physical ||
+                   plan.arenaSize + workspace > physical))
+    return Status::error(
+        name + ": the plan needs " + std::to_string(plan.arenaSize) +
+        " bytes of activation arena and " + std::to_string(workspace) +
+        " bytes of workspace, more than this machine's " +
+        std::to_string(physical) + " bytes of memory");
   exec.arena_.reset(allocateZeroed(plan.arenaSize));
   if (!exec.arena_)
     return Status::error(name + ": cannot allocate the activation arena of " +
                          std::to_string(plan.arenaSize) + " bytes");
-  uint64_t workspace = plan.maxWorkspaceSize();
   exec.workspace_.reset(allocateZeroed(workspace));
   if (!exec.workspace_)
     return Status::error(name + ": cannot allocate the workspace of " +

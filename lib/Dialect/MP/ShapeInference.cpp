@@ -1003,14 +1003,16 @@ LogicalResult shape::inferRecurrent(ShapeContext &ctx,
 // Data movement and shapes
 //===----------------------------------------------------------------------===//
 
+/// The element count of a static shape; none when a dim is dynamic or the
+/// count overflows (a hostile shape operand).
 static std::optional<int64_t> numElements(const Dims &dims) {
   if (!dims)
     return std::nullopt;
   int64_t n = 1;
   for (int64_t d : *dims) {
-    if (ShapedType::isDynamic(d))
+    n = mulDims(n, d);
+    if (ShapedType::isDynamic(n))
       return std::nullopt;
-    n *= d;
   }
   return n;
 }
@@ -1061,10 +1063,9 @@ LogicalResult shape::inferReshape(ShapeContext &ctx,
     bool allKnown = true;
     for (auto [i, d] : llvm::enumerate(out))
       if (static_cast<int>(i) != inferIndex) {
-        if (ShapedType::isDynamic(d))
+        known = mulDims(known, d);
+        if (ShapedType::isDynamic(known))
           allKnown = false;
-        else
-          known *= d;
       }
     if (allKnown && known != 0) {
       if (*total % known != 0)

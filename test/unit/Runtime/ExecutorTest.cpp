@@ -498,6 +498,20 @@ TEST_CASE("invalid plans are rejected by create", "[executor]") {
   CHECK(exec.message().find("does not fit in the arena") != std::string::npos);
 }
 
+TEST_CASE("plans that need more memory than the machine has are rejected",
+          "[executor][hostile]") {
+  // A valid plan whose arena is declared at 1 PiB: a clear error before any
+  // allocation, not an out-of-memory kill while the arena is zeroed.
+  MatmulSoftmax m;
+  m.b.plan.arenaSize = uint64_t(1) << 50;
+  Result<CpuExecutor> exec = CpuExecutor::create(m.b.plan, "huge.mpplan");
+  REQUIRE_FALSE(exec);
+  CHECK(exec.message().rfind("huge.mpplan: the plan needs 1125899906842624 "
+                             "bytes of activation arena",
+                             0) == 0);
+  CHECK(exec.message().find("more than this machine's") != std::string::npos);
+}
+
 TEST_CASE("call errors name the call and the problem", "[executor]") {
   HostTensor input = tensorOf({2, 3}, ramp(6, 1));
   auto runError = [&](MatmulSoftmax &m) {

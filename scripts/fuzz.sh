@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang 22, AddressSanitizer + UndefinedBehavior-
+# Sanitizer) in build-fuzz/ and runs them for a given time each.
+#
+#   scripts/fuzz.sh [--time SECONDS] [--jobs N] [--keep-going] [TARGET...]
+#
+# TARGET: import-onnx (binary models), import-onnxtxt (ONNX text), plan (plan
+# files); default: all three. --time: seconds per target (default 60);
+# --jobs: targets run at once (default 2); --keep-going: do not stop at the
+# first finding (libFuzzer's fork mode), to collect several in one run.
+#
+# Seeds: the ONNX backend node and pytorch-converted test models (binary), the
+# repository's .onnxtxt tests plus node models printed as text (text), and
+# plans compiled from the node tests by the main build's mp-opt (plan; run
+# scripts/build.sh first). The corpus grows in build-fuzz/corpus/TARGET and is
+# kept between runs; findings (crash-*, leak-*, timeout-*, oom-*) are written
+# to build-fuzz/findings/TARGET/ and listed at the end. Each finding becomes a
+# regression input in test/fuzz/regressions/TARGET/ (docs/robustness.md).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${MP_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
+MAIN_BUILD="${MP_BUILD_DIR:-$ROOT/build}"
+TESTDATA=/usr/share/libonnx-testdata/data
+SECONDS_PER_TARGET=60
+JOBS=2
+KEEP_GOING=()
+TARGETS=()
+while (($#)); do
+  case "$1" in
+    --time) SECONDS_PER_TARGET="$2"; shift 2 ;;
+    --jobs) JOBS="$2"; shift 2 ;;
+    --keep-going) KEEP_GOING=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1); shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    import-onnx|import-onnxtxt|plan) TARGETS+=("$1"); shift ;;
+    *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+((${#TARGETS[@]})) || TARGETS=(import-onnx import-onnxtxt plan)
+
+# clang 22 (the LLVM of the MLIR the project builds on) and its libFuzzer.
+missing=()
+for pkg in clang-22 libclang-rt-22-dev; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "== installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -G Ninja -S "$ROOT" -B "$BUILD" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    -DMP_BUILD_TESTS=OFF -DMP_ENABLE_CUDA=OFF \
+    -DMP_BUILD_FUZZERS=ON "-DMP_SANITIZERS=address;undefined"
+fi
+cmake --build "$BUILD" -- $(printf 'mp-fuzz-%s ' "${TARGETS[@]}")
+
+# --- seeds -------------------------------------------------------------------
+seed_dir() { echo "$BUILD/seeds/$1"; }
+make_seeds() {
+  local target="$1" dir
+  dir="$(seed_dir "$target")"
+  [ -d "$dir" ] && return 0
+  mkdir -p "$dir.tmp"
+  case "$target" in
+    import-onnx)
+      local i=0
+      for model in "$TESTDATA"/node/*/model.onnx "$TESTDATA"/pytorch-converted/*/model.onnx; do
+        cp "$model" "$dir.tmp/$((i++)).onnx"
+      done ;;
+    import-onnxtxt)
+      cp "$ROOT"/test/Import/ONNX/*.onnxtxt "$dir.tmp/"
+      "$ROOT/.venv/bin/python" - "$TESTDATA/node" "$dir.tmp" <<'EOF'
+import glob, os, sys
+import onnx, onnx.printer
+for i, path in enumerate(sorted(glob.glob(os.path.join(sys.argv[1], "*", "model.onnx")))):
+    try:
+        text = onnx.printer.to_text(onnx.load(path))
+    except Exception:
+        continue
+    with open(os.path.join(sys.argv[2], "node%d.onnxtxt" % i), "w") as f:
+        f.write(text)
+EOF
+      ;;
+    plan)
+      if [ ! -x "$MAIN_BUILD/bin/mp-opt" ]; then
+        echo "fuzz.sh: plan seeds are compiled by $MAIN_BUILD/bin/mp-opt: run scripts/build.sh first" >&2
+        exit 1
+      fi
+      local i=0
+      for model in "$TESTDATA"/node/*/model.onnx; do
+        "$MAIN_BUILD/bin/mp-opt" "$model" --emit=plan -o "$dir.tmp/$((i++)).mpplan" \
+          >/dev/null 2>&1 || true
+      done
+      cp "$ROOT"/test/Tools/mp-run/Inputs/*.mpplan "$dir.tmp/" 2>/dev/null || true ;;
+  esac
+  mv "$dir.tmp" "$dir"
+  echo "== seeds for $target: $(ls "$dir" | wc -l) files"
+}
+
+# --- run ---------------------------------------------------------------------
+run_target() {
+  local target="$1"
+  local corpus="$BUILD/corpus/$target" findings="$BUILD/findings/$target"
+  mkdir -p "$corpus" "$findings"
+  # detect_leaks: the importer must not leak either. The RSS limit turns an
+  # allocation that a hostile size slipped past the checks into a finding.
+  ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    "$BUILD/bin/mp-fuzz-$target" "$corpus" "$(seed_dir "$target")" \
+      -max_total_time="$SECONDS_PER_TARGET" -timeout=25 -rss_limit_mb=4096 \
+      -max_len=1048576 -print_final_stats=1 "${KEEP_GOING[@]}" \
+      -artifact_prefix="$findings/" >"$BUILD/fuzz-$target.log" 2>&1 || true
+  local runs
+  runs=$(grep -E '^stat::number_of_executed_units' "$BUILD/fuzz-$target.log" | awk '{print $2}')
+  echo "== $target: ${runs:-?} inputs in ${SECONDS_PER_TARGET}s, corpus $(ls "$corpus" | wc -l) files, findings $(ls "$findings" | wc -l) (log: $BUILD/fuzz-$target.log)"
+}
+
+for target in "${TARGETS[@]}"; do make_seeds "$target"; done
+running=0
+for target in "${TARGETS[@]}"; do
+  run_target "$target" &
+  if ((++running >= JOBS)); then wait -n; ((running--)); fi
+done
+wait
+
+status=0
+for target in "${TARGETS[@]}"; do
+  for f in "$BUILD/findings/$target"/*; do
+    [ -e "$f" ] || continue
+    echo "finding: $f"
+    status=1
+  done
+done
+exit $status
