@@ -98,7 +98,12 @@ EOF
         "$MAIN_BUILD/bin/mp-opt" "$model" --emit=plan -o "$dir.tmp/$((i++)).mpplan" \
           >/dev/null 2>&1 || true
       done
-      cp "$ROOT"/test/Tools/mp-run/Inputs/*.mpplan "$dir.tmp/" 2>/dev/null || true ;;
+      # The hand-built plans of mp-run's tests (every call kind's attributes).
+      local made="$BUILD/seeds/test-plans"
+      mkdir -p "$made"
+      "$MAIN_BUILD/bin/mp-make-test-plans" "$made" >/dev/null
+      cp "$made"/*.mpplan "$dir.tmp/"
+      rm -rf "$made" ;;
   esac
   mv "$dir.tmp" "$dir"
   echo "== seeds for $target: $(ls "$dir" | wc -l) files"
@@ -117,8 +122,12 @@ run_target() {
       -max_total_time="$SECONDS_PER_TARGET" -timeout=25 -rss_limit_mb=4096 \
       -max_len=1048576 -print_final_stats=1 "${KEEP_GOING[@]}" \
       -artifact_prefix="$findings/" >"$BUILD/fuzz-$target.log" 2>&1 || true
+  # Inputs run: libFuzzer's final statistics, or in fork mode its last
+  # progress line ("#123456: cov: ...").
   local runs
-  runs=$(grep -E '^stat::number_of_executed_units' "$BUILD/fuzz-$target.log" | awk '{print $2}')
+  runs=$(awk '/^stat::number_of_executed_units/ {n = $2}
+              /^#[0-9]+:? / && n == "" {sub(/^#/, "", $1); sub(/:$/, "", $1); last = $1}
+              END {print (n != "" ? n : last)}' "$BUILD/fuzz-$target.log")
   echo "== $target: ${runs:-?} inputs in ${SECONDS_PER_TARGET}s, corpus $(ls "$corpus" | wc -l) files, findings $(ls "$findings" | wc -l) (log: $BUILD/fuzz-$target.log)"
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything (including the test models
 # exported by torch), and runs all tests with ctest: the lit suite and every
-# Catch2 test case. Then imports the whole ONNX backend test corpus.
+# Catch2 test case. Then imports the whole ONNX backend test corpus. Then all of
+# it again with AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MP_BUILD_DIR:-$ROOT/build}"
@@ -12,5 +13,11 @@ echo "== ONNX backend test corpus (import of every model)"
 "$BUILD/bin/mp-import-suite" --min-import-rate=0.95
 
 echo "== ctest"
-cd "$BUILD"
-ctest --output-on-failure -j2
+(cd "$BUILD" && ctest --output-on-failure -j2)
+
+# The same suite on an AddressSanitizer + UndefinedBehaviorSanitizer build
+# (docs/robustness.md). MP_SKIP_SANITIZERS=1 skips it in a quick local loop.
+if [ "${MP_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== sanitizers (scripts/sanitize.sh)"
+  "$ROOT/scripts/sanitize.sh"
+fi
