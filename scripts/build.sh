@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Configures (once) and builds MixPrec in build/ with Ninja, ccache and lld.
 # Usage: scripts/build.sh [ninja targets...]
+# MP_BUILD_DIR picks another build directory and MP_CMAKE_ARGS (a
+# space-separated list) adds to or overrides the configuration below, e.g.
+# the sanitizer and fuzzing builds of scripts/sanitize.sh and scripts/fuzz.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MP_BUILD_DIR:-$ROOT/build}"
@@ -9,6 +12,7 @@ if [ ! -f "$BUILD/build.ninja" ]; then
     -DCMAKE_BUILD_TYPE=Release \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DCMAKE_INSTALL_PREFIX="$BUILD/install"
+    -DCMAKE_INSTALL_PREFIX="$BUILD/install" \
+    ${MP_CMAKE_ARGS:-}
 fi
 cmake --build "$BUILD" -- "$@"

@@ -50,16 +50,11 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -G Ninja -S "$ROOT" -B "$BUILD" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DMP_BUILD_TESTS=OFF -DMP_ENABLE_CUDA=OFF \
-    -DMP_BUILD_FUZZERS=ON "-DMP_SANITIZERS=address;undefined"
-fi
-cmake --build "$BUILD" -- $(printf 'mp-fuzz-%s ' "${TARGETS[@]}")
+MP_BUILD_DIR="$BUILD" MP_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo \
+-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+-DMP_BUILD_TESTS=OFF -DMP_ENABLE_CUDA=OFF -DMP_BUILD_FUZZERS=ON \
+-DMP_SANITIZERS=address;undefined" \
+  "$ROOT/scripts/build.sh" $(printf 'mp-fuzz-%s ' "${TARGETS[@]}")
 
 # --- seeds -------------------------------------------------------------------
 seed_dir() { echo "$BUILD/seeds/$1"; }

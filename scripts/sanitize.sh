@@ -12,16 +12,12 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MP_ASAN_BUILD_DIR:-$ROOT/build-asan}"
-if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -G Ninja -S "$ROOT" -B "$BUILD" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
-    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
-    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    "-DMP_SANITIZERS=address;undefined"
-fi
-cmake --build "$BUILD" -- all mp-models mlir-doc
+# -O1 keeps the run fast; -g1 (CXXFLAGS: read when the build is configured)
+# gives the reports file and line.
+CFLAGS=-g1 CXXFLAGS=-g1 MP_BUILD_DIR="$BUILD" MP_CMAKE_ARGS="\
+-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
+-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -DMP_SANITIZERS=address;undefined" \
+  "$ROOT/scripts/build.sh" all mp-models mlir-doc
 
 # Reports are errors: UBSan stops at the first one (-fno-sanitize-recover), and
 # LeakSanitizer checks every process at exit.

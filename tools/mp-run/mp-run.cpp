@@ -67,6 +67,8 @@ OPTIONS:
                         --repeat)
   --print-plan          print the plan's inputs, outputs, buffers and calls
                         (without inputs, only print it)
+  --zero-inputs         bind the inputs not given to zeros (to check that a
+                        plan runs, or time it, without data)
   --help                this help
 
 Exit status: 0 success, 1 an output did not match --compare, 2 an error.
@@ -99,7 +101,7 @@ struct Options {
   std::string outputFormat = "npy";
   double rtol = 1e-3, atol = 1e-7;
   double scaleTol = 0; // > 0: compare against the output's scale
-  bool timing = false, printPlan = false, help = false;
+  bool timing = false, printPlan = false, zeroInputs = false, help = false;
   int repeat = 0, warmup = -1; ///< 0 / -1: not given
 };
 
@@ -166,6 +168,8 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       opts.timing = true;
     } else if (key == "--print-plan" && !hasValue) {
       opts.printPlan = true;
+    } else if (key == "--zero-inputs" && !hasValue) {
+      opts.zeroInputs = true;
     } else if (key == "--compare") {
       inCompare = true;
       if (hasValue)
@@ -522,7 +526,7 @@ int runMain(int argc, char **argv) {
     return report({opts.planPath, plan.message()});
   if (opts.printPlan) {
     printPlan(*plan);
-    if (opts.inputArgs.empty() && !plan->inputs.empty())
+    if (opts.inputArgs.empty() && !plan->inputs.empty() && !opts.zeroInputs)
       return 0;
   }
   Result<CpuExecutor> exec = CpuExecutor::create(plan.take(), opts.planPath);
@@ -536,6 +540,14 @@ int runMain(int argc, char **argv) {
       !bindFiles(p.outputs, opts.compareArgs, opts.planPath, "output", expected,
                  failure))
     return report(failure);
+  if (opts.zeroInputs)
+    for (const PlanBinding &b : p.inputs)
+      if (std::none_of(inputs.begin(), inputs.end(),
+                       [&](const BoundFile &in) { return in.name == b.name; })) {
+        HostTensor zeros(b.dtype, b.shape);
+        std::memset(zeros.data(), 0, zeros.byteCount());
+        inputs.push_back({b.name, "<zeros>", std::move(zeros)});
+      }
   std::vector<NamedView> views;
   for (const BoundFile &in : inputs)
     views.push_back({in.name, in.tensor.view()});

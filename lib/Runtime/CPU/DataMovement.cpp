@@ -443,7 +443,7 @@ Status concat(const std::vector<TensorView> &inputs, const TensorView &y,
 
 Status slice(const TensorView &x, const TensorView &y,
              const std::vector<int64_t> &starts,
-             const std::vector<int64_t> &steps) {
+             const std::vector<int64_t> &givenSteps) {
   constexpr std::string_view op = "slice";
   if (Status s = checkInOut(op, x, y); !s)
     return s;
@@ -451,28 +451,35 @@ Status slice(const TensorView &x, const TensorView &y,
   if (y.shape.size() != r)
     return fail(op, "x " + shapeStr(x.shape) + " and y " + shapeStr(y.shape) +
                         " have different ranks");
-  if (starts.size() != r || steps.size() != r)
+  if (starts.size() != r || givenSteps.size() != r)
     return fail(op, "starts " + shapeStr(starts) + " and steps " +
-                        shapeStr(steps) + " need one entry per dim of x " +
+                        shapeStr(givenSteps) + " need one entry per dim of x " +
                         shapeStr(x.shape));
   for (size_t d = 0; d < r; ++d) {
-    if (steps[d] == 0)
+    if (givenSteps[d] == 0)
       return fail(op, "step of dim " + std::to_string(d) + " is 0");
     if (y.shape[d] == 0)
       continue;
     int64_t span, last;
-    bool overflow = __builtin_mul_overflow(y.shape[d] - 1, steps[d], &span) ||
-                    __builtin_add_overflow(starts[d], span, &last);
+    bool overflow =
+        __builtin_mul_overflow(y.shape[d] - 1, givenSteps[d], &span) ||
+        __builtin_add_overflow(starts[d], span, &last);
     if (starts[d] < 0 || starts[d] >= x.shape[d] || overflow || last < 0 ||
         last >= x.shape[d])
       return fail(op, "dim " + std::to_string(d) + ": " +
                           std::to_string(y.shape[d]) +
                           " elements from start " + std::to_string(starts[d]) +
-                          " with step " + std::to_string(steps[d]) +
+                          " with step " + std::to_string(givenSteps[d]) +
                           " do not lie in x " + shapeStr(x.shape));
   }
   if (y.numElements() == 0)
     return Status::ok();
+  // A dim that takes one element ignores its step (any step passes the check
+  // above; a huge one would overflow the strides below).
+  std::vector<int64_t> steps(givenSteps);
+  for (size_t d = 0; d < r; ++d)
+    if (y.shape[d] == 1)
+      steps[d] = 1;
   const size_t es = byteSize(x.dtype);
   const std::vector<int64_t> xStride = stridesOf(x.shape),
                              yStride = stridesOf(y.shape);

@@ -295,6 +295,9 @@ TEST_CASE("slice with positive and negative steps", "[cpu][data]") {
       {{1, 1, 1}, {2, 3, 4}, {1, 1, 1}},
       {{3, 6, 2}, {0, 0, 1}, {2, 1, 5}},
       {{0, 6, 7}, {0, 0, 0}, {1, 1, 1}},   // empty
+      // One element of a dim ignores its step, however large (a fuzzed plan:
+      // the step used to be multiplied into the strides, an overflow).
+      {{1, 6, 1}, {2, 0, 3}, {int64_t(1) << 61, 1, -(int64_t(1) << 62)}},
   };
   for (DType t : kDTypes)
     for (const Case &c : cases) {
