@@ -109,6 +109,7 @@ run_target() {
   local target="$1"
   local corpus="$BUILD/corpus/$target" findings="$BUILD/findings/$target"
   mkdir -p "$corpus" "$findings"
+  local start=$SECONDS
   # detect_leaks: the importer must not leak either. The RSS limit turns an
   # allocation that a hostile size slipped past the checks into a finding.
   ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" \
@@ -123,7 +124,7 @@ run_target() {
   runs=$(awk '/^stat::number_of_executed_units/ {n = $2}
               /^#[0-9]+:? / && n == "" {sub(/^#/, "", $1); sub(/:$/, "", $1); last = $1}
               END {print (n != "" ? n : last)}' "$BUILD/fuzz-$target.log")
-  echo "== $target: ${runs:-?} inputs in ${SECONDS_PER_TARGET}s, corpus $(ls "$corpus" | wc -l) files, findings $(ls "$findings" | wc -l) (log: $BUILD/fuzz-$target.log)"
+  echo "== $target: ${runs:-?} inputs in $((SECONDS - start)) s, corpus $(ls "$corpus" | wc -l) files, findings $(ls "$findings" | wc -l) (log: $BUILD/fuzz-$target.log)"
 }
 
 for target in "${TARGETS[@]}"; do make_seeds "$target"; done

@@ -46,8 +46,7 @@ const mlir::DialectRegistry &registry() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // A fresh context per input: uniqued types and attributes of earlier
   // inputs would otherwise accumulate (and look like a leak).
-  mlir::MLIRContext context(registry(),
-                            mlir::MLIRContext::Threading::DISABLED);
+  mlir::MLIRContext context(registry(), mlir::MLIRContext::Threading::DISABLED);
   mlir::ScopedDiagnosticHandler swallow(
       &context, [](mlir::Diagnostic &) { return mlir::success(); });
 
