@@ -85,20 +85,23 @@ bool checkType(DType t, const Shape &shape, int64_t &elements, uint64_t &bytes,
     }
     hasZero |= shape[i] == 0;
   }
+  // The product of the non-zero dims must fit even when a zero dim makes the
+  // tensor empty: kernels compute strides from the dims ([0, 2^62, 100] has
+  // no elements but a stride of 2^62 * 100).
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   int64_t n = 1;
-  if (hasZero) {
-    n = 0;
-  } else {
-    for (int64_t d : shape) {
-      if (n > kMax / d) {
-        why = "shape " + shapeString(shape) +
-              " has more elements than fit in 64 bits";
-        return false;
-      }
-      n *= d;
+  for (int64_t d : shape) {
+    if (d == 0)
+      continue;
+    if (n > kMax / d) {
+      why = "shape " + shapeString(shape) +
+            " has more elements than fit in 64 bits";
+      return false;
     }
+    n *= d;
   }
+  if (hasZero)
+    n = 0;
   auto elementBytes = static_cast<int64_t>(byteSize(t));
   if (n > kMax / elementBytes) {
     why = typeString(t, shape) + " has more bytes than fit in 63 bits";

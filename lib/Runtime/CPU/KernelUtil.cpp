@@ -99,12 +99,15 @@ Status checkView(std::string_view op, std::string_view name,
     if (d < 0)
       return fail(op, std::string(name) + " has a negative dimension " +
                           shapeStr(v.shape));
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / 8 / d)
+    // Zero dims are skipped: the strides of an empty tensor must fit too.
+    if (d == 0)
+      continue;
+    if (n > std::numeric_limits<int64_t>::max() / 8 / d)
       return fail(op, std::string(name) + " is too large " +
                           shapeStr(v.shape));
     n *= d;
   }
-  if (n > 0 && !v.data)
+  if (v.numElements() > 0 && !v.data)
     return fail(op, std::string(name) + " has no data");
   return Status::ok();
 }

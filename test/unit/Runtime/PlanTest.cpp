@@ -652,6 +652,14 @@ TEST_CASE("each semantic rule is checked on load and on save", "[plan]") {
        [](Plan &p) { p.buffers[2].shape = {int64_t(1) << 32, int64_t(1) << 32}; },
        "buffer 2 ('t'): shape [4294967296, 4294967296] has more elements "
        "than fit in 64 bits"},
+      {"element count overflow behind a zero dim",
+       [](Plan &p) {
+         // Empty, but its strides would overflow (a fuzzed plan: the
+         // gather_elements kernel computed them).
+         p.buffers[2].shape = {0, int64_t(1) << 62, 101};
+       },
+       "buffer 2 ('t'): shape [0, 4611686018427387904, 101] has more "
+       "elements than fit in 64 bits"},
       {"byte count overflow",
        [](Plan &p) { p.buffers[2].shape = {int64_t(1) << 62}; },
        "buffer 2 ('t'): f32 [4611686018427387904] has more bytes than fit"},
