@@ -254,8 +254,10 @@ Status check(const TensorView &x, const TensorView &w, const TensorView &r,
                            std::string(dtypeName(x.dtype)));
   if (o.mode != RnnMode::Lstm && (initC || p || yC))
     return fail(kOp, "initial_c, p and y_c are for LSTM only");
-  if (o.hiddenSize < 1)
-    return fail(kOp, "hidden_size must be >= 1, got " +
+  // The bound keeps gates * hidden_size (and 2x, 3x of it) from overflowing;
+  // the weights' shapes then decide (a fuzzed plan had 5.5e18).
+  if (o.hiddenSize < 1 || o.hiddenSize > (int64_t(1) << 40))
+    return fail(kOp, "hidden_size must be in [1, 2^40], got " +
                          std::to_string(o.hiddenSize));
   if (x.shape.size() != 3)
     return fail(kOp, "x must be [seq_length, batch_size, input_size], got " +

@@ -409,6 +409,12 @@ TEST_CASE("rnn: rejects bad arguments", "[runtime][cpu][rnn]") {
                      nullptr, nullptr, nullptr, &yH.view(), nullptr, o);
   CHECK(mixed.message().find("w has dtype f32; expected x's dtype f16") !=
         std::string::npos);
+  // A hidden_size whose gate count times it overflows (a fuzzed plan).
+  RnnOptions huge = o;
+  huge.hiddenSize = int64_t(5548434740920451071);
+  Status tooBig = run(w.view(), huge);
+  CHECK(tooBig.message().find("hidden_size must be in [1, 2^40], got "
+                              "5548434740920451071") != std::string::npos);
 }
 
 //===----------------------------------------------------------------------===//
