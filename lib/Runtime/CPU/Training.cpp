@@ -44,6 +44,20 @@ Status checkLikeParam(std::string_view op, std::string_view name,
   return Status::ok();
 }
 
+/// An optimizer step's common operands: an f32 parameter (the master
+/// weights), its f32 gradient and the i64 step count.
+Status checkParamGradStep(std::string_view op, const TensorView &param,
+                          const TensorView &grad, const TensorView &step) {
+  if (Status s = checkView(op, "param", param); !s)
+    return s;
+  if (param.dtype != DType::F32)
+    return fail(op, std::string("param must be f32 (master weights), got ") +
+                        std::string(dtypeName(param.dtype)));
+  if (Status s = checkLikeParam(op, "grad", grad, param); !s)
+    return s;
+  return checkScalar(op, "step", step, DType::I64);
+}
+
 /// True when the step is to be skipped (found_inf given and set).
 Result<bool> skipped(std::string_view op, const TensorView &foundInf) {
   if (!foundInf.data)
@@ -151,14 +165,7 @@ Status sgdStep(const TensorView &param, const TensorView &grad,
                const TensorView &momentumBuffer, const TensorView &step,
                const TensorView &foundInf, const SGDConfig &config) {
   constexpr std::string_view op = "sgd_step";
-  if (Status s = checkView(op, "param", param); !s)
-    return s;
-  if (param.dtype != DType::F32)
-    return fail(op, std::string("param must be f32 (master weights), got ") +
-                        std::string(dtypeName(param.dtype)));
-  if (Status s = checkLikeParam(op, "grad", grad, param); !s)
-    return s;
-  if (Status s = checkScalar(op, "step", step, DType::I64); !s)
+  if (Status s = checkParamGradStep(op, param, grad, step); !s)
     return s;
   if (config.momentum != 0)
     if (Status s = checkLikeParam(op, "momentum_buffer", momentumBuffer, param);
@@ -200,18 +207,11 @@ Status adamStep(const TensorView &param, const TensorView &grad,
                 const TensorView &step, const TensorView &foundInf,
                 const AdamConfig &config) {
   constexpr std::string_view op = "adam_step";
-  if (Status s = checkView(op, "param", param); !s)
-    return s;
-  if (param.dtype != DType::F32)
-    return fail(op, std::string("param must be f32 (master weights), got ") +
-                        std::string(dtypeName(param.dtype)));
-  if (Status s = checkLikeParam(op, "grad", grad, param); !s)
+  if (Status s = checkParamGradStep(op, param, grad, step); !s)
     return s;
   if (Status s = checkLikeParam(op, "exp_avg", expAvg, param); !s)
     return s;
   if (Status s = checkLikeParam(op, "exp_avg_sq", expAvgSq, param); !s)
-    return s;
-  if (Status s = checkScalar(op, "step", step, DType::I64); !s)
     return s;
   if (!(config.beta1 >= 0 && config.beta1 < 1 && config.beta2 >= 0 &&
         config.beta2 < 1 && config.eps >= 0))
