@@ -306,10 +306,29 @@ struct BatchNormLowering : OpConversionPattern<BatchNormalizationOp> {
           buffers[0], buffers[1], buffers[2],
           rewriter.getF32FloatAttr(epsilon), rewriter.getF32FloatAttr(momentum));
     } else {
-      culib::BatchNormInferenceOp::create(
-          rewriter, op.getLoc(), adaptor.getX(), adaptor.getScale(),
-          adaptor.getB(), adaptor.getInputMean(), adaptor.getInputVar(),
-          buffers[0], rewriter.getF32FloatAttr(epsilon));
+      // cuDNN takes scale, bias and statistics in f32 for 16-bit data: 16-bit
+      // ones (ONNX allows them; onnxconverter-common writes them) are
+      // widened first, which is exact.
+      auto widened = [&](Value stat) -> Value {
+        auto type = cast<MemRefType>(stat.getType());
+        if (type.getElementType().isF32())
+          return stat;
+        Value f32 = culib::AllocOp::create(
+            rewriter, op.getLoc(),
+            MemRefType::get(type.getShape(), rewriter.getF32Type()),
+            IntegerAttr());
+        culib::CastOp::create(rewriter, op.getLoc(), stat, f32);
+        return f32;
+      };
+      // In operand order (function arguments are evaluated in any order).
+      Value scale = widened(adaptor.getScale());
+      Value bias = widened(adaptor.getB());
+      Value mean = widened(adaptor.getInputMean());
+      Value var = widened(adaptor.getInputVar());
+      culib::BatchNormInferenceOp::create(rewriter, op.getLoc(),
+                                          adaptor.getX(), scale, bias, mean,
+                                          var, buffers[0],
+                                          rewriter.getF32FloatAttr(epsilon));
     }
     rewriter.replaceOp(op, buffers);
     return success();
@@ -1577,13 +1596,17 @@ std::string whyNotLowerable(Operation *op) {
         cast<ShapedType>(matmul.getB().getType()).getRank() < 2)
       os << "1-D operands are not supported yet";
   } else if (auto bn = dyn_cast<BatchNormalizationOp>(op)) {
-    for (Value stat : {bn.getScale(), bn.getB(), bn.getInputMean(),
-                       bn.getInputVar()})
-      if (!elementOf(stat).isF32()) {
-        os << "scale, bias and statistics must be f32, got '"
-           << stat.getType() << "'";
-        break;
-      }
+    // In inference the lowering widens 16-bit statistics; training updates
+    // the running statistics in place, which must then be f32 already.
+    if (bn.getTrainingMode().value_or(0))
+      for (Value stat : {bn.getScale(), bn.getB(), bn.getInputMean(),
+                         bn.getInputVar()})
+        if (!elementOf(stat).isF32()) {
+          os << "in training mode, scale, bias and statistics must be f32, "
+                "got '"
+             << stat.getType() << "'";
+          break;
+        }
   } else if (auto clip = dyn_cast<ClipOp>(op)) {
     if (!isa<FloatType>(elementOf(clip.getOutput())))
       os << "only floating-point Clip is supported";

@@ -42,9 +42,9 @@ func.func @strings(%x: tensor<2xf32>) -> tensor<2x!mp.string> {
 
 // -----
 
-func.func @bn_f16_statistics(%x: tensor<1x2x3xf16>, %s: tensor<2xf16>) -> tensor<1x2x3xf16> {
-  // CHECK: error: {{.*}}cannot lower mp.batch_normalization at node 'bn': scale, bias and statistics must be f32, got 'tensor<2xf16>'
-  %y, %m, %v = mp.batch_normalization %x, %s, %s, %s, %s : (tensor<1x2x3xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16>) -> (tensor<1x2x3xf16>, tensor<2xf16>, tensor<2xf16>) loc("bn")
+func.func @bn_f16_statistics_training(%x: tensor<1x2x3xf16>, %s: tensor<2xf16>) -> tensor<1x2x3xf16> {
+  // CHECK: error: {{.*}}cannot lower mp.batch_normalization at node 'bn': in training mode, scale, bias and statistics must be f32, got 'tensor<2xf16>'
+  %y, %m, %v = mp.batch_normalization %x, %s, %s, %s, %s {training_mode = 1 : i64} : (tensor<1x2x3xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16>) -> (tensor<1x2x3xf16>, tensor<2xf16>, tensor<2xf16>) loc("bn")
   return %y : tensor<1x2x3xf16>
 }
 

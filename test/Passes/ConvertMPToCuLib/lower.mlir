@@ -51,6 +51,21 @@ func.func @gemm_c_and_matmul(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tenso
   return %y, %z : tensor<2x4xf32>, tensor<5x2x6xbf16>
 }
 
+// In inference, 16-bit scale, bias and statistics (as onnxconverter-common
+// writes them) are widened to f32 for cuDNN; the data stays f16.
+// CHECK-LABEL: func.func @batch_norm_f16_statistics
+func.func @batch_norm_f16_statistics(%x: tensor<1x2x3xf16>, %s: tensor<2xf16>, %b: tensor<2xf32>, %mean: tensor<2xf16>, %var: tensor<2xf16>) -> tensor<1x2x3xf16> {
+  // CHECK: %[[S:.*]] = culib.alloc : memref<2xf32>
+  // CHECK-NEXT: culib.cast ins(%arg1) outs(%[[S]]) : memref<2xf16>, memref<2xf32>
+  // CHECK: %[[M:.*]] = culib.alloc : memref<2xf32>
+  // CHECK-NEXT: culib.cast ins(%arg3) outs(%[[M]]) : memref<2xf16>, memref<2xf32>
+  // CHECK: %[[V:.*]] = culib.alloc : memref<2xf32>
+  // CHECK-NEXT: culib.cast ins(%arg4) outs(%[[V]]) : memref<2xf16>, memref<2xf32>
+  // CHECK: culib.batch_norm_inference ins(%arg0, %[[S]], %arg2, %[[M]], %[[V]]) outs(%{{.*}}) {{.*}} : memref<1x2x3xf16>, memref<2xf32>, memref<2xf32>, memref<2xf32>, memref<2xf32>, memref<1x2x3xf16>
+  %y, %m, %v = mp.batch_normalization %x, %s, %b, %mean, %var : (tensor<1x2x3xf16>, tensor<2xf16>, tensor<2xf32>, tensor<2xf16>, tensor<2xf16>) -> (tensor<1x2x3xf16>, tensor<2xf16>, tensor<2xf16>)
+  return %y : tensor<1x2x3xf16>
+}
+
 // CHECK-LABEL: func.func @norms_and_kernels
 func.func @norms_and_kernels(%x: tensor<2x3x4xf32>, %v: tensor<3xf32>, %i: tensor<5xi64>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<2x3x1xf32>, tensor<3xf32>, tensor<4x3x2xf32>, tensor<2x6x4xf32>, tensor<5x3x4xf32>, tensor<2x3x4xf32>, tensor<2x12xf32>) {
   // CHECK: culib.batch_norm_training ins({{.*}}) outs({{.*}}) {epsilon = 1.000000e-03 : f32, momentum = 0.899999976 : f32}
