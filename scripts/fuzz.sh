@@ -5,18 +5,21 @@
 #   scripts/fuzz.sh [--time SECONDS] [--jobs N] [--keep-going] [TARGET...]
 #
 # TARGET: import-onnx (binary models), import-onnxtxt (ONNX text), plan (plan
-# files); default: all three. --time: seconds per target (default 60);
-# --jobs: targets run at once (default 2); --keep-going: do not stop at the
-# first finding (libFuzzer's fork mode), to collect several in one run.
+# files), tensor-file (.npy and TensorProto inputs of mp-run); default: all.
+# --time: seconds per target (default 60); --jobs: targets run at once
+# (default 2); --keep-going: do not stop at the first finding (libFuzzer's
+# fork mode), to collect several in one run.
 #
 # Seeds: the ONNX backend node and pytorch-converted test models (binary), the
-# repository's .onnxtxt tests plus node models printed as text (text), and
+# repository's .onnxtxt tests plus node models printed as text (text), the
+# node tests' TensorProto files and a few .npy files (tensor-file), and
 # plans compiled from the node tests by the main build's mp-opt (plan; run
 # scripts/build.sh first). The corpus grows in build-fuzz/corpus/TARGET and is
 # kept between runs; findings (crash-*, leak-*, timeout-*, oom-*) are written
 # to build-fuzz/findings/TARGET/ and listed at the end (slow-unit-* files,
-# inputs that took over 10 s but finished, are listed too but are no failure). Each finding becomes a
-# regression input in test/fuzz/regressions/TARGET/ (docs/robustness.md).
+# inputs that took over 10 s but finished, are listed but are no failure).
+# Each finding becomes a regression input in
+# test/fuzz/Inputs/regressions/TARGET/ (docs/robustness.md).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MP_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
@@ -31,12 +34,12 @@ while (($#)); do
     --time) SECONDS_PER_TARGET="$2"; shift 2 ;;
     --jobs) JOBS="$2"; shift 2 ;;
     --keep-going) KEEP_GOING=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1); shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
-    import-onnx|import-onnxtxt|plan) TARGETS+=("$1"); shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    import-onnx|import-onnxtxt|plan|tensor-file) TARGETS+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-((${#TARGETS[@]})) || TARGETS=(import-onnx import-onnxtxt plan)
+((${#TARGETS[@]})) || TARGETS=(import-onnx import-onnxtxt plan tensor-file)
 
 # clang 22 (the LLVM of the MLIR the project builds on) and its libFuzzer.
 missing=()
@@ -100,6 +103,24 @@ EOF
       "$MAIN_BUILD/bin/mp-make-test-plans" "$made" >/dev/null
       cp "$made"/*.mpplan "$dir.tmp/"
       rm -rf "$made" ;;
+    tensor-file)
+      # The node tests' TensorProto inputs and outputs (every dtype), and
+      # .npy files of several dtypes and ranks.
+      local i=0
+      for pb in "$TESTDATA"/node/test_*/test_data_set_0/*.pb; do
+        cp "$pb" "$dir.tmp/$((i++)).pb"
+      done
+      "$ROOT/.venv/bin/python" - "$dir.tmp" <<'EOF'
+import os, sys
+import numpy as np
+rng = np.random.default_rng(0)
+for i, (dtype, shape) in enumerate([("f4", (2, 3)), ("f8", ()), ("f2", (4,)),
+                                    ("i8", (1, 2, 3)), ("?", (5,)), ("u1", (0, 3)),
+                                    ("<i4", (3, 1, 1, 2)), (">f4", (2,))]):
+    np.save(os.path.join(sys.argv[1], "np%d.npy" % i),
+            (rng.standard_normal(shape) * 10).astype(dtype))
+EOF
+      ;;
   esac
   mv "$dir.tmp" "$dir"
   echo "== seeds for $target: $(ls "$dir" | wc -l) files"
