@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything (including the test models
-# exported by torch), and runs all tests with ctest: the lit suite and every
-# Catch2 test case. Then imports the whole ONNX backend test corpus. Then all of
-# it again with AddressSanitizer + UndefinedBehaviorSanitizer.
+# exported by torch), imports the whole ONNX backend test corpus and runs all
+# tests with ctest: the lit suite and every Catch2 test case. Then all of it
+# again on an AddressSanitizer + UndefinedBehaviorSanitizer build.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MP_BUILD_DIR:-$ROOT/build}"
