@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -42,6 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<NamedView> views;
   for (const PlanBinding &binding : executor->plan().inputs) {
     inputs.emplace_back(binding.dtype, binding.shape);
+    std::memset(inputs.back().data(), 0, inputs.back().byteCount());
     views.push_back({binding.name, inputs.back().view()});
   }
   (void)executor->run(views);
