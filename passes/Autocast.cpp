@@ -1194,6 +1194,18 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
     auto *mpDialect = context->getOrLoadDialect<MPDialect>();
     for (const auto &entry : mpDialect->getOnnxOpTable())
       onnxTypes[entry.getValue().opName] = entry.getKey();
+    // The training ops the policy classifies (MPTrainingOps.td).
+    auto addTrainingOp = [&](auto tag) {
+      using OpTy = typename decltype(tag)::type;
+      onnxTypes[OperationName(OpTy::getOperationName(), context)] =
+          OpTy::kPolicyOpType;
+    };
+    addTrainingOp(llvm::type_identity<ConvGradFilterOp>{});
+    addTrainingOp(llvm::type_identity<PoolGradOp>{});
+    addTrainingOp(llvm::type_identity<BatchNormGradOp>{});
+    addTrainingOp(llvm::type_identity<SoftmaxCrossEntropyGradOp>{});
+    addTrainingOp(llvm::type_identity<NLLLossGradOp>{});
+    addTrainingOp(llvm::type_identity<LSTMGradOp>{});
     if (presetPolicy) {
       policy = *presetPolicy;
       return success();

@@ -164,6 +164,83 @@ std::optional<CallBuffers> callBuffers(Operation *op) {
                            {req("values", o.getValues()),
                             req("indices", o.getIndices())}};
       })
+      .Case([&](culib::ConvBwdFilterOp o) {
+        return CallBuffers{"cudnn.conv_bwd_filter",
+                           {req("x", o.getX()), req("dy", o.getDy())},
+                           {req("dw", o.getDw())}};
+      })
+      .Case([&](culib::PoolBwdOp o) {
+        return CallBuffers{"cudnn.pool_bwd",
+                           {req("x", o.getX()), req("dy", o.getDy())},
+                           {req("dx", o.getDx())}};
+      })
+      .Case([&](culib::BatchNormBwdOp o) {
+        return CallBuffers{"cudnn.batch_norm_bwd",
+                           {req("x", o.getX()), req("scale", o.getScale()),
+                            req("dy", o.getDy())},
+                           {req("dx", o.getDx()), req("dscale", o.getDscale()),
+                            req("dbias", o.getDbias())}};
+      })
+      .Case([&](culib::SoftmaxCrossEntropyGradOp o) {
+        return CallBuffers{"kernel.softmax_cross_entropy_grad",
+                           {req("scores", o.getScores()),
+                            req("labels", o.getLabels()),
+                            req("dloss", o.getDloss()),
+                            opt("weights", o.getWeights())},
+                           {req("dscores", o.getDscores())}};
+      })
+      .Case([&](culib::NLLLossGradOp o) {
+        return CallBuffers{"kernel.nll_loss_grad",
+                           {req("input", o.getInput()),
+                            req("target", o.getTarget()),
+                            req("dloss", o.getDloss()),
+                            opt("weight", o.getWeight())},
+                           {req("dinput", o.getDinput())}};
+      })
+      .Case([&](culib::LSTMBwdOp o) {
+        return CallBuffers{
+            "kernel.lstm_bwd",
+            {req("x", o.getX()), req("w", o.getW()), req("r", o.getR()),
+             opt("b", o.getB()), opt("initial_h", o.getInitialH()),
+             opt("initial_c", o.getInitialC()), opt("dy", o.getDy()),
+             opt("dy_h", o.getDyH()), opt("dy_c", o.getDyC())},
+            {req("dx", o.getDx()), req("dw", o.getDw()), req("dr", o.getDr()),
+             opt("db", o.getDb()), opt("dinitial_h", o.getDinitialH()),
+             opt("dinitial_c", o.getDinitialC())}};
+      })
+      .Case([&](culib::UnscaleCheckFiniteOp o) {
+        CallBuffers b{"kernel.unscale_check_finite",
+                      {req("scale", o.getScale())},
+                      {req("found_inf", o.getFoundInf())}};
+        for (Value v : o.getGrads())
+          b.ins.push_back(req("grads", v));
+        for (Value v : o.getUnscaled())
+          b.outs.push_back(req("unscaled", v));
+        return b;
+      })
+      .Case([&](culib::LossScaleUpdateOp o) {
+        return CallBuffers{"kernel.loss_scale_update",
+                           {req("found_inf", o.getFoundInf())},
+                           {req("scale", o.getScale()),
+                            req("growth_tracker", o.getGrowthTracker())}};
+      })
+      .Case([&](culib::SGDStepOp o) {
+        return CallBuffers{"kernel.sgd_step",
+                           {req("grad", o.getGrad()),
+                            opt("found_inf", o.getFoundInf())},
+                           {req("param", o.getParam()),
+                            opt("momentum_buffer", o.getMomentumBuffer()),
+                            req("step", o.getStep())}};
+      })
+      .Case([&](culib::AdamStepOp o) {
+        return CallBuffers{"kernel.adam_step",
+                           {req("grad", o.getGrad()),
+                            opt("found_inf", o.getFoundInf())},
+                           {req("param", o.getParam()),
+                            req("exp_avg", o.getExpAvg()),
+                            req("exp_avg_sq", o.getExpAvgSq()),
+                            req("step", o.getStep())}};
+      })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -344,13 +421,20 @@ struct ExportPlanPass : public mp::impl::ExportPlanBase<ExportPlanPass> {
         buffer->offset = *alloc.getOffset();
         continue;
       }
-      if (auto weight = dyn_cast<culib::WeightOp>(op)) {
-        rt::PlanBuffer *buffer = addBuffer(weight.getBuffer(), weight.getLoc(),
-                                           weight.getName().str());
+      // Weights and state buffers both carry a value: the bytes of a
+      // weight, the initial contents of a state buffer.
+      auto state = dyn_cast<culib::StateOp>(op);
+      auto weight = dyn_cast<culib::WeightOp>(op);
+      if (state || weight) {
+        Value bufferValue = state ? state.getBuffer() : weight.getBuffer();
+        StringRef bufferName = state ? state.getName() : weight.getName();
+        ElementsAttr value = state ? state.getValue() : weight.getValue();
+        rt::PlanBuffer *buffer =
+            addBuffer(bufferValue, op.getLoc(), bufferName.str());
         if (!buffer)
           return std::nullopt;
         rt::PlanWeight w;
-        w.name = weight.getName().str();
+        w.name = bufferName.str();
         // Weight names are unique in a plan: constants of one node share
         // the node's name.
         if (llvm::any_of(plan.weights, [&](const rt::PlanWeight &other) {
@@ -362,18 +446,19 @@ struct ExportPlanPass : public mp::impl::ExportPlanBase<ExportPlanPass> {
         ownedWeights.emplace_back();
         const char *data = nullptr;
         size_t size = 0;
-        if (mlir::failed(weightBytes(weight.getValue(), weight.getLoc(),
-                                     ownedWeights.back(), data, size)))
+        if (mlir::failed(weightBytes(value, op.getLoc(), ownedWeights.back(),
+                                     data, size)))
           return std::nullopt;
         if (size != buffer->byteCount()) {
-          weight.emitError() << "weight '" << w.name << "' has " << size
+          op.emitError() << "weight '" << w.name << "' has " << size
                              << " bytes, its type needs "
                              << buffer->byteCount();
           return std::nullopt;
         }
         w.data = data;
         w.size = size;
-        buffer->storage = rt::BufferStorage::Weight;
+        buffer->storage =
+            state ? rt::BufferStorage::State : rt::BufferStorage::Weight;
         buffer->weight = plan.weights.size();
         plan.weights.push_back(std::move(w));
         continue;
@@ -440,6 +525,21 @@ struct ExportPlanPass : public mp::impl::ExportPlanBase<ExportPlanPass> {
         call.attributes.push_back({attr.getName().str(), std::move(*value)});
       }
       plan.calls.push_back(std::move(call));
+    }
+    if (auto info = func->getAttrOfType<DictionaryAttr>("mp.training")) {
+      auto get = [&](StringRef key) {
+        auto v = info.getAs<StringAttr>(key);
+        return v ? v.str() : std::string();
+      };
+      rt::PlanTrainingInfo training;
+      training.dataInput = get("data_input");
+      training.labelInput = get("label_input");
+      training.lossOutput = get("loss_output");
+      training.predictionOutput = get("prediction_output");
+      training.skippedOutput = get("skipped_output");
+      training.scaleOutput = get("scale_output");
+      training.task = get("task");
+      plan.training = std::move(training);
     }
     if (failed)
       return std::nullopt;

@@ -1,17 +1,20 @@
 //===- InitAll.cpp - register every MixPrec dialect and pass --------------===//
 #include "mp/InitAll.h"
 #include "mp/Dialect/CuLib/CuLibDialect.h"
+#include "mp/Dialect/MP/GradientOpInterface.h"
 #include "mp/Dialect/MP/MPDialect.h"
 #include "mp/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 void mp::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<mp::MPDialect, mp::culib::CuLibDialect,
-                  mlir::func::FuncDialect>();
+                  mlir::func::FuncDialect, mlir::ml_program::MLProgramDialect>();
+  mp::registerGradientModels(registry);
 }
 
 void mp::buildCompilePipeline(mlir::OpPassManager &pm) {

@@ -13,6 +13,7 @@ APT_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata libflatbuffers-dev flatbuffers-compiler
   catch2 libopenblas-dev graphviz
   python3 python3-venv python3-numpy python3-onnx python3-torch python3-torchvision
+  python3-sklearn
 )
 
 missing=()

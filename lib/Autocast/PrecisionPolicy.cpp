@@ -184,6 +184,15 @@ PrecisionPolicy PrecisionPolicy::defaults() {
        "ReduceMin", "ArgMax", "ArgMin", "Trilu", "ReverseSequence", "Compress",
        "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "IsNaN",
        "IsInf", "Upsample"});
+  // The backward ops of training (MPTrainingOps.td): the gradients of
+  // tensor-core ops are tensor-core ops; batch-norm and loss gradients stay
+  // f32 (cuDNN's batch-norm backward wants f32 scale gradients).
+  set(PrecisionClass::Allow, {"ConvGradFilter", "LSTMGrad"});
+  p.tensorCoreOps.insert("ConvGradFilter");
+  p.tensorCoreOps.insert("LSTMGrad");
+  set(PrecisionClass::Infer, {"PoolGrad"});
+  set(PrecisionClass::Deny, {"BatchNormGrad", "SoftmaxCrossEntropyGrad",
+                             "NegativeLogLikelihoodLossGrad"});
   // Operands that keep their type whatever the op's precision.
   p.keepOperand("Resize", 1, source); // roi
   p.keepOperand("Resize", 2, source); // scales

@@ -3,6 +3,7 @@
 #define MP_PASSES_PASSES_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Pass/Pass.h"
 #include "mp/Dialect/CuLib/CuLibDialect.h"
 

@@ -218,4 +218,97 @@ def PadTensorCores : Pass<"mp-pad-tensor-cores", "mlir::func::FuncOp"> {
   ];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def Training : Pass<"mp-training", "mlir::ModuleOp"> {
+  let summary = "Turn an inference graph into a training step (loss, gradients, optimizer)";
+  let description = [{
+    Rewrites the module's function into one training step:
+
+      (batch, label) -> (loss, prediction)
+
+    with the parameters and the optimizer state as mutable `ml_program.global`
+    variables that the step updates in place. It appends the loss on a new
+    `label` input (`cross-entropy` on logits, or on probabilities when the
+    output is not a Softmax; `mse`), builds reverse-mode gradients through
+    GradientOpInterface, and the optimizer update (`sgd` with momentum,
+    dampening and Nesterov, `adam`, `adamw`) of every parameter: every
+    floating-point initializer that the loss depends on, except those listed
+    in `frozen`. BatchNormalization switches to training mode; its running
+    statistics become globals updated each step.
+
+    `optimizer=none` builds no update: the gradients become outputs named
+    `grad:<parameter>` (and, with `wrt-inputs`, `grad:<input>` for every
+    floating-point input), for gradient checks and custom loops.
+
+    The function gets an `mp.training` attribute naming its inputs and
+    outputs, which the plan carries for `mp-run --train`.
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", "\"cross-entropy\"",
+           "cross-entropy (logits, or probabilities), or mse">,
+    Option<"label", "label", "std::string", "\"label\"",
+           "Name of the new label input">,
+    Option<"output", "output", "std::string", "\"\"",
+           "The output the loss is on (default: the only/first output)">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "sgd, adam, adamw, or none (gradients as outputs)">,
+    Option<"learningRate", "lr", "double", "0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "Weight decay (L2 for sgd/adam, decoupled for adamw)">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
+    Option<"epsilon", "eps", "double", "1e-8", "Adam epsilon">,
+    ListOption<"frozen", "frozen", "std::string",
+               "Initializers that stay constant (not trained)">,
+    Option<"wrtInputs", "wrt-inputs", "bool", "false",
+           "With optimizer=none: also output the gradients of the inputs">,
+  ];
+  let dependentDialects = ["mlir::ml_program::MLProgramDialect"];
+}
+
+def MasterWeights : Pass<"mp-master-weights", "mlir::ModuleOp"> {
+  let summary = "Keep parameters and optimizer state in f32; one low-precision copy per parameter per step";
+  let description = [{
+    Run after mp-training and autocast. Every global the optimizer updates
+    becomes f32 (a model that came in f16 gets f32 master weights, widened
+    exactly), every read of a parameter in low precision goes through one
+    cast shared by all its users, and gradients reach the optimizer in f32.
+  }];
+  let dependentDialects = ["mlir::ml_program::MLProgramDialect"];
+}
+
+def LossScale : Pass<"mp-loss-scale", "mlir::ModuleOp"> {
+  let summary = "Static or dynamic loss scaling (PyTorch GradScaler semantics)";
+  let description = [{
+    Run after mp-training (and autocast, mp-master-weights). The backward
+    pass starts from the loss scale instead of 1; the f32 gradients are
+    unscaled with one finite check (`mp.unscale_check_finite`); optimizer
+    updates are skipped when a gradient is not finite; with `mode=dynamic`
+    the scale is a global updated by `mp.loss_scale_update` (backoff on
+    overflow, growth after `interval` clean steps), all without a host
+    read. The step gets two more outputs: `skipped` (1 when the update was
+    skipped) and `loss_scale` (the scale after this step's update).
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"dynamic\"",
+           "dynamic, static, or none">,
+    Option<"initScale", "init-scale", "double", "65536.0",
+           "Initial (dynamic) or fixed (static) loss scale">,
+    Option<"growthFactor", "growth-factor", "double", "2.0",
+           "Scale multiplier after `interval` clean steps">,
+    Option<"backoffFactor", "backoff-factor", "double", "0.5",
+           "Scale multiplier after a non-finite step">,
+    Option<"growthInterval", "interval", "int64_t", "2000",
+           "Clean steps between growths">,
+  ];
+  let dependentDialects = ["mlir::ml_program::MLProgramDialect"];
+}
+
 #endif // MP_PASSES_PASSES_TD

@@ -466,3 +466,16 @@ LogicalResult ConcatOp::verify() {
                          << " along the axis, y has " << y.getDimSize(axis);
   return success();
 }
+
+LogicalResult UnscaleCheckFiniteOp::verify() {
+  if (getGrads().empty() || getGrads().size() != getUnscaled().size())
+    return emitOpError("needs as many unscaled outputs as gradients (and at "
+                       "least one), got ")
+           << getGrads().size() << " and " << getUnscaled().size();
+  for (auto [g, u] : llvm::zip(getGrads(), getUnscaled()))
+    if (cast<MemRefType>(g.getType()).getShape() !=
+        cast<MemRefType>(u.getType()).getShape())
+      return emitOpError("unscaled buffer ")
+             << u.getType() << " does not have the shape of " << g.getType();
+  return success();
+}

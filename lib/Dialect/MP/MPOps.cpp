@@ -172,3 +172,24 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) {
   }
   return {};
 }
+
+//===----------------------------------------------------------------------===//
+// UnscaleCheckFiniteOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult UnscaleCheckFiniteOp::verify() {
+  if (getGradients().empty())
+    return emitOpError("needs at least one gradient");
+  if (getGradients().size() != getUnscaled().size())
+    return emitOpError("has ")
+           << getGradients().size() << " gradients but "
+           << getUnscaled().size() << " unscaled results";
+  for (auto [grad, unscaled] : llvm::zip(getGradients(), getUnscaled())) {
+    auto in = dyn_cast<ShapedType>(grad.getType());
+    auto out = cast<ShapedType>(unscaled.getType());
+    if (in && in.hasRank() && in.getShape() != out.getShape())
+      return emitOpError("unscaled result ")
+             << out << " does not have the shape of its gradient " << in;
+  }
+  return success();
+}

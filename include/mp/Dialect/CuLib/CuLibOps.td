@@ -520,4 +520,169 @@ def CuLib_HardmaxOp : CuLib_Op<"hardmax"> {
   }];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Training: state, backward calls, loss scaling, optimizer updates
+//===----------------------------------------------------------------------===//
+
+def CuLib_StateOp : CuLib_Op<"state"> {
+  let summary = "a persistent, mutable buffer (parameters, optimizer state)";
+  let description = [{
+    A buffer that keeps its contents from one run of the plan to the next,
+    initialised with `value` when the plan is loaded: the lowering of an
+    `ml_program.global`. Calls that update it in place list it among their
+    outputs. Never shared with other buffers (no arena offset).
+  }];
+  let arguments = (ins StrAttr:$name, ElementsAttr:$value);
+  // Not Pure: two states with equal initial values are different buffers.
+  let results = (outs Res<CuLib_Buffer, "", [MemAlloc<DefaultResource>]>:$buffer);
+  let assemblyFormat = "$name $value attr-dict `:` type($buffer)";
+}
+
+def CuLib_ConvBwdFilterOp : CuLib_Op<"conv_bwd_filter"> {
+  let summary = "cudnnConvolutionBackwardFilter: dW of a convolution";
+  let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$dy,
+                       CuLib_FloatBuffer:$dw, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       CuLib_ComputeTypeAttr:$compute_type);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $dy `)` `outs` `(` $dw `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_PoolBwdOp : CuLib_Op<"pool_bwd"> {
+  let summary = "cudnnPoolingBackward: dX of max or average pooling";
+  let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$dy,
+                       CuLib_FloatBuffer:$dx, StrAttr:$mode,
+                       DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $dy `)` `outs` `(` $dx `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_BatchNormBwdOp : CuLib_Op<"batch_norm_bwd"> {
+  let summary = "cudnnBatchNormalizationBackward (batch statistics recomputed)";
+  let arguments = (ins CuLib_FloatBuffer:$x, MemRefOf<[F32]>:$scale,
+                       CuLib_FloatBuffer:$dy, CuLib_FloatBuffer:$dx,
+                       MemRefOf<[F32]>:$dscale, MemRefOf<[F32]>:$dbias,
+                       F32Attr:$epsilon);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $scale `,` $dy `)` `outs` `(` $dx `,` $dscale `,` $dbias `)`
+    attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_SoftmaxCrossEntropyGradOp : CuLib_Op<"softmax_cross_entropy_grad"> {
+  let summary = "gradient of softmax cross-entropy w.r.t. the scores";
+  let arguments = (ins CuLib_FloatBuffer:$scores, MemRefOf<[I32, I64]>:$labels,
+                       CuLib_FloatBuffer:$dloss,
+                       Optional<CuLib_FloatBuffer>:$weights,
+                       CuLib_FloatBuffer:$dscores, StrAttr:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let assemblyFormat = [{
+    `ins` `(` $scores `,` $labels `,` $dloss `)` (`weights` `(` $weights^ `)`)?
+    `outs` `(` $dscores `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_NLLLossGradOp : CuLib_Op<"nll_loss_grad"> {
+  let summary = "gradient of negative log-likelihood w.r.t. its input";
+  let arguments = (ins CuLib_FloatBuffer:$input, MemRefOf<[I32, I64]>:$target,
+                       CuLib_FloatBuffer:$dloss,
+                       Optional<CuLib_FloatBuffer>:$weight,
+                       CuLib_FloatBuffer:$dinput, StrAttr:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let assemblyFormat = [{
+    `ins` `(` $input `,` $target `,` $dloss `)` (`weight` `(` $weight^ `)`)?
+    `outs` `(` $dinput `)` attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_LSTMBwdOp : CuLib_Op<"lstm_bwd", [AttrSizedOperandSegments]> {
+  let summary = "LSTM backward (cudnnRNNBackwardData/Weights), forward recomputed";
+  let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$w,
+                       CuLib_FloatBuffer:$r, Optional<CuLib_FloatBuffer>:$b,
+                       Optional<CuLib_FloatBuffer>:$initial_h,
+                       Optional<CuLib_FloatBuffer>:$initial_c,
+                       Optional<CuLib_FloatBuffer>:$dy,
+                       Optional<CuLib_FloatBuffer>:$dy_h,
+                       Optional<CuLib_FloatBuffer>:$dy_c,
+                       CuLib_FloatBuffer:$dx, CuLib_FloatBuffer:$dw,
+                       CuLib_FloatBuffer:$dr, Optional<CuLib_FloatBuffer>:$db,
+                       Optional<CuLib_FloatBuffer>:$dinitial_h,
+                       Optional<CuLib_FloatBuffer>:$dinitial_c,
+                       StrAttr:$direction, I64Attr:$hidden_size);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $w `,` $r `)` (`b` `(` $b^ `)`)?
+    (`initial_h` `(` $initial_h^ `)`)? (`initial_c` `(` $initial_c^ `)`)?
+    (`dy` `(` $dy^ `)`)? (`dy_h` `(` $dy_h^ `)`)? (`dy_c` `(` $dy_c^ `)`)?
+    `outs` `(` $dx `,` $dw `,` $dr `)` (`db` `(` $db^ `)`)?
+    (`dinitial_h` `(` $dinitial_h^ `)`)? (`dinitial_c` `(` $dinitial_c^ `)`)?
+    attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_UnscaleCheckFiniteOp : CuLib_Op<"unscale_check_finite",
+                                          [AttrSizedOperandSegments]> {
+  let summary = "gradients times 1/scale into f32, with one non-finite flag";
+  let arguments = (ins MemRefOf<[F32]>:$scale,
+                       Variadic<CuLib_FloatBuffer>:$grads,
+                       MemRefOf<[F32]>:$found_inf,
+                       Variadic<MemRefOf<[F32]>>:$unscaled);
+  let assemblyFormat = [{
+    `ins` `(` $scale `,` $grads `)` `outs` `(` $found_inf `,` $unscaled `)`
+    attr-dict `:` type($scale) `,` type($grads) `->` type($found_inf) `,`
+    type($unscaled)
+  }];
+  let hasVerifier = 1;
+}
+
+def CuLib_LossScaleUpdateOp : CuLib_Op<"loss_scale_update"> {
+  let summary = "GradScaler's scale update, in place on state buffers";
+  let arguments = (ins MemRefOf<[F32]>:$found_inf, MemRefOf<[F32]>:$scale,
+                       MemRefOf<[I64]>:$growth_tracker,
+                       F32Attr:$growth_factor, F32Attr:$backoff_factor,
+                       I64Attr:$growth_interval);
+  let assemblyFormat = [{
+    `ins` `(` $found_inf `)` `outs` `(` $scale `,` $growth_tracker `)`
+    attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_SGDStepOp : CuLib_Op<"sgd_step", [AttrSizedOperandSegments]> {
+  let summary = "fused torch.optim.SGD step, in place on state buffers";
+  let arguments = (ins MemRefOf<[F32]>:$grad,
+                       Optional<MemRefOf<[F32]>>:$found_inf,
+                       MemRefOf<[F32]>:$param,
+                       Optional<MemRefOf<[F32]>>:$momentum_buffer,
+                       MemRefOf<[I64]>:$step, F32Attr:$lr, F32Attr:$momentum,
+                       F32Attr:$dampening, F32Attr:$weight_decay,
+                       BoolAttr:$nesterov);
+  let assemblyFormat = [{
+    `ins` `(` $grad `)` (`found_inf` `(` $found_inf^ `)`)? `outs` `(` $param `)`
+    (`momentum_buffer` `(` $momentum_buffer^ `)`)? `step` `(` $step `)`
+    attr-dict `:` type(operands)
+  }];
+}
+
+def CuLib_AdamStepOp : CuLib_Op<"adam_step"> {
+  let summary = "fused torch.optim.Adam/AdamW step, in place on state buffers";
+  let arguments = (ins MemRefOf<[F32]>:$grad,
+                       Optional<MemRefOf<[F32]>>:$found_inf,
+                       MemRefOf<[F32]>:$param, MemRefOf<[F32]>:$exp_avg,
+                       MemRefOf<[F32]>:$exp_avg_sq, MemRefOf<[I64]>:$step,
+                       F32Attr:$lr, F32Attr:$beta1, F32Attr:$beta2,
+                       F32Attr:$eps, F32Attr:$weight_decay,
+                       BoolAttr:$decoupled_weight_decay);
+  let assemblyFormat = [{
+    `ins` `(` $grad `)` (`found_inf` `(` $found_inf^ `)`)?
+    `outs` `(` $param `,` $exp_avg `,` $exp_avg_sq `,` $step `)`
+    attr-dict `:` type(operands)
+  }];
+}
+
 #endif // MP_DIALECT_CULIB_CULIBOPS_TD

@@ -691,4 +691,6 @@ def MP_RangeOp : MP_OnnxOp<"range", "Range", 11, "inferRange", 3, 1> {
   let results = (outs MP_NumericTensor:$output);
 }
 
+include "mp/Dialect/MP/MPTrainingOps.td"
+
 #endif // MP_DIALECT_MP_MPOPS_TD

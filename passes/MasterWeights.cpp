@@ -1,0 +1,179 @@
+//===- MasterWeights.cpp - f32 parameters, one low-precision copy --------===//
+//
+// mp-master-weights (Passes.td). After mp-training and autocast:
+//  * every global an optimizer update writes (parameters and their state)
+//    is f32 — a model that came in f16/bf16 gets its values widened, which
+//    is exact, and its reads cast back to the type the graph used;
+//  * each global is read once per step, and each low-precision copy of it
+//    is made once and shared by all its users;
+//  * gradients reach the updates in f32.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Dialect/MP/MPDialect.h"
+#include "mp/Passes/Passes.h"
+
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace mp {
+#define GEN_PASS_DEF_MASTERWEIGHTS
+#include "mp/Passes/Passes.h.inc"
+} // namespace mp
+
+using namespace mlir;
+using namespace mp;
+
+namespace {
+
+/// The value of `attr` converted to f32 elements, or null when it is not a
+/// dense floating-point value.
+Attribute widenToF32(Attribute attr, RankedTensorType f32Type) {
+  auto elements = dyn_cast<ElementsAttr>(attr);
+  if (!elements)
+    return {};
+  if (auto dense = dyn_cast<DenseElementsAttr>(elements)) {
+    if (!isa<FloatType>(dense.getElementType()))
+      return {};
+    SmallVector<APFloat> values;
+    for (APFloat v : dense.getValues<APFloat>()) {
+      bool lost = false;
+      v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+      values.push_back(v);
+    }
+    return DenseElementsAttr::get(f32Type, values);
+  }
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(elements)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return {};
+    ArrayRef<char> bytes = blob->getData();
+    Type element = resource.getType().getElementType();
+    const llvm::fltSemantics &semantics =
+        cast<FloatType>(element).getFloatSemantics();
+    unsigned width = element.getIntOrFloatBitWidth();
+    SmallVector<APFloat> values;
+    for (size_t i = 0; i + width / 8 <= bytes.size(); i += width / 8) {
+      uint64_t raw = 0;
+      std::memcpy(&raw, bytes.data() + i, width / 8);
+      APFloat v(semantics, APInt(width, raw));
+      bool lost = false;
+      v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+      values.push_back(v);
+    }
+    return DenseElementsAttr::get(f32Type, values);
+  }
+  return {};
+}
+
+struct MasterWeightsPass
+    : public mp::impl::MasterWeightsBase<MasterWeightsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    MLIRContext *ctx = &getContext();
+
+    // The globals updates write, and the updates' gradients.
+    llvm::SetVector<StringRef> updated;
+    SmallVector<Operation *> updates;
+    module.walk([&](Operation *op) {
+      if (auto sgd = dyn_cast<SGDUpdateOp>(op)) {
+        updated.insert(sgd.getParam());
+        if (auto m = sgd.getMomentumBuffer())
+          updated.insert(*m);
+        updates.push_back(op);
+      } else if (auto adam = dyn_cast<AdamUpdateOp>(op)) {
+        updated.insert(adam.getParam());
+        updated.insert(adam.getExpAvg());
+        updated.insert(adam.getExpAvgSq());
+        updates.push_back(op);
+      }
+    });
+
+    // Widen low-precision globals to f32.
+    for (StringRef name : updated) {
+      auto global = symbols.lookup<ml_program::GlobalOp>(name);
+      if (!global) {
+        module.emitError() << "mp-master-weights: no global @" << name;
+        return signalPassFailure();
+      }
+      auto type = dyn_cast<RankedTensorType>(global.getType());
+      if (!type || !isa<FloatType>(type.getElementType()) ||
+          type.getElementType().isF32())
+        continue;
+      auto f32Type = type.clone(Float32Type::get(ctx));
+      Attribute widened = widenToF32(global.getValueAttr(), f32Type);
+      if (!widened) {
+        global.emitError() << "mp-master-weights: cannot widen the value of @"
+                           << name << " to f32";
+        return signalPassFailure();
+      }
+      global.setType(f32Type);
+      global.setValueAttr(widened);
+      // Reads give f32 now; the graph gets its original type by a cast.
+      module.walk([&](ml_program::GlobalLoadOp load) {
+        if (load.getGlobal().getLeafReference() != name)
+          return;
+        load.getResult().setType(f32Type);
+        OpBuilder b(ctx);
+        b.setInsertionPointAfter(load);
+        auto cast = CastOp::create(
+            b, load.getLoc(), type, load.getResult(),
+            b.getI64IntegerAttr(getOnnxDataTypeForType(type.getElementType())),
+            IntegerAttr());
+        load.getResult().replaceAllUsesExcept(cast.getResult(), cast);
+      });
+    }
+
+    // Gradients in f32.
+    for (Operation *op : updates) {
+      OpOperand &grad = op->getOpOperand(0);
+      auto type = cast<RankedTensorType>(grad.get().getType());
+      if (type.getElementType().isF32())
+        continue;
+      OpBuilder b(op);
+      auto f32Type = type.clone(b.getF32Type());
+      grad.set(CastOp::create(b, op->getLoc(), f32Type, grad.get(),
+                              b.getI64IntegerAttr(1), IntegerAttr()));
+    }
+
+    // One read per global per function, one cast per (read, type).
+    module.walk([&](func::FuncOp func) {
+      llvm::MapVector<StringRef, ml_program::GlobalLoadOp> firstLoad;
+      SmallVector<ml_program::GlobalLoadOp> loads;
+      func.walk([&](ml_program::GlobalLoadOp load) { loads.push_back(load); });
+      for (auto load : loads) {
+        StringRef name = load.getGlobal().getLeafReference();
+        auto [it, inserted] = firstLoad.insert({name, load});
+        if (inserted)
+          continue;
+        // A later read of a global that nothing stores to in between is the
+        // same value: only the optimizer (at the end) writes parameters.
+        load.getResult().replaceAllUsesWith(it->second.getResult());
+        load.erase();
+      }
+      for (auto [name, load] : firstLoad) {
+        llvm::DenseMap<Type, CastOp> casts;
+        SmallVector<CastOp> users;
+        for (Operation *user : load.getResult().getUsers())
+          if (auto cast = dyn_cast<CastOp>(user))
+            users.push_back(cast);
+        for (CastOp cast : users) {
+          auto [it, inserted] = casts.insert({cast.getType(), cast});
+          if (inserted) {
+            cast->moveAfter(load);
+            continue;
+          }
+          cast.getResult().replaceAllUsesWith(it->second.getResult());
+          cast.erase();
+        }
+      }
+    });
+  }
+};
+} // namespace
