@@ -1,6 +1,8 @@
 //===- Executor.cpp - runs a plan on the CPU backend ----------------------===//
 #include "mp/Runtime/Executor.h"
 
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -8,7 +10,9 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <new>
 #include <numeric>
+#include <unordered_map>
 
 #include <unistd.h>
 
@@ -171,15 +175,22 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name) {
 
   // A plan (hostile or made for a bigger machine) may declare more memory
   // than there is: say so instead of being killed by the OOM killer while
-  // the arena is zeroed.
+  // the arena is zeroed. (State buffers are no bigger than their weights,
+  // which exist.)
   uint64_t workspace = plan.maxWorkspaceSize();
+  uint64_t stateBytes = 0;
+  for (const PlanBuffer &b : plan.buffers)
+    if (b.storage == BufferStorage::State)
+      stateBytes += b.byteCount();
   uint64_t physical = physicalMemoryBytes();
   if (physical && (plan.arenaSize > physical || workspace > physical ||
-                   plan.arenaSize + workspace > physical))
+                   stateBytes > physical ||
+                   plan.arenaSize + workspace > physical - stateBytes))
     return Status::error(
         name + ": the plan needs " + std::to_string(plan.arenaSize) +
-        " bytes of activation arena and " + std::to_string(workspace) +
-        " bytes of workspace, more than this machine's " +
+        " bytes of activation arena, " + std::to_string(workspace) +
+        " bytes of workspace and " + std::to_string(stateBytes) +
+        " bytes of state, more than this machine's " +
         std::to_string(physical) + " bytes of memory");
   exec.arena_.reset(allocateZeroed(plan.arenaSize));
   if (!exec.arena_)
@@ -191,17 +202,50 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name) {
                          std::to_string(workspace) + " bytes");
   exec.workspaceSize_ = static_cast<size_t>(workspace);
 
+  // Where each buffer's bytes are. Every state buffer gets its own block,
+  // initialised with its weight's bytes.
   auto *arena = static_cast<unsigned char *>(exec.arena_.get());
+  exec.bufferData_.assign(plan.buffers.size(), nullptr);
+  for (const PlanBuffer &b : plan.buffers) {
+    switch (b.storage) {
+    case BufferStorage::Arena:
+      exec.bufferData_[b.id] = arena + b.offset;
+      break;
+    case BufferStorage::Weight:
+      // Weights are read-only; the const is cast away only because operand
+      // views share the TensorView type with results (never weights).
+      exec.bufferData_[b.id] = const_cast<void *>(plan.weights[b.weight].data);
+      break;
+    case BufferStorage::State: {
+      StateSlot slot;
+      slot.buffer = b.id;
+      slot.name = stateName(plan, b);
+      slot.bytes = static_cast<size_t>(b.byteCount());
+      slot.memory.reset(allocateZeroed(slot.bytes));
+      if (!slot.memory)
+        return Status::error(name + ": cannot allocate " +
+                             std::to_string(slot.bytes) +
+                             " bytes for the state buffer " +
+                             quoted(slot.name));
+      if (slot.bytes)
+        std::memcpy(slot.memory.get(), plan.weights[b.weight].data,
+                    slot.bytes);
+      exec.bufferData_[b.id] = slot.memory.get();
+      exec.state_.push_back(std::move(slot));
+      break;
+    }
+    }
+  }
+  std::sort(exec.state_.begin(), exec.state_.end(),
+            [](const StateSlot &a, const StateSlot &b) {
+              return a.buffer < b.buffer;
+            });
   auto viewOf = [&](uint32_t id) {
     const PlanBuffer &b = *plan.buffer(id);
     TensorView v;
     v.dtype = b.dtype;
     v.shape = b.shape;
-    // Weights are read-only; the const is cast away only because operand
-    // views share the TensorView type with results (which are never weights).
-    v.data = b.storage == BufferStorage::Arena
-                 ? static_cast<void *>(arena + b.offset)
-                 : const_cast<void *>(plan.weights[b.weight].data);
+    v.data = exec.bufferData_[id];
     return v;
   };
   for (size_t i = 0; i < plan.calls.size(); ++i) {
@@ -218,7 +262,6 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name) {
 
 Status CpuExecutor::bindInputs(const std::vector<NamedView> &inputs) {
   std::vector<bool> bound(plan_.inputs.size(), false);
-  auto *arena = static_cast<unsigned char *>(arena_.get());
   for (const NamedView &input : inputs) {
     auto it = std::find_if(
         plan_.inputs.begin(), plan_.inputs.end(),
@@ -239,9 +282,8 @@ Status CpuExecutor::bindInputs(const std::vector<NamedView> &inputs) {
     size_t bytes = input.view.byteCount();
     if (bytes > 0 && !input.view.data)
       return Status::error("input " + quoted(input.name) + " has no data");
-    const PlanBuffer &buffer = *plan_.buffer(binding.buffer);
     if (bytes > 0)
-      std::memcpy(arena + buffer.offset, input.view.data, bytes);
+      std::memcpy(bufferData_[binding.buffer], input.view.data, bytes);
   }
   for (size_t i = 0; i < bound.size(); ++i)
     if (!bound[i])
@@ -272,19 +314,15 @@ Status CpuExecutor::execute() {
 Result<std::vector<NamedTensor>> CpuExecutor::readOutputs() const {
   std::vector<NamedTensor> outputs;
   outputs.reserve(plan_.outputs.size());
-  const auto *arena = static_cast<const unsigned char *>(arena_.get());
   for (const PlanBinding &binding : plan_.outputs) {
-    const PlanBuffer &buffer = *plan_.buffer(binding.buffer);
     NamedTensor out{binding.name, HostTensor(binding.dtype, binding.shape)};
     if (out.tensor.byteCount() > 0 && !out.tensor.data())
       return Status::error("output " + quoted(binding.name) +
                            ": cannot allocate " +
                            std::to_string(out.tensor.byteCount()) + " bytes");
-    const void *source = buffer.storage == BufferStorage::Arena
-                             ? static_cast<const void *>(arena + buffer.offset)
-                             : plan_.weights[buffer.weight].data;
     if (out.tensor.byteCount() > 0)
-      std::memcpy(out.tensor.data(), source, out.tensor.byteCount());
+      std::memcpy(out.tensor.data(), bufferData_[binding.buffer],
+                  out.tensor.byteCount());
     outputs.push_back(std::move(out));
   }
   return outputs;
@@ -346,6 +384,157 @@ CpuExecutor::benchmark(const std::vector<NamedView> &inputs, int warmup,
 void CpuExecutor::resetCallTimes() {
   times_.runs = 0;
   times_.totalMs.assign(plan_.calls.size(), 0.0);
+}
+
+//===----------------------------------------------------------------------===//
+// State buffers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string stateNames(const std::vector<std::string> &names) {
+  std::string out;
+  for (const std::string &n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+} // namespace
+
+size_t CpuExecutor::stateSize() const {
+  size_t total = 0;
+  for (const StateSlot &slot : state_)
+    total += slot.bytes;
+  return total;
+}
+
+const CpuExecutor::StateSlot *
+CpuExecutor::findState(const std::string &name) const {
+  for (const StateSlot &slot : state_)
+    if (slot.name == name)
+      return &slot;
+  return nullptr;
+}
+
+Status CpuExecutor::resetState() {
+  for (StateSlot &slot : state_) {
+    const PlanBuffer &b = *plan_.buffer(slot.buffer);
+    if (slot.bytes)
+      std::memcpy(slot.memory.get(), plan_.weights[b.weight].data, slot.bytes);
+  }
+  return Status::ok();
+}
+
+Result<std::vector<NamedTensor>> CpuExecutor::readState() const {
+  std::vector<NamedTensor> out;
+  out.reserve(state_.size());
+  for (const StateSlot &slot : state_) {
+    const PlanBuffer &b = *plan_.buffer(slot.buffer);
+    NamedTensor t{slot.name, HostTensor(b.dtype, b.shape)};
+    if (slot.bytes && !t.tensor.data())
+      return Status::error("state " + quoted(slot.name) + ": cannot allocate " +
+                           std::to_string(slot.bytes) + " bytes");
+    if (slot.bytes)
+      std::memcpy(t.tensor.data(), slot.memory.get(), slot.bytes);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Status CpuExecutor::writeState(const std::string &name,
+                               const TensorView &value) {
+  const StateSlot *slot = findState(name);
+  if (!slot) {
+    std::vector<std::string> names;
+    for (const StateSlot &s : state_)
+      names.push_back(s.name);
+    return Status::error("no state named " + quoted(name) +
+                         " (the plan's states: " + stateNames(names) + ")");
+  }
+  const PlanBuffer &b = *plan_.buffer(slot->buffer);
+  if (value.dtype != b.dtype || value.shape != b.shape)
+    return Status::error("state " + quoted(name) + ": expected " +
+                         describeTensorType(b.dtype, b.shape) + ", got " +
+                         describeTensorType(value.dtype, value.shape));
+  if (slot->bytes && !value.data)
+    return Status::error("state " + quoted(name) + ": the value has no data");
+  if (slot->bytes)
+    std::memcpy(slot->memory.get(), value.data, slot->bytes);
+  return Status::ok();
+}
+
+Result<Plan> CpuExecutor::planWithState() const {
+  try {
+    Plan out = plan_;
+    for (const StateSlot &slot : state_) {
+      const PlanBuffer &b = *plan_.buffer(slot.buffer);
+      PlanWeight &w = out.weights[b.weight];
+      w = PlanWeight::copyOf(w.name, w.dtype, w.shape, slot.memory.get(),
+                             slot.bytes);
+    }
+    return out;
+  } catch (const std::bad_alloc &) {
+    return Status::error(name_ + ": out of memory copying the state (" +
+                         std::to_string(stateSize()) + " bytes)");
+  }
+}
+
+Status CpuExecutor::copyStateIntoWeights(Plan &target, size_t *copied) const {
+  if (copied)
+    *copied = 0;
+  // Names: a state's own name first, then its initial weight's.
+  std::unordered_map<std::string, const StateSlot *> byName;
+  for (const StateSlot &slot : state_)
+    byName.emplace(slot.name, &slot);
+  for (const StateSlot &slot : state_)
+    byName.emplace(plan_.weights[plan_.buffer(slot.buffer)->weight].name,
+                   &slot);
+  // Build every replacement first, so that an error leaves `target` as it
+  // was.
+  std::vector<std::pair<size_t, PlanWeight>> replacements;
+  try {
+    for (size_t i = 0; i < target.weights.size(); ++i) {
+      const PlanWeight &w = target.weights[i];
+      auto it = byName.find(w.name);
+      if (it == byName.end())
+        continue;
+      const StateSlot &slot = *it->second;
+      const PlanBuffer &b = *plan_.buffer(slot.buffer);
+      const PlanWeight &initial = plan_.weights[b.weight];
+      std::string what = "weight " + quoted(w.name) + " (" +
+                         describeTensorType(w.dtype, w.shape) +
+                         ") cannot take the value of state " +
+                         quoted(slot.name) + " (" +
+                         describeTensorType(b.dtype, b.shape) + ")";
+      if (w.shape != b.shape && w.shape != initial.shape)
+        return Status::error(what + ": the shapes differ");
+      if (w.dtype == b.dtype) {
+        replacements.emplace_back(
+            i, PlanWeight::copyOf(w.name, w.dtype, w.shape, slot.memory.get(),
+                                  slot.bytes));
+        continue;
+      }
+      if (!isFloat(w.dtype) || !isFloat(b.dtype))
+        return Status::error(what + ": only float states are cast to another "
+                                    "dtype");
+      HostTensor converted(w.dtype, w.shape);
+      if (converted.byteCount() && !converted.data())
+        return Status::error(what + ": out of memory");
+      TensorView from{b.dtype, w.shape, slot.memory.get()};
+      if (Status s = cpu::cast(from, converted.view()); !s)
+        return Status::error(what + ": " + s.message());
+      replacements.emplace_back(
+          i, PlanWeight::copyOf(w.name, w.dtype, w.shape, converted.data(),
+                                converted.byteCount()));
+    }
+  } catch (const std::bad_alloc &) {
+    return Status::error("out of memory copying the state into weights");
+  }
+  for (auto &[index, weight] : replacements)
+    target.weights[index] = std::move(weight);
+  if (copied)
+    *copied = replacements.size();
+  return Status::ok();
 }
 
 } // namespace mp::rt

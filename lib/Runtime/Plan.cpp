@@ -178,6 +178,35 @@ uint64_t Plan::maxWorkspaceSize() const {
   return m;
 }
 
+std::string stateName(const Plan &plan, const PlanBuffer &b) {
+  if (!b.name.empty() || b.weight >= plan.weights.size())
+    return b.name;
+  return plan.weights[b.weight].name;
+}
+
+const PlanBinding *Plan::input(std::string_view name) const {
+  for (const PlanBinding &b : inputs)
+    if (b.name == name)
+      return &b;
+  return nullptr;
+}
+
+const PlanBinding *Plan::output(std::string_view name) const {
+  for (const PlanBinding &b : outputs)
+    if (b.name == name)
+      return &b;
+  return nullptr;
+}
+
+uint32_t Plan::requiredFormatMinor() const {
+  if (training)
+    return 1;
+  for (const PlanBuffer &b : buffers)
+    if (b.storage == BufferStorage::State)
+      return 1;
+  return 0;
+}
+
 //===----------------------------------------------------------------------===//
 // validatePlan
 //===----------------------------------------------------------------------===//
@@ -189,6 +218,75 @@ std::string bufferName(const PlanBuffer &b) {
   if (!b.name.empty())
     out += " (" + quoted(b.name) + ")";
   return out;
+}
+
+std::string bindingNames(const std::vector<PlanBinding> &list) {
+  std::string out;
+  for (const PlanBinding &b : list)
+    out += (out.empty() ? "" : ", ") + quotedIfOdd(b.name);
+  return out.empty() ? "none" : out;
+}
+
+/// The rules for Plan::training (docs/plan-format.md, "Training plans").
+std::string checkTraining(const Plan &plan) {
+  const PlanTrainingInfo &t = *plan.training;
+  const std::string what = "training information: ";
+  auto find = [&](const std::string &name, bool isInput, const char *field,
+                  bool required, const PlanBinding *&out) -> std::string {
+    out = nullptr;
+    if (name.empty())
+      return required ? what + "the " + field + " is missing" : "";
+    out = isInput ? plan.input(name) : plan.output(name);
+    if (out)
+      return "";
+    return what + field + " " + quoted(name) + " is not " +
+           (isInput ? "an input" : "an output") + " of the plan (its " +
+           (isInput ? "inputs: " : "outputs: ") +
+           bindingNames(isInput ? plan.inputs : plan.outputs) + ")";
+  };
+  const PlanBinding *data, *label, *loss, *prediction, *skipped, *scale;
+  std::string why;
+  if (!(why = find(t.dataInput, true, "data_input", true, data)).empty() ||
+      !(why = find(t.labelInput, true, "label_input", true, label)).empty() ||
+      !(why = find(t.lossOutput, false, "loss_output", true, loss)).empty() ||
+      !(why = find(t.predictionOutput, false, "prediction_output", false,
+                   prediction))
+           .empty() ||
+      !(why = find(t.skippedOutput, false, "skipped_output", false, skipped))
+           .empty() ||
+      !(why = find(t.scaleOutput, false, "scale_output", false, scale)).empty())
+    return why;
+  if (t.task != PlanTrainingInfo::kTaskClassification &&
+      t.task != PlanTrainingInfo::kTaskRegression)
+    return what + "task " + quoted(t.task) + " is neither '" +
+           PlanTrainingInfo::kTaskClassification + "' nor '" +
+           PlanTrainingInfo::kTaskRegression + "'";
+  if (data == label)
+    return what + "data_input and label_input are both " + quoted(t.dataInput);
+  if (data->shape.empty() || data->shape[0] < 1)
+    return what + "data_input " + quoted(t.dataInput) + " is " +
+           typeString(data->dtype, data->shape) +
+           ": it needs a batch dimension of at least 1 first";
+  if (label->shape.empty() || label->shape[0] != data->shape[0])
+    return what + "label_input " + quoted(t.labelInput) + " is " +
+           typeString(label->dtype, label->shape) + ", but data_input " +
+           quoted(t.dataInput) + " is " + typeString(data->dtype, data->shape) +
+           ": the labels need the same batch dimension first";
+  auto oneElement = [&](const PlanBinding *b, const char *field,
+                        bool needFloat) -> std::string {
+    if (!b)
+      return "";
+    if (numElements(b->shape) != 1 || (needFloat && !isFloat(b->dtype)))
+      return what + field + " " + quoted(b->name) + " is " +
+             typeString(b->dtype, b->shape) + ", but it must be " +
+             (needFloat ? "one float element" : "one element");
+    return "";
+  };
+  if (!(why = oneElement(loss, "loss_output", true)).empty() ||
+      !(why = oneElement(skipped, "skipped_output", false)).empty() ||
+      !(why = oneElement(scale, "scale_output", false)).empty())
+    return why;
+  return "";
 }
 
 } // namespace
@@ -231,6 +329,10 @@ Status validatePlan(const Plan &plan, const std::string &name) {
   if (n > std::numeric_limits<uint32_t>::max())
     return fail("the plan has more than 2^32 - 1 buffers");
   std::vector<int64_t> position(n, -1); // id -> index in plan.buffers
+  // weight -> the first buffer (index in plan.buffers) that uses it.
+  std::vector<int64_t> weightUser(plan.weights.size(), -1);
+  // State name (stateName) -> index in plan.buffers.
+  std::unordered_map<std::string, size_t> stateNames;
   for (size_t i = 0; i < n; ++i) {
     const PlanBuffer &b = plan.buffers[i];
     if (b.id >= n)
@@ -261,18 +363,47 @@ Status validatePlan(const Plan &plan, const std::string &name) {
                     std::to_string(b.offset) + ") does not fit in the arena of " +
                     std::to_string(plan.arenaSize) + " bytes");
       break;
-    case BufferStorage::Weight: {
+    case BufferStorage::Weight:
+    case BufferStorage::State: {
+      const bool state = b.storage == BufferStorage::State;
       if (b.weight >= plan.weights.size())
-        return fail(what + " refers to weight #" + std::to_string(b.weight) +
-                    ", but the plan has " + std::to_string(plan.weights.size()) +
-                    " weights");
+        return fail(what + (state ? " (a state)" : "") + " refers to weight #" +
+                    std::to_string(b.weight) + ", but the plan has " +
+                    std::to_string(plan.weights.size()) + " weights");
       const PlanWeight &w = plan.weights[b.weight];
       if (w.dtype != b.dtype || weightElements[b.weight] != elements)
         return fail(what + " (" + typeString(b.dtype, b.shape) +
                     ") does not match its weight #" + std::to_string(b.weight) +
                     " " + quoted(w.name) + " (" + typeString(w.dtype, w.shape) +
-                    "): a weight buffer has the weight's dtype and number of "
-                    "elements");
+                    (state ? "): a state buffer has its initial weight's dtype "
+                             "and number of elements"
+                           : "): a weight buffer has the weight's dtype and "
+                             "number of elements"));
+      // A state's initial weight is its own: planWithState replaces it.
+      int64_t &user = weightUser[b.weight];
+      if (user >= 0) {
+        const PlanBuffer &other = plan.buffers[user];
+        if (state || other.storage == BufferStorage::State) {
+          const PlanBuffer &s = state ? b : other;
+          const PlanBuffer &o = state ? other : b;
+          return fail(bufferName(s) + " is a state initialised from weight #" +
+                      std::to_string(b.weight) + " " + quoted(w.name) +
+                      ", which " + bufferName(o) +
+                      " uses too (a state buffer's initial weight is used by "
+                      "no other buffer)");
+        }
+      } else {
+        user = static_cast<int64_t>(i);
+      }
+      if (state) {
+        auto [it, fresh] = stateNames.emplace(stateName(plan, b), i);
+        if (!fresh)
+          return fail(bufferName(plan.buffers[it->second]) + " and " +
+                      bufferName(b) + " are both states named " +
+                      quoted(it->first) +
+                      " (states are found by name: a State buffer's name, or "
+                      "its initial weight's name when it has none, is unique)");
+      }
       break;
     }
     default:
@@ -309,10 +440,11 @@ Status validatePlan(const Plan &plan, const std::string &name) {
                     ", but its " + bufferName(*b) + " is " +
                     typeString(b->dtype, b->shape));
       if (isInput) {
-        if (b->storage != BufferStorage::Arena)
+        if (b->storage == BufferStorage::Weight)
           return fail(what + " uses " + bufferName(*b) + ", which holds weight " +
                       quoted(plan.weights[b->weight].name) +
-                      " (inputs are written: they must be arena buffers)");
+                      " (inputs are written: they must be arena or state "
+                      "buffers)");
         auto [bit, fresh] = buffers.emplace(io.buffer, i);
         if (!fresh)
           return fail(what + " uses " + bufferName(*b) + ", like input " +
@@ -340,7 +472,7 @@ Status validatePlan(const Plan &plan, const std::string &name) {
       if (!b)
         return fail(c.describe(i) + " writes buffer " + std::to_string(id) +
                     ", which does not exist");
-      if (b->storage != BufferStorage::Arena)
+      if (b->storage == BufferStorage::Weight)
         return fail(c.describe(i) + " writes " + bufferName(*b) +
                     ", which holds weight " +
                     quoted(plan.weights[b->weight].name) +
@@ -360,6 +492,10 @@ Status validatePlan(const Plan &plan, const std::string &name) {
                     " has no value");
     }
   }
+
+  if (plan.training)
+    if (std::string why = checkTraining(plan); !why.empty())
+      return fail(why);
   return Status::ok();
 }
 

@@ -26,6 +26,7 @@
 #include <exception>
 #include <limits>
 #include <new>
+#include <optional>
 #include <type_traits>
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -204,7 +205,7 @@ Result<Plan> parseBytes(const uint8_t *data, size_t size,
       out.dtype = static_cast<DType>(b->dtype());
       out.shape = toShape(b->shape());
       auto storage = static_cast<uint8_t>(b->storage());
-      if (storage > static_cast<uint8_t>(BufferStorage::Weight))
+      if (storage > static_cast<uint8_t>(BufferStorage::State))
         return fail("buffer #" + std::to_string(i) + " (id " +
                     std::to_string(b->id()) + ") has an unknown storage kind " +
                     std::to_string(storage));
@@ -272,6 +273,17 @@ Result<Plan> parseBytes(const uint8_t *data, size_t size,
         }
       }
     }
+  }
+
+  if (const fb::TrainingInfo *t = fbPlan->training()) {
+    PlanTrainingInfo &out = plan.training.emplace();
+    out.dataInput = toString(t->data_input());
+    out.labelInput = toString(t->label_input());
+    out.lossOutput = toString(t->loss_output());
+    out.predictionOutput = toString(t->prediction_output());
+    out.skippedOutput = toString(t->skipped_output());
+    out.scaleOutput = toString(t->scale_output());
+    out.task = toString(t->task());
   }
 
   if (Status s = validatePlan(plan, name); !s)
@@ -385,14 +397,31 @@ void buildMetadata(flatbuffers::FlatBufferBuilder &fbb, const Plan &plan,
                                    c.workspaceSize, attrVec, location));
   }
 
+  flatbuffers::Offset<fb::TrainingInfo> training;
+  if (const std::optional<PlanTrainingInfo> &t = plan.training) {
+    auto dataInput = optString(t->dataInput);
+    auto labelInput = optString(t->labelInput);
+    auto lossOutput = optString(t->lossOutput);
+    auto predictionOutput = optString(t->predictionOutput);
+    auto skippedOutput = optString(t->skippedOutput);
+    auto scaleOutput = optString(t->scaleOutput);
+    auto task = optString(t->task);
+    training = fb::CreateTrainingInfo(fbb, dataInput, labelInput, lossOutput,
+                                      predictionOutput, skippedOutput,
+                                      scaleOutput, task);
+  }
+
   auto producer = optString(plan.producer);
   auto modelName = optString(plan.modelName);
   auto bufferVec = fbb.CreateVector(buffers);
   auto weightVec = fbb.CreateVector(weights);
   auto callVec = fbb.CreateVector(calls);
-  auto root = fb::CreatePlan(fbb, plan.formatMajor, plan.formatMinor, producer,
-                             modelName, plan.arenaSize, bufferVec, weightVec,
-                             inputs, outputs, callVec, dataOffset, dataSize);
+  // A plan with 1.1 contents (State buffers, training information) is
+  // written as at least 1.1, whatever minor version it was read as.
+  const uint32_t minor = std::max(plan.formatMinor, plan.requiredFormatMinor());
+  auto root = fb::CreatePlan(fbb, plan.formatMajor, minor, producer, modelName,
+                             plan.arenaSize, bufferVec, weightVec, inputs,
+                             outputs, callVec, dataOffset, dataSize, training);
   fb::FinishSizePrefixedPlanBuffer(fbb, root);
 }
 

@@ -1,10 +1,12 @@
 //===- mp-run.cpp - runs a plan file on the CPU backend -------------------===//
 //
 //   mp-run model.mpplan [inputs...] [options]
+//   mp-run --train model.train.mpplan --data x.npy --labels y.npy [options]
 //
 // Loads a plan, binds input tensor files (.npy or ONNX TensorProto .pb) to
 // its inputs, runs it with the CPU executor, and writes, compares, times or
-// prints the outputs. Links only MPRuntime (no LLVM/MLIR). docs/runtime.md
+// prints the outputs. With --train it trains a training plan on a data set
+// (Train.cpp). Links only MPRuntime (no LLVM/MLIR). docs/runtime.md
 // describes the options; --help prints them.
 //
 // Exit status: 0 success, 1 an output did not match --compare, 2 any error
@@ -13,6 +15,8 @@
 // and renamed only when every output has been written.
 //
 //===----------------------------------------------------------------------===//
+#include "Train.h"
+
 #include "mp/Runtime/Executor.h"
 #include "mp/Runtime/Half.h"
 #include "mp/Runtime/Plan.h"
@@ -26,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -33,6 +38,7 @@
 #include <unistd.h>
 
 using namespace mp::rt;
+using mp::tools::Failure;
 namespace fs = std::filesystem;
 
 namespace {
@@ -41,6 +47,7 @@ constexpr int kExitMismatch = 1;
 constexpr int kExitError = 2;
 
 const char kUsage[] = R"(USAGE: mp-run model.mpplan [inputs...] [options]
+       mp-run --train model.train.mpplan --data X --labels Y [options]
 
 Runs a plan file (.mpplan) on the CPU backend.
 
@@ -71,14 +78,35 @@ OPTIONS:
                         plan runs, or time it, without data)
   --help                this help
 
+TRAINING (a training plan, made by mp-opt --mp-training):
+  --train               train: run the plan once per batch of --data/--labels
+                        (its state, e.g. parameters and optimizer moments,
+                        persists from step to step); batches have the size
+                        of the plan's data input; the last incomplete batch
+                        of each epoch is left out
+  --data=FILE           the samples (first dim: samples; the rest is the
+                        shape of one sample of the plan's data input)
+  --labels=FILE         class ids (int32/int64) for classification, targets
+                        (floats) for regression; first dim: samples
+  --epochs=N            passes over the data (default 1)
+  --shuffle, --no-shuffle
+                        shuffle the samples each epoch (default) or not
+  --seed=S              the shuffling seed (default 0)
+  --batch=N             check that the plan's batch size is N
+  --eval-plan=FILE      an inference plan evaluated after each epoch with the
+                        training state as its weights (by name), on
+  --eval-data=FILE, --eval-labels=FILE
+                        (accuracy for classification, MSE for regression)
+  --save=FILE           write the trained plan (its state as initial values:
+                        training resumes from it) at the end
+  --log=FILE            CSV, one row per epoch: epoch,train_loss,
+                        train_accuracy,eval_accuracy,skipped_steps,
+                        loss_scale,seconds,eval_mse
+  --step-log=FILE       CSV, one row per step: step,loss,skipped,loss_scale
+  (--print-plan and --timing work with --train too)
+
 Exit status: 0 success, 1 an output did not match --compare, 2 an error.
 )";
-
-/// An error to report: the file it is about (may be empty) and the message.
-struct Failure {
-  std::string file;
-  std::string message;
-};
 
 int report(const Failure &f) {
   std::string message = f.message;
@@ -103,6 +131,10 @@ struct Options {
   double scaleTol = 0; // > 0: compare against the output's scale
   bool timing = false, printPlan = false, zeroInputs = false, help = false;
   int repeat = 0, warmup = -1; ///< 0 / -1: not given
+  bool train = false;
+  mp::tools::TrainOptions training;
+  /// Options given that only --train takes / that --train does not take.
+  std::vector<std::string> trainOnly, notWithTrain;
 };
 
 bool parseDouble(const std::string &text, double &out) {
@@ -112,6 +144,18 @@ bool parseDouble(const std::string &text, double &out) {
   errno = 0;
   double v = std::strtod(text.c_str(), &end);
   if (errno || *end || !std::isfinite(v) || v < 0)
+    return false;
+  out = v;
+  return true;
+}
+
+bool parseU64(const std::string &text, uint64_t &out) {
+  if (text.empty() || text.size() > 20 ||
+      text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno)
     return false;
   out = v;
   return true;
@@ -162,7 +206,53 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       value = argv[++i];
       return true;
     };
-    if (key == "--help" && !hasValue) {
+    static const char *const kNotWithTrain[] = {
+        "--compare",  "--output-dir", "--output-format", "--rtol",
+        "--atol",     "--scale-tol",  "--repeat",        "--warmup",
+        "--zero-inputs"};
+    for (const char *k : kNotWithTrain)
+      if (key == k)
+        opts.notWithTrain.push_back(key);
+    mp::tools::TrainOptions &t = opts.training;
+    if (key == "--train") {
+      opts.train = true;
+      if (hasValue) {
+        if (!opts.planPath.empty())
+          return fail("--train=" + value + ": the plan is given already ('" +
+                      opts.planPath + "')");
+        opts.planPath = value;
+      }
+    } else if (key == "--shuffle" && !hasValue) {
+      t.shuffle = true;
+      opts.trainOnly.push_back(key);
+    } else if (key == "--no-shuffle" && !hasValue) {
+      t.shuffle = false;
+      opts.trainOnly.push_back(key);
+    } else if (key == "--data" || key == "--labels" || key == "--eval-plan" ||
+               key == "--eval-data" || key == "--eval-labels" ||
+               key == "--save" || key == "--log" || key == "--step-log") {
+      if (!takeValue() || value.empty())
+        return fail(key + " needs a file name");
+      (key == "--data"          ? t.dataPath
+       : key == "--labels"      ? t.labelsPath
+       : key == "--eval-plan"   ? t.evalPlanPath
+       : key == "--eval-data"   ? t.evalDataPath
+       : key == "--eval-labels" ? t.evalLabelsPath
+       : key == "--save"        ? t.savePath
+       : key == "--log"         ? t.logPath
+                                : t.stepLogPath) = value;
+      opts.trainOnly.push_back(key);
+    } else if (key == "--epochs" || key == "--batch") {
+      int v;
+      if (!takeValue() || !parseCount(value, v) || v < 1)
+        return fail(key + " needs a count >= 1, got '" + value + "'");
+      (key == "--epochs" ? t.epochs : t.batch) = v;
+      opts.trainOnly.push_back(key);
+    } else if (key == "--seed") {
+      if (!takeValue() || !parseU64(value, t.seed))
+        return fail("--seed needs an integer >= 0, got '" + value + "'");
+      opts.trainOnly.push_back(key);
+    } else if (key == "--help" && !hasValue) {
       opts.help = true;
     } else if (key == "--timing" && !hasValue) {
       opts.timing = true;
@@ -312,46 +402,6 @@ std::string indexString(const Shape &shape, int64_t flat) {
   for (size_t d = 0; d < index.size(); ++d)
     out += (d ? ", " : "") + std::to_string(index[d]);
   return out + "]";
-}
-
-void printPlan(const Plan &plan) {
-  std::printf("plan: model '%s', producer '%s', format %u.%u\n",
-              plan.modelName.c_str(), plan.producer.c_str(), plan.formatMajor,
-              plan.formatMinor);
-  uint64_t weightBytes = 0;
-  for (const PlanWeight &w : plan.weights)
-    weightBytes += w.size;
-  std::printf("arena: %llu bytes; workspace: %llu bytes; weights: %zu (%llu "
-              "bytes); buffers: %zu; calls: %zu\n",
-              static_cast<unsigned long long>(plan.arenaSize),
-              static_cast<unsigned long long>(plan.maxWorkspaceSize()),
-              plan.weights.size(), static_cast<unsigned long long>(weightBytes),
-              plan.buffers.size(), plan.calls.size());
-  for (const PlanBinding &b : plan.inputs)
-    std::printf("input  %s: %s (buffer %u)\n", b.name.c_str(),
-                describeTensorType(b.dtype, b.shape).c_str(), b.buffer);
-  for (const PlanBinding &b : plan.outputs)
-    std::printf("output %s: %s (buffer %u)\n", b.name.c_str(),
-                describeTensorType(b.dtype, b.shape).c_str(), b.buffer);
-  for (const PlanBuffer &b : plan.buffers) {
-    std::string where = b.storage == BufferStorage::Arena
-                            ? "arena offset " + std::to_string(b.offset)
-                            : "weight '" + plan.weights[b.weight].name + "'";
-    std::printf("buffer %u%s: %s, %s\n", b.id,
-                b.name.empty() ? "" : (" '" + b.name + "'").c_str(),
-                describeTensorType(b.dtype, b.shape).c_str(), where.c_str());
-  }
-  for (size_t i = 0; i < plan.calls.size(); ++i) {
-    const PlanCall &c = plan.calls[i];
-    auto ids = [](const std::vector<uint32_t> &v) {
-      std::string out;
-      for (uint32_t id : v)
-        out += (out.empty() ? "" : ", ") + std::to_string(id);
-      return out;
-    };
-    std::printf("%s: (%s) -> (%s)\n", c.describe(i).c_str(),
-                ids(c.operands).c_str(), ids(c.results).c_str());
-  }
 }
 
 void printOutputSummary(const NamedTensor &out) {
@@ -520,12 +570,41 @@ int runMain(int argc, char **argv) {
   }
   if (opts.planPath.empty())
     return report({"", "no plan file given (see mp-run --help)"});
+  if (opts.train) {
+    if (!opts.notWithTrain.empty())
+      return report({"", opts.notWithTrain[0] +
+                             " cannot be used with --train (see mp-run "
+                             "--help)"});
+    if (!opts.inputArgs.empty())
+      return report({"", "--train takes its data from --data and --labels, "
+                         "not from input files ('" +
+                             opts.inputArgs[0] + "')"});
+    mp::tools::TrainOptions &t = opts.training;
+    if (t.dataPath.empty() || t.labelsPath.empty())
+      return report({"", "--train needs --data and --labels (see mp-run "
+                         "--help)"});
+    if (!t.evalPlanPath.empty() &&
+        (t.evalDataPath.empty() || t.evalLabelsPath.empty()))
+      return report({"", "--eval-plan needs --eval-data and --eval-labels"});
+    if (t.evalPlanPath.empty() &&
+        (!t.evalDataPath.empty() || !t.evalLabelsPath.empty()))
+      return report({"", "--eval-data and --eval-labels need --eval-plan"});
+    t.planPath = opts.planPath;
+    t.printPlan = opts.printPlan;
+    t.timing = opts.timing;
+    if (mp::tools::runTraining(t, failure) != 0)
+      return report(failure);
+    return 0;
+  }
+  if (!opts.trainOnly.empty())
+    return report({"", opts.trainOnly[0] +
+                           " is an option of --train (see mp-run --help)"});
 
   Result<Plan> plan = loadPlan(opts.planPath);
   if (!plan)
     return report({opts.planPath, plan.message()});
   if (opts.printPlan) {
-    printPlan(*plan);
+    mp::tools::printPlan(*plan);
     if (opts.inputArgs.empty() && !plan->inputs.empty() && !opts.zeroInputs)
       return 0;
   }
@@ -601,6 +680,66 @@ int runMain(int argc, char **argv) {
 }
 
 } // namespace
+
+namespace mp::tools {
+
+void printPlan(const Plan &plan) {
+  std::printf("plan: model '%s', producer '%s', format %u.%u\n",
+              plan.modelName.c_str(), plan.producer.c_str(), plan.formatMajor,
+              plan.formatMinor);
+  uint64_t weightBytes = 0;
+  for (const PlanWeight &w : plan.weights)
+    weightBytes += w.size;
+  std::printf("arena: %llu bytes; workspace: %llu bytes; weights: %zu (%llu "
+              "bytes); buffers: %zu; calls: %zu\n",
+              static_cast<unsigned long long>(plan.arenaSize),
+              static_cast<unsigned long long>(plan.maxWorkspaceSize()),
+              plan.weights.size(), static_cast<unsigned long long>(weightBytes),
+              plan.buffers.size(), plan.calls.size());
+  for (const PlanBinding &b : plan.inputs)
+    std::printf("input  %s: %s (buffer %u)\n", b.name.c_str(),
+                describeTensorType(b.dtype, b.shape).c_str(), b.buffer);
+  for (const PlanBinding &b : plan.outputs)
+    std::printf("output %s: %s (buffer %u)\n", b.name.c_str(),
+                describeTensorType(b.dtype, b.shape).c_str(), b.buffer);
+  for (const PlanBuffer &b : plan.buffers) {
+    std::string where =
+        b.storage == BufferStorage::Arena
+            ? "arena offset " + std::to_string(b.offset)
+        : b.storage == BufferStorage::Weight
+            ? "weight '" + plan.weights[b.weight].name + "'"
+            : "state, initially weight '" + plan.weights[b.weight].name + "'";
+    std::printf("buffer %u%s: %s, %s\n", b.id,
+                b.name.empty() ? "" : (" '" + b.name + "'").c_str(),
+                describeTensorType(b.dtype, b.shape).c_str(), where.c_str());
+  }
+  for (size_t i = 0; i < plan.calls.size(); ++i) {
+    const PlanCall &c = plan.calls[i];
+    auto ids = [](const std::vector<uint32_t> &v) {
+      std::string out;
+      for (uint32_t id : v)
+        out += (out.empty() ? "" : ", ") + std::to_string(id);
+      return out;
+    };
+    std::printf("%s: (%s) -> (%s)\n", c.describe(i).c_str(),
+                ids(c.operands).c_str(), ids(c.results).c_str());
+  }
+  if (const std::optional<PlanTrainingInfo> &t = plan.training) {
+    std::printf("training: task %s, data input %s, label input %s, loss "
+                "output %s",
+                t->task.c_str(), t->dataInput.c_str(), t->labelInput.c_str(),
+                t->lossOutput.c_str());
+    if (!t->predictionOutput.empty())
+      std::printf(", prediction output %s", t->predictionOutput.c_str());
+    if (!t->skippedOutput.empty())
+      std::printf(", skipped output %s", t->skippedOutput.c_str());
+    if (!t->scaleOutput.empty())
+      std::printf(", scale output %s", t->scaleOutput.c_str());
+    std::printf("\n");
+  }
+}
+
+} // namespace mp::tools
 
 int main(int argc, char **argv) {
   // Nothing below throws on purpose; a bad_alloc (e.g. a huge input file)

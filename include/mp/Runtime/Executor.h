@@ -13,9 +13,17 @@
 // Everything that can be checked before running is checked by create(): the
 // plan's semantic rules (validatePlan) and that every call kind has a CPU
 // implementation. The views of every call's buffers are computed once; a run
-// binds the inputs (copies them into the arena), runs the calls and copies
+// binds the inputs (copies them into their buffers), runs the calls and copies
 // the outputs out. Runs reuse the arena. An executor runs one plan at a time
 // (it is not thread-safe); create one per thread to run a plan concurrently.
+//
+// State buffers (training plans, format 1.1) get memory of their own,
+// initialised from their weights by create() and kept across runs: a
+// training plan's run is one training step that updates them in place.
+// readState / writeState / resetState access them, planWithState makes a
+// plan (a checkpoint) whose initial weights are their current values, and
+// copyStateIntoWeights puts them into another plan's weights of the same
+// names (e.g. an inference plan, to evaluate the model being trained).
 //
 // docs/runtime.md describes the design.
 //
@@ -113,6 +121,34 @@ public:
   size_t arenaSize() const { return plan_.arenaSize; }
   size_t workspaceSize() const { return workspaceSize_; }
 
+  //===--------------------------------------------------------------------===//
+  // State buffers (BufferStorage::State)
+  //===--------------------------------------------------------------------===//
+
+  /// Bytes of all state buffers (0 for plans without state).
+  size_t stateSize() const;
+  /// Sets every state buffer to its initial weight again (as after create).
+  Status resetState();
+  /// A copy of every state buffer, in buffer id order, named by stateName
+  /// (the buffer's name, or its initial weight's when it has none).
+  Result<std::vector<NamedTensor>> readState() const;
+  /// Overwrites the state buffer named `name` (stateName) with `value`,
+  /// which must have its dtype and shape.
+  Status writeState(const std::string &name, const TensorView &value);
+  /// A copy of the plan whose state buffers' initial weights hold the
+  /// current state (new owned copies; the other weights are shared): saved
+  /// with savePlan, it is a checkpoint that resumes where this executor is.
+  Result<Plan> planWithState() const;
+  /// Puts the current state into `target`'s weights: every weight of
+  /// `target` named like a state buffer (stateName, or else the name of a
+  /// state's initial weight) gets a new owned copy of that state's bytes.
+  /// The shapes must be equal (the state buffer's or its initial weight's);
+  /// a float state goes into a weight of another float dtype by a cast
+  /// (rounding to nearest even), other dtype differences are errors. On an
+  /// error `target` is unchanged. `copied`, if given, receives the number of
+  /// weights replaced (weights without a matching state are left alone).
+  Status copyStateIntoWeights(Plan &target, size_t *copied = nullptr) const;
+
 private:
   /// A call ready to run: its implementation and the views of its buffers.
   struct Prepared {
@@ -122,11 +158,22 @@ private:
   struct AlignedFree {
     void operator()(void *p) const;
   };
+  /// A state buffer's own memory.
+  struct StateSlot {
+    uint32_t buffer = 0; ///< its id
+    std::string name;    ///< stateName
+    std::unique_ptr<void, AlignedFree> memory;
+    size_t bytes = 0;
+  };
   CpuExecutor() = default;
+  const StateSlot *findState(const std::string &name) const;
 
   Plan plan_;
   std::string name_;
   std::unique_ptr<void, AlignedFree> arena_;
+  std::vector<StateSlot> state_; ///< in buffer id order
+  /// Per buffer id: where its bytes are (arena, weight or state memory).
+  std::vector<void *> bufferData_;
   std::unique_ptr<void, AlignedFree> workspace_;
   size_t workspaceSize_ = 0;
   std::vector<Prepared> prepared_; ///< one per call, in plan order

@@ -13,6 +13,11 @@
 // This header does not expose FlatBuffers: Plan is a plain C++ mirror of the
 // schema.
 //
+// Format 1.1 adds what training plans need: State buffers (persistent,
+// mutable memory initialised from a weight, kept across runs by the
+// executor) and PlanTrainingInfo (which inputs and outputs mp-run --train
+// feeds and reads).
+//
 //===----------------------------------------------------------------------===//
 #ifndef MP_RUNTIME_PLAN_H
 #define MP_RUNTIME_PLAN_H
@@ -24,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -33,9 +39,10 @@ namespace mp::rt {
 
 /// The plan format version this runtime writes. It reads every file of the
 /// same major version (a newer minor version only adds fields, which it
-/// ignores) and rejects other major versions.
+/// ignores) and rejects other major versions. 1.1 added State buffers and
+/// the training information; 1.0 files still load.
 constexpr uint32_t kPlanFormatMajor = 1;
-constexpr uint32_t kPlanFormatMinor = 0;
+constexpr uint32_t kPlanFormatMinor = 1;
 /// The FlatBuffers file identifier (bytes 8..11 of a plan file).
 constexpr char kPlanFileIdentifier[] = "MPPL";
 /// Alignment, in the file and hence in memory, of every weight's bytes.
@@ -45,6 +52,12 @@ constexpr size_t kPlanWeightAlignment = 64;
 enum class BufferStorage : uint8_t {
   Arena = 0,  ///< in the activation arena, at PlanBuffer::offset
   Weight = 1, ///< they are the bytes of weight PlanBuffer::weight (read-only)
+  /// (Format 1.1.) Persistent and mutable: memory of its own (never in the
+  /// arena, never shared with another buffer), initialised with the bytes of
+  /// weight PlanBuffer::weight when an executor is created and kept across
+  /// runs. Calls may write it (in place: a call that updates it lists it in
+  /// its results and reads the current contents).
+  State = 2,
 };
 
 /// A tensor of the static memory plan.
@@ -57,7 +70,9 @@ struct PlanBuffer {
   /// Byte offset into the arena (Arena); a multiple of the element size.
   /// Buffers whose live ranges do not overlap may share bytes.
   uint64_t offset = 0;
-  /// Index into Plan::weights (Weight): same dtype and element count.
+  /// Index into Plan::weights (Weight: the bytes; State: the initial value):
+  /// same dtype and element count. A State buffer's weight is its own (no
+  /// other buffer uses it).
   uint32_t weight = 0;
   /// Optional: the ONNX value name, for messages.
   std::string name;
@@ -129,6 +144,29 @@ struct PlanCall {
   std::string describe(size_t index) const;
 };
 
+/// (Format 1.1.) How mp-run --train feeds a training plan and reads its
+/// results: names of the plan's graph inputs and outputs. A training plan
+/// runs one training step per run: it reads a batch from `dataInput` and
+/// `labelInput` and updates its State buffers (parameters, optimizer and
+/// loss-scale state).
+struct PlanTrainingInfo {
+  std::string dataInput;  ///< required: the batch [batch, sample dims...]
+  std::string labelInput; ///< required: the batch's labels or targets
+  std::string lossOutput; ///< required: the step's loss, one float element
+  /// Optional ("" when absent): the predictions (classification: scores or
+  /// probabilities over the last dim, for the training accuracy).
+  std::string predictionOutput;
+  /// Optional: one element, non-zero when the step was skipped (dynamic loss
+  /// scaling found an overflow).
+  std::string skippedOutput;
+  std::string scaleOutput; ///< optional: the loss scale, one element
+  std::string task; ///< required: kTaskClassification or kTaskRegression
+
+  static constexpr const char *kTaskClassification = "classification";
+  static constexpr const char *kTaskRegression = "regression";
+  bool isClassification() const { return task == kTaskClassification; }
+};
+
 /// A compiled model, as in a plan file.
 struct Plan {
   /// The version of the file it was read from (savePlan writes these; keep
@@ -144,12 +182,25 @@ struct Plan {
   std::vector<PlanBinding> inputs;
   std::vector<PlanBinding> outputs;
   std::vector<PlanCall> calls; ///< in execution order
+  /// (Format 1.1.) Present in training plans.
+  std::optional<PlanTrainingInfo> training;
 
   /// The buffer with this id, or null.
   const PlanBuffer *buffer(uint32_t id) const;
   /// The largest workspace of any call (0 without calls).
   uint64_t maxWorkspaceSize() const;
+  /// The input / output binding named `name`, or null.
+  const PlanBinding *input(std::string_view name) const;
+  const PlanBinding *output(std::string_view name) const;
+  /// The minor format version the plan's contents need: 1 with State buffers
+  /// or training information, else 0. savePlan writes at least this.
+  uint32_t requiredFormatMinor() const;
 };
+
+/// The name of a State buffer: its own name, or its initial weight's name
+/// when it has none. validatePlan checks that state names are unique;
+/// CpuExecutor::readState / writeState and checkpoints use them.
+std::string stateName(const Plan &plan, const PlanBuffer &buffer);
 
 /// Loads a plan file: memory-maps it, verifies the FlatBuffer, checks the
 /// identifier and the version, and validates the plan (validatePlan and the
@@ -164,8 +215,9 @@ Result<Plan> parsePlan(const void *data, size_t size,
 
 /// Checks the semantic rules of docs/plan-format.md ("Validation"): buffer
 /// ids unique and in range, arena placement, known dtypes, static shapes whose
-/// sizes do not overflow, weight sizes, and that bindings and calls refer to
-/// existing buffers. Messages start with "<name>: ".
+/// sizes do not overflow, weight sizes, State buffers' initial weights, that
+/// bindings and calls refer to existing buffers, and that the training
+/// information names existing bindings. Messages start with "<name>: ".
 Status validatePlan(const Plan &plan, const std::string &name = "<plan>");
 
 struct SavePlanOptions {

@@ -47,6 +47,9 @@ struct AttributeBuilder;
 struct Call;
 struct CallBuilder;
 
+struct TrainingInfo;
+struct TrainingInfoBuilder;
+
 struct Plan;
 struct PlanBuilder;
 
@@ -56,29 +59,37 @@ enum Storage : uint8_t {
   Storage_Arena = 0,
   /// They are the bytes of the weight Buffer.weight (read-only).
   Storage_Weight = 1,
+  /// Since 1.1: persistent, mutable memory of its own (never in the arena,
+  /// never shared), initialised with the bytes of the weight Buffer.weight
+  /// when an execution context is created and kept across runs; calls may
+  /// update it in place. Training plans keep parameters, optimizer and
+  /// loss-scale state in it.
+  Storage_State = 2,
   Storage_MIN = Storage_Arena,
-  Storage_MAX = Storage_Weight
+  Storage_MAX = Storage_State
 };
 
-inline const Storage (&EnumValuesStorage())[2] {
+inline const Storage (&EnumValuesStorage())[3] {
   static const Storage values[] = {
     Storage_Arena,
-    Storage_Weight
+    Storage_Weight,
+    Storage_State
   };
   return values;
 }
 
 inline const char * const *EnumNamesStorage() {
-  static const char * const names[3] = {
+  static const char * const names[4] = {
     "Arena",
     "Weight",
+    "State",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameStorage(Storage e) {
-  if (flatbuffers::IsOutRange(e, Storage_Arena, Storage_Weight)) return "";
+  if (flatbuffers::IsOutRange(e, Storage_Arena, Storage_State)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesStorage()[index];
 }
@@ -182,7 +193,8 @@ struct Buffer FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   uint64_t offset() const {
     return GetField<uint64_t>(VT_OFFSET, 0);
   }
-  /// Index into Plan.weights (storage == Weight).
+  /// Index into Plan.weights (storage == Weight: the bytes; storage ==
+  /// State: the initial value).
   uint32_t weight() const {
     return GetField<uint32_t>(VT_WEIGHT, 0);
   }
@@ -958,6 +970,152 @@ inline flatbuffers::Offset<Call> CreateCallDirect(
       location__);
 }
 
+/// Since 1.1: how to train with a training plan (mp-run --train). Every
+/// field names a graph input or output of the plan.
+struct TrainingInfo FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
+  typedef TrainingInfoBuilder Builder;
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_DATA_INPUT = 4,
+    VT_LABEL_INPUT = 6,
+    VT_LOSS_OUTPUT = 8,
+    VT_PREDICTION_OUTPUT = 10,
+    VT_SKIPPED_OUTPUT = 12,
+    VT_SCALE_OUTPUT = 14,
+    VT_TASK = 16
+  };
+  /// The input that takes a batch of samples (its first dim is the batch).
+  const flatbuffers::String *data_input() const {
+    return GetPointer<const flatbuffers::String *>(VT_DATA_INPUT);
+  }
+  /// The input that takes the batch's labels or targets.
+  const flatbuffers::String *label_input() const {
+    return GetPointer<const flatbuffers::String *>(VT_LABEL_INPUT);
+  }
+  /// The output with the step's loss (one element).
+  const flatbuffers::String *loss_output() const {
+    return GetPointer<const flatbuffers::String *>(VT_LOSS_OUTPUT);
+  }
+  /// Optional: the output with the batch's predictions (classification:
+  /// scores or probabilities over the last dim).
+  const flatbuffers::String *prediction_output() const {
+    return GetPointer<const flatbuffers::String *>(VT_PREDICTION_OUTPUT);
+  }
+  /// Optional: the output that is non-zero when the step was skipped (one
+  /// element; dynamic loss scaling found an overflow).
+  const flatbuffers::String *skipped_output() const {
+    return GetPointer<const flatbuffers::String *>(VT_SKIPPED_OUTPUT);
+  }
+  /// Optional: the output with the loss scale (one element).
+  const flatbuffers::String *scale_output() const {
+    return GetPointer<const flatbuffers::String *>(VT_SCALE_OUTPUT);
+  }
+  /// "classification" or "regression".
+  const flatbuffers::String *task() const {
+    return GetPointer<const flatbuffers::String *>(VT_TASK);
+  }
+  bool Verify(flatbuffers::Verifier &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_DATA_INPUT) &&
+           verifier.VerifyString(data_input()) &&
+           VerifyOffset(verifier, VT_LABEL_INPUT) &&
+           verifier.VerifyString(label_input()) &&
+           VerifyOffset(verifier, VT_LOSS_OUTPUT) &&
+           verifier.VerifyString(loss_output()) &&
+           VerifyOffset(verifier, VT_PREDICTION_OUTPUT) &&
+           verifier.VerifyString(prediction_output()) &&
+           VerifyOffset(verifier, VT_SKIPPED_OUTPUT) &&
+           verifier.VerifyString(skipped_output()) &&
+           VerifyOffset(verifier, VT_SCALE_OUTPUT) &&
+           verifier.VerifyString(scale_output()) &&
+           VerifyOffset(verifier, VT_TASK) &&
+           verifier.VerifyString(task()) &&
+           verifier.EndTable();
+  }
+};
+
+struct TrainingInfoBuilder {
+  typedef TrainingInfo Table;
+  flatbuffers::FlatBufferBuilder &fbb_;
+  flatbuffers::uoffset_t start_;
+  void add_data_input(flatbuffers::Offset<flatbuffers::String> data_input) {
+    fbb_.AddOffset(TrainingInfo::VT_DATA_INPUT, data_input);
+  }
+  void add_label_input(flatbuffers::Offset<flatbuffers::String> label_input) {
+    fbb_.AddOffset(TrainingInfo::VT_LABEL_INPUT, label_input);
+  }
+  void add_loss_output(flatbuffers::Offset<flatbuffers::String> loss_output) {
+    fbb_.AddOffset(TrainingInfo::VT_LOSS_OUTPUT, loss_output);
+  }
+  void add_prediction_output(flatbuffers::Offset<flatbuffers::String> prediction_output) {
+    fbb_.AddOffset(TrainingInfo::VT_PREDICTION_OUTPUT, prediction_output);
+  }
+  void add_skipped_output(flatbuffers::Offset<flatbuffers::String> skipped_output) {
+    fbb_.AddOffset(TrainingInfo::VT_SKIPPED_OUTPUT, skipped_output);
+  }
+  void add_scale_output(flatbuffers::Offset<flatbuffers::String> scale_output) {
+    fbb_.AddOffset(TrainingInfo::VT_SCALE_OUTPUT, scale_output);
+  }
+  void add_task(flatbuffers::Offset<flatbuffers::String> task) {
+    fbb_.AddOffset(TrainingInfo::VT_TASK, task);
+  }
+  explicit TrainingInfoBuilder(flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  flatbuffers::Offset<TrainingInfo> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = flatbuffers::Offset<TrainingInfo>(end);
+    return o;
+  }
+};
+
+inline flatbuffers::Offset<TrainingInfo> CreateTrainingInfo(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    flatbuffers::Offset<flatbuffers::String> data_input = 0,
+    flatbuffers::Offset<flatbuffers::String> label_input = 0,
+    flatbuffers::Offset<flatbuffers::String> loss_output = 0,
+    flatbuffers::Offset<flatbuffers::String> prediction_output = 0,
+    flatbuffers::Offset<flatbuffers::String> skipped_output = 0,
+    flatbuffers::Offset<flatbuffers::String> scale_output = 0,
+    flatbuffers::Offset<flatbuffers::String> task = 0) {
+  TrainingInfoBuilder builder_(_fbb);
+  builder_.add_task(task);
+  builder_.add_scale_output(scale_output);
+  builder_.add_skipped_output(skipped_output);
+  builder_.add_prediction_output(prediction_output);
+  builder_.add_loss_output(loss_output);
+  builder_.add_label_input(label_input);
+  builder_.add_data_input(data_input);
+  return builder_.Finish();
+}
+
+inline flatbuffers::Offset<TrainingInfo> CreateTrainingInfoDirect(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    const char *data_input = nullptr,
+    const char *label_input = nullptr,
+    const char *loss_output = nullptr,
+    const char *prediction_output = nullptr,
+    const char *skipped_output = nullptr,
+    const char *scale_output = nullptr,
+    const char *task = nullptr) {
+  auto data_input__ = data_input ? _fbb.CreateString(data_input) : 0;
+  auto label_input__ = label_input ? _fbb.CreateString(label_input) : 0;
+  auto loss_output__ = loss_output ? _fbb.CreateString(loss_output) : 0;
+  auto prediction_output__ = prediction_output ? _fbb.CreateString(prediction_output) : 0;
+  auto skipped_output__ = skipped_output ? _fbb.CreateString(skipped_output) : 0;
+  auto scale_output__ = scale_output ? _fbb.CreateString(scale_output) : 0;
+  auto task__ = task ? _fbb.CreateString(task) : 0;
+  return mp::rt::fb::CreateTrainingInfo(
+      _fbb,
+      data_input__,
+      label_input__,
+      loss_output__,
+      prediction_output__,
+      skipped_output__,
+      scale_output__,
+      task__);
+}
+
 struct Plan FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   typedef PlanBuilder Builder;
   enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
@@ -972,7 +1130,8 @@ struct Plan FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_OUTPUTS = 20,
     VT_CALLS = 22,
     VT_WEIGHT_DATA_OFFSET = 24,
-    VT_WEIGHT_DATA_SIZE = 26
+    VT_WEIGHT_DATA_SIZE = 26,
+    VT_TRAINING = 28
   };
   /// Fields 0 and 1 in every version (see above).
   uint32_t format_major() const {
@@ -1018,6 +1177,10 @@ struct Plan FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   uint64_t weight_data_size() const {
     return GetField<uint64_t>(VT_WEIGHT_DATA_SIZE, 0);
   }
+  /// Since 1.1, optional: present in training plans.
+  const mp::rt::fb::TrainingInfo *training() const {
+    return GetPointer<const mp::rt::fb::TrainingInfo *>(VT_TRAINING);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint32_t>(verifier, VT_FORMAT_MAJOR, 4) &&
@@ -1044,6 +1207,8 @@ struct Plan FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            verifier.VerifyVectorOfTables(calls()) &&
            VerifyField<uint64_t>(verifier, VT_WEIGHT_DATA_OFFSET, 8) &&
            VerifyField<uint64_t>(verifier, VT_WEIGHT_DATA_SIZE, 8) &&
+           VerifyOffset(verifier, VT_TRAINING) &&
+           verifier.VerifyTable(training()) &&
            verifier.EndTable();
   }
 };
@@ -1088,6 +1253,9 @@ struct PlanBuilder {
   void add_weight_data_size(uint64_t weight_data_size) {
     fbb_.AddElement<uint64_t>(Plan::VT_WEIGHT_DATA_SIZE, weight_data_size, 0);
   }
+  void add_training(flatbuffers::Offset<mp::rt::fb::TrainingInfo> training) {
+    fbb_.AddOffset(Plan::VT_TRAINING, training);
+  }
   explicit PlanBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1112,11 +1280,13 @@ inline flatbuffers::Offset<Plan> CreatePlan(
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::Binding>>> outputs = 0,
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::Call>>> calls = 0,
     uint64_t weight_data_offset = 0,
-    uint64_t weight_data_size = 0) {
+    uint64_t weight_data_size = 0,
+    flatbuffers::Offset<mp::rt::fb::TrainingInfo> training = 0) {
   PlanBuilder builder_(_fbb);
   builder_.add_weight_data_size(weight_data_size);
   builder_.add_weight_data_offset(weight_data_offset);
   builder_.add_arena_size(arena_size);
+  builder_.add_training(training);
   builder_.add_calls(calls);
   builder_.add_outputs(outputs);
   builder_.add_inputs(inputs);
@@ -1142,7 +1312,8 @@ inline flatbuffers::Offset<Plan> CreatePlanDirect(
     const std::vector<flatbuffers::Offset<mp::rt::fb::Binding>> *outputs = nullptr,
     const std::vector<flatbuffers::Offset<mp::rt::fb::Call>> *calls = nullptr,
     uint64_t weight_data_offset = 0,
-    uint64_t weight_data_size = 0) {
+    uint64_t weight_data_size = 0,
+    flatbuffers::Offset<mp::rt::fb::TrainingInfo> training = 0) {
   auto producer__ = producer ? _fbb.CreateString(producer) : 0;
   auto model_name__ = model_name ? _fbb.CreateString(model_name) : 0;
   auto buffers__ = buffers ? _fbb.CreateVector<flatbuffers::Offset<mp::rt::fb::Buffer>>(*buffers) : 0;
@@ -1163,7 +1334,8 @@ inline flatbuffers::Offset<Plan> CreatePlanDirect(
       outputs__,
       calls__,
       weight_data_offset,
-      weight_data_size);
+      weight_data_size,
+      training);
 }
 
 inline bool VerifyAttrValue(flatbuffers::Verifier &verifier, const void *obj, AttrValue type) {

@@ -69,6 +69,7 @@ void addLibraryCalls(CallTable &table);     ///< cublaslt.*, cudnn.*
 void addElementwiseCalls(CallTable &table); ///< elementwise, cast, reduce
 void addDataCalls(CallTable &table);        ///< data movement and indexing
 void addNNCalls(CallTable &table);          ///< norms, rnn, losses, topk, ...
+void addTrainingCalls(CallTable &table);    ///< backward, loss scale, optimizers
 
 //===----------------------------------------------------------------------===//
 // Reading attributes and checking counts, for the implementations

@@ -19,6 +19,7 @@ const CallTable &cpuCallTable() {
     addElementwiseCalls(t);
     addDataCalls(t);
     addNNCalls(t);
+    addTrainingCalls(t);
     return t;
   }();
   return table;

@@ -1,0 +1,191 @@
+//===- BatchNormBackward.cpp - cuDNN-like batch-norm backward on the CPU --===//
+//
+// Training-mode backward with the batch statistics of x, recomputed as the
+// forward computes them (BatchNorm.cpp: the mean, then the mean squared
+// deviation, in f64). Per channel, in f64 throughout (x and dy are widened
+// once; every result is rounded once to its type):
+//   invstd = 1 / sqrt(var + eps), xhat = (x - mean) * invstd
+//   dbias  = sum(dy), dscale = sum(dy * xhat)
+//   dx     = scale * invstd / M * (M * dy - dbias - xhat * dscale).
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Runtime/CPU/BackwardKernels.h"
+
+#include "KernelUtil.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mp::rt::cpu {
+using namespace detail;
+
+namespace {
+
+constexpr std::string_view kOp = "batch_norm_bwd";
+
+std::string dt(DType t) { return std::string(dtypeName(t)); }
+
+/// The elements of a float tensor (f32, f16, bf16, f64) as doubles.
+std::vector<double> toF64(const TensorView &v) {
+  size_t n = static_cast<size_t>(v.numElements());
+  std::vector<double> r(n);
+  switch (v.dtype) {
+  case DType::F64:
+    std::copy(v.as<const double>(), v.as<const double>() + n, r.begin());
+    break;
+  case DType::F32:
+    std::copy(v.as<const float>(), v.as<const float>() + n, r.begin());
+    break;
+  case DType::F16:
+    convertF16ToF64(v.as<const uint16_t>(), r.data(), n);
+    break;
+  case DType::BF16:
+    convertBF16ToF64(v.as<const uint16_t>(), r.data(), n);
+    break;
+  default:
+    break;
+  }
+  return r;
+}
+
+/// Rounds n doubles once into a float tensor (f32, f16, bf16, f64).
+void fromF64(const double *src, const TensorView &v) {
+  size_t n = static_cast<size_t>(v.numElements());
+  switch (v.dtype) {
+  case DType::F64:
+    std::copy(src, src + n, v.as<double>());
+    break;
+  case DType::F32:
+    for (size_t i = 0; i < n; ++i)
+      v.as<float>()[i] = static_cast<float>(src[i]);
+    break;
+  case DType::F16:
+    convertF64ToF16(src, v.as<uint16_t>(), n);
+    break;
+  case DType::BF16:
+    convertF64ToBF16(src, v.as<uint16_t>(), n);
+    break;
+  default:
+    break;
+  }
+}
+
+struct Geom {
+  int64_t outer = 0; // N (NCHW) or N * spatial (NHWC)
+  int64_t c = 0;
+  int64_t inner = 0; // spatial (NCHW) or 1 (NHWC)
+};
+
+Status check(const TensorView &x, const TensorView &scale, const TensorView &dy,
+             const TensorView &dx, const TensorView &dscale,
+             const TensorView &dbias, const BatchNormOptions &o, Geom &g) {
+  using Named = std::pair<const char *, const TensorView *>;
+  const Named inputs[] = {{"x", &x}, {"scale", &scale}, {"dy", &dy}};
+  const Named outputs[] = {{"dx", &dx}, {"dscale", &dscale}, {"dbias", &dbias}};
+  for (const Named *list : {inputs, outputs})
+    for (int i = 0; i < 3; ++i)
+      if (Status s = checkView(kOp, list[i].first, *list[i].second); !s)
+        return s;
+  if (!isFloat(x.dtype))
+    return fail(kOp, "x has dtype " + dt(x.dtype) +
+                         "; expected f32, f16, bf16 or f64");
+  for (auto [name, v] : {Named{"dy", &dy}, Named{"dx", &dx}})
+    if (v->dtype != x.dtype || v->shape != x.shape)
+      return fail(kOp, std::string(name) + " (" + dt(v->dtype) + " " +
+                           shapeStr(v->shape) +
+                           ") must have x's dtype and shape (" + dt(x.dtype) +
+                           " " + shapeStr(x.shape) + ")");
+  size_t rank = x.shape.size();
+  if (rank < 2)
+    return fail(kOp, "x needs rank >= 2 (N, C, ...), got " + shapeStr(x.shape));
+  if (!std::isfinite(o.epsilon) || o.epsilon < 0.0f)
+    return fail(kOp, "epsilon must be finite and >= 0");
+  if (o.layout == Layout::NCHW) {
+    g.c = x.shape[1];
+    g.outer = x.shape[0];
+    g.inner = numElements(Shape(x.shape.begin() + 2, x.shape.end()));
+  } else {
+    g.c = x.shape[rank - 1];
+    g.inner = 1;
+    g.outer = numElements(Shape(x.shape.begin(), x.shape.end() - 1));
+  }
+  for (auto [name, v] : {Named{"scale", &scale}, Named{"dscale", &dscale},
+                         Named{"dbias", &dbias}})
+    if (!isFloat(v->dtype) || v->shape != Shape{g.c})
+      return fail(kOp, std::string(name) + " is " + dt(v->dtype) + " " +
+                           shapeStr(v->shape) + ", expected a float [" +
+                           std::to_string(g.c) + "]");
+  for (const Named &out : outputs) {
+    const TensorView &ov = *out.second;
+    for (const Named &in : inputs)
+      if (overlaps(ov.data, ov.byteCount(), in.second->data,
+                   in.second->byteCount()))
+        return fail(kOp, std::string(out.first) + " overlaps " + in.first);
+    for (const Named &other : outputs)
+      if (&other != &out &&
+          overlaps(ov.data, ov.byteCount(), other.second->data,
+                   other.second->byteCount()))
+        return fail(kOp, std::string(out.first) + " overlaps " + other.first);
+  }
+  if (g.c > 0 && g.outer * g.inner == 0)
+    return fail(kOp, "x " + shapeStr(x.shape) +
+                         " has no elements per channel to take statistics of");
+  return Status::ok();
+}
+
+} // namespace
+
+Status batchNormBackward(const TensorView &x, const TensorView &scale,
+                         const TensorView &dy, const TensorView &dx,
+                         const TensorView &dscale, const TensorView &dbias,
+                         const BatchNormOptions &o) {
+  Geom g;
+  if (Status s = check(x, scale, dy, dx, dscale, dbias, o, g); !s)
+    return s;
+  if (g.c == 0)
+    return Status::ok();
+  const std::vector<double> xv = toF64(x), dyv = toF64(dy), sc = toF64(scale);
+  const size_t C = static_cast<size_t>(g.c);
+  const double count = static_cast<double>(g.outer * g.inner);
+  // Visits every element of channel c: fn(index).
+  auto forChannel = [&](int64_t c, auto &&fn) {
+    for (int64_t ou = 0; ou < g.outer; ++ou) {
+      int64_t base = (ou * g.c + c) * g.inner;
+      for (int64_t i = 0; i < g.inner; ++i)
+        fn(base + i);
+    }
+  };
+  std::vector<double> mean(C, 0.0), invStd(C), sumDy(C, 0.0), sumDyXhat(C, 0.0);
+  for (int64_t c = 0; c < g.c; ++c) {
+    double s = 0.0;
+    forChannel(c, [&](int64_t i) { s += xv[i]; });
+    mean[c] = s / count;
+    double sq = 0.0;
+    forChannel(c, [&](int64_t i) {
+      double d = xv[i] - mean[c];
+      sq += d * d;
+    });
+    invStd[c] = 1.0 / std::sqrt(sq / count + static_cast<double>(o.epsilon));
+    double sdy = 0.0, sdyx = 0.0;
+    forChannel(c, [&](int64_t i) {
+      sdy += dyv[i];
+      sdyx += dyv[i] * (xv[i] - mean[c]) * invStd[c];
+    });
+    sumDy[c] = sdy;
+    sumDyXhat[c] = sdyx;
+  }
+  std::vector<double> dxv(xv.size());
+  for (int64_t c = 0; c < g.c; ++c) {
+    const double k = sc[c] * invStd[c] / count, m = mean[c], is = invStd[c];
+    forChannel(c, [&](int64_t i) {
+      double xhat = (xv[i] - m) * is;
+      dxv[i] = k * (count * dyv[i] - sumDy[c] - xhat * sumDyXhat[c]);
+    });
+  }
+  fromF64(dxv.data(), dx);
+  fromF64(sumDyXhat.data(), dscale);
+  fromF64(sumDy.data(), dbias);
+  return Status::ok();
+}
+
+} // namespace mp::rt::cpu

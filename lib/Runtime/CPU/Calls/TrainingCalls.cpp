@@ -1,0 +1,566 @@
+//===- TrainingCalls.cpp - training plan calls on the CPU -----------------===//
+//
+// The backward calls cudnn.conv_bwd_filter, cudnn.pool_bwd,
+// cudnn.batch_norm_bwd, kernel.softmax_cross_entropy_grad,
+// kernel.nll_loss_grad and kernel.lstm_bwd on the kernels of
+// mp/Runtime/CPU/BackwardKernels.h, and the loss-scaling and optimizer calls
+// kernel.unscale_check_finite, kernel.loss_scale_update, kernel.sgd_step and
+// kernel.adam_step on those of mp/Runtime/CPU/TrainingKernels.h
+// (docs/plan-format.md, "Training calls").
+//
+// Buffers that a call updates in place (parameters, optimizer state, the
+// loss scale and its counters) are listed among its results only: the
+// kernel reads their current contents and overwrites them.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Runtime/CPU/BackwardKernels.h"
+#include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/TrainingKernels.h"
+#include "mp/Runtime/Half.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace mp::rt::cpu {
+
+namespace {
+
+std::string dt(DType t) { return std::string(dtypeName(t)); }
+
+/// "[2, 3, 4]".
+std::string shapeText(const Shape &shape) {
+  std::string r = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    r += (i ? ", " : "") + std::to_string(shape[i]);
+  return r + "]";
+}
+
+/// An error unless every dimension of v is >= 0 and v has data when it has
+/// elements.
+Status checkDense(const std::string &name, const TensorView &v) {
+  for (int64_t d : v.shape)
+    if (d < 0)
+      return Status::error(name + " has a negative dimension " +
+                           shapeText(v.shape));
+  if (v.numElements() > 0 && !v.data)
+    return Status::error(name + " has no data");
+  return Status::ok();
+}
+
+/// True when the bytes of a and b overlap.
+bool overlapping(const TensorView &a, const TensorView &b) {
+  if (!a.data || !b.data || !a.byteCount() || !b.byteCount())
+    return false;
+  auto pa = reinterpret_cast<uintptr_t>(a.data),
+       pb = reinterpret_cast<uintptr_t>(b.data);
+  return pa < pb + b.byteCount() && pb < pa + a.byteCount();
+}
+
+/// The number of spatial dims of an [N, C, spatial...] tensor, or an error.
+Result<size_t> spatialRank(const TensorView &x, std::string_view name) {
+  if (x.shape.size() < 3)
+    return Status::error(
+        std::string(name) +
+        " must have rank >= 3 ([N, C, spatial...]), got rank " +
+        std::to_string(x.shape.size()));
+  return x.shape.size() - 2;
+}
+
+/// `pads` (begins, then ends, for `spatial` dims; may be left out: all 0),
+/// `strides` and `dilations` (may be left out: all 1).
+Status readWindowAttrs(const PlanCall &call, size_t spatial,
+                       std::vector<int64_t> &padsBegin,
+                       std::vector<int64_t> &padsEnd,
+                       std::vector<int64_t> &strides,
+                       std::vector<int64_t> &dilations) {
+  MP_RT_TRY_ASSIGN(pads, intListAttr(call, "pads", {}));
+  if (!pads.empty()) {
+    if (pads.size() != 2 * spatial)
+      return Status::error(
+          "attribute 'pads' must have " + std::to_string(2 * spatial) +
+          " values (begins, then ends, for " + std::to_string(spatial) +
+          " spatial dims), got " + std::to_string(pads.size()));
+    padsBegin.assign(pads.begin(), pads.begin() + spatial);
+    padsEnd.assign(pads.begin() + spatial, pads.end());
+  }
+  MP_RT_TRY_ASSIGN(s, intListAttr(call, "strides", {}));
+  MP_RT_TRY_ASSIGN(d, intListAttr(call, "dilations", {}));
+  strides = std::move(s);
+  dilations = std::move(d);
+  return Status::ok();
+}
+
+/// `compute_type`, when given, as cudnn.conv_fwd checks it: f32 accumulates
+/// any float input, and a type accumulates itself.
+Status checkComputeType(const PlanCall &call, DType input) {
+  if (!call.attr("compute_type"))
+    return Status::ok();
+  MP_RT_TRY_ASSIGN(compute, dtypeAttr(call, "compute_type"));
+  if (!isFloat(compute))
+    return Status::error("attribute 'compute_type' must be a float type, got " +
+                         dt(compute));
+  if (compute == DType::F32 || compute == input)
+    return Status::ok();
+  return Status::error("compute type " + dt(compute) + " cannot accumulate " +
+                       dt(input) + " inputs");
+}
+
+/// `reduction` (none, sum, mean; default mean) and `ignore_index` (optional).
+Status readLossAttrs(const PlanCall &call, LossReduction &reduction,
+                     std::optional<int64_t> &ignoreIndex) {
+  MP_RT_TRY_ASSIGN(name, stringAttr(call, "reduction", "mean"));
+  if (name == "none")
+    reduction = LossReduction::None;
+  else if (name == "sum")
+    reduction = LossReduction::Sum;
+  else if (name == "mean")
+    reduction = LossReduction::Mean;
+  else
+    return Status::error("attribute 'reduction' must be none, sum or mean, "
+                         "got '" +
+                         name + "'");
+  ignoreIndex.reset();
+  if (call.attr("ignore_index")) {
+    MP_RT_TRY_ASSIGN(ignore, intAttr(call, "ignore_index"));
+    ignoreIndex = ignore;
+  }
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// cudnn.conv_bwd_filter: x, dy -> dw
+//===----------------------------------------------------------------------===//
+
+Status convBwdFilterCall(const CallArgs &args) {
+  if (Status s = checkArity(args, 2, 2, 1, 1); !s)
+    return s;
+  const PlanCall &call = args.call;
+  const TensorView &x = args.operands[0];
+  MP_RT_TRY_ASSIGN(spatial, spatialRank(x, "x"));
+  ConvOptions o;
+  if (Status s = readWindowAttrs(call, spatial, o.padsBegin, o.padsEnd,
+                                 o.strides, o.dilations);
+      !s)
+    return s;
+  MP_RT_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
+  o.groups = groups;
+  if (Status s = checkComputeType(call, x.dtype); !s)
+    return s;
+  return convBackwardFilter(x, args.operands[1], args.results[0], o);
+}
+
+//===----------------------------------------------------------------------===//
+// cudnn.pool_bwd: x, dy -> dx
+//===----------------------------------------------------------------------===//
+
+Status poolBwdCall(const CallArgs &args) {
+  if (Status s = checkArity(args, 2, 2, 1, 1); !s)
+    return s;
+  const PlanCall &call = args.call;
+  const TensorView &x = args.operands[0];
+  MP_RT_TRY_ASSIGN(spatial, spatialRank(x, "x"));
+  PoolOptions o;
+  MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode"));
+  if (mode == "max") {
+    o.kind = PoolKind::Max;
+  } else if (mode == "avg" || mode == "avg_include_pad") {
+    o.kind = PoolKind::Average;
+    o.countIncludePad = mode == "avg_include_pad";
+  } else {
+    return Status::error("attribute 'mode' has unknown value '" + mode +
+                         "' (max, avg, avg_include_pad)");
+  }
+  MP_RT_TRY_ASSIGN(window, intListAttr(call, "window"));
+  o.kernel = std::move(window);
+  if (Status s = readWindowAttrs(call, spatial, o.padsBegin, o.padsEnd,
+                                 o.strides, o.dilations);
+      !s)
+    return s;
+  return poolBackward(x, args.operands[1], args.results[0], o);
+}
+
+//===----------------------------------------------------------------------===//
+// cudnn.batch_norm_bwd: x, scale, dy -> dx, dscale, dbias
+//===----------------------------------------------------------------------===//
+
+Status batchNormBwdCall(const CallArgs &args) {
+  if (Status s = checkArity(args, 3, 3, 3, 3); !s)
+    return s;
+  MP_RT_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon", 1e-5));
+  BatchNormOptions o;
+  o.epsilon = static_cast<float>(epsilon);
+  const std::vector<TensorView> &in = args.operands;
+  const std::vector<TensorView> &out = args.results;
+  return batchNormBackward(in[0], in[1], in[2], out[0], out[1], out[2], o);
+}
+
+//===----------------------------------------------------------------------===//
+// kernel.softmax_cross_entropy_grad: scores, labels, dloss, weights? ->
+//   dscores
+// kernel.nll_loss_grad: input, target, dloss, weight? -> dinput
+//===----------------------------------------------------------------------===//
+
+Status softmaxCrossEntropyGradCall(const CallArgs &args) {
+  const PlanCall &call = args.call;
+  std::array<const TensorView *, 4> in;
+  if (Status s = bindBuffers<4>(call, args.operands, "operands",
+                                {{{"scores", false},
+                                  {"labels", false},
+                                  {"dloss", false},
+                                  {"weights", true}}},
+                                in);
+      !s)
+    return s;
+  if (Status s = checkArity(args, 0, SIZE_MAX, 1, 1); !s)
+    return s;
+  LossReduction reduction;
+  std::optional<int64_t> ignoreIndex;
+  if (Status s = readLossAttrs(call, reduction, ignoreIndex); !s)
+    return s;
+  return softmaxCrossEntropyGrad(*in[0], *in[1], *in[2], in[3], args.results[0],
+                                 reduction, ignoreIndex);
+}
+
+Status nllLossGradCall(const CallArgs &args) {
+  const PlanCall &call = args.call;
+  std::array<const TensorView *, 4> in;
+  if (Status s = bindBuffers<4>(call, args.operands, "operands",
+                                {{{"input", false},
+                                  {"target", false},
+                                  {"dloss", false},
+                                  {"weight", true}}},
+                                in);
+      !s)
+    return s;
+  if (Status s = checkArity(args, 0, SIZE_MAX, 1, 1); !s)
+    return s;
+  LossReduction reduction;
+  std::optional<int64_t> ignoreIndex;
+  if (Status s = readLossAttrs(call, reduction, ignoreIndex); !s)
+    return s;
+  return nllLossGrad(*in[0], *in[1], *in[2], in[3], args.results[0], reduction,
+                     ignoreIndex);
+}
+
+//===----------------------------------------------------------------------===//
+// kernel.lstm_bwd: x, w, r, b?, initial_h?, initial_c?, dy?, dy_h?, dy_c? ->
+//   dx, dw, dr, db?, dinitial_h?, dinitial_c?
+//===----------------------------------------------------------------------===//
+
+/// An error when the call asks for an LSTM the backward does not handle:
+/// another mode, non-default activations, clip, input_forget, layout 1,
+/// sequence lengths or peepholes.
+Status checkPlainLstm(const PlanCall &call, size_t dirs) {
+  MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode", "lstm"));
+  if (mode != "lstm")
+    return Status::error("attribute 'mode' must be lstm, got '" + mode + "'");
+  MP_RT_TRY_ASSIGN(names, stringAttr(call, "activations", ""));
+  MP_RT_TRY_ASSIGN(alphas, floatListAttr(call, "activation_alpha", {}));
+  MP_RT_TRY_ASSIGN(betas, floatListAttr(call, "activation_beta", {}));
+  MP_RT_TRY_ASSIGN(
+      acts, parseRnnActivations(RnnMode::Lstm, dirs, names, alphas, betas));
+  for (size_t i = 0; i < acts.size(); ++i) {
+    RnnActivationKind expected =
+        i % 3 == 0 ? RnnActivationKind::Sigmoid : RnnActivationKind::Tanh;
+    if (acts[i].kind != expected)
+      return Status::error("attribute 'activations' ('" + names +
+                           "'): only the default Sigmoid, Tanh, Tanh are "
+                           "supported by the LSTM backward");
+  }
+  if (call.attr("clip"))
+    return Status::error("attribute 'clip' is not supported by the LSTM "
+                         "backward");
+  MP_RT_TRY_ASSIGN(inputForget, boolAttr(call, "input_forget", false));
+  if (inputForget)
+    return Status::error("attribute 'input_forget' = 1 is not supported by "
+                         "the LSTM backward");
+  MP_RT_TRY_ASSIGN(layout, intAttr(call, "layout", 0));
+  if (layout != 0)
+    return Status::error("attribute 'layout' must be 0, got " +
+                         std::to_string(layout));
+  for (const char *name : {"sequence_lens", "p"})
+    if (call.attr("has_" + std::string(name))) {
+      MP_RT_TRY_ASSIGN(has, hasBuffer(call, name));
+      if (has)
+        return Status::error(std::string(name) +
+                             " is not supported by the LSTM backward");
+    }
+  return Status::ok();
+}
+
+Status lstmBwdCall(const CallArgs &args) {
+  const PlanCall &call = args.call;
+  std::array<const TensorView *, 9> in;
+  if (Status s = bindBuffers<9>(call, args.operands, "operands",
+                                {{{"x", false},
+                                  {"w", false},
+                                  {"r", false},
+                                  {"b", true},
+                                  {"initial_h", true},
+                                  {"initial_c", true},
+                                  {"dy", true},
+                                  {"dy_h", true},
+                                  {"dy_c", true}}},
+                                in);
+      !s)
+    return s;
+  std::array<const TensorView *, 6> out;
+  if (Status s = bindBuffers<6>(call, args.results, "results",
+                                {{{"dx", false},
+                                  {"dw", false},
+                                  {"dr", false},
+                                  {"db", true},
+                                  {"dinitial_h", true},
+                                  {"dinitial_c", true}}},
+                                out);
+      !s)
+    return s;
+  LstmBackwardOptions o;
+  MP_RT_TRY_ASSIGN(direction, stringAttr(call, "direction", "forward"));
+  if (direction == "forward")
+    o.direction = RnnDirection::Forward;
+  else if (direction == "reverse")
+    o.direction = RnnDirection::Reverse;
+  else if (direction == "bidirectional")
+    o.direction = RnnDirection::Bidirectional;
+  else
+    return Status::error("attribute 'direction' must be forward, reverse or "
+                         "bidirectional, got '" +
+                         direction + "'");
+  MP_RT_TRY_ASSIGN(hidden, intAttr(call, "hidden_size"));
+  o.hiddenSize = hidden;
+  if (Status s = checkPlainLstm(
+          call, o.direction == RnnDirection::Bidirectional ? 2 : 1);
+      !s)
+    return s;
+  return lstmBackward(*in[0], *in[1], *in[2], in[3], in[4], in[5], in[6], in[7],
+                      in[8], *out[0], *out[1], *out[2], out[3], out[4], out[5],
+                      o);
+}
+
+//===----------------------------------------------------------------------===//
+// kernel.unscale_check_finite: scale, g_1..g_n -> found_inf, u_1..u_n
+//===----------------------------------------------------------------------===//
+
+Status unscaleCheckFiniteCall(const CallArgs &args) {
+  const size_t n = args.operands.size();
+  if (n < 2 || args.results.size() != n)
+    return Status::error(
+        "expects operands (scale, g_1..g_n) and results (found_inf, "
+        "u_1..u_n) with n >= 1, got " +
+        std::to_string(n) + " operands and " +
+        std::to_string(args.results.size()) + " results");
+  const TensorView &scale = args.operands[0];
+  const TensorView &foundInf = args.results[0];
+  float inv = 0.0f;
+  TensorView invView{DType::F32, {1}, &inv};
+  if (Status s = inverseScale(scale, invView); !s)
+    return s;
+  if (Status s = checkDense("found_inf", foundInf); !s)
+    return s;
+  if (foundInf.dtype != DType::F32 || foundInf.numElements() != 1)
+    return Status::error("found_inf must be one f32 element, got " +
+                         dt(foundInf.dtype) + " with " +
+                         std::to_string(foundInf.numElements()) + " elements");
+  if (overlapping(foundInf, scale))
+    return Status::error("found_inf overlaps scale");
+  // Everything is checked before anything is written.
+  for (size_t i = 1; i < n; ++i) {
+    const TensorView &g = args.operands[i], &u = args.results[i];
+    std::string gi = "g_" + std::to_string(i), ui = "u_" + std::to_string(i);
+    if (!isFloat(g.dtype))
+      return Status::error(gi + " has dtype " + dt(g.dtype) +
+                           "; expected a float type");
+    if (u.dtype != DType::F32 || u.shape != g.shape)
+      return Status::error(ui + " must be f32 with " + gi + "'s shape " +
+                           shapeText(g.shape) + ", got " + dt(u.dtype) + " " +
+                           shapeText(u.shape));
+    for (const auto &[name, v] :
+         {std::pair<const std::string &, const TensorView &>{gi, g}, {ui, u}})
+      if (Status s = checkDense(name, v); !s)
+        return s;
+    if (overlapping(u, foundInf) || overlapping(u, scale) ||
+        overlapping(foundInf, g))
+      return Status::error(ui + " or found_inf overlaps another buffer");
+    for (size_t j = 1; j < n; ++j) {
+      const TensorView &other = args.operands[j];
+      bool inPlace = j == i && u.data == g.data && g.dtype == DType::F32;
+      if (overlapping(u, other) && !inPlace)
+        return Status::error(ui + " overlaps g_" + std::to_string(j));
+      if (j > i && overlapping(u, args.results[j]))
+        return Status::error(ui + " overlaps u_" + std::to_string(j));
+    }
+  }
+  *foundInf.as<float>() = 0.0f;
+  for (size_t i = 1; i < n; ++i) {
+    const TensorView &g = args.operands[i], &u = args.results[i];
+    const size_t count = static_cast<size_t>(g.numElements());
+    float *dst = u.as<float>();
+    switch (g.dtype) {
+    case DType::F64: {
+      // Scaled in f64, then rounded: flags values that are not finite
+      // before scaling or overflow f32 after it.
+      const double *src = g.as<const double>();
+      bool nonFinite = false;
+      for (size_t k = 0; k < count; ++k) {
+        dst[k] = static_cast<float>(src[k] * static_cast<double>(inv));
+        nonFinite |= !std::isfinite(src[k]) || !std::isfinite(dst[k]);
+      }
+      if (nonFinite)
+        *foundInf.as<float>() = 1.0f;
+      continue;
+    }
+    case DType::F32:
+      if (count && dst != g.as<const float>())
+        std::memcpy(dst, g.data, count * sizeof(float));
+      break;
+    case DType::F16:
+      convertF16ToF32(g.as<const uint16_t>(), dst, count);
+      break;
+    case DType::BF16:
+      convertBF16ToF32(g.as<const uint16_t>(), dst, count);
+      break;
+    default:
+      break;
+    }
+    if (Status s = unscaleAndCheckFinite(u, invView, foundInf); !s)
+      return s;
+  }
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// kernel.loss_scale_update: found_inf -> scale, growth_tracker
+//===----------------------------------------------------------------------===//
+
+Status lossScaleUpdateCall(const CallArgs &args) {
+  if (Status s = checkArity(args, 1, 1, 2, 2); !s)
+    return s;
+  const PlanCall &call = args.call;
+  LossScaleConfig config;
+  MP_RT_TRY_ASSIGN(growth,
+                   floatAttr(call, "growth_factor", config.growthFactor));
+  MP_RT_TRY_ASSIGN(backoff,
+                   floatAttr(call, "backoff_factor", config.backoffFactor));
+  MP_RT_TRY_ASSIGN(interval,
+                   intAttr(call, "growth_interval", config.growthInterval));
+  config.growthFactor = growth;
+  config.backoffFactor = backoff;
+  config.growthInterval = interval;
+  const TensorView &scale = args.results[0], &tracker = args.results[1];
+  if (overlapping(scale, tracker) || overlapping(scale, args.operands[0]) ||
+      overlapping(tracker, args.operands[0]))
+    return Status::error("scale, growth_tracker and found_inf must not "
+                         "overlap");
+  return updateLossScale(scale, tracker, args.operands[0], config);
+}
+
+//===----------------------------------------------------------------------===//
+// kernel.sgd_step: grad, found_inf? -> param, momentum_buffer?, step
+// kernel.adam_step: grad, found_inf? -> param, exp_avg, exp_avg_sq, step
+//===----------------------------------------------------------------------===//
+
+/// An error when two of the (non-null) views overlap.
+Status checkDisjoint(
+    std::initializer_list<std::pair<const char *, const TensorView *>> views) {
+  for (auto a = views.begin(); a != views.end(); ++a)
+    for (auto b = a + 1; b != views.end(); ++b)
+      if (a->second && b->second && overlapping(*a->second, *b->second))
+        return Status::error(std::string(a->first) + " overlaps " + b->first);
+  return Status::ok();
+}
+
+Status sgdStepCall(const CallArgs &args) {
+  const PlanCall &call = args.call;
+  std::array<const TensorView *, 2> in;
+  if (Status s = bindBuffers<2>(call, args.operands, "operands",
+                                {{{"grad", false}, {"found_inf", true}}}, in);
+      !s)
+    return s;
+  std::array<const TensorView *, 3> out;
+  if (Status s = bindBuffers<3>(
+          call, args.results, "results",
+          {{{"param", false}, {"momentum_buffer", true}, {"step", false}}},
+          out);
+      !s)
+    return s;
+  SGDConfig config;
+  MP_RT_TRY_ASSIGN(lr, floatAttr(call, "lr"));
+  MP_RT_TRY_ASSIGN(momentum, floatAttr(call, "momentum", 0.0));
+  MP_RT_TRY_ASSIGN(dampening, floatAttr(call, "dampening", 0.0));
+  MP_RT_TRY_ASSIGN(weightDecay, floatAttr(call, "weight_decay", 0.0));
+  MP_RT_TRY_ASSIGN(nesterov, boolAttr(call, "nesterov", false));
+  config.lr = lr;
+  config.momentum = momentum;
+  config.dampening = dampening;
+  config.weightDecay = weightDecay;
+  config.nesterov = nesterov;
+  if (momentum != 0 && !out[1])
+    return Status::error("momentum " + std::to_string(momentum) +
+                         " needs a momentum_buffer (has_momentum_buffer = 1)");
+  if (Status s = checkDisjoint({{"grad", in[0]},
+                                {"found_inf", in[1]},
+                                {"param", out[0]},
+                                {"momentum_buffer", out[1]},
+                                {"step", out[2]}});
+      !s)
+    return s;
+  TensorView none, noBuffer;
+  return sgdStep(*out[0], *in[0], out[1] ? *out[1] : noBuffer, *out[2],
+                 in[1] ? *in[1] : none, config);
+}
+
+Status adamStepCall(const CallArgs &args) {
+  const PlanCall &call = args.call;
+  std::array<const TensorView *, 2> in;
+  if (Status s = bindBuffers<2>(call, args.operands, "operands",
+                                {{{"grad", false}, {"found_inf", true}}}, in);
+      !s)
+    return s;
+  if (Status s = checkArity(args, 0, SIZE_MAX, 4, 4); !s)
+    return s;
+  AdamConfig config;
+  MP_RT_TRY_ASSIGN(lr, floatAttr(call, "lr", config.lr));
+  MP_RT_TRY_ASSIGN(beta1, floatAttr(call, "beta1", config.beta1));
+  MP_RT_TRY_ASSIGN(beta2, floatAttr(call, "beta2", config.beta2));
+  MP_RT_TRY_ASSIGN(eps, floatAttr(call, "eps", config.eps));
+  MP_RT_TRY_ASSIGN(weightDecay, floatAttr(call, "weight_decay", 0.0));
+  MP_RT_TRY_ASSIGN(decoupled, boolAttr(call, "decoupled_weight_decay", false));
+  config.lr = lr;
+  config.beta1 = beta1;
+  config.beta2 = beta2;
+  config.eps = eps;
+  config.weightDecay = weightDecay;
+  config.decoupledWeightDecay = decoupled;
+  const std::vector<TensorView> &out = args.results;
+  if (Status s = checkDisjoint({{"grad", in[0]},
+                                {"found_inf", in[1]},
+                                {"param", &out[0]},
+                                {"exp_avg", &out[1]},
+                                {"exp_avg_sq", &out[2]},
+                                {"step", &out[3]}});
+      !s)
+    return s;
+  TensorView none;
+  return adamStep(out[0], *in[0], out[1], out[2], out[3], in[1] ? *in[1] : none,
+                  config);
+}
+
+} // namespace
+
+void addTrainingCalls(CallTable &table) {
+  table.add("cudnn.conv_bwd_filter", convBwdFilterCall);
+  table.add("cudnn.pool_bwd", poolBwdCall);
+  table.add("cudnn.batch_norm_bwd", batchNormBwdCall);
+  table.add("kernel.softmax_cross_entropy_grad", softmaxCrossEntropyGradCall);
+  table.add("kernel.nll_loss_grad", nllLossGradCall);
+  table.add("kernel.lstm_bwd", lstmBwdCall);
+  table.add("kernel.unscale_check_finite", unscaleCheckFiniteCall);
+  table.add("kernel.loss_scale_update", lossScaleUpdateCall);
+  table.add("kernel.sgd_step", sgdStepCall);
+  table.add("kernel.adam_step", adamStepCall);
+}
+
+} // namespace mp::rt::cpu

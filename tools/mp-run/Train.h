@@ -1,0 +1,54 @@
+//===- Train.h - mp-run --train: training with a training plan ----*- C++ -*-===//
+//
+// mp-run --train runs a training plan (a plan with PlanTrainingInfo, format
+// 1.1) once per batch of a data set for some epochs: the plan's State
+// buffers (parameters, optimizer and loss-scale state) persist in the CPU
+// executor from one step to the next. It reports the loss, the training
+// accuracy, the accuracy (or MSE) of an inference plan that gets the current
+// state as its weights, skipped steps and the loss scale, and can save the
+// trained plan (CpuExecutor::planWithState). docs/runtime.md, "mp-run
+// --train", describes it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_TOOLS_MP_RUN_TRAIN_H
+#define MP_TOOLS_MP_RUN_TRAIN_H
+
+#include "mp/Runtime/Plan.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mp::tools {
+
+/// An error to report: the file it is about (may be empty) and the message.
+struct Failure {
+  std::string file;
+  std::string message;
+};
+
+struct TrainOptions {
+  std::string planPath;
+  std::string dataPath, labelsPath;
+  int epochs = 1;
+  /// 0: the plan's batch size; else it must be the plan's.
+  int batch = 0;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  std::string evalPlanPath, evalDataPath, evalLabelsPath;
+  std::string savePath;    ///< the trained plan (empty: not saved)
+  std::string logPath;     ///< one CSV row per epoch
+  std::string stepLogPath; ///< one CSV row per step
+  bool printPlan = false;  ///< print the plan first (mp-run's --print-plan)
+  bool timing = false;     ///< print the time per call kind at the end
+};
+
+/// Prints a plan's inputs, outputs, buffers, calls and training information
+/// (mp-run --print-plan; defined in mp-run.cpp).
+void printPlan(const rt::Plan &plan);
+
+/// Trains; 0 on success, else fills `failure` and returns non-zero.
+int runTraining(const TrainOptions &options, Failure &failure);
+
+} // namespace mp::tools
+
+#endif // MP_TOOLS_MP_RUN_TRAIN_H
