@@ -66,6 +66,14 @@ except Exception:
     _has_onnx = False
 if _has_onnx:
     config.available_features.add("python-onnx")
+# The 8x8 digits data set of scikit-learn (Debian's python3-sklearn).
+try:
+    if subprocess.run([config.mp_python, "-c", "import sklearn.datasets"],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                      timeout=120).returncode == 0:
+        config.available_features.add("python-sklearn")
+except Exception:
+    pass
 
 # The peers (ONNX Runtime, onnxconverter-common) live in the project's venv.
 _peer_python = os.path.join(config.test_source_root, ".venv", "bin", "python")

@@ -183,7 +183,7 @@ def main():
               "skipped steps | final loss scale | time (s) |\n"
               "|---|---|---|---|---|---|---|\n")
     table = header + "".join(
-        f"| {k} | {p} | {l:.4f} | {a * 100 if a <= 1 else a:.2f}% | {s} | {sc} | {t:.1f} |\n"
+        f"| {k} | {p} | {l:.5g} | {a * 100 if a <= 1 else a:.2f}% | {s} | {sc} | {t:.1f} |\n"
         for k, p, l, a, s, sc, t in rows)
     print(table)
     ok = True
