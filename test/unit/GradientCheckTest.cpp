@@ -322,8 +322,27 @@ func.func @main(%x: tensor<3x2x4xf32> {mp.name = "x"}, %w: tensor<2x20x4xf32> {m
   return %y : tensor<3x2x2x5xf32>
 })";
 
+// Attention-style slicing of a fused projection, and a fire-module Concat.
+const char *kSliceConcatSplit = R"(
+func.func @main(%x: tensor<2x3x12xf32> {mp.name = "x"}) -> (tensor<2x3x10xf32> {mp.name = "y"}) {
+  %s = mp.constant {value = dense<[2]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %e = mp.constant {value = dense<[8]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %a = mp.constant {value = dense<[-1]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %none = mp.none
+  %q = mp.slice %x, %s, %e, %a, %none : (tensor<2x3x12xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<2x3x6xf32>
+  %sizes = mp.constant {value = dense<[4, 8]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %p0, %p1 = mp.split %x, %sizes {axis = 2 : i64} : (tensor<2x3x12xf32>, tensor<2xi64>) -> (tensor<2x3x4xf32>, tensor<2x3x8xf32>)
+  %m = mp.mul %p0, %p0 : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %y = mp.concat %q, %m {axis = 2 : i64} : (tensor<2x3x6xf32>, tensor<2x3x4xf32>) -> tensor<2x3x10xf32>
+  return %y : tensor<2x3x10xf32>
+})";
+
 } // namespace
 
+TEST_CASE("gradients: Slice, Split (one output unused), Concat",
+          "[gradcheck]") {
+  check({"slice-concat-split", kSliceConcatSplit});
+}
 TEST_CASE("gradients: Conv (strides, asymmetric pads, bias)", "[gradcheck]") {
   check({"conv", kConv});
 }

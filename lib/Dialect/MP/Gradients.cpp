@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -659,6 +660,81 @@ LogicalResult gradLSTM(LSTMOp op, GradBuilder &g, ArrayRef<Value> dR,
   return success();
 }
 
+/// Constant integers of an optional operand, or nullopt.
+std::optional<SmallVector<int64_t>> constantInts(Value v) {
+  if (!v || isa<NoneType>(v.getType()))
+    return std::nullopt;
+  auto attr = dyn_cast_or_null<DenseIntElementsAttr>(getConstantValue(v));
+  if (!attr)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (const APInt &a : attr.getValues<APInt>())
+    out.push_back(a.getSExtValue());
+  return out;
+}
+
+LogicalResult gradConcat(ConcatOp op, GradBuilder &g, ArrayRef<Value> dR,
+                         Grads &dO) {
+  Value dy = dR[0];
+  int64_t rank = shapeOf(dy).size();
+  int64_t axis = normalizeAxis(int64_t(op.getAxis()), rank);
+  int64_t offset = 0;
+  for (auto [i, input] : llvm::enumerate(op->getOperands())) {
+    int64_t size = shapeOf(input)[axis];
+    if (isa<FloatType>(elementOf(input)))
+      dO[i] = SliceOp::create(g.b, input.getType(), dy, g.i64s({offset}),
+                              g.i64s({offset + size}), g.i64s({axis}),
+                              g.none());
+    offset += size;
+  }
+  return success();
+}
+
+LogicalResult gradSplit(SplitOp op, GradBuilder &g, ArrayRef<Value> dR,
+                        Grads &dO) {
+  Value x = op->getOperand(0);
+  int64_t axis = normalizeAxis(int64_t(op.getAxis().value_or(0)),
+                               shapeOf(x).size());
+  SmallVector<Value> pieces;
+  for (auto [result, grad] : llvm::zip(op->getResults(), dR))
+    pieces.push_back(grad ? grad : g.zeros(tensorType(result)));
+  dO[0] = ConcatOp::create(g.b, x.getType(), pieces,
+                           g.b.getI64IntegerAttr(axis));
+  return success();
+}
+
+LogicalResult gradSlice(SliceOp op, GradBuilder &g, ArrayRef<Value> dR,
+                        Grads &dO) {
+  Value x = op->getOperand(0);
+  ArrayRef<int64_t> xs = shapeOf(x), ys = shapeOf(dR[0]);
+  int64_t rank = xs.size();
+  auto starts = constantInts(op->getOperand(1));
+  auto axes = constantInts(op->getOperand(3));
+  auto steps = constantInts(op->getOperand(4));
+  if (!starts || (!isa<NoneType>(op->getOperand(3).getType()) && !axes) ||
+      (!isa<NoneType>(op->getOperand(4).getType()) && !steps))
+    return op.emitError("gradient of Slice needs constant starts, axes and "
+                        "steps");
+  SmallVector<int64_t> begin(rank, 0), end(rank, 0);
+  for (size_t i = 0; i < starts->size(); ++i) {
+    int64_t axis = axes ? normalizeAxis((*axes)[i], rank) : int64_t(i);
+    if (steps && (*steps)[i] != 1)
+      return op.emitError("gradient of Slice supports step 1 only, got ")
+             << (*steps)[i];
+    int64_t start = (*starts)[i];
+    if (start < 0)
+      start += xs[axis];
+    start = std::clamp<int64_t>(start, 0, xs[axis]);
+    begin[axis] = start;
+    end[axis] = xs[axis] - start - ys[axis];
+  }
+  SmallVector<int64_t> pads(begin);
+  pads.append(end.begin(), end.end());
+  dO[0] = PadOp::create(g.b, x.getType(), dR[0], g.i64s(pads),
+                        g.scalar(elementOf(x), 0.0), g.b.getStringAttr("constant"));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
@@ -737,6 +813,9 @@ void mp::registerGradientModels(DialectRegistry &registry) {
     attach<ReduceMeanOp, gradReduceMean>(ctx);
     attach<ReduceSumOp, gradReduceSum>(ctx);
     attach<GatherOp, gradGather>(ctx);
+    attach<ConcatOp, gradConcat>(ctx);
+    attach<SplitOp, gradSplit>(ctx);
+    attach<SliceOp, gradSlice>(ctx);
     attach<SoftmaxCrossEntropyLossOp, gradSoftmaxCrossEntropy>(ctx);
     attach<NegativeLogLikelihoodLossOp, gradNLLLoss>(ctx);
     attach<LSTMOp, gradLSTM>(ctx);
