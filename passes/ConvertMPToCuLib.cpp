@@ -70,29 +70,15 @@ int64_t normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-/// Explicit begin/end pads for a conv or pool window, resolving auto_pad
-/// from the (static) input and output sizes.
+/// Explicit begin/end pads of a window (mp::explicitWindowPads).
 SmallVector<int64_t> windowPads(StringRef autoPad,
                                 std::optional<ArrayRef<int64_t>> pads,
                                 ArrayRef<int64_t> in, ArrayRef<int64_t> out,
                                 ArrayRef<int64_t> kernel,
                                 ArrayRef<int64_t> strides,
                                 ArrayRef<int64_t> dilations) {
-  size_t n = in.size();
-  SmallVector<int64_t> result(2 * n, 0);
-  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    for (size_t i = 0; i < n; ++i) {
-      int64_t needed = (out[i] - 1) * strides[i] +
-                       (kernel[i] - 1) * dilations[i] + 1 - in[i];
-      int64_t total = std::max<int64_t>(needed, 0);
-      int64_t small = total / 2, large = total - small;
-      result[i] = autoPad == "SAME_UPPER" ? small : large;
-      result[i + n] = autoPad == "SAME_UPPER" ? large : small;
-    }
-  } else if (autoPad != "VALID" && pads) {
-    result.assign(pads->begin(), pads->end());
-  }
-  return result;
+  return explicitWindowPads(autoPad, pads, in, out, kernel, strides,
+                            dilations);
 }
 
 SmallVector<int64_t> orOnes(std::optional<ArrayRef<int64_t>> v, size_t n) {

@@ -141,31 +141,6 @@ int64_t normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-/// Explicit begin-then-end pads of a conv or pool window, as the lowering
-/// resolves them (auto_pad SAME_* puts the odd pad at the end or begin).
-SmallVector<int64_t> resolvePads(StringRef autoPad,
-                                 std::optional<ArrayRef<int64_t>> pads,
-                                 ArrayRef<int64_t> in, ArrayRef<int64_t> out,
-                                 ArrayRef<int64_t> kernel,
-                                 ArrayRef<int64_t> strides,
-                                 ArrayRef<int64_t> dilations) {
-  size_t n = in.size();
-  SmallVector<int64_t> result(2 * n, 0);
-  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    for (size_t i = 0; i < n; ++i) {
-      int64_t needed = (out[i] - 1) * strides[i] +
-                       (kernel[i] - 1) * dilations[i] + 1 - in[i];
-      int64_t total = std::max<int64_t>(needed, 0);
-      int64_t small = total / 2, big = total - small;
-      result[i] = autoPad == "SAME_UPPER" ? small : big;
-      result[n + i] = autoPad == "SAME_UPPER" ? big : small;
-    }
-  } else if (autoPad != "VALID" && pads) {
-    result.assign(pads->begin(), pads->end());
-  }
-  return result;
-}
-
 SmallVector<int64_t> orOnes(std::optional<ArrayRef<int64_t>> v, size_t n) {
   return v ? SmallVector<int64_t>(v->begin(), v->end())
            : SmallVector<int64_t>(n, 1);
@@ -405,7 +380,7 @@ LogicalResult gradConv(ConvOp op, GradBuilder &g, ArrayRef<Value> dR,
   SmallVector<int64_t> strides = orOnes(op.getStrides(), spatial);
   SmallVector<int64_t> dilations = orOnes(op.getDilations(), spatial);
   SmallVector<int64_t> pads =
-      resolvePads(op.getAutoPad().value_or("NOTSET"), op.getPads(),
+      explicitWindowPads(op.getAutoPad().value_or("NOTSET"), op.getPads(),
                   xs.drop_front(2), ys.drop_front(2), ws.drop_front(2),
                   strides, dilations);
   int64_t group = op.getGroup().value_or(1);
@@ -452,7 +427,7 @@ LogicalResult gradPool(PoolOpTy op, GradBuilder &g, ArrayRef<Value> dR,
   else
     mode = op.getCountIncludePad().value_or(0) ? "avg_include_pad" : "avg";
   SmallVector<int64_t> pads =
-      resolvePads(op.getAutoPad().value_or("NOTSET"), op.getPads(),
+      explicitWindowPads(op.getAutoPad().value_or("NOTSET"), op.getPads(),
                   xs.drop_front(2), ys.drop_front(2), kernel, strides,
                   dilations);
   dO[0] = PoolGradOp::create(g.b, x.getType(), x, dy, g.b.getStringAttr(mode),

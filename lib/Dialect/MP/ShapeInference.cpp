@@ -1706,3 +1706,25 @@ LogicalResult shape::inferRange(ShapeContext &ctx,
   results.push_back(ctx.makeTensor(SmallVector<int64_t, 6>{length}, element));
   return success();
 }
+
+SmallVector<int64_t>
+mp::explicitWindowPads(StringRef autoPad, std::optional<ArrayRef<int64_t>> pads,
+                       ArrayRef<int64_t> in, ArrayRef<int64_t> out,
+                       ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                       ArrayRef<int64_t> dilations) {
+  size_t n = in.size();
+  SmallVector<int64_t> result(2 * n, 0);
+  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t needed = (out[i] - 1) * strides[i] +
+                       (kernel[i] - 1) * dilations[i] + 1 - in[i];
+      int64_t total = std::max<int64_t>(needed, 0);
+      int64_t small = total / 2, large = total - small;
+      result[i] = autoPad == "SAME_UPPER" ? small : large;
+      result[i + n] = autoPad == "SAME_UPPER" ? large : small;
+    }
+  } else if (autoPad != "VALID" && pads) {
+    result.assign(pads->begin(), pads->end());
+  }
+  return result;
+}

@@ -308,4 +308,49 @@ void dgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   gemm<double>(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+/// The elements of a float tensor (f32, f16, bf16, f64) as doubles.
+std::vector<double> toF64(const TensorView &v) {
+  size_t n = static_cast<size_t>(v.numElements());
+  std::vector<double> r(n);
+  switch (v.dtype) {
+  case DType::F64:
+    std::copy(v.as<const double>(), v.as<const double>() + n, r.begin());
+    break;
+  case DType::F32:
+    std::copy(v.as<const float>(), v.as<const float>() + n, r.begin());
+    break;
+  case DType::F16:
+    convertF16ToF64(v.as<const uint16_t>(), r.data(), n);
+    break;
+  case DType::BF16:
+    convertBF16ToF64(v.as<const uint16_t>(), r.data(), n);
+    break;
+  default:
+    break;
+  }
+  return r;
+}
+
+/// Rounds n doubles once into a float tensor (f32, f16, bf16, f64).
+void fromF64(const double *src, const TensorView &v) {
+  size_t n = static_cast<size_t>(v.numElements());
+  switch (v.dtype) {
+  case DType::F64:
+    std::copy(src, src + n, v.as<double>());
+    break;
+  case DType::F32:
+    for (size_t i = 0; i < n; ++i)
+      v.as<float>()[i] = static_cast<float>(src[i]);
+    break;
+  case DType::F16:
+    convertF64ToF16(src, v.as<uint16_t>(), n);
+    break;
+  case DType::BF16:
+    convertF64ToBF16(src, v.as<uint16_t>(), n);
+    break;
+  default:
+    break;
+  }
+}
+
 } // namespace mp::rt::cpu::detail

@@ -129,6 +129,11 @@ private:
 
 /// "[2, 3, 4]".
 std::string shapeStr(const Shape &s);
+
+/// The elements of a float tensor (f32, f16, bf16, f64) as doubles.
+std::vector<double> toF64(const TensorView &v);
+/// Rounds n doubles once into a float tensor (f32, f16, bf16, f64).
+void fromF64(const double *src, const TensorView &v);
 /// "op: what" as an error.
 Status fail(std::string_view op, const std::string &what);
 /// Non-negative dims, no overflow of the element count, data present when

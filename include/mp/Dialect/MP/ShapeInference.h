@@ -100,6 +100,18 @@ mlir::Type refineType(mlir::Type a, mlir::Type b);
 /// attribute a ConstantLike op (mp.constant, ...) folds to; null otherwise.
 mlir::Attribute getConstantValue(mlir::Value value);
 
+/// Explicit pads of a conv or pool window (begins for every spatial dim, then
+/// ends), resolving ONNX auto_pad from the static input and output sizes:
+/// SAME_UPPER puts the odd pad at the end, SAME_LOWER at the begin, VALID
+/// has none, NOTSET uses `pads` (zeros when absent).
+llvm::SmallVector<int64_t>
+explicitWindowPads(llvm::StringRef autoPad,
+                   std::optional<llvm::ArrayRef<int64_t>> pads,
+                   llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out,
+                   llvm::ArrayRef<int64_t> kernel,
+                   llvm::ArrayRef<int64_t> strides,
+                   llvm::ArrayRef<int64_t> dilations);
+
 /// Broadcasts two dim lists (numpy rules); failure on a static mismatch.
 llvm::FailureOr<Dims> broadcastDims(const Dims &a, const Dims &b);
 
