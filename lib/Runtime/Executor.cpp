@@ -1,5 +1,6 @@
 //===- Executor.cpp - runs a plan on the CPU backend ----------------------===//
 #include "mp/Runtime/Executor.h"
+#include "PlanInternal.h"
 
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 
@@ -14,7 +15,6 @@
 #include <numeric>
 #include <unordered_map>
 
-#include <unistd.h>
 
 namespace mp::rt {
 
@@ -38,14 +38,6 @@ void *allocateZeroed(uint64_t size) {
   return p;
 }
 
-/// The machine's physical memory in bytes (0 when unknown).
-uint64_t physicalMemoryBytes() {
-  long pages = ::sysconf(_SC_PHYS_PAGES);
-  long pageSize = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || pageSize <= 0)
-    return 0;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
-}
 
 std::string quoted(const std::string &s) { return "'" + s + "'"; }
 
@@ -182,7 +174,7 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name) {
   for (const PlanBuffer &b : plan.buffers)
     if (b.storage == BufferStorage::State)
       stateBytes += b.byteCount();
-  uint64_t physical = physicalMemoryBytes();
+  uint64_t physical = plan_detail::physicalMemoryBytes();
   if (physical && (plan.arenaSize > physical || workspace > physical ||
                    stateBytes > physical ||
                    plan.arenaSize + workspace > physical - stateBytes))

@@ -8,6 +8,9 @@
 
 #include "PlanInternal.h"
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -122,6 +125,18 @@ std::shared_ptr<void> allocateAligned(size_t size) {
   if (!p)
     throw std::bad_alloc();
   return std::shared_ptr<void>(p, [](void *q) { std::free(q); });
+}
+
+uint64_t physicalMemoryBytes() {
+#if defined(__unix__) || defined(__APPLE__)
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long pageSize = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+#else
+  return 0;
+#endif
 }
 
 } // namespace plan_detail

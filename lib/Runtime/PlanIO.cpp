@@ -185,14 +185,40 @@ Result<Plan> parseBytes(const uint8_t *data, size_t size,
         return fail(what + " starts at byte " + std::to_string(offset) +
                     " of the weight data section, not a multiple of " +
                     std::to_string(kPlanWeightAlignment));
-      if (offset > dataSize || bytes > dataSize - offset)
-        return fail(what + " (" + std::to_string(bytes) + " bytes at byte " +
+      // A splat weight stores one element; the reader repeats it.
+      const uint64_t element = byteSize(out.dtype);
+      const uint64_t stored = w->splat() ? element : bytes;
+      if (w->splat() && (element == 0 || bytes % element))
+        return fail(what + " is a splat of " + std::to_string(bytes) +
+                    " bytes, not a whole number of " +
+                    dtypeString(out.dtype) + " elements");
+      if (offset > dataSize || stored > dataSize - offset)
+        return fail(what + " (" + std::to_string(stored) + " bytes at byte " +
                     std::to_string(offset) +
                     ") does not fit in the weight data section of " +
                     std::to_string(dataSize) + " bytes");
-      out.data = section + offset;
       out.size = static_cast<size_t>(bytes);
-      out.owner = owner;
+      if (!w->splat()) {
+        out.data = section + offset;
+        out.owner = owner;
+        continue;
+      }
+      uint64_t physical = physicalMemoryBytes();
+      if (bytes != static_cast<size_t>(bytes) || (physical && bytes > physical))
+        return fail(what + " is a splat of " + std::to_string(bytes) +
+                    " bytes, more than this machine's memory");
+      std::shared_ptr<void> expanded;
+      try {
+        expanded = allocateAligned(static_cast<size_t>(bytes));
+      } catch (const std::bad_alloc &) {
+        return fail("out of memory expanding " + what + " (" +
+                    std::to_string(bytes) + " bytes)");
+      }
+      auto *dst = static_cast<uint8_t *>(expanded.get());
+      for (uint64_t at = 0; at < bytes; at += element)
+        std::memcpy(dst + at, section + offset, element);
+      out.data = expanded.get();
+      out.owner = std::move(expanded);
     }
   }
 
@@ -316,9 +342,22 @@ Result<Plan> parseGuarded(const uint8_t *data, size_t size,
 
 /// The metadata FlatBuffer of `plan`, with `weightOffsets` (relative to the
 /// weight data section) and a placeholder weight_data_offset.
+/// Whether a weight has at least two elements, all with the same bytes.
+bool isSplat(const PlanWeight &w) {
+  size_t element = byteSize(w.dtype);
+  if (!element || !w.data || w.size < 2 * element || w.size % element)
+    return false;
+  const auto *bytes = static_cast<const uint8_t *>(w.data);
+  for (size_t at = element; at < w.size; at += element)
+    if (std::memcmp(bytes, bytes + at, element) != 0)
+      return false;
+  return true;
+}
+
 void buildMetadata(flatbuffers::FlatBufferBuilder &fbb, const Plan &plan,
                    const std::vector<uint64_t> &weightOffsets,
-                   uint64_t dataOffset, uint64_t dataSize) {
+                   const std::vector<bool> &splats, uint64_t dataOffset,
+                   uint64_t dataSize) {
   auto optString = [&](const std::string &s) {
     return s.empty() ? flatbuffers::Offset<flatbuffers::String>()
                      : fbb.CreateString(s);
@@ -342,7 +381,8 @@ void buildMetadata(flatbuffers::FlatBufferBuilder &fbb, const Plan &plan,
     auto name = fbb.CreateString(w.name);
     auto dims = shape(w.shape);
     weights.push_back(fb::CreateWeight(fbb, name, static_cast<int32_t>(w.dtype),
-                                       dims, weightOffsets[i], w.size));
+                                       dims, weightOffsets[i], w.size,
+                                       splats[i]));
   }
 
   auto bindings = [&](const std::vector<PlanBinding> &list) {
@@ -537,21 +577,27 @@ Status savePlan(const Plan &plan, const std::string &path,
         return fail("weight " + quoted(w.name) + " has no data");
   }
 
-  // The weight data section: every weight at a multiple of 64.
-  std::vector<uint64_t> weightOffsets;
+  // The weight data section: every weight at a multiple of 64; weights of
+  // several equal elements are stored as one (splat).
+  std::vector<uint64_t> weightOffsets, storedSizes;
+  std::vector<bool> splats;
   weightOffsets.reserve(plan.weights.size());
   uint64_t dataSize = 0;
   for (const PlanWeight &w : plan.weights) {
+    bool splat = isSplat(w);
+    splats.push_back(splat);
+    storedSizes.push_back(splat ? byteSize(w.dtype) : w.size);
     dataSize = alignUp(dataSize, kPlanWeightAlignment);
     weightOffsets.push_back(dataSize);
-    dataSize += w.size;
+    dataSize += storedSizes.back();
   }
 
   // weight_data_offset depends on the metadata's size: build with a
   // placeholder (non-zero, so that the field is stored), then patch it.
   flatbuffers::FlatBufferBuilder fbb(16384);
   try {
-    buildMetadata(fbb, plan, weightOffsets, kPlanWeightAlignment, dataSize);
+    buildMetadata(fbb, plan, weightOffsets, splats, kPlanWeightAlignment,
+                  dataSize);
   } catch (const std::bad_alloc &) {
     return fail("out of memory building the plan metadata");
   }
@@ -589,8 +635,8 @@ Status savePlan(const Plan &plan, const std::string &path,
   for (size_t i = 0; ok && i < plan.weights.size(); ++i) {
     const PlanWeight &w = plan.weights[i];
     ok = writeZeros(f, weightOffsets[i] - written) &&
-         writeAll(f, w.data, w.size);
-    written = weightOffsets[i] + w.size;
+         writeAll(f, w.data, storedSizes[i]);
+    written = weightOffsets[i] + storedSizes[i];
   }
   if (ok)
     ok = std::fflush(f) == 0;

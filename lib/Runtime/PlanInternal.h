@@ -29,6 +29,9 @@ std::string versionMismatchMessage(uint32_t major, uint32_t minor);
 /// `size` bytes (at least 1), aligned to kPlanWeightAlignment; throws
 /// std::bad_alloc.
 std::shared_ptr<void> allocateAligned(size_t size);
+/// The machine's physical memory in bytes (0 when unknown): the limit on
+/// what a plan may make the runtime allocate.
+uint64_t physicalMemoryBytes();
 
 } // namespace mp::rt::plan_detail
 

@@ -304,7 +304,8 @@ struct Weight FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_DTYPE = 6,
     VT_SHAPE = 8,
     VT_OFFSET = 10,
-    VT_SIZE = 12
+    VT_SIZE = 12,
+    VT_SPLAT = 14
   };
   const flatbuffers::String *name() const {
     return GetPointer<const flatbuffers::String *>(VT_NAME);
@@ -323,6 +324,12 @@ struct Weight FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   uint64_t size() const {
     return GetField<uint64_t>(VT_SIZE, 0);
   }
+  /// (Format 1.1.) All elements are equal: the section holds one element
+  /// (at `offset`), which the reader repeats to `size` bytes. Optimizer
+  /// state starts as zeros: a training plan stores it in a few bytes.
+  bool splat() const {
+    return GetField<uint8_t>(VT_SPLAT, 0) != 0;
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyOffsetRequired(verifier, VT_NAME) &&
@@ -332,6 +339,7 @@ struct Weight FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            verifier.VerifyVector(shape()) &&
            VerifyField<uint64_t>(verifier, VT_OFFSET, 8) &&
            VerifyField<uint64_t>(verifier, VT_SIZE, 8) &&
+           VerifyField<uint8_t>(verifier, VT_SPLAT, 1) &&
            verifier.EndTable();
   }
 };
@@ -355,6 +363,9 @@ struct WeightBuilder {
   void add_size(uint64_t size) {
     fbb_.AddElement<uint64_t>(Weight::VT_SIZE, size, 0);
   }
+  void add_splat(bool splat) {
+    fbb_.AddElement<uint8_t>(Weight::VT_SPLAT, static_cast<uint8_t>(splat), 0);
+  }
   explicit WeightBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -373,13 +384,15 @@ inline flatbuffers::Offset<Weight> CreateWeight(
     int32_t dtype = 0,
     flatbuffers::Offset<flatbuffers::Vector<int64_t>> shape = 0,
     uint64_t offset = 0,
-    uint64_t size = 0) {
+    uint64_t size = 0,
+    bool splat = false) {
   WeightBuilder builder_(_fbb);
   builder_.add_size(size);
   builder_.add_offset(offset);
   builder_.add_shape(shape);
   builder_.add_dtype(dtype);
   builder_.add_name(name);
+  builder_.add_splat(splat);
   return builder_.Finish();
 }
 
@@ -389,7 +402,8 @@ inline flatbuffers::Offset<Weight> CreateWeightDirect(
     int32_t dtype = 0,
     const std::vector<int64_t> *shape = nullptr,
     uint64_t offset = 0,
-    uint64_t size = 0) {
+    uint64_t size = 0,
+    bool splat = false) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   auto shape__ = shape ? _fbb.CreateVector<int64_t>(*shape) : 0;
   return mp::rt::fb::CreateWeight(
@@ -398,7 +412,8 @@ inline flatbuffers::Offset<Weight> CreateWeightDirect(
       dtype,
       shape__,
       offset,
-      size);
+      size,
+      splat);
 }
 
 /// A graph input or output: a named buffer.

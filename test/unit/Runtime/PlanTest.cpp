@@ -449,6 +449,42 @@ TEST_CASE("16-bit weights take 16 bits per element on disk", "[plan]") {
   }
 }
 
+TEST_CASE("weights of equal elements are stored as one (splat)", "[plan]") {
+  TempDir dir;
+  constexpr int64_t n = 100000;
+  std::vector<float> zeros(n, 0.0f), halves(n, 0.5f), mixed(n, 0.5f);
+  mixed[n - 1] = 0.25f;
+  Plan p;
+  p.weights.push_back(PlanWeight::copyOf("zeros", DType::F32, {n},
+                                         zeros.data(), 4 * n));
+  p.weights.push_back(PlanWeight::copyOf("halves", DType::F32, {n},
+                                         halves.data(), 4 * n));
+  p.weights.push_back(PlanWeight::copyOf("mixed", DType::F32, {n},
+                                         mixed.data(), 4 * n));
+  for (uint32_t i = 0; i < 3; ++i)
+    p.buffers.push_back(weightBuffer(i, p, i));
+  REQUIRE(savePlan(p, dir.file("splat.mpplan")).isOk());
+  // Only `mixed` takes its 4n bytes; the splats take an element each.
+  std::vector<uint8_t> bytes = readFile(dir.file("splat.mpplan"));
+  CHECK(bytes.size() < 4 * n + 4096);
+  Result<Plan> r = loadPlan(dir.file("splat.mpplan"));
+  REQUIRE(r.isOk());
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(p.weights[i].name);
+    REQUIRE(r->weights[i].size == 4 * n);
+    CHECK(std::memcmp(r->weights[i].data, p.weights[i].data, 4 * n) == 0);
+    CHECK(reinterpret_cast<uintptr_t>(r->weights[i].data) % 64 == 0);
+  }
+  // The expanded copies outlive the plan's copies as the mapped ones do.
+  Plan copy = *r;
+  r = Status::error("gone");
+  CHECK(copy.weights[0].as<float>()[n - 1] == 0.0f);
+  CHECK(copy.weights[1].as<float>()[n - 1] == 0.5f);
+  // Saved again, the file is the same.
+  REQUIRE(savePlan(copy, dir.file("again.mpplan")).isOk());
+  CHECK(readFile(dir.file("again.mpplan")) == bytes);
+}
+
 TEST_CASE("weights view the mapping, which outlives the plan", "[plan]") {
   TempDir dir;
   const std::string path = dir.file("p.mpplan");
