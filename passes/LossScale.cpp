@@ -45,6 +45,15 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
     }
     if (mode == "none")
       return;
+    // A second run finds no seed (the first replaced it by the scale): look
+    // for its mark first, so that it says what happened.
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f->hasAttr("mp.loss_scaled")) {
+        f.emitError() << "mp-loss-scale: @" << f.getName()
+                      << " is already loss-scaled (mode "
+                      << f->getAttr("mp.loss_scaled") << ")";
+        return signalPassFailure();
+      }
     ConstantOp seed;
     func::FuncOp func;
     module.walk([&](ConstantOp c) {
@@ -56,10 +65,6 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
     if (!seed) {
       module.emitError("mp-loss-scale: no training step (run mp-training "
                        "first)");
-      return signalPassFailure();
-    }
-    if (func->hasAttr("mp.loss_scaled")) {
-      module.emitError("mp-loss-scale: the step is already loss-scaled");
       return signalPassFailure();
     }
     MLIRContext *ctx = &getContext();
@@ -155,8 +160,13 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
     for (auto [use, unscaled] : llvm::zip(gradUses, unscale.getUnscaled()))
       use->set(unscaled);
     for (OpOperand *use : gradUses)
-      if (isa<SGDUpdateOp, AdamUpdateOp>(use->getOwner()))
+      if (isa<SGDUpdateOp, AdamUpdateOp>(use->getOwner())) {
+        Value noFlag = use->getOwner()->getOperand(1);
         use->getOwner()->setOperand(1, foundInf);
+        if (Operation *none = noFlag.getDefiningOp();
+            none && isa<NoneOp>(none) && none->use_empty())
+          none->erase();
+      }
 
     if (mode == "dynamic") {
       OpBuilder after(ctx);

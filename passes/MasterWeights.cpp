@@ -64,6 +64,10 @@ Attribute widenToF32(Attribute attr, RankedTensorType f32Type) {
       v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
       values.push_back(v);
     }
+    // A blob of another size than the type's is not this tensor's value.
+    if (int64_t(values.size()) != f32Type.getNumElements() ||
+        bytes.size() != values.size() * (width / 8))
+      return {};
     return DenseElementsAttr::get(f32Type, values);
   }
   return {};
@@ -78,28 +82,31 @@ struct MasterWeightsPass
     SymbolTable symbols(module);
     MLIRContext *ctx = &getContext();
 
-    // The globals updates write, and the updates' gradients.
-    llvm::SetVector<StringRef> updated;
+    // The globals updates write (with the first update writing each), and
+    // the updates' gradients.
+    llvm::MapVector<StringRef, Operation *> updated;
     SmallVector<Operation *> updates;
     module.walk([&](Operation *op) {
       if (auto sgd = dyn_cast<SGDUpdateOp>(op)) {
-        updated.insert(sgd.getParam());
+        updated.insert({sgd.getParam(), op});
         if (auto m = sgd.getMomentumBuffer())
-          updated.insert(*m);
+          updated.insert({*m, op});
         updates.push_back(op);
       } else if (auto adam = dyn_cast<AdamUpdateOp>(op)) {
-        updated.insert(adam.getParam());
-        updated.insert(adam.getExpAvg());
-        updated.insert(adam.getExpAvgSq());
+        updated.insert({adam.getParam(), op});
+        updated.insert({adam.getExpAvg(), op});
+        updated.insert({adam.getExpAvgSq(), op});
         updates.push_back(op);
       }
     });
 
     // Widen low-precision globals to f32.
-    for (StringRef name : updated) {
+    for (auto [name, update] : updated) {
       auto global = symbols.lookup<ml_program::GlobalOp>(name);
       if (!global) {
-        module.emitError() << "mp-master-weights: no global @" << name;
+        update->emitError() << "mp-master-weights: " << update->getName()
+                            << " updates @" << name
+                            << ", which is not a global of the module";
         return signalPassFailure();
       }
       auto type = dyn_cast<RankedTensorType>(global.getType());
@@ -147,8 +154,16 @@ struct MasterWeightsPass
       llvm::MapVector<StringRef, ml_program::GlobalLoadOp> firstLoad;
       SmallVector<ml_program::GlobalLoadOp> loads;
       func.walk([&](ml_program::GlobalLoadOp load) { loads.push_back(load); });
+      // Reads of a global the function stores to (running statistics) may
+      // differ: they stay apart.
+      llvm::DenseSet<StringRef> stored;
+      func.walk([&](ml_program::GlobalStoreOp store) {
+        stored.insert(store.getGlobal().getLeafReference());
+      });
       for (auto load : loads) {
         StringRef name = load.getGlobal().getLeafReference();
+        if (stored.contains(name))
+          continue;
         auto [it, inserted] = firstLoad.insert({name, load});
         if (inserted)
           continue;

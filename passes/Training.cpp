@@ -152,6 +152,18 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       return func.emitError() << "mp-training: output '" << predictionName
                               << "' is not a floating-point tensor";
     auto predType = cast<RankedTensorType>(prediction.getType());
+    // Inputs and outputs are bound by name: the new ones must not clash.
+    if (predictionName == "loss")
+      return func.emitError()
+             << "mp-training: output 'loss' is the name of the loss output; "
+                "rename the model's output";
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto name = func.getArgAttrOfType<StringAttr>(
+              i, MPDialect::kArgNameAttr);
+          name && name.getValue() == label)
+        return func.emitError()
+               << "mp-training: the model already has an input named '"
+               << label << "' (name the label input otherwise: label=NAME)";
 
     llvm::StringSet<> frozenNames;
     for (const std::string &f : frozen)
@@ -226,7 +238,6 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
     Value labelValue = func.getArgument(labelIndex);
 
     Value lossValue;
-    auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
     if (loss == "mse") {
       Value diff = SubOp::create(b, lossLoc, prediction, labelValue);
       Value sq = MulOp::create(b, lossLoc, diff, diff);
@@ -250,7 +261,9 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       if (probabilities) {
         Value logP = LogOp::create(b, lossLoc, scores.getType(), scores);
         lossValue = NegativeLogLikelihoodLossOp::create(
-            b, lossLoc, TypeRange{scalarF32}, logP, labelValue,
+            b, lossLoc,
+            TypeRange{RankedTensorType::get({}, predType.getElementType())},
+            logP, labelValue,
             NoneOp::create(b, lossLoc), IntegerAttr(), b.getStringAttr("mean"));
       } else {
         auto sce = SoftmaxCrossEntropyLossOp::create(
@@ -300,8 +313,27 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
         return op->emitError() << "mp-training: no gradient rule for "
                                << describe(op);
       SmallVector<Value> operandGrads;
-      if (failed(rule.buildGradients(b, resultGrads, operandGrads)))
-        return failure();
+      // A rule's error says what is unsupported; report it as one error
+      // that also names the op and node it is about.
+      SmallVector<std::string> ruleErrors;
+      LogicalResult built = failure();
+      {
+        ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &d) {
+          if (d.getSeverity() != DiagnosticSeverity::Error)
+            return failure();
+          ruleErrors.push_back(d.str());
+          return success();
+        });
+        built = rule.buildGradients(b, resultGrads, operandGrads);
+      }
+      if (failed(built)) {
+        InFlightDiagnostic diag = op->emitError()
+                                  << "mp-training: cannot differentiate "
+                                  << describe(op);
+        for (const std::string &e : ruleErrors)
+          diag << ": " << e;
+        return diag;
+      }
       for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads)) {
         if (!g || !needsGrad.contains(operand))
           continue;
@@ -349,11 +381,15 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
                             "loss (every initializer frozen or scalar?)");
 
     // Running statistics of BatchNormalization: globals stored each step.
+    // Each statistic operand gets its own global (an initializer that
+    // several statistics share starts them all, but they evolve apart).
     for (auto bn : batchNorms) {
       for (auto [input, running] :
-           {std::pair<Value, Value>{bn.getInputMean(), bn.getRunningMean()},
-            std::pair<Value, Value>{bn.getInputVar(), bn.getRunningVar()}}) {
-        auto init = input.getDefiningOp<InitializerOp>();
+           {std::pair<OpOperand *, Value>{&bn.getInputMeanMutable(),
+                                          bn.getRunningMean()},
+            std::pair<OpOperand *, Value>{&bn.getInputVarMutable(),
+                                          bn.getRunningVar()}}) {
+        auto init = input->get().getDefiningOp<InitializerOp>();
         if (!init)
           return bn.emitError() << "mp-training: the statistics of "
                                 << describe(bn)
@@ -364,8 +400,9 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
         OpBuilder at(init);
         Value load = ml_program::GlobalLoadOp::create(
             at, init.getLoc(), type, FlatSymbolRefAttr::get(ctx, symbol));
-        init.getResult().replaceAllUsesWith(load);
-        init.erase();
+        input->set(load);
+        if (init->use_empty())
+          init.erase();
         ml_program::GlobalStoreOp::create(b, bn.getLoc(),
                                           FlatSymbolRefAttr::get(ctx, symbol),
                                           running);
@@ -385,8 +422,17 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
           if (arg == labelValue || !isFloatTensor(arg.getType()))
             continue;
           Value g = grads.lookup(arg);
-          if (!g)
-            g = SubOp::create(b, func.getLoc(), arg, arg); // zeros
+          if (!g) {
+            // The loss does not depend on it: zeros (not x - x, which is
+            // NaN where x is not finite).
+            auto type = cast<RankedTensorType>(arg.getType());
+            auto zeros = DenseElementsAttr::get(
+                type, b.getFloatAttr(type.getElementType(), 0.0));
+            g = ConstantOp::create(b, func.getLoc(), TypeRange{type},
+                                   ValueRange{},
+                                   {b.getNamedAttr("value", zeros)})
+                    .getResult();
+          }
           auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                         MPDialect::kArgNameAttr);
           results.push_back(g);
@@ -470,21 +516,27 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
                                 b.getF32Type())),
                             IntegerAttr());
     }
+    // The state globals are made in a fixed order (not as call arguments,
+    // whose evaluation order is unspecified), so the module is the same
+    // whatever compiler built mp-opt.
     if (optimizer == "sgd") {
       FlatSymbolRefAttr momentumBuffer =
           momentum != 0 ? stateOf("momentum", type) : FlatSymbolRefAttr();
+      FlatSymbolRefAttr step = stateOf("step", stepType);
       SGDUpdateOp::create(b, loc, grad, noFlag,
                           FlatSymbolRefAttr::get(ctx, param), momentumBuffer,
-                          stateOf("step", stepType), f32(learningRate),
-                          f32(momentum), f32(dampening), f32(weightDecay),
+                          step, f32(learningRate), f32(momentum),
+                          f32(dampening), f32(weightDecay),
                           b.getBoolAttr(nesterov));
     } else {
-      AdamUpdateOp::create(
-          b, loc, grad, noFlag, FlatSymbolRefAttr::get(ctx, param),
-          stateOf("exp_avg", type), stateOf("exp_avg_sq", type),
-          stateOf("step", stepType), f32(learningRate), f32(beta1),
-          f32(beta2), f32(epsilon), f32(weightDecay),
-          b.getBoolAttr(optimizer == "adamw"));
+      FlatSymbolRefAttr expAvg = stateOf("exp_avg", type);
+      FlatSymbolRefAttr expAvgSq = stateOf("exp_avg_sq", type);
+      FlatSymbolRefAttr step = stateOf("step", stepType);
+      AdamUpdateOp::create(b, loc, grad, noFlag,
+                           FlatSymbolRefAttr::get(ctx, param), expAvg,
+                           expAvgSq, step, f32(learningRate), f32(beta1),
+                           f32(beta2), f32(epsilon), f32(weightDecay),
+                           b.getBoolAttr(optimizer == "adamw"));
     }
   }
 };
