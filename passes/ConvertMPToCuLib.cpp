@@ -2127,7 +2127,7 @@ struct ConvertMPToCuLibPass
     bool unsupported = false;
     // Subgraphs of ops that cannot be lowered are not reported again.
     module.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
-      if (!isa<MPDialect>(op->getDialect()) || isa<NoneOp>(op))
+      if (!isa_and_nonnull<MPDialect>(op->getDialect()) || isa<NoneOp>(op))
         return WalkResult::advance();
       std::string node = getNodeName(op);
       std::string where =

@@ -423,7 +423,7 @@ struct FoldConstantsPass
     bool failedInference = false;
     SmallVector<Operation *> folded;
     func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (!isa<MPDialect>(op->getDialect()) || op->getNumResults() != 1)
+      if (!isa_and_nonnull<MPDialect>(op->getDialect()) || op->getNumResults() != 1)
         return;
       // Refine first: a folded operand may have made the type static.
       if (auto inferrable = dyn_cast<InferTypeOpInterface>(op)) {
@@ -478,11 +478,11 @@ struct FoldConstantsPass
     for (Operation *op : dead)
       op->erase();
 
-    if (!func.isExternal()) {
-      auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
-      func.setFunctionType(FunctionType::get(
-          &getContext(), func.getArgumentTypes(), ret.getOperandTypes()));
-    }
+    if (!func.isExternal())
+      if (auto ret = dyn_cast<func::ReturnOp>(
+              func.getBody().back().getTerminator()))
+        func.setFunctionType(FunctionType::get(
+            &getContext(), func.getArgumentTypes(), ret.getOperandTypes()));
   }
 };
 } // namespace

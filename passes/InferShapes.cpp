@@ -22,7 +22,7 @@ struct InferShapesPass : public mp::impl::InferShapesBase<InferShapesPass> {
     // Program order: operands are refined before their users are visited.
     func.walk<WalkOrder::PreOrder>([&](Operation *op) {
       auto inferrable = dyn_cast<InferTypeOpInterface>(op);
-      if (!inferrable || !isa<MPDialect>(op->getDialect()))
+      if (!inferrable || !isa_and_nonnull<MPDialect>(op->getDialect()))
         return;
       SmallVector<Type> inferred;
       if (failed(inferrable.inferReturnTypes(

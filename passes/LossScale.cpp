@@ -31,14 +31,14 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (mode != "dynamic" && mode != "static" && mode != "none") {
-      module.emitError() << "mp-loss-scale: unknown mode '" << mode
+      emitError(module.getLoc()) << "mp-loss-scale: unknown mode '" << mode
                          << "' (dynamic, static or none)";
       return signalPassFailure();
     }
     if (!(initScale > 0) || !std::isfinite(double(initScale)) ||
         !(growthFactor > 1) || !(backoffFactor > 0 && backoffFactor < 1) ||
         growthInterval < 1) {
-      module.emitError()
+      emitError(module.getLoc())
           << "mp-loss-scale: need init-scale > 0, growth-factor > 1, "
              "0 < backoff-factor < 1 and interval >= 1";
       return signalPassFailure();
@@ -49,7 +49,7 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
     // for its mark first, so that it says what happened.
     for (auto f : module.getOps<func::FuncOp>())
       if (f->hasAttr("mp.loss_scaled")) {
-        f.emitError() << "mp-loss-scale: @" << f.getName()
+        emitError(f.getLoc()) << "mp-loss-scale: @" << f.getName()
                       << " is already loss-scaled (mode "
                       << f->getAttr("mp.loss_scaled") << ")";
         return signalPassFailure();
@@ -63,7 +63,7 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
       }
     });
     if (!seed) {
-      module.emitError("mp-loss-scale: no training step (run mp-training "
+      emitError(module.getLoc(), "mp-loss-scale: no training step (run mp-training "
                        "first)");
       return signalPassFailure();
     }
@@ -142,7 +142,7 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
           gradUses.push_back(&operand);
       }
     if (gradUses.empty()) {
-      func.emitError("mp-loss-scale: the step has no gradients to unscale");
+      emitError(func.getLoc(), "mp-loss-scale: the step has no gradients to unscale");
       return signalPassFailure();
     }
     OpBuilder ub(firstUpdate ? firstUpdate : ret.getOperation());

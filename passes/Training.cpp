@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -67,46 +68,55 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       if (!f.isExternal())
         funcs.push_back(f);
     if (funcs.size() != 1) {
-      module.emitError() << "mp-training needs exactly one function, the "
+      emitError(module.getLoc()) << "mp-training needs exactly one function, the "
                             "module has "
                          << funcs.size();
       return signalPassFailure();
     }
-    if (failed(checkOptions(module)) || failed(build(funcs.front())))
+    if (failed(checkOptions(module)))
+      return signalPassFailure();
+    // Exported models compute shapes at run time (Shape -> Gather -> Concat
+    // -> Reshape); with the inputs static, folding them gives the static
+    // shapes every gradient rule needs.
+    OpPassManager shapes(func::FuncOp::getOperationName());
+    shapes.addPass(createInferShapes());
+    shapes.addPass(createFoldConstants());
+    if (failed(runPipeline(shapes, funcs.front())) ||
+        failed(build(funcs.front())))
       return signalPassFailure();
   }
 
   LogicalResult checkOptions(ModuleOp module) {
     if (loss != "cross-entropy" && loss != "cross-entropy-probs" &&
         loss != "mse")
-      return module.emitError()
+      return emitError(module.getLoc())
              << "mp-training: unknown loss '" << loss
              << "' (cross-entropy, cross-entropy-probs or mse)";
     if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw" &&
         optimizer != "none")
-      return module.emitError()
+      return emitError(module.getLoc())
              << "mp-training: unknown optimizer '" << optimizer
              << "' (sgd, adam, adamw or none)";
     if (!(learningRate > 0))
-      return module.emitError()
+      return emitError(module.getLoc())
              << "mp-training: lr must be positive, got " << learningRate;
     if (momentum < 0 || weightDecay < 0 || dampening < 0)
-      return module.emitError() << "mp-training: momentum, dampening and "
+      return emitError(module.getLoc()) << "mp-training: momentum, dampening and "
                                    "weight-decay must not be negative";
     if (nesterov && (momentum <= 0 || dampening != 0))
-      return module.emitError() << "mp-training: nesterov needs momentum > 0 "
+      return emitError(module.getLoc()) << "mp-training: nesterov needs momentum > 0 "
                                    "and dampening 0 (as torch.optim.SGD)";
     if (wrtInputs && optimizer != "none")
-      return module.emitError()
+      return emitError(module.getLoc())
              << "mp-training: wrt-inputs needs optimizer=none";
     if (label.empty())
-      return module.emitError() << "mp-training: label must not be empty";
+      return emitError(module.getLoc()) << "mp-training: label must not be empty";
     return success();
   }
 
   LogicalResult build(func::FuncOp func) {
     if (!func.getBody().hasOneBlock())
-      return func.emitError("mp-training needs a function with one block");
+      return emitError(func.getLoc(), "mp-training needs a function with one block");
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     MLIRContext *ctx = &getContext();
@@ -115,7 +125,7 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
     for (BlockArgument arg : body.getArguments())
       if (auto t = dyn_cast<RankedTensorType>(arg.getType());
           !t || !t.hasStaticShape())
-        return func.emitError() << "mp-training needs static shapes: input #"
+        return emitError(func.getLoc()) << "mp-training needs static shapes: input #"
                                 << arg.getArgNumber() << " has type "
                                 << arg.getType()
                                 << " (fix the batch size on import)";
@@ -133,7 +143,7 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       return name ? name.str() : "output" + std::to_string(i);
     };
     if (ret.getNumOperands() == 0)
-      return func.emitError("mp-training: the function has no output");
+      return emitError(func.getLoc(), "mp-training: the function has no output");
     unsigned outputIndex = 0;
     if (!output.empty()) {
       bool found = false;
@@ -143,25 +153,25 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
           found = true;
         }
       if (!found)
-        return func.emitError() << "mp-training: no output named '" << output
+        return emitError(func.getLoc()) << "mp-training: no output named '" << output
                                 << "'";
     }
     Value prediction = ret.getOperand(outputIndex);
     std::string predictionName = outputName(outputIndex);
     if (!isFloatTensor(prediction.getType()))
-      return func.emitError() << "mp-training: output '" << predictionName
+      return emitError(func.getLoc()) << "mp-training: output '" << predictionName
                               << "' is not a floating-point tensor";
     auto predType = cast<RankedTensorType>(prediction.getType());
     // Inputs and outputs are bound by name: the new ones must not clash.
     if (predictionName == "loss")
-      return func.emitError()
+      return emitError(func.getLoc())
              << "mp-training: output 'loss' is the name of the loss output; "
                 "rename the model's output";
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       if (auto name = func.getArgAttrOfType<StringAttr>(
               i, MPDialect::kArgNameAttr);
           name && name.getValue() == label)
-        return func.emitError()
+        return emitError(func.getLoc())
                << "mp-training: the model already has an input named '"
                << label << "' (name the label input otherwise: label=NAME)";
 
@@ -210,7 +220,7 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
     for (const std::string &f : frozen)
       if (llvm::none_of(body.getOps<InitializerOp>(),
                         [&](InitializerOp i) { return i.getName() == f; }))
-        return func.emitError() << "mp-training: frozen initializer '" << f
+        return emitError(func.getLoc()) << "mp-training: frozen initializer '" << f
                                 << "' does not exist";
 
     // The label input and the loss, before the return.
@@ -221,7 +231,7 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       labelType = predType;
     } else {
       if (predType.getRank() < 2)
-        return func.emitError() << "mp-training: cross-entropy needs an output "
+        return emitError(func.getLoc()) << "mp-training: cross-entropy needs an output "
                                    "of shape [batch, classes, ...], got "
                                 << predType;
       SmallVector<int64_t> shape(predType.getShape());
@@ -252,11 +262,14 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
         int64_t axis = int64_t(softmax.getAxis().value_or(-1));
         if (axis < 0)
           axis += predType.getRank();
-        if (axis == 1) {
-          // Cross-entropy of softmax(x) is computed from x: exact, stable.
-          scores = softmax.getInput();
-          probabilities = false;
-        }
+        if (axis != 1)
+          return emitError(softmax.getLoc())
+                 << "mp-training: cross-entropy needs the classes on axis 1, "
+                    "but output '"
+                 << predictionName << "' is a Softmax over axis " << axis;
+        // Cross-entropy of softmax(x) is computed from x: exact, stable.
+        scores = softmax.getInput();
+        probabilities = false;
       }
       if (probabilities) {
         Value logP = LogOp::create(b, lossLoc, scores.getType(), scores);
@@ -275,7 +288,7 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       }
     }
     if (!needsGrad.contains(prediction) && !needsGrad.empty())
-      return func.emitError() << "mp-training: output '" << predictionName
+      return emitError(func.getLoc()) << "mp-training: output '" << predictionName
                               << "' does not depend on any parameter";
     // The loss ops are differentiable where their inputs are.
     for (Operation &op : body.without_terminator()) {
@@ -377,7 +390,7 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       parameters.push_back({symbol, g, type, load.getLoc()});
     }
     if (parameters.empty() && !wrtInputs)
-      return func.emitError("mp-training: no trainable parameter reaches the "
+      return emitError(func.getLoc(), "mp-training: no trainable parameter reaches the "
                             "loss (every initializer frozen or scalar?)");
 
     // Running statistics of BatchNormalization: globals stored each step.
