@@ -337,8 +337,18 @@ func.func @main(%x: tensor<2x3x12xf32> {mp.name = "x"}) -> (tensor<2x3x10xf32> {
   return %y : tensor<2x3x10xf32>
 })";
 
+// LayerNormalization as one op (opset 17 exports), over the last two axes.
+const char *kFusedLayerNorm = R"(
+func.func @main(%x: tensor<2x3x4xf32> {mp.name = "x"}, %g: tensor<3x4xf32> {mp.name = "gamma"}, %b: tensor<4xf32> {mp.name = "beta"}) -> (tensor<2x3x4xf32> {mp.name = "y"}) {
+  %y, %m, %s = mp.layer_normalization %x, %g, %b {axis = -2 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x3x4xf32>, tensor<3x4xf32>, tensor<4xf32>) -> (tensor<2x3x4xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
+  return %y : tensor<2x3x4xf32>
+})";
+
 } // namespace
 
+TEST_CASE("gradients: LayerNormalization (fused)", "[gradcheck]") {
+  check({"fused-layer-norm", kFusedLayerNorm});
+}
 TEST_CASE("gradients: Slice, Split (one output unused), Concat",
           "[gradcheck]") {
   check({"slice-concat-split", kSliceConcatSplit});

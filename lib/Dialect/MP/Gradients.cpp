@@ -710,6 +710,50 @@ LogicalResult gradSlice(SliceOp op, GradBuilder &g, ArrayRef<Value> dR,
   return success();
 }
 
+LogicalResult gradLayerNorm(LayerNormalizationOp op, GradBuilder &g,
+                            ArrayRef<Value> dR, Grads &dO) {
+  if (dR[1] || dR[2])
+    return op.emitError("the Mean and InvStdDev outputs of "
+                        "LayerNormalization have no gradient rule");
+  Value x = op.getX(), scale = op.getScale(), dy = dR[0];
+  int64_t rank = shapeOf(x).size();
+  int64_t axis = normalizeAxis(int64_t(op.getAxis().value_or(-1)), rank);
+  SmallVector<int64_t> normalized, leading;
+  for (int64_t i = 0; i < rank; ++i)
+    (i >= axis ? normalized : leading).push_back(i);
+  // The forward op's statistics, in X's type.
+  auto inXType = [&](Value v) -> Value {
+    if (elementOf(v) == elementOf(x))
+      return v;
+    auto type = tensorType(v).clone(elementOf(x));
+    return CastOp::create(g.b, type, v,
+                          g.b.getI64IntegerAttr(
+                              getOnnxDataTypeForType(elementOf(x))),
+                          IntegerAttr());
+  };
+  Value mean = inXType(op->getResult(1));
+  Value invStd = inXType(op->getResult(2));
+  Value xhat = g.mul(g.sub(x, mean), invStd);
+  auto meanOver = [&](Value v) {
+    SmallVector<int64_t> kept(shapeOf(v));
+    for (int64_t a : normalized)
+      kept[a] = 1;
+    auto type = RankedTensorType::get(kept, elementOf(v));
+    return Value(ReduceMeanOp::create(g.b, type, v,
+                                      g.b.getDenseI64ArrayAttr(normalized),
+                                      g.b.getI64IntegerAttr(1)));
+  };
+  // dX = invstd * (g - mean(g) - xhat * mean(g * xhat)), g = dY * scale.
+  Value gy = g.mul(dy, scale);
+  Value centred = g.sub(gy, meanOver(gy));
+  dO[0] = g.mul(invStd, g.sub(centred, g.mul(xhat, meanOver(g.mul(gy, xhat)))));
+  dO[1] = g.unbroadcast(g.mul(dy, xhat), scale.getType());
+  Value bias = op.getB();
+  if (bias && !isa<NoneType>(bias.getType()))
+    dO[2] = g.unbroadcast(dy, bias.getType());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
@@ -789,6 +833,7 @@ void mp::registerGradientModels(DialectRegistry &registry) {
     attach<ReduceSumOp, gradReduceSum>(ctx);
     attach<GatherOp, gradGather>(ctx);
     attach<ConcatOp, gradConcat>(ctx);
+    attach<LayerNormalizationOp, gradLayerNorm>(ctx);
     attach<SplitOp, gradSplit>(ctx);
     attach<SliceOp, gradSlice>(ctx);
     attach<SoftmaxCrossEntropyLossOp, gradSoftmaxCrossEntropy>(ctx);
