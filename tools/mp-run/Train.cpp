@@ -20,6 +20,9 @@
 #include "mp/Runtime/Executor.h"
 #include "mp/Runtime/Plan.h"
 #include "mp/Runtime/TensorIO.h"
+#if MP_HAVE_CUDA_BACKEND
+#include "mp/Runtime/CUDA/CudaExecutor.h"
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -590,8 +593,10 @@ bool setUpEval(const TrainOptions &opts, const Plan &train, EvalSet &eval,
 
 /// The eval plan with the training state as its weights (an error when no
 /// weight gets any: it would evaluate its own weights).
-Result<CpuExecutor> evalExecutor(const CpuExecutor &train, const EvalSet &eval,
-                                 size_t *copied = nullptr) {
+/// The eval plan runs on the training plan's backend (Exec).
+template <typename Exec>
+Result<Exec> evalExecutor(const Exec &train, const EvalSet &eval,
+                          size_t *copied = nullptr) {
   Plan plan = eval.plan;
   size_t n = 0;
   if (Status s = train.copyStateIntoWeights(plan, &n); !s)
@@ -603,15 +608,16 @@ Result<CpuExecutor> evalExecutor(const CpuExecutor &train, const EvalSet &eval,
         "not evaluate the model being trained");
   if (copied)
     *copied = n;
-  return CpuExecutor::create(std::move(plan), eval.planPath);
+  return Exec::create(std::move(plan), eval.planPath);
 }
 
 /// Runs the eval set through the eval plan in its batches (the last one
 /// padded with zeros, whose predictions are ignored): the accuracy
 /// (classification) or the mean squared error (regression).
-Result<double> evaluate(const CpuExecutor &train, const EvalSet &eval,
+template <typename Exec>
+Result<double> evaluate(const Exec &train, const EvalSet &eval,
                         bool classification) {
-  Result<CpuExecutor> exec = evalExecutor(train, eval);
+  Result<Exec> exec = evalExecutor(train, eval);
   if (!exec)
     return exec.status();
   HostTensor batch(eval.input->dtype, eval.input->shape);
@@ -652,6 +658,9 @@ Result<double> evaluate(const CpuExecutor &train, const EvalSet &eval,
                         : squares / counted;
 }
 
+template <typename Exec>
+int train(const TrainOptions &opts, Failure &failure, Exec exec);
+
 } // namespace
 
 int runTraining(const TrainOptions &opts, Failure &failure) {
@@ -671,10 +680,30 @@ int runTraining(const TrainOptions &opts, Failure &failure) {
                 "(mp-opt --mp-training ... --emit=plan makes training plans)");
   if (opts.printPlan)
     printPlan(*loaded);
+#if MP_HAVE_CUDA_BACKEND
+  if (opts.backend == "cuda") {
+    Result<CudaExecutor> created = CudaExecutor::create(loaded.take(), planPath);
+    if (!created)
+      return fail(planPath, created.message());
+    return train(opts, failure, created.take());
+  }
+#endif
   Result<CpuExecutor> created = CpuExecutor::create(loaded.take(), planPath);
   if (!created)
     return fail(planPath, created.message());
-  CpuExecutor exec = created.take();
+  return train(opts, failure, created.take());
+}
+
+namespace {
+
+/// The training loop on a created executor (CpuExecutor or CudaExecutor).
+template <typename Exec>
+int train(const TrainOptions &opts, Failure &failure, Exec exec) {
+  auto fail = [&](std::string file, std::string message) {
+    failure = {std::move(file), std::move(message)};
+    return 2;
+  };
+  const std::string &planPath = opts.planPath;
   const Plan &plan = exec.plan();
   const PlanTrainingInfo &info = *plan.training;
   const bool classification = info.isClassification();
@@ -765,7 +794,7 @@ int runTraining(const TrainOptions &opts, Failure &failure) {
     eval.emplace();
     if (!setUpEval(opts, plan, *eval, failure))
       return 2;
-    Result<CpuExecutor> probe = evalExecutor(exec, *eval, &evalWeightsCopied);
+    Result<Exec> probe = evalExecutor(exec, *eval, &evalWeightsCopied);
     if (!probe)
       return fail(opts.evalPlanPath, probe.message());
   }
@@ -950,5 +979,7 @@ int runTraining(const TrainOptions &opts, Failure &failure) {
   }
   return 0;
 }
+
+} // namespace
 
 } // namespace mp::tools

@@ -40,6 +40,7 @@ struct TrainOptions {
   std::string stepLogPath; ///< one CSV row per step
   bool printPlan = false;  ///< print the plan first (mp-run's --print-plan)
   bool timing = false;     ///< print the time per call kind at the end
+  std::string backend = "cpu"; ///< cpu or cuda (mp-run --backend)
 };
 
 /// Prints a plan's inputs, outputs, buffers, calls and training information

@@ -1,11 +1,11 @@
-//===- mp-run.cpp - runs a plan file on the CPU backend -------------------===//
+//===- mp-run.cpp - runs a plan file on the CPU or CUDA backend -----------===//
 //
 //   mp-run model.mpplan [inputs...] [options]
 //   mp-run --train model.train.mpplan --data x.npy --labels y.npy [options]
 //
 // Loads a plan, binds input tensor files (.npy or ONNX TensorProto .pb) to
-// its inputs, runs it with the CPU executor, and writes, compares, times or
-// prints the outputs. With --train it trains a training plan on a data set
+// its inputs, runs it with the CPU executor (or, with --backend=cuda, the
+// CUDA executor), and writes, compares, times or prints the outputs. With --train it trains a training plan on a data set
 // (Train.cpp). Links only MPRuntime (no LLVM/MLIR). docs/runtime.md
 // describes the options; --help prints them.
 //
@@ -21,6 +21,9 @@
 #include "mp/Runtime/Half.h"
 #include "mp/Runtime/Plan.h"
 #include "mp/Runtime/TensorIO.h"
+#if MP_HAVE_CUDA_BACKEND
+#include "mp/Runtime/CUDA/CudaExecutor.h"
+#endif
 
 #include <algorithm>
 #include <cctype>
@@ -49,7 +52,7 @@ constexpr int kExitError = 2;
 const char kUsage[] = R"(USAGE: mp-run model.mpplan [inputs...] [options]
        mp-run --train model.train.mpplan --data X --labels Y [options]
 
-Runs a plan file (.mpplan) on the CPU backend.
+Runs a plan file (.mpplan) on the CPU backend (or the CUDA backend).
 
 Inputs are tensor files, .npy or ONNX TensorProto (.pb), given as
 NAME=FILE (bound to the plan input NAME) or as FILE (bound to the plan's
@@ -76,6 +79,8 @@ OPTIONS:
                         (without inputs, only print it)
   --zero-inputs         bind the inputs not given to zeros (to check that a
                         plan runs, or time it, without data)
+  --backend=B           cpu (default) or cuda: run on the GPU (needs an
+                        mp-run built with the CUDA backend and a GPU)
   --help                this help
 
 TRAINING (a training plan, made by mp-opt --mp-training):
@@ -131,6 +136,7 @@ struct Options {
   double scaleTol = 0; // > 0: compare against the output's scale
   bool timing = false, printPlan = false, zeroInputs = false, help = false;
   int repeat = 0, warmup = -1; ///< 0 / -1: not given
+  std::string backend = "cpu";  ///< cpu or cuda
   bool train = false;
   mp::tools::TrainOptions training;
   /// Options given that only --train takes / that --train does not take.
@@ -252,6 +258,10 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       if (!takeValue() || !parseU64(value, t.seed))
         return fail("--seed needs an integer >= 0, got '" + value + "'");
       opts.trainOnly.push_back(key);
+    } else if (key == "--backend") {
+      if (!takeValue() || (value != "cpu" && value != "cuda"))
+        return fail("--backend must be cpu or cuda, got '" + value + "'");
+      opts.backend = value;
     } else if (key == "--help" && !hasValue) {
       opts.help = true;
     } else if (key == "--timing" && !hasValue) {
@@ -559,6 +569,20 @@ bool writeOutputs(const std::vector<NamedTensor> &outputs, const Options &opts,
   return true;
 }
 
+template <typename Exec> int runInference(Exec &exec, const Options &opts);
+int runOnBackend(Plan plan, const Options &opts);
+
+/// --backend=cuda: whether it can run here (the reason when not).
+bool cudaUsable(std::string &why) {
+#if MP_HAVE_CUDA_BACKEND
+  return cudaDeviceCount(&why) > 0;
+#else
+  why = "this mp-run was built without the CUDA backend (configure with the "
+        "CUDA toolkit, MP_ENABLE_CUDA; docs/runtime.md)";
+  return false;
+#endif
+}
+
 int runMain(int argc, char **argv) {
   Options opts;
   Failure failure;
@@ -570,6 +594,11 @@ int runMain(int argc, char **argv) {
   }
   if (opts.planPath.empty())
     return report({"", "no plan file given (see mp-run --help)"});
+  if (opts.backend == "cuda") {
+    std::string why;
+    if (!cudaUsable(why))
+      return report({"", "--backend=cuda: no CUDA device: " + why});
+  }
   if (opts.train) {
     if (!opts.notWithTrain.empty())
       return report({"", opts.notWithTrain[0] +
@@ -592,6 +621,7 @@ int runMain(int argc, char **argv) {
     t.planPath = opts.planPath;
     t.printPlan = opts.printPlan;
     t.timing = opts.timing;
+    t.backend = opts.backend;
     if (mp::tools::runTraining(t, failure) != 0)
       return report(failure);
     return 0;
@@ -608,10 +638,14 @@ int runMain(int argc, char **argv) {
     if (opts.inputArgs.empty() && !plan->inputs.empty() && !opts.zeroInputs)
       return 0;
   }
-  Result<CpuExecutor> exec = CpuExecutor::create(plan.take(), opts.planPath);
-  if (!exec)
-    return report({opts.planPath, exec.message()});
-  const Plan &p = exec->plan();
+  return runOnBackend(plan.take(), opts);
+}
+
+/// Binds the input files, runs (or benchmarks) the plan on `exec` and
+/// writes, compares or prints the outputs: the same for every backend.
+template <typename Exec> int runInference(Exec &exec, const Options &opts) {
+  Failure failure;
+  const Plan &p = exec.plan();
 
   std::vector<BoundFile> inputs, expected;
   if (!bindFiles(p.inputs, opts.inputArgs, opts.planPath, "input", inputs,
@@ -638,30 +672,30 @@ int runMain(int argc, char **argv) {
     return {opts.planPath, message};
   };
 
-  exec->setTiming(opts.timing);
+  exec.setTiming(opts.timing);
   std::vector<NamedTensor> outputs;
   if (opts.repeat > 0 || opts.warmup >= 0) {
     int repeat = opts.repeat > 0 ? opts.repeat : 1;
     int warmup = opts.warmup >= 0 ? opts.warmup : 1;
-    Result<BenchmarkStats> stats = exec->benchmark(views, warmup, repeat);
+    Result<BenchmarkStats> stats = exec.benchmark(views, warmup, repeat);
     if (!stats)
       return report(inputFailure(stats.message()));
     std::printf("%d run%s (after %d warmup): mean %.3f ms, median %.3f ms, "
                 "min %.3f ms, max %.3f ms\n",
                 repeat, repeat == 1 ? "" : "s", warmup, stats->mean,
                 stats->median, stats->min, stats->max);
-    Result<std::vector<NamedTensor>> out = exec->readOutputs();
+    Result<std::vector<NamedTensor>> out = exec.readOutputs();
     if (!out)
       return report({opts.planPath, out.message()});
     outputs = out.take();
   } else {
-    Result<std::vector<NamedTensor>> out = exec->run(views);
+    Result<std::vector<NamedTensor>> out = exec.run(views);
     if (!out)
       return report(inputFailure(out.message()));
     outputs = out.take();
   }
   if (opts.timing)
-    std::fputs(exec->callTimes().format(p).c_str(), stdout);
+    std::fputs(exec.callTimes().format(p).c_str(), stdout);
 
   if (!opts.outputDir.empty() && !writeOutputs(outputs, opts, failure))
     return report(failure);
@@ -677,6 +711,22 @@ int runMain(int argc, char **argv) {
       if (out.name == e.name)
         allMatch &= compareOutput(out, e, opts.rtol, opts.atol, opts.scaleTol);
   return allMatch ? 0 : kExitMismatch;
+}
+
+int runOnBackend(Plan plan, const Options &opts) {
+  if (opts.backend == "cuda") {
+#if MP_HAVE_CUDA_BACKEND
+    Result<CudaExecutor> exec =
+        CudaExecutor::create(std::move(plan), opts.planPath);
+    if (!exec)
+      return report({opts.planPath, exec.message()});
+    return runInference(*exec, opts);
+#endif
+  }
+  Result<CpuExecutor> exec = CpuExecutor::create(std::move(plan), opts.planPath);
+  if (!exec)
+    return report({opts.planPath, exec.message()});
+  return runInference(*exec, opts);
 }
 
 } // namespace

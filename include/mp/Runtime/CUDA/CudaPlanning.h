@@ -1,0 +1,358 @@
+//===- CudaPlanning.h - host-side decisions of the CUDA backend ---*- C++
+//-*-===//
+//
+// Everything the CUDA backend decides on the host, as plain functions that
+// need neither a GPU nor the CUDA toolkit (library MPRuntimeCUDAPlanning,
+// always built, unit-tested in every build):
+//
+//   * which call kinds the GPU implements (cudaCallKinds, checkPlanForCuda);
+//   * per call: the attribute, shape and dtype checks (the CPU backend's
+//     rules), and the parameters of the kernels (KernelParams.h) or of the
+//     library calls: broadcast strides, merged dimensions, the cuBLASLt
+//     row-major mapping and epilogue choice, cuDNN descriptor dimensions,
+//     explicit padding, the scratch memory a call needs, launch sizes;
+//   * the keys of the convolution algorithm cache.
+//
+// A TensorDesc is a buffer as the planner sees it: dtype, shape and its
+// device address (any distinct numbers on the host: they are only copied
+// into kernel parameters and used for overlap checks).
+//
+// Every planner is called once per call, by CudaExecutor::create, so a plan
+// the GPU cannot run is refused before anything runs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_RUNTIME_CUDA_CUDAPLANNING_H
+#define MP_RUNTIME_CUDA_CUDAPLANNING_H
+
+#include "mp/Runtime/CUDA/KernelParams.h"
+#include "mp/Runtime/DType.h"
+#include "mp/Runtime/Plan.h"
+#include "mp/Runtime/Status.h"
+#include "mp/Runtime/Tensor.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mp::rt::cuda {
+
+/// A buffer of a call: dtype, shape, device address.
+struct TensorDesc {
+  DType dtype = DType::F32;
+  Shape shape;
+  uint64_t addr = 0;
+  int64_t numElements() const { return rt::numElements(shape); }
+  uint64_t byteCount() const {
+    return static_cast<uint64_t>(numElements()) * byteSize(dtype);
+  }
+  template <typename T> T *ptr() const {
+    return reinterpret_cast<T *>(static_cast<uintptr_t>(addr));
+  }
+};
+
+/// True when the bytes of a and b overlap (empty tensors overlap nothing).
+bool overlapping(const TensorDesc &a, const TensorDesc &b);
+
+//===----------------------------------------------------------------------===//
+// Launch sizes, scratch memory
+//===----------------------------------------------------------------------===//
+
+struct LaunchConfig {
+  uint32_t blocks = 1, threads = 256;
+};
+/// A grid-stride launch over `work` items: `threads` per block, at most
+/// `maxBlocks` blocks, at least one.
+LaunchConfig launchFor(int64_t work, uint32_t threads = 256,
+                       uint32_t maxBlocks = 8192);
+
+/// The scratch memory of one call, carved out of the executor's single
+/// workspace arena: blocks at 256-byte aligned offsets.
+class WorkspaceLayout {
+public:
+  /// Reserves `bytes` and returns its offset.
+  uint64_t add(uint64_t bytes);
+  uint64_t total() const { return total_; }
+
+private:
+  uint64_t total_ = 0;
+};
+
+/// The alignment (a power of two, at most 256) of a device address.
+uint32_t addressAlignment(uint64_t addr);
+
+//===----------------------------------------------------------------------===//
+// The call table of the GPU (what exists), and a whole-plan check
+//===----------------------------------------------------------------------===//
+
+/// Every call kind the CUDA backend implements, sorted.
+const std::vector<std::string> &cudaCallKinds();
+bool isCudaCallKind(const std::string &kind);
+
+/// Checks every call of `plan` with the planners below (as create() does),
+/// with the buffers at made-up addresses (arena buffers at their offsets):
+/// a plan that passes runs on the GPU as far as the host can tell. All calls
+/// of kinds the GPU does not implement are listed in one message
+/// ("<name>: the CUDA backend does not implement 2 calls: call #3
+/// (kernel.topk at node 'x'), call #5 (...)"); otherwise the first call
+/// that fails is named.
+Status checkPlanForCuda(const Plan &plan, const std::string &name = "<plan>");
+
+//===----------------------------------------------------------------------===//
+// Elementwise, cast, copy, transpose
+//===----------------------------------------------------------------------===//
+
+/// numpy broadcasting of `inputs` to `out` as a merged loop (at most
+/// kMaxEwInputs inputs; an error if an input does not broadcast or the
+/// merged rank exceeds kMaxDims).
+Result<BroadcastLoop> makeBroadcastLoop(const std::vector<Shape> &inputs,
+                                        const Shape &out);
+
+/// kernel.elementwise: fn, alpha, beta; the CPU's dtype and shape rules.
+/// Functions or dtypes the GPU does not implement are errors naming them.
+Result<EwParams> planElementwise(const PlanCall &call,
+                                 const std::vector<TensorDesc> &operands,
+                                 const std::vector<TensorDesc> &results);
+
+/// y = x broadcast to y's shape and converted to y's dtype (an elementwise
+/// identity with a conversion: C of matmul, bias of convolutions). x's
+/// dtype must be a float dtype when they differ.
+Result<EwParams> planBroadcastConvert(const TensorDesc &x, const TensorDesc &y);
+
+/// kernel.cast (any dtype to any but u64 sources or targets).
+Result<CastParams> planCast(const TensorDesc &x, const TensorDesc &y);
+/// A cast of `n` contiguous elements (scratch conversions).
+CastParams castOf(DType from, const void *in, DType to, void *out, int64_t n);
+
+/// kernel.copy: the number of bytes to copy (0: nothing, y is x).
+Result<uint64_t> planCopy(const TensorDesc &x, const TensorDesc &y);
+
+/// kernel.transpose with `perm` (empty: reversed).
+Result<GatherCopyParams> planTranspose(const TensorDesc &x, const TensorDesc &y,
+                                       const std::vector<int64_t> &perm);
+
+/// kernel.broadcast (Expand): x broadcast to y's shape, raw elements.
+Result<EwParams> planBroadcast(const TensorDesc &x, const TensorDesc &y);
+
+/// kernel.slice: starts, steps (one per dim of x).
+Result<GatherCopyParams> planSlice(const PlanCall &call, const TensorDesc &x,
+                                   const TensorDesc &y);
+
+/// kernel.concat: one scatter copy per input (inputs with no elements are
+/// left out).
+Result<std::vector<GatherCopyParams>>
+planConcat(const PlanCall &call, const std::vector<TensorDesc> &inputs,
+           const TensorDesc &y);
+
+/// y = the window of x starting at `start` (per dim, may be negative or run
+/// past x: those positions read 0): zero padding and cropping.
+Result<GatherCopyParams> planWindowCopy(DType dtype, const Shape &x,
+                                        const Shape &y,
+                                        const std::vector<int64_t> &start,
+                                        const void *in, void *out);
+
+//===----------------------------------------------------------------------===//
+// Reduce, softmax
+//===----------------------------------------------------------------------===//
+
+/// kernel.reduce: sum, mean, max, min, prod, l1, l2, log_sum, sum_square,
+/// argmax, argmin (log_sum_exp is not implemented on the GPU).
+Result<ReduceParams> planReduce(const PlanCall &call, const TensorDesc &x,
+                                const TensorDesc &y);
+
+/// cudnn.softmax (the project's kernel, the CPU's arithmetic).
+Result<SoftmaxParams> planSoftmax(const PlanCall &call, const TensorDesc &x,
+                                  const TensorDesc &y);
+
+//===----------------------------------------------------------------------===//
+// Matmul (cuBLASLt)
+//===----------------------------------------------------------------------===//
+
+/// One cuBLASLt matmul (possibly strided-batched) in cuBLASLt's column-major
+/// terms. The row-major D[M, N] = op(A) op(B) is computed as the
+/// column-major D^T[N, M] = op(B)^T op(A)^T, so cuBLASLt's "A" is our B and
+/// its "B" is our A; its m is N and its n is M (times the batch, when the
+/// batch folds into M).
+struct LtGemm {
+  bool transA = false, transB = false; ///< cuBLASLt's opA / opB
+  uint64_t m = 0, n = 0, k = 0;
+  uint64_t aRows = 0, aCols = 0; ///< cuBLASLt's A layout (our B)
+  int64_t lda = 0;
+  uint64_t bRows = 0, bCols = 0; ///< cuBLASLt's B layout (our A)
+  int64_t ldb = 0;
+  int64_t ldd = 0;
+  int32_t batchCount = 1;
+  int64_t strideA = 0, strideB = 0, strideD = 0; ///< elements
+};
+
+struct MatmulPlan {
+  /// D has no elements: nothing to do (and nothing else is planned).
+  bool empty = false;
+  DType abType = DType::F32, dType = DType::F32;
+  bool f64 = false;
+  double alpha = 1, beta = 0;
+  bool withC = false; ///< C is used (given and beta != 0)
+  /// C goes to cuBLASLt as it is (C has D's shape and dtype, and the
+  /// result is not staged); otherwise it is broadcast (and converted) into
+  /// the target first, and the GEMM reads the target as C.
+  bool cDirect = false;
+  EpilogueAct act = kActNone;
+  /// The GEMM writes an f32/f64 scratch (or D itself, when D is f32/f64)
+  /// and the epilogue kernel adds the bias, applies the activation and
+  /// rounds once to D's dtype: for gelu (cuBLASLt's GELU is the tanh
+  /// approximation, the plan's is exact), for a bias of another dtype
+  /// than D and for f64 with a bias or an activation. Otherwise the bias and
+  /// relu are cuBLASLt epilogues (and staged after all when cuBLASLt has no
+  /// algorithm with them, unless C is used).
+  bool staged = false;
+  bool fusedBias = false, fusedRelu = false;
+  LtGemm gemm;
+  /// When the batch does not map to one strided call: one GEMM per batch
+  /// entry, at these element offsets of (our B, our A, D).
+  std::vector<std::array<int64_t, 3>> loop;
+  /// Scratch bytes for the staged result (0 when not staged or D is
+  /// f32/f64 itself).
+  uint64_t stagedBytes = 0;
+  uint64_t dElements = 0;
+  /// The smallest alignment of the pointers cuBLASLt gets (heuristics).
+  uint32_t alignA = 256, alignB = 256, alignC = 256, alignD = 256;
+  EpilogueParams epilogue; ///< staged: pointers to fill in
+  EwParams cCopy;          ///< withC && !cDirect: pointers to fill in
+};
+
+/// cublaslt.matmul: a, b, c?, bias? -> d (the CPU's rules).
+Result<MatmulPlan> planMatmul(const PlanCall &call,
+                              const std::vector<TensorDesc> &operands,
+                              const std::vector<TensorDesc> &results);
+
+//===----------------------------------------------------------------------===//
+// Convolutions (cuDNN)
+//===----------------------------------------------------------------------===//
+
+enum class ConvKind { Forward, BackwardData, BackwardFilter };
+
+/// One cuDNN convolution call. "xDims" are the dims of the convolution's
+/// input side (forward: x; backward data: y, the data gradient; backward
+/// filter: x), "yDims" of its output side (forward: y; backward data: the
+/// plan's x; backward filter: dy), "wDims" of the filter, all in cuDNN's
+/// NCHW order (N, C, spatial...) whatever the memory layout; 1-D
+/// convolutions get a trailing spatial dim of 1.
+struct ConvPlan {
+  ConvKind kind = ConvKind::Forward;
+  /// The result has no elements: nothing to do (nothing else is planned).
+  bool empty = false;
+  DType dataType = DType::F32; ///< of every tensor cuDNN sees
+  bool nhwc = false;
+  int32_t spatial = 2; ///< the plan's spatial dims (1 to 3)
+  std::vector<int> xDims, wDims, yDims;
+  std::vector<int> pads, strides, dilations;
+  int groups = 1;
+  /// Inputs converted to dataType in scratch first (mixed dtypes).
+  bool convertIn0 = false, convertIn1 = false;
+  /// Asymmetric pads: forward / backward filter pad x explicitly into
+  /// scratch (cuDNN pads 0); backward data computes the padded gradient in
+  /// scratch and crops it.
+  bool explicitPad = false;
+  std::vector<int64_t> padBegin; ///< the plan's pads (begins)
+  /// The output goes to scratch of dataType when y's dtype differs or there
+  /// is an epilogue with a bias of another dtype... (see staged epilogue).
+  bool outputToScratch = false;
+  /// Bias and/or activation after the cuDNN call (own kernel).
+  bool epilogue = false;
+  EpilogueParams epi; ///< pointers filled in by the executor
+  /// Scratch (bytes) the call needs besides cuDNN's algorithm workspace:
+  /// [converted in0][converted in1][padded x / padded dx][output].
+  uint64_t in0Bytes = 0, in1Bytes = 0, padBytes = 0, outBytes = 0;
+  /// The dims of the padded tensor (explicitPad), in the plan's memory
+  /// layout.
+  Shape paddedShape;
+};
+
+/// cudnn.conv_fwd (x, w, bias? -> y), cudnn.conv_bwd_data (x, w, bias? ->
+/// y: ConvTranspose) and cudnn.conv_bwd_filter (x, dy -> dw).
+Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
+                          const std::vector<TensorDesc> &operands,
+                          const std::vector<TensorDesc> &results);
+
+/// The key of the algorithm cache: the convolution kind and every
+/// descriptor parameter (dtype, layout, dims, pads, strides, dilations,
+/// groups) and the device; equal keys get the same algorithm.
+std::string convAlgoKey(const ConvPlan &plan, int device);
+
+//===----------------------------------------------------------------------===//
+// Pooling, batch normalization
+//===----------------------------------------------------------------------===//
+
+/// cudnn.pool (x -> y, indices?) and cudnn.pool_bwd (x, dy -> dx); the
+/// backward needs an accumulator of x's elements (f32, f64 for f64 data)
+/// unless dx is that type itself: accBytes.
+struct PoolPlan {
+  PoolParams params;
+  bool backward = false;
+  uint64_t accBytes = 0; ///< scratch for the accumulator (0: dx is it)
+  DType accType = DType::F32;
+};
+Result<PoolPlan> planPool(bool backward, const PlanCall &call,
+                          const std::vector<TensorDesc> &operands,
+                          const std::vector<TensorDesc> &results);
+
+enum class BatchNormKind { Inference, Training, Backward };
+struct BatchNormPlan {
+  BatchNormKind kind = BatchNormKind::Inference;
+  BatchNormParams params;
+  uint64_t scratchBytes = 0; ///< per-channel floats / doubles
+};
+/// cudnn.batch_norm_inference / _training / _bwd (own kernels: the ONNX
+/// running statistics use the biased variance, cuDNN's the unbiased one).
+Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
+                                    const std::vector<TensorDesc> &operands,
+                                    const std::vector<TensorDesc> &results);
+
+//===----------------------------------------------------------------------===//
+// Indexing, losses, training
+//===----------------------------------------------------------------------===//
+
+Result<GatherParams> planGather(const PlanCall &call,
+                                const std::vector<TensorDesc> &operands,
+                                const std::vector<TensorDesc> &results);
+
+/// kernel.scatter_nd with reduction none or add: y = data (a copy unless
+/// in place), then the updates.
+struct ScatterNDPlan {
+  ScatterNDParams params;
+  uint64_t copyBytes = 0; ///< data -> y first (0: in place)
+};
+Result<ScatterNDPlan> planScatterND(const PlanCall &call,
+                                    const std::vector<TensorDesc> &operands,
+                                    const std::vector<TensorDesc> &results);
+
+/// kernel.nll_loss, kernel.nll_loss_grad,
+/// kernel.softmax_cross_entropy_grad.
+enum class LossKind { NllLoss, NllLossGrad, SoftmaxCrossEntropyGrad };
+Result<LossParams> planLoss(LossKind kind, const PlanCall &call,
+                            const std::vector<TensorDesc> &operands,
+                            const std::vector<TensorDesc> &results);
+
+/// kernel.unscale_check_finite: one entry per gradient.
+Result<std::vector<UnscaleParams>>
+planUnscale(const PlanCall &call, const std::vector<TensorDesc> &operands,
+            const std::vector<TensorDesc> &results);
+
+Result<LossScaleParams> planLossScaleUpdate(const PlanCall &call,
+                                            const std::vector<TensorDesc> &ops,
+                                            const std::vector<TensorDesc> &res);
+
+/// kernel.sgd_step (kind 0) and kernel.adam_step (kind 1).
+Result<OptimizerParams> planOptimizer(bool adam, const PlanCall &call,
+                                      const std::vector<TensorDesc> &operands,
+                                      const std::vector<TensorDesc> &results);
+
+/// Runs the planner of `call`'s kind on the descriptors (used by
+/// checkPlanForCuda and the tests): an error for unknown kinds and
+/// anything a planner rejects.
+Status planCall(const PlanCall &call, const std::vector<TensorDesc> &operands,
+                const std::vector<TensorDesc> &results);
+
+} // namespace mp::rt::cuda
+
+#endif // MP_RUNTIME_CUDA_CUDAPLANNING_H

@@ -1,0 +1,368 @@
+//===- KernelParams.h - parameters of the CUDA backend's kernels --*- C++
+//-*-===//
+//
+// Plain structs that the host-side planning (CudaPlanning.h) fills in and the
+// CUDA kernels (lib/Runtime/CUDA/*.cu) read: every decision that can be made
+// on the host (broadcast strides, merged dimensions, window geometry, which
+// loop a reduction runs, launch sizes) is made there and tested without a
+// GPU; the kernels only index.
+//
+// This header is included by nvcc and by the host compiler: fixed-size
+// arrays, no STL, no CUDA types. Dtypes are mp::rt::DType codes (ONNX
+// TensorProto codes) as int32_t. Pointers are device addresses.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_RUNTIME_CUDA_KERNELPARAMS_H
+#define MP_RUNTIME_CUDA_KERNELPARAMS_H
+
+#include <cstdint>
+
+namespace mp::rt::cuda {
+
+/// The most dimensions a kernel indexes after merging (elementwise, cast,
+/// transpose, window copies, reductions). Plans with more (rare: merging
+/// removes most) are refused at create() time.
+constexpr int kMaxDims = 8;
+/// The most inputs of one kernel.elementwise call on the GPU.
+constexpr int kMaxEwInputs = 8;
+/// The most spatial dimensions of pooling on the GPU.
+constexpr int kMaxSpatial = 5;
+
+/// How an elementwise kernel computes: in f32 (f32, f16, bf16 data), f64,
+/// 64-bit integers (integer and bool data), or on raw elements (where,
+/// identity: no arithmetic, any dtype).
+enum EwCompute : int32_t {
+  kComputeF32 = 0,
+  kComputeF64 = 1,
+  kComputeInt = 2,
+  kComputeRaw = 3,
+};
+
+/// The functions of kernel.elementwise the GPU implements
+/// (mp::rt::cpu::ElementwiseFn has them all; CudaPlanning maps them).
+enum EwOp : int32_t {
+  kEwIdentity = 0,
+  kEwAbs,
+  kEwNeg,
+  kEwExp,
+  kEwLog,
+  kEwSqrt,
+  kEwReciprocal,
+  kEwRelu,
+  kEwSigmoid,
+  kEwTanh,
+  kEwErf,
+  kEwFloor,
+  kEwCeil,
+  kEwRound,
+  kEwSign,
+  kEwSin,
+  kEwCos,
+  kEwSoftplus,
+  kEwSoftsign,
+  kEwHardSwish,
+  kEwGelu,
+  kEwGeluTanh,
+  kEwLeakyRelu,
+  kEwElu,
+  kEwSelu,
+  kEwHardSigmoid,
+  kEwClip1, ///< (x) with alpha = min, beta = max
+  kEwIsNan,
+  kEwIsInf,
+  kEwNot,
+  kEwTan,
+  kEwAsin,
+  kEwAcos,
+  kEwAtan,
+  kEwSinh,
+  kEwCosh,
+  kEwAsinh,
+  kEwAcosh,
+  kEwAtanh,
+  kEwCelu,
+  kEwThresholdedRelu,
+  kEwShrink,
+  // binary
+  kEwAdd,
+  kEwSub,
+  kEwMul,
+  kEwDiv,
+  kEwPow,
+  kEwPRelu,
+  kEwMax, ///< NaN-propagating (binary and variadic)
+  kEwMin,
+  kEwEqual,
+  kEwLess,
+  kEwGreater,
+  kEwLessEqual,
+  kEwGreaterEqual,
+  kEwAnd,
+  kEwOr,
+  kEwXor,
+  kEwMod,
+  kEwFmod,
+  // ternary
+  kEwWhere, ///< raw elements
+  kEwClip3, ///< (x, min, max)
+  // variadic
+  kEwSum,
+  kEwMean,
+  kEwOpCount
+};
+
+/// numpy broadcasting as a loop: y's dims (size-1 dims dropped, dims that
+/// every operand walks contiguously merged) and each operand's stride per
+/// dim in elements (0 where it is broadcast).
+struct BroadcastLoop {
+  int32_t rank = 1;
+  int64_t dims[kMaxDims] = {1};
+  int64_t strides[kMaxEwInputs][kMaxDims] = {};
+};
+
+struct EwParams {
+  int32_t op = kEwIdentity;
+  int32_t compute = kComputeF32;
+  int32_t numInputs = 0;
+  int32_t inDtype[kMaxEwInputs] = {};
+  int32_t outDtype = 0;
+  /// 1: every input has y's shape (index i is element i everywhere).
+  int32_t contiguous = 0;
+  /// Raw kernels (where, identity): the element size in bytes.
+  int32_t elemSize = 0;
+  double alpha = 0, beta = 0;
+  int64_t n = 0; ///< y's elements
+  BroadcastLoop loop;
+  const void *in[kMaxEwInputs] = {};
+  void *out = nullptr;
+};
+
+/// kernel.cast: n elements of inDtype to outDtype, with the CPU's rules.
+struct CastParams {
+  int32_t inDtype = 0, outDtype = 0;
+  int64_t n = 0;
+  const void *in = nullptr;
+  void *out = nullptr;
+};
+
+/// y[i] = x[base + offset(i)]: transposes, slices and window copies (pad
+/// with zeros, crop): y's (merged) dims; for each, x's stride and the offset
+/// of y's index 0 along it in x (window copies: positions outside
+/// [0, xDims) read 0). With `scatter` the roles swap: x is read densely and
+/// element i goes to y[base + offset(i)] (concatenation): dims are x's and
+/// xStrides y's.
+struct GatherCopyParams {
+  int32_t rank = 1;
+  int32_t elemSize = 4;
+  /// 1: bounds-checked window copy (start may be negative, xDims given).
+  int32_t window = 0;
+  int32_t scatter = 0;
+  int64_t n = 0;
+  int64_t base = 0;
+  int64_t dims[kMaxDims] = {1};
+  int64_t xStrides[kMaxDims] = {};
+  int64_t start[kMaxDims] = {};
+  int64_t xDims[kMaxDims] = {};
+  const void *in = nullptr;
+  void *out = nullptr;
+};
+
+enum ReduceOp : int32_t {
+  kRedSum = 0,
+  kRedMean,
+  kRedMax,
+  kRedMin,
+  kRedProd,
+  kRedL1,
+  kRedL2,
+  kRedLogSum,
+  kRedSumSquare,
+  kRedArgMax,
+  kRedArgMin,
+};
+
+/// kernel.reduce: y (ySize elements, dense) over the kept dims of x; each
+/// output reduces `count` elements over the reduced dims. Kept dims: y's
+/// index decomposed over keptDims gives x's base offset by keptStrides;
+/// reduced dims: the index r in [0, count) decomposed over reducedDims
+/// gives the offset by reducedStrides. With blockPerOutput each output is
+/// one thread block (the reduced elements are contiguous in x: coalesced),
+/// else one thread per output (neighbouring outputs are neighbours in x).
+struct ReduceParams {
+  int32_t op = kRedSum;
+  int32_t dtype = 0;    ///< x's dtype
+  int32_t outDtype = 0; ///< y's (x's, or i64 for argmax/argmin)
+  int32_t keptRank = 0, reducedRank = 0;
+  int32_t blockPerOutput = 0;
+  int32_t selectLast = 0; ///< argmax/argmin: the last extreme index
+  int64_t ySize = 0, count = 0;
+  int64_t keptDims[kMaxDims] = {}, keptStrides[kMaxDims] = {};
+  int64_t reducedDims[kMaxDims] = {}, reducedStrides[kMaxDims] = {};
+  const void *in = nullptr;
+  void *out = nullptr;
+};
+
+/// Softmax / log-softmax along an axis: [outer, len, inner].
+struct SoftmaxParams {
+  int32_t dtype = 0;
+  int32_t log = 0;
+  int64_t outer = 0, len = 0, inner = 0;
+  const void *in = nullptr;
+  void *out = nullptr;
+};
+
+/// Pooling (NCHW or NHWC; kMaxSpatial spatial dims at most). One output
+/// element per thread (forward), or one output window per thread adding
+/// into an f32 / f64 accumulator (backward).
+struct PoolParams {
+  int32_t dtype = 0;
+  int32_t isMax = 1;
+  int32_t countIncludePad = 0;
+  int32_t nhwc = 0;
+  int32_t k = 0; ///< spatial dims
+  int64_t n = 0, c = 0;
+  int64_t in[kMaxSpatial] = {}, out[kMaxSpatial] = {}, ker[kMaxSpatial] = {};
+  int64_t stride[kMaxSpatial] = {}, dil[kMaxSpatial] = {};
+  int64_t padB[kMaxSpatial] = {}, padE[kMaxSpatial] = {};
+  int64_t inSize = 1, outSize = 1; ///< spatial positions
+  const void *x = nullptr;
+  void *y = nullptr;          ///< forward: y; backward: unused
+  int64_t *indices = nullptr; ///< forward max, optional (i64, NCHW)
+  const void *dy = nullptr;   ///< backward
+  void *acc = nullptr;        ///< backward: f32 (or f64) accumulator, x's shape
+};
+
+/// A per-channel view of an activation tensor: element i is in channel
+/// (i / inner) % c, and [outer, c, inner] is the whole tensor (NCHW:
+/// outer = N, inner = spatial; NHWC / rank 2: inner = 1).
+struct ChannelGeom {
+  int64_t outer = 0, c = 0, inner = 0;
+};
+
+/// The epilogue of matmul / convolution when it is not fused into the
+/// library call: y = act(acc + bias[channel]) rounded once to y's dtype.
+/// acc is f32 (or f64), y of outDtype; acc may be y itself (f32 / f64 y).
+enum EpilogueAct : int32_t {
+  kActNone = 0,
+  kActRelu = 1,
+  kActGelu = 2, ///< exact (erf)
+};
+struct EpilogueParams {
+  int32_t act = kActNone;
+  int32_t accDtype = 1; ///< f32 or f64
+  int32_t outDtype = 1;
+  int32_t biasDtype = 0; ///< 0: no bias
+  ChannelGeom geom;      ///< the bias's channel of each element
+  const void *acc = nullptr;
+  const void *bias = nullptr;
+  void *out = nullptr;
+};
+
+/// Batch normalization (own kernels, NCHW, rank >= 2): the per-channel
+/// statistics and coefficients live in an f32/f64 scratch block.
+struct BatchNormParams {
+  int32_t xDtype = 0;
+  int32_t scaleDtype = 0, biasDtype = 0, meanDtype = 0, varDtype = 0;
+  int32_t runMeanDtype = 0, runVarDtype = 0;
+  int32_t dyDtype = 0, dxDtype = 0, dscaleDtype = 0, dbiasDtype = 0;
+  double epsilon = 1e-5, momentum = 0.9;
+  ChannelGeom geom;
+  const void *x = nullptr, *scale = nullptr, *bias = nullptr;
+  const void *mean = nullptr, *var = nullptr; ///< inference / running input
+  const void *dy = nullptr;
+  void *y = nullptr, *runMean = nullptr, *runVar = nullptr;
+  void *dx = nullptr, *dscale = nullptr, *dbias = nullptr;
+  /// Scratch: per channel, float shift (mean) and float factor (a) for the
+  /// normalisation, and doubles for the backward.
+  float *chanMean = nullptr, *chanFactor = nullptr, *chanBias = nullptr;
+  double *chanD = nullptr; ///< backward: 4 doubles per channel
+};
+
+/// Losses over [N, C, inner] scores with [N, inner] targets.
+struct LossParams {
+  int32_t inDtype = 0;     ///< input / scores (float)
+  int32_t targetDtype = 0; ///< i32 / i64
+  int32_t weightDtype = 0; ///< 0: no weight
+  int32_t dlossDtype = 0;
+  int32_t outDtype = 0;
+  int32_t reduction = 2; ///< 0 none, 1 sum, 2 mean
+  int32_t hasIgnore = 0;
+  int64_t ignoreIndex = 0;
+  int64_t n = 0, c = 0, inner = 0;
+  const void *input = nullptr, *target = nullptr, *weight = nullptr;
+  const void *dloss = nullptr;
+  void *out = nullptr;
+  double *scratch = nullptr; ///< the denominator (mean)
+};
+
+/// kernel.gather: y[o, i, j] = data[o, idx[i], j] over [outer, n, inner].
+struct GatherParams {
+  int32_t elemSize = 4;
+  int32_t indexDtype = 7;
+  int64_t outer = 0, axisDim = 0, n = 0, inner = 0;
+  const void *data = nullptr, *indices = nullptr;
+  void *out = nullptr;
+};
+
+enum ScatterReduce : int32_t { kScatterNone = 0, kScatterAdd = 1 };
+/// kernel.scatter_nd: `tuples` index tuples of k components address slices
+/// of sliceLen elements of y (dims and strides of data's first k dims).
+struct ScatterNDParams {
+  int32_t dtype = 0;
+  int32_t elemSize = 4;
+  int32_t indexDtype = 7;
+  int32_t reduction = kScatterNone;
+  int32_t k = 1;
+  int64_t tuples = 0, sliceLen = 0;
+  int64_t dims[kMaxDims] = {}, strides[kMaxDims] = {};
+  const void *indices = nullptr, *updates = nullptr;
+  void *out = nullptr;
+};
+
+/// kernel.unscale_check_finite, one gradient: u = g * inv (f32), found_inf
+/// set when a g element is not finite (f64 g: or u overflows).
+struct UnscaleParams {
+  int32_t gDtype = 0;
+  int64_t n = 0;
+  const float *scale = nullptr; ///< the inverse is computed from it
+  const void *g = nullptr;
+  float *u = nullptr;
+  float *foundInf = nullptr;
+};
+
+struct OptimizerParams {
+  int32_t kind = 0; ///< 0 sgd, 1 adam
+  int64_t n = 0;
+  double lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
+  int32_t nesterov = 0, decoupled = 0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  const float *grad = nullptr;
+  const float *foundInf = nullptr; ///< null: never skipped
+  float *param = nullptr, *buf1 = nullptr, *buf2 = nullptr;
+  int64_t *step = nullptr;
+};
+
+struct LossScaleParams {
+  double growthFactor = 2.0, backoffFactor = 0.5;
+  int64_t growthInterval = 2000;
+  const float *foundInf = nullptr;
+  float *scale = nullptr;
+  int64_t *tracker = nullptr;
+};
+
+/// A kernel that finds bad data (an index out of range) records it here:
+/// the first code and the offending value, per call.
+struct DeviceError {
+  int32_t code = 0;
+  int32_t pad = 0;
+  int64_t value = 0;
+};
+enum DeviceErrorCode : int32_t {
+  kErrNone = 0,
+  kErrIndexOutOfRange = 1,  ///< gather / scatter index
+  kErrTargetOutOfRange = 2, ///< loss target / label outside [0, C)
+};
+
+} // namespace mp::rt::cuda
+
+#endif // MP_RUNTIME_CUDA_KERNELPARAMS_H

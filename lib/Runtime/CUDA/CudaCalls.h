@@ -1,0 +1,99 @@
+//===- CudaCalls.h - plan calls on the CUDA backend ---------------*- C++
+//-*-===//
+//
+// The CUDA call table: for every call kind a prepare function that plans
+// the call (CudaPlanning.h), creates its library descriptors (cuBLASLt
+// layouts, cuDNN descriptors, the algorithm from the cache) and returns a
+// PreparedCall, which enqueues the call on the executor's stream. Preparing
+// happens once, in CudaExecutor::create; enqueueing does no allocation and
+// no host synchronisation, so a whole run can be captured as a CUDA graph.
+// Private to lib/Runtime/CUDA.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_LIB_RUNTIME_CUDA_CUDACALLS_H
+#define MP_LIB_RUNTIME_CUDA_CUDACALLS_H
+
+#include "mp/Runtime/CUDA/CudaPlanning.h"
+
+#include "Launch.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mp::rt::cuda {
+
+/// What a call runs with: the stream, the library handles, the workspace
+/// arena (at least the bytes the call asked for) and its error slot.
+struct RunContext {
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  cudnnHandle_t dnn = nullptr;
+  char *workspace = nullptr;
+  DeviceError *error = nullptr;
+};
+
+class PreparedCall {
+public:
+  virtual ~PreparedCall() = default;
+  /// Scratch bytes the call needs from the workspace arena.
+  virtual uint64_t workspaceBytes() const { return 0; }
+  /// Enqueues the call on ctx.stream.
+  virtual Status enqueue(const RunContext &ctx) = 0;
+};
+
+/// What preparing a call sees.
+struct PrepareArgs {
+  const PlanCall &call;
+  std::vector<TensorDesc> operands, results;
+  cudnnHandle_t dnn = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  int device = 0;
+  uint64_t convWorkspaceLimit = 0;
+  uint64_t matmulWorkspaceLimit = 0;
+};
+
+using PrepareFn =
+    Result<std::unique_ptr<PreparedCall>> (*)(const PrepareArgs &);
+
+/// Call kind -> prepare function (every kind of cudaCallKinds()).
+const std::map<std::string, PrepareFn> &cudaCallTable();
+
+void addKernelCalls(std::map<std::string, PrepareFn> &table);
+void addLibraryCalls(std::map<std::string, PrepareFn> &table);
+
+/// A Status for a CUDA runtime / cuBLASLt / cuDNN error ("what: message").
+Status cudaStatus(cudaError_t e, const char *what);
+Status cublasStatus(cublasStatus_t s, const char *what);
+Status cudnnStatus(cudnnStatus_t s, const char *what);
+
+#define MP_CUDA_TRY(expr, what)                                                \
+  do {                                                                         \
+    if (Status _s = ::mp::rt::cuda::cudaStatus((expr), (what)); !_s)           \
+      return _s;                                                               \
+  } while (0)
+#define MP_CUBLAS_TRY(expr, what)                                              \
+  do {                                                                         \
+    if (Status _s = ::mp::rt::cuda::cublasStatus((expr), (what)); !_s)         \
+      return _s;                                                               \
+  } while (0)
+#define MP_CUDNN_TRY(expr, what)                                               \
+  do {                                                                         \
+    if (Status _s = ::mp::rt::cuda::cudnnStatus((expr), (what)); !_s)          \
+      return _s;                                                               \
+  } while (0)
+
+/// Statistics of the convolution algorithm cache (process-wide).
+struct ConvAlgoCacheStats {
+  size_t entries = 0, hits = 0, misses = 0;
+};
+ConvAlgoCacheStats convAlgoCacheStats();
+
+} // namespace mp::rt::cuda
+
+#endif // MP_LIB_RUNTIME_CUDA_CUDACALLS_H

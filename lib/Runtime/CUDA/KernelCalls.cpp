@@ -1,0 +1,484 @@
+//===- KernelCalls.cpp - calls on the project's own CUDA kernels ----------===//
+//
+// kernel.* calls and the cudnn.* calls that run on own kernels (pooling,
+// batch normalization, softmax: their ONNX semantics differ from cuDNN's in
+// ways that matter: max-pool indices, ceil-mode and asymmetric windows, the
+// first maximum for the gradient, a pool_bwd without y; the biased
+// variance of ONNX's running statistics; bf16 softmax). Each prepare
+// function plans the call (CudaPlanning.cpp) and keeps the kernel
+// parameters; enqueue fills in the workspace pointers and launches.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaCalls.h"
+
+#include "mp/Runtime/CPU/Calls.h"
+
+#include <cmath>
+
+namespace mp::rt::cuda {
+
+Status cudaStatus(cudaError_t e, const char *what) {
+  if (e == cudaSuccess)
+    return Status::ok();
+  return Status::error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+namespace {
+
+#define MP_TRY_PLAN(var, expr)                                                 \
+  auto var##Result = (expr);                                                   \
+  if (!var##Result)                                                            \
+    return var##Result.status();                                               \
+  auto var = var##Result.take()
+
+template <typename T, typename... A>
+Result<std::unique_ptr<PreparedCall>> made(A &&...args) {
+  return std::unique_ptr<PreparedCall>(new T(std::forward<A>(args)...));
+}
+
+Status arity(const PrepareArgs &a, size_t ops, size_t res) {
+  if (a.operands.size() != ops || a.results.size() != res)
+    return Status::error("expects " + std::to_string(ops) + " operands and " +
+                         std::to_string(res) + " results, got " +
+                         std::to_string(a.operands.size()) + " and " +
+                         std::to_string(a.results.size()));
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise, cast, copy, transpose
+//===----------------------------------------------------------------------===//
+
+struct ElementwiseCall : PreparedCall {
+  EwParams p;
+  explicit ElementwiseCall(const EwParams &p) : p(p) {}
+  Status enqueue(const RunContext &ctx) override {
+    return cudaStatus(launchElementwise(p, ctx.stream), "elementwise kernel");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareElementwise(const PrepareArgs &a) {
+  MP_TRY_PLAN(p, planElementwise(a.call, a.operands, a.results));
+  if (p.compute == kComputeInt && p.op == kEwClip1) {
+    // The bounds saturate to the dtype's range and truncate (the CPU's
+    // convertValue of alpha / beta).
+    DType t = a.operands[0].dtype;
+    double lo = 0, hi = 0;
+    switch (t) {
+    case DType::I8:
+      lo = -128;
+      hi = 127;
+      break;
+    case DType::I16:
+      lo = -32768;
+      hi = 32767;
+      break;
+    case DType::I32:
+      lo = -2147483648.0;
+      hi = 2147483647.0;
+      break;
+    case DType::U8:
+      lo = 0;
+      hi = 255;
+      break;
+    case DType::U16:
+      lo = 0;
+      hi = 65535;
+      break;
+    case DType::U32:
+      lo = 0;
+      hi = 4294967295.0;
+      break;
+    default:
+      lo = -9223372036854775808.0;
+      hi = 9223372036854774784.0;
+      break;
+    }
+    auto sat = [&](double v) {
+      if (!(v == v))
+        return 0.0;
+      v = std::trunc(v);
+      return v < lo ? lo : (v > hi ? hi : v);
+    };
+    p.alpha = sat(p.alpha);
+    p.beta = sat(p.beta);
+  }
+  return made<ElementwiseCall>(p);
+}
+
+struct CastCall : PreparedCall {
+  CastParams p;
+  explicit CastCall(const CastParams &p) : p(p) {}
+  Status enqueue(const RunContext &ctx) override {
+    if (p.in == p.out)
+      return Status::ok();
+    return cudaStatus(launchCast(p, ctx.stream), "cast kernel");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareCast(const PrepareArgs &a) {
+  if (Status s = arity(a, 1, 1); !s)
+    return s;
+  MP_TRY_PLAN(p, planCast(a.operands[0], a.results[0]));
+  return made<CastCall>(p);
+}
+
+/// kernel.copy: a device-to-device copy; partly overlapping buffers go
+/// through the workspace (the CPU's memmove).
+struct CopyCall : PreparedCall {
+  const void *src;
+  void *dst;
+  uint64_t bytes;
+  bool staged;
+  CopyCall(const void *src, void *dst, uint64_t bytes, bool staged)
+      : src(src), dst(dst), bytes(bytes), staged(staged) {}
+  uint64_t workspaceBytes() const override { return staged ? bytes : 0; }
+  Status enqueue(const RunContext &ctx) override {
+    if (!bytes)
+      return Status::ok();
+    if (staged) {
+      MP_CUDA_TRY(cudaMemcpyAsync(ctx.workspace, src, bytes,
+                                  cudaMemcpyDeviceToDevice, ctx.stream),
+                  "copy");
+      return cudaStatus(cudaMemcpyAsync(dst, ctx.workspace, bytes,
+                                        cudaMemcpyDeviceToDevice, ctx.stream),
+                        "copy");
+    }
+    return cudaStatus(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx.stream),
+        "copy");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareCopy(const PrepareArgs &a) {
+  if (Status s = arity(a, 1, 1); !s)
+    return s;
+  MP_TRY_PLAN(bytes, planCopy(a.operands[0], a.results[0]));
+  bool staged = bytes && overlapping(a.operands[0], a.results[0]);
+  return made<CopyCall>(a.operands[0].ptr<const void>(),
+                        a.results[0].ptr<void>(), bytes, staged);
+}
+
+struct GatherCopyCall : PreparedCall {
+  GatherCopyParams p;
+  explicit GatherCopyCall(const GatherCopyParams &p) : p(p) {}
+  Status enqueue(const RunContext &ctx) override {
+    return cudaStatus(launchGatherCopy(p, ctx.stream), "transpose kernel");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareTranspose(const PrepareArgs &a) {
+  if (Status s = arity(a, 1, 1); !s)
+    return s;
+  MP_TRY_PLAN(perm, cpu::intListAttr(a.call, "perm"));
+  MP_TRY_PLAN(p, planTranspose(a.operands[0], a.results[0], perm));
+  return made<GatherCopyCall>(p);
+}
+
+Result<std::unique_ptr<PreparedCall>> prepareBroadcast(const PrepareArgs &a) {
+  if (Status s = arity(a, 1, 1); !s)
+    return s;
+  MP_TRY_PLAN(p, planBroadcast(a.operands[0], a.results[0]));
+  return made<ElementwiseCall>(p);
+}
+
+Result<std::unique_ptr<PreparedCall>> prepareSlice(const PrepareArgs &a) {
+  if (Status s = arity(a, 1, 1); !s)
+    return s;
+  MP_TRY_PLAN(p, planSlice(a.call, a.operands[0], a.results[0]));
+  return made<GatherCopyCall>(p);
+}
+
+struct ConcatCall : PreparedCall {
+  std::vector<GatherCopyParams> parts;
+  explicit ConcatCall(std::vector<GatherCopyParams> parts)
+      : parts(std::move(parts)) {}
+  Status enqueue(const RunContext &ctx) override {
+    for (const GatherCopyParams &p : parts)
+      MP_CUDA_TRY(launchGatherCopy(p, ctx.stream), "concat kernel");
+    return Status::ok();
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareConcat(const PrepareArgs &a) {
+  if (a.operands.empty() || a.results.size() != 1)
+    return Status::error("expects 1 or more operands and 1 result, got " +
+                         std::to_string(a.operands.size()) + " and " +
+                         std::to_string(a.results.size()));
+  MP_TRY_PLAN(p, planConcat(a.call, a.operands, a.results[0]));
+  return made<ConcatCall>(std::move(p));
+}
+
+//===----------------------------------------------------------------------===//
+// Reduce, softmax
+//===----------------------------------------------------------------------===//
+
+struct ReduceCall : PreparedCall {
+  ReduceParams p;
+  explicit ReduceCall(const ReduceParams &p) : p(p) {}
+  Status enqueue(const RunContext &ctx) override {
+    return cudaStatus(launchReduce(p, ctx.stream), "reduce kernel");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareReduce(const PrepareArgs &a) {
+  if (Status s = arity(a, 1, 1); !s)
+    return s;
+  MP_TRY_PLAN(p, planReduce(a.call, a.operands[0], a.results[0]));
+  return made<ReduceCall>(p);
+}
+
+struct SoftmaxCall : PreparedCall {
+  SoftmaxParams p;
+  explicit SoftmaxCall(const SoftmaxParams &p) : p(p) {}
+  Status enqueue(const RunContext &ctx) override {
+    return cudaStatus(launchSoftmax(p, ctx.stream), "softmax kernel");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareSoftmax(const PrepareArgs &a) {
+  if (Status s = arity(a, 1, 1); !s)
+    return s;
+  MP_TRY_PLAN(p, planSoftmax(a.call, a.operands[0], a.results[0]));
+  return made<SoftmaxCall>(p);
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling, batch normalization
+//===----------------------------------------------------------------------===//
+
+struct PoolCall : PreparedCall {
+  PoolPlan plan;
+  uint64_t dxElements;
+  PoolCall(const PoolPlan &plan, uint64_t dxElements)
+      : plan(plan), dxElements(dxElements) {}
+  uint64_t workspaceBytes() const override { return plan.accBytes; }
+  Status enqueue(const RunContext &ctx) override {
+    if (!plan.backward)
+      return cudaStatus(launchPool(plan.params, ctx.stream), "pool kernel");
+    PoolParams p = plan.params;
+    bool f64 = plan.accType == DType::F64;
+    size_t accBytes = dxElements * (f64 ? 8 : 4);
+    p.acc = plan.accBytes ? static_cast<void *>(ctx.workspace) : p.y;
+    if (accBytes)
+      MP_CUDA_TRY(cudaMemsetAsync(p.acc, 0, accBytes, ctx.stream),
+                  "pool_bwd: clearing dx");
+    MP_CUDA_TRY(launchPoolBackward(p, f64, ctx.stream), "pool_bwd kernel");
+    if (plan.accBytes) {
+      CastParams c = castOf(plan.accType, p.acc, static_cast<DType>(p.dtype),
+                            p.y, static_cast<int64_t>(dxElements));
+      MP_CUDA_TRY(launchCast(c, ctx.stream), "pool_bwd: rounding dx");
+    }
+    return Status::ok();
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> preparePool(const PrepareArgs &a,
+                                                  bool backward) {
+  MP_TRY_PLAN(plan, planPool(backward, a.call, a.operands, a.results));
+  uint64_t dx = backward ? a.results[0].numElements() : 0;
+  return made<PoolCall>(plan, dx);
+}
+Result<std::unique_ptr<PreparedCall>> preparePoolFwd(const PrepareArgs &a) {
+  return preparePool(a, false);
+}
+Result<std::unique_ptr<PreparedCall>> preparePoolBwd(const PrepareArgs &a) {
+  return preparePool(a, true);
+}
+
+struct BatchNormCall : PreparedCall {
+  BatchNormPlan plan;
+  explicit BatchNormCall(const BatchNormPlan &plan) : plan(plan) {}
+  uint64_t workspaceBytes() const override { return plan.scratchBytes; }
+  Status enqueue(const RunContext &ctx) override {
+    BatchNormParams p = plan.params;
+    int64_t c = p.geom.c;
+    if (plan.kind == BatchNormKind::Backward) {
+      p.chanD = reinterpret_cast<double *>(ctx.workspace);
+    } else {
+      float *f = reinterpret_cast<float *>(ctx.workspace);
+      p.chanMean = f;
+      p.chanFactor = f + c;
+      p.chanBias = f + 2 * c;
+    }
+    return cudaStatus(
+        launchBatchNorm(static_cast<int>(plan.kind), p, ctx.stream),
+        "batch norm kernel");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareBN(const PrepareArgs &a,
+                                                BatchNormKind kind) {
+  MP_TRY_PLAN(plan, planBatchNorm(kind, a.call, a.operands, a.results));
+  return made<BatchNormCall>(plan);
+}
+Result<std::unique_ptr<PreparedCall>> prepareBNInference(const PrepareArgs &a) {
+  return prepareBN(a, BatchNormKind::Inference);
+}
+Result<std::unique_ptr<PreparedCall>> prepareBNTraining(const PrepareArgs &a) {
+  return prepareBN(a, BatchNormKind::Training);
+}
+Result<std::unique_ptr<PreparedCall>> prepareBNBackward(const PrepareArgs &a) {
+  return prepareBN(a, BatchNormKind::Backward);
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing
+//===----------------------------------------------------------------------===//
+
+struct GatherCall : PreparedCall {
+  GatherParams p;
+  explicit GatherCall(const GatherParams &p) : p(p) {}
+  Status enqueue(const RunContext &ctx) override {
+    return cudaStatus(launchGather(p, ctx.error, ctx.stream), "gather kernel");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareGather(const PrepareArgs &a) {
+  MP_TRY_PLAN(p, planGather(a.call, a.operands, a.results));
+  return made<GatherCall>(p);
+}
+
+struct ScatterNDCall : PreparedCall {
+  ScatterNDPlan plan;
+  const void *data;
+  explicit ScatterNDCall(const ScatterNDPlan &plan, const void *data)
+      : plan(plan), data(data) {}
+  Status enqueue(const RunContext &ctx) override {
+    if (plan.copyBytes)
+      MP_CUDA_TRY(cudaMemcpyAsync(plan.params.out, data, plan.copyBytes,
+                                  cudaMemcpyDeviceToDevice, ctx.stream),
+                  "scatter_nd: copying data");
+    return cudaStatus(launchScatterND(plan.params, ctx.error, ctx.stream),
+                      "scatter_nd kernel");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareScatterND(const PrepareArgs &a) {
+  MP_TRY_PLAN(plan, planScatterND(a.call, a.operands, a.results));
+  return made<ScatterNDCall>(plan, a.operands[0].ptr<const void>());
+}
+
+//===----------------------------------------------------------------------===//
+// Losses and training
+//===----------------------------------------------------------------------===//
+
+struct LossCall : PreparedCall {
+  LossParams p;
+  LossKind kind;
+  LossCall(const LossParams &p, LossKind kind) : p(p), kind(kind) {}
+  uint64_t workspaceBytes() const override {
+    return kind == LossKind::NllLoss ? 0 : sizeof(double);
+  }
+  Status enqueue(const RunContext &ctx) override {
+    LossParams q = p;
+    q.scratch = reinterpret_cast<double *>(ctx.workspace);
+    return cudaStatus(
+        launchLoss(static_cast<int>(kind), q, ctx.error, ctx.stream),
+        "loss kernel");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareLoss(const PrepareArgs &a,
+                                                  LossKind kind) {
+  MP_TRY_PLAN(p, planLoss(kind, a.call, a.operands, a.results));
+  return made<LossCall>(p, kind);
+}
+Result<std::unique_ptr<PreparedCall>> prepareNll(const PrepareArgs &a) {
+  return prepareLoss(a, LossKind::NllLoss);
+}
+Result<std::unique_ptr<PreparedCall>> prepareNllGrad(const PrepareArgs &a) {
+  return prepareLoss(a, LossKind::NllLossGrad);
+}
+Result<std::unique_ptr<PreparedCall>> prepareSceGrad(const PrepareArgs &a) {
+  return prepareLoss(a, LossKind::SoftmaxCrossEntropyGrad);
+}
+
+struct UnscaleCall : PreparedCall {
+  std::vector<UnscaleParams> grads;
+  explicit UnscaleCall(std::vector<UnscaleParams> g) : grads(std::move(g)) {}
+  Status enqueue(const RunContext &ctx) override {
+    MP_CUDA_TRY(
+        cudaMemsetAsync(grads[0].foundInf, 0, sizeof(float), ctx.stream),
+        "unscale_check_finite: clearing found_inf");
+    for (const UnscaleParams &g : grads)
+      MP_CUDA_TRY(launchUnscale(g, ctx.stream), "unscale kernel");
+    return Status::ok();
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareUnscale(const PrepareArgs &a) {
+  MP_TRY_PLAN(p, planUnscale(a.call, a.operands, a.results));
+  return made<UnscaleCall>(std::move(p));
+}
+
+struct LossScaleCall : PreparedCall {
+  LossScaleParams p;
+  explicit LossScaleCall(const LossScaleParams &p) : p(p) {}
+  Status enqueue(const RunContext &ctx) override {
+    return cudaStatus(launchLossScaleUpdate(p, ctx.stream),
+                      "loss_scale_update kernel");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareLossScale(const PrepareArgs &a) {
+  MP_TRY_PLAN(p, planLossScaleUpdate(a.call, a.operands, a.results));
+  return made<LossScaleCall>(p);
+}
+
+struct OptimizerCall : PreparedCall {
+  OptimizerParams p;
+  explicit OptimizerCall(const OptimizerParams &p) : p(p) {}
+  Status enqueue(const RunContext &ctx) override {
+    return cudaStatus(launchOptimizer(p, ctx.stream), "optimizer kernel");
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareSgd(const PrepareArgs &a) {
+  MP_TRY_PLAN(p, planOptimizer(false, a.call, a.operands, a.results));
+  return made<OptimizerCall>(p);
+}
+Result<std::unique_ptr<PreparedCall>> prepareAdam(const PrepareArgs &a) {
+  MP_TRY_PLAN(p, planOptimizer(true, a.call, a.operands, a.results));
+  return made<OptimizerCall>(p);
+}
+
+} // namespace
+
+void addKernelCalls(std::map<std::string, PrepareFn> &t) {
+  t["kernel.elementwise"] = prepareElementwise;
+  t["kernel.cast"] = prepareCast;
+  t["kernel.copy"] = prepareCopy;
+  t["kernel.transpose"] = prepareTranspose;
+  t["kernel.broadcast"] = prepareBroadcast;
+  t["kernel.slice"] = prepareSlice;
+  t["kernel.concat"] = prepareConcat;
+  t["kernel.reduce"] = prepareReduce;
+  t["cudnn.softmax"] = prepareSoftmax;
+  t["cudnn.pool"] = preparePoolFwd;
+  t["cudnn.pool_bwd"] = preparePoolBwd;
+  t["cudnn.batch_norm_inference"] = prepareBNInference;
+  t["cudnn.batch_norm_training"] = prepareBNTraining;
+  t["cudnn.batch_norm_bwd"] = prepareBNBackward;
+  t["kernel.gather"] = prepareGather;
+  t["kernel.scatter_nd"] = prepareScatterND;
+  t["kernel.nll_loss"] = prepareNll;
+  t["kernel.nll_loss_grad"] = prepareNllGrad;
+  t["kernel.softmax_cross_entropy_grad"] = prepareSceGrad;
+  t["kernel.unscale_check_finite"] = prepareUnscale;
+  t["kernel.loss_scale_update"] = prepareLossScale;
+  t["kernel.sgd_step"] = prepareSgd;
+  t["kernel.adam_step"] = prepareAdam;
+}
+
+const std::map<std::string, PrepareFn> &cudaCallTable() {
+  static const std::map<std::string, PrepareFn> table = [] {
+    std::map<std::string, PrepareFn> t;
+    addKernelCalls(t);
+    addLibraryCalls(t);
+    return t;
+  }();
+  return table;
+}
+
+} // namespace mp::rt::cuda

@@ -1,0 +1,52 @@
+//===- Launch.h - the CUDA backend's kernel launchers -------------*- C++
+//-*-===//
+//
+// Host functions (defined in Kernels.cu and TrainingKernels.cu) that launch
+// the project's kernels on a stream with the parameters CudaPlanning made.
+// Each returns the launch's error (cudaGetLastError). Private to
+// lib/Runtime/CUDA.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_LIB_RUNTIME_CUDA_LAUNCH_H
+#define MP_LIB_RUNTIME_CUDA_LAUNCH_H
+
+#include "mp/Runtime/CUDA/KernelParams.h"
+
+#include <cuda_runtime_api.h>
+
+namespace mp::rt::cuda {
+
+// Kernels.cu
+cudaError_t launchElementwise(const EwParams &p, cudaStream_t stream);
+cudaError_t launchCast(const CastParams &p, cudaStream_t stream);
+cudaError_t launchGatherCopy(const GatherCopyParams &p, cudaStream_t stream);
+cudaError_t launchReduce(const ReduceParams &p, cudaStream_t stream);
+cudaError_t launchSoftmax(const SoftmaxParams &p, cudaStream_t stream);
+cudaError_t launchEpilogue(const EpilogueParams &p, cudaStream_t stream);
+/// Pooling forward (y, and indices when p.indices).
+cudaError_t launchPool(const PoolParams &p, cudaStream_t stream);
+/// Pooling backward: adds into p.acc (f32, or f64 when accF64), which the
+/// caller zeroed.
+cudaError_t launchPoolBackward(const PoolParams &p, bool accF64,
+                               cudaStream_t stream);
+
+// TrainingKernels.cu
+/// kind: 0 inference, 1 training, 2 backward (BatchNormKind).
+cudaError_t launchBatchNorm(int kind, const BatchNormParams &p,
+                            cudaStream_t stream);
+cudaError_t launchGather(const GatherParams &p, DeviceError *error,
+                         cudaStream_t stream);
+cudaError_t launchScatterND(const ScatterNDParams &p, DeviceError *error,
+                            cudaStream_t stream);
+/// kind: 0 nll_loss, 1 nll_loss_grad, 2 softmax_cross_entropy_grad
+/// (LossKind).
+cudaError_t launchLoss(int kind, const LossParams &p, DeviceError *error,
+                       cudaStream_t stream);
+cudaError_t launchUnscale(const UnscaleParams &p, cudaStream_t stream);
+cudaError_t launchLossScaleUpdate(const LossScaleParams &p,
+                                  cudaStream_t stream);
+cudaError_t launchOptimizer(const OptimizerParams &p, cudaStream_t stream);
+
+} // namespace mp::rt::cuda
+
+#endif // MP_LIB_RUNTIME_CUDA_LAUNCH_H

@@ -1,0 +1,1113 @@
+//===- CudaPlanningTest.cpp - host-side decisions of the CUDA backend -----===//
+//
+// The CUDA backend's planning (mp/Runtime/CUDA/CudaPlanning.h) runs without
+// a GPU and without the CUDA toolkit: these tests run in every build. They
+// check the kernel parameters (broadcast strides, merged dims, reduction
+// geometry, launch sizes), the cuBLASLt row-major mapping and epilogue
+// choice, the cuDNN descriptor dims, explicit padding, the algorithm-cache
+// keys, and that the checks accept and refuse what the CPU backend does.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Runtime/CUDA/CudaPlanning.h"
+#include "mp/Runtime/CPU/Calls.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <limits>
+
+using namespace mp::rt;
+using namespace mp::rt::cuda;
+
+namespace {
+
+/// Tensors at distinct, 256-aligned made-up addresses.
+struct Addr {
+  uint64_t next = uint64_t(1) << 32;
+  TensorDesc operator()(DType t, Shape s) {
+    TensorDesc d{t, std::move(s), next};
+    next += (d.byteCount() + 4096) / 256 * 256 + 256;
+    return d;
+  }
+};
+
+PlanCall callOf(std::string kind, std::vector<PlanAttr> attrs) {
+  PlanCall c;
+  c.kind = std::move(kind);
+  c.attributes = std::move(attrs);
+  return c;
+}
+
+template <typename T> std::string messageOf(const Result<T> &r) {
+  return r.message();
+}
+
+} // namespace
+
+TEST_CASE("the CUDA call table: kinds, and the CPU implements them all",
+          "[cuda][planning]") {
+  const std::vector<std::string> &kinds = cudaCallKinds();
+  CHECK(std::is_sorted(kinds.begin(), kinds.end()));
+  for (const char *k : {"cublaslt.matmul",
+                        "cudnn.conv_fwd",
+                        "cudnn.conv_bwd_data",
+                        "cudnn.conv_bwd_filter",
+                        "cudnn.pool",
+                        "cudnn.pool_bwd",
+                        "cudnn.batch_norm_inference",
+                        "cudnn.batch_norm_training",
+                        "cudnn.batch_norm_bwd",
+                        "cudnn.softmax",
+                        "kernel.elementwise",
+                        "kernel.cast",
+                        "kernel.reduce",
+                        "kernel.copy",
+                        "kernel.transpose",
+                        "kernel.unscale_check_finite",
+                        "kernel.loss_scale_update",
+                        "kernel.sgd_step",
+                        "kernel.adam_step",
+                        "kernel.softmax_cross_entropy_grad",
+                        "kernel.nll_loss",
+                        "kernel.gather",
+                        "kernel.scatter_nd"})
+    CHECK(isCudaCallKind(k));
+  CHECK(isCudaCallKind("kernel.concat"));
+  CHECK_FALSE(isCudaCallKind("kernel.topk"));
+  for (const std::string &k : kinds)
+    CHECK(cpu::cpuCallTable().find(k) != nullptr);
+}
+
+TEST_CASE("launch sizes and the workspace layout", "[cuda][planning]") {
+  LaunchConfig c = launchFor(1000, 256);
+  CHECK(c.threads == 256);
+  CHECK(c.blocks == 4);
+  CHECK(launchFor(0).blocks == 1);
+  CHECK(launchFor(int64_t(1) << 40, 256, 8192).blocks == 8192);
+  CHECK(launchFor(1, 128).blocks == 1);
+
+  WorkspaceLayout ws;
+  CHECK(ws.add(10) == 0);
+  CHECK(ws.add(300) == 256);
+  CHECK(ws.add(0) == 768);
+  CHECK(ws.add(1) == 768);
+  CHECK(ws.total() == 769);
+
+  CHECK(addressAlignment(0) == 256);
+  CHECK(addressAlignment(4096 + 16) == 16);
+  CHECK(addressAlignment(4096 + 2) == 2);
+  CHECK(addressAlignment(4096 + 512) == 256);
+}
+
+TEST_CASE("broadcast loops: size-1 dims dropped, contiguous dims merged",
+          "[cuda][planning]") {
+  SECTION("same shapes merge into one dim") {
+    Result<BroadcastLoop> l =
+        makeBroadcastLoop({{2, 3, 4}, {2, 3, 4}}, {2, 3, 4});
+    REQUIRE(l);
+    CHECK(l->rank == 1);
+    CHECK(l->dims[0] == 24);
+    CHECK(l->strides[0][0] == 1);
+    CHECK(l->strides[1][0] == 1);
+  }
+  SECTION("a row vector") {
+    Result<BroadcastLoop> l = makeBroadcastLoop({{2, 3, 4}, {4}}, {2, 3, 4});
+    REQUIRE(l);
+    REQUIRE(l->rank == 2);
+    CHECK(l->dims[0] == 6);
+    CHECK(l->dims[1] == 4);
+    CHECK(l->strides[0][0] == 4);
+    CHECK(l->strides[0][1] == 1);
+    CHECK(l->strides[1][0] == 0);
+    CHECK(l->strides[1][1] == 1);
+  }
+  SECTION("both sides broadcast") {
+    Result<BroadcastLoop> l =
+        makeBroadcastLoop({{2, 1, 4}, {1, 3, 1}}, {2, 3, 4});
+    REQUIRE(l);
+    REQUIRE(l->rank == 3);
+    CHECK(std::vector<int64_t>(l->dims, l->dims + 3) ==
+          std::vector<int64_t>{2, 3, 4});
+    CHECK(std::vector<int64_t>(l->strides[0], l->strides[0] + 3) ==
+          std::vector<int64_t>{4, 0, 1});
+    CHECK(std::vector<int64_t>(l->strides[1], l->strides[1] + 3) ==
+          std::vector<int64_t>{0, 1, 0});
+  }
+  SECTION("a scalar and a single element") {
+    Result<BroadcastLoop> l = makeBroadcastLoop({{}, {1, 1}}, {1, 1});
+    REQUIRE(l);
+    CHECK(l->rank == 1);
+    CHECK(l->dims[0] == 1);
+    CHECK(l->strides[0][0] == 0);
+  }
+  SECTION("errors") {
+    Result<BroadcastLoop> l = makeBroadcastLoop({{2, 3}}, {2, 4});
+    REQUIRE_FALSE(l);
+    CHECK(l.message() == "input 0 [2, 3] does not broadcast to y [2, 4]");
+    CHECK_FALSE(makeBroadcastLoop(std::vector<Shape>(9, Shape{2}), {2}));
+    // Alternating broadcast dims cannot merge: 9 dims.
+    Shape out(9, 2), in;
+    for (int i = 0; i < 9; ++i)
+      in.push_back(i % 2 ? 2 : 1);
+    Result<BroadcastLoop> deep = makeBroadcastLoop({in, out}, out);
+    REQUIRE_FALSE(deep);
+    CHECK_THAT(deep.message(), Catch::Contains("after merging"));
+  }
+}
+
+TEST_CASE("elementwise planning", "[cuda][planning]") {
+  Addr at;
+  auto attrs = [](const char *fn) {
+    return std::vector<PlanAttr>{{"fn", std::string(fn)}};
+  };
+  SECTION("f16 add with a broadcast bias computes in f32") {
+    TensorDesc a = at(DType::F16, {4, 8}), b = at(DType::F16, {8}),
+               y = at(DType::F16, {4, 8});
+    Result<EwParams> p = planElementwise(
+        callOf("kernel.elementwise", attrs("add")), {a, b}, {y});
+    REQUIRE(p);
+    CHECK(p->op == kEwAdd);
+    CHECK(p->compute == kComputeF32);
+    CHECK(p->numInputs == 2);
+    CHECK(p->n == 32);
+    CHECK(p->contiguous == 0);
+    CHECK(p->in[0] == a.ptr<const void>());
+    CHECK(p->out == y.ptr<void>());
+    CHECK(p->outDtype == static_cast<int32_t>(DType::F16));
+  }
+  SECTION("same shapes are contiguous; in place is fine") {
+    TensorDesc a = at(DType::F32, {16});
+    Result<EwParams> p =
+        planElementwise(callOf("kernel.elementwise", attrs("relu")), {a}, {a});
+    REQUIRE(p);
+    CHECK(p->contiguous == 1);
+    CHECK(p->compute == kComputeF32);
+  }
+  SECTION("comparisons give bool, where moves raw elements") {
+    TensorDesc a = at(DType::F64, {3}), b = at(DType::F64, {3}),
+               c = at(DType::Bool, {3}), y = at(DType::Bool, {3}),
+               w = at(DType::F64, {3});
+    Result<EwParams> p = planElementwise(
+        callOf("kernel.elementwise", attrs("greater")), {a, b}, {y});
+    REQUIRE(p);
+    CHECK(p->compute == kComputeF64);
+    Result<EwParams> q = planElementwise(
+        callOf("kernel.elementwise", attrs("where")), {c, a, b}, {w});
+    REQUIRE(q);
+    CHECK(q->compute == kComputeRaw);
+    CHECK(q->elemSize == 8);
+    CHECK(q->op == kEwWhere);
+  }
+  SECTION("parameters default as ONNX's") {
+    TensorDesc a = at(DType::F32, {3}), y = at(DType::F32, {3});
+    Result<EwParams> leaky = planElementwise(
+        callOf("kernel.elementwise", attrs("leaky_relu")), {a}, {y});
+    REQUIRE(leaky);
+    CHECK(leaky->alpha == 0.01);
+    Result<EwParams> clip =
+        planElementwise(callOf("kernel.elementwise", attrs("clip")), {a}, {y});
+    REQUIRE(clip);
+    CHECK(clip->op == kEwClip1);
+    CHECK(clip->alpha == -std::numeric_limits<double>::infinity());
+    CHECK(clip->beta == std::numeric_limits<double>::infinity());
+    auto withAlpha = attrs("elu");
+    withAlpha.push_back({"alpha", 0.5});
+    Result<EwParams> elu =
+        planElementwise(callOf("kernel.elementwise", withAlpha), {a}, {y});
+    REQUIRE(elu);
+    CHECK(elu->alpha == 0.5);
+  }
+  SECTION("integers compute in 64 bits where the GPU has them") {
+    TensorDesc a = at(DType::I32, {3}), b = at(DType::I32, {3}),
+               y = at(DType::I32, {3});
+    Result<EwParams> p = planElementwise(
+        callOf("kernel.elementwise", attrs("mul")), {a, b}, {y});
+    REQUIRE(p);
+    CHECK(p->compute == kComputeInt);
+    Result<EwParams> pw = planElementwise(
+        callOf("kernel.elementwise", attrs("pow")), {a, b}, {y});
+    REQUIRE_FALSE(pw);
+    CHECK(pw.message() ==
+          "elementwise pow: is not implemented on the GPU for dtype i32");
+  }
+  SECTION("errors: the CPU's rules, and what the GPU lacks") {
+    TensorDesc a = at(DType::F32, {3}), b = at(DType::F16, {3}),
+               y = at(DType::F32, {3});
+    CHECK(messageOf(planElementwise(callOf("kernel.elementwise", attrs("add")),
+                                    {a, b}, {y})) ==
+          "elementwise add: input 1 has dtype f16; expected f32");
+    CHECK(messageOf(planElementwise(callOf("kernel.elementwise", attrs("nope")),
+                                    {a}, {y})) ==
+          "unknown elementwise fn 'nope'");
+    TensorDesc u = at(DType::U32, {3});
+    CHECK(messageOf(planElementwise(
+              callOf("kernel.elementwise", attrs("bitshift_left")), {u, u},
+              {u})) == "elementwise bitshift_left: is not implemented on the "
+                       "GPU");
+    CHECK(messageOf(planElementwise(callOf("kernel.elementwise", attrs("exp")),
+                                    {at(DType::I32, {3})},
+                                    {at(DType::I32, {3})})) ==
+          "elementwise exp: does not take dtype i32");
+    // y partly overlapping an input.
+    TensorDesc big = at(DType::F32, {8});
+    CHECK(messageOf(
+              planElementwise(callOf("kernel.elementwise", attrs("neg")), {big},
+                              {TensorDesc{DType::F32, {8}, big.addr + 4}})) ==
+          "elementwise neg: y overlaps input 0");
+  }
+}
+
+TEST_CASE("cast, copy, transpose and window copies", "[cuda][planning]") {
+  Addr at;
+  TensorDesc x = at(DType::F32, {2, 3}), y = at(DType::BF16, {6});
+  Result<CastParams> c = planCast(x, y);
+  REQUIRE(c);
+  CHECK(c->n == 6);
+  CHECK(c->inDtype == 1);
+  CHECK(c->outDtype == 16);
+  CHECK(messageOf(planCast(x, at(DType::F16, {5}))) ==
+        "cast: x [2, 3] and y [5] have different numbers of elements");
+
+  Result<uint64_t> copy = planCopy(x, at(DType::F32, {3, 2}));
+  REQUIRE(copy);
+  CHECK(*copy == 24);
+  CHECK(*planCopy(x, x) == 0);
+
+  SECTION("transpose: y's dims with x's strides, neighbours merged") {
+    TensorDesc a = at(DType::F16, {2, 3, 4}), b = at(DType::F16, {2, 4, 3});
+    Result<GatherCopyParams> t = planTranspose(a, b, {0, 2, 1});
+    REQUIRE(t);
+    REQUIRE(t->rank == 3);
+    CHECK(std::vector<int64_t>(t->dims, t->dims + 3) ==
+          std::vector<int64_t>{2, 4, 3});
+    CHECK(std::vector<int64_t>(t->xStrides, t->xStrides + 3) ==
+          std::vector<int64_t>{12, 1, 4});
+    CHECK(t->elemSize == 2);
+    TensorDesc c2 = at(DType::F16, {3, 4, 2});
+    Result<GatherCopyParams> r = planTranspose(a, c2, {1, 2, 0});
+    REQUIRE(r);
+    REQUIRE(r->rank == 2);
+    CHECK(r->dims[0] == 12);
+    CHECK(r->xStrides[0] == 1);
+    CHECK(r->dims[1] == 2);
+    CHECK(r->xStrides[1] == 12);
+    // The default (empty) perm reverses.
+    Result<GatherCopyParams> rev =
+        planTranspose(a, at(DType::F16, {4, 3, 2}), {});
+    REQUIRE(rev);
+    CHECK(messageOf(planTranspose(a, b, {0, 0, 1})) ==
+          "transpose: perm [0, 0, 1] is not a permutation of 0..3-1");
+  }
+  SECTION("slice: the start as a base, steps as strides") {
+    TensorDesc a = at(DType::F32, {4, 10, 6});
+    PlanCall c =
+        callOf("kernel.slice", {{"starts", std::vector<int64_t>{1, 9, 0}},
+                                {"steps", std::vector<int64_t>{2, -3, 1}}});
+    Result<GatherCopyParams> p = planSlice(c, a, at(DType::F32, {2, 3, 6}));
+    REQUIRE(p);
+    CHECK(p->base == 1 * 60 + 9 * 6);
+    REQUIRE(p->rank == 3);
+    CHECK(std::vector<int64_t>(p->xStrides, p->xStrides + 3) ==
+          std::vector<int64_t>{120, -18, 1});
+    CHECK(messageOf(planSlice(c, a, at(DType::F32, {2, 5, 6}))) ==
+          "slice: dim 1: 5 elements from start 9 with step -3 do not lie in x "
+          "[4, 10, 6]");
+  }
+  SECTION("concat: one scatter copy per input") {
+    TensorDesc a = at(DType::F16, {2, 3, 4}), b = at(DType::F16, {2, 5, 4}),
+               e = at(DType::F16, {2, 0, 4}), y = at(DType::F16, {2, 8, 4});
+    PlanCall c = callOf("kernel.concat", {{"axis", int64_t(-2)}});
+    Result<std::vector<GatherCopyParams>> p = planConcat(c, {a, e, b}, y);
+    REQUIRE(p);
+    REQUIRE(p->size() == 2); // the empty input is left out
+    CHECK((*p)[0].scatter == 1);
+    CHECK((*p)[0].dims[0] == 2);
+    CHECK((*p)[0].dims[1] == 12);
+    CHECK((*p)[0].xStrides[0] == 32);
+    CHECK((*p)[0].base == 0);
+    CHECK((*p)[1].dims[1] == 20);
+    CHECK((*p)[1].base == 12);
+    CHECK(messageOf(planConcat(c, {a, a}, y)) ==
+          "concat: the inputs add up to 6 along axis 1, but y [2, 8, 4] has 8");
+  }
+  SECTION("broadcast: raw elements") {
+    Result<EwParams> p =
+        planBroadcast(at(DType::I64, {3, 1}), at(DType::I64, {2, 3, 4}));
+    REQUIRE(p);
+    CHECK(p->compute == kComputeRaw);
+    CHECK(p->elemSize == 8);
+    CHECK(messageOf(
+              planBroadcast(at(DType::I64, {3, 2}), at(DType::I64, {3, 4}))) ==
+          "broadcast: x [3, 2] does not broadcast to y [3, 4]");
+  }
+  SECTION("window copies pad and crop") {
+    Result<GatherCopyParams> w =
+        planWindowCopy(DType::F32, {1, 1, 3, 3}, {1, 1, 5, 4}, {0, 0, -1, -1},
+                       nullptr, nullptr);
+    REQUIRE(w);
+    CHECK(w->window == 1);
+    CHECK(w->n == 20);
+    CHECK(w->start[2] == -1);
+    CHECK(w->xDims[3] == 3);
+    CHECK(w->xStrides[2] == 3);
+  }
+}
+
+TEST_CASE("reduce planning: kept and reduced dims, the loop",
+          "[cuda][planning]") {
+  Addr at;
+  auto call = [](const char *fn, std::vector<int64_t> axes) {
+    return callOf("kernel.reduce", {{"fn", std::string(fn)},
+                                    {"axes", std::move(axes)},
+                                    {"compute_type", int64_t(1)}});
+  };
+  SECTION("the last axis of a wide row: a block per output") {
+    TensorDesc x = at(DType::F16, {8, 1024}), y = at(DType::F16, {8, 1});
+    Result<ReduceParams> p = planReduce(call("mean", {1}), x, y);
+    REQUIRE(p);
+    CHECK(p->op == kRedMean);
+    CHECK(p->ySize == 8);
+    CHECK(p->count == 1024);
+    CHECK(p->blockPerOutput == 1);
+    CHECK(p->keptRank == 1);
+    CHECK(p->keptStrides[0] == 1024);
+    CHECK(p->reducedRank == 1);
+    CHECK(p->reducedStrides[0] == 1);
+  }
+  SECTION("a middle axis: a thread per output") {
+    TensorDesc x = at(DType::F32, {2, 3, 4}), y = at(DType::F32, {2, 4});
+    Result<ReduceParams> p = planReduce(call("sum", {-2}), x, y);
+    REQUIRE(p);
+    CHECK(p->blockPerOutput == 0);
+    CHECK(p->keptRank == 2);
+    CHECK(p->keptDims[0] == 2);
+    CHECK(p->keptStrides[0] == 12);
+    CHECK(p->keptDims[1] == 4);
+    CHECK(p->keptStrides[1] == 1);
+    CHECK(p->reducedRank == 1);
+    CHECK(p->reducedDims[0] == 3);
+    CHECK(p->reducedStrides[0] == 4);
+  }
+  SECTION("neighbouring reduced dims merge") {
+    TensorDesc x = at(DType::F32, {2, 3, 4, 5}),
+               y = at(DType::F32, {2, 1, 1, 5});
+    Result<ReduceParams> p = planReduce(call("max", {1, 2}), x, y);
+    REQUIRE(p);
+    CHECK(p->reducedRank == 1);
+    CHECK(p->reducedDims[0] == 12);
+    CHECK(p->reducedStrides[0] == 5);
+    CHECK(p->count == 12);
+  }
+  SECTION("argmax gives i64; errors as the CPU") {
+    TensorDesc x = at(DType::F32, {2, 3});
+    Result<ReduceParams> p =
+        planReduce(call("argmax", {1}), x, at(DType::I64, {2}));
+    REQUIRE(p);
+    CHECK(p->outDtype == 7);
+    CHECK(messageOf(planReduce(call("sum", {}), x, at(DType::F32, {2}))) ==
+          "reduce sum: axes is empty");
+    CHECK(messageOf(planReduce(call("sum", {1, -1}), x, at(DType::F32, {2}))) ==
+          "reduce sum: axis -1 appears twice");
+    CHECK(messageOf(planReduce(call("sum", {1}), x, at(DType::F32, {3}))) ==
+          "reduce sum: y [3] is not x [2, 3] reduced over the axes ([2, 1] or "
+          "[2])");
+    CHECK(messageOf(
+              planReduce(call("log_sum_exp", {1}), x, at(DType::F32, {2}))) ==
+          "reduce log_sum_exp: is not implemented on the GPU");
+  }
+}
+
+TEST_CASE("softmax planning", "[cuda][planning]") {
+  Addr at;
+  TensorDesc x = at(DType::BF16, {2, 5, 3}), y = at(DType::BF16, {2, 5, 3});
+  Result<SoftmaxParams> p = planSoftmax(
+      callOf("cudnn.softmax", {{"axis", int64_t(1)}, {"log", int64_t(1)}}), x,
+      y);
+  REQUIRE(p);
+  CHECK(p->outer == 2);
+  CHECK(p->len == 5);
+  CHECK(p->inner == 3);
+  CHECK(p->log == 1);
+  CHECK(messageOf(planSoftmax(callOf("cudnn.softmax", {{"axis", int64_t(3)}}),
+                              x, y)) ==
+        "softmax: axis 3 is out of range for x [2, 5, 3]");
+}
+
+namespace {
+
+PlanCall matmulCall(std::vector<PlanAttr> extra = {}, bool hasC = false,
+                    bool hasBias = false) {
+  std::vector<PlanAttr> a{{"has_c", int64_t(hasC)},
+                          {"has_bias", int64_t(hasBias)},
+                          {"compute_type", int64_t(1)}};
+  for (PlanAttr &e : extra)
+    a.push_back(std::move(e));
+  return callOf("cublaslt.matmul", std::move(a));
+}
+
+} // namespace
+
+TEST_CASE("matmul planning: the row-major mapping to cuBLASLt",
+          "[cuda][planning]") {
+  Addr at;
+  SECTION("A [M, K] B [K, N]") {
+    TensorDesc a = at(DType::F16, {5, 7}), b = at(DType::F16, {7, 3}),
+               d = at(DType::F16, {5, 3});
+    Result<MatmulPlan> p = planMatmul(matmulCall(), {a, b}, {d});
+    REQUIRE(p);
+    const LtGemm &g = p->gemm;
+    CHECK(g.m == 3);
+    CHECK(g.n == 5);
+    CHECK(g.k == 7);
+    CHECK_FALSE(g.transA);
+    CHECK_FALSE(g.transB);
+    CHECK(g.aRows == 3);
+    CHECK(g.aCols == 7);
+    CHECK(g.lda == 3);
+    CHECK(g.bRows == 7);
+    CHECK(g.bCols == 5);
+    CHECK(g.ldb == 7);
+    CHECK(g.ldd == 3);
+    CHECK(g.batchCount == 1);
+    CHECK_FALSE(p->staged);
+    CHECK_FALSE(p->withC);
+    CHECK(p->loop.empty());
+  }
+  SECTION("transposes") {
+    TensorDesc a = at(DType::F32, {7, 5}), b = at(DType::F32, {3, 7}),
+               d = at(DType::F32, {5, 3});
+    Result<MatmulPlan> p = planMatmul(
+        matmulCall({{"trans_a", int64_t(1)}, {"trans_b", int64_t(1)}}), {a, b},
+        {d});
+    REQUIRE(p);
+    const LtGemm &g = p->gemm;
+    CHECK(g.transA);
+    CHECK(g.aRows == 7);
+    CHECK(g.aCols == 3);
+    CHECK(g.lda == 7);
+    CHECK(g.transB);
+    CHECK(g.bRows == 5);
+    CHECK(g.bCols == 7);
+    CHECK(g.ldb == 5);
+  }
+  SECTION("a batched A with one B folds the batch into M") {
+    TensorDesc a = at(DType::BF16, {2, 3, 4, 8}), b = at(DType::BF16, {8, 6}),
+               d = at(DType::BF16, {2, 3, 4, 6});
+    Result<MatmulPlan> p = planMatmul(matmulCall(), {a, b}, {d});
+    REQUIRE(p);
+    CHECK(p->gemm.n == 24);
+    CHECK(p->gemm.bCols == 24);
+    CHECK(p->gemm.batchCount == 1);
+    CHECK(p->loop.empty());
+  }
+  SECTION("equal batches: one strided batched call") {
+    TensorDesc a = at(DType::F16, {6, 4, 8}), b = at(DType::F16, {6, 8, 2}),
+               d = at(DType::F16, {6, 4, 2});
+    Result<MatmulPlan> p = planMatmul(matmulCall(), {a, b}, {d});
+    REQUIRE(p);
+    CHECK(p->gemm.batchCount == 6);
+    CHECK(p->gemm.strideA == 16); // cuBLASLt's A is our B: 8 * 2
+    CHECK(p->gemm.strideB == 32); // our A: 4 * 8
+    CHECK(p->gemm.strideD == 8);
+  }
+  SECTION("a transposed A with one B: stride 0 for B") {
+    TensorDesc a = at(DType::F32, {3, 8, 4}), b = at(DType::F32, {8, 2}),
+               d = at(DType::F32, {3, 4, 2});
+    Result<MatmulPlan> p =
+        planMatmul(matmulCall({{"trans_a", int64_t(1)}}), {a, b}, {d});
+    REQUIRE(p);
+    CHECK(p->gemm.batchCount == 3);
+    CHECK(p->gemm.strideA == 0);
+    CHECK(p->gemm.strideB == 32);
+  }
+  SECTION("batches broadcast both ways: one GEMM per entry") {
+    TensorDesc a = at(DType::F32, {2, 1, 4, 8}),
+               b = at(DType::F32, {1, 3, 8, 2}),
+               d = at(DType::F32, {2, 3, 4, 2});
+    Result<MatmulPlan> p = planMatmul(matmulCall(), {a, b}, {d});
+    REQUIRE(p);
+    REQUIRE(p->loop.size() == 6);
+    // Entry (i, j): B's matrix j, A's matrix i, D's entry 3i + j.
+    CHECK(p->loop[4] == std::array<int64_t, 3>{16, 32, 32});
+    CHECK(p->loop[5] == std::array<int64_t, 3>{32, 32, 40});
+    CHECK(p->gemm.batchCount == 1);
+  }
+  SECTION("vectors") {
+    TensorDesc a = at(DType::F32, {8}), b = at(DType::F32, {8, 3}),
+               d = at(DType::F32, {3});
+    Result<MatmulPlan> p = planMatmul(matmulCall(), {a, b}, {d});
+    REQUIRE(p);
+    CHECK(p->gemm.n == 1);
+    TensorDesc v = at(DType::F32, {8}), m = at(DType::F32, {4, 8}),
+               r = at(DType::F32, {4});
+    Result<MatmulPlan> q = planMatmul(matmulCall(), {m, v}, {r});
+    REQUIRE(q);
+    CHECK(q->gemm.m == 1);
+    CHECK(q->gemm.aRows == 1);
+    CHECK(q->gemm.lda == 1);
+  }
+}
+
+TEST_CASE("matmul planning: epilogues, C and bias", "[cuda][planning]") {
+  Addr at;
+  TensorDesc a = at(DType::F16, {4, 8}), b = at(DType::F16, {8, 6});
+  SECTION("bias of D's dtype and relu are cuBLASLt epilogues") {
+    TensorDesc bias = at(DType::F16, {6}), d = at(DType::F16, {4, 6});
+    Result<MatmulPlan> p =
+        planMatmul(matmulCall({{"epilogue", std::string("relu")}}, false, true),
+                   {a, b, bias}, {d});
+    REQUIRE(p);
+    CHECK(p->fusedBias);
+    CHECK(p->fusedRelu);
+    CHECK_FALSE(p->staged);
+    CHECK(p->stagedBytes == 0);
+  }
+  SECTION("gelu is exact: staged in f32, then the epilogue kernel") {
+    TensorDesc bias = at(DType::F16, {6}), d = at(DType::F16, {4, 6});
+    Result<MatmulPlan> p =
+        planMatmul(matmulCall({{"epilogue", std::string("gelu")}}, false, true),
+                   {a, b, bias}, {d});
+    REQUIRE(p);
+    CHECK(p->staged);
+    CHECK_FALSE(p->fusedBias);
+    CHECK(p->stagedBytes == 4 * 6 * 4);
+    CHECK(p->epilogue.act == kActGelu);
+    CHECK(p->epilogue.biasDtype == 10);
+    CHECK(p->epilogue.geom.c == 6);
+    CHECK(p->epilogue.geom.inner == 1);
+    CHECK(p->epilogue.geom.outer == 4);
+  }
+  SECTION("an f32 bias for an f16 D is added before the single rounding") {
+    TensorDesc bias = at(DType::F32, {6}), d = at(DType::F16, {4, 6});
+    Result<MatmulPlan> p =
+        planMatmul(matmulCall({}, false, true), {a, b, bias}, {d});
+    REQUIRE(p);
+    CHECK(p->staged);
+    CHECK(p->epilogue.act == kActNone);
+  }
+  SECTION("an f32 D is its own staging area") {
+    TensorDesc d = at(DType::F32, {4, 6});
+    Result<MatmulPlan> p = planMatmul(
+        matmulCall({{"epilogue", std::string("gelu")}}), {a, b}, {d});
+    REQUIRE(p);
+    CHECK(p->staged);
+    CHECK(p->stagedBytes == 0);
+  }
+  SECTION("C of D's shape goes to cuBLASLt; a broadcast C is copied first") {
+    TensorDesc d = at(DType::F16, {4, 6}), c = at(DType::F16, {4, 6}),
+               row = at(DType::F16, {6});
+    Result<MatmulPlan> p =
+        planMatmul(matmulCall({{"beta", 0.5}}, true), {a, b, c}, {d});
+    REQUIRE(p);
+    CHECK(p->withC);
+    CHECK(p->cDirect);
+    Result<MatmulPlan> q =
+        planMatmul(matmulCall({{"beta", 0.5}}, true), {a, b, row}, {d});
+    REQUIRE(q);
+    CHECK(q->withC);
+    CHECK_FALSE(q->cDirect);
+    CHECK(q->cCopy.loop.rank == 2);
+    CHECK(q->cCopy.loop.strides[0][0] == 0);
+    // beta 0: C is not read at all.
+    Result<MatmulPlan> r = planMatmul(matmulCall({}, true), {a, b, c}, {d});
+    REQUIRE(r);
+    CHECK_FALSE(r->withC);
+  }
+  SECTION("errors as the CPU's") {
+    TensorDesc d = at(DType::F16, {4, 6});
+    CHECK(
+        messageOf(planMatmul(matmulCall(), {a, at(DType::F16, {7, 6})}, {d})) ==
+        "matmul: inner dimensions differ: op(A) of [4, 8] has K=8, op(B) "
+        "of [7, 6] has K=7");
+    CHECK(
+        messageOf(planMatmul(matmulCall(), {a, b}, {at(DType::F16, {4, 5})})) ==
+        "matmul: D has shape [4, 5], expected [4, 6] for A [4, 8] and B "
+        "[8, 6]");
+    PlanCall bad = matmulCall();
+    bad.attributes[2].value = int64_t(10);
+    CHECK(messageOf(planMatmul(bad,
+                               {at(DType::F32, {4, 8}), at(DType::F32, {8, 6})},
+                               {at(DType::F32, {4, 6})})) ==
+          "compute type f16 cannot accumulate f32 inputs");
+    CHECK(messageOf(planMatmul(matmulCall({}, true), {a, b}, {d})) ==
+          "expects 3 operands, got 2");
+  }
+  SECTION("alignment follows the addresses") {
+    TensorDesc a2{DType::F16, {4, 8}, (uint64_t(1) << 40) + 16};
+    Result<MatmulPlan> p =
+        planMatmul(matmulCall(), {a2, b}, {at(DType::F16, {4, 6})});
+    REQUIRE(p);
+    CHECK(p->alignB == 16);
+    CHECK(p->alignA == 256);
+  }
+}
+
+namespace {
+
+PlanCall convCall(std::vector<int64_t> pads, std::vector<PlanAttr> extra = {},
+                  bool hasBias = false) {
+  size_t k = pads.size() / 2;
+  std::vector<PlanAttr> a{{"has_bias", int64_t(hasBias)},
+                          {"pads", std::move(pads)},
+                          {"strides", std::vector<int64_t>(k, 1)},
+                          {"dilations", std::vector<int64_t>(k, 1)},
+                          {"compute_type", int64_t(1)}};
+  for (PlanAttr &e : extra) {
+    auto it = std::find_if(a.begin(), a.end(),
+                           [&](const PlanAttr &x) { return x.name == e.name; });
+    if (it != a.end())
+      *it = e;
+    else
+      a.push_back(e);
+  }
+  return callOf("cudnn.conv_fwd", std::move(a));
+}
+
+} // namespace
+
+TEST_CASE("convolution planning: cuDNN descriptors", "[cuda][planning]") {
+  Addr at;
+  SECTION("2-D NCHW, symmetric pads: cuDNN pads") {
+    TensorDesc x = at(DType::F16, {2, 4, 9, 9}),
+               w = at(DType::F16, {8, 2, 3, 3}),
+               y = at(DType::F16, {2, 8, 5, 5});
+    Result<ConvPlan> p = planConv(
+        ConvKind::Forward,
+        convCall({1, 1, 1, 1}, {{"strides", std::vector<int64_t>{2, 2}},
+                                {"groups", int64_t(2)}}),
+        {x, w}, {y});
+    REQUIRE(p);
+    CHECK(p->dataType == DType::F16);
+    CHECK(p->xDims == std::vector<int>{2, 4, 9, 9});
+    CHECK(p->wDims == std::vector<int>{8, 2, 3, 3});
+    CHECK(p->yDims == std::vector<int>{2, 8, 5, 5});
+    CHECK(p->pads == std::vector<int>{1, 1});
+    CHECK(p->strides == std::vector<int>{2, 2});
+    CHECK(p->groups == 2);
+    CHECK_FALSE(p->explicitPad);
+    CHECK_FALSE(p->epilogue);
+    CHECK_FALSE(p->convertIn0);
+  }
+  SECTION("1-D gets a trailing dim of 1") {
+    TensorDesc x = at(DType::F32, {1, 3, 10}), w = at(DType::F32, {4, 3, 3}),
+               y = at(DType::F32, {1, 4, 8});
+    Result<ConvPlan> p =
+        planConv(ConvKind::Forward, convCall({0, 0}), {x, w}, {y});
+    REQUIRE(p);
+    CHECK(p->xDims == std::vector<int>{1, 3, 10, 1});
+    CHECK(p->wDims == std::vector<int>{4, 3, 3, 1});
+    CHECK(p->yDims == std::vector<int>{1, 4, 8, 1});
+    CHECK(p->pads == std::vector<int>{0, 0});
+    CHECK(p->strides == std::vector<int>{1, 1});
+  }
+  SECTION("asymmetric pads pad x explicitly") {
+    TensorDesc x = at(DType::F16, {1, 2, 5, 5}),
+               w = at(DType::F16, {3, 2, 2, 2}),
+               y = at(DType::F16, {1, 3, 5, 5});
+    Result<ConvPlan> p =
+        planConv(ConvKind::Forward, convCall({0, 0, 1, 1}), {x, w}, {y});
+    REQUIRE(p);
+    CHECK(p->explicitPad);
+    CHECK(p->pads == std::vector<int>{0, 0});
+    CHECK(p->xDims == std::vector<int>{1, 2, 6, 6});
+    CHECK(p->paddedShape == Shape{1, 2, 6, 6});
+    CHECK(p->padBytes == 2 * 36 * 2);
+    CHECK(p->padBegin == std::vector<int64_t>{0, 0});
+  }
+  SECTION("bias and relu: the epilogue over channels") {
+    TensorDesc x = at(DType::F16, {2, 4, 6, 6}),
+               w = at(DType::F16, {8, 4, 3, 3}), b = at(DType::F32, {8}),
+               y = at(DType::F16, {2, 8, 4, 4});
+    Result<ConvPlan> p = planConv(
+        ConvKind::Forward,
+        convCall({0, 0, 0, 0}, {{"activation", std::string("relu")}}, true),
+        {x, w, b}, {y});
+    REQUIRE(p);
+    CHECK(p->epilogue);
+    CHECK(p->epi.act == kActRelu);
+    CHECK(p->epi.biasDtype == 1);
+    CHECK(p->epi.geom.outer == 2);
+    CHECK(p->epi.geom.c == 8);
+    CHECK(p->epi.geom.inner == 16);
+    CHECK_FALSE(p->outputToScratch);
+  }
+  SECTION("NHWC: dims in NCHW order; channels last for the epilogue") {
+    TensorDesc x = at(DType::F16, {2, 6, 6, 4}),
+               w = at(DType::F16, {8, 3, 3, 4}), b = at(DType::F16, {8}),
+               y = at(DType::F16, {2, 4, 4, 8});
+    Result<ConvPlan> p = planConv(
+        ConvKind::Forward,
+        convCall({0, 0, 0, 0}, {{"layout", std::string("nhwc")}}, true),
+        {x, w, b}, {y});
+    REQUIRE(p);
+    CHECK(p->nhwc);
+    CHECK(p->xDims == std::vector<int>{2, 4, 6, 6});
+    CHECK(p->wDims == std::vector<int>{8, 4, 3, 3});
+    CHECK(p->yDims == std::vector<int>{2, 8, 4, 4});
+    CHECK(p->epi.geom.c == 8);
+    CHECK(p->epi.geom.inner == 1);
+    CHECK(p->epi.geom.outer == 32);
+  }
+  SECTION("an f32 result of f16 inputs computes in f32") {
+    TensorDesc x = at(DType::F16, {1, 2, 4, 4}),
+               w = at(DType::F16, {3, 2, 3, 3}),
+               y = at(DType::F32, {1, 3, 2, 2});
+    Result<ConvPlan> p =
+        planConv(ConvKind::Forward, convCall({0, 0, 0, 0}), {x, w}, {y});
+    REQUIRE(p);
+    CHECK(p->dataType == DType::F32);
+    CHECK(p->convertIn0);
+    CHECK(p->convertIn1);
+    CHECK(p->in0Bytes == 32 * 4);
+    CHECK(p->in1Bytes == 54 * 4);
+    CHECK_FALSE(p->outputToScratch);
+  }
+  SECTION("backward data (ConvTranspose)") {
+    // x [N, C, in], w [C, M/g, k]: y = [N, M, (in - 1) * s + k - pads].
+    TensorDesc x = at(DType::F16, {1, 4, 3, 3}),
+               w = at(DType::F16, {4, 2, 3, 3}),
+               y = at(DType::F16, {1, 2, 7, 7});
+    PlanCall c = callOf("cudnn.conv_bwd_data",
+                        {{"has_bias", int64_t(0)},
+                         {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                         {"strides", std::vector<int64_t>{2, 2}}});
+    Result<ConvPlan> p = planConv(ConvKind::BackwardData, c, {x, w}, {y});
+    REQUIRE(p);
+    CHECK(p->xDims == std::vector<int>{1, 2, 7, 7}); // the data gradient
+    CHECK(p->yDims == std::vector<int>{1, 4, 3, 3}); // the incoming gradient
+    CHECK(p->wDims == std::vector<int>{4, 2, 3, 3});
+    CHECK(p->strides == std::vector<int>{2, 2});
+    // Output padding of 1 (< stride) is fine.
+    TensorDesc y8 = at(DType::F16, {1, 2, 8, 8});
+    CHECK(planConv(ConvKind::BackwardData, c, {x, w}, {y8}));
+    // Asymmetric pads: the padded gradient, cropped.
+    PlanCall asym = c;
+    asym.attributes[1].value = std::vector<int64_t>{1, 1, 0, 0};
+    TensorDesc y6 = at(DType::F16, {1, 2, 6, 6});
+    Result<ConvPlan> q = planConv(ConvKind::BackwardData, asym, {x, w}, {y6});
+    REQUIRE(q);
+    CHECK(q->explicitPad);
+    CHECK(q->paddedShape == Shape{1, 2, 7, 7});
+  }
+  SECTION("backward filter") {
+    TensorDesc x = at(DType::BF16, {2, 4, 6, 6}),
+               dy = at(DType::BF16, {2, 8, 4, 4}),
+               dw = at(DType::F32, {8, 4, 3, 3});
+    PlanCall c =
+        callOf("cudnn.conv_bwd_filter", {{"compute_type", int64_t(1)}});
+    Result<ConvPlan> p = planConv(ConvKind::BackwardFilter, c, {x, dy}, {dw});
+    REQUIRE(p);
+    CHECK(p->dataType == DType::F32);
+    CHECK(p->convertIn0);
+    CHECK(p->convertIn1);
+    CHECK(p->xDims == std::vector<int>{2, 4, 6, 6});
+    CHECK(p->yDims == std::vector<int>{2, 8, 4, 4});
+    CHECK(p->wDims == std::vector<int>{8, 4, 3, 3});
+    CHECK(messageOf(planConv(ConvKind::BackwardFilter, c,
+                             {x, at(DType::BF16, {2, 8, 5, 5})}, {dw})) ==
+          "conv_bwd_filter: dy has shape [2, 8, 5, 5], expected [2, 8, 4, 4]");
+  }
+  SECTION("errors as the CPU's") {
+    TensorDesc x = at(DType::F16, {2, 4, 9, 9}),
+               w = at(DType::F16, {8, 4, 3, 3});
+    CHECK(messageOf(planConv(ConvKind::Forward, convCall({0, 0, 0, 0}), {x, w},
+                             {at(DType::F16, {2, 8, 6, 6})})) ==
+          "conv: y has shape [2, 8, 6, 6], expected [2, 8, 7, 7]");
+    CHECK(messageOf(planConv(ConvKind::Forward, convCall({0, 0}), {x, w},
+                             {at(DType::F16, {2, 8, 7, 7})})) ==
+          "attribute 'pads' must have 4 values (begins, then ends, for 2 "
+          "spatial dims), got 2");
+    TensorDesc x4 = at(DType::F16, {1, 1, 3, 3, 3, 3}),
+               w4 = at(DType::F16, {1, 1, 1, 1, 1, 1});
+    CHECK(messageOf(planConv(ConvKind::Forward,
+                             convCall({0, 0, 0, 0, 0, 0, 0, 0}), {x4, w4},
+                             {at(DType::F16, {1, 1, 3, 3, 3, 3})})) ==
+          "conv: 4 spatial dimensions are not implemented on the GPU (cuDNN: "
+          "1 to 3)");
+  }
+}
+
+TEST_CASE("convolution algorithm cache keys", "[cuda][planning]") {
+  Addr at;
+  TensorDesc x = at(DType::F16, {2, 4, 9, 9}), w = at(DType::F16, {8, 4, 3, 3}),
+             y = at(DType::F16, {2, 8, 7, 7});
+  Result<ConvPlan> p =
+      planConv(ConvKind::Forward, convCall({0, 0, 0, 0}), {x, w}, {y});
+  REQUIRE(p);
+  // The same shapes elsewhere in memory: the same key.
+  Result<ConvPlan> q =
+      planConv(ConvKind::Forward, convCall({0, 0, 0, 0}),
+               {at(DType::F16, {2, 4, 9, 9}), at(DType::F16, {8, 4, 3, 3})},
+               {at(DType::F16, {2, 8, 7, 7})});
+  REQUIRE(q);
+  CHECK(convAlgoKey(*p, 0) == convAlgoKey(*q, 0));
+  CHECK(convAlgoKey(*p, 0) ==
+        "fwd dev0 f16 nchw x2,4,9,9 w8,4,3,3 y2,8,7,7 p0,0 s1,1 d1,1 g1");
+  CHECK(convAlgoKey(*p, 0) != convAlgoKey(*p, 1));
+  Result<ConvPlan> f32 =
+      planConv(ConvKind::Forward, convCall({0, 0, 0, 0}),
+               {at(DType::F32, {2, 4, 9, 9}), at(DType::F32, {8, 4, 3, 3})},
+               {at(DType::F32, {2, 8, 7, 7})});
+  REQUIRE(f32);
+  CHECK(convAlgoKey(*p, 0) != convAlgoKey(*f32, 0));
+  Result<ConvPlan> dil = planConv(
+      ConvKind::Forward,
+      convCall({0, 0, 0, 0}, {{"dilations", std::vector<int64_t>{2, 2}}}),
+      {x, w}, {at(DType::F16, {2, 8, 5, 5})});
+  REQUIRE(dil);
+  CHECK(convAlgoKey(*p, 0) != convAlgoKey(*dil, 0));
+}
+
+TEST_CASE("pooling planning", "[cuda][planning]") {
+  Addr at;
+  auto call = [](const char *mode, bool indices) {
+    return callOf("cudnn.pool", {{"has_indices", int64_t(indices)},
+                                 {"mode", std::string(mode)},
+                                 {"window", std::vector<int64_t>{2, 2}},
+                                 {"pads", std::vector<int64_t>{0, 0, 1, 1}},
+                                 {"strides", std::vector<int64_t>{2, 2}}});
+  };
+  TensorDesc x = at(DType::F16, {2, 3, 8, 8});
+  SECTION("floor and ceil output sizes, asymmetric pads, indices") {
+    Result<PoolPlan> floor =
+        planPool(false, call("max", true), {x},
+                 {at(DType::F16, {2, 3, 4, 4}), at(DType::I64, {2, 3, 4, 4})});
+    REQUIRE(floor);
+    CHECK(floor->params.k == 2);
+    CHECK(floor->params.padB[0] == 0);
+    CHECK(floor->params.padE[0] == 1);
+    CHECK(floor->params.outSize == 16);
+    CHECK(floor->params.inSize == 64);
+    CHECK(floor->params.indices != nullptr);
+    Result<PoolPlan> ceil = planPool(false, call("avg_include_pad", false), {x},
+                                     {at(DType::F16, {2, 3, 5, 5})});
+    REQUIRE(ceil);
+    CHECK(ceil->params.countIncludePad == 1);
+    CHECK(ceil->params.isMax == 0);
+    CHECK(messageOf(planPool(false, call("max", false), {x},
+                             {at(DType::F16, {2, 3, 6, 6})})) ==
+          "pool: y [2, 3, 6, 6] has 6 outputs along spatial dimension 0, "
+          "expected 4 (floor) or 5 (ceil)");
+    CHECK(messageOf(planPool(
+              false, call("avg", true), {x},
+              {at(DType::F16, {2, 3, 4, 4}), at(DType::I64, {2, 3, 4, 4})})) ==
+          "indices are only produced by mode 'max', not 'avg'");
+  }
+  SECTION("the backward's accumulator") {
+    PlanCall c = call("max", false);
+    c.kind = "cudnn.pool_bwd";
+    c.attributes.erase(c.attributes.begin()); // no has_indices
+    Result<PoolPlan> p = planPool(true, c, {x, at(DType::F16, {2, 3, 4, 4})},
+                                  {at(DType::F16, {2, 3, 8, 8})});
+    REQUIRE(p);
+    CHECK(p->backward);
+    CHECK(p->accType == DType::F32);
+    CHECK(p->accBytes == 2 * 3 * 64 * 4);
+    TensorDesc x32 = at(DType::F32, {2, 3, 8, 8});
+    Result<PoolPlan> q = planPool(true, c, {x32, at(DType::F32, {2, 3, 4, 4})},
+                                  {at(DType::F32, {2, 3, 8, 8})});
+    REQUIRE(q);
+    CHECK(q->accBytes == 0);
+  }
+}
+
+TEST_CASE("batch norm planning", "[cuda][planning]") {
+  Addr at;
+  TensorDesc x = at(DType::F16, {2, 3, 4, 5});
+  auto param = [&](DType t) { return at(t, {3}); };
+  SECTION("inference: per-channel geometry, any parameter dtype") {
+    Result<BatchNormPlan> p =
+        planBatchNorm(BatchNormKind::Inference,
+                      callOf("cudnn.batch_norm_inference", {{"epsilon", 1e-5}}),
+                      {x, param(DType::F32), param(DType::F16),
+                       param(DType::BF16), param(DType::F32)},
+                      {at(DType::F16, {2, 3, 4, 5})});
+    REQUIRE(p);
+    CHECK(p->params.geom.outer == 2);
+    CHECK(p->params.geom.c == 3);
+    CHECK(p->params.geom.inner == 20);
+    CHECK(p->scratchBytes == 3 * 3 * sizeof(float));
+  }
+  SECTION("training: running statistics in place are fine, other overlaps "
+          "are not") {
+    TensorDesc mean = param(DType::F32), var = param(DType::F32);
+    PlanCall c = callOf("cudnn.batch_norm_training",
+                        {{"epsilon", 1e-5}, {"momentum", 0.9}});
+    Result<BatchNormPlan> p =
+        planBatchNorm(BatchNormKind::Training, c,
+                      {x, param(DType::F32), param(DType::F32), mean, var},
+                      {at(DType::F16, {2, 3, 4, 5}), mean, var});
+    REQUIRE(p);
+    CHECK(p->params.momentum == Approx(0.9f));
+    CHECK(messageOf(planBatchNorm(
+              BatchNormKind::Training, c,
+              {x, param(DType::F32), param(DType::F32), mean, var},
+              {at(DType::F16, {2, 3, 4, 5}), var, mean})) ==
+          "batchNormTraining: runningMean overlaps inputVar");
+  }
+  SECTION("backward: f64 statistics per channel") {
+    Result<BatchNormPlan> p = planBatchNorm(
+        BatchNormKind::Backward, callOf("cudnn.batch_norm_bwd", {}),
+        {x, param(DType::F32), at(DType::F16, {2, 3, 4, 5})},
+        {at(DType::F16, {2, 3, 4, 5}), param(DType::F32), param(DType::F32)});
+    REQUIRE(p);
+    CHECK(p->scratchBytes == 3 * 4 * sizeof(double));
+    CHECK(p->params.epsilon == Approx(1e-5));
+  }
+}
+
+TEST_CASE("indexing, loss and training planning", "[cuda][planning]") {
+  Addr at;
+  SECTION("gather") {
+    Result<GatherParams> p =
+        planGather(callOf("kernel.gather", {{"axis", int64_t(-2)}}),
+                   {at(DType::F16, {5, 7, 3}), at(DType::I64, {2, 4})},
+                   {at(DType::F16, {5, 2, 4, 3})});
+    REQUIRE(p);
+    CHECK(p->outer == 5);
+    CHECK(p->axisDim == 7);
+    CHECK(p->n == 8);
+    CHECK(p->inner == 3);
+    CHECK(p->elemSize == 2);
+  }
+  SECTION("scatter_nd") {
+    TensorDesc data = at(DType::F32, {4, 5, 6});
+    PlanCall add =
+        callOf("kernel.scatter_nd", {{"reduction", std::string("add")}});
+    Result<ScatterNDPlan> p = planScatterND(
+        add, {data, at(DType::I32, {3, 2}), at(DType::F32, {3, 6})}, {data});
+    REQUIRE(p);
+    CHECK(p->copyBytes == 0); // in place
+    CHECK(p->params.k == 2);
+    CHECK(p->params.tuples == 3);
+    CHECK(p->params.sliceLen == 6);
+    CHECK(p->params.strides[0] == 30);
+    CHECK(p->params.strides[1] == 6);
+    Result<ScatterNDPlan> q = planScatterND(
+        add, {data, at(DType::I32, {3, 2}), at(DType::F32, {3, 6})},
+        {at(DType::F32, {4, 5, 6})});
+    REQUIRE(q);
+    CHECK(q->copyBytes == 480);
+    CHECK(
+        messageOf(planScatterND(
+            callOf("kernel.scatter_nd", {{"reduction", std::string("max")}}),
+            {data, at(DType::I32, {3, 2}), at(DType::F32, {3, 6})}, {data})) ==
+        "scatter_nd: reduction 'max' is not implemented on the GPU");
+  }
+  SECTION("losses") {
+    PlanCall nll =
+        callOf("kernel.nll_loss", {{"has_weight", int64_t(0)},
+                                   {"reduction", std::string("mean")},
+                                   {"ignore_index", int64_t(-1)}});
+    Result<LossParams> p =
+        planLoss(LossKind::NllLoss, nll,
+                 {at(DType::F32, {4, 10, 3}), at(DType::I64, {4, 3})},
+                 {at(DType::F32, {})});
+    REQUIRE(p);
+    CHECK(p->n == 4);
+    CHECK(p->c == 10);
+    CHECK(p->inner == 3);
+    CHECK(p->reduction == 2);
+    CHECK(p->hasIgnore == 1);
+    CHECK(p->ignoreIndex == -1);
+    PlanCall sce = callOf(
+        "kernel.softmax_cross_entropy_grad",
+        {{"has_weights", int64_t(0)}, {"reduction", std::string("none")}});
+    CHECK(messageOf(planLoss(LossKind::SoftmaxCrossEntropyGrad, sce,
+                             {at(DType::F16, {4, 10}), at(DType::I32, {4}),
+                              at(DType::F32, {1})},
+                             {at(DType::F16, {4, 10})})) ==
+          "softmax_cross_entropy_grad: dloss has shape [1], expected [4] "
+          "(reduction none)");
+  }
+  SECTION("unscale, loss scale, optimizers") {
+    TensorDesc scale = at(DType::F32, {1}), found = at(DType::F32, {1});
+    TensorDesc g1 = at(DType::F16, {10}), u1 = at(DType::F32, {10}),
+               g2 = at(DType::F32, {3});
+    Result<std::vector<UnscaleParams>> u =
+        planUnscale(callOf("kernel.unscale_check_finite", {}), {scale, g1, g2},
+                    {found, u1, g2});
+    REQUIRE(u);
+    REQUIRE(u->size() == 2);
+    CHECK((*u)[0].gDtype == 10);
+    CHECK((*u)[1].u == g2.ptr<float>()); // in place
+    CHECK(messageOf(planUnscale(callOf("kernel.unscale_check_finite", {}),
+                                {scale, g1}, {found, at(DType::F16, {10})})) ==
+          "u_1 must be f32 with g_1's shape [10], got f16 [10]");
+    Result<LossScaleParams> ls = planLossScaleUpdate(
+        callOf("kernel.loss_scale_update", {{"growth_interval", int64_t(3)}}),
+        {found}, {scale, at(DType::I64, {1})});
+    REQUIRE(ls);
+    CHECK(ls->growthInterval == 3);
+    CHECK(ls->growthFactor == 2.0);
+    TensorDesc param = at(DType::F32, {10}), grad = at(DType::F32, {10}),
+               step = at(DType::I64, {1});
+    PlanCall sgd =
+        callOf("kernel.sgd_step", {{"has_found_inf", int64_t(1)},
+                                   {"has_momentum_buffer", int64_t(0)},
+                                   {"lr", 0.1},
+                                   {"momentum", 0.9}});
+    CHECK(
+        messageOf(planOptimizer(false, sgd, {grad, found}, {param, step})) ==
+        "momentum 0.900000 needs a momentum_buffer (has_momentum_buffer = 1)");
+    PlanCall adam = callOf("kernel.adam_step", {{"has_found_inf", int64_t(0)}});
+    TensorDesc m = at(DType::F32, {10}), v = at(DType::F32, {10});
+    Result<OptimizerParams> a =
+        planOptimizer(true, adam, {grad}, {param, m, v, step});
+    REQUIRE(a);
+    CHECK(a->kind == 1);
+    CHECK(a->lr == 1e-3);
+    CHECK(a->foundInf == nullptr);
+    CHECK(a->n == 10);
+  }
+}
+
+TEST_CASE("checkPlanForCuda lists the calls the GPU does not implement",
+          "[cuda][planning]") {
+  Plan plan;
+  plan.arenaSize = 4096;
+  plan.buffers.push_back({0, DType::F32, {4}, BufferStorage::Arena, 0, 0, "x"});
+  plan.buffers.push_back(
+      {1, DType::F32, {4}, BufferStorage::Arena, 256, 0, "y"});
+  plan.buffers.push_back(
+      {2, DType::F32, {2}, BufferStorage::Arena, 512, 0, "v"});
+  plan.buffers.push_back(
+      {3, DType::I64, {2}, BufferStorage::Arena, 768, 0, "i"});
+  plan.inputs.push_back({"x", 0, DType::F32, {4}});
+  plan.outputs.push_back({"y", 1, DType::F32, {4}});
+  PlanCall relu;
+  relu.kind = "kernel.elementwise";
+  relu.operands = {0};
+  relu.results = {1};
+  relu.attributes = {{"fn", std::string("relu")}};
+  relu.location = "Relu_0";
+  plan.calls.push_back(relu);
+  REQUIRE(checkPlanForCuda(plan, "p.mpplan"));
+
+  PlanCall topk;
+  topk.kind = "kernel.topk";
+  topk.operands = {1};
+  topk.results = {2, 3};
+  topk.location = "TopK_1";
+  plan.calls.push_back(topk);
+  PlanCall lrn;
+  lrn.kind = "cudnn.lrn";
+  lrn.operands = {0};
+  lrn.results = {1};
+  plan.calls.push_back(lrn);
+  Status s = checkPlanForCuda(plan, "p.mpplan");
+  REQUIRE_FALSE(s);
+  CHECK(s.message() ==
+        "p.mpplan: the CUDA backend does not implement 2 calls: call #1 "
+        "(kernel.topk at node 'TopK_1'), call #2 (cudnn.lrn)");
+
+  plan.calls.resize(1);
+  plan.calls[0].attributes = {{"fn", std::string("sqrt")}};
+  plan.buffers[1].dtype = DType::F16;
+  plan.outputs[0].dtype = DType::F16;
+  Status t = checkPlanForCuda(plan, "p.mpplan");
+  REQUIRE_FALSE(t);
+  CHECK(t.message() == "p.mpplan: call #0 (kernel.elementwise at node "
+                       "'Relu_0'): elementwise sqrt: y has dtype f16; "
+                       "expected f32");
+}
