@@ -91,10 +91,7 @@ Status arity(const std::vector<TensorDesc> &ops,
   return Status::ok();
 }
 
-struct Spec {
-  const char *name;
-  bool optional;
-};
+using Spec = cpu::BufferSpec;
 
 /// The descriptors of a call's buffers in the order of `specs` (null for
 /// absent optional ones), placed by their has_<name> attributes.
@@ -102,25 +99,7 @@ template <size_t N>
 Status bindDescs(const PlanCall &call, const std::vector<TensorDesc> &given,
                  const char *what, const std::array<Spec, N> &specs,
                  std::array<const TensorDesc *, N> &out) {
-  std::array<bool, N> present{};
-  size_t expected = 0;
-  for (size_t i = 0; i < N; ++i) {
-    present[i] = true;
-    if (specs[i].optional) {
-      Result<bool> has = hasBuffer(call, specs[i].name);
-      if (!has)
-        return has.status();
-      present[i] = *has;
-    }
-    expected += present[i];
-  }
-  if (given.size() != expected)
-    return Status::error("expects " + std::to_string(expected) + " " + what +
-                         " (from its has_* attributes), got " +
-                         std::to_string(given.size()));
-  for (size_t i = 0, next = 0; i < N; ++i)
-    out[i] = present[i] ? &given[next++] : nullptr;
-  return Status::ok();
+  return cpu::bindBuffers(call, given, what, specs, out);
 }
 
 #define MP_TRY(var, expr)                                                      \

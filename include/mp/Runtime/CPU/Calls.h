@@ -117,10 +117,12 @@ struct BufferSpec {
 /// The views of a call's buffers (operands or results, `what`) in the order
 /// of `specs`, null for absent optional ones; an error unless the number of
 /// buffers the call has is what its has_* attributes say.
-template <size_t N>
-Status bindBuffers(const PlanCall &call, const std::vector<TensorView> &given,
+/// (Generic over the buffer type: views here, device descriptors in the CUDA
+/// backend's planning.)
+template <size_t N, typename Buffer>
+Status bindBuffers(const PlanCall &call, const std::vector<Buffer> &given,
                    const char *what, const std::array<BufferSpec, N> &specs,
-                   std::array<const TensorView *, N> &out) {
+                   std::array<const Buffer *, N> &out) {
   std::array<bool, N> present{};
   size_t expected = 0;
   for (size_t i = 0; i < N; ++i) {
