@@ -138,6 +138,7 @@ UNSUPPORTED_OPT = [
 UNSUPPORTED_RUN = [
     re.compile(p) for p in (
         r"no CPU implementation",
+        r"the CUDA backend does not implement",
         r"unsupported (element type|dtype|data ?type)",
     )
 ]
@@ -485,6 +486,8 @@ def _compile_and_run(r, testdir, model, model_path, args, work):
                 return
             plans[key] = plan
         cmd = [args.mp_run, plan]
+        if args.backend != "cpu":
+            cmd.append("--backend=" + args.backend)
         for n, f in in_files.items():
             if n not in freeze:
                 cmd.append("%s=%s" % (n, f))
@@ -1099,6 +1102,9 @@ def main(argv=None):
                     "(default: build/bin of the repository, then PATH)")
     ap.add_argument("--mp-opt")
     ap.add_argument("--mp-run")
+    ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu",
+                    help="the mp-run backend the plans run on (cuda: on a "
+                         "machine with an NVIDIA GPU)")
     ap.add_argument("--rtol", type=float, default=None,
                     help="default 1e-3 (1e-2 with --autocast)")
     ap.add_argument("--atol", type=float, default=None,
