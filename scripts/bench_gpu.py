@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""GPU benchmark: MixPrec's fp32 and mixed-precision plans against PyTorch on
+the same GPU, model and batch (the CUDA-backend issue's benchmark).
+
+For each model (ResNet-50, the BERT-style encoder, the LSTM language model;
+scripts/export_models.py defines them) and each phase (inference, training
+step), it times:
+  ours fp32        mp-run --backend=cuda on the fp32 plan
+  ours mixed       mp-run --backend=cuda on the mixed-precision plan
+                   (autocast + padding; training: + master weights + dynamic
+                   loss scaling)
+  torch fp32       PyTorch eager, TF32 off
+  torch tf32       PyTorch eager, TF32 on (matmul and cuDNN)
+  torch amp        PyTorch eager autocast(fp16) + GradScaler, channels_last
+                   for the CNNs
+and prints samples per second, the speed-ups (mixed over our fp32, ours over
+torch amp) and the fraction of the GPU's dense fp16 tensor-core peak (FLOPs
+counted by torch.utils.flop_counter on the same model and batch).
+
+The plans are compiled where MLIR is (the GPU machine has none):
+  scripts/bench_gpu.py --print-compile-commands --batch 64
+prints the mp-opt commands; copy the plans to the GPU machine and run
+  scripts/bench_gpu.py --plans DIR --batch 64 [--out results.md]
+`--device cpu --mp-run-backend cpu` runs the same measurements on the CPU
+(to check the script, not for figures).
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+# Dense fp16 tensor-core peaks (TFLOPS, without sparsity) by device name.
+PEAK_FP16_TFLOPS = [("H200", 989.4), ("H100", 989.4), ("A100", 312.0),
+                    ("L40S", 362.1), ("A10", 125.0)]
+
+# How each model trains, as mp-training builds its plan.
+LOSS = {"resnet50": "cross-entropy", "bert_encoder": "cross-entropy",
+        "lstm_lm": "mse"}
+CNNS = {"resnet50"}
+
+
+def compile_commands(models, batch, out_dir, mp_opt):
+    train = ("--mp-training=loss={loss} optimizer=sgd lr=0.01 momentum=0.9")
+    mixed_train = ["--mp-autocast-pipeline", "--mp-master-weights",
+                   "--mp-loss-scale=mode=dynamic"]
+    cmds = []
+    for m in models:
+        src = os.path.join("build", "models", m + ".onnx")
+        base = [mp_opt, src, "--dim-param=batch=%d" % batch]
+        for prec in ("fp32", "mixed"):
+            infer = base + (["--mp-autocast-pipeline"] if prec == "mixed" else [])
+            cmds.append(infer + ["--emit=plan", "-o",
+                                 os.path.join(out_dir, "%s.%s.infer.mpplan" % (m, prec))])
+            tr = base + [train.format(loss=LOSS[m])] + (mixed_train if prec == "mixed" else [])
+            cmds.append(tr + ["--emit=plan", "-o",
+                              os.path.join(out_dir, "%s.%s.train.mpplan" % (m, prec))])
+    return cmds
+
+
+def time_mp_run(mp_run, plan, backend, iters, warmup):
+    cmd = [mp_run, plan, "--zero-inputs", "--backend=" + backend,
+           "--repeat=%d" % iters, "--warmup=%d" % warmup]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, (out.stderr or out.stdout).strip().splitlines()[-1:]
+    m = re.search(r"median ([0-9.]+) ms", out.stdout)
+    return (float(m.group(1)) if m else None), None
+
+
+def torch_measure(name, batch, phase, mode, device, iters, warmup):
+    """Median ms per step and FLOPs per step of one PyTorch configuration."""
+    import torch
+    import export_models
+
+    ctor, make_input, _ = export_models.MODELS[name]
+    gen = torch.Generator().manual_seed(0)
+    model = ctor().to(device)
+    x = make_input(batch, gen).to(device)
+    cnn = name in CNNS
+    amp = mode == "amp"
+    if cnn and amp:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
+        torch.backends.cudnn.allow_tf32 = mode == "tf32"
+        torch.backends.cudnn.benchmark = True
+    with torch.no_grad():
+        y_shape = model.eval()(x).shape
+    if LOSS[name] == "mse":
+        target = torch.zeros(y_shape, device=device)
+        loss_fn = torch.nn.MSELoss()
+    else:
+        target = torch.randint(0, y_shape[1], (batch,), generator=gen).to(device)
+        loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    # GradScaler is for fp16 on the GPU; the CPU smoke test autocasts to bf16.
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        scaler = torch.amp.GradScaler(device, enabled=amp and device == "cuda")
+    else:
+        scaler = torch.cuda.amp.GradScaler(enabled=amp and device == "cuda")
+    low = torch.float16 if device == "cuda" else torch.bfloat16
+
+    def step():
+        if phase == "infer":
+            with torch.no_grad(), torch.autocast(device, dtype=low, enabled=amp):
+                model(x)
+            return
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device, dtype=low, enabled=amp):
+            loss = loss_fn(model(x).float(), target)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    model.train(phase == "train")
+    if phase == "infer":
+        model.eval()
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    for _ in range(warmup):
+        step()
+    sync()
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        step()
+        sync()
+        times.append((time.perf_counter() - start) * 1e3)
+    try:  # PyTorch 2.1 and later
+        from torch.utils.flop_counter import FlopCounterMode
+    except ImportError:
+        return statistics.median(times), None
+    counter = FlopCounterMode(display=False)
+    with counter:
+        step()
+    return statistics.median(times), counter.get_total_flops()
+
+
+def peak_tflops(device, override):
+    if override:
+        return override
+    if device != "cuda":
+        return None
+    import torch
+    name = torch.cuda.get_device_name()
+    for key, peak in PEAK_FP16_TFLOPS:
+        if key in name:
+            return peak
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="resnet50,bert_encoder,lstm_lm")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--plans", default="build/bench-plans")
+    ap.add_argument("--mp-run", default=os.path.join(ROOT, "build", "bin", "mp-run"))
+    ap.add_argument("--mp-opt", default=os.path.join(ROOT, "build", "bin", "mp-opt"))
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--mp-run-backend", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--peak-tflops", type=float, help="fp16 tensor-core peak")
+    ap.add_argument("--phases", default="infer,train")
+    ap.add_argument("--print-compile-commands", action="store_true")
+    ap.add_argument("--out", help="also write the table (Markdown) here")
+    args = ap.parse_args()
+    models = args.models.split(",")
+
+    if args.print_compile_commands:
+        print("mkdir -p %s" % args.plans)
+        for cmd in compile_commands(models, args.batch, args.plans, args.mp_opt):
+            print(" ".join('"%s"' % c if " " in c else c for c in cmd))
+        return 0
+
+    peak = peak_tflops(args.device, args.peak_tflops)
+    rows = []
+    for name in models:
+        for phase in args.phases.split(","):
+            flops = None
+            torch_ms = {}
+            for mode in ("fp32", "tf32", "amp"):
+                if mode == "tf32" and args.device != "cuda":
+                    continue
+                ms, flops = torch_measure(name, args.batch, phase, mode,
+                                          args.device, args.iters, args.warmup)
+                torch_ms[mode] = ms
+            ours = {}
+            for prec in ("fp32", "mixed"):
+                plan = os.path.join(args.plans, "%s.%s.%s.mpplan" % (name, prec, phase))
+                if not os.path.exists(plan):
+                    ours[prec] = (None, ["no plan " + plan])
+                    continue
+                ours[prec] = time_mp_run(args.mp_run, plan, args.mp_run_backend,
+                                         args.iters, args.warmup)
+            for label, ms, why in (
+                    [("ours " + p, ours[p][0], ours[p][1]) for p in ("fp32", "mixed")] +
+                    [("torch " + m, torch_ms[m], None) for m in torch_ms]):
+                rows.append((name, phase, label, ms, why, flops))
+    amp = {(r[0], r[1]): r[3] for r in rows if r[2] == "torch amp"}
+    ours32 = {(r[0], r[1]): r[3] for r in rows if r[2] == "ours fp32"}
+    lines = ["| model | phase | configuration | ms / step | samples/s | vs our fp32 | "
+             "vs torch amp | % fp16 TC peak |", "|---|---|---|---|---|---|---|---|"]
+    for name, phase, label, ms, why, flops in rows:
+        if ms is None:
+            lines.append("| %s | %s | %s | not measured: %s | | | | |"
+                         % (name, phase, label, " ".join(why or [])))
+            continue
+        sps = args.batch / (ms / 1e3)
+        base, ref = ours32.get((name, phase)), amp.get((name, phase))
+        frac = ("%.1f%%" % (100 * flops / (ms / 1e3) / (peak * 1e12))
+                if peak and flops else "-")
+        lines.append("| %s | %s | %s | %.2f | %.0f | %s | %s | %s |" % (
+            name, phase, label, ms, sps,
+            "%.2fx" % (base / ms) if base else "-",
+            "%.2fx" % (ref / ms) if ref else "-", frac))
+    table = "\n".join(lines)
+    print("batch %d, device %s, mp-run backend %s, fp16 peak %s TFLOPS\n"
+          % (args.batch, args.device, args.mp_run_backend, peak or "unknown"))
+    print(table)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
