@@ -12,6 +12,7 @@
 #include "mp/Export/ONNXExporter.h"
 #include "mp/Dialect/MP/MPDialect.h"
 
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -338,9 +339,19 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::GraphProto &graph) {
       for (const auto &entry : dialect->getOnnxOpTable())
         onnxTypes[entry.getValue().opName] = entry.getKey();
     StringRef opType = onnxTypes.lookup(op->getName());
-    if (opType.empty())
-      return op->emitError("cannot export ") << op->getName()
-                                             << ": it is no ONNX operator";
+    if (opType.empty()) {
+      InFlightDiagnostic diag = op->emitError("cannot export ")
+                                << op->getName() << ": it is no ONNX operator";
+      // Training steps (mp-training) run as plans, not as ONNX models.
+      if (isa_and_nonnull<ml_program::MLProgramDialect>(op->getDialect()) ||
+          isa<ConvGradFilterOp, PoolGradOp, BatchNormGradOp,
+              SoftmaxCrossEntropyGradOp, NLLLossGradOp, LSTMGradOp,
+              UnscaleCheckFiniteOp, LossScaleUpdateOp, SGDUpdateOp,
+              AdamUpdateOp>(op))
+        diag << " (a training step from mp-training is compiled to a plan: "
+                "--emit=plan)";
+      return diag;
+    }
     node.set_op_type(opType.str());
     for (StringAttr name : op->getRegisteredInfo()->getAttributeNames())
       if (std::optional<Attribute> value = op->getInherentAttr(name))
