@@ -124,6 +124,14 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
 
     // Unscale what the updates (or, without optimizer, the gradient
     // outputs) read, with one finite check.
+    // The updates go last, in their order, so that the one finite check
+    // before the first update sees every gradient.
+    SmallVector<Operation *> updateOps;
+    for (Operation &op : body)
+      if (isa<SGDUpdateOp, AdamUpdateOp>(op))
+        updateOps.push_back(&op);
+    for (Operation *op : updateOps)
+      op->moveBefore(ret);
     SmallVector<OpOperand *> gradUses;
     Operation *firstUpdate = nullptr, *lastUpdate = nullptr;
     for (Operation &op : body) {

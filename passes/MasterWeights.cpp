@@ -77,6 +77,78 @@ struct MasterWeightsPass
     : public mp::impl::MasterWeightsBase<MasterWeightsPass> {
   using Base::Base;
 
+  /// Training-mode BatchNormalization of a low-precision model: its scale,
+  /// bias and statistics come straight from the f32 masters (not their
+  /// low-precision copies), its running statistics and its backward's scale
+  /// and bias gradients are f32 (what cuDNN's batch norm takes and gives).
+  LogicalResult batchNormInF32(ModuleOp module) {
+    auto f32Source = [](Value v) -> Value {
+      if (cast<ShapedType>(v.getType()).getElementType().isF32())
+        return v;
+      if (auto c = v.getDefiningOp<CastOp>())
+        if (cast<ShapedType>(c.getInput().getType()).getElementType().isF32())
+          return c.getInput();
+      return {};
+    };
+    // A result retyped to f32: users that are not stores or casts to f32
+    // get a cast back to the type they had.
+    auto retypeToF32 = [](Value result) {
+      auto type = cast<RankedTensorType>(result.getType());
+      if (type.getElementType().isF32())
+        return;
+      auto f32Type = type.clone(Float32Type::get(result.getContext()));
+      result.setType(f32Type);
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : result.getUses())
+        uses.push_back(&use);
+      for (OpOperand *use : uses) {
+        Operation *user = use->getOwner();
+        if (isa<ml_program::GlobalStoreOp>(user))
+          continue;
+        if (auto c = dyn_cast<CastOp>(user);
+            c && cast<ShapedType>(c.getType()).getElementType().isF32()) {
+          c.getResult().replaceAllUsesWith(result);
+          c.erase();
+          continue;
+        }
+        OpBuilder b(user);
+        use->set(CastOp::create(b, user->getLoc(), type, result,
+                                b.getI64IntegerAttr(getOnnxDataTypeForType(
+                                    type.getElementType())),
+                                IntegerAttr()));
+      }
+    };
+    bool failed = false;
+    module.walk([&](BatchNormalizationOp bn) {
+      if (!bn.getTrainingMode().value_or(0))
+        return;
+      for (unsigned i = 1; i <= 4; ++i) {
+        Value source = f32Source(bn->getOperand(i));
+        if (!source) {
+          bn.emitError() << "mp-master-weights: operand #" << i << " of "
+                         << bn->getName()
+                         << " must be an f32 parameter or statistic in "
+                            "training mode, got "
+                         << bn->getOperand(i).getType();
+          failed = true;
+          return;
+        }
+        bn->setOperand(i, source);
+      }
+      retypeToF32(bn->getResult(1));
+      retypeToF32(bn->getResult(2));
+    });
+    module.walk([&](BatchNormGradOp grad) {
+      if (Value source = f32Source(grad.getScale()))
+        grad->setOperand(1, source);
+      else
+        return;
+      retypeToF32(grad.getDScale());
+      retypeToF32(grad.getDBias());
+    });
+    return failure(failed);
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -98,6 +170,13 @@ struct MasterWeightsPass
         updated.insert({adam.getExpAvgSq(), op});
         updates.push_back(op);
       }
+    });
+
+    // The running statistics BatchNormalization stores each step are state
+    // too, kept in f32 (cuDNN's batch norm takes f32 statistics).
+    module.walk([&](ml_program::GlobalStoreOp store) {
+      if (store.getValue().getDefiningOp<BatchNormalizationOp>())
+        updated.insert({store.getGlobal().getLeafReference(), store});
     });
 
     // Widen low-precision globals to f32.
@@ -137,13 +216,20 @@ struct MasterWeightsPass
       });
     }
 
+    if (failed(batchNormInF32(module)))
+      return signalPassFailure();
+
     // Gradients in f32.
     for (Operation *op : updates) {
       OpOperand &grad = op->getOpOperand(0);
       auto type = cast<RankedTensorType>(grad.get().getType());
       if (type.getElementType().isF32())
         continue;
-      OpBuilder b(op);
+      // Right after the gradient: whatever later reads the updates'
+      // gradients (mp-loss-scale's one finite check before the first
+      // update) sees the cast.
+      OpBuilder b(ctx);
+      b.setInsertionPointAfterValue(grad.get());
       auto f32Type = type.clone(b.getF32Type());
       grad.set(CastOp::create(b, op->getLoc(), f32Type, grad.get(),
                               b.getI64IntegerAttr(1), IntegerAttr()));
