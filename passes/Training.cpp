@@ -209,14 +209,18 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       for (BlockArgument arg : body.getArguments())
         if (isFloatTensor(arg.getType()))
           needsGrad.insert(arg);
-    for (Operation &op : body.without_terminator()) {
-      if (!llvm::any_of(op.getOperands(),
-                        [&](Value v) { return needsGrad.contains(v); }))
-        continue;
-      for (Value r : op.getResults())
-        if (isFloatTensor(r.getType()))
-          needsGrad.insert(r);
-    }
+    // Float results of ops that read a value needing a gradient need one.
+    auto propagateNeedsGrad = [&] {
+      for (Operation &op : body.without_terminator()) {
+        if (!llvm::any_of(op.getOperands(),
+                          [&](Value v) { return needsGrad.contains(v); }))
+          continue;
+        for (Value r : op.getResults())
+          if (isFloatTensor(r.getType()))
+            needsGrad.insert(r);
+      }
+    };
+    propagateNeedsGrad();
     for (const std::string &f : frozen)
       if (llvm::none_of(body.getOps<InitializerOp>(),
                         [&](InitializerOp i) { return i.getName() == f; }))
@@ -291,14 +295,7 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       return emitError(func.getLoc()) << "mp-training: output '" << predictionName
                               << "' does not depend on any parameter";
     // The loss ops are differentiable where their inputs are.
-    for (Operation &op : body.without_terminator()) {
-      if (!llvm::any_of(op.getOperands(),
-                        [&](Value v) { return needsGrad.contains(v); }))
-        continue;
-      for (Value r : op.getResults())
-        if (isFloatTensor(r.getType()))
-          needsGrad.insert(r);
-    }
+    propagateNeedsGrad();
 
     // Reverse mode, from the loss seed (1, or the loss scale once
     // mp-loss-scale has run) back to the leaves.
