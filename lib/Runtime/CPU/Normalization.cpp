@@ -28,10 +28,9 @@ Status normalizeAxis(std::string_view op, int64_t &axis, size_t rank) {
   return Status::ok();
 }
 
-/// `v` (f32, f16 or bf16) unidirectionally broadcast to `target`, as f32.
-Status broadcastToF32(std::string_view op, std::string_view name,
-                      const TensorView &v, const Shape &target,
-                      std::vector<float> &out) {
+/// `v` is f32, f16 or bf16 and unidirectionally broadcasts to `target`.
+Status checkBroadcastTo(std::string_view op, std::string_view name,
+                        const TensorView &v, const Shape &target) {
   if (Status s = checkView(op, name, v); !s)
     return s;
   if (!isF32or16(v.dtype))
@@ -47,6 +46,17 @@ Status broadcastToF32(std::string_view op, std::string_view name,
     if (v.shape[i] != 1 && v.shape[i] != target[lead + i])
       return fail(op, std::string(name) + " " + shapeStr(v.shape) +
                           " does not broadcast to " + shapeStr(target));
+  return Status::ok();
+}
+
+/// `v` (f32, f16 or bf16) unidirectionally broadcast to `target`, as f32.
+Status broadcastToF32(std::string_view op, std::string_view name,
+                      const TensorView &v, const Shape &target,
+                      std::vector<float> &out) {
+  if (Status s = checkBroadcastTo(op, name, v, target); !s)
+    return s;
+  size_t rank = target.size();
+  size_t lead = rank - v.shape.size();
   std::vector<float> src(static_cast<size_t>(v.numElements()));
   toF32(v.dtype, v.data, src.data(), v.numElements());
   int64_t n = numElements(target);
@@ -114,10 +124,10 @@ Status checkSameShapeAndType(std::string_view op, const TensorView &x,
 // LayerNormalization
 //===----------------------------------------------------------------------===//
 
-Status layerNorm(const TensorView &x, const TensorView &scale,
-                 const TensorView *bias, const TensorView &y,
-                 const TensorView *mean, const TensorView *invStdDev,
-                 int64_t axis, float epsilon) {
+Status checkLayerNorm(const TensorView &x, const TensorView &scale,
+                      const TensorView *bias, const TensorView &y,
+                      const TensorView *mean, const TensorView *invStdDev,
+                      int64_t &axis, float epsilon) {
   constexpr std::string_view kOp = "layer_norm";
   if (Status s = checkSameShapeAndType(kOp, x, y); !s)
     return s;
@@ -126,13 +136,10 @@ Status layerNorm(const TensorView &x, const TensorView &scale,
   if (!(epsilon >= 0.0f))
     return fail(kOp, "epsilon must be >= 0");
   Shape inner(x.shape.begin() + axis, x.shape.end());
-  int64_t rowSize = numElements(inner);
-  int64_t rows = numElements(Shape(x.shape.begin(), x.shape.begin() + axis));
-  std::vector<float> scaleF, biasF;
-  if (Status s = broadcastToF32(kOp, "scale", scale, inner, scaleF); !s)
+  if (Status s = checkBroadcastTo(kOp, "scale", scale, inner); !s)
     return s;
   if (bias)
-    if (Status s = broadcastToF32(kOp, "bias", *bias, inner, biasF); !s)
+    if (Status s = checkBroadcastTo(kOp, "bias", *bias, inner); !s)
       return s;
   for (auto [name, v] : {std::pair<const char *, const TensorView *>{
                              "mean", mean}, {"inv_std_dev", invStdDev}}) {
@@ -154,6 +161,27 @@ Status layerNorm(const TensorView &x, const TensorView &scale,
       if (in && overlaps(in->data, in->byteCount(), v->data, v->byteCount()))
         return fail(kOp, std::string(name) + " overlaps another operand");
   }
+  return Status::ok();
+}
+
+Status layerNorm(const TensorView &x, const TensorView &scale,
+                 const TensorView *bias, const TensorView &y,
+                 const TensorView *mean, const TensorView *invStdDev,
+                 int64_t axis, float epsilon) {
+  constexpr std::string_view kOp = "layer_norm";
+  if (Status s = checkLayerNorm(x, scale, bias, y, mean, invStdDev, axis,
+                                epsilon);
+      !s)
+    return s;
+  Shape inner(x.shape.begin() + axis, x.shape.end());
+  int64_t rowSize = numElements(inner);
+  int64_t rows = numElements(Shape(x.shape.begin(), x.shape.begin() + axis));
+  std::vector<float> scaleF, biasF;
+  if (Status s = broadcastToF32(kOp, "scale", scale, inner, scaleF); !s)
+    return s;
+  if (bias)
+    if (Status s = broadcastToF32(kOp, "bias", *bias, inner, biasF); !s)
+      return s;
 
   std::vector<float> row(static_cast<size_t>(rowSize)),
       means(static_cast<size_t>(rows)), invStds(static_cast<size_t>(rows));
@@ -185,9 +213,9 @@ Status layerNorm(const TensorView &x, const TensorView &scale,
 // InstanceNormalization
 //===----------------------------------------------------------------------===//
 
-Status instanceNorm(const TensorView &x, const TensorView &scale,
-                    const TensorView &bias, const TensorView &y,
-                    float epsilon) {
+Status checkInstanceNorm(const TensorView &x, const TensorView &scale,
+                         const TensorView &bias, const TensorView &y,
+                         float epsilon) {
   constexpr std::string_view kOp = "instance_norm";
   if (Status s = checkSameShapeAndType(kOp, x, y); !s)
     return s;
@@ -195,16 +223,30 @@ Status instanceNorm(const TensorView &x, const TensorView &scale,
     return fail(kOp, "x needs rank >= 2 ([N, C, ...]), got " + shapeStr(x.shape));
   if (!(epsilon >= 0.0f))
     return fail(kOp, "epsilon must be >= 0");
+  int64_t c = x.shape[1];
+  if (Status s = checkBroadcastTo(kOp, "scale", scale, {c}); !s)
+    return s;
+  if (Status s = checkBroadcastTo(kOp, "bias", bias, {c}); !s)
+    return s;
+  if (scale.shape != Shape{c} || bias.shape != Shape{c})
+    return fail(kOp, "scale " + shapeStr(scale.shape) + " and bias " +
+                         shapeStr(bias.shape) + " must be [" +
+                         std::to_string(c) + "]");
+  return Status::ok();
+}
+
+Status instanceNorm(const TensorView &x, const TensorView &scale,
+                    const TensorView &bias, const TensorView &y,
+                    float epsilon) {
+  constexpr std::string_view kOp = "instance_norm";
+  if (Status s = checkInstanceNorm(x, scale, bias, y, epsilon); !s)
+    return s;
   int64_t n = x.shape[0], c = x.shape[1];
   std::vector<float> scaleF, biasF;
   if (Status s = broadcastToF32(kOp, "scale", scale, {c}, scaleF); !s)
     return s;
   if (Status s = broadcastToF32(kOp, "bias", bias, {c}, biasF); !s)
     return s;
-  if (scale.shape != Shape{c} || bias.shape != Shape{c})
-    return fail(kOp, "scale " + shapeStr(scale.shape) + " and bias " +
-                         shapeStr(bias.shape) + " must be [" +
-                         std::to_string(c) + "]");
   int64_t spatial = numElements(Shape(x.shape.begin() + 2, x.shape.end()));
   std::vector<float> row(static_cast<size_t>(spatial));
   size_t elt = byteSize(x.dtype);
@@ -227,7 +269,7 @@ Status instanceNorm(const TensorView &x, const TensorView &scale,
 // LRN
 //===----------------------------------------------------------------------===//
 
-Status lrn(const TensorView &x, const TensorView &y, const LrnOptions &o) {
+Status checkLrn(const TensorView &x, const TensorView &y, const LrnOptions &o) {
   constexpr std::string_view kOp = "lrn";
   if (Status s = checkSameShapeAndType(kOp, x, y); !s)
     return s;
@@ -237,6 +279,12 @@ Status lrn(const TensorView &x, const TensorView &y, const LrnOptions &o) {
     return fail(kOp, "x needs rank >= 2 ([N, C, ...]), got " + shapeStr(x.shape));
   if (o.size < 1)
     return fail(kOp, "size must be >= 1, got " + std::to_string(o.size));
+  return Status::ok();
+}
+
+Status lrn(const TensorView &x, const TensorView &y, const LrnOptions &o) {
+  if (Status s = checkLrn(x, y, o); !s)
+    return s;
   int64_t n = x.shape[0], c = x.shape[1];
   int64_t spatial = numElements(Shape(x.shape.begin() + 2, x.shape.end()));
   int64_t before = (o.size - 1) / 2, after = o.size - 1 - before;

@@ -66,6 +66,11 @@ const std::map<std::string, PrepareFn> &cudaCallTable();
 
 void addKernelCalls(std::map<std::string, PrepareFn> &table);
 void addLibraryCalls(std::map<std::string, PrepareFn> &table);
+/// NNCalls.cpp: normalizations, recurrent nets, topk, cumsum, hardmax.
+void addNNCalls(std::map<std::string, PrepareFn> &table);
+/// DataCalls.cpp: tile, pad, trilu, gather_elements, gather_nd,
+/// scatter_elements, resize.
+void addDataCalls(std::map<std::string, PrepareFn> &table);
 
 /// A Status for a CUDA runtime / cuBLASLt / cuDNN error ("what: message").
 Status cudaStatus(cudaError_t e, const char *what);

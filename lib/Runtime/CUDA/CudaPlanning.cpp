@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CUDA/CudaPlanning.h"
 
+#include "PlanningUtil.h"
+
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 
@@ -20,6 +22,7 @@
 
 namespace mp::rt::cuda {
 
+using namespace planning;
 using cpu::boolAttr;
 using cpu::dtypeAttr;
 using cpu::floatAttr;
@@ -30,18 +33,6 @@ using cpu::stringAttr;
 
 namespace {
 
-std::string dt(DType t) { return std::string(dtypeName(t)); }
-
-std::string shapeStr(const Shape &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
-Status fail(std::string_view op, const std::string &what) {
-  return Status::error(std::string(op) + ": " + what);
-}
 
 bool isF32or16(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
@@ -51,10 +42,6 @@ bool isInteger(DType t) {
   return !isFloat(t) && t != DType::Bool && byteSize(t) != 0;
 }
 
-int32_t code(DType t) { return static_cast<int32_t>(t); }
-
-const void *cptr(const TensorDesc &t) { return t.ptr<const void>(); }
-void *mptr(const TensorDesc &t) { return t.ptr<void>(); }
 
 /// Non-negative dims and an element count that does not overflow.
 Status checkDesc(std::string_view op, std::string_view name,
@@ -75,21 +62,6 @@ Status checkDesc(std::string_view op, std::string_view name,
   return Status::ok();
 }
 
-Status arity(const std::vector<TensorDesc> &ops,
-             const std::vector<TensorDesc> &res, size_t minOps, size_t maxOps,
-             size_t minRes, size_t maxRes) {
-  auto range = [](size_t lo, size_t hi) {
-    return lo == hi ? std::to_string(lo)
-                    : std::to_string(lo) + " to " + std::to_string(hi);
-  };
-  if (ops.size() < minOps || ops.size() > maxOps)
-    return Status::error("expects " + range(minOps, maxOps) +
-                         " operands, got " + std::to_string(ops.size()));
-  if (res.size() < minRes || res.size() > maxRes)
-    return Status::error("expects " + range(minRes, maxRes) + " results, got " +
-                         std::to_string(res.size()));
-  return Status::ok();
-}
 
 using Spec = cpu::BufferSpec;
 
@@ -102,11 +74,6 @@ Status bindDescs(const PlanCall &call, const std::vector<TensorDesc> &given,
   return cpu::bindBuffers(call, given, what, specs, out);
 }
 
-#define MP_TRY(var, expr)                                                      \
-  auto var##Result = (expr);                                                   \
-  if (!var##Result)                                                            \
-    return var##Result.status();                                               \
-  auto var = var##Result.take()
 
 int64_t ceilDiv(int64_t a, int64_t b) {
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);
@@ -165,20 +132,6 @@ Status checkComputeType(const PlanCall &call, DType input, bool required) {
                        dt(input) + " inputs");
 }
 
-/// Row-major strides of a shape, in elements.
-std::vector<int64_t> stridesOf(const Shape &s) {
-  std::vector<int64_t> r(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;)
-    r[i - 1] = r[i] * s[i];
-  return r;
-}
-
-int64_t product(const Shape &s, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to; ++i)
-    p *= s[i];
-  return p;
-}
 
 } // namespace
 
@@ -2870,6 +2823,9 @@ const std::vector<std::string> &cudaCallKinds() {
         "kernel.transpose",
         "kernel.unscale_check_finite",
     };
+    for (const auto *topic : {&nnPlanners(), &dataPlanners()})
+      for (const TopicPlanner &t : *topic)
+        k.push_back(t.kind);
     std::sort(k.begin(), k.end());
     return k;
   }();
@@ -2958,6 +2914,10 @@ Status planCall(const PlanCall &call, const std::vector<TensorDesc> &ops,
     return st(planOptimizer(false, call, ops, res));
   if (k == "kernel.adam_step")
     return st(planOptimizer(true, call, ops, res));
+  for (const auto *topic : {&nnPlanners(), &dataPlanners()})
+    for (const TopicPlanner &t : *topic)
+      if (k == t.kind)
+        return t.plan(call, ops, res);
   return Status::error("no CUDA implementation of '" + k + "'");
 }
 

@@ -476,6 +476,8 @@ const std::map<std::string, PrepareFn> &cudaCallTable() {
     std::map<std::string, PrepareFn> t;
     addKernelCalls(t);
     addLibraryCalls(t);
+    addNNCalls(t);
+    addDataCalls(t);
     return t;
   }();
   return table;

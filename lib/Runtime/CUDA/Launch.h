@@ -1,10 +1,10 @@
 //===- Launch.h - the CUDA backend's kernel launchers -------------*- C++
 //-*-===//
 //
-// Host functions (defined in Kernels.cu and TrainingKernels.cu) that launch
-// the project's kernels on a stream with the parameters CudaPlanning made.
-// Each returns the launch's error (cudaGetLastError). Private to
-// lib/Runtime/CUDA.
+// Host functions (defined in Kernels.cu, TrainingKernels.cu, NNKernels.cu
+// and DataKernels.cu) that launch the project's kernels on a stream with the
+// parameters CudaPlanning made. Each returns the launch's error
+// (cudaGetLastError). Private to lib/Runtime/CUDA.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MP_LIB_RUNTIME_CUDA_LAUNCH_H
@@ -46,6 +46,10 @@ cudaError_t launchUnscale(const UnscaleParams &p, cudaStream_t stream);
 cudaError_t launchLossScaleUpdate(const LossScaleParams &p,
                                   cudaStream_t stream);
 cudaError_t launchOptimizer(const OptimizerParams &p, cudaStream_t stream);
+
+// NNKernels.cu
+cudaError_t launchNorm(const NormParams &p, cudaStream_t stream);
+cudaError_t launchLrn(const LrnParams &p, cudaStream_t stream);
 
 } // namespace mp::rt::cuda
 

@@ -239,13 +239,14 @@ TEST_CASE("CUDA: no device is a clear error; unsupported calls are listed",
           "[cuda][device]") {
 #if MP_HAVE_CUDA_BACKEND
   Rng rng(1);
-  OneCall c = oneCall("kernel.topk", {{"axis", int64_t(-1)}},
+  // A kind of a newer plan format (the GPU has every kind the CPU has).
+  OneCall c = oneCall("kernel.future_call", {{"axis", int64_t(-1)}},
                       {{"x", rnd(DType::F32, {4, 8}, rng)}},
                       {{"v", DType::F32, {4, 2}}, {"i", DType::I64, {4, 2}}});
   Result<CudaExecutor> e = CudaExecutor::create(c.plan, "p.mpplan");
   REQUIRE_FALSE(e);
   CHECK(e.message() == "p.mpplan: the CUDA backend does not implement 1 "
-                       "call: call #0 (kernel.topk at node 'test')");
+                       "call: call #0 (kernel.future_call at node 'test')");
   std::string why;
   if (cudaDeviceCount(&why) == 0) {
     OneCall ok =
@@ -910,4 +911,53 @@ TEST_CASE("CUDA: a training step keeps its state across runs and graph "
   CHECK(gpu.callTimes().runs == 1);
   CHECK(gpu.callTimes().totalMs.size() == 3);
 #endif
+}
+
+TEST_CASE("CUDA: layer_norm, instance_norm, lrn", "[cuda][device]") {
+  Rng rng(15);
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    INFO("dtype " << dtypeName(t));
+    // The BERT case: the last axis, scale and bias of x's dtype.
+    compareCall(oneCall("kernel.layer_norm",
+                        {{"has_bias", int64_t(1)},
+                         {"has_mean", int64_t(0)},
+                         {"has_inv_std_dev", int64_t(0)},
+                         {"epsilon", 1e-12}},
+                        {{"x", rnd(t, {2, 7, 768}, rng, -3, 3)},
+                         {"scale", rnd(t, {768}, rng)},
+                         {"bias", rnd(t, {768}, rng)}},
+                        {{"y", t, {2, 7, 768}}}));
+    // axis 1, a broadcast f32 scale, no bias, the statistics.
+    compareCall(oneCall("kernel.layer_norm",
+                        {{"has_bias", int64_t(0)},
+                         {"has_mean", int64_t(1)},
+                         {"has_inv_std_dev", int64_t(1)},
+                         {"axis", int64_t(1)}},
+                        {{"x", rnd(t, {3, 4, 5}, rng, 1, 2)},
+                         {"scale", rnd(DType::F32, {4, 1}, rng)}},
+                        {{"y", t, {3, 4, 5}},
+                         {"mean", DType::F32, {3, 1, 1}},
+                         {"inv_std_dev", t, {3}}}));
+    // In place (y is x).
+    compareCall(oneCall("kernel.layer_norm",
+                        {{"has_bias", int64_t(1)},
+                         {"has_mean", int64_t(0)},
+                         {"has_inv_std_dev", int64_t(0)}},
+                        {{"x", rnd(t, {5, 33}, rng)},
+                         {"scale", rnd(t, {33}, rng)},
+                         {"bias", rnd(t, {1}, rng)}},
+                        {{"y", t, {5, 33}, 0, true}}));
+    compareCall(oneCall("kernel.instance_norm", {{"epsilon", 1e-3}},
+                        {{"x", rnd(t, {2, 3, 6, 7}, rng, -2, 2)},
+                         {"scale", rnd(DType::F32, {3}, rng)},
+                         {"bias", rnd(t, {3}, rng)}},
+                        {{"y", t, {2, 3, 6, 7}}}));
+    compareCall(oneCall("cudnn.lrn",
+                        {{"size", int64_t(4)},
+                         {"alpha", 1e-2},
+                         {"beta", 0.6},
+                         {"bias", 2.0}},
+                        {{"x", rnd(t, {2, 6, 3, 4}, rng, -2, 2)}},
+                        {{"y", t, {2, 6, 3, 4}}}));
+  }
 }

@@ -73,7 +73,8 @@ TEST_CASE("the CUDA call table: kinds, and the CPU implements them all",
                         "kernel.scatter_nd"})
     CHECK(isCudaCallKind(k));
   CHECK(isCudaCallKind("kernel.concat"));
-  CHECK_FALSE(isCudaCallKind("kernel.topk"));
+  CHECK(isCudaCallKind("kernel.layer_norm"));
+  CHECK_FALSE(isCudaCallKind("kernel.no_such_call"));
   for (const std::string &k : kinds)
     CHECK(cpu::cpuCallTable().find(k) != nullptr);
 }
@@ -1084,22 +1085,24 @@ TEST_CASE("checkPlanForCuda lists the calls the GPU does not implement",
   plan.calls.push_back(relu);
   REQUIRE(checkPlanForCuda(plan, "p.mpplan"));
 
-  PlanCall topk;
-  topk.kind = "kernel.topk";
-  topk.operands = {1};
-  topk.results = {2, 3};
-  topk.location = "TopK_1";
-  plan.calls.push_back(topk);
-  PlanCall lrn;
-  lrn.kind = "cudnn.lrn";
-  lrn.operands = {0};
-  lrn.results = {1};
-  plan.calls.push_back(lrn);
+  // Every CPU kind has a GPU implementation: kinds of a newer plan format.
+  PlanCall future;
+  future.kind = "kernel.future_call";
+  future.operands = {1};
+  future.results = {2, 3};
+  future.location = "Future_1";
+  plan.calls.push_back(future);
+  PlanCall other;
+  other.kind = "cudnn.future_call";
+  other.operands = {0};
+  other.results = {1};
+  plan.calls.push_back(other);
   Status s = checkPlanForCuda(plan, "p.mpplan");
   REQUIRE_FALSE(s);
   CHECK(s.message() ==
         "p.mpplan: the CUDA backend does not implement 2 calls: call #1 "
-        "(kernel.topk at node 'TopK_1'), call #2 (cudnn.lrn)");
+        "(kernel.future_call at node 'Future_1'), call #2 "
+        "(cudnn.future_call)");
 
   plan.calls.resize(1);
   plan.calls[0].attributes = {{"fn", std::string("sqrt")}};
@@ -1110,4 +1113,84 @@ TEST_CASE("checkPlanForCuda lists the calls the GPU does not implement",
   CHECK(t.message() == "p.mpplan: call #0 (kernel.elementwise at node "
                        "'Relu_0'): elementwise sqrt: y has dtype f16; "
                        "expected f32");
+}
+
+TEST_CASE("normalization planning: layer norm, instance norm, LRN",
+          "[cuda][planning]") {
+  Addr at;
+  SECTION("layer_norm") {
+    TensorDesc x = at(DType::F16, {4, 6, 8}), y = at(DType::F16, {4, 6, 8});
+    PlanCall ln = callOf("kernel.layer_norm", {{"has_bias", int64_t(1)},
+                                               {"has_mean", int64_t(1)},
+                                               {"has_inv_std_dev", int64_t(0)},
+                                               {"axis", int64_t(1)},
+                                               {"epsilon", 1e-3}});
+    TensorDesc mean = at(DType::F32, {4, 1, 1});
+    Result<NormParams> p =
+        planLayerNorm(ln, {x, at(DType::F32, {6, 1}), at(DType::F16, {6, 8})},
+                      {y, mean});
+    REQUIRE(p);
+    CHECK(p->instance == 0);
+    CHECK(p->rows == 4);
+    CHECK(p->rowSize == 48);
+    CHECK(p->rowRank == 2);
+    CHECK(p->rowDims[0] == 6);
+    CHECK(p->rowDims[1] == 8);
+    CHECK(p->scaleDense == 0); // [6, 1] broadcast over [6, 8]
+    CHECK(p->scaleStrides[0] == 1);
+    CHECK(p->scaleStrides[1] == 0);
+    CHECK(p->biasDense == 1);
+    CHECK(p->meanDtype == 1);
+    CHECK(p->invStdDtype == 0);
+    CHECK(p->mean == mean.ptr<void>());
+    CHECK(p->epsilon == Approx(1e-3));
+    // The CPU's words: a scale that does not broadcast, a wrong y.
+    PlanCall plain = callOf("kernel.layer_norm", {{"has_bias", int64_t(0)},
+                                                  {"has_mean", int64_t(0)},
+                                                  {"has_inv_std_dev",
+                                                   int64_t(0)}});
+    CHECK(messageOf(planLayerNorm(plain, {x, at(DType::F16, {6})}, {y})) ==
+          "layer_norm: scale [6] does not broadcast to [8]");
+    CHECK(messageOf(planLayerNorm(plain, {x, at(DType::F16, {8})},
+                                  {at(DType::F32, {4, 6, 8})})) ==
+          "layer_norm: y is f32 [4, 6, 8], expected x's f16 [4, 6, 8]");
+    CHECK(messageOf(planLayerNorm(plain, {x, at(DType::F16, {8})}, {y, y})) ==
+          "expects 1 results (from its has_* attributes), got 2");
+    // In place is allowed.
+    CHECK(planLayerNorm(plain, {x, at(DType::F16, {8})}, {x}));
+  }
+  SECTION("instance_norm") {
+    TensorDesc x = at(DType::BF16, {2, 3, 5, 5});
+    Result<NormParams> p = planInstanceNorm(
+        callOf("kernel.instance_norm", {}),
+        {x, at(DType::F32, {3}), at(DType::F32, {3})},
+        {at(DType::BF16, {2, 3, 5, 5})});
+    REQUIRE(p);
+    CHECK(p->instance == 1);
+    CHECK(p->rows == 6);
+    CHECK(p->rowSize == 25);
+    CHECK(p->channels == 3);
+    CHECK(messageOf(planInstanceNorm(
+              callOf("kernel.instance_norm", {}),
+              {x, at(DType::F32, {1}), at(DType::F32, {3})}, {x})) ==
+          "instance_norm: scale [1] and bias [3] must be [3]");
+  }
+  SECTION("lrn") {
+    TensorDesc x = at(DType::F32, {2, 7, 3, 3});
+    Result<LrnParams> p = planLrn(
+        callOf("cudnn.lrn", {{"size", int64_t(4)}, {"alpha", 2e-4}}), {x},
+        {at(DType::F32, {2, 7, 3, 3})});
+    REQUIRE(p);
+    CHECK(p->c == 7);
+    CHECK(p->spatial == 9);
+    CHECK(p->before == 1);
+    CHECK(p->after == 2);
+    CHECK(p->scale == 2e-4f / 4.0f);
+    CHECK(p->beta == 0.75f);
+    CHECK(messageOf(planLrn(callOf("cudnn.lrn", {{"size", int64_t(3)}}), {x},
+                            {x})) == "lrn: y must not be x");
+    CHECK(messageOf(planLrn(callOf("cudnn.lrn", {}), {x},
+                            {at(DType::F32, {2, 7, 3, 3})})) ==
+          "attribute 'size' is missing");
+  }
 }

@@ -147,6 +147,13 @@ Status layerNorm(const TensorView &x, const TensorView &scale,
                  const TensorView *bias, const TensorView &y,
                  const TensorView *mean, const TensorView *invStdDev,
                  int64_t axis = -1, float epsilon = 1e-5f);
+/// layerNorm's checks of shapes, dtypes, overlaps and attributes without
+/// running it (shared with the CUDA backend's planning); `axis` is
+/// normalized into [0, rank) on success.
+Status checkLayerNorm(const TensorView &x, const TensorView &scale,
+                      const TensorView *bias, const TensorView &y,
+                      const TensorView *mean, const TensorView *invStdDev,
+                      int64_t &axis, float epsilon);
 
 /// ONNX InstanceNormalization: per image and channel of x [N, C, D...],
 /// y = scale[c] * (x - mean) / sqrt(var + epsilon) + bias[c] over the
@@ -155,6 +162,10 @@ Status layerNorm(const TensorView &x, const TensorView &scale,
 Status instanceNorm(const TensorView &x, const TensorView &scale,
                     const TensorView &bias, const TensorView &y,
                     float epsilon = 1e-5f);
+/// instanceNorm's checks without running it.
+Status checkInstanceNorm(const TensorView &x, const TensorView &scale,
+                         const TensorView &bias, const TensorView &y,
+                         float epsilon);
 
 struct LrnOptions {
   int64_t size = 1;
@@ -168,6 +179,9 @@ struct LrnOptions {
 /// c' in [c - floor((size-1)/2), c + ceil((size-1)/2)] within [0, C).
 /// x, y: same shape and dtype (f32, f16, bf16).
 Status lrn(const TensorView &x, const TensorView &y, const LrnOptions &options);
+/// lrn's checks without running it.
+Status checkLrn(const TensorView &x, const TensorView &y,
+                const LrnOptions &options);
 
 //===----------------------------------------------------------------------===//
 // Losses, selection and the small ONNX kernels

@@ -347,6 +347,24 @@ Result<OptimizerParams> planOptimizer(bool adam, const PlanCall &call,
                                       const std::vector<TensorDesc> &operands,
                                       const std::vector<TensorDesc> &results);
 
+//===----------------------------------------------------------------------===//
+// Normalizations (CudaPlanningNN.cpp)
+//===----------------------------------------------------------------------===//
+
+/// kernel.layer_norm: x, scale, bias? -> y, mean?, inv_std_dev? (the CPU's
+/// checks: cpu::checkLayerNorm).
+Result<NormParams> planLayerNorm(const PlanCall &call,
+                                 const std::vector<TensorDesc> &operands,
+                                 const std::vector<TensorDesc> &results);
+/// kernel.instance_norm: x, scale, bias -> y.
+Result<NormParams> planInstanceNorm(const PlanCall &call,
+                                    const std::vector<TensorDesc> &operands,
+                                    const std::vector<TensorDesc> &results);
+/// cudnn.lrn: x -> y.
+Result<LrnParams> planLrn(const PlanCall &call,
+                          const std::vector<TensorDesc> &operands,
+                          const std::vector<TensorDesc> &results);
+
 /// Runs the planner of `call`'s kind on the descriptors (used by
 /// checkPlanForCuda and the tests): an error for unknown kinds and
 /// anything a planner rejects.

@@ -350,6 +350,40 @@ struct LossScaleParams {
   int64_t *tracker = nullptr;
 };
 
+/// kernel.layer_norm and kernel.instance_norm: `rows` rows of rowSize
+/// contiguous elements, one thread block per row; the statistics accumulate
+/// in f64 (mean, then the centred squares, as the CPU) and are applied in
+/// f32. Layer norm: y = (x - mean) * invStd * scale[j] + bias[j], where the
+/// row element j indexes scale / bias directly (dense) or through rowDims
+/// and their broadcast strides. Instance norm: row i is channel i % channels
+/// and y = x * a + (bias[c] - mean * a), a = invStd * scale[c].
+struct NormParams {
+  int32_t instance = 0;
+  int32_t xDtype = 1; ///< y's as well
+  int32_t scaleDtype = 1;
+  int32_t biasDtype = 0;                  ///< 0: no bias
+  int32_t meanDtype = 0, invStdDtype = 0; ///< 0: not written
+  float epsilon = 1e-5f;
+  int64_t rows = 0, rowSize = 0;
+  int64_t channels = 1;
+  int32_t rowRank = 0;
+  int32_t scaleDense = 1, biasDense = 1;
+  int64_t rowDims[kMaxDims] = {};
+  int64_t scaleStrides[kMaxDims] = {}, biasStrides[kMaxDims] = {};
+  const void *x = nullptr, *scale = nullptr, *bias = nullptr;
+  void *y = nullptr, *mean = nullptr, *invStd = nullptr;
+};
+
+/// cudnn.lrn across channels of x [n, c, spatial]: one thread per element.
+struct LrnParams {
+  int32_t dtype = 1;
+  int64_t n = 0, c = 0, spatial = 0;
+  int64_t before = 0, after = 0; ///< the window is [ch - before, ch + after]
+  float scale = 0, beta = 0, bias = 0; ///< scale = alpha / size
+  const void *x = nullptr;
+  void *y = nullptr;
+};
+
 /// A kernel that finds bad data (an index out of range) records it here:
 /// the first code and the offending value, per call.
 struct DeviceError {

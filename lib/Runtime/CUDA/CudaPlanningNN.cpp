@@ -1,0 +1,179 @@
+//===- CudaPlanningNN.cpp - planning of the CUDA backend's NN calls -------===//
+//
+// See mp/Runtime/CUDA/CudaPlanning.h. The normalizations (layer norm,
+// instance norm, LRN), the recurrent calls (cudnn.rnn, kernel.lstm_bwd) and
+// the small ONNX kernels (topk, cumsum, hardmax, trilu). Every planner binds
+// the call's buffers and reads its attributes as the CPU call does, then
+// runs the CPU kernel's own checks (the cpu::check* functions) on views of
+// the descriptors, so that both backends accept and refuse the same plans
+// with the same words; what is left here is the kernels' geometry.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Runtime/CUDA/CudaPlanning.h"
+
+#include "PlanningUtil.h"
+
+#include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/NNKernels.h"
+
+#include <algorithm>
+
+namespace mp::rt::cuda {
+
+using namespace planning;
+using cpu::floatAttr;
+using cpu::intAttr;
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Strides of `v` broadcast (aligned to the right) over `target`, 0 where
+/// it is broadcast; dense when it has target's elements.
+void broadcastStrides(const Shape &v, const Shape &target, int64_t *strides,
+                      int32_t &dense) {
+  dense = rt::numElements(v) == rt::numElements(target);
+  size_t lead = target.size() - v.size();
+  int64_t s = 1;
+  for (size_t i = target.size(); i-- > 0;) {
+    if (i < lead) {
+      strides[i] = 0;
+      continue;
+    }
+    int64_t d = v[i - lead];
+    strides[i] = d == 1 ? 0 : s;
+    s *= d;
+  }
+}
+
+} // namespace
+
+Result<NormParams> planLayerNorm(const PlanCall &call,
+                                 const std::vector<TensorDesc> &ops,
+                                 const std::vector<TensorDesc> &res) {
+  std::array<const TensorDesc *, 3> in, out;
+  if (Status s = cpu::bindBuffers<3>(
+          call, ops, "operands",
+          {{{"x", false}, {"scale", false}, {"bias", true}}}, in);
+      !s)
+    return s;
+  if (Status s = cpu::bindBuffers<3>(
+          call, res, "results",
+          {{{"y", false}, {"mean", true}, {"inv_std_dev", true}}}, out);
+      !s)
+    return s;
+  MP_TRY(axis, intAttr(call, "axis", -1));
+  MP_TRY(epsilon, floatAttr(call, "epsilon", 1e-5));
+  Views<3> vi(in), vo(out);
+  if (Status s = cpu::checkLayerNorm(*vi[0], *vi[1], vi[2], *vo[0], vo[1],
+                                     vo[2], axis, static_cast<float>(epsilon));
+      !s)
+    return s;
+  const TensorDesc &x = *in[0];
+  const Shape inner(x.shape.begin() + axis, x.shape.end());
+  NormParams p;
+  p.xDtype = code(x.dtype);
+  p.scaleDtype = code(in[1]->dtype);
+  p.biasDtype = in[2] ? code(in[2]->dtype) : 0;
+  p.meanDtype = out[1] ? code(out[1]->dtype) : 0;
+  p.invStdDtype = out[2] ? code(out[2]->dtype) : 0;
+  p.epsilon = static_cast<float>(epsilon);
+  p.rowSize = rt::numElements(inner);
+  p.rows = product(x.shape, 0, static_cast<size_t>(axis));
+  p.rowRank = static_cast<int32_t>(inner.size());
+  broadcastStrides(in[1]->shape, inner, p.scaleStrides, p.scaleDense);
+  if (in[2])
+    broadcastStrides(in[2]->shape, inner, p.biasStrides, p.biasDense);
+  if ((!p.scaleDense || !p.biasDense) && inner.size() > kMaxDims)
+    return fail("layer_norm", "a broadcast scale or bias over more than " +
+                                  std::to_string(kMaxDims) +
+                                  " normalized dims is not implemented on "
+                                  "the GPU");
+  for (size_t i = 0; i < inner.size() && i < kMaxDims; ++i)
+    p.rowDims[i] = inner[i];
+  p.x = cptr(x);
+  p.scale = cptr(in[1]);
+  p.bias = cptr(in[2]);
+  p.y = mptr(out[0]);
+  p.mean = mptr(out[1]);
+  p.invStd = mptr(out[2]);
+  return p;
+}
+
+Result<NormParams> planInstanceNorm(const PlanCall &call,
+                                    const std::vector<TensorDesc> &ops,
+                                    const std::vector<TensorDesc> &res) {
+  if (Status s = arity(ops, res, 3, 3, 1, 1); !s)
+    return s;
+  MP_TRY(epsilon, floatAttr(call, "epsilon", 1e-5));
+  const TensorDesc &x = ops[0], &scale = ops[1], &bias = ops[2], &y = res[0];
+  if (Status s = cpu::checkInstanceNorm(viewOf(x), viewOf(scale),
+                                        viewOf(bias), viewOf(y),
+                                        static_cast<float>(epsilon));
+      !s)
+    return s;
+  NormParams p;
+  p.instance = 1;
+  p.xDtype = code(x.dtype);
+  p.scaleDtype = code(scale.dtype);
+  p.biasDtype = code(bias.dtype);
+  p.epsilon = static_cast<float>(epsilon);
+  p.channels = x.shape[1];
+  p.rows = x.shape[0] * x.shape[1];
+  p.rowSize = product(x.shape, 2, x.shape.size());
+  p.x = cptr(x);
+  p.scale = cptr(scale);
+  p.bias = cptr(bias);
+  p.y = mptr(y);
+  return p;
+}
+
+Result<LrnParams> planLrn(const PlanCall &call,
+                          const std::vector<TensorDesc> &ops,
+                          const std::vector<TensorDesc> &res) {
+  if (Status s = arity(ops, res, 1, 1, 1, 1); !s)
+    return s;
+  cpu::LrnOptions o;
+  MP_TRY(size, intAttr(call, "size"));
+  MP_TRY(alpha, floatAttr(call, "alpha", 1e-4));
+  MP_TRY(beta, floatAttr(call, "beta", 0.75));
+  MP_TRY(bias, floatAttr(call, "bias", 1.0));
+  o.size = size;
+  o.alpha = static_cast<float>(alpha);
+  o.beta = static_cast<float>(beta);
+  o.bias = static_cast<float>(bias);
+  const TensorDesc &x = ops[0], &y = res[0];
+  if (Status s = cpu::checkLrn(viewOf(x), viewOf(y), o); !s)
+    return s;
+  LrnParams p;
+  p.dtype = code(x.dtype);
+  p.n = x.shape[0];
+  p.c = x.shape[1];
+  p.spatial = product(x.shape, 2, x.shape.size());
+  p.before = (o.size - 1) / 2;
+  p.after = o.size - 1 - p.before;
+  // The CPU's float expression: alpha / size in f32.
+  p.scale = o.alpha / static_cast<float>(o.size);
+  p.beta = o.beta;
+  p.bias = o.bias;
+  p.x = cptr(x);
+  p.y = mptr(y);
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// The planners of this file
+//===----------------------------------------------------------------------===//
+
+const std::vector<TopicPlanner> &planning::nnPlanners() {
+  static const std::vector<TopicPlanner> planners = {
+      {"kernel.layer_norm", statusOf<planLayerNorm>},
+      {"kernel.instance_norm", statusOf<planInstanceNorm>},
+      {"cudnn.lrn", statusOf<planLrn>},
+  };
+  return planners;
+}
+
+} // namespace mp::rt::cuda

@@ -1,0 +1,129 @@
+//===- PlanningUtil.h - helpers of the CUDA backend's planners ----*- C++
+//-*-===//
+//
+// Small helpers shared by the planner files (CudaPlanning.cpp and the
+// CudaPlanning*.cpp files by topic): error messages in the CPU backend's
+// words, dtype codes and pointers for kernel parameters, shape arithmetic,
+// and TensorViews of descriptors so that a planner can run the CPU kernel's
+// own checks (mp/Runtime/CPU/*Kernels.h check* functions) instead of
+// repeating them. Private to lib/Runtime/CUDA; needs no CUDA.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_LIB_RUNTIME_CUDA_PLANNINGUTIL_H
+#define MP_LIB_RUNTIME_CUDA_PLANNINGUTIL_H
+
+#include "mp/Runtime/CUDA/CudaPlanning.h"
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mp::rt::cuda::planning {
+
+inline std::string dt(DType t) { return std::string(dtypeName(t)); }
+
+inline std::string shapeStr(const Shape &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+inline Status fail(std::string_view op, const std::string &what) {
+  return Status::error(std::string(op) + ": " + what);
+}
+
+inline int32_t code(DType t) { return static_cast<int32_t>(t); }
+
+inline const void *cptr(const TensorDesc &t) { return t.ptr<const void>(); }
+inline void *mptr(const TensorDesc &t) { return t.ptr<void>(); }
+inline const void *cptr(const TensorDesc *t) {
+  return t ? t->ptr<const void>() : nullptr;
+}
+inline void *mptr(const TensorDesc *t) { return t ? t->ptr<void>() : nullptr; }
+
+/// Row-major strides of a shape, in elements.
+inline std::vector<int64_t> stridesOf(const Shape &s) {
+  std::vector<int64_t> r(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;)
+    r[i - 1] = r[i] * s[i];
+  return r;
+}
+
+inline int64_t product(const Shape &s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i)
+    p *= s[i];
+  return p;
+}
+
+/// The operand and result counts, in the words of the CPU's checkArity.
+inline Status arity(const std::vector<TensorDesc> &ops,
+                    const std::vector<TensorDesc> &res, size_t minOps,
+                    size_t maxOps, size_t minRes, size_t maxRes) {
+  auto range = [](size_t lo, size_t hi) {
+    return lo == hi ? std::to_string(lo)
+                    : std::to_string(lo) + " to " + std::to_string(hi);
+  };
+  if (ops.size() < minOps || ops.size() > maxOps)
+    return Status::error("expects " + range(minOps, maxOps) +
+                         " operands, got " + std::to_string(ops.size()));
+  if (res.size() < minRes || res.size() > maxRes)
+    return Status::error("expects " + range(minRes, maxRes) + " results, got " +
+                         std::to_string(res.size()));
+  return Status::ok();
+}
+
+/// The descriptor as a CPU TensorView (its device address as the data
+/// pointer: the CPU checks only compare and null-test pointers).
+inline TensorView viewOf(const TensorDesc &d) {
+  return TensorView{d.dtype, d.shape,
+                    reinterpret_cast<void *>(static_cast<uintptr_t>(d.addr))};
+}
+
+/// Views of descriptors, with null for absent optional ones (the pointers
+/// stay valid while the Views lives).
+template <size_t N> struct Views {
+  std::array<TensorView, N> storage;
+  std::array<const TensorView *, N> ptr{};
+  explicit Views(const std::array<const TensorDesc *, N> &descs) {
+    for (size_t i = 0; i < N; ++i)
+      if (descs[i]) {
+        storage[i] = viewOf(*descs[i]);
+        ptr[i] = &storage[i];
+      }
+  }
+  const TensorView *operator[](size_t i) const { return ptr[i]; }
+};
+
+/// The planners of the files by topic (CudaPlanningNN.cpp,
+/// CudaPlanningData.cpp): cudaCallKinds() lists their kinds and planCall()
+/// runs them.
+struct TopicPlanner {
+  const char *kind;
+  Status (*plan)(const PlanCall &call, const std::vector<TensorDesc> &operands,
+                 const std::vector<TensorDesc> &results);
+};
+const std::vector<TopicPlanner> &nnPlanners();
+const std::vector<TopicPlanner> &dataPlanners();
+
+/// A planner's Result as a Status (for TopicPlanner tables).
+template <auto Planner>
+Status statusOf(const PlanCall &call, const std::vector<TensorDesc> &ops,
+                const std::vector<TensorDesc> &res) {
+  auto r = Planner(call, ops, res);
+  return r ? Status::ok() : r.status();
+}
+
+/// In a function returning a Status or a Result: `auto var = *expr` for a
+/// Result `expr`, or return its error.
+#define MP_TRY(var, expr)                                                      \
+  auto var##Result = (expr);                                                   \
+  if (!var##Result)                                                            \
+    return var##Result.status();                                               \
+  auto var = var##Result.take()
+
+} // namespace mp::rt::cuda::planning
+
+#endif // MP_LIB_RUNTIME_CUDA_PLANNINGUTIL_H
