@@ -324,6 +324,16 @@ Status check(const TensorView &x, const TensorView &w, const TensorView &r,
 
 } // namespace
 
+Status checkRnn(const TensorView &x, const TensorView &w, const TensorView &r,
+                const TensorView *b, const TensorView *sequenceLens,
+                const TensorView *initialH, const TensorView *initialC,
+                const TensorView *p, const TensorView *y, const TensorView *yH,
+                const TensorView *yC, const RnnOptions &options) {
+  Dims d;
+  return check(x, w, r, b, sequenceLens, initialH, initialC, p, y, yH, yC,
+               options, d);
+}
+
 Status rnn(const TensorView &x, const TensorView &w, const TensorView &r,
            const TensorView *b, const TensorView *seqLens,
            const TensorView *initH, const TensorView *initC,

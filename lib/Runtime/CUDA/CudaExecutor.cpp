@@ -216,6 +216,9 @@ struct CudaExecutor::Impl {
               ? "index " + std::to_string(host[i].value) + " is out of range"
           : host[i].code == kErrTargetOutOfRange
               ? "class " + std::to_string(host[i].value) + " is outside [0, C)"
+          : host[i].code == kErrSequenceLength
+              ? "a sequence length of " + std::to_string(host[i].value) +
+                    " is outside [0, seq_length]"
               : "error code " + std::to_string(host[i].code);
       return Status::error(plan.calls[i].describe(i) + ": " + what);
     }

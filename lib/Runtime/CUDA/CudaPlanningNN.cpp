@@ -13,6 +13,7 @@
 
 #include "PlanningUtil.h"
 
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/NNKernels.h"
 
@@ -164,6 +165,79 @@ Result<LrnParams> planLrn(const PlanCall &call,
 }
 
 //===----------------------------------------------------------------------===//
+// Recurrent networks
+//===----------------------------------------------------------------------===//
+
+Result<RnnPlan> planRnn(const PlanCall &call,
+                        const std::vector<TensorDesc> &ops,
+                        const std::vector<TensorDesc> &res) {
+  std::array<const TensorDesc *, 8> in;
+  std::array<const TensorDesc *, 3> out;
+  if (Status s = cpu::bindBuffers<8>(call, ops, "operands", cpu::kRnnOperands,
+                                     in);
+      !s)
+    return s;
+  if (Status s =
+          cpu::bindBuffers<3>(call, res, "results", cpu::kRnnResults, out);
+      !s)
+    return s;
+  MP_TRY(o, cpu::rnnOptionsOf(call));
+  Views<8> vi(in);
+  Views<3> vo(out);
+  if (Status s = cpu::checkRnn(*vi[0], *vi[1], *vi[2], vi[3], vi[4], vi[5],
+                               vi[6], vi[7], vo[0], vo[1], vo[2], o);
+      !s)
+    return s;
+  const TensorDesc &x = *in[0];
+  RnnPlan plan;
+  RnnParams &p = plan.params;
+  p.mode = o.mode == cpu::RnnMode::Lstm  ? kRnnLstm
+           : o.mode == cpu::RnnMode::Gru ? kRnnGru
+                                         : kRnnPlain;
+  p.dtype = code(x.dtype);
+  p.seqDtype = in[4] ? code(in[4]->dtype) : 0;
+  p.hasClip = o.clip.has_value();
+  p.clip = o.clip.value_or(0.0f);
+  p.inputForget = o.inputForget;
+  p.linearBeforeReset = o.linearBeforeReset;
+  p.seq = x.shape[0];
+  p.batch = x.shape[1];
+  p.input = x.shape[2];
+  p.hidden = o.hiddenSize;
+  p.dirs = o.direction == cpu::RnnDirection::Bidirectional ? 2 : 1;
+  // rnnOptionsOf parsed the activations (the defaults when none are given).
+  for (size_t i = 0; i < o.activations.size() && i < 6; ++i) {
+    p.acts[i].kind = static_cast<int32_t>(o.activations[i].kind);
+    p.acts[i].alpha = o.activations[i].alpha;
+    p.acts[i].beta = o.activations[i].beta;
+  }
+  p.x = cptr(x);
+  p.w = cptr(in[1]);
+  p.r = cptr(in[2]);
+  p.b = cptr(in[3]);
+  p.seqLens = cptr(in[4]);
+  p.initH = cptr(in[5]);
+  p.initC = cptr(in[6]);
+  p.p = cptr(in[7]);
+  p.y = mptr(out[0]);
+  plan.yH = mptr(out[1]);
+  plan.yC = mptr(out[2]);
+  plan.reverse = o.direction == cpu::RnnDirection::Reverse;
+  plan.twoPhase = p.mode == kRnnGru && !p.linearBeforeReset;
+  const int64_t gates = p.mode == kRnnLstm ? 4 : p.mode == kRnnGru ? 3 : 1;
+  const uint64_t gh = static_cast<uint64_t>(gates * p.hidden);
+  const uint64_t state = static_cast<uint64_t>(p.batch * p.hidden);
+  WorkspaceLayout ws;
+  plan.xwOffset = ws.add(static_cast<uint64_t>(p.seq * p.batch) * gh * 4);
+  plan.hrOffset = ws.add(static_cast<uint64_t>(p.batch) * gh * 4);
+  plan.hOffset = ws.add(state * 4);
+  plan.cOffset = ws.add(state * 4);
+  plan.tmpOffset = ws.add(state * 4);
+  plan.workspaceBytes = ws.total();
+  return plan;
+}
+
+//===----------------------------------------------------------------------===//
 // The planners of this file
 //===----------------------------------------------------------------------===//
 
@@ -172,6 +246,7 @@ const std::vector<TopicPlanner> &planning::nnPlanners() {
       {"kernel.layer_norm", statusOf<planLayerNorm>},
       {"kernel.instance_norm", statusOf<planInstanceNorm>},
       {"cudnn.lrn", statusOf<planLrn>},
+      {"cudnn.rnn", statusOf<planRnn>},
   };
   return planners;
 }

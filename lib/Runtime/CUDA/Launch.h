@@ -50,6 +50,13 @@ cudaError_t launchOptimizer(const OptimizerParams &p, cudaStream_t stream);
 // NNKernels.cu
 cudaError_t launchNorm(const NormParams &p, cudaStream_t stream);
 cudaError_t launchLrn(const LrnParams &p, cudaStream_t stream);
+cudaError_t launchGemm(const GemmParams &p, cudaStream_t stream);
+/// cudnn.rnn, direction p.dir: the folded bias into xw, the initial state,
+/// the sequence lengths checked.
+cudaError_t launchRnnPrep(const RnnParams &p, DeviceError *error,
+                          cudaStream_t stream);
+/// The gates of step p.t (phase: RnnParams).
+cudaError_t launchRnnGates(const RnnParams &p, int phase, cudaStream_t stream);
 
 } // namespace mp::rt::cuda
 

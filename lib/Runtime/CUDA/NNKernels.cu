@@ -106,6 +106,210 @@ __global__ void lrnKernel(LrnParams p) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// GEMM (the recurrent calls)
+//===----------------------------------------------------------------------===//
+
+constexpr int kTile = 16;
+
+/// A(i, l) and B(l, j) of GemmParams, as T.
+template <typename T>
+__device__ inline T gemmA(const GemmParams &p, int64_t i, int64_t l) {
+  return loadAs<T>(p.a, p.aDtype,
+                   p.aOffset + (p.transA ? l * p.lda + i : i * p.lda + l));
+}
+template <typename T>
+__device__ inline T gemmB(const GemmParams &p, int64_t l, int64_t j) {
+  return loadAs<T>(p.b, p.bDtype,
+                   p.bOffset + (p.transB ? j * p.ldb + l : l * p.ldb + j));
+}
+
+/// One kTile x kTile tile of C per block (grid-stride over the tiles), the
+/// k dimension in kTile steps through shared memory.
+template <typename T> __global__ void gemmKernel(GemmParams p) {
+  __shared__ T as[kTile][kTile + 1], bs[kTile][kTile + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t tilesM = (p.m + kTile - 1) / kTile,
+                tilesN = (p.n + kTile - 1) / kTile;
+  for (int64_t tm = blockIdx.y; tm < tilesM; tm += gridDim.y)
+    for (int64_t tn = blockIdx.x; tn < tilesN; tn += gridDim.x) {
+      const int64_t row = tm * kTile + ty, col = tn * kTile + tx;
+      T acc = 0;
+      for (int64_t k0 = 0; k0 < p.k; k0 += kTile) {
+        const int64_t ka = k0 + tx, kb = k0 + ty;
+        as[ty][tx] = row < p.m && ka < p.k ? gemmA<T>(p, row, ka) : T(0);
+        bs[ty][tx] = kb < p.k && col < p.n ? gemmB<T>(p, kb, col) : T(0);
+        __syncthreads();
+        for (int l = 0; l < kTile; ++l)
+          acc += as[ty][l] * bs[l][tx];
+        __syncthreads();
+      }
+      if (row < p.m && col < p.n) {
+        T *c = static_cast<T *>(p.c) + p.cOffset + row * p.ldc + col;
+        *c = p.accumulate ? *c + acc : acc;
+      }
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Recurrent networks (cudnn.rnn)
+//===----------------------------------------------------------------------===//
+
+__device__ inline float rnnAct(const RnnAct &a, float v) {
+  switch (a.kind) {
+  case kRnnRelu:
+    return v > 0.0f ? v : 0.0f;
+  case kRnnTanh:
+    return tanhf(v);
+  case kRnnSigmoid:
+    return 1.0f / (1.0f + expf(-v));
+  case kRnnAffine:
+    return a.alpha * v + a.beta;
+  case kRnnLeakyRelu:
+    return v >= 0.0f ? v : a.alpha * v;
+  case kRnnThresholdedRelu:
+    return v > a.alpha ? v : 0.0f;
+  case kRnnScaledTanh:
+    return a.alpha * tanhf(a.beta * v);
+  case kRnnHardSigmoid:
+    return fmaxf(0.0f, fminf(1.0f, a.alpha * v + a.beta));
+  case kRnnElu:
+    return v >= 0.0f ? v : a.alpha * (expf(v) - 1.0f);
+  case kRnnSoftsign:
+    return v / (1.0f + fabsf(v));
+  case kRnnSoftplus:
+    return log1pf(expf(v));
+  }
+  return v;
+}
+
+/// The CPU's clipTo: min(clip, max(-clip, v)).
+__device__ inline float rnnClip(const RnnParams &p, float v) {
+  return p.hasClip ? fminf(p.clip, fmaxf(-p.clip, v)) : v;
+}
+
+__device__ inline int64_t rnnGates(const RnnParams &p) {
+  return p.mode == kRnnLstm ? 4 : p.mode == kRnnGru ? 3 : 1;
+}
+
+/// Batch entry b's sequence length (bad values were recorded by
+/// rnnPrepKernel; here they are clamped).
+__device__ inline int64_t rnnLength(const RnnParams &p, int64_t b) {
+  if (!p.seqDtype)
+    return p.seq;
+  int64_t len = p.seqDtype == kI32 ? static_cast<const int32_t *>(p.seqLens)[b]
+                                   : static_cast<const int64_t *>(p.seqLens)[b];
+  return len < 0 ? 0 : (len > p.seq ? p.seq : len);
+}
+
+/// The start of a direction: xw = the folded bias (Wb + Rb; GRU with
+/// linear_before_reset: Wb only for the candidate gate, whose Rb the reset
+/// gate multiplies), the initial state, and the sequence lengths checked.
+__global__ void rnnPrepKernel(RnnParams p, DeviceError *err) {
+  const int64_t H = p.hidden, GH = rnnGates(p) * H;
+  const int64_t rows = p.seq * p.batch, state = p.batch * H;
+  const int64_t n = rows * GH > state ? rows * GH : state;
+  const bool lbr = p.mode == kRnnGru && p.linearBeforeReset;
+  MP_GRID_LOOP(i, n) {
+    if (i < rows * GH) {
+      const int64_t j = i % GH;
+      float v = 0.0f;
+      if (p.b) {
+        const int64_t wb = p.dir * 2 * GH + j;
+        v = loadF32(p.b, p.dtype, wb);
+        if (!(lbr && j >= 2 * H))
+          v = v + loadF32(p.b, p.dtype, wb + GH);
+      }
+      p.xw[i] = v;
+    }
+    if (i < state) {
+      const int64_t s = p.dir * state + i;
+      p.h[i] = p.initH ? loadF32(p.initH, p.dtype, s) : 0.0f;
+      p.c[i] = p.initC ? loadF32(p.initC, p.dtype, s) : 0.0f;
+    }
+    if (p.seqDtype && i < p.batch) {
+      int64_t len = p.seqDtype == kI32
+                        ? static_cast<const int32_t *>(p.seqLens)[i]
+                        : static_cast<const int64_t *>(p.seqLens)[i];
+      if (len < 0 || len > p.seq)
+        recordError(err, kErrSequenceLength, len);
+    }
+  }
+}
+
+/// The end of a step for state element (b, j): entries within their
+/// length take the new state, the others keep theirs; y gets the state or
+/// 0.
+__device__ inline void rnnFinish(const RnnParams &p, int64_t b, int64_t j,
+                                 float hn, float cn) {
+  const int64_t si = b * p.hidden + j;
+  float out = 0.0f;
+  if (p.t < rnnLength(p, b)) {
+    p.h[si] = hn;
+    if (p.mode == kRnnLstm)
+      p.c[si] = cn;
+    out = hn;
+  }
+  if (p.y)
+    storeF32(p.y, p.dtype,
+             (p.t * p.dirs + p.dir) * p.batch * p.hidden + si, out);
+}
+
+/// The gates of one step, one thread per state element (b, j), after the
+/// recurrent GEMM into hr. phase 0: LSTM, RNN, GRU with
+/// linear_before_reset, or GRU's z and r (stored activated in xw, and
+/// tmp = r * h for the candidate's GEMM); phase 1: GRU's candidate.
+__global__ void rnnGatesKernel(RnnParams p, int phase) {
+  const int64_t H = p.hidden, GH = rnnGates(p) * H;
+  const RnnAct *act = p.acts + p.dir * (p.mode == kRnnLstm  ? 3
+                                        : p.mode == kRnnGru ? 2
+                                                            : 1);
+  MP_GRID_LOOP(i, p.batch * H) {
+    const int64_t b = i / H, j = i % H;
+    float *g = p.xw + (p.t * p.batch + b) * GH;
+    const float *hr = p.hr + b * GH;
+    if (p.mode == kRnnPlain) {
+      float v = rnnAct(act[0], rnnClip(p, g[j] + hr[j]));
+      rnnFinish(p, b, j, v, 0.0f);
+    } else if (p.mode == kRnnLstm) {
+      float gi = g[j] + hr[j], go = g[H + j] + hr[H + j],
+            gf = g[2 * H + j] + hr[2 * H + j],
+            gc = g[3 * H + j] + hr[3 * H + j];
+      const float cPrev = p.c[i];
+      const int64_t peep = p.dir * 3 * H;
+      if (p.p) {
+        gi = gi + loadF32(p.p, p.dtype, peep + j) * cPrev;
+        gf = gf + loadF32(p.p, p.dtype, peep + 2 * H + j) * cPrev;
+      }
+      gi = rnnAct(act[0], rnnClip(p, gi));
+      gf = p.inputForget ? 1.0f - gi : rnnAct(act[0], rnnClip(p, gf));
+      gc = rnnAct(act[1], rnnClip(p, gc));
+      const float cn = gf * cPrev + gi * gc;
+      if (p.p)
+        go = go + loadF32(p.p, p.dtype, peep + H + j) * cn;
+      go = rnnAct(act[0], rnnClip(p, go));
+      rnnFinish(p, b, j, rnnAct(act[2], cn) * go, cn);
+    } else if (p.linearBeforeReset) {
+      const float z = rnnAct(act[0], rnnClip(p, g[j] + hr[j]));
+      const float r = rnnAct(act[0], rnnClip(p, g[H + j] + hr[H + j]));
+      const float rb =
+          p.b ? loadF32(p.b, p.dtype, p.dir * 2 * GH + GH + 2 * H + j) : 0.0f;
+      float cand = g[2 * H + j] + r * (hr[2 * H + j] + rb);
+      cand = rnnAct(act[1], rnnClip(p, cand));
+      rnnFinish(p, b, j, (1.0f - z) * cand + z * p.h[i], 0.0f);
+    } else if (phase == 0) {
+      g[j] = rnnAct(act[0], rnnClip(p, g[j] + hr[j]));
+      g[H + j] = rnnAct(act[0], rnnClip(p, g[H + j] + hr[H + j]));
+      p.tmp[i] = g[H + j] * p.h[i];
+    } else {
+      // hr's candidate part is (r * h) R_h^T from the second GEMM.
+      const float z = g[j];
+      float cand = rnnAct(act[1], rnnClip(p, g[2 * H + j] + hr[2 * H + j]));
+      rnnFinish(p, b, j, (1.0f - z) * cand + z * p.h[i], 0.0f);
+    }
+  }
+}
+
 } // namespace
 } // namespace dev
 
@@ -124,6 +328,39 @@ cudaError_t launchLrn(const LrnParams &p, cudaStream_t stream) {
   if (n == 0)
     return cudaSuccess;
   lrnKernel<<<blocksFor(n, kBlock), kBlock, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t launchGemm(const GemmParams &p, cudaStream_t stream) {
+  if (p.m == 0 || p.n == 0)
+    return cudaSuccess;
+  dim3 threads(kTile, kTile);
+  dim3 blocks(blocksFor(p.n, kTile, 65535), blocksFor(p.m, kTile, 65535));
+  if (p.f64)
+    gemmKernel<double><<<blocks, threads, 0, stream>>>(p);
+  else
+    gemmKernel<float><<<blocks, threads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t launchRnnPrep(const RnnParams &p, DeviceError *error,
+                          cudaStream_t stream) {
+  const int64_t gates = p.mode == kRnnLstm ? 4 : p.mode == kRnnGru ? 3 : 1;
+  const int64_t xw = p.seq * p.batch * gates * p.hidden,
+                state = p.batch * p.hidden;
+  const int64_t n = xw > state ? xw : state;
+  if (n == 0)
+    return cudaSuccess;
+  rnnPrepKernel<<<blocksFor(n, kBlock), kBlock, 0, stream>>>(p, error);
+  return cudaGetLastError();
+}
+
+cudaError_t launchRnnGates(const RnnParams &p, int phase,
+                           cudaStream_t stream) {
+  const int64_t n = p.batch * p.hidden;
+  if (n == 0)
+    return cudaSuccess;
+  rnnGatesKernel<<<blocksFor(n, kBlock), kBlock, 0, stream>>>(p, phase);
   return cudaGetLastError();
 }
 

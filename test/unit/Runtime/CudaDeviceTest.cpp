@@ -961,3 +961,84 @@ TEST_CASE("CUDA: layer_norm, instance_norm, lrn", "[cuda][device]") {
                         {{"y", t, {2, 6, 3, 4}}}));
   }
 }
+
+TEST_CASE("CUDA: cudnn.rnn (LSTM, GRU, RNN)", "[cuda][device]") {
+  Rng rng(16);
+  // seq 5, batch 3, input 4, hidden 6.
+  const int64_t S = 5, B = 3, I = 4, H = 6;
+  auto rnn = [&](DType t, std::string mode, std::string direction,
+                 std::vector<PlanAttr> extra, bool withB, bool withLens,
+                 bool withInit, bool withP, bool yc) {
+    INFO(mode << " " << direction << " dtype " << dtypeName(t));
+    int64_t G = mode == "lstm" ? 4 : mode == "gru" ? 3 : 1;
+    int64_t D = direction == "bidirectional" ? 2 : 1;
+    std::vector<PlanAttr> attrs{{"has_b", int64_t(withB)},
+                                {"has_sequence_lens", int64_t(withLens)},
+                                {"has_initial_h", int64_t(withInit)},
+                                {"has_initial_c", int64_t(withInit && yc)},
+                                {"has_p", int64_t(withP)},
+                                {"has_y", int64_t(1)},
+                                {"has_y_h", int64_t(1)},
+                                {"has_y_c", int64_t(yc)},
+                                {"mode", mode},
+                                {"direction", direction},
+                                {"hidden_size", H}};
+    for (PlanAttr &e : extra)
+      attrs.push_back(e);
+    std::vector<Arg> args{{"x", rnd(t, {S, B, I}, rng)},
+                          {"w", rnd(t, {D, G * H, I}, rng, -0.5, 0.5)},
+                          {"r", rnd(t, {D, G * H, H}, rng, -0.5, 0.5)}};
+    if (withB)
+      args.push_back({"b", rnd(t, {D, 2 * G * H}, rng, -0.5, 0.5)});
+    if (withLens)
+      args.push_back({"sequence_lens", indices(DType::I32, {B}, {5, 2, 0})});
+    if (withInit)
+      args.push_back({"initial_h", rnd(t, {D, B, H}, rng)});
+    if (withInit && yc)
+      args.push_back({"initial_c", rnd(t, {D, B, H}, rng)});
+    if (withP)
+      args.push_back({"p", rnd(t, {D, 3 * H}, rng, -0.5, 0.5)});
+    std::vector<Res> res{{"y", t, {S, D, B, H}}, {"y_h", t, {D, B, H}}};
+    if (yc)
+      res.push_back({"y_c", t, {D, B, H}});
+    // 16-bit data: the state stays f32 on both sides; rounding differences
+    // of the inputs to the gates grow a little over the steps.
+    std::optional<Tol> tol;
+    if (t != DType::F32)
+      tol = Tol{2e-2, 1e-2};
+    compareCall(oneCall("cudnn.rnn", attrs, std::move(args), res), tol);
+  };
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    rnn(t, "lstm", "forward", {}, true, false, false, false, true);
+    rnn(t, "gru", "forward", {}, true, false, false, false, false);
+    rnn(t, "rnn", "forward", {}, true, false, false, false, false);
+  }
+  const DType f = DType::F32;
+  // LSTM: bidirectional with lengths, initial state and peepholes; reverse
+  // with clip and input_forget; other activations.
+  rnn(f, "lstm", "bidirectional", {}, true, true, true, true, true);
+  rnn(f, "lstm", "reverse", {{"clip", 0.7}, {"input_forget", int64_t(1)}},
+      true, true, true, false, true);
+  rnn(f, "lstm", "forward",
+      {{"activations", std::string("HardSigmoid,Softsign,ScaledTanh")},
+       {"activation_alpha", std::vector<double>{0.3, 0.8}},
+       {"activation_beta", std::vector<double>{0.4, 1.5}}},
+      false, false, true, false, true);
+  // GRU: both reset orders, bidirectional, lengths, clip.
+  for (int64_t lbr : {0, 1}) {
+    rnn(f, "gru", "bidirectional", {{"linear_before_reset", lbr}}, true, true,
+        true, false, false);
+    rnn(f, "gru", "reverse",
+        {{"linear_before_reset", lbr}, {"clip", 0.5}}, true, false, true,
+        false, false);
+  }
+  // RNN: Relu, LeakyRelu per direction.
+  rnn(f, "rnn", "bidirectional",
+      {{"activations", std::string("Relu,LeakyRelu")}}, true, true, true,
+      false, false);
+  rnn(f, "rnn", "reverse",
+      {{"activations", std::string("Affine")},
+       {"activation_alpha", std::vector<double>{0.5}},
+       {"activation_beta", std::vector<double>{0.1}}},
+      false, false, false, false, false);
+}

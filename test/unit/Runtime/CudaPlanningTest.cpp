@@ -1194,3 +1194,96 @@ TEST_CASE("normalization planning: layer norm, instance norm, LRN",
           "attribute 'size' is missing");
   }
 }
+
+TEST_CASE("rnn planning: parameters, scratch, the CPU's checks",
+          "[cuda][planning]") {
+  Addr at;
+  auto rnnCall = [](std::vector<PlanAttr> extra) {
+    std::vector<PlanAttr> a{{"has_b", int64_t(1)},
+                            {"has_sequence_lens", int64_t(0)},
+                            {"has_initial_h", int64_t(0)},
+                            {"has_initial_c", int64_t(0)},
+                            {"has_p", int64_t(0)},
+                            {"has_y", int64_t(1)},
+                            {"has_y_h", int64_t(1)},
+                            {"has_y_c", int64_t(0)}};
+    for (PlanAttr &e : extra)
+      a.push_back(std::move(e));
+    return callOf("cudnn.rnn", std::move(a));
+  };
+  // GRU, bidirectional, 5 steps, batch 3, input 4, hidden 6.
+  PlanCall gru = rnnCall({{"mode", std::string("gru")},
+                          {"direction", std::string("bidirectional")},
+                          {"hidden_size", int64_t(6)},
+                          {"clip", 2.5}});
+  std::vector<TensorDesc> ops{at(DType::F16, {5, 3, 4}),
+                              at(DType::F16, {2, 18, 4}),
+                              at(DType::F16, {2, 18, 6}),
+                              at(DType::F16, {2, 36})};
+  std::vector<TensorDesc> res{at(DType::F16, {5, 2, 3, 6}),
+                              at(DType::F16, {2, 3, 6})};
+  Result<RnnPlan> p = planRnn(gru, ops, res);
+  REQUIRE(p);
+  CHECK(p->params.mode == kRnnGru);
+  CHECK(p->params.dirs == 2);
+  CHECK(p->params.hidden == 6);
+  CHECK(p->params.hasClip == 1);
+  CHECK(p->params.clip == 2.5f);
+  CHECK(p->twoPhase);
+  CHECK_FALSE(p->reverse);
+  CHECK(p->params.acts[0].kind == kRnnSigmoid); // defaults, per direction
+  CHECK(p->params.acts[1].kind == kRnnTanh);
+  CHECK(p->params.acts[2].kind == kRnnSigmoid);
+  CHECK(p->params.acts[3].kind == kRnnTanh);
+  CHECK(p->yH == res[1].ptr<void>());
+  CHECK(p->yC == nullptr);
+  // xw: 15 rows of 18 floats; hr: 3 x 18; h, c, tmp: 3 x 6.
+  CHECK(p->xwOffset == 0);
+  CHECK(p->hrOffset == 1280); // 1080 bytes, 256-aligned
+  CHECK(p->hOffset == 1280 + 256);
+  CHECK(p->workspaceBytes == 1280 + 256 * 3 + 72);
+  // linear_before_reset: one gate kernel per step.
+  PlanCall lbr = rnnCall({{"mode", std::string("gru")},
+                          {"direction", std::string("bidirectional")},
+                          {"hidden_size", int64_t(6)},
+                          {"linear_before_reset", int64_t(1)}});
+  Result<RnnPlan> q = planRnn(lbr, ops, res);
+  REQUIRE(q);
+  CHECK_FALSE(q->twoPhase);
+  // LSTM activations, reverse.
+  PlanCall lstm = rnnCall({{"mode", std::string("lstm")},
+                           {"direction", std::string("reverse")},
+                           {"hidden_size", int64_t(2)},
+                           {"activations", std::string("HardSigmoid,Relu,Elu")},
+                           {"activation_alpha", std::vector<double>{0.3}}});
+  Result<RnnPlan> l = planRnn(
+      lstm,
+      {at(DType::F32, {4, 2, 3}), at(DType::F32, {1, 8, 3}),
+       at(DType::F32, {1, 8, 2}), at(DType::F32, {1, 16})},
+      {at(DType::F32, {4, 1, 2, 2}), at(DType::F32, {1, 2, 2})});
+  REQUIRE(l);
+  CHECK(l->reverse);
+  CHECK(l->params.acts[0].kind == kRnnHardSigmoid);
+  CHECK(l->params.acts[0].alpha == Approx(0.3));
+  CHECK(l->params.acts[0].beta == Approx(0.5));
+  CHECK(l->params.acts[1].kind == kRnnRelu);
+  CHECK(l->params.acts[2].kind == kRnnElu);
+  CHECK(l->params.acts[2].alpha == 1.0f);
+  // The CPU's words.
+  CHECK(messageOf(planRnn(gru,
+                          {ops[0], at(DType::F16, {2, 12, 4}), ops[2], ops[3]},
+                          res)) == "rnn: w has shape [2, 12, 4], expected "
+                                   "[2, 18, 4]");
+  CHECK(messageOf(planRnn(rnnCall({{"mode", std::string("gru")},
+                                   {"hidden_size", int64_t(6)},
+                                   {"activations", std::string("Tanh")}}),
+                          ops, res)) ==
+        "rnn: 1 activations given ('Tanh'), expected 2 per direction for 1 "
+        "direction(s)");
+  CHECK(messageOf(planRnn(rnnCall({{"mode", std::string("lstmx")},
+                                   {"hidden_size", int64_t(6)}}),
+                          ops, res)) ==
+        "attribute 'mode' must be lstm, gru or rnn, got 'lstmx'");
+  CHECK(messageOf(planRnn(gru, ops, {res[0]})) ==
+        "expects 2 results (from its has_* attributes), got 1");
+}

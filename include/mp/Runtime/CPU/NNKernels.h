@@ -105,6 +105,14 @@ Status rnn(const TensorView &x, const TensorView &w, const TensorView &r,
            const TensorView *initialH, const TensorView *initialC,
            const TensorView *p, const TensorView *y, const TensorView *yH,
            const TensorView *yC, const RnnOptions &options);
+/// rnn's checks of shapes, dtypes, attributes and overlaps without running
+/// it (shared with the CUDA backend's planning; the sequence lengths, data,
+/// are checked when it runs).
+Status checkRnn(const TensorView &x, const TensorView &w, const TensorView &r,
+                const TensorView *b, const TensorView *sequenceLens,
+                const TensorView *initialH, const TensorView *initialC,
+                const TensorView *p, const TensorView *y, const TensorView *yH,
+                const TensorView *yC, const RnnOptions &options);
 
 //===----------------------------------------------------------------------===//
 // Transposed convolution (cuDNN convolution backward data, ONNX ConvTranspose)

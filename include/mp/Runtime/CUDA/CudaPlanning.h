@@ -365,6 +365,25 @@ Result<LrnParams> planLrn(const PlanCall &call,
                           const std::vector<TensorDesc> &operands,
                           const std::vector<TensorDesc> &results);
 
+//===----------------------------------------------------------------------===//
+// Recurrent networks (CudaPlanningNN.cpp)
+//===----------------------------------------------------------------------===//
+
+/// cudnn.rnn: the parameters, the scratch layout (offsets into the call's
+/// workspace) and what the steps launch (RnnParams).
+struct RnnPlan {
+  RnnParams params;
+  bool reverse = false; ///< direction "reverse" (direction 1 always is)
+  /// GRU without linear_before_reset: two gate kernels per step.
+  bool twoPhase = false;
+  uint64_t xwOffset = 0, hrOffset = 0, hOffset = 0, cOffset = 0,
+           tmpOffset = 0, workspaceBytes = 0;
+  void *yH = nullptr, *yC = nullptr; ///< the final state (optional)
+};
+Result<RnnPlan> planRnn(const PlanCall &call,
+                        const std::vector<TensorDesc> &operands,
+                        const std::vector<TensorDesc> &results);
+
 /// Runs the planner of `call`'s kind on the descriptors (used by
 /// checkPlanForCuda and the tests): an error for unknown kinds and
 /// anything a planner rejects.

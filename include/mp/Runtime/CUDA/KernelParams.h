@@ -384,6 +384,72 @@ struct LrnParams {
   void *y = nullptr;
 };
 
+/// C = A B (or C += A B) with A [m, k] and B [k, n] read from any float
+/// dtype at element offsets (transposed: A(i, l) = a[l * lda + i],
+/// B(l, j) = b[j * ldb + l]), C an f32 (or f64, computing in f64) matrix
+/// with row stride ldc: the GEMMs of the recurrent calls (a shared-memory
+/// tiled kernel; one output element per thread).
+struct GemmParams {
+  int32_t transA = 0, transB = 0;
+  int32_t aDtype = 1, bDtype = 1;
+  int32_t f64 = 0; ///< C is f64 and the products are summed in f64
+  int32_t accumulate = 0;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t aOffset = 0, bOffset = 0, cOffset = 0;
+  const void *a = nullptr, *b = nullptr;
+  void *c = nullptr;
+};
+
+/// The activation functions of ONNX's recurrent operators
+/// (cpu::RnnActivationKind, same order).
+enum RnnActKind : int32_t {
+  kRnnRelu = 0,
+  kRnnTanh,
+  kRnnSigmoid,
+  kRnnAffine,
+  kRnnLeakyRelu,
+  kRnnThresholdedRelu,
+  kRnnScaledTanh,
+  kRnnHardSigmoid,
+  kRnnElu,
+  kRnnSoftsign,
+  kRnnSoftplus,
+};
+struct RnnAct {
+  int32_t kind = kRnnTanh;
+  float alpha = 0, beta = 0;
+};
+enum RnnModeCode : int32_t { kRnnLstm = 0, kRnnGru = 1, kRnnPlain = 2 };
+
+/// cudnn.rnn (ONNX LSTM / GRU / RNN, layout 0), one direction at a time as
+/// the CPU: the input projections of every step in one GEMM into xw (with
+/// the folded bias), then per step a GEMM of the state into hr and the gate
+/// kernel (GRU without linear_before_reset: a gate kernel for z and r, a
+/// GEMM of r * h, and one for the candidate). The state h, c is f32 scratch
+/// updated in place (a thread reads only its own elements of it).
+struct RnnParams {
+  int32_t mode = kRnnLstm;
+  int32_t dtype = 1;    ///< x's and every float buffer's
+  int32_t seqDtype = 0; ///< 0: no sequence_lens
+  int32_t hasClip = 0;
+  float clip = 0;
+  int32_t inputForget = 0, linearBeforeReset = 0;
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
+  RnnAct acts[6]; ///< per direction: LSTM f, g, h; GRU f, g; RNN f
+  const void *x = nullptr, *w = nullptr, *r = nullptr, *b = nullptr;
+  const void *seqLens = nullptr, *initH = nullptr, *initC = nullptr;
+  const void *p = nullptr;
+  void *y = nullptr;
+  /// Scratch (f32): xw [seq * batch, G * H], hr [batch, G * H], h, c, tmp
+  /// [batch, H].
+  float *xw = nullptr, *hr = nullptr, *h = nullptr, *c = nullptr,
+        *tmp = nullptr;
+  /// The direction and time step of a launch.
+  int32_t dir = 0;
+  int64_t t = 0;
+};
+
 /// A kernel that finds bad data (an index out of range) records it here:
 /// the first code and the offending value, per call.
 struct DeviceError {
@@ -395,6 +461,7 @@ enum DeviceErrorCode : int32_t {
   kErrNone = 0,
   kErrIndexOutOfRange = 1,  ///< gather / scatter index
   kErrTargetOutOfRange = 2, ///< loss target / label outside [0, C)
+  kErrSequenceLength = 3,   ///< rnn sequence_lens entry outside [0, seq]
 };
 
 } // namespace mp::rt::cuda

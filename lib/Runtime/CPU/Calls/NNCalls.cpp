@@ -6,39 +6,17 @@
 // on the kernels of mp/Runtime/CPU/NNKernels.h.
 //
 //===----------------------------------------------------------------------===//
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/NNKernels.h"
 
 namespace mp::rt::cpu {
 
-namespace {
-
 //===----------------------------------------------------------------------===//
 // cudnn.rnn
 //===----------------------------------------------------------------------===//
 
-Status rnnCall(const CallArgs &args) {
-  const PlanCall &call = args.call;
-  std::array<const TensorView *, 8> in;
-  if (Status s = bindBuffers<8>(call, args.operands, "operands",
-                                {{{"x", false},
-                                  {"w", false},
-                                  {"r", false},
-                                  {"b", true},
-                                  {"sequence_lens", true},
-                                  {"initial_h", true},
-                                  {"initial_c", true},
-                                  {"p", true}}},
-                                in);
-      !s)
-    return s;
-  std::array<const TensorView *, 3> out;
-  if (Status s = bindBuffers<3>(
-          call, args.results, "results",
-          {{{"y", true}, {"y_h", true}, {"y_c", true}}}, out);
-      !s)
-    return s;
-
+Result<RnnOptions> rnnOptionsOf(const PlanCall &call) {
   RnnOptions o;
   MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode"));
   if (mode == "lstm")
@@ -77,6 +55,23 @@ Status rnnCall(const CallArgs &args) {
   o.inputForget = inputForget;
   MP_RT_TRY_ASSIGN(lbr, boolAttr(call, "linear_before_reset", false));
   o.linearBeforeReset = lbr;
+  return o;
+}
+
+namespace {
+
+Status rnnCall(const CallArgs &args) {
+  const PlanCall &call = args.call;
+  std::array<const TensorView *, 8> in;
+  if (Status s =
+          bindBuffers<8>(call, args.operands, "operands", kRnnOperands, in);
+      !s)
+    return s;
+  std::array<const TensorView *, 3> out;
+  if (Status s = bindBuffers<3>(call, args.results, "results", kRnnResults, out);
+      !s)
+    return s;
+  MP_RT_TRY_ASSIGN(o, rnnOptionsOf(call));
   return rnn(*in[0], *in[1], *in[2], in[3], in[4], in[5], in[6], in[7], out[0],
              out[1], out[2], o);
 }

@@ -1,0 +1,40 @@
+//===- CallOptions.h - the attributes of the larger plan calls ----*- C++ -*-===//
+//
+// The buffers and attributes of the calls whose options take more than a
+// line or two to read (cudnn.rnn, kernel.lstm_bwd, kernel.resize), as the
+// CPU calls read them (lib/Runtime/CPU/Calls/*.cpp). The CUDA backend's
+// planning reads them with the same functions, so both backends accept the
+// same attributes and refuse the others in the same words.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_RUNTIME_CPU_CALLOPTIONS_H
+#define MP_RUNTIME_CPU_CALLOPTIONS_H
+
+#include "mp/Runtime/CPU/BackwardKernels.h"
+#include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/DataKernels.h"
+#include "mp/Runtime/CPU/NNKernels.h"
+
+namespace mp::rt::cpu {
+
+/// cudnn.rnn: x, w, r, b?, sequence_lens?, initial_h?, initial_c?, p? ->
+/// y?, y_h?, y_c?.
+inline constexpr std::array<BufferSpec, 8> kRnnOperands = {{{"x", false},
+                                                           {"w", false},
+                                                           {"r", false},
+                                                           {"b", true},
+                                                           {"sequence_lens",
+                                                            true},
+                                                           {"initial_h", true},
+                                                           {"initial_c", true},
+                                                           {"p", true}}};
+inline constexpr std::array<BufferSpec, 3> kRnnResults = {
+    {{"y", true}, {"y_h", true}, {"y_c", true}}};
+
+/// cudnn.rnn's attributes: mode, direction, hidden_size, activations,
+/// activation_alpha / _beta, clip, input_forget, linear_before_reset.
+Result<RnnOptions> rnnOptionsOf(const PlanCall &call);
+
+} // namespace mp::rt::cpu
+
+#endif // MP_RUNTIME_CPU_CALLOPTIONS_H
