@@ -21,6 +21,7 @@ void mp::buildCompilePipeline(mlir::OpPassManager &pm) {
   pm.addNestedPass<mlir::func::FuncOp>(mp::createInferShapes());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createFoldConstants());
   pm.addPass(mp::createConvertMPToCuLib());
+  pm.addNestedPass<mlir::func::FuncOp>(mp::createNHWCLayout());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createPlanMemory());
 }
 
@@ -135,7 +136,7 @@ void mp::registerAllPasses() {
       "mp-compile",
       "Lower an imported model to memory-planned culib calls: "
       "mp-infer-shapes, mp-fold-constants, convert-mp-to-culib, "
-      "culib-plan-memory",
+      "culib-nhwc-layout, culib-plan-memory",
       [](mlir::OpPassManager &pm) { buildCompilePipeline(pm); });
   mlir::PassPipelineRegistration<AutocastPipelineOptions>(
       "mp-autocast-pipeline",

@@ -59,6 +59,35 @@ def ConvertMPToCuLib : Pass<"convert-mp-to-culib", "mlir::ModuleOp"> {
   let dependentDialects = ["mp::culib::CuLibDialect"];
 }
 
+def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
+  let summary = "Run 16-bit convolutions and their neighbours channels last (NHWC)";
+  let description = [{
+    Tensor cores run convolutions of 16-bit data fastest in NHWC, which is
+    what cuDNN's fastest kernels read and write. This pass decides the
+    layout at compile time, so no run-time layout conversions surround each
+    convolution: every 2-D `culib.conv_fwd` whose input element type is in
+    `dtypes` becomes `layout = "nhwc"`, and so do the ops that follow it
+    and can work channels last (pooling without indices, batch norm
+    inference and training, convolutions of any type, elementwise kernels
+    and casts whose operands are 4-D or scalars): their 4-D activation
+    buffers are re-typed to [N, H, W, C]. Filters (to [K, R, S, C]), graph
+    inputs and any other NCHW buffer such an op reads are transposed once,
+    right before the first reader: weights keep their ONNX layout in the
+    plan, so that they stay exchangeable by name (an evaluation plan taking
+    a training plan's state, weights loaded from files), and a filter
+    transpose costs little next to the convolution. An NHWC buffer that an NCHW-only op or the function's
+    return reads is transposed back once, right after it is written. Run it
+    after convert-mp-to-culib and before culib-plan-memory (mp-compile
+    does).
+  }];
+  let options = [
+    ListOption<"dtypes", "dtypes", "std::string",
+               "Element types (f16, bf16, f32, f64) of the convolutions that "
+               "go channels last; default f16,bf16">,
+  ];
+  let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
 def ExportPlan : Pass<"culib-export-plan", "mlir::ModuleOp"> {
   let summary = "Write the lowered, memory-planned module as a plan file";
   let description = [{

@@ -125,6 +125,13 @@ LogicalResult MatmulOp::verify() {
   return success();
 }
 
+/// `layout` of conv_fwd, pool and the batch norms: true for channels last.
+static FailureOr<bool> parseLayout(Operation *op, StringRef layout) {
+  if (layout == "nchw" || layout == "nhwc")
+    return layout == "nhwc";
+  return op->emitOpError() << "unknown layout '" << layout << "' (nchw, nhwc)";
+}
+
 LogicalResult ConvFwdOp::verify() {
   for (auto [v, name] : {std::pair<Value, StringRef>{getX(), "X"},
                          {getW(), "W"}, {getY(), "Y"}})
@@ -143,10 +150,10 @@ LogicalResult ConvFwdOp::verify() {
       getDilations().size() != spatial)
     return emitOpError() << "needs " << 2 * spatial << " pads and "
                          << spatial << " strides and dilations";
-  bool nhwc = getLayout() == "nhwc";
-  if (!nhwc && getLayout() != "nchw")
-    return emitOpError() << "unknown layout '" << getLayout()
-                         << "' (nchw, nhwc)";
+  FailureOr<bool> nhwcOrFailure = parseLayout(*this, getLayout());
+  if (failed(nhwcOrFailure))
+    return failure();
+  bool nhwc = *nhwcOrFailure;
   if (getActivation() != "none" && getActivation() != "relu")
     return emitOpError() << "unknown activation '" << getActivation()
                          << "' (none, relu)";
@@ -202,11 +209,19 @@ LogicalResult PoolOp::verify() {
                          << "and dilations and " << 2 * spatial << " pads";
   if (getDilations() && mode != "max")
     return emitOpError("only max pooling takes dilations");
-  if (x.getDimSize(0) != y.getDimSize(0) || x.getDimSize(1) != y.getDimSize(1))
+  FailureOr<bool> nhwc = parseLayout(*this, getLayout());
+  if (failed(nhwc))
+    return failure();
+  int64_t channelDim = *nhwc ? x.getRank() - 1 : 1;
+  if (x.getDimSize(0) != y.getDimSize(0) ||
+      x.getDimSize(channelDim) != y.getDimSize(channelDim))
     return emitOpError("X and Y must agree in batch and channels");
   if (getIndices()) {
     if (mode != "max")
       return emitOpError("only max pooling has indices");
+    if (*nhwc)
+      return emitOpError("indices are ONNX's NCHW indices: layout must be "
+                         "'nchw'");
     if (failed(verifySameShape(*this, getIndices(), "indices", getY(), "Y")))
       return failure();
   }
@@ -214,7 +229,7 @@ LogicalResult PoolOp::verify() {
 }
 
 static LogicalResult verifyBatchNorm(Operation *op, Value x, Value y,
-                                     ValueRange statistics) {
+                                     StringRef layout, ValueRange statistics) {
   if (failed(verifyBuffer(op, x, "X")) || failed(verifyBuffer(op, y, "Y")))
     return failure();
   MemRefType xType = memrefOf(x);
@@ -222,7 +237,10 @@ static LogicalResult verifyBatchNorm(Operation *op, Value x, Value y,
     return op->emitOpError("X must have rank >= 2");
   if (failed(verifySameShape(op, x, "X", y, "Y")))
     return failure();
-  int64_t channels = xType.getDimSize(1);
+  FailureOr<bool> nhwc = parseLayout(op, layout);
+  if (failed(nhwc))
+    return failure();
+  int64_t channels = xType.getDimSize(*nhwc ? xType.getRank() - 1 : 1);
   for (Value v : statistics)
     if (failed(verifyChannelVector(op, v, "scale, bias and statistics",
                                    channels)))
@@ -231,12 +249,12 @@ static LogicalResult verifyBatchNorm(Operation *op, Value x, Value y,
 }
 
 LogicalResult BatchNormInferenceOp::verify() {
-  return verifyBatchNorm(*this, getX(), getY(),
+  return verifyBatchNorm(*this, getX(), getY(), getLayout(),
                          {getScale(), getBias(), getMean(), getVariance()});
 }
 
 LogicalResult BatchNormTrainingOp::verify() {
-  return verifyBatchNorm(*this, getX(), getY(),
+  return verifyBatchNorm(*this, getX(), getY(), getLayout(),
                          {getScale(), getBias(), getMean(), getVariance(),
                           getRunningMean(), getRunningVariance()});
 }

@@ -24,6 +24,7 @@ namespace mp::rt::cuda {
 
 using namespace planning;
 using cpu::boolAttr;
+using cpu::channelsLastAttr;
 using cpu::dtypeAttr;
 using cpu::floatAttr;
 using cpu::hasBuffer;
@@ -1473,7 +1474,7 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
     MP_TRY(strides, intListAttr(call, "strides"));
     MP_TRY(dilations, intListAttr(call, "dilations"));
     MP_TRY(groups, intAttr(call, "groups", 1));
-    MP_TRY(layout, stringAttr(call, "layout", "nchw"));
+    MP_TRY(channelsLast, channelsLastAttr(call));
     MP_TRY(activation, stringAttr(call, "activation", "none"));
     if (activation == "none")
       at.act = kActNone;
@@ -1489,11 +1490,7 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
           " spatial dims), got " + std::to_string(pads.size()));
     at.padsBegin.assign(pads.begin(), pads.begin() + spatial);
     at.padsEnd.assign(pads.begin() + spatial, pads.end());
-    if (layout == "nhwc")
-      at.nhwc = true;
-    else if (layout != "nchw")
-      return Status::error("attribute 'layout' has unknown value '" + layout +
-                           "' (nchw, nhwc)");
+    at.nhwc = channelsLast;
     at.strides = strides;
     at.dilations = dilations;
     at.groups = groups;
@@ -1952,6 +1949,16 @@ Result<PoolPlan> planPool(bool backward, const PlanCall &call,
   }
   MP_TRY(d, intListAttr(call, "dilations", {}));
   dilationsIn = d;
+  bool nhwc = false; // pool_bwd is NCHW only
+  if (!backward) {
+    MP_TRY(channelsLast, channelsLastAttr(call));
+    nhwc = channelsLast;
+    if (nhwc && hasIndices)
+      return Status::error("indices (ONNX's NCHW indices) need layout 'nchw'");
+  }
+  // Where the channels and the first spatial dim are.
+  const size_t channelDim = nhwc ? x.shape.size() - 1 : 1;
+  const size_t firstSpatial = nhwc ? 1 : 2;
 
   const TensorDesc &yv = backward ? ops[1] : res[0]; // y or dy
   const TensorDesc *dx = backward ? &res[0] : nullptr;
@@ -1984,7 +1991,7 @@ Result<PoolPlan> planPool(bool backward, const PlanCall &call,
     return fail(kOp, std::string(backward ? "dy " : "y ") + shapeStr(yv.shape) +
                          " and x " + shapeStr(x.shape) +
                          " must have the same rank");
-  if (yv.shape[0] != x.shape[0] || yv.shape[1] != x.shape[1])
+  if (yv.shape[0] != x.shape[0] || yv.shape[channelDim] != x.shape[channelDim])
     return fail(kOp, std::string(backward ? "dy " : "y ") + shapeStr(yv.shape) +
                          " and x " + shapeStr(x.shape) +
                          " differ in batch or channels");
@@ -2008,7 +2015,7 @@ Result<PoolPlan> planPool(bool backward, const PlanCall &call,
   if (Status s = spatialAttr(kOp, "padsEnd", padsEnd, k, 0, 0, padE); !s)
     return s;
   for (size_t i = 0; i < k; ++i) {
-    int64_t in = x.shape[2 + i], out = yv.shape[2 + i];
+    int64_t in = x.shape[firstSpatial + i], out = yv.shape[firstSpatial + i];
     int64_t padded = in + padB[i] + padE[i], span;
     if (Status s = dilatedExtent(kOp, "window", i, x.shape, ker[i], dil[i],
                                  padded, span);
@@ -2048,15 +2055,15 @@ Result<PoolPlan> planPool(bool backward, const PlanCall &call,
     return fail(kOp, std::to_string(k) +
                          " spatial dimensions are not implemented on the GPU");
   p.dtype = code(x.dtype);
-  p.nhwc = 0;
+  p.nhwc = nhwc;
   p.k = static_cast<int32_t>(k);
   p.n = x.shape[0];
-  p.c = x.shape[1];
+  p.c = x.shape[channelDim];
   p.inSize = 1;
   p.outSize = 1;
   for (size_t i = 0; i < k; ++i) {
-    p.in[i] = x.shape[2 + i];
-    p.out[i] = yv.shape[2 + i];
+    p.in[i] = x.shape[firstSpatial + i];
+    p.out[i] = yv.shape[firstSpatial + i];
     p.ker[i] = ker[i];
     p.stride[i] = stride[i];
     p.dil[i] = dil[i];
@@ -2115,8 +2122,16 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
     return s;
   if (x.shape.size() < 2)
     return fail(op, "x needs rank >= 2 (N, C, ...), got " + shapeStr(x.shape));
-  int64_t c = x.shape[1];
-  ChannelGeom g{x.shape[0], c, product(x.shape, 2, x.shape.size())};
+  bool nhwc = false; // batch_norm_bwd is NCHW only
+  if (kind != BatchNormKind::Backward) {
+    MP_TRY(channelsLast, channelsLastAttr(call));
+    nhwc = channelsLast;
+  }
+  int64_t c = nhwc ? x.shape.back() : x.shape[1];
+  ChannelGeom g = nhwc ? ChannelGeom{product(x.shape, 0, x.shape.size() - 1),
+                                     c, 1}
+                       : ChannelGeom{x.shape[0], c,
+                                     product(x.shape, 2, x.shape.size())};
   p.geom = g;
   auto checkParam = [&](const char *name, const TensorDesc &v,
                         bool anyFloat) -> Status {

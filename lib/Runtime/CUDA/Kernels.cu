@@ -1039,26 +1039,38 @@ __device__ inline void forTaps(const PoolParams &p, const Window &w, F &&f) {
 
 __global__ void poolKernel(PoolParams p) {
   MP_GRID_LOOP(i, p.n * p.c * p.outSize) {
-    int64_t slice = i / p.outSize, q = i % p.outSize;
+    // NCHW: i = (n * C + c) * outSize + q, taps at xBase + pos;
+    // NHWC: i = (n * outSize + q) * C + c, taps at xBase + pos * C.
+    int64_t q, xBase, tapStride;
+    if (p.nhwc) {
+      int64_t c = i % p.c, nq = i / p.c;
+      q = nq % p.outSize;
+      xBase = (nq / p.outSize) * p.inSize * p.c + c;
+      tapStride = p.c;
+    } else {
+      q = i % p.outSize;
+      xBase = (i / p.outSize) * p.inSize;
+      tapStride = 1;
+    }
     Window w = windowOf(p, q);
-    int64_t xBase = slice * p.inSize;
     if (p.isMax) {
       float best = -INFINITY;
       int64_t bestPos = -1;
       forTaps(p, w, [&](int64_t pos) {
-        float v = loadF32(p.x, p.dtype, xBase + pos);
+        float v = loadF32(p.x, p.dtype, xBase + pos * tapStride);
         if (bestPos < 0 || v > best) {
           best = v;
           bestPos = pos;
         }
       });
       storeF32(p.y, p.dtype, i, best);
-      if (p.indices)
+      if (p.indices) // NCHW only (the planner refuses indices with NHWC)
         p.indices[i] = bestPos < 0 ? -1 : xBase + bestPos;
     } else {
       float sum = 0.0f;
-      forTaps(p, w,
-              [&](int64_t pos) { sum += loadF32(p.x, p.dtype, xBase + pos); });
+      forTaps(p, w, [&](int64_t pos) {
+        sum += loadF32(p.x, p.dtype, xBase + pos * tapStride);
+      });
       storeF32(p.y, p.dtype, i,
                w.count ? sum / static_cast<float>(w.count) : 0.0f);
     }

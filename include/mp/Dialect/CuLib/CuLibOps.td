@@ -126,16 +126,18 @@ def CuLib_PoolOp : CuLib_Op<"pool"> {
   let summary = "cudnnPoolingForward";
   let description = [{
     Max or average pooling (`mode`: `max`, `avg` excluding padding,
-    `avg_include_pad`) in NCHW layout. The output shape is given by `y`
-    (ceil mode is decided by the compiler); window positions outside the
-    input count as padding. `indices` (max only, optional) receives ONNX
+    `avg_include_pad`) in `layout` `nchw` (ONNX's) or `nhwc` (channels last,
+    set by culib-nhwc-layout). The output shape is given by `y` (ceil mode
+    is decided by the compiler); window positions outside the input count
+    as padding. `indices` (max only, optional, `nchw` only) receives ONNX
     MaxPool's flattened indices.
   }];
   let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$y,
                        Optional<MemRefOf<[I64]>>:$indices, StrAttr:$mode,
                        DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$strides,
-                       OptionalAttr<DenseI64ArrayAttr>:$dilations);
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `)` `outs` `(` $y `)` (`indices` `(` $indices^ `)`)?
     attr-dict `:` type(operands)
@@ -146,14 +148,15 @@ def CuLib_PoolOp : CuLib_Op<"pool"> {
 def CuLib_BatchNormInferenceOp : CuLib_Op<"batch_norm_inference"> {
   let summary = "cudnnBatchNormalizationForwardInference";
   let description = [{
-    y = scale * (x - mean) / sqrt(var + epsilon) + bias per channel (dim 1).
-    The statistics, scale and bias are f32 even for 16-bit x, as cuDNN
-    requires.
+    y = scale * (x - mean) / sqrt(var + epsilon) + bias per channel (dim 1
+    in `layout` `nchw`, the last dim in `nhwc`). The statistics, scale and
+    bias are f32 even for 16-bit x, as cuDNN requires.
   }];
   let arguments = (ins CuLib_FloatBuffer:$x, MemRefOf<[F32]>:$scale,
                        MemRefOf<[F32]>:$bias, MemRefOf<[F32]>:$mean,
                        MemRefOf<[F32]>:$variance, CuLib_FloatBuffer:$y,
-                       F32Attr:$epsilon);
+                       F32Attr:$epsilon,
+                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $scale `,` $bias `,` $mean `,` $variance `)`
     `outs` `(` $y `)` attr-dict `:` type(operands)
@@ -166,14 +169,16 @@ def CuLib_BatchNormTrainingOp : CuLib_Op<"batch_norm_training"> {
   let description = [{
     Normalizes with the batch statistics and writes the updated running
     statistics: running = momentum * running + (1 - momentum) * batch (ONNX
-    BatchNormalization in training mode).
+    BatchNormalization in training mode). `layout` as for
+    batch_norm_inference.
   }];
   let arguments = (ins CuLib_FloatBuffer:$x, MemRefOf<[F32]>:$scale,
                        MemRefOf<[F32]>:$bias, MemRefOf<[F32]>:$mean,
                        MemRefOf<[F32]>:$variance, CuLib_FloatBuffer:$y,
                        MemRefOf<[F32]>:$running_mean,
                        MemRefOf<[F32]>:$running_variance, F32Attr:$epsilon,
-                       F32Attr:$momentum);
+                       F32Attr:$momentum,
+                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $scale `,` $bias `,` $mean `,` $variance `)`
     `outs` `(` $y `,` $running_mean `,` $running_variance `)` attr-dict

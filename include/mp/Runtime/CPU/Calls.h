@@ -103,6 +103,9 @@ Result<DType> dtypeAttr(const PlanCall &call, std::string_view name);
 Result<bool> boolAttr(const PlanCall &call, std::string_view name);
 Result<bool> boolAttr(const PlanCall &call, std::string_view name,
                       bool defaultValue);
+/// Attribute 'layout' of conv_fwd, pool and the batch norms: "nchw" (the
+/// default, ONNX's) or "nhwc" (channels last); true for "nhwc".
+Result<bool> channelsLastAttr(const PlanCall &call);
 /// Whether the optional buffer `name` is there: the attribute has_<name>,
 /// which the serializer writes for every optional buffer (required, 0 or 1).
 Result<bool> hasBuffer(const PlanCall &call, std::string_view name);

@@ -83,6 +83,15 @@ Result<std::string> stringAttr(const PlanCall &call, std::string_view name,
                                std::string defaultValue) {
   return readAttr<std::string>(call, name, std::move(defaultValue));
 }
+Result<bool> channelsLastAttr(const PlanCall &call) {
+  Result<std::string> layout = stringAttr(call, "layout", "nchw");
+  if (!layout)
+    return layout.status();
+  if (*layout != "nchw" && *layout != "nhwc")
+    return Status::error("attribute 'layout' has unknown value '" + *layout +
+                         "' (nchw, nhwc)");
+  return *layout == "nhwc";
+}
 Result<std::vector<int64_t>> intListAttr(const PlanCall &call,
                                          std::string_view name) {
   return readAttr<std::vector<int64_t>>(call, name, std::nullopt);

@@ -127,20 +127,14 @@ Status convCall(const CallArgs &args) {
   MP_RT_TRY_ASSIGN(strides, intListAttr(call, "strides"));
   MP_RT_TRY_ASSIGN(dilations, intListAttr(call, "dilations"));
   MP_RT_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
-  MP_RT_TRY_ASSIGN(layout, stringAttr(call, "layout", "nchw"));
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
   MP_RT_TRY_ASSIGN(activationName, stringAttr(call, "activation", "none"));
   MP_RT_TRY_ASSIGN(activation, parseActivation(activationName, "activation",
                                             /*allowGelu=*/false));
   if (Status s = splitPads(pads, spatial, options.padsBegin, options.padsEnd);
       !s)
     return s;
-  if (layout == "nchw")
-    options.layout = Layout::NCHW;
-  else if (layout == "nhwc")
-    options.layout = Layout::NHWC;
-  else
-    return Status::error("attribute 'layout' has unknown value '" + layout +
-                         "' (nchw, nhwc)");
+  options.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
   options.strides = std::move(strides);
   options.dilations = std::move(dilations);
   options.groups = groups;
@@ -188,7 +182,10 @@ Status poolCall(const CallArgs &args) {
   options.kernel = std::move(window);
   options.strides = std::move(strides);
   options.dilations = std::move(dilations);
-  options.layout = Layout::NCHW;
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
+  options.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  if (hasIndices && options.layout != Layout::NCHW)
+    return Status::error("indices (ONNX's NCHW indices) need layout 'nchw'");
   const TensorView *indices = hasIndices ? &args.results[1] : nullptr;
   return pool(x, args.results[0], options, indices);
 }
@@ -204,6 +201,8 @@ Status batchNormInferenceCall(const CallArgs &args) {
   MP_RT_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon"));
   BatchNormOptions options;
   options.epsilon = static_cast<float>(epsilon);
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(args.call));
+  options.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
   const std::vector<TensorView> &in = args.operands;
   return batchNormInference(in[0], in[1], in[2], in[3], in[4], args.results[0],
                             options);
@@ -217,6 +216,8 @@ Status batchNormTrainingCall(const CallArgs &args) {
   BatchNormOptions options;
   options.epsilon = static_cast<float>(epsilon);
   options.momentum = static_cast<float>(momentum);
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(args.call));
+  options.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
   const std::vector<TensorView> &in = args.operands;
   const std::vector<TensorView> &out = args.results;
   return batchNormTraining(in[0], in[1], in[2], in[3], in[4], out[0], out[1],

@@ -1,0 +1,280 @@
+//===- NHWCLayout.cpp - the culib-nhwc-layout pass ------------------------===//
+//
+// Channels last (NHWC) for 16-bit convolutions, decided at compile time.
+//
+// 1. Seeds: every 2-D culib.conv_fwd in NCHW whose input element type is in
+//    `dtypes`.
+// 2. Propagation, in program order (the writer of a buffer comes before its
+//    readers): an op that can run channels last (conv_fwd, pool without
+//    indices, the batch norms, elementwise kernels and casts on 4-D or
+//    single-element operands) and reads a buffer that is already NHWC goes
+//    NHWC too. An op only goes NHWC when every 4-D buffer it writes is a
+//    fresh activation: a culib.alloc that this op alone writes.
+// 3. Rewrite: each NHWC buffer becomes a culib.alloc of the permuted type
+//    [N, H, W, C]. NHWC ops read other 4-D operands (graph inputs, filters:
+//    [K, C, R, S] -> [K, R, S, C] is the same permutation) through one
+//    transpose inserted before the first of them. An NCHW-only reader of an NHWC buffer (or the function's return) reads
+//    a copy transposed back once, right after the buffer is written.
+//
+// Buffers with a single element are the same bytes in both layouts and are
+// never transposed.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Dialect/CuLib/CallBuffers.h"
+#include "mp/Dialect/CuLib/CuLibDialect.h"
+#include "mp/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+
+namespace mp {
+#define GEN_PASS_DEF_NHWCLAYOUT
+#include "mp/Passes/Passes.h.inc"
+} // namespace mp
+
+using namespace mlir;
+using namespace mp;
+
+namespace {
+
+constexpr int64_t kToNHWC[] = {0, 2, 3, 1};
+constexpr int64_t kToNCHW[] = {0, 3, 1, 2};
+
+SmallVector<int64_t> permuteShape(ArrayRef<int64_t> shape,
+                                  ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> out;
+  for (int64_t p : perm)
+    out.push_back(shape[p]);
+  return out;
+}
+
+MemRefType permutedType(Value v, ArrayRef<int64_t> perm) {
+  auto type = cast<MemRefType>(v.getType());
+  return MemRefType::get(permuteShape(type.getShape(), perm),
+                         type.getElementType());
+}
+
+bool isStatic4D(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  return type && type.getRank() == 4 && type.hasStaticShape();
+}
+
+bool isSingleElement(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  return type && type.hasStaticShape() && type.getNumElements() == 1;
+}
+
+/// The 4-D activation operands (x and y; not a convolution's filter) of an op
+/// that can run channels last; std::nullopt for ops that cannot.
+std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
+  using Result = std::optional<SmallVector<OpOperand *>>;
+  auto xy = [](auto o, bool ok) -> Result {
+    if (!ok || !isStatic4D(o.getX()) || o.getLayout() != "nchw")
+      return std::nullopt;
+    return SmallVector<OpOperand *>{&o.getXMutable(), &o.getYMutable()};
+  };
+  return TypeSwitch<Operation *, Result>(op)
+      .Case([&](culib::ConvFwdOp o) { return xy(o, true); })
+      // ONNX's MaxPool indices count in NCHW order.
+      .Case([&](culib::PoolOp o) { return xy(o, !o.getIndices()); })
+      .Case([&](culib::BatchNormInferenceOp o) { return xy(o, true); })
+      .Case([&](culib::BatchNormTrainingOp o) { return xy(o, true); })
+      .Case<culib::ElementwiseOp, culib::CastOp>([&](Operation *o) -> Result {
+        // Pointwise on equal 4-D shapes (broadcast 4-D operands are
+        // permuted alike) and single elements; others broadcast by trailing
+        // dims, which a permutation would change.
+        SmallVector<OpOperand *> operands;
+        for (OpOperand &operand : o->getOpOperands()) {
+          if (isStatic4D(operand.get()))
+            operands.push_back(&operand);
+          else if (!isSingleElement(operand.get()))
+            return std::nullopt;
+        }
+        if (!isStatic4D(o->getOperands().back())) // y
+          return std::nullopt;
+        return operands;
+      })
+      .Default([](Operation *) -> Result { return std::nullopt; });
+}
+
+struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    FailureOr<SmallVector<Type>> seedTypes = parseDtypes(func);
+    if (failed(seedTypes))
+      return signalPassFailure();
+    if (!func.getBody().hasOneBlock()) {
+      func.emitError("culib-nhwc-layout needs a function with one block");
+      return signalPassFailure();
+    }
+    Block &body = func.getBody().front();
+
+    // Who writes what.
+    DenseMap<Value, unsigned> writeCount;
+    DenseMap<Value, Operation *> writer;
+    for (Operation &op : body)
+      if (std::optional<culib::CallBuffers> call = culib::getCallBuffers(&op))
+        for (const culib::NamedBuffer &out : call->outs)
+          if (out.value) {
+            ++writeCount[out.value];
+            writer[out.value] = &op;
+          }
+    // A fresh activation: one culib.alloc, one writer, read by calls and
+    // the return only.
+    auto isFreshActivation = [&](Value v) {
+      if (!v.getDefiningOp<culib::AllocOp>() || !isStatic4D(v) ||
+          writeCount.lookup(v) != 1)
+        return false;
+      return llvm::all_of(v.getUsers(), [](Operation *user) {
+        return isa<func::ReturnOp>(user) ||
+               culib::getCallBuffers(user).has_value();
+      });
+    };
+
+    // 2. Which ops run channels last, and so which buffers are NHWC.
+    llvm::SetVector<Operation *> nhwcOps;
+    llvm::DenseSet<Value> nhwcBuffers;
+    for (Operation &op : body) {
+      std::optional<SmallVector<OpOperand *>> operands =
+          channelsLastOperands(&op);
+      if (!operands)
+        continue;
+      std::optional<culib::CallBuffers> call = culib::getCallBuffers(&op);
+      auto writes = [&](Value v) {
+        return llvm::any_of(call->outs, [&](const culib::NamedBuffer &b) {
+          return b.value == v;
+        });
+      };
+      bool seed = false;
+      if (auto conv = dyn_cast<culib::ConvFwdOp>(op))
+        seed = llvm::is_contained(*seedTypes,
+                                  cast<MemRefType>(conv.getX().getType())
+                                      .getElementType());
+      bool readsNHWC = llvm::any_of(*operands, [&](OpOperand *operand) {
+        return !writes(operand->get()) && nhwcBuffers.contains(operand->get());
+      });
+      if (!seed && !readsNHWC)
+        continue;
+      bool outputsFresh = llvm::all_of(*operands, [&](OpOperand *operand) {
+        return !writes(operand->get()) || isFreshActivation(operand->get()) ||
+               isSingleElement(operand->get());
+      });
+      if (!outputsFresh)
+        continue;
+      nhwcOps.insert(&op);
+      for (OpOperand *operand : *operands)
+        if (writes(operand->get()) && !isSingleElement(operand->get()))
+          nhwcBuffers.insert(operand->get());
+    }
+    if (nhwcOps.empty())
+      return;
+
+    // 3. Rewrite. The NHWC twin of every NHWC buffer.
+    OpBuilder builder(&getContext());
+    DenseMap<Value, Value> nhwcTwin;
+    for (Value v : nhwcBuffers) {
+      auto alloc = v.getDefiningOp<culib::AllocOp>();
+      builder.setInsertionPoint(alloc);
+      nhwcTwin[v] = culib::AllocOp::create(builder, alloc.getLoc(),
+                                           permutedType(v, kToNHWC),
+                                           IntegerAttr());
+    }
+    auto transpose = [&](Location loc, Value from, MemRefType to,
+                         ArrayRef<int64_t> perm) -> Value {
+      Value out = culib::AllocOp::create(builder, loc, to, IntegerAttr());
+      culib::TransposeOp::create(builder, loc, from, out,
+                                 builder.getDenseI64ArrayAttr(perm));
+      return out;
+    };
+    // NCHW copies of NHWC buffers, made once, right after the writer.
+    DenseMap<Value, Value> nchwCopy;
+    auto readAsNCHW = [&](Value v) -> Value {
+      auto [it, inserted] = nchwCopy.try_emplace(v);
+      if (inserted) {
+        builder.setInsertionPointAfter(writer.lookup(v));
+        it->second = transpose(v.getLoc(), nhwcTwin.lookup(v),
+                               cast<MemRefType>(v.getType()), kToNCHW);
+      }
+      return it->second;
+    };
+    // NHWC copies of NCHW values that NHWC ops read (graph inputs, filters,
+    // weights), transposed before the first reader (values written more than
+    // once: before each reader). Weights are transposed at run time, not
+    // here: a plan's weights keep their ONNX layout so that they can be
+    // exchanged by name (an evaluation plan taking a training plan's state,
+    // weights loaded from files).
+    DenseMap<Value, Value> nhwcCopy;
+    auto readAsNHWC = [&](Value v, Operation *reader) -> Value {
+      if (auto it = nhwcCopy.find(v); it != nhwcCopy.end())
+        return it->second;
+      builder.setInsertionPoint(reader);
+      Value copy =
+          transpose(reader->getLoc(), v, permutedType(v, kToNHWC), kToNHWC);
+      if (writeCount.lookup(v) <= 1)
+        nhwcCopy[v] = copy;
+      return copy;
+    };
+
+    SmallVector<Operation *> ops;
+    for (Operation &op : body)
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      if (nhwcOps.contains(op)) {
+        SmallVector<OpOperand *> operands = *channelsLastOperands(op);
+        for (OpOperand *operand : operands) {
+          Value v = operand->get();
+          if (Value twin = nhwcTwin.lookup(v))
+            operand->set(twin);
+          else if (!isSingleElement(v))
+            operand->set(readAsNHWC(v, op));
+        }
+        if (auto conv = dyn_cast<culib::ConvFwdOp>(op))
+          conv.getWMutable().set(readAsNHWC(conv.getW(), op));
+        if (!isa<culib::ElementwiseOp, culib::CastOp>(op))
+          op->setAttr("layout", builder.getStringAttr("nhwc"));
+        continue;
+      }
+      for (OpOperand &operand : op->getOpOperands())
+        if (nhwcTwin.count(operand.get()))
+          operand.set(readAsNCHW(operand.get()));
+    }
+    for (Value v : nhwcBuffers) {
+      assert(v.use_empty() && "every use of an NHWC buffer was rewritten");
+      v.getDefiningOp()->erase();
+    }
+  }
+
+private:
+  /// The element types of `dtypes` (default f16, bf16).
+  FailureOr<SmallVector<Type>> parseDtypes(func::FuncOp func) {
+    MLIRContext *ctx = &getContext();
+    SmallVector<Type> types;
+    if (dtypes.empty())
+      return SmallVector<Type>{Float16Type::get(ctx), BFloat16Type::get(ctx)};
+    for (const std::string &name : dtypes) {
+      Type t = llvm::StringSwitch<Type>(name)
+                   .Case("f16", Float16Type::get(ctx))
+                   .Case("bf16", BFloat16Type::get(ctx))
+                   .Case("f32", Float32Type::get(ctx))
+                   .Case("f64", Float64Type::get(ctx))
+                   .Default(Type());
+      if (!t) {
+        func.emitError() << "culib-nhwc-layout: unknown dtype '" << name
+                         << "' in 'dtypes' (f16, bf16, f32, f64)";
+        return failure();
+      }
+      types.push_back(t);
+    }
+    return types;
+  }
+};
+
+} // namespace

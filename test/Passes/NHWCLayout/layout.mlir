@@ -1,0 +1,100 @@
+// culib-nhwc-layout: 16-bit convolutions and the ops after them that can
+// work channels last go NHWC. Layouts change only where a graph input or a
+// filter enters (filters keep their ONNX layout in the plan) or an NCHW-only
+// op (or the return) reads an NHWC buffer.
+// RUN: mp-opt %s --culib-nhwc-layout | FileCheck %s
+// Round trip: the output parses and prints the same.
+// RUN: mp-opt %s --culib-nhwc-layout | mp-opt | FileCheck %s
+// RUN: mp-opt %s --culib-nhwc-layout="dtypes=f32" | FileCheck %s --check-prefix=F32
+
+// conv -> batch norm -> relu -> max pool -> return, with a softmax (NCHW
+// only) reading the relu output.
+// CHECK-LABEL: func.func @block
+// The weight is untouched; the filter [K=2, C=2, R=1, S=2] and the graph
+// input are transposed once, before the convolution.
+// CHECK: %[[W:.*]] = culib.weight "w" {{.*}} : tensor<2x2x1x2xf16> : memref<2x2x1x2xf16>
+// CHECK: %[[XT:.*]] = culib.alloc : memref<1x4x3x2xf16>
+// CHECK-NEXT: culib.transpose ins(%arg0) outs(%[[XT]]) {perm = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT: %[[WT:.*]] = culib.alloc : memref<2x1x2x2xf16>
+// CHECK-NEXT: culib.transpose ins(%[[W]]) outs(%[[WT]]) {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: culib.conv_fwd ins(%[[XT]], %[[WT]]) outs(%[[Y:.*]]) {{.*}}layout = "nhwc"{{.*}} : memref<1x4x3x2xf16>, memref<2x1x2x2xf16>, memref<1x4x2x2xf16>
+// CHECK: culib.batch_norm_inference ins(%[[Y]], {{.*}}) outs(%[[B:[^)]*]]) {{.*}}layout = "nhwc"{{.*}} : memref<1x4x2x2xf16>, {{.*}}, memref<1x4x2x2xf16>
+// CHECK: culib.elementwise "relu" ins(%[[B]]) outs(%[[R:[^)]*]]) : memref<1x4x2x2xf16>, memref<1x4x2x2xf16>
+// The softmax reads a copy transposed back right after the relu.
+// CHECK-NEXT: %[[RC:.*]] = culib.alloc : memref<1x2x4x2xf16>
+// CHECK-NEXT: culib.transpose ins(%[[R]]) outs(%[[RC]]) {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: culib.pool ins(%[[R]]) outs(%[[P:[^)]*]]) {layout = "nhwc", mode = "max"{{.*}} : memref<1x4x2x2xf16>, memref<1x2x2x2xf16>
+// CHECK-NEXT: %[[PC:.*]] = culib.alloc : memref<1x2x2x2xf16>
+// CHECK-NEXT: culib.transpose ins(%[[P]]) outs(%[[PC]]) {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: culib.softmax ins(%[[RC]])
+// CHECK: return %[[PC]], %{{.*}} : memref<1x2x2x2xf16>, memref<1x2x4x2xf16>
+func.func @block(%x: memref<1x2x4x3xf16>) -> (memref<1x2x2x2xf16>, memref<1x2x4x2xf16>) {
+  %w = culib.weight "w" dense<[[[[1.0, 2.0]], [[3.0, 4.0]]], [[[5.0, 6.0]], [[7.0, 8.0]]]]> : tensor<2x2x1x2xf16> : memref<2x2x1x2xf16>
+  %y = culib.alloc : memref<1x2x4x2xf16>
+  culib.conv_fwd ins(%x, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x4x3xf16>, memref<2x2x1x2xf16>, memref<1x2x4x2xf16>
+  %s = culib.weight "s" dense<[1.0, 2.0]> : tensor<2xf32> : memref<2xf32>
+  %b = culib.alloc : memref<1x2x4x2xf16>
+  culib.batch_norm_inference ins(%y, %s, %s, %s, %s) outs(%b) {epsilon = 1.0e-5 : f32} : memref<1x2x4x2xf16>, memref<2xf32>, memref<2xf32>, memref<2xf32>, memref<2xf32>, memref<1x2x4x2xf16>
+  %r = culib.alloc : memref<1x2x4x2xf16>
+  culib.elementwise "relu" ins(%b) outs(%r) : memref<1x2x4x2xf16>, memref<1x2x4x2xf16>
+  %p = culib.alloc : memref<1x2x2x2xf16>
+  culib.pool ins(%r) outs(%p) {mode = "max", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 1>, window = array<i64: 2, 1>} : memref<1x2x4x2xf16>, memref<1x2x2x2xf16>
+  %sm = culib.alloc : memref<1x2x4x2xf16>
+  culib.softmax ins(%r) outs(%sm) {axis = 1 : i64} : memref<1x2x4x2xf16>, memref<1x2x4x2xf16>
+  return %p, %sm : memref<1x2x2x2xf16>, memref<1x2x4x2xf16>
+}
+
+// A residual add of two NHWC buffers stays NHWC; a [1, C, 1, 1] operand of
+// the clip is transposed like the activations, a scalar needs nothing. Two
+// convolutions reading one filter share its transposed copy.
+// CHECK-LABEL: func.func @residual
+// CHECK: culib.transpose ins(%arg0)
+// CHECK-NEXT: %[[WT:.*]] = culib.alloc : memref<2x1x1x2xf16>
+// CHECK-NEXT: culib.transpose ins(%{{.*}}) outs(%[[WT]])
+// CHECK-NEXT: culib.conv_fwd ins(%{{.*}}, %[[WT]])
+// CHECK-NEXT: culib.alloc
+// CHECK-NEXT: culib.conv_fwd ins(%{{.*}}, %[[WT]])
+// CHECK: culib.elementwise "add" ins(%{{.*}}, %{{.*}}) outs(%[[SUM:[^)]*]]) : memref<1x3x3x2xf16>, memref<1x3x3x2xf16>, memref<1x3x3x2xf16>
+// CHECK: %[[BT:.*]] = culib.alloc : memref<1x1x1x2xf16>
+// CHECK-NEXT: culib.transpose ins(%{{.*}}) outs(%[[BT]]) {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: culib.elementwise "clip" ins(%[[SUM]], %[[BT]], %{{.*}}) outs({{.*}}) : memref<1x3x3x2xf16>, memref<1x1x1x2xf16>, memref<f16>, memref<1x3x3x2xf16>
+// CHECK: culib.transpose
+// CHECK-SAME: perm = array<i64: 0, 3, 1, 2>
+// CHECK-NOT: culib.transpose
+// CHECK: return
+func.func @residual(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
+  %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
+  %a = culib.alloc : memref<1x2x3x3xf16>
+  culib.conv_fwd ins(%x, %w) outs(%a) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf16>, memref<2x2x1x1xf16>, memref<1x2x3x3xf16>
+  %c = culib.alloc : memref<1x2x3x3xf16>
+  culib.conv_fwd ins(%a, %w) outs(%c) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf16>, memref<2x2x1x1xf16>, memref<1x2x3x3xf16>
+  %sum = culib.alloc : memref<1x2x3x3xf16>
+  culib.elementwise "add" ins(%a, %c) outs(%sum) : memref<1x2x3x3xf16>, memref<1x2x3x3xf16>, memref<1x2x3x3xf16>
+  %bias = culib.weight "bias" dense<[[[[1.0]], [[2.0]]]]> : tensor<1x2x1x1xf16> : memref<1x2x1x1xf16>
+  %two = culib.weight "two" dense<2.0> : tensor<f16> : memref<f16>
+  %out = culib.alloc : memref<1x2x3x3xf16>
+  culib.elementwise "clip" ins(%sum, %bias, %two) outs(%out) : memref<1x2x3x3xf16>, memref<1x2x1x1xf16>, memref<f16>, memref<1x2x3x3xf16>
+  return %out : memref<1x2x3x3xf16>
+}
+
+// f32 convolutions stay NCHW unless dtypes names f32; a pool with indices
+// (ONNX's NCHW indices) stays NCHW and reads a transposed copy.
+// CHECK-LABEL: func.func @f32_conv
+// CHECK-NOT: nhwc
+// CHECK-NOT: culib.transpose
+// CHECK: return
+// F32-LABEL: func.func @f32_conv
+// F32: culib.conv_fwd {{.*}}layout = "nhwc"
+// F32: culib.transpose {{.*}}perm = array<i64: 0, 3, 1, 2>
+// F32: culib.pool ins({{.*}}) outs({{.*}}) indices({{.*}}) {mode = "max"
+// F32-NOT: nhwc
+// F32: return
+func.func @f32_conv(%x: memref<1x1x2x2xf32>) -> (memref<1x1x1x1xf32>, memref<1x1x1x1xi64>) {
+  %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
+  %y = culib.alloc : memref<1x1x2x2xf32>
+  culib.conv_fwd ins(%x, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x1x2x2xf32>, memref<1x1x1x1xf32>, memref<1x1x2x2xf32>
+  %p = culib.alloc : memref<1x1x1x1xf32>
+  %i = culib.alloc : memref<1x1x1x1xi64>
+  culib.pool ins(%y) outs(%p) indices(%i) {mode = "max", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<1x1x2x2xf32>, memref<1x1x1x1xf32>, memref<1x1x1x1xi64>
+  return %p, %i : memref<1x1x1x1xf32>, memref<1x1x1x1xi64>
+}
