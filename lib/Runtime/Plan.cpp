@@ -214,6 +214,9 @@ const PlanBinding *Plan::output(std::string_view name) const {
 }
 
 uint32_t Plan::requiredFormatMinor() const {
+  for (const PlanWeight &w : weights)
+    if (w.external && !w.data)
+      return 2;
   if (training)
     return 1;
   for (const PlanBuffer &b : buffers)
@@ -306,7 +309,8 @@ std::string checkTraining(const Plan &plan) {
 
 } // namespace
 
-Status validatePlan(const Plan &plan, const std::string &name) {
+Status validatePlan(const Plan &plan, const std::string &name,
+                    bool allowUnfilledExternal) {
   auto fail = [&](const std::string &what) {
     return Status::error(name + ": " + what);
   };
@@ -335,6 +339,26 @@ Status validatePlan(const Plan &plan, const std::string &name) {
       return fail(what + " has " + std::to_string(w.size) + " bytes, but " +
                   typeString(w.dtype, w.shape) + " needs " +
                   std::to_string(bytes));
+    if (w.external && !w.data) {
+      if (allowUnfilledExternal)
+        continue;
+      size_t count = 0;
+      uint64_t total = 0;
+      for (const PlanWeight &other : plan.weights)
+        if (other.external && !other.data) {
+          ++count;
+          total += other.size;
+        }
+      return fail(what + " (" + typeString(w.dtype, w.shape) +
+                  ") is external: the plan was saved without its bytes" +
+                  (count > 1 ? " (nor those of " + std::to_string(count - 1) +
+                                   (count > 2 ? " more weights, "
+                                              : " more weight, ") +
+                                   std::to_string(total) + " bytes in all)"
+                             : std::string()) +
+                  "; give the model's weights (mp-run --weights=DIR|FILE, "
+                  "fillExternalWeights) to run it");
+    }
     if (w.size && !w.data)
       return fail(what + " has no data");
   }

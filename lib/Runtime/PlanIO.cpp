@@ -181,6 +181,19 @@ Result<Plan> parseBytes(const uint8_t *data, size_t size,
       out.shape = toShape(w->shape());
       const uint64_t offset = w->offset(), bytes = w->size();
       std::string what = "weight #" + std::to_string(i) + " " + quoted(out.name);
+      // (1.2) An external weight's bytes are not in the file: they are
+      // filled from the model's weights (fillExternalWeights).
+      if (w->external()) {
+        if (w->splat())
+          return fail(what + " is both external and a splat");
+        if (bytes != static_cast<size_t>(bytes))
+          return fail(what + " is external with " + std::to_string(bytes) +
+                      " bytes, more than this machine can address");
+        out.size = static_cast<size_t>(bytes);
+        out.external = true;
+        out.checksum = w->checksum();
+        continue;
+      }
       if (offset % kPlanWeightAlignment)
         return fail(what + " starts at byte " + std::to_string(offset) +
                     " of the weight data section, not a multiple of " +
@@ -312,7 +325,7 @@ Result<Plan> parseBytes(const uint8_t *data, size_t size,
     out.task = toString(t->task());
   }
 
-  if (Status s = validatePlan(plan, name); !s)
+  if (Status s = validatePlan(plan, name, /*allowUnfilledExternal=*/true); !s)
     return s;
   // Ids are a permutation of [0, n) now: let buffers[id].id == id.
   std::vector<PlanBuffer> byId(plan.buffers.size());
@@ -380,9 +393,11 @@ void buildMetadata(flatbuffers::FlatBufferBuilder &fbb, const Plan &plan,
     const PlanWeight &w = plan.weights[i];
     auto name = fbb.CreateString(w.name);
     auto dims = shape(w.shape);
-    weights.push_back(fb::CreateWeight(fbb, name, static_cast<int32_t>(w.dtype),
-                                       dims, weightOffsets[i], w.size,
-                                       splats[i]));
+    const bool external = w.external && !w.data;
+    weights.push_back(fb::CreateWeight(
+        fbb, name, static_cast<int32_t>(w.dtype), dims,
+        weightOffsets[i], w.size,
+        splats[i], external, external ? w.checksum : 0));
   }
 
   auto bindings = [&](const std::vector<PlanBinding> &list) {
@@ -569,11 +584,11 @@ Status savePlan(const Plan &plan, const std::string &path,
   if (path.empty())
     return Status::error("savePlan: the path is empty");
   if (options.validate) {
-    if (Status s = validatePlan(plan, path); !s)
+    if (Status s = validatePlan(plan, path, /*allowUnfilledExternal=*/true); !s)
       return s;
   } else {
     for (const PlanWeight &w : plan.weights)
-      if (w.size && !w.data)
+      if (w.size && !w.data && !w.external)
         return fail("weight " + quoted(w.name) + " has no data");
   }
 
@@ -586,6 +601,12 @@ Status savePlan(const Plan &plan, const std::string &path,
   for (const PlanWeight &w : plan.weights) {
     bool splat = isSplat(w);
     splats.push_back(splat);
+    // An external weight (not filled) takes no bytes in the section.
+    if (w.external && !w.data) {
+      storedSizes.push_back(0);
+      weightOffsets.push_back(kPlanExternalWeightOffset);
+      continue;
+    }
     storedSizes.push_back(splat ? byteSize(w.dtype) : w.size);
     dataSize = alignUp(dataSize, kPlanWeightAlignment);
     weightOffsets.push_back(dataSize);
@@ -634,6 +655,8 @@ Status savePlan(const Plan &plan, const std::string &path,
   uint64_t written = 0;
   for (size_t i = 0; ok && i < plan.weights.size(); ++i) {
     const PlanWeight &w = plan.weights[i];
+    if (w.external && !w.data)
+      continue; // not in the section
     ok = writeZeros(f, weightOffsets[i] - written) &&
          writeAll(f, w.data, storedSizes[i]);
     written = weightOffsets[i] + storedSizes[i];

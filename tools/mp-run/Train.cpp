@@ -678,6 +678,9 @@ int runTraining(const TrainOptions &opts, Failure &failure) {
     return fail(planPath,
                 "not a training plan: it has no training information "
                 "(mp-opt --mp-training ... --emit=plan makes training plans)");
+  if (!fillWeights(*loaded, planPath, opts.weightsPath, opts.uncheckedWeights,
+                   failure))
+    return 2;
   if (opts.printPlan)
     printPlan(*loaded);
 #if MP_HAVE_CUDA_BACKEND

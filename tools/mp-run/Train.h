@@ -41,7 +41,19 @@ struct TrainOptions {
   bool printPlan = false;  ///< print the plan first (mp-run's --print-plan)
   bool timing = false;     ///< print the time per call kind at the end
   std::string backend = "cpu"; ///< cpu or cuda (mp-run --backend)
+  /// mp-run --weights / --unchecked-weights: fill the plan's external
+  /// weights from this directory or plan file first.
+  std::string weightsPath;
+  bool uncheckedWeights = false;
 };
+
+/// Fills the external weights of `plan` (read from `planPath`) from
+/// `weightsPath` (mp-run --weights; empty: none given), printing what it did
+/// on stderr. False with `failure` set on an error, and when the plan has
+/// external weights and no weights were given. Defined in mp-run.cpp.
+bool fillWeights(rt::Plan &plan, const std::string &planPath,
+                 const std::string &weightsPath, bool unchecked,
+                 Failure &failure);
 
 /// Prints a plan's inputs, outputs, buffers, calls and training information
 /// (mp-run --print-plan; defined in mp-run.cpp).

@@ -15,6 +15,10 @@
 //                       weight constant output; two-inputs.{a,b,d}.npy
 //   unsupported.mpplan  a call of kind kernel.no_such_kernel
 //   bad-attr.mpplan     mlp with softmax's axis given as a string
+//   mlp.weights/        mlp's weights, w.npy and b.npy (f32), for plans saved
+//                       without them (mp-strip-weights, mp-run --weights);
+//                       mlp.weights-f64/ the same as f64; mlp.w-other.npy
+//                       w with element [1, 1] changed
 //
 // Training plans (format 1.1: State buffers, training information) for
 // mp-run --train, made of existing calls; the lit tests make their data:
@@ -49,6 +53,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -234,8 +239,20 @@ bool writeMlp(const std::string &dir) {
   Plan plan = mlpPlan(w, bias);
   Plan badAttr = plan;
   badAttr.calls[1].attributes[0].value = std::string("last");
+  std::vector<double> otherW = widen(w);
+  otherW[1 * 4 + 1] += 1.0;
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/mlp.weights", ec);
+  std::filesystem::create_directories(dir + "/mlp.weights-f64", ec);
   return save(plan, dir + "/mlp.mpplan") &&
          save(badAttr, dir + "/bad-attr.mpplan") &&
+         saveTensor(dir + "/mlp.weights/w.npy", DType::F32, {3, 4}, widen(w)) &&
+         saveTensor(dir + "/mlp.weights/b.npy", DType::F32, {4}, widen(bias)) &&
+         saveTensor(dir + "/mlp.weights-f64/w.npy", DType::F64, {3, 4},
+                    widen(w)) &&
+         saveTensor(dir + "/mlp.weights-f64/b.npy", DType::F64, {4},
+                    widen(bias)) &&
+         saveTensor(dir + "/mlp.w-other.npy", DType::F32, {3, 4}, otherW) &&
          saveTensor(dir + "/mlp.x.npy", DType::F32, {2, 3}, widen(x)) &&
          saveTensor(dir + "/mlp.y.npy", DType::F32, {2, 4}, y) &&
          saveTensor(dir + "/mlp.y-wrong.npy", DType::F32, {2, 4}, wrong) &&

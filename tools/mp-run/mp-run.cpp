@@ -81,6 +81,12 @@ OPTIONS:
                         plan runs, or time it, without data)
   --backend=B           cpu (default) or cuda: run on the GPU (needs an
                         mp-run built with the CUDA backend and a GPU)
+  --weights=DIR|FILE    the bytes of the plan's external weights (a plan
+                        saved without them, format 1.2): DIR/<name>.npy per
+                        weight, or a plan file that has them; converted to
+                        the plan's dtype, shapes and checksums checked
+  --unchecked-weights   with --weights: accept values that differ from those
+                        the plan was saved with (says how many differ)
   --help                this help
 
 TRAINING (a training plan, made by mp-opt --mp-training):
@@ -137,6 +143,8 @@ struct Options {
   bool timing = false, printPlan = false, zeroInputs = false, help = false;
   int repeat = 0, warmup = -1; ///< 0 / -1: not given
   std::string backend = "cpu";  ///< cpu or cuda
+  std::string weightsPath;       ///< --weights
+  bool uncheckedWeights = false; ///< --unchecked-weights
   bool train = false;
   mp::tools::TrainOptions training;
   /// Options given that only --train takes / that --train does not take.
@@ -262,6 +270,12 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       if (!takeValue() || (value != "cpu" && value != "cuda"))
         return fail("--backend must be cpu or cuda, got '" + value + "'");
       opts.backend = value;
+    } else if (key == "--weights") {
+      if (!takeValue() || value.empty())
+        return fail("--weights needs a directory or a plan file");
+      opts.weightsPath = value;
+    } else if (key == "--unchecked-weights" && !hasValue) {
+      opts.uncheckedWeights = true;
     } else if (key == "--help" && !hasValue) {
       opts.help = true;
     } else if (key == "--timing" && !hasValue) {
@@ -594,6 +608,8 @@ int runMain(int argc, char **argv) {
   }
   if (opts.planPath.empty())
     return report({"", "no plan file given (see mp-run --help)"});
+  if (opts.uncheckedWeights && opts.weightsPath.empty())
+    return report({"", "--unchecked-weights needs --weights"});
   if (opts.backend == "cuda") {
     std::string why;
     if (!cudaUsable(why))
@@ -622,6 +638,8 @@ int runMain(int argc, char **argv) {
     t.printPlan = opts.printPlan;
     t.timing = opts.timing;
     t.backend = opts.backend;
+    t.weightsPath = opts.weightsPath;
+    t.uncheckedWeights = opts.uncheckedWeights;
     if (mp::tools::runTraining(t, failure) != 0)
       return report(failure);
     return 0;
@@ -633,6 +651,9 @@ int runMain(int argc, char **argv) {
   Result<Plan> plan = loadPlan(opts.planPath);
   if (!plan)
     return report({opts.planPath, plan.message()});
+  if (!mp::tools::fillWeights(*plan, opts.planPath, opts.weightsPath,
+                              opts.uncheckedWeights, failure))
+    return report(failure);
   if (opts.printPlan) {
     mp::tools::printPlan(*plan);
     if (opts.inputArgs.empty() && !plan->inputs.empty() && !opts.zeroInputs)
@@ -733,19 +754,67 @@ int runOnBackend(Plan plan, const Options &opts) {
 
 namespace mp::tools {
 
+bool fillWeights(Plan &plan, const std::string &planPath,
+                 const std::string &weightsPath, bool unchecked,
+                 Failure &failure) {
+  size_t external = 0;
+  for (const PlanWeight &w : plan.weights)
+    external += w.external && !w.data;
+  if (weightsPath.empty())
+    return true; // an unfilled plan is refused by the executor, by name
+  if (!external) {
+    failure = {weightsPath, "--weights: the plan has no external weights (it "
+                            "holds all of its weights)"};
+    return false;
+  }
+  Result<WeightSource> source = WeightSource::open(weightsPath);
+  if (!source) {
+    failure = {weightsPath, source.message()};
+    return false;
+  }
+  FillWeightsOptions options;
+  options.verifyChecksums = !unchecked;
+  Result<FillWeightsReport> filled = fillExternalWeights(plan, *source, options);
+  if (!filled) {
+    failure = {weightsPath, filled.message()};
+    return false;
+  }
+  std::fprintf(stderr, "mp-run: %s: filled %zu external weights (%llu bytes) "
+               "from %s",
+               planPath.c_str(), filled->filled,
+               static_cast<unsigned long long>(filled->bytes),
+               weightsPath.c_str());
+  if (filled->checksumDiffers)
+    std::fprintf(stderr, "; %zu of them differ from the values the plan was "
+                 "saved with (--unchecked-weights)",
+                 filled->checksumDiffers);
+  std::fprintf(stderr, "\n");
+  return true;
+}
+
 void printPlan(const Plan &plan) {
   std::printf("plan: model '%s', producer '%s', format %u.%u\n",
               plan.modelName.c_str(), plan.producer.c_str(), plan.formatMajor,
               plan.formatMinor);
-  uint64_t weightBytes = 0;
-  for (const PlanWeight &w : plan.weights)
+  uint64_t weightBytes = 0, externalBytes = 0;
+  size_t external = 0;
+  for (const PlanWeight &w : plan.weights) {
     weightBytes += w.size;
+    if (w.external && !w.data) {
+      ++external;
+      externalBytes += w.size;
+    }
+  }
+  std::string externalText =
+      external ? ", " + std::to_string(external) + " external (" +
+                     std::to_string(externalBytes) + " bytes)"
+               : std::string();
   std::printf("arena: %llu bytes; workspace: %llu bytes; weights: %zu (%llu "
-              "bytes); buffers: %zu; calls: %zu\n",
+              "bytes%s); buffers: %zu; calls: %zu\n",
               static_cast<unsigned long long>(plan.arenaSize),
               static_cast<unsigned long long>(plan.maxWorkspaceSize()),
               plan.weights.size(), static_cast<unsigned long long>(weightBytes),
-              plan.buffers.size(), plan.calls.size());
+              externalText.c_str(), plan.buffers.size(), plan.calls.size());
   for (const PlanBinding &b : plan.inputs)
     std::printf("input  %s: %s (buffer %u)\n", b.name.c_str(),
                 describeTensorType(b.dtype, b.shape).c_str(), b.buffer);
@@ -759,6 +828,9 @@ void printPlan(const Plan &plan) {
         : b.storage == BufferStorage::Weight
             ? "weight '" + plan.weights[b.weight].name + "'"
             : "state, initially weight '" + plan.weights[b.weight].name + "'";
+    if (b.storage != BufferStorage::Arena &&
+        plan.weights[b.weight].external && !plan.weights[b.weight].data)
+      where += " (external)";
     std::printf("buffer %u%s: %s, %s\n", b.id,
                 b.name.empty() ? "" : (" '" + b.name + "'").c_str(),
                 describeTensorType(b.dtype, b.shape).c_str(), where.c_str());

@@ -16,7 +16,9 @@
 // Format 1.1 adds what training plans need: State buffers (persistent,
 // mutable memory initialised from a weight, kept across runs by the
 // executor) and PlanTrainingInfo (which inputs and outputs mp-run --train
-// feeds and reads).
+// feeds and reads). Format 1.2 adds external weights: a plan saved without
+// the bytes of some weights, which come from the model's weights by name
+// when it is run (fillExternalWeights, mp-run --weights).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MP_RUNTIME_PLAN_H
@@ -37,12 +39,21 @@
 
 namespace mp::rt {
 
-/// The plan format version this runtime writes. It reads every file of the
-/// same major version (a newer minor version only adds fields, which it
-/// ignores) and rejects other major versions. 1.1 added State buffers and
-/// the training information; 1.0 files still load.
+/// The newest plan format version this runtime reads and writes. It reads
+/// every file of the same major version (a newer minor version only adds
+/// fields, which it ignores) and rejects other major versions. 1.1 added
+/// State buffers and the training information, 1.2 external weights; 1.0
+/// files still load. savePlan writes the lowest minor version that the
+/// contents need, and at least Plan::formatMinor.
 constexpr uint32_t kPlanFormatMajor = 1;
-constexpr uint32_t kPlanFormatMinor = 1;
+constexpr uint32_t kPlanFormatMinor = 2;
+/// What a new Plan's formatMinor says: plans without external weights are
+/// written as 1.1 files, as before 1.2.
+constexpr uint32_t kPlanFormatMinorDefault = 1;
+/// (Format 1.2.) The `offset` an external weight has in the file: outside
+/// any weight data section, so that a 1.0 or 1.1 reader rejects the weight
+/// instead of reading other bytes.
+constexpr uint64_t kPlanExternalWeightOffset = ~uint64_t(63);
 /// The FlatBuffers file identifier (bytes 8..11 of a plan file).
 constexpr char kPlanFileIdentifier[] = "MPPL";
 /// Alignment, in the file and hence in memory, of every weight's bytes.
@@ -93,6 +104,14 @@ struct PlanWeight {
   const void *data = nullptr;
   size_t size = 0; ///< bytes: numElements() * byteSize(dtype)
   std::shared_ptr<const void> owner;
+  /// (Format 1.2.) The plan file does not hold the bytes (`data` is null):
+  /// they come from the model's weights, by `name`, through
+  /// fillExternalWeights before the plan can run (validatePlan refuses an
+  /// external weight without data). Filling clears it.
+  bool external = false;
+  /// With `external`: weightChecksum of the bytes the plan was saved with;
+  /// the bytes given for it must have it.
+  uint64_t checksum = 0;
 
   /// A weight that owns a 64-byte aligned copy of `size` bytes at `bytes`.
   static PlanWeight copyOf(std::string name, DType dtype, Shape shape,
@@ -172,7 +191,7 @@ struct Plan {
   /// The version of the file it was read from (savePlan writes these; keep
   /// the defaults).
   uint32_t formatMajor = kPlanFormatMajor;
-  uint32_t formatMinor = kPlanFormatMinor;
+  uint32_t formatMinor = kPlanFormatMinorDefault;
   std::string producer;  ///< what wrote it, e.g. "mp-compile 0.1.0"
   std::string modelName; ///< the source model
   uint64_t arenaSize = 0; ///< bytes of the activation arena (the peak)
@@ -192,8 +211,9 @@ struct Plan {
   /// The input / output binding named `name`, or null.
   const PlanBinding *input(std::string_view name) const;
   const PlanBinding *output(std::string_view name) const;
-  /// The minor format version the plan's contents need: 1 with State buffers
-  /// or training information, else 0. savePlan writes at least this.
+  /// The minor format version the plan's contents need: 2 with external
+  /// weights, 1 with State buffers or training information, else 0.
+  /// savePlan writes at least this.
   uint32_t requiredFormatMinor() const;
 };
 
@@ -218,7 +238,88 @@ Result<Plan> parsePlan(const void *data, size_t size,
 /// sizes do not overflow, weight sizes, State buffers' initial weights, that
 /// bindings and calls refer to existing buffers, and that the training
 /// information names existing bindings. Messages start with "<name>: ".
-Status validatePlan(const Plan &plan, const std::string &name = "<plan>");
+/// An external weight that has not been filled is an error (the plan cannot
+/// run without it) unless `allowUnfilledExternal` (loadPlan, savePlan).
+Status validatePlan(const Plan &plan, const std::string &name = "<plan>",
+                    bool allowUnfilledExternal = false);
+
+//===----------------------------------------------------------------------===//
+// External weights (format 1.2)
+//===----------------------------------------------------------------------===//
+
+/// The checksum of an external weight: FNV-1a, 64 bits, over the bytes.
+uint64_t weightChecksum(const void *data, size_t size);
+
+/// The tensors that external weights are filled from (or made external
+/// with), by weight name.
+class WeightSource {
+public:
+  /// A directory of .npy files (`<name>.npy`, the characters of the name
+  /// other than letters, digits, '.', '-', '_' replaced by '_'), or a plan
+  /// file (its weights that have data, by name: a plan saved with them).
+  static Result<WeightSource> open(const std::string &path);
+  /// The names it has (for a directory: the file names without ".npy").
+  const std::vector<std::string> &names() const { return names_; }
+  /// The key under which the weight `weightName` is looked up: its file
+  /// name stem in a directory, the name itself otherwise.
+  std::string keyFor(const std::string &weightName) const;
+  /// The tensor of key `key` (one of names()); messages name its file.
+  Result<HostTensor> read(const std::string &key) const;
+  const std::string &path() const { return path_; }
+
+private:
+  bool isPlan_ = false;
+  std::string path_;
+  std::vector<std::string> names_;
+  std::shared_ptr<const Plan> plan_;
+};
+
+struct FillWeightsOptions {
+  /// Refuse bytes whose checksum differs from the one the plan was saved
+  /// with (values other than those the plan was compiled with).
+  bool verifyChecksums = true;
+};
+
+struct FillWeightsReport {
+  size_t filled = 0;          ///< external weights filled
+  uint64_t bytes = 0;         ///< their bytes
+  size_t unused = 0;          ///< source tensors of weights the plan holds
+  size_t checksumDiffers = 0; ///< filled with other values (not verified)
+};
+
+/// Fills every external weight of `plan` from `source`: the tensor of its
+/// name, with the weight's shape exactly, converted to the weight's dtype
+/// (float to float rounds to nearest even, integer to integer; other
+/// conversions are errors) and, unless turned off, with the checksum the
+/// plan recorded. Every external weight must be in the source, and every
+/// tensor of the source must name a weight of the plan (one that the plan
+/// holds itself is left as it is and counted as unused). On an error the
+/// plan is unchanged. Messages start with "<source path>: ".
+Result<FillWeightsReport> fillExternalWeights(
+    Plan &plan, const WeightSource &source,
+    const FillWeightsOptions &options = {});
+
+struct ExternalizeReport {
+  size_t external = 0; ///< weights made external
+  uint64_t externalBytes = 0;
+  size_t kept = 0; ///< weights the plan keeps
+  uint64_t keptBytes = 0;
+  /// Kept weights of at least minBytes that the source has but does not
+  /// reproduce exactly (another shape, or other bytes once converted: a
+  /// padded or folded weight), as "'name': why".
+  std::vector<std::string> notReproduced;
+};
+
+/// Makes external every weight of `plan` of at least `minBytes` bytes (splat
+/// weights excepted: they take one element in the file) whose bytes the
+/// source reproduces exactly: its tensor of the weight's name, of the
+/// weight's shape, converted to the weight's dtype as fillExternalWeights
+/// converts it, gives the same bytes. Their data are dropped and their
+/// checksums recorded; savePlan then writes a format 1.2 plan without them.
+/// Other weights are kept. Messages start with "<source path>: ".
+Result<ExternalizeReport> externalizeWeights(Plan &plan,
+                                             const WeightSource &source,
+                                             uint64_t minBytes = 0);
 
 struct SavePlanOptions {
   /// Run validatePlan first and write nothing if it fails. Only tests that

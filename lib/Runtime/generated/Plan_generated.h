@@ -305,7 +305,9 @@ struct Weight FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_SHAPE = 8,
     VT_OFFSET = 10,
     VT_SIZE = 12,
-    VT_SPLAT = 14
+    VT_SPLAT = 14,
+    VT_EXTERNAL = 16,
+    VT_CHECKSUM = 18
   };
   const flatbuffers::String *name() const {
     return GetPointer<const flatbuffers::String *>(VT_NAME);
@@ -330,6 +332,19 @@ struct Weight FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   bool splat() const {
     return GetField<uint8_t>(VT_SPLAT, 0) != 0;
   }
+  /// (Format 1.2.) The file does not hold the bytes: they come from the
+  /// model's weights (mp-run --weights, fillExternalWeights), by `name`.
+  /// `offset` is then 2^64 - 64, so that a 1.0 or 1.1 reader rejects the
+  /// weight (it lies outside the weight data section) instead of reading
+  /// other bytes; `size` is still the size of the bytes.
+  bool external() const {
+    return GetField<uint8_t>(VT_EXTERNAL, 0) != 0;
+  }
+  /// (Format 1.2.) With `external`: the FNV-1a 64-bit hash of the bytes the
+  /// plan was saved with, which the bytes given for it must have.
+  uint64_t checksum() const {
+    return GetField<uint64_t>(VT_CHECKSUM, 0);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyOffsetRequired(verifier, VT_NAME) &&
@@ -340,6 +355,8 @@ struct Weight FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyField<uint64_t>(verifier, VT_OFFSET, 8) &&
            VerifyField<uint64_t>(verifier, VT_SIZE, 8) &&
            VerifyField<uint8_t>(verifier, VT_SPLAT, 1) &&
+           VerifyField<uint8_t>(verifier, VT_EXTERNAL, 1) &&
+           VerifyField<uint64_t>(verifier, VT_CHECKSUM, 8) &&
            verifier.EndTable();
   }
 };
@@ -366,6 +383,12 @@ struct WeightBuilder {
   void add_splat(bool splat) {
     fbb_.AddElement<uint8_t>(Weight::VT_SPLAT, static_cast<uint8_t>(splat), 0);
   }
+  void add_external(bool external) {
+    fbb_.AddElement<uint8_t>(Weight::VT_EXTERNAL, static_cast<uint8_t>(external), 0);
+  }
+  void add_checksum(uint64_t checksum) {
+    fbb_.AddElement<uint64_t>(Weight::VT_CHECKSUM, checksum, 0);
+  }
   explicit WeightBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -385,13 +408,17 @@ inline flatbuffers::Offset<Weight> CreateWeight(
     flatbuffers::Offset<flatbuffers::Vector<int64_t>> shape = 0,
     uint64_t offset = 0,
     uint64_t size = 0,
-    bool splat = false) {
+    bool splat = false,
+    bool external = false,
+    uint64_t checksum = 0) {
   WeightBuilder builder_(_fbb);
+  builder_.add_checksum(checksum);
   builder_.add_size(size);
   builder_.add_offset(offset);
   builder_.add_shape(shape);
   builder_.add_dtype(dtype);
   builder_.add_name(name);
+  builder_.add_external(external);
   builder_.add_splat(splat);
   return builder_.Finish();
 }
@@ -403,7 +430,9 @@ inline flatbuffers::Offset<Weight> CreateWeightDirect(
     const std::vector<int64_t> *shape = nullptr,
     uint64_t offset = 0,
     uint64_t size = 0,
-    bool splat = false) {
+    bool splat = false,
+    bool external = false,
+    uint64_t checksum = 0) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   auto shape__ = shape ? _fbb.CreateVector<int64_t>(*shape) : 0;
   return mp::rt::fb::CreateWeight(
@@ -413,7 +442,9 @@ inline flatbuffers::Offset<Weight> CreateWeightDirect(
       shape__,
       offset,
       size,
-      splat);
+      splat,
+      external,
+      checksum);
 }
 
 /// A graph input or output: a named buffer.
