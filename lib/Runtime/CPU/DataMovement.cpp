@@ -332,7 +332,7 @@ Status broadcast(const TensorView &x, const TensorView &y) {
   return Status::ok();
 }
 
-Status tile(const TensorView &x, const TensorView &y) {
+Status checkTile(const TensorView &x, const TensorView &y) {
   constexpr std::string_view op = "tile";
   if (Status s = checkInOut(op, x, y); !s)
     return s;
@@ -348,6 +348,13 @@ Status tile(const TensorView &x, const TensorView &y) {
                           " repeated a whole number of times along dim " +
                           std::to_string(d));
   }
+  return Status::ok();
+}
+
+Status tile(const TensorView &x, const TensorView &y) {
+  if (Status s = checkTile(x, y); !s)
+    return s;
+  const size_t r = x.shape.size();
   if (y.numElements() == 0)
     return Status::ok();
   const size_t es = byteSize(x.dtype);
@@ -591,8 +598,9 @@ Status constantElement(DType t, double value, unsigned char *out) {
 
 } // namespace
 
-Status pad(const TensorView &x, const TensorView &y, PadMode mode,
-           const std::vector<int64_t> &pads, double value) {
+Result<PadGeometry> padGeometry(const TensorView &x, const TensorView &y,
+                                PadMode mode, const std::vector<int64_t> &pads,
+                                double value) {
   constexpr std::string_view op = "pad";
   if (Status s = checkInOut(op, x, y); !s)
     return s;
@@ -606,7 +614,11 @@ Status pad(const TensorView &x, const TensorView &y, PadMode mode,
                         shapeStr(x.shape));
   // Per dim: the part of x kept after cropping, [lo, lo + len), and the
   // positive pads before it.
-  std::vector<int64_t> lo(r), len(r), before(r);
+  PadGeometry g;
+  std::vector<int64_t> &lo = g.lo, &len = g.len, &before = g.before;
+  lo.resize(r);
+  len.resize(r);
+  before.resize(r);
   for (size_t d = 0; d < r; ++d) {
     const int64_t b = pads[d], e = pads[r + d];
     int64_t expected;
@@ -620,10 +632,29 @@ Status pad(const TensorView &x, const TensorView &y, PadMode mode,
         x.shape[d] - lo[d] - std::max<int64_t>(-e, 0), 0);
     before[d] = std::max<int64_t>(b, 0);
   }
-  unsigned char constant[8] = {};
   if (mode == PadMode::Constant)
-    if (Status s = constantElement(x.dtype, value, constant); !s)
+    if (Status s = constantElement(x.dtype, value, g.constant); !s)
       return s;
+  if (y.numElements() == 0 || mode == PadMode::Constant)
+    return g;
+  for (size_t d = 0; d < r; ++d)
+    if (len[d] == 0)
+      return fail(op, "dim " + std::to_string(d) + " of x " +
+                          shapeStr(x.shape) +
+                          " is empty after cropping; only constant mode can "
+                          "pad it");
+  return g;
+}
+
+Status pad(const TensorView &x, const TensorView &y, PadMode mode,
+           const std::vector<int64_t> &pads, double value) {
+  Result<PadGeometry> geometry = padGeometry(x, y, mode, pads, value);
+  if (!geometry)
+    return geometry.status();
+  const std::vector<int64_t> &lo = geometry->lo, &len = geometry->len,
+                             &before = geometry->before;
+  const unsigned char *constant = geometry->constant;
+  const size_t r = x.shape.size();
   if (y.numElements() == 0)
     return Status::ok();
   const size_t es = byteSize(x.dtype);
@@ -660,12 +691,7 @@ Status pad(const TensorView &x, const TensorView &y, PadMode mode,
   // Reflect, edge, wrap: every y index maps to an index of x.
   std::vector<std::vector<int64_t>> source(r);
   for (size_t d = 0; d < r; ++d) {
-    const int64_t n = len[d];
-    if (n == 0)
-      return fail(op, "dim " + std::to_string(d) + " of x " +
-                          shapeStr(x.shape) +
-                          " is empty after cropping; only constant mode can "
-                          "pad it");
+    const int64_t n = len[d]; // > 0 (padGeometry)
     source[d].resize(static_cast<size_t>(y.shape[d]));
     for (int64_t i = 0; i < y.shape[d]; ++i) {
       int64_t j = i - before[d];

@@ -90,9 +90,10 @@ std::string dtypeStr(DType t) { return std::string(dtypeName(t)); }
 /// The data offsets (in elements) that GatherElements / ScatterElements
 /// address: for each element i of indices (row-major), i's coordinates in
 /// data with the axis coordinate replaced by indices[i].
-Status elementOffsets(std::string_view op, const TensorView &data,
-                      const TensorView &indices, size_t axis,
-                      std::vector<int64_t> &offsets) {
+/// The shapes of GatherElements / ScatterElements: indices have data's
+/// rank and are no larger than data but along axis.
+Status checkElementShapes(std::string_view op, const TensorView &data,
+                          const TensorView &indices, size_t axis) {
   const size_t r = data.shape.size();
   if (indices.shape.size() != r)
     return fail(op, "indices " + shapeStr(indices.shape) +
@@ -103,6 +104,15 @@ Status elementOffsets(std::string_view op, const TensorView &data,
       return fail(op, "indices " + shapeStr(indices.shape) +
                           " are larger than data " + shapeStr(data.shape) +
                           " in dim " + std::to_string(d));
+  return Status::ok();
+}
+
+Status elementOffsets(std::string_view op, const TensorView &data,
+                      const TensorView &indices, size_t axis,
+                      std::vector<int64_t> &offsets) {
+  if (Status s = checkElementShapes(op, data, indices, axis); !s)
+    return s;
+  const size_t r = data.shape.size();
   const int64_t n = indices.numElements();
   offsets.resize(static_cast<size_t>(n));
   if (n == 0)
@@ -252,8 +262,8 @@ Status gather(const TensorView &data, const TensorView &indices,
   return Status::ok();
 }
 
-Status gatherElements(const TensorView &data, const TensorView &indices,
-                      const TensorView &y, int64_t axisIn) {
+Status checkGatherElements(const TensorView &data, const TensorView &indices,
+                           const TensorView &y, int64_t &axisIn) {
   constexpr std::string_view op = "gather_elements";
   if (Status s = checkView(op, "data", data); !s)
     return s;
@@ -273,6 +283,16 @@ Status gatherElements(const TensorView &data, const TensorView &indices,
   size_t axis;
   if (Status s = normalizeAxis(op, axisIn, data.shape.size(), axis); !s)
     return s;
+  axisIn = static_cast<int64_t>(axis);
+  return checkElementShapes(op, data, indices, axis);
+}
+
+Status gatherElements(const TensorView &data, const TensorView &indices,
+                      const TensorView &y, int64_t axisIn) {
+  constexpr std::string_view op = "gather_elements";
+  if (Status s = checkGatherElements(data, indices, y, axisIn); !s)
+    return s;
+  const size_t axis = static_cast<size_t>(axisIn);
   std::vector<int64_t> offsets;
   if (Status s = elementOffsets(op, data, indices, axis, offsets); !s)
     return s;
@@ -280,8 +300,8 @@ Status gatherElements(const TensorView &data, const TensorView &indices,
   return Status::ok();
 }
 
-Status gatherND(const TensorView &data, const TensorView &indices,
-                const TensorView &y, int64_t batchDims) {
+Status checkGatherND(const TensorView &data, const TensorView &indices,
+                     const TensorView &y, int64_t batchDims) {
   constexpr std::string_view op = "gather_nd";
   if (Status s = checkView(op, "data", data); !s)
     return s;
@@ -317,6 +337,17 @@ Status gatherND(const TensorView &data, const TensorView &indices,
   if (y.shape != expected)
     return fail(op, "y " + shapeStr(y.shape) + " should be " +
                         shapeStr(expected));
+  return Status::ok();
+}
+
+Status gatherND(const TensorView &data, const TensorView &indices,
+                const TensorView &y, int64_t batchDims) {
+  constexpr std::string_view op = "gather_nd";
+  if (Status s = checkGatherND(data, indices, y, batchDims); !s)
+    return s;
+  const int64_t r = static_cast<int64_t>(data.shape.size());
+  const size_t b = static_cast<size_t>(batchDims);
+  const int64_t k = indices.shape.back();
   std::vector<int64_t> offsets;
   if (Status s = tupleOffsets(op, data, indices, b, offsets); !s)
     return s;
@@ -488,9 +519,9 @@ void applyScatter(const TensorView &data, const TensorView &updates,
 
 } // namespace
 
-Status scatterElements(const TensorView &data, const TensorView &indices,
-                       const TensorView &updates, const TensorView &y,
-                       int64_t axisIn, ScatterReduction reduction) {
+Status checkScatterElements(const TensorView &data, const TensorView &indices,
+                            const TensorView &updates, const TensorView &y,
+                            int64_t &axisIn) {
   constexpr std::string_view op = "scatter_elements";
   if (Status s = prepareScatter(op, data, updates, y); !s)
     return s;
@@ -505,6 +536,17 @@ Status scatterElements(const TensorView &data, const TensorView &indices,
   size_t axis;
   if (Status s = normalizeAxis(op, axisIn, data.shape.size(), axis); !s)
     return s;
+  axisIn = static_cast<int64_t>(axis);
+  return checkElementShapes(op, data, indices, axis);
+}
+
+Status scatterElements(const TensorView &data, const TensorView &indices,
+                       const TensorView &updates, const TensorView &y,
+                       int64_t axisIn, ScatterReduction reduction) {
+  constexpr std::string_view op = "scatter_elements";
+  if (Status s = checkScatterElements(data, indices, updates, y, axisIn); !s)
+    return s;
+  const size_t axis = static_cast<size_t>(axisIn);
   std::vector<int64_t> offsets;
   if (Status s = elementOffsets(op, data, indices, axis, offsets); !s)
     return s;

@@ -191,10 +191,9 @@ Status nllLoss(const TensorView &input, const TensorView &target,
 // TopK
 //===----------------------------------------------------------------------===//
 
-Status topk(const TensorView &x, const TensorView &values,
-            const TensorView &indices, int64_t axis, bool largest, bool sorted) {
+Status checkTopk(const TensorView &x, const TensorView &values,
+                 const TensorView &indices, int64_t &axis) {
   constexpr std::string_view kOp = "topk";
-  (void)sorted; // always sorted: a valid order for sorted = 0 too
   for (auto [name, v] : {std::pair<const char *, const TensorView *>{"x", &x},
                          {"values", &values}, {"indices", &indices}})
     if (Status s = checkView(kOp, name, *v); !s)
@@ -224,9 +223,17 @@ Status topk(const TensorView &x, const TensorView &values,
   if (overlaps(values.data, values.byteCount(), indices.data,
                indices.byteCount()))
     return fail(kOp, "values overlaps indices");
+  return Status::ok();
+}
+
+Status topk(const TensorView &x, const TensorView &values,
+            const TensorView &indices, int64_t axis, bool largest, bool sorted) {
+  (void)sorted; // always sorted: a valid order for sorted = 0 too
+  if (Status s = checkTopk(x, values, indices, axis); !s)
+    return s;
   int64_t outer, len, inner;
   splitAt(x.shape, axis, outer, len, inner);
-  int64_t k = expected[axis];
+  int64_t k = values.shape[axis];
   if (values.numElements() == 0)
     return Status::ok();
   withNumeric(x.dtype, [&](auto tag) {
@@ -311,8 +318,7 @@ void cumsumTyped(const T *x, T *y, int64_t outer, int64_t len, int64_t inner,
 
 } // namespace
 
-Status cumsum(const TensorView &x, const TensorView &y, int64_t axis,
-              bool exclusive, bool reverse) {
+Status checkCumsum(const TensorView &x, const TensorView &y, int64_t &axis) {
   constexpr std::string_view kOp = "cumsum";
   if (Status s = checkView(kOp, "x", x); !s)
     return s;
@@ -328,6 +334,24 @@ Status cumsum(const TensorView &x, const TensorView &y, int64_t axis,
     return s;
   if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()) && x.data != y.data)
     return fail(kOp, "y overlaps x without being x itself");
+  switch (x.dtype) {
+  case DType::F32:
+  case DType::F64:
+  case DType::F16:
+  case DType::BF16:
+  case DType::I32:
+  case DType::I64:
+    return Status::ok();
+  default:
+    return fail(kOp, "x has dtype " + dt(x.dtype) +
+                         "; expected f32, f64, f16, bf16, i32 or i64");
+  }
+}
+
+Status cumsum(const TensorView &x, const TensorView &y, int64_t axis,
+              bool exclusive, bool reverse) {
+  if (Status s = checkCumsum(x, y, axis); !s)
+    return s;
   int64_t outer, len, inner;
   splitAt(x.shape, axis, outer, len, inner);
   switch (x.dtype) {
@@ -357,8 +381,7 @@ Status cumsum(const TensorView &x, const TensorView &y, int64_t axis,
                                    outer, len, inner, exclusive, reverse);
     return Status::ok();
   default:
-    return fail(kOp, "x has dtype " + dt(x.dtype) +
-                         "; expected f32, f64, f16, bf16, i32 or i64");
+    return Status::ok(); // checkCumsum refused the other dtypes
   }
 }
 
@@ -366,7 +389,7 @@ Status cumsum(const TensorView &x, const TensorView &y, int64_t axis,
 // Trilu
 //===----------------------------------------------------------------------===//
 
-Status trilu(const TensorView &x, const TensorView &y, bool upper, int64_t k) {
+Status checkTrilu(const TensorView &x, const TensorView &y) {
   constexpr std::string_view kOp = "trilu";
   if (Status s = checkView(kOp, "x", x); !s)
     return s;
@@ -380,6 +403,12 @@ Status trilu(const TensorView &x, const TensorView &y, bool upper, int64_t k) {
     return fail(kOp, "x needs rank >= 2, got " + shapeStr(x.shape));
   if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()) && x.data != y.data)
     return fail(kOp, "y overlaps x without being x itself");
+  return Status::ok();
+}
+
+Status trilu(const TensorView &x, const TensorView &y, bool upper, int64_t k) {
+  if (Status s = checkTrilu(x, y); !s)
+    return s;
   size_t rank = x.shape.size();
   int64_t rows = x.shape[rank - 2], cols = x.shape[rank - 1];
   int64_t mats = numElements(Shape(x.shape.begin(), x.shape.end() - 2));
@@ -409,7 +438,7 @@ Status trilu(const TensorView &x, const TensorView &y, bool upper, int64_t k) {
 // Hardmax
 //===----------------------------------------------------------------------===//
 
-Status hardmax(const TensorView &x, const TensorView &y, int64_t axis) {
+Status checkHardmax(const TensorView &x, const TensorView &y, int64_t &axis) {
   constexpr std::string_view kOp = "hardmax";
   if (Status s = checkView(kOp, "x", x); !s)
     return s;
@@ -428,6 +457,12 @@ Status hardmax(const TensorView &x, const TensorView &y, int64_t axis) {
     return s;
   if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()) && x.data != y.data)
     return fail(kOp, "y overlaps x without being x itself");
+  return Status::ok();
+}
+
+Status hardmax(const TensorView &x, const TensorView &y, int64_t axis) {
+  if (Status s = checkHardmax(x, y, axis); !s)
+    return s;
   int64_t outer, len, inner;
   splitAt(x.shape, axis, outer, len, inner);
   withNumeric(x.dtype, [&](auto tag) {

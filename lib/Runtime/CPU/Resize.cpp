@@ -359,8 +359,56 @@ Status integerElement(DType t, double value, U &out) {
 
 } // namespace
 
-Status resize(const TensorView &x, const TensorView &y,
-              const ResizeOptions &options) {
+namespace {
+
+/// The taps of every dim of y (x's strides), or the error of the first
+/// output index that maps to a non-finite coordinate.
+Status computeAllTaps(const TensorView &x, const TensorView &y,
+                      const ResizeOptions &options,
+                      std::vector<DimTaps> &dims) {
+  const size_t r = x.shape.size();
+  dims.resize(r);
+  int64_t stride = 1;
+  for (size_t d = r; d-- > 0;) {
+    if (Status s = computeTaps(options, d, r, x.shape[d], y.shape[d], stride,
+                               dims[d]);
+        !s)
+      return s;
+    stride *= x.shape[d];
+  }
+  return Status::ok();
+}
+
+/// The extrapolation value as an element of x's integer or bool dtype.
+Status integerExtrapolation(DType t, double value, uint64_t &bits) {
+  switch (byteSize(t)) {
+  case 1: {
+    uint8_t v = 0;
+    Status s = integerElement(t, value, v);
+    bits = v;
+    return s;
+  }
+  case 2: {
+    uint16_t v = 0;
+    Status s = integerElement(t, value, v);
+    bits = v;
+    return s;
+  }
+  case 4: {
+    uint32_t v = 0;
+    Status s = integerElement(t, value, v);
+    bits = v;
+    return s;
+  }
+  default:
+    return integerElement(t, value, bits);
+  }
+}
+
+} // namespace
+
+Status checkResize(const TensorView &x, const TensorView &y,
+                   const ResizeOptions &options) {
   constexpr std::string_view op = "resize";
   if (Status s = checkView(op, "x", x); !s)
     return s;
@@ -395,6 +443,24 @@ Status resize(const TensorView &x, const TensorView &y,
     if (x.shape[d] == 0 && y.shape[d] != 0)
       return fail(op, "x " + shapeStr(x.shape) +
                           " is empty but y " + shapeStr(y.shape) + " is not");
+  if (y.numElements() == 0 || r == 0)
+    return Status::ok();
+  std::vector<DimTaps> dims;
+  if (Status s = computeAllTaps(x, y, options, dims); !s)
+    return s;
+  uint64_t bits = 0;
+  if (crop && !isFloat(x.dtype))
+    return integerExtrapolation(x.dtype, options.extrapolationValue, bits);
+  return Status::ok();
+}
+
+Status resize(const TensorView &x, const TensorView &y,
+              const ResizeOptions &options) {
+  if (Status s = checkResize(x, y, options); !s)
+    return s;
+  const size_t r = x.shape.size();
+  const bool crop =
+      options.coordinateTransform == CoordinateTransform::TfCropAndResize;
   if (y.numElements() == 0)
     return Status::ok();
   const size_t es = byteSize(x.dtype);
@@ -402,15 +468,9 @@ Status resize(const TensorView &x, const TensorView &y,
     std::memcpy(y.data, x.data, es);
     return Status::ok();
   }
-  std::vector<DimTaps> dims(r);
-  int64_t stride = 1;
-  for (size_t d = r; d-- > 0;) {
-    if (Status s = computeTaps(options, d, r, x.shape[d], y.shape[d], stride,
-                               dims[d]);
-        !s)
-      return s;
-    stride *= x.shape[d];
-  }
+  std::vector<DimTaps> dims;
+  if (Status s = computeAllTaps(x, y, options, dims); !s)
+    return s;
   const double ev = options.extrapolationValue;
   switch (x.dtype) {
   case DType::F32:

@@ -47,6 +47,26 @@ public:
   virtual Status enqueue(const RunContext &ctx) = 0;
 };
 
+/// A call that is one launcher on parameters planned once (the own kernels
+/// of NNCalls.cpp and DataCalls.cpp); `what` names it in launch errors.
+template <typename Params, cudaError_t (*Launch)(const Params &, cudaStream_t)>
+struct LaunchCall : PreparedCall {
+  Params p;
+  const char *what;
+  LaunchCall(const Params &p, const char *what) : p(p), what(what) {}
+  Status enqueue(const RunContext &ctx) override;
+};
+
+/// As LaunchCall, for kernels that record bad data in the call's error slot.
+template <typename Params,
+          cudaError_t (*Launch)(const Params &, DeviceError *, cudaStream_t)>
+struct CheckedLaunchCall : PreparedCall {
+  Params p;
+  const char *what;
+  CheckedLaunchCall(const Params &p, const char *what) : p(p), what(what) {}
+  Status enqueue(const RunContext &ctx) override;
+};
+
 /// What preparing a call sees.
 struct PrepareArgs {
   const PlanCall &call;
@@ -92,6 +112,31 @@ Status cudnnStatus(cudnnStatus_t s, const char *what);
     if (Status _s = ::mp::rt::cuda::cudnnStatus((expr), (what)); !_s)          \
       return _s;                                                               \
   } while (0)
+
+template <typename Params, cudaError_t (*Launch)(const Params &, cudaStream_t)>
+Status LaunchCall<Params, Launch>::enqueue(const RunContext &ctx) {
+  return cudaStatus(Launch(p, ctx.stream), what);
+}
+
+template <typename Params,
+          cudaError_t (*Launch)(const Params &, DeviceError *, cudaStream_t)>
+Status CheckedLaunchCall<Params, Launch>::enqueue(const RunContext &ctx) {
+  return cudaStatus(Launch(p, ctx.error, ctx.stream), what);
+}
+
+/// A prepared call of type T, as a prepare function returns it.
+template <typename T, typename... A>
+Result<std::unique_ptr<PreparedCall>> preparedCall(A &&...args) {
+  return std::unique_ptr<PreparedCall>(new T(std::forward<A>(args)...));
+}
+
+/// In a prepare function: `auto var = *expr` for a planner's Result, or
+/// return its error.
+#define MP_TRY_PREPARE(var, expr)                                              \
+  auto var##Result = (expr);                                                   \
+  if (!var##Result)                                                            \
+    return var##Result.status();                                               \
+  auto var = var##Result.take()
 
 /// Statistics of the convolution algorithm cache (process-wide).
 struct ConvAlgoCacheStats {

@@ -110,9 +110,8 @@ Result<NormParams> planInstanceNorm(const PlanCall &call,
     return s;
   MP_TRY(epsilon, floatAttr(call, "epsilon", 1e-5));
   const TensorDesc &x = ops[0], &scale = ops[1], &bias = ops[2], &y = res[0];
-  if (Status s = cpu::checkInstanceNorm(viewOf(x), viewOf(scale),
-                                        viewOf(bias), viewOf(y),
-                                        static_cast<float>(epsilon));
+  if (Status s = cpu::checkInstanceNorm(viewOf(x), viewOf(scale), viewOf(bias),
+                                        viewOf(y), static_cast<float>(epsilon));
       !s)
     return s;
   NormParams p;
@@ -173,8 +172,8 @@ Result<RnnPlan> planRnn(const PlanCall &call,
                         const std::vector<TensorDesc> &res) {
   std::array<const TensorDesc *, 8> in;
   std::array<const TensorDesc *, 3> out;
-  if (Status s = cpu::bindBuffers<8>(call, ops, "operands", cpu::kRnnOperands,
-                                     in);
+  if (Status s =
+          cpu::bindBuffers<8>(call, ops, "operands", cpu::kRnnOperands, in);
       !s)
     return s;
   if (Status s =
@@ -238,6 +237,91 @@ Result<RnnPlan> planRnn(const PlanCall &call,
 }
 
 //===----------------------------------------------------------------------===//
+// Selection and scans
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// [outer, len, inner] of `shape` around a normalized axis.
+void splitAt(const Shape &shape, int64_t axis, int64_t &outer, int64_t &len,
+             int64_t &inner) {
+  const size_t a = static_cast<size_t>(axis);
+  outer = product(shape, 0, a);
+  len = shape[a];
+  inner = product(shape, a + 1, shape.size());
+}
+
+} // namespace
+
+Result<TopkParams> planTopk(const PlanCall &call,
+                            const std::vector<TensorDesc> &ops,
+                            const std::vector<TensorDesc> &res) {
+  if (Status s = arity(ops, res, 1, 1, 2, 2); !s)
+    return s;
+  MP_TRY(axis, intAttr(call, "axis", -1));
+  MP_TRY(largest, cpu::boolAttr(call, "largest", true));
+  MP_TRY(sorted, cpu::boolAttr(call, "sorted", true));
+  (void)sorted; // always sorted, as the CPU
+  const TensorDesc &x = ops[0], &values = res[0], &indices = res[1];
+  if (Status s =
+          cpu::checkTopk(viewOf(x), viewOf(values), viewOf(indices), axis);
+      !s)
+    return s;
+  TopkParams p;
+  p.dtype = code(x.dtype);
+  p.elemSize = static_cast<int32_t>(byteSize(x.dtype));
+  p.key = isFloat(x.dtype) ? kKeyFloat
+          : (x.dtype == DType::U8 || x.dtype == DType::U16 ||
+             x.dtype == DType::U32 || x.dtype == DType::U64)
+              ? kKeyUnsigned
+              : kKeySigned;
+  p.largest = largest;
+  p.indexDtype = code(indices.dtype);
+  splitAt(x.shape, axis, p.outer, p.len, p.inner);
+  p.k = values.shape[static_cast<size_t>(axis)];
+  p.x = cptr(x);
+  p.values = mptr(values);
+  p.indices = mptr(indices);
+  return p;
+}
+
+Result<ScanParams> planCumsum(const PlanCall &call,
+                              const std::vector<TensorDesc> &ops,
+                              const std::vector<TensorDesc> &res) {
+  if (Status s = arity(ops, res, 1, 1, 1, 1); !s)
+    return s;
+  MP_TRY(axis, intAttr(call, "axis"));
+  MP_TRY(exclusive, cpu::boolAttr(call, "exclusive", false));
+  MP_TRY(reverse, cpu::boolAttr(call, "reverse", false));
+  if (Status s = cpu::checkCumsum(viewOf(ops[0]), viewOf(res[0]), axis); !s)
+    return s;
+  ScanParams p;
+  p.dtype = code(ops[0].dtype);
+  p.exclusive = exclusive;
+  p.reverse = reverse;
+  splitAt(ops[0].shape, axis, p.outer, p.len, p.inner);
+  p.x = cptr(ops[0]);
+  p.y = mptr(res[0]);
+  return p;
+}
+
+Result<ScanParams> planHardmax(const PlanCall &call,
+                               const std::vector<TensorDesc> &ops,
+                               const std::vector<TensorDesc> &res) {
+  if (Status s = arity(ops, res, 1, 1, 1, 1); !s)
+    return s;
+  MP_TRY(axis, intAttr(call, "axis", -1));
+  if (Status s = cpu::checkHardmax(viewOf(ops[0]), viewOf(res[0]), axis); !s)
+    return s;
+  ScanParams p;
+  p.dtype = code(ops[0].dtype);
+  splitAt(ops[0].shape, axis, p.outer, p.len, p.inner);
+  p.x = cptr(ops[0]);
+  p.y = mptr(res[0]);
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
 // The planners of this file
 //===----------------------------------------------------------------------===//
 
@@ -247,6 +331,9 @@ const std::vector<TopicPlanner> &planning::nnPlanners() {
       {"kernel.instance_norm", statusOf<planInstanceNorm>},
       {"cudnn.lrn", statusOf<planLrn>},
       {"cudnn.rnn", statusOf<planRnn>},
+      {"kernel.topk", statusOf<planTopk>},
+      {"kernel.cumsum", statusOf<planCumsum>},
+      {"kernel.hardmax", statusOf<planHardmax>},
   };
   return planners;
 }

@@ -57,6 +57,22 @@ cudaError_t launchRnnPrep(const RnnParams &p, DeviceError *error,
                           cudaStream_t stream);
 /// The gates of step p.t (phase: RnnParams).
 cudaError_t launchRnnGates(const RnnParams &p, int phase, cudaStream_t stream);
+cudaError_t launchTopk(const TopkParams &p, cudaStream_t stream);
+cudaError_t launchCumsum(const ScanParams &p, cudaStream_t stream);
+cudaError_t launchHardmax(const ScanParams &p, cudaStream_t stream);
+
+// DataKernels.cu
+cudaError_t launchTrilu(const TriluParams &p, cudaStream_t stream);
+cudaError_t launchTile(const TileParams &p, cudaStream_t stream);
+cudaError_t launchPad(const PadParams &p, cudaStream_t stream);
+cudaError_t launchGatherElements(const ElementsParams &p, DeviceError *error,
+                                 cudaStream_t stream);
+cudaError_t launchGatherND(const GatherNDParams &p, DeviceError *error,
+                           cudaStream_t stream);
+/// The updates only: y already holds data.
+cudaError_t launchScatterElements(const ElementsParams &p, DeviceError *error,
+                                  cudaStream_t stream);
+cudaError_t launchResize(const ResizeParams &p, cudaStream_t stream);
 
 } // namespace mp::rt::cuda
 

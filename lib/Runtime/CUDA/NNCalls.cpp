@@ -13,28 +13,6 @@ namespace mp::rt::cuda {
 
 namespace {
 
-#define MP_TRY_PLAN(var, expr)                                                 \
-  auto var##Result = (expr);                                                   \
-  if (!var##Result)                                                            \
-    return var##Result.status();                                               \
-  auto var = var##Result.take()
-
-/// A call that is one launcher on parameters planned once.
-template <typename Params, cudaError_t (*Launch)(const Params &, cudaStream_t)>
-struct LaunchCall : PreparedCall {
-  Params p;
-  const char *what;
-  LaunchCall(const Params &p, const char *what) : p(p), what(what) {}
-  Status enqueue(const RunContext &ctx) override {
-    return cudaStatus(Launch(p, ctx.stream), what);
-  }
-};
-
-template <typename T, typename... A>
-Result<std::unique_ptr<PreparedCall>> made(A &&...args) {
-  return std::unique_ptr<PreparedCall>(new T(std::forward<A>(args)...));
-}
-
 //===----------------------------------------------------------------------===//
 // Normalizations
 //===----------------------------------------------------------------------===//
@@ -42,19 +20,19 @@ Result<std::unique_ptr<PreparedCall>> made(A &&...args) {
 using NormCall = LaunchCall<NormParams, launchNorm>;
 
 Result<std::unique_ptr<PreparedCall>> prepareLayerNorm(const PrepareArgs &a) {
-  MP_TRY_PLAN(p, planLayerNorm(a.call, a.operands, a.results));
-  return made<NormCall>(p, "layer_norm kernel");
+  MP_TRY_PREPARE(p, planLayerNorm(a.call, a.operands, a.results));
+  return preparedCall<NormCall>(p, "layer_norm kernel");
 }
 
 Result<std::unique_ptr<PreparedCall>>
 prepareInstanceNorm(const PrepareArgs &a) {
-  MP_TRY_PLAN(p, planInstanceNorm(a.call, a.operands, a.results));
-  return made<NormCall>(p, "instance_norm kernel");
+  MP_TRY_PREPARE(p, planInstanceNorm(a.call, a.operands, a.results));
+  return preparedCall<NormCall>(p, "instance_norm kernel");
 }
 
 Result<std::unique_ptr<PreparedCall>> prepareLrn(const PrepareArgs &a) {
-  MP_TRY_PLAN(p, planLrn(a.call, a.operands, a.results));
-  return made<LaunchCall<LrnParams, launchLrn>>(p, "lrn kernel");
+  MP_TRY_PREPARE(p, planLrn(a.call, a.operands, a.results));
+  return preparedCall<LaunchCall<LrnParams, launchLrn>>(p, "lrn kernel");
 }
 
 //===----------------------------------------------------------------------===//
@@ -130,15 +108,15 @@ struct RnnCall : PreparedCall {
           MP_CUDA_TRY(launchRnnGates(p, 1, ctx.stream), "rnn: candidate");
         }
       }
-      for (auto [state, out] : {std::pair<float *, void *>{p.h, plan.yH},
-                                {p.c, plan.yC}})
+      for (auto [state, out] :
+           {std::pair<float *, void *>{p.h, plan.yH}, {p.c, plan.yC}})
         if (out)
-          MP_CUDA_TRY(launchCast(castOf(DType::F32, state, dtype,
-                                        static_cast<char *>(out) +
-                                            dir * stateBytes,
-                                        B * H),
-                                 ctx.stream),
-                      "rnn: final state");
+          MP_CUDA_TRY(
+              launchCast(castOf(DType::F32, state, dtype,
+                                static_cast<char *>(out) + dir * stateBytes,
+                                B * H),
+                         ctx.stream),
+              "rnn: final state");
     }
     return Status::ok();
   }
@@ -148,8 +126,28 @@ private:
 };
 
 Result<std::unique_ptr<PreparedCall>> prepareRnn(const PrepareArgs &a) {
-  MP_TRY_PLAN(plan, planRnn(a.call, a.operands, a.results));
-  return made<RnnCall>(plan);
+  MP_TRY_PREPARE(plan, planRnn(a.call, a.operands, a.results));
+  return preparedCall<RnnCall>(plan);
+}
+
+//===----------------------------------------------------------------------===//
+// Selection and scans
+//===----------------------------------------------------------------------===//
+
+Result<std::unique_ptr<PreparedCall>> prepareTopk(const PrepareArgs &a) {
+  MP_TRY_PREPARE(p, planTopk(a.call, a.operands, a.results));
+  return preparedCall<LaunchCall<TopkParams, launchTopk>>(p, "topk kernel");
+}
+
+Result<std::unique_ptr<PreparedCall>> prepareCumsum(const PrepareArgs &a) {
+  MP_TRY_PREPARE(p, planCumsum(a.call, a.operands, a.results));
+  return preparedCall<LaunchCall<ScanParams, launchCumsum>>(p, "cumsum kernel");
+}
+
+Result<std::unique_ptr<PreparedCall>> prepareHardmax(const PrepareArgs &a) {
+  MP_TRY_PREPARE(p, planHardmax(a.call, a.operands, a.results));
+  return preparedCall<LaunchCall<ScanParams, launchHardmax>>(p,
+                                                             "hardmax kernel");
 }
 
 } // namespace
@@ -159,6 +157,9 @@ void addNNCalls(std::map<std::string, PrepareFn> &t) {
   t["kernel.instance_norm"] = prepareInstanceNorm;
   t["cudnn.lrn"] = prepareLrn;
   t["cudnn.rnn"] = prepareRnn;
+  t["kernel.topk"] = prepareTopk;
+  t["kernel.cumsum"] = prepareCumsum;
+  t["kernel.hardmax"] = prepareHardmax;
 }
 
 } // namespace mp::rt::cuda

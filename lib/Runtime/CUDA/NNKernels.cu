@@ -54,8 +54,8 @@ __global__ void normKernel(NormParams p) {
     }
     double var = n ? blockSum(sq, shared) / static_cast<double>(n) : 0.0;
     const float mean = static_cast<float>(m);
-    const float inv = static_cast<float>(
-        1.0 / sqrt(var + static_cast<double>(p.epsilon)));
+    const float inv =
+        static_cast<float>(1.0 / sqrt(var + static_cast<double>(p.epsilon)));
     if (p.instance) {
       const int64_t ch = row % p.channels;
       const float a = inv * loadF32(p.scale, p.scaleDtype, ch);
@@ -251,8 +251,8 @@ __device__ inline void rnnFinish(const RnnParams &p, int64_t b, int64_t j,
     out = hn;
   }
   if (p.y)
-    storeF32(p.y, p.dtype,
-             (p.t * p.dirs + p.dir) * p.batch * p.hidden + si, out);
+    storeF32(p.y, p.dtype, (p.t * p.dirs + p.dir) * p.batch * p.hidden + si,
+             out);
 }
 
 /// The gates of one step, one thread per state element (b, j), after the
@@ -310,6 +310,158 @@ __global__ void rnnGatesKernel(RnnParams p, int phase) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// TopK, CumSum, Hardmax
+//===----------------------------------------------------------------------===//
+
+template <typename K> __device__ inline bool keyIsNan(K v) { return false; }
+template <> __device__ inline bool keyIsNan<double>(double v) { return v != v; }
+
+template <typename K>
+__device__ inline K topkKey(const TopkParams &p, int64_t i);
+template <>
+__device__ inline double topkKey<double>(const TopkParams &p, int64_t i) {
+  return loadF64(p.x, p.dtype, i);
+}
+template <>
+__device__ inline int64_t topkKey<int64_t>(const TopkParams &p, int64_t i) {
+  return loadI64(p.x, p.dtype, i);
+}
+template <>
+__device__ inline uint64_t topkKey<uint64_t>(const TopkParams &p, int64_t i) {
+  return static_cast<uint64_t>(loadI64(p.x, p.dtype, i));
+}
+
+/// a ranks above b: NaN above every number (the CPU's order).
+template <typename K> __device__ inline bool keyAbove(K a, K b) {
+  if (keyIsNan(a) || keyIsNan(b))
+    return !keyIsNan(b);
+  return a > b;
+}
+
+/// Copies one element of elemSize bytes.
+__device__ inline void copyElem(void *dst, int64_t di, const void *src,
+                                int64_t si, int32_t elemSize) {
+  switch (elemSize) {
+  case 1:
+    static_cast<uint8_t *>(dst)[di] = static_cast<const uint8_t *>(src)[si];
+    return;
+  case 2:
+    static_cast<uint16_t *>(dst)[di] = static_cast<const uint16_t *>(src)[si];
+    return;
+  case 4:
+    static_cast<uint32_t *>(dst)[di] = static_cast<const uint32_t *>(src)[si];
+    return;
+  default:
+    static_cast<uint64_t *>(dst)[di] = static_cast<const uint64_t *>(src)[si];
+    return;
+  }
+}
+
+/// One thread per element: its rank among its line in the CPU's order
+/// (first: larger, or smaller, then the lower index), written to values and
+/// indices when below k. O(len) per element.
+template <typename K> __global__ void topkKernel(TopkParams p) {
+  MP_GRID_LOOP(e, p.outer * p.len * p.inner) {
+    const int64_t in = e % p.inner, i = (e / p.inner) % p.len,
+                  o = e / (p.inner * p.len);
+    const int64_t base = o * p.len * p.inner + in;
+    const K ki = topkKey<K>(p, base + i * p.inner);
+    int64_t rank = 0;
+    for (int64_t j = 0; j < p.len && rank < p.k; ++j) {
+      if (j == i)
+        continue;
+      const K kj = topkKey<K>(p, base + j * p.inner);
+      const bool before = p.largest ? keyAbove(kj, ki) : keyAbove(ki, kj);
+      const bool after = p.largest ? keyAbove(ki, kj) : keyAbove(kj, ki);
+      if (before || (!after && j < i))
+        ++rank;
+    }
+    if (rank < p.k) {
+      const int64_t dst = (o * p.k + rank) * p.inner + in;
+      copyElem(p.values, dst, p.x, base + i * p.inner, p.elemSize);
+      if (p.indexDtype == kI64)
+        static_cast<int64_t *>(p.indices)[dst] = i;
+      else
+        static_cast<int32_t *>(p.indices)[dst] = static_cast<int32_t>(i);
+    }
+  }
+}
+
+/// CumSum's accumulator types: float (f32, f16, bf16), double, and the
+/// CPU's wrap-around integer sums in uint32_t (i32) / uint64_t (i64).
+template <typename A>
+__device__ inline A scanLoad(const ScanParams &p, int64_t i);
+template <>
+__device__ inline float scanLoad<float>(const ScanParams &p, int64_t i) {
+  return loadF32(p.x, p.dtype, i);
+}
+template <>
+__device__ inline double scanLoad<double>(const ScanParams &p, int64_t i) {
+  return loadF64(p.x, p.dtype, i);
+}
+template <>
+__device__ inline uint32_t scanLoad<uint32_t>(const ScanParams &p, int64_t i) {
+  return static_cast<uint32_t>(static_cast<const int32_t *>(p.x)[i]);
+}
+template <>
+__device__ inline uint64_t scanLoad<uint64_t>(const ScanParams &p, int64_t i) {
+  return static_cast<uint64_t>(static_cast<const int64_t *>(p.x)[i]);
+}
+__device__ inline void scanStore(const ScanParams &p, int64_t i, float v) {
+  storeF32(p.y, p.dtype, i, v);
+}
+__device__ inline void scanStore(const ScanParams &p, int64_t i, double v) {
+  storeF64(p.y, p.dtype, i, v);
+}
+__device__ inline void scanStore(const ScanParams &p, int64_t i, uint32_t v) {
+  static_cast<int32_t *>(p.y)[i] = static_cast<int32_t>(v);
+}
+__device__ inline void scanStore(const ScanParams &p, int64_t i, uint64_t v) {
+  static_cast<int64_t *>(p.y)[i] = static_cast<int64_t>(v);
+}
+
+/// One thread per line, summing in order as the CPU (each element read
+/// before its output is written: y may be x).
+template <typename A> __global__ void cumsumKernel(ScanParams p) {
+  MP_GRID_LOOP(line, p.outer * p.inner) {
+    const int64_t o = line / p.inner, in = line % p.inner;
+    A acc = 0;
+    for (int64_t s = 0; s < p.len; ++s) {
+      const int64_t i = p.reverse ? p.len - 1 - s : s;
+      const int64_t idx = (o * p.len + i) * p.inner + in;
+      const A v = scanLoad<A>(p, idx);
+      if (p.exclusive) {
+        scanStore(p, idx, acc);
+        acc += v;
+      } else {
+        acc += v;
+        scanStore(p, idx, acc);
+      }
+    }
+  }
+}
+
+/// One thread per line: 1 at the first maximum (a NaN never wins over a
+/// number, nor over an earlier NaN), 0 elsewhere; the line is read before
+/// it is written (y may be x).
+__global__ void hardmaxKernel(ScanParams p) {
+  MP_GRID_LOOP(line, p.outer * p.inner) {
+    const int64_t base = (line / p.inner) * p.len * p.inner + line % p.inner;
+    int64_t best = 0;
+    double b = loadF64(p.x, p.dtype, base);
+    for (int64_t i = 1; i < p.len; ++i) {
+      const double v = loadF64(p.x, p.dtype, base + i * p.inner);
+      if (v > b || (b != b && v == v)) {
+        best = i;
+        b = v;
+      }
+    }
+    for (int64_t i = 0; i < p.len; ++i)
+      storeF64(p.y, p.dtype, base + i * p.inner, i == best ? 1.0 : 0.0);
+  }
+}
+
 } // namespace
 } // namespace dev
 
@@ -355,12 +507,55 @@ cudaError_t launchRnnPrep(const RnnParams &p, DeviceError *error,
   return cudaGetLastError();
 }
 
-cudaError_t launchRnnGates(const RnnParams &p, int phase,
-                           cudaStream_t stream) {
+cudaError_t launchRnnGates(const RnnParams &p, int phase, cudaStream_t stream) {
   const int64_t n = p.batch * p.hidden;
   if (n == 0)
     return cudaSuccess;
   rnnGatesKernel<<<blocksFor(n, kBlock), kBlock, 0, stream>>>(p, phase);
+  return cudaGetLastError();
+}
+
+cudaError_t launchTopk(const TopkParams &p, cudaStream_t stream) {
+  const int64_t n = p.outer * p.len * p.inner;
+  if (n == 0 || p.k == 0)
+    return cudaSuccess;
+  const unsigned blocks = blocksFor(n, kBlock);
+  if (p.key == kKeyFloat)
+    topkKernel<double><<<blocks, kBlock, 0, stream>>>(p);
+  else if (p.key == kKeySigned)
+    topkKernel<int64_t><<<blocks, kBlock, 0, stream>>>(p);
+  else
+    topkKernel<uint64_t><<<blocks, kBlock, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t launchCumsum(const ScanParams &p, cudaStream_t stream) {
+  const int64_t lines = p.outer * p.inner;
+  if (lines == 0 || p.len == 0)
+    return cudaSuccess;
+  const unsigned blocks = blocksFor(lines, kBlock);
+  switch (p.dtype) {
+  case kF64:
+    cumsumKernel<double><<<blocks, kBlock, 0, stream>>>(p);
+    break;
+  case kI32:
+    cumsumKernel<uint32_t><<<blocks, kBlock, 0, stream>>>(p);
+    break;
+  case kI64:
+    cumsumKernel<uint64_t><<<blocks, kBlock, 0, stream>>>(p);
+    break;
+  default: // f32, f16, bf16
+    cumsumKernel<float><<<blocks, kBlock, 0, stream>>>(p);
+    break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launchHardmax(const ScanParams &p, cudaStream_t stream) {
+  const int64_t lines = p.outer * p.inner;
+  if (lines == 0 || p.len == 0)
+    return cudaSuccess;
+  hardmaxKernel<<<blocksFor(lines, kBlock), kBlock, 0, stream>>>(p);
   return cudaGetLastError();
 }
 

@@ -1,7 +1,9 @@
-//===- CallOptions.h - the attributes of the larger plan calls ----*- C++ -*-===//
+//===- CallOptions.h - the attributes of the larger plan calls ----*- C++
+//-*-===//
 //
 // The buffers and attributes of the calls whose options take more than a
-// line or two to read (cudnn.rnn, kernel.lstm_bwd, kernel.resize), as the
+// line or two to read (cudnn.rnn, kernel.lstm_bwd, kernel.pad,
+// kernel.scatter_*, kernel.resize), as the
 // CPU calls read them (lib/Runtime/CPU/Calls/*.cpp). The CUDA backend's
 // planning reads them with the same functions, so both backends accept the
 // same attributes and refuse the others in the same words.
@@ -19,21 +21,30 @@ namespace mp::rt::cpu {
 
 /// cudnn.rnn: x, w, r, b?, sequence_lens?, initial_h?, initial_c?, p? ->
 /// y?, y_h?, y_c?.
-inline constexpr std::array<BufferSpec, 8> kRnnOperands = {{{"x", false},
-                                                           {"w", false},
-                                                           {"r", false},
-                                                           {"b", true},
-                                                           {"sequence_lens",
-                                                            true},
-                                                           {"initial_h", true},
-                                                           {"initial_c", true},
-                                                           {"p", true}}};
+inline constexpr std::array<BufferSpec, 8> kRnnOperands = {
+    {{"x", false},
+     {"w", false},
+     {"r", false},
+     {"b", true},
+     {"sequence_lens", true},
+     {"initial_h", true},
+     {"initial_c", true},
+     {"p", true}}};
 inline constexpr std::array<BufferSpec, 3> kRnnResults = {
     {{"y", true}, {"y_h", true}, {"y_c", true}}};
 
 /// cudnn.rnn's attributes: mode, direction, hidden_size, activations,
 /// activation_alpha / _beta, clip, input_forget, linear_before_reset.
 Result<RnnOptions> rnnOptionsOf(const PlanCall &call);
+
+/// kernel.pad's attribute 'mode' (default constant).
+Result<PadMode> padModeOf(const PlanCall &call);
+/// kernel.scatter_elements / scatter_nd's attribute 'reduction' (none).
+Result<ScatterReduction> scatterReductionOf(const PlanCall &call);
+/// kernel.resize's attributes: mode, coordinate_transformation_mode,
+/// nearest_mode, cubic_coeff_a, exclude_outside, extrapolation_value,
+/// scales, roi.
+Result<ResizeOptions> resizeOptionsOf(const PlanCall &call);
 
 } // namespace mp::rt::cpu
 

@@ -48,6 +48,9 @@ Status broadcast(const TensorView &x, const TensorView &y);
 
 /// y = x tiled: same rank, y's dim i a whole multiple of x's (the repeats).
 Status tile(const TensorView &x, const TensorView &y);
+/// tile's checks without running it (shared with the CUDA backend's
+/// planning, as the other check* functions below).
+Status checkTile(const TensorView &x, const TensorView &y);
 
 /// y = the inputs concatenated along `axis`: the same dtype and rank, equal
 /// dims except along axis, where y's is their sum.
@@ -76,6 +79,16 @@ bool parsePadMode(const std::string &name, PadMode &mode);
 /// or Wrap (periodic), as numpy.pad.
 Status pad(const TensorView &x, const TensorView &y, PadMode mode,
            const std::vector<int64_t> &pads, double value = 0.0);
+/// What pad does per dim: x's part kept after cropping, [lo, lo + len),
+/// the positive pads before it, and the constant as one element of x's
+/// dtype (constant mode). The error of pad for anything it refuses.
+struct PadGeometry {
+  std::vector<int64_t> lo, len, before;
+  unsigned char constant[8] = {};
+};
+Result<PadGeometry> padGeometry(const TensorView &x, const TensorView &y,
+                                PadMode mode, const std::vector<int64_t> &pads,
+                                double value = 0.0);
 
 //===----------------------------------------------------------------------===//
 // Indexing (Indexing.cpp). Indices are i32 or i64; a negative index counts
@@ -91,12 +104,19 @@ Status gather(const TensorView &data, const TensorView &indices,
 /// indices[i]].
 Status gatherElements(const TensorView &data, const TensorView &indices,
                       const TensorView &y, int64_t axis);
+/// gatherElements' checks of shapes and dtypes (the index values are
+/// checked when it runs); `axis` normalized on success.
+Status checkGatherElements(const TensorView &data, const TensorView &indices,
+                           const TensorView &y, int64_t &axis);
 
 /// ONNX GatherND: data [b..., r...], indices [b..., q..., k] with b =
 /// batchDims and 1 <= k <= rank(data) - b; y = [b..., q..., data dims from
 /// b + k on].
 Status gatherND(const TensorView &data, const TensorView &indices,
                 const TensorView &y, int64_t batchDims = 0);
+/// gatherND's checks of shapes and dtypes.
+Status checkGatherND(const TensorView &data, const TensorView &indices,
+                     const TensorView &y, int64_t batchDims);
 
 enum class ScatterReduction { None, Add, Mul, Max, Min };
 
@@ -113,6 +133,10 @@ Status scatterElements(const TensorView &data, const TensorView &indices,
                        const TensorView &updates, const TensorView &y,
                        int64_t axis,
                        ScatterReduction reduction = ScatterReduction::None);
+/// scatterElements' checks of shapes and dtypes; `axis` normalized.
+Status checkScatterElements(const TensorView &data, const TensorView &indices,
+                            const TensorView &updates, const TensorView &y,
+                            int64_t &axis);
 
 /// ONNX ScatterND: indices [q..., k] (k <= rank(data)), updates [q...,
 /// data dims from k on]; each index tuple selects a slice of y that
@@ -166,6 +190,10 @@ struct ResizeOptions {
 /// bf16 or f64; nearest works on every dtype.
 Status resize(const TensorView &x, const TensorView &y,
               const ResizeOptions &options);
+/// resize's checks: shapes, dtypes, options, the coordinate of every output
+/// index and the extrapolation value for integer data.
+Status checkResize(const TensorView &x, const TensorView &y,
+                   const ResizeOptions &options);
 
 } // namespace mp::rt::cpu
 

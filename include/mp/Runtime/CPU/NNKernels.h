@@ -218,6 +218,10 @@ Status nllLoss(const TensorView &input, const TensorView &target,
 Status topk(const TensorView &x, const TensorView &values,
             const TensorView &indices, int64_t axis = -1, bool largest = true,
             bool sorted = true);
+/// topk's checks without running it; `axis` normalized on success (k is
+/// values.shape[axis]).
+Status checkTopk(const TensorView &x, const TensorView &values,
+                 const TensorView &indices, int64_t &axis);
 
 /// ONNX CumSum along `axis` (negative counts from the end); `exclusive`
 /// leaves out the element itself, `reverse` sums from the end. x, y: same
@@ -225,17 +229,23 @@ Status topk(const TensorView &x, const TensorView &values,
 /// output rounded once). y may be x itself.
 Status cumsum(const TensorView &x, const TensorView &y, int64_t axis,
               bool exclusive = false, bool reverse = false);
+/// cumsum's checks without running it; `axis` normalized on success.
+Status checkCumsum(const TensorView &x, const TensorView &y, int64_t &axis);
 
 /// ONNX Trilu on the last two dimensions (rank >= 2): y keeps x[..., i, j]
 /// where j - i >= k (upper) or j - i <= k (lower), else 0. Any dtype (zero
 /// is all-zero bytes); x, y: same shape and dtype; y may be x itself.
 Status trilu(const TensorView &x, const TensorView &y, bool upper,
              int64_t k = 0);
+/// trilu's checks without running it.
+Status checkTrilu(const TensorView &x, const TensorView &y);
 
 /// ONNX Hardmax-13: 1 at the first maximum along `axis` (negative counts
 /// from the end), 0 elsewhere. x, y: same shape and dtype (f32, f16, bf16,
 /// f64); y may be x itself.
 Status hardmax(const TensorView &x, const TensorView &y, int64_t axis = -1);
+/// hardmax's checks without running it; `axis` normalized on success.
+Status checkHardmax(const TensorView &x, const TensorView &y, int64_t &axis);
 
 } // namespace mp::rt::cpu
 

@@ -384,6 +384,56 @@ Result<RnnPlan> planRnn(const PlanCall &call,
                         const std::vector<TensorDesc> &operands,
                         const std::vector<TensorDesc> &results);
 
+//===----------------------------------------------------------------------===//
+// Selection and scans (CudaPlanningNN.cpp)
+//===----------------------------------------------------------------------===//
+
+/// kernel.topk: x -> values, indices.
+Result<TopkParams> planTopk(const PlanCall &call,
+                            const std::vector<TensorDesc> &operands,
+                            const std::vector<TensorDesc> &results);
+/// kernel.cumsum: x -> y.
+Result<ScanParams> planCumsum(const PlanCall &call,
+                              const std::vector<TensorDesc> &operands,
+                              const std::vector<TensorDesc> &results);
+/// kernel.hardmax: x -> y.
+Result<ScanParams> planHardmax(const PlanCall &call,
+                               const std::vector<TensorDesc> &operands,
+                               const std::vector<TensorDesc> &results);
+
+//===----------------------------------------------------------------------===//
+// Data movement and indexing (CudaPlanningData.cpp)
+//===----------------------------------------------------------------------===//
+
+Result<TriluParams> planTrilu(const PlanCall &call,
+                              const std::vector<TensorDesc> &operands,
+                              const std::vector<TensorDesc> &results);
+Result<TileParams> planTile(const PlanCall &call,
+                            const std::vector<TensorDesc> &operands,
+                            const std::vector<TensorDesc> &results);
+Result<PadParams> planPad(const PlanCall &call,
+                          const std::vector<TensorDesc> &operands,
+                          const std::vector<TensorDesc> &results);
+Result<ElementsParams> planGatherElements(const PlanCall &call,
+                                          const std::vector<TensorDesc> &ops,
+                                          const std::vector<TensorDesc> &res);
+Result<GatherNDParams> planGatherND(const PlanCall &call,
+                                    const std::vector<TensorDesc> &operands,
+                                    const std::vector<TensorDesc> &results);
+/// kernel.scatter_elements: y = data (a copy unless in place), then the
+/// updates line by line.
+struct ScatterElementsPlan {
+  ElementsParams params;
+  uint64_t copyBytes = 0; ///< data -> y first (0: in place or empty)
+};
+Result<ScatterElementsPlan>
+planScatterElements(const PlanCall &call,
+                    const std::vector<TensorDesc> &operands,
+                    const std::vector<TensorDesc> &results);
+Result<ResizeParams> planResize(const PlanCall &call,
+                                const std::vector<TensorDesc> &operands,
+                                const std::vector<TensorDesc> &results);
+
 /// Runs the planner of `call`'s kind on the descriptors (used by
 /// checkPlanForCuda and the tests): an error for unknown kinds and
 /// anything a planner rejects.

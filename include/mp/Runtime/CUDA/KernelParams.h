@@ -450,6 +450,124 @@ struct RnnParams {
   int64_t t = 0;
 };
 
+/// How topk compares x's elements: floats widened to f64 (NaN above every
+/// number), signed or unsigned integers as 64-bit integers.
+enum SortKey : int32_t { kKeyFloat = 0, kKeySigned = 1, kKeyUnsigned = 2 };
+
+/// kernel.topk over x [outer, len, inner] along len: one thread per element
+/// counts the elements that come first in the CPU's order (larger, or
+/// smaller, first; equal values by index) and, when that rank is below k,
+/// writes itself there.
+struct TopkParams {
+  int32_t dtype = 1, elemSize = 4, key = kKeyFloat;
+  int32_t largest = 1;
+  int32_t indexDtype = 7;
+  int64_t outer = 0, len = 0, inner = 0, k = 0;
+  const void *x = nullptr;
+  void *values = nullptr, *indices = nullptr;
+};
+
+/// kernel.cumsum and kernel.hardmax over [outer, len, inner] along len: one
+/// thread per line (y may be x: a thread reads its line before writing it).
+struct ScanParams {
+  int32_t dtype = 1;
+  int32_t exclusive = 0, reverse = 0;
+  int64_t outer = 0, len = 0, inner = 0;
+  const void *x = nullptr;
+  void *y = nullptr;
+};
+
+/// kernel.trilu on [mats, rows, cols]: element (i, j) kept where j - i >= k
+/// (upper) or <= k (lower), else zero bytes; k clamped to +-(rows + cols +
+/// 1) as the CPU.
+struct TriluParams {
+  int32_t elemSize = 4;
+  int32_t upper = 1;
+  int64_t k = 0, rows = 0, cols = 0, n = 0;
+  const void *x = nullptr;
+  void *y = nullptr;
+};
+
+/// kernel.tile: y[i] = x at i's coordinates modulo x's dims.
+struct TileParams {
+  int32_t rank = 0, elemSize = 4;
+  int64_t n = 0;
+  int64_t yDims[kMaxDims] = {}, xDims[kMaxDims] = {}, xStrides[kMaxDims] = {};
+  const void *x = nullptr;
+  void *y = nullptr;
+};
+
+/// kernel.pad: per dim of y, j = coordinate - before is inside x's kept part
+/// [lo, lo + len) when 0 <= j < len; otherwise constant mode writes the
+/// constant and the others map j into [0, len) (reflect, edge, wrap, as
+/// numpy.pad).
+enum PadModeCode : int32_t {
+  kPadConstant = 0,
+  kPadReflect = 1,
+  kPadEdge = 2,
+  kPadWrap = 3,
+};
+struct PadParams {
+  int32_t rank = 0, elemSize = 4, mode = kPadConstant;
+  int64_t n = 0;
+  int64_t yDims[kMaxDims] = {}, xStrides[kMaxDims] = {};
+  int64_t lo[kMaxDims] = {}, len[kMaxDims] = {}, before[kMaxDims] = {};
+  uint64_t constant = 0; ///< one element's bytes
+  const void *x = nullptr;
+  void *y = nullptr;
+};
+
+/// The reductions of kernel.scatter_elements (cpu::ScatterReduction).
+enum ScatterElementsReduce : int32_t {
+  kSeNone = 0,
+  kSeAdd,
+  kSeMul,
+  kSeMax,
+  kSeMin,
+};
+/// kernel.gather_elements (one thread per element of indices) and
+/// kernel.scatter_elements (one thread per line of indices along axis,
+/// applying its updates in order: the CPU's order wherever two updates
+/// meet, since only updates of one line can address the same element).
+/// dims are indices' (and updates') shape, dataStrides data's.
+struct ElementsParams {
+  int32_t rank = 1, elemSize = 4, dtype = 1, indexDtype = 7;
+  int32_t axis = 0, reduction = kSeNone;
+  int64_t n = 0;       ///< gather: y's elements; scatter: lines
+  int64_t axisDim = 0; ///< data's dim along axis
+  int64_t dims[kMaxDims] = {}, dataStrides[kMaxDims] = {};
+  const void *data = nullptr, *indices = nullptr, *updates = nullptr;
+  void *out = nullptr;
+};
+
+/// kernel.gather_nd: y's element i is element i % sliceLen of the slice of
+/// tuple t = i / sliceLen: batch t / perBatch (batchStride elements of data
+/// each), then k index components over dims / strides.
+struct GatherNDParams {
+  int32_t elemSize = 4, indexDtype = 7, k = 1;
+  int64_t n = 0, sliceLen = 1, perBatch = 1, batchStride = 0;
+  int64_t dims[kMaxDims] = {}, strides[kMaxDims] = {};
+  const void *data = nullptr, *indices = nullptr;
+  void *out = nullptr;
+};
+
+/// kernel.resize: one thread per output element; per dim the taps of its
+/// coordinate (the CPU's computeTaps arithmetic, in f64), then the sum over
+/// the combinations of the dims' taps (nearest: a copy of one element).
+/// Codes: cpu::ResizeMode, cpu::CoordinateTransform, cpu::NearestMode.
+struct ResizeParams {
+  int32_t rank = 0, dtype = 1, elemSize = 4;
+  int32_t mode = 0, transform = 0, nearest = 0, excludeOutside = 0;
+  double cubicA = -0.75;
+  double extrapolation = 0;      ///< float data
+  uint64_t extrapolationBits = 0; ///< integer data (nearest)
+  int64_t n = 0;
+  int64_t xDims[kMaxDims] = {}, yDims[kMaxDims] = {}, xStrides[kMaxDims] = {};
+  double scales[kMaxDims] = {}, roiStart[kMaxDims] = {}, roiEnd[kMaxDims] = {};
+  const void *x = nullptr;
+  void *y = nullptr;
+};
+
 /// A kernel that finds bad data (an index out of range) records it here:
 /// the first code and the offending value, per call.
 struct DeviceError {

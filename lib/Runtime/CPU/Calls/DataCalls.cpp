@@ -8,6 +8,7 @@
 // Resize's modes, ...) may be absent; the others are required.
 //
 //===----------------------------------------------------------------------===//
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/DataKernels.h"
 
@@ -21,6 +22,54 @@ Status unknownValue(std::string_view attr, const std::string &value) {
   return Status::error("attribute '" + std::string(attr) +
                        "' has an unknown value '" + value + "'");
 }
+
+} // namespace
+
+Result<PadMode> padModeOf(const PlanCall &call) {
+  MP_RT_TRY_ASSIGN(modeName, stringAttr(call, "mode", "constant"));
+  PadMode mode;
+  if (!parsePadMode(modeName, mode))
+    return unknownValue("mode", modeName);
+  return mode;
+}
+
+Result<ScatterReduction> scatterReductionOf(const PlanCall &call) {
+  Result<std::string> name = stringAttr(call, "reduction", "none");
+  if (!name)
+    return name.status();
+  ScatterReduction r;
+  if (!parseScatterReduction(*name, r))
+    return unknownValue("reduction", *name);
+  return r;
+}
+
+Result<ResizeOptions> resizeOptionsOf(const PlanCall &call) {
+  ResizeOptions o;
+  MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode", "nearest"));
+  if (!parseResizeMode(mode, o.mode))
+    return unknownValue("mode", mode);
+  MP_RT_TRY_ASSIGN(transform, stringAttr(call, "coordinate_transformation_mode",
+                                         "half_pixel"));
+  if (!parseCoordinateTransform(transform, o.coordinateTransform))
+    return unknownValue("coordinate_transformation_mode", transform);
+  MP_RT_TRY_ASSIGN(nearest,
+                   stringAttr(call, "nearest_mode", "round_prefer_floor"));
+  if (!parseNearestMode(nearest, o.nearestMode))
+    return unknownValue("nearest_mode", nearest);
+  MP_RT_TRY_ASSIGN(cubicA, floatAttr(call, "cubic_coeff_a", -0.75));
+  MP_RT_TRY_ASSIGN(exclude, intAttr(call, "exclude_outside", 0));
+  MP_RT_TRY_ASSIGN(extrapolation, floatAttr(call, "extrapolation_value", 0.0));
+  MP_RT_TRY_ASSIGN(scales, floatListAttr(call, "scales"));
+  MP_RT_TRY_ASSIGN(roi, floatListAttr(call, "roi", {}));
+  o.cubicCoeffA = cubicA;
+  o.excludeOutside = exclude != 0;
+  o.extrapolationValue = extrapolation;
+  o.scales = std::move(scales);
+  o.roi = std::move(roi);
+  return o;
+}
+
+namespace {
 
 Status transposeCall(const CallArgs &a) {
   if (Status s = checkArity(a, 1, 1, 1, 1); !s)
@@ -66,10 +115,7 @@ Status sliceCall(const CallArgs &a) {
 Status padCall(const CallArgs &a) {
   if (Status s = checkArity(a, 1, 1, 1, 1); !s)
     return s;
-  MP_RT_TRY_ASSIGN(modeName, stringAttr(a.call, "mode", "constant"));
-  PadMode mode;
-  if (!parsePadMode(modeName, mode))
-    return unknownValue("mode", modeName);
+  MP_RT_TRY_ASSIGN(mode, padModeOf(a.call));
   MP_RT_TRY_ASSIGN(pads, intListAttr(a.call, "pads"));
   MP_RT_TRY_ASSIGN(value, floatAttr(a.call, "value", 0.0));
   return pad(a.operands[0], a.results[0], mode, pads, value);
@@ -96,21 +142,11 @@ Status gatherNDCall(const CallArgs &a) {
   return gatherND(a.operands[0], a.operands[1], a.results[0], batchDims);
 }
 
-Result<ScatterReduction> reductionAttr(const PlanCall &call) {
-  Result<std::string> name = stringAttr(call, "reduction", "none");
-  if (!name)
-    return name.status();
-  ScatterReduction r;
-  if (!parseScatterReduction(*name, r))
-    return unknownValue("reduction", *name);
-  return r;
-}
-
 Status scatterElementsCall(const CallArgs &a) {
   if (Status s = checkArity(a, 3, 3, 1, 1); !s)
     return s;
   MP_RT_TRY_ASSIGN(axis, intAttr(a.call, "axis", 0));
-  MP_RT_TRY_ASSIGN(reduction, reductionAttr(a.call));
+  MP_RT_TRY_ASSIGN(reduction, scatterReductionOf(a.call));
   return scatterElements(a.operands[0], a.operands[1], a.operands[2],
                          a.results[0], axis, reduction);
 }
@@ -118,7 +154,7 @@ Status scatterElementsCall(const CallArgs &a) {
 Status scatterNDCall(const CallArgs &a) {
   if (Status s = checkArity(a, 3, 3, 1, 1); !s)
     return s;
-  MP_RT_TRY_ASSIGN(reduction, reductionAttr(a.call));
+  MP_RT_TRY_ASSIGN(reduction, scatterReductionOf(a.call));
   return scatterND(a.operands[0], a.operands[1], a.operands[2], a.results[0],
                    reduction);
 }
@@ -126,28 +162,7 @@ Status scatterNDCall(const CallArgs &a) {
 Status resizeCall(const CallArgs &a) {
   if (Status s = checkArity(a, 1, 1, 1, 1); !s)
     return s;
-  ResizeOptions o;
-  MP_RT_TRY_ASSIGN(mode, stringAttr(a.call, "mode", "nearest"));
-  if (!parseResizeMode(mode, o.mode))
-    return unknownValue("mode", mode);
-  MP_RT_TRY_ASSIGN(transform, stringAttr(a.call, "coordinate_transformation_mode",
-                                     "half_pixel"));
-  if (!parseCoordinateTransform(transform, o.coordinateTransform))
-    return unknownValue("coordinate_transformation_mode", transform);
-  MP_RT_TRY_ASSIGN(nearest,
-               stringAttr(a.call, "nearest_mode", "round_prefer_floor"));
-  if (!parseNearestMode(nearest, o.nearestMode))
-    return unknownValue("nearest_mode", nearest);
-  MP_RT_TRY_ASSIGN(cubicA, floatAttr(a.call, "cubic_coeff_a", -0.75));
-  MP_RT_TRY_ASSIGN(exclude, intAttr(a.call, "exclude_outside", 0));
-  MP_RT_TRY_ASSIGN(extrapolation, floatAttr(a.call, "extrapolation_value", 0.0));
-  MP_RT_TRY_ASSIGN(scales, floatListAttr(a.call, "scales"));
-  MP_RT_TRY_ASSIGN(roi, floatListAttr(a.call, "roi", {}));
-  o.cubicCoeffA = cubicA;
-  o.excludeOutside = exclude != 0;
-  o.extrapolationValue = extrapolation;
-  o.scales = std::move(scales);
-  o.roi = std::move(roi);
+  MP_RT_TRY_ASSIGN(o, resizeOptionsOf(a.call));
   return resize(a.operands[0], a.results[0], o);
 }
 
