@@ -272,15 +272,13 @@ void run(const Dims &d, const LstmBackwardOptions &o, const TensorView &x,
 
 } // namespace
 
-Status lstmBackward(const TensorView &x, const TensorView &w,
-                    const TensorView &r, const TensorView *b,
-                    const TensorView *initialH, const TensorView *initialC,
-                    const TensorView *dy, const TensorView *dyH,
-                    const TensorView *dyC, const TensorView &dx,
-                    const TensorView &dw, const TensorView &dr,
-                    const TensorView *db, const TensorView *dinitialH,
-                    const TensorView *dinitialC,
-                    const LstmBackwardOptions &options) {
+Status checkLstmBackward(
+    const TensorView &x, const TensorView &w, const TensorView &r,
+    const TensorView *b, const TensorView *initialH, const TensorView *initialC,
+    const TensorView *dy, const TensorView *dyH, const TensorView *dyC,
+    const TensorView &dx, const TensorView &dw, const TensorView &dr,
+    const TensorView *db, const TensorView *dinitialH,
+    const TensorView *dinitialC, const LstmBackwardOptions &options) {
   const std::vector<Named> inputs{{"x", &x},
                                   {"w", &w},
                                   {"r", &r},
@@ -297,8 +295,29 @@ Status lstmBackward(const TensorView &x, const TensorView &w,
                                    {"dinitial_h", dinitialH},
                                    {"dinitial_c", dinitialC}};
   Dims d;
-  if (Status s = check(inputs, outputs, x, options, d); !s)
+  return check(inputs, outputs, x, options, d);
+}
+
+Status lstmBackward(const TensorView &x, const TensorView &w,
+                    const TensorView &r, const TensorView *b,
+                    const TensorView *initialH, const TensorView *initialC,
+                    const TensorView *dy, const TensorView *dyH,
+                    const TensorView *dyC, const TensorView &dx,
+                    const TensorView &dw, const TensorView &dr,
+                    const TensorView *db, const TensorView *dinitialH,
+                    const TensorView *dinitialC,
+                    const LstmBackwardOptions &options) {
+  if (Status s = checkLstmBackward(x, w, r, b, initialH, initialC, dy, dyH,
+                                   dyC, dx, dw, dr, db, dinitialH, dinitialC,
+                                   options);
+      !s)
     return s;
+  Dims d;
+  d.seq = x.shape[0];
+  d.batch = x.shape[1];
+  d.input = x.shape[2];
+  d.hidden = options.hiddenSize;
+  d.dirs = options.direction == RnnDirection::Bidirectional ? 2 : 1;
   if (x.dtype == DType::F64)
     run<double>(d, options, x, w, r, b, initialH, initialC, dy, dyH, dyC, dx,
                 dw, dr, db, dinitialH, dinitialC);

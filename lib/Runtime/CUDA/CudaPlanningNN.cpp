@@ -236,6 +236,77 @@ Result<RnnPlan> planRnn(const PlanCall &call,
   return plan;
 }
 
+Result<LstmBwdPlan> planLstmBwd(const PlanCall &call,
+                                const std::vector<TensorDesc> &ops,
+                                const std::vector<TensorDesc> &res) {
+  std::array<const TensorDesc *, 9> in;
+  std::array<const TensorDesc *, 6> out;
+  if (Status s =
+          cpu::bindBuffers<9>(call, ops, "operands", cpu::kLstmBwdOperands, in);
+      !s)
+    return s;
+  if (Status s =
+          cpu::bindBuffers<6>(call, res, "results", cpu::kLstmBwdResults, out);
+      !s)
+    return s;
+  MP_TRY(o, cpu::lstmBackwardOptionsOf(call));
+  Views<9> vi(in);
+  Views<6> vo(out);
+  if (Status s = cpu::checkLstmBackward(*vi[0], *vi[1], *vi[2], vi[3], vi[4],
+                                        vi[5], vi[6], vi[7], vi[8], *vo[0],
+                                        *vo[1], *vo[2], vo[3], vo[4], vo[5], o);
+      !s)
+    return s;
+  const TensorDesc &x = *in[0];
+  LstmBwdPlan plan;
+  LstmBwdParams &p = plan.params;
+  p.dtype = code(x.dtype);
+  p.f64 = x.dtype == DType::F64;
+  p.seq = x.shape[0];
+  p.batch = x.shape[1];
+  p.input = x.shape[2];
+  p.hidden = o.hiddenSize;
+  p.dirs = o.direction == cpu::RnnDirection::Bidirectional ? 2 : 1;
+  p.x = cptr(x);
+  p.w = cptr(in[1]);
+  p.r = cptr(in[2]);
+  p.b = cptr(in[3]);
+  p.initH = cptr(in[4]);
+  p.initC = cptr(in[5]);
+  p.dy = cptr(in[6]);
+  p.dyH = cptr(in[7]);
+  p.dyC = cptr(in[8]);
+  plan.reverse = o.direction == cpu::RnnDirection::Reverse;
+  for (size_t i = 0; i < 6; ++i)
+    if (out[i]) {
+      plan.out[i] = mptr(out[i]);
+      plan.outElements[i] = out[i]->numElements();
+    }
+  const uint64_t t = p.f64 ? 8 : 4;
+  const uint64_t sb = static_cast<uint64_t>(p.seq * p.batch),
+                 h = static_cast<uint64_t>(p.hidden), gh = 4 * h,
+                 bh = static_cast<uint64_t>(p.batch) * h,
+                 dirs = static_cast<uint64_t>(p.dirs),
+                 input = static_cast<uint64_t>(p.input);
+  const uint64_t sizes[12] = {sb * gh,
+                              sb * h,
+                              sb * h,
+                              sb * h,
+                              bh,
+                              bh,
+                              dirs * bh,
+                              dirs * bh,
+                              sb * input,
+                              dirs * gh * input,
+                              dirs * gh * h,
+                              dirs * 2 * gh};
+  WorkspaceLayout ws;
+  for (size_t i = 0; i < 12; ++i)
+    plan.offsets[i] = ws.add(sizes[i] * t);
+  plan.workspaceBytes = ws.total();
+  return plan;
+}
+
 //===----------------------------------------------------------------------===//
 // Selection and scans
 //===----------------------------------------------------------------------===//
@@ -331,6 +402,7 @@ const std::vector<TopicPlanner> &planning::nnPlanners() {
       {"kernel.instance_norm", statusOf<planInstanceNorm>},
       {"cudnn.lrn", statusOf<planLrn>},
       {"cudnn.rnn", statusOf<planRnn>},
+      {"kernel.lstm_bwd", statusOf<planLstmBwd>},
       {"kernel.topk", statusOf<planTopk>},
       {"kernel.cumsum", statusOf<planCumsum>},
       {"kernel.hardmax", statusOf<planHardmax>},

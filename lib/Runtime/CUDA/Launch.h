@@ -57,6 +57,9 @@ cudaError_t launchRnnPrep(const RnnParams &p, DeviceError *error,
                           cudaStream_t stream);
 /// The gates of step p.t (phase: RnnParams).
 cudaError_t launchRnnGates(const RnnParams &p, int phase, cudaStream_t stream);
+/// kernel.lstm_bwd, direction p.dir, step p.t (stage: LstmBwdStage).
+cudaError_t launchLstmBwd(const LstmBwdParams &p, int stage,
+                          cudaStream_t stream);
 cudaError_t launchTopk(const TopkParams &p, cudaStream_t stream);
 cudaError_t launchCumsum(const ScanParams &p, cudaStream_t stream);
 cudaError_t launchHardmax(const ScanParams &p, cudaStream_t stream);

@@ -130,6 +130,116 @@ Result<std::unique_ptr<PreparedCall>> prepareRnn(const PrepareArgs &a) {
   return preparedCall<RnnCall>(plan);
 }
 
+/// kernel.lstm_bwd: per direction the forward again (one GEMM for the
+/// input projections, per step the recurrent GEMM and the gates), the
+/// steps backward (the gate gradients, then dh = da R), then dW, dR, dx
+/// (GEMMs over every step) and db; the T gradients are rounded into the
+/// results at the end.
+struct LstmBwdCall : PreparedCall {
+  LstmBwdPlan plan;
+  explicit LstmBwdCall(const LstmBwdPlan &plan) : plan(plan) {}
+  uint64_t workspaceBytes() const override { return plan.workspaceBytes; }
+
+  Status enqueue(const RunContext &ctx) override {
+    LstmBwdParams p = plan.params;
+    void **scratch[12] = {&p.gates, &p.hPrev, &p.cPrev, &p.cAfter,
+                          &p.h,     &p.c,     &p.dh0,   &p.dc0,
+                          &p.dx,    &p.dw,    &p.dr,    &p.db};
+    for (size_t i = 0; i < 12; ++i)
+      *scratch[i] = ctx.workspace + plan.offsets[i];
+    const DType t = p.f64 ? DType::F64 : DType::F32;
+    const int32_t tc = static_cast<int32_t>(t);
+    const int64_t S = p.seq, B = p.batch, I = p.input, H = p.hidden, GH = 4 * H,
+                  SB = S * B;
+    const uint64_t tBytes = byteSize(t);
+    MP_CUDA_TRY(cudaMemsetAsync(p.dx, 0, SB * I * tBytes, ctx.stream),
+                "lstm_bwd: clearing dx");
+    // The GEMMs, in cuBLAS terms C (T) = op(A) op(B).
+    auto gemm = [&](bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                    const void *a, int32_t aDtype, int64_t lda, int64_t aOffset,
+                    const void *b, int32_t bDtype, int64_t ldb, int64_t bOffset,
+                    void *c, int64_t ldc, int64_t cOffset, bool accumulate) {
+      GemmParams g;
+      g.transA = transA;
+      g.transB = transB;
+      g.m = m;
+      g.n = n;
+      g.k = k;
+      g.a = a;
+      g.aDtype = aDtype;
+      g.lda = lda;
+      g.aOffset = aOffset;
+      g.b = b;
+      g.bDtype = bDtype;
+      g.ldb = ldb;
+      g.bOffset = bOffset;
+      g.c = c;
+      g.ldc = ldc;
+      g.cOffset = cOffset;
+      g.accumulate = accumulate;
+      g.f64 = p.f64;
+      return launchGemm(g, ctx.stream);
+    };
+    for (int32_t dir = 0; dir < p.dirs; ++dir) {
+      p.dir = dir;
+      const bool reverse = plan.reverse || dir == 1;
+      auto timeOf = [&](int64_t step) { return reverse ? S - 1 - step : step; };
+      // 1. The forward: gates = x W^T + Wb + Rb, then per step.
+      MP_CUDA_TRY(launchLstmBwd(p, kLstmForwardInit, ctx.stream),
+                  "lstm_bwd: forward init");
+      MP_CUDA_TRY(gemm(false, true, SB, GH, I, p.x, p.dtype, I, 0, p.w, p.dtype,
+                       I, dir * GH * I, p.gates, GH, 0, true),
+                  "lstm_bwd: input projection");
+      for (int64_t step = 0; step < S; ++step) {
+        p.t = timeOf(step);
+        MP_CUDA_TRY(gemm(false, true, B, GH, H, p.h, tc, H, 0, p.r, p.dtype, H,
+                         dir * GH * H, p.gates, GH, p.t * B * GH, true),
+                    "lstm_bwd: recurrent product");
+        MP_CUDA_TRY(launchLstmBwd(p, kLstmForwardStep, ctx.stream),
+                    "lstm_bwd: forward step");
+      }
+      // 2. Backward through the steps.
+      MP_CUDA_TRY(launchLstmBwd(p, kLstmBackwardInit, ctx.stream),
+                  "lstm_bwd: backward init");
+      for (int64_t step = S - 1; step >= 0; --step) {
+        p.t = timeOf(step);
+        MP_CUDA_TRY(launchLstmBwd(p, kLstmBackwardStep, ctx.stream),
+                    "lstm_bwd: backward step");
+        MP_CUDA_TRY(gemm(false, false, B, H, GH, p.gates, tc, GH, p.t * B * GH,
+                         p.r, p.dtype, H, dir * GH * H, p.dh0, H, dir * B * H,
+                         false),
+                    "lstm_bwd: dh");
+      }
+      // 3. dW = da^T x, dR = da^T h_prev, dx += da W, db.
+      MP_CUDA_TRY(gemm(true, false, GH, I, SB, p.gates, tc, GH, 0, p.x, p.dtype,
+                       I, 0, p.dw, I, dir * GH * I, false),
+                  "lstm_bwd: dw");
+      MP_CUDA_TRY(gemm(true, false, GH, H, SB, p.gates, tc, GH, 0, p.hPrev, tc,
+                       H, 0, p.dr, H, dir * GH * H, false),
+                  "lstm_bwd: dr");
+      MP_CUDA_TRY(gemm(false, false, SB, I, GH, p.gates, tc, GH, 0, p.w,
+                       p.dtype, I, dir * GH * I, p.dx, I, 0, true),
+                  "lstm_bwd: dx");
+      MP_CUDA_TRY(launchLstmBwd(p, kLstmBiasGrad, ctx.stream), "lstm_bwd: db");
+    }
+    // The gradients rounded once into dx, dw, dr, db, dinitial_h/c.
+    const void *from[6] = {p.dx, p.dw, p.dr, p.db, p.dh0, p.dc0};
+    const DType outType = static_cast<DType>(p.dtype);
+    for (size_t i = 0; i < 6; ++i)
+      if (plan.out[i] && plan.outElements[i])
+        MP_CUDA_TRY(launchCast(castOf(t, from[i], outType, plan.out[i],
+                                      plan.outElements[i]),
+                               ctx.stream),
+                    "lstm_bwd: rounding the gradients");
+    return Status::ok();
+  }
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareLstmBwd(const PrepareArgs &a) {
+  MP_TRY_PREPARE(plan, planLstmBwd(a.call, a.operands, a.results));
+  return preparedCall<LstmBwdCall>(plan);
+}
+
 //===----------------------------------------------------------------------===//
 // Selection and scans
 //===----------------------------------------------------------------------===//
@@ -157,6 +267,7 @@ void addNNCalls(std::map<std::string, PrepareFn> &t) {
   t["kernel.instance_norm"] = prepareInstanceNorm;
   t["cudnn.lrn"] = prepareLrn;
   t["cudnn.rnn"] = prepareRnn;
+  t["kernel.lstm_bwd"] = prepareLstmBwd;
   t["kernel.topk"] = prepareTopk;
   t["kernel.cumsum"] = prepareCumsum;
   t["kernel.hardmax"] = prepareHardmax;

@@ -311,6 +311,148 @@ __global__ void rnnGatesKernel(RnnParams p, int phase) {
 }
 
 //===----------------------------------------------------------------------===//
+// LSTM backward (kernel.lstm_bwd), in T = float or double
+//===----------------------------------------------------------------------===//
+
+__device__ inline float devExp(float v) { return expf(v); }
+__device__ inline double devExp(double v) { return exp(v); }
+__device__ inline float devTanh(float v) { return tanhf(v); }
+__device__ inline double devTanh(double v) { return tanh(v); }
+template <typename T> __device__ inline T devSigmoid(T v) {
+  return T(1) / (T(1) + devExp(-v));
+}
+
+/// gates = Wb + Rb (0 without b); h, c = the initial state (or 0).
+template <typename T> __global__ void lstmForwardInit(LstmBwdParams p) {
+  const int64_t GH = 4 * p.hidden, BH = p.batch * p.hidden;
+  const int64_t rows = p.seq * p.batch;
+  const int64_t n = rows * GH > BH ? rows * GH : BH;
+  T *gates = static_cast<T *>(p.gates);
+  MP_GRID_LOOP(i, n) {
+    if (i < rows * GH) {
+      const int64_t wb = p.dir * 2 * GH + i % GH;
+      gates[i] =
+          p.b ? loadAs<T>(p.b, p.dtype, wb) + loadAs<T>(p.b, p.dtype, wb + GH)
+              : T(0);
+    }
+    if (i < BH) {
+      const int64_t s = p.dir * BH + i;
+      static_cast<T *>(p.h)[i] =
+          p.initH ? loadAs<T>(p.initH, p.dtype, s) : T(0);
+      static_cast<T *>(p.c)[i] =
+          p.initC ? loadAs<T>(p.initC, p.dtype, s) : T(0);
+    }
+  }
+}
+
+/// Step p.t of the forward, after gates[t] += h R^T: keeps the state before
+/// the step, activates the gates in place (i, o, f: sigmoid; c: tanh) and
+/// keeps the cell state after it.
+template <typename T> __global__ void lstmForwardStep(LstmBwdParams p) {
+  const int64_t H = p.hidden, GH = 4 * H, BH = p.batch * H;
+  T *h = static_cast<T *>(p.h), *c = static_cast<T *>(p.c);
+  MP_GRID_LOOP(i, BH) {
+    const int64_t b = i / H, j = i % H, at = p.t * BH + i;
+    T *g = static_cast<T *>(p.gates) + (p.t * p.batch + b) * GH;
+    static_cast<T *>(p.hPrev)[at] = h[i];
+    static_cast<T *>(p.cPrev)[at] = c[i];
+    const T gi = devSigmoid(g[j]), go = devSigmoid(g[H + j]),
+            gf = devSigmoid(g[2 * H + j]), gc = devTanh(g[3 * H + j]);
+    g[j] = gi;
+    g[H + j] = go;
+    g[2 * H + j] = gf;
+    g[3 * H + j] = gc;
+    c[i] = gf * c[i] + gi * gc;
+    h[i] = go * devTanh(c[i]);
+    static_cast<T *>(p.cAfter)[at] = c[i];
+  }
+}
+
+/// dh, dc of direction p.dir = dy_h, dy_c (or 0).
+template <typename T> __global__ void lstmBackwardInit(LstmBwdParams p) {
+  const int64_t BH = p.batch * p.hidden;
+  T *dh = static_cast<T *>(p.dh0) + p.dir * BH,
+    *dc = static_cast<T *>(p.dc0) + p.dir * BH;
+  MP_GRID_LOOP(i, BH) {
+    const int64_t s = p.dir * BH + i;
+    dh[i] = p.dyH ? loadAs<T>(p.dyH, p.dtype, s) : T(0);
+    dc[i] = p.dyC ? loadAs<T>(p.dyC, p.dtype, s) : T(0);
+  }
+}
+
+/// Step p.t backward: the pre-activation gradients of the gates replace
+/// the gates, dc flows to the previous step (dh follows by a GEMM with R).
+template <typename T> __global__ void lstmBackwardStep(LstmBwdParams p) {
+  const int64_t H = p.hidden, GH = 4 * H, BH = p.batch * H;
+  T *dh = static_cast<T *>(p.dh0) + p.dir * BH,
+    *dc = static_cast<T *>(p.dc0) + p.dir * BH;
+  MP_GRID_LOOP(i, BH) {
+    const int64_t b = i / H, j = i % H, at = p.t * BH + i;
+    T *g = static_cast<T *>(p.gates) + (p.t * p.batch + b) * GH;
+    const T cp = static_cast<const T *>(p.cPrev)[at],
+            ca = static_cast<const T *>(p.cAfter)[at];
+    const T dyt =
+        p.dy ? loadAs<T>(p.dy, p.dtype, (p.t * p.dirs + p.dir) * BH + i) : T(0);
+    const T dhj = dh[i] + dyt;
+    const T tc = devTanh(ca);
+    const T ig = g[j], og = g[H + j], f = g[2 * H + j], cc = g[3 * H + j];
+    const T dcj = dc[i] + dhj * og * (T(1) - tc * tc);
+    g[j] = dcj * cc * ig * (T(1) - ig);
+    g[H + j] = dhj * tc * og * (T(1) - og);
+    g[2 * H + j] = dcj * cp * f * (T(1) - f);
+    g[3 * H + j] = dcj * ig * (T(1) - cc * cc);
+    dc[i] = dcj * f;
+  }
+}
+
+/// db of direction p.dir: the column sums of the gate gradients over every
+/// step (rows in order, as the CPU), for Wb and again for Rb.
+template <typename T> __global__ void lstmBiasGrad(LstmBwdParams p) {
+  const int64_t GH = 4 * p.hidden, rows = p.seq * p.batch;
+  const T *gates = static_cast<const T *>(p.gates);
+  T *db = static_cast<T *>(p.db) + p.dir * 2 * GH;
+  MP_GRID_LOOP(j, GH) {
+    T sum = 0;
+    for (int64_t row = 0; row < rows; ++row)
+      sum += gates[row * GH + j];
+    db[j] = sum;
+    db[GH + j] = sum;
+  }
+}
+
+template <typename T>
+cudaError_t launchLstmBwdT(const LstmBwdParams &p, int stage,
+                           cudaStream_t stream) {
+  const int64_t GH = 4 * p.hidden, BH = p.batch * p.hidden,
+                rows = p.seq * p.batch;
+  switch (stage) {
+  case kLstmForwardInit: {
+    const int64_t n = rows * GH > BH ? rows * GH : BH;
+    if (n)
+      lstmForwardInit<T><<<blocksFor(n, kBlock), kBlock, 0, stream>>>(p);
+    break;
+  }
+  case kLstmForwardStep:
+    if (BH)
+      lstmForwardStep<T><<<blocksFor(BH, kBlock), kBlock, 0, stream>>>(p);
+    break;
+  case kLstmBackwardInit:
+    if (BH)
+      lstmBackwardInit<T><<<blocksFor(BH, kBlock), kBlock, 0, stream>>>(p);
+    break;
+  case kLstmBackwardStep:
+    if (BH)
+      lstmBackwardStep<T><<<blocksFor(BH, kBlock), kBlock, 0, stream>>>(p);
+    break;
+  default:
+    if (GH)
+      lstmBiasGrad<T><<<blocksFor(GH, kBlock), kBlock, 0, stream>>>(p);
+    break;
+  }
+  return cudaGetLastError();
+}
+
+//===----------------------------------------------------------------------===//
 // TopK, CumSum, Hardmax
 //===----------------------------------------------------------------------===//
 
@@ -557,6 +699,12 @@ cudaError_t launchHardmax(const ScanParams &p, cudaStream_t stream) {
     return cudaSuccess;
   hardmaxKernel<<<blocksFor(lines, kBlock), kBlock, 0, stream>>>(p);
   return cudaGetLastError();
+}
+
+cudaError_t launchLstmBwd(const LstmBwdParams &p, int stage,
+                          cudaStream_t stream) {
+  return p.f64 ? launchLstmBwdT<double>(p, stage, stream)
+               : launchLstmBwdT<float>(p, stage, stream);
 }
 
 } // namespace mp::rt::cuda

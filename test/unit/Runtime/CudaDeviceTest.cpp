@@ -1251,3 +1251,61 @@ TEST_CASE("CUDA: resize", "[cuda][device]") {
           {"roi", std::vector<double>{-0.3, 1.2}},
           {"extrapolation_value", -4.0}});
 }
+
+TEST_CASE("CUDA: kernel.lstm_bwd", "[cuda][device]") {
+  Rng rng(21);
+  const int64_t S = 4, B = 3, I = 5, H = 4;
+  auto bwd = [&](DType t, std::string direction, bool withB, bool withInit,
+                 bool withDy, bool withDyState, bool withDb,
+                 bool withDinit) {
+    INFO(direction << " dtype " << dtypeName(t));
+    const int64_t D = direction == "bidirectional" ? 2 : 1;
+    std::vector<PlanAttr> attrs{{"has_b", int64_t(withB)},
+                                {"has_initial_h", int64_t(withInit)},
+                                {"has_initial_c", int64_t(withInit)},
+                                {"has_dy", int64_t(withDy)},
+                                {"has_dy_h", int64_t(withDyState)},
+                                {"has_dy_c", int64_t(withDyState)},
+                                {"has_db", int64_t(withDb)},
+                                {"has_dinitial_h", int64_t(withDinit)},
+                                {"has_dinitial_c", int64_t(withDinit)},
+                                {"direction", direction},
+                                {"hidden_size", H}};
+    std::vector<Arg> args{{"x", rnd(t, {S, B, I}, rng)},
+                          {"w", rnd(t, {D, 4 * H, I}, rng, -0.5, 0.5)},
+                          {"r", rnd(t, {D, 4 * H, H}, rng, -0.5, 0.5)}};
+    if (withB)
+      args.push_back({"b", rnd(t, {D, 8 * H}, rng, -0.5, 0.5)});
+    if (withInit) {
+      args.push_back({"initial_h", rnd(t, {D, B, H}, rng)});
+      args.push_back({"initial_c", rnd(t, {D, B, H}, rng)});
+    }
+    if (withDy)
+      args.push_back({"dy", rnd(t, {S, D, B, H}, rng)});
+    if (withDyState) {
+      args.push_back({"dy_h", rnd(t, {D, B, H}, rng)});
+      args.push_back({"dy_c", rnd(t, {D, B, H}, rng)});
+    }
+    std::vector<Res> res{{"dx", t, {S, B, I}},
+                         {"dw", t, {D, 4 * H, I}},
+                         {"dr", t, {D, 4 * H, H}}};
+    if (withDb)
+      res.push_back({"db", t, {D, 8 * H}});
+    if (withDinit) {
+      res.push_back({"dinitial_h", t, {D, B, H}});
+      res.push_back({"dinitial_c", t, {D, B, H}});
+    }
+    std::optional<Tol> tol;
+    if (t == DType::F16 || t == DType::BF16)
+      tol = Tol{3e-2, 2e-2};
+    else if (t == DType::F32)
+      tol = Tol{1e-3, 1e-4};
+    compareCall(oneCall("kernel.lstm_bwd", attrs, std::move(args), res), tol);
+  };
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})
+    bwd(t, "forward", true, true, true, true, true, true);
+  bwd(DType::F32, "bidirectional", true, true, true, true, true, true);
+  bwd(DType::F64, "reverse", false, false, true, false, false, true);
+  bwd(DType::F32, "forward", true, false, false, true, true, false);
+  bwd(DType::F32, "reverse", false, true, true, false, true, true);
+}

@@ -1524,3 +1524,75 @@ TEST_CASE("data movement and indexing planning: trilu, tile, pad, "
           "attribute 'scales' is missing");
   }
 }
+
+TEST_CASE("lstm_bwd planning: scratch, results, the CPU's checks",
+          "[cuda][planning]") {
+  Addr at;
+  auto call = [](std::vector<PlanAttr> extra) {
+    std::vector<PlanAttr> a{{"has_b", int64_t(1)},
+                            {"has_initial_h", int64_t(0)},
+                            {"has_initial_c", int64_t(0)},
+                            {"has_dy", int64_t(1)},
+                            {"has_dy_h", int64_t(0)},
+                            {"has_dy_c", int64_t(0)},
+                            {"has_db", int64_t(1)},
+                            {"has_dinitial_h", int64_t(1)},
+                            {"has_dinitial_c", int64_t(0)},
+                            {"hidden_size", int64_t(3)}};
+    for (PlanAttr &e : extra)
+      a.push_back(std::move(e));
+    return callOf("kernel.lstm_bwd", std::move(a));
+  };
+  // seq 4, batch 2, input 5, hidden 3, bidirectional, f64.
+  const DType t = DType::F64;
+  std::vector<TensorDesc> ops{at(t, {4, 2, 5}), at(t, {2, 12, 5}),
+                              at(t, {2, 12, 3}), at(t, {2, 24}),
+                              at(t, {4, 2, 2, 3})};
+  std::vector<TensorDesc> res{at(t, {4, 2, 5}), at(t, {2, 12, 5}),
+                              at(t, {2, 12, 3}), at(t, {2, 24}),
+                              at(t, {2, 2, 3})};
+  PlanCall bi = call({{"direction", std::string("bidirectional")}});
+  Result<LstmBwdPlan> p = planLstmBwd(bi, ops, res);
+  REQUIRE(p);
+  CHECK(p->params.f64 == 1);
+  CHECK(p->params.dirs == 2);
+  CHECK(p->params.dy == ops[4].ptr<const void>());
+  CHECK(p->params.dyH == nullptr);
+  CHECK_FALSE(p->reverse);
+  CHECK(p->out[3] == res[3].ptr<void>());
+  CHECK(p->outElements[3] == 48);
+  CHECK(p->out[5] == nullptr);
+  // gates: 8 rows of 12 doubles (768 bytes), then hPrev (8 x 3 doubles).
+  CHECK(p->offsets[0] == 0);
+  CHECK(p->offsets[1] == 768);
+  CHECK(p->offsets[2] == 1024);
+  // dx [8, 5] doubles at offsets[8], dw [2, 12, 5] after it.
+  CHECK(p->offsets[9] - p->offsets[8] == 512);
+  CHECK(p->workspaceBytes == p->offsets[11] + 2 * 24 * 8);
+  Result<LstmBwdPlan> f = planLstmBwd(
+      call({{"direction", std::string("reverse")}}),
+      {at(DType::F16, {4, 2, 5}), at(DType::F16, {1, 12, 5}),
+       at(DType::F16, {1, 12, 3}), at(DType::F16, {1, 24}),
+       at(DType::F16, {4, 1, 2, 3})},
+      {at(DType::F16, {4, 2, 5}), at(DType::F16, {1, 12, 5}),
+       at(DType::F16, {1, 12, 3}), at(DType::F16, {1, 24}),
+       at(DType::F16, {1, 2, 3})});
+  REQUIRE(f);
+  CHECK(f->params.f64 == 0);
+  CHECK(f->reverse);
+  CHECK(f->offsets[1] == 512); // 8 x 12 floats
+  // The CPU's words.
+  CHECK(messageOf(planLstmBwd(call({{"activations",
+                                     std::string("Sigmoid,Tanh,Relu")}}),
+                              ops, res)) ==
+        "attribute 'activations' ('Sigmoid,Tanh,Relu'): only the default "
+        "Sigmoid, Tanh, Tanh are supported by the LSTM backward");
+  CHECK(messageOf(planLstmBwd(call({{"clip", 1.0}}), ops, res)) ==
+        "attribute 'clip' is not supported by the LSTM backward");
+  CHECK(messageOf(planLstmBwd(bi, ops,
+                              {res[0], res[1], at(t, {2, 12, 4}), res[3],
+                               res[4]})) ==
+        "lstm_bwd: dr has shape [2, 12, 4], expected [2, 12, 3]");
+  CHECK(messageOf(planLstmBwd(bi, ops, {res[0], res[1], res[2], res[3]})) ==
+        "expects 5 results (from its has_* attributes), got 4");
+}

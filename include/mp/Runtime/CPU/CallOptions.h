@@ -37,6 +37,31 @@ inline constexpr std::array<BufferSpec, 3> kRnnResults = {
 /// activation_alpha / _beta, clip, input_forget, linear_before_reset.
 Result<RnnOptions> rnnOptionsOf(const PlanCall &call);
 
+/// kernel.lstm_bwd: x, w, r, b?, initial_h?, initial_c?, dy?, dy_h?, dy_c?
+/// -> dx, dw, dr, db?, dinitial_h?, dinitial_c?.
+inline constexpr std::array<BufferSpec, 9> kLstmBwdOperands = {
+    {{"x", false},
+     {"w", false},
+     {"r", false},
+     {"b", true},
+     {"initial_h", true},
+     {"initial_c", true},
+     {"dy", true},
+     {"dy_h", true},
+     {"dy_c", true}}};
+inline constexpr std::array<BufferSpec, 6> kLstmBwdResults = {
+    {{"dx", false},
+     {"dw", false},
+     {"dr", false},
+     {"db", true},
+     {"dinitial_h", true},
+     {"dinitial_c", true}}};
+
+/// kernel.lstm_bwd's attributes: direction and hidden_size, and an error
+/// for what the backward does not handle (another mode, activations, clip,
+/// input_forget, layout 1, sequence_lens, peepholes).
+Result<LstmBackwardOptions> lstmBackwardOptionsOf(const PlanCall &call);
+
 /// kernel.pad's attribute 'mode' (default constant).
 Result<PadMode> padModeOf(const PlanCall &call);
 /// kernel.scatter_elements / scatter_nd's attribute 'reduction' (none).

@@ -384,6 +384,22 @@ Result<RnnPlan> planRnn(const PlanCall &call,
                         const std::vector<TensorDesc> &operands,
                         const std::vector<TensorDesc> &results);
 
+/// kernel.lstm_bwd: the parameters, the scratch layout (offsets into the
+/// call's workspace, in the order of LstmBwdParams' scratch) and the
+/// results to round the gradients into.
+struct LstmBwdPlan {
+  LstmBwdParams params;
+  bool reverse = false; ///< direction "reverse" (direction 1 always is)
+  uint64_t offsets[12] = {};
+  uint64_t workspaceBytes = 0;
+  /// dx, dw, dr, db?, dinitial_h?, dinitial_c? and their element counts.
+  void *out[6] = {};
+  int64_t outElements[6] = {};
+};
+Result<LstmBwdPlan> planLstmBwd(const PlanCall &call,
+                                const std::vector<TensorDesc> &operands,
+                                const std::vector<TensorDesc> &results);
+
 //===----------------------------------------------------------------------===//
 // Selection and scans (CudaPlanningNN.cpp)
 //===----------------------------------------------------------------------===//

@@ -450,6 +450,41 @@ struct RnnParams {
   int64_t t = 0;
 };
 
+/// kernel.lstm_bwd (backpropagation through time for ONNX LSTM with the
+/// default activations), one direction at a time as the CPU, computing in T
+/// (f32; f64 for f64 data): the forward again (the activated gates, the
+/// state before each step and the cell state after it kept in scratch), then
+/// the steps in reverse with the gate gradients in place of the gates, then
+/// the weight GEMMs. Every gradient accumulates in T scratch and is rounded
+/// once into its result at the end.
+struct LstmBwdParams {
+  int32_t dtype = 1; ///< x's and every buffer's
+  int32_t f64 = 0;   ///< T is double
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
+  const void *x = nullptr, *w = nullptr, *r = nullptr, *b = nullptr;
+  const void *initH = nullptr, *initC = nullptr;
+  const void *dy = nullptr, *dyH = nullptr, *dyC = nullptr;
+  /// Scratch of T: gates [seq * batch, 4H]; hPrev, cPrev, cAfter
+  /// [seq * batch, H]; h, c [batch, H]; dh0, dc0 [dirs, batch, H] (the
+  /// running dh, dc of a direction); dx [seq * batch, input]; dw [dirs, 4H,
+  /// input], dr [dirs, 4H, H], db [dirs, 8H].
+  void *gates = nullptr, *hPrev = nullptr, *cPrev = nullptr,
+       *cAfter = nullptr, *h = nullptr, *c = nullptr, *dh0 = nullptr,
+       *dc0 = nullptr, *dx = nullptr, *dw = nullptr, *dr = nullptr,
+       *db = nullptr;
+  /// The direction and time step of a launch.
+  int32_t dir = 0;
+  int64_t t = 0;
+};
+/// The launches of kernel.lstm_bwd (launchLstmBwd's stage).
+enum LstmBwdStage : int32_t {
+  kLstmForwardInit = 0, ///< gates = the bias, h, c = the initial state
+  kLstmForwardStep = 1, ///< the gates of step t (after gates[t] += h R^T)
+  kLstmBackwardInit = 2, ///< dh, dc = dy_h, dy_c
+  kLstmBackwardStep = 3, ///< the gate gradients of step t
+  kLstmBiasGrad = 4,     ///< db = the column sums of the gate gradients
+};
+
 /// How topk compares x's elements: floats widened to f64 (NaN above every
 /// number), signed or unsigned integers as 64-bit integers.
 enum SortKey : int32_t { kKeyFloat = 0, kKeySigned = 1, kKeyUnsigned = 2 };

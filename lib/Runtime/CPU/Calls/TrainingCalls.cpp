@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/BackwardKernels.h"
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/TrainingKernels.h"
 #include "mp/Runtime/Half.h"
@@ -294,47 +295,15 @@ Status lstmBwdCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 9> in;
   if (Status s = bindBuffers<9>(call, args.operands, "operands",
-                                {{{"x", false},
-                                  {"w", false},
-                                  {"r", false},
-                                  {"b", true},
-                                  {"initial_h", true},
-                                  {"initial_c", true},
-                                  {"dy", true},
-                                  {"dy_h", true},
-                                  {"dy_c", true}}},
-                                in);
+                                kLstmBwdOperands, in);
       !s)
     return s;
   std::array<const TensorView *, 6> out;
-  if (Status s = bindBuffers<6>(call, args.results, "results",
-                                {{{"dx", false},
-                                  {"dw", false},
-                                  {"dr", false},
-                                  {"db", true},
-                                  {"dinitial_h", true},
-                                  {"dinitial_c", true}}},
-                                out);
+  if (Status s =
+          bindBuffers<6>(call, args.results, "results", kLstmBwdResults, out);
       !s)
     return s;
-  LstmBackwardOptions o;
-  MP_RT_TRY_ASSIGN(direction, stringAttr(call, "direction", "forward"));
-  if (direction == "forward")
-    o.direction = RnnDirection::Forward;
-  else if (direction == "reverse")
-    o.direction = RnnDirection::Reverse;
-  else if (direction == "bidirectional")
-    o.direction = RnnDirection::Bidirectional;
-  else
-    return Status::error("attribute 'direction' must be forward, reverse or "
-                         "bidirectional, got '" +
-                         direction + "'");
-  MP_RT_TRY_ASSIGN(hidden, intAttr(call, "hidden_size"));
-  o.hiddenSize = hidden;
-  if (Status s = checkPlainLstm(
-          call, o.direction == RnnDirection::Bidirectional ? 2 : 1);
-      !s)
-    return s;
+  MP_RT_TRY_ASSIGN(o, lstmBackwardOptionsOf(call));
   return lstmBackward(*in[0], *in[1], *in[2], in[3], in[4], in[5], in[6], in[7],
                       in[8], *out[0], *out[1], *out[2], out[3], out[4], out[5],
                       o);
@@ -549,6 +518,28 @@ Status adamStepCall(const CallArgs &args) {
 }
 
 } // namespace
+
+Result<LstmBackwardOptions> lstmBackwardOptionsOf(const PlanCall &call) {
+  LstmBackwardOptions o;
+  MP_RT_TRY_ASSIGN(direction, stringAttr(call, "direction", "forward"));
+  if (direction == "forward")
+    o.direction = RnnDirection::Forward;
+  else if (direction == "reverse")
+    o.direction = RnnDirection::Reverse;
+  else if (direction == "bidirectional")
+    o.direction = RnnDirection::Bidirectional;
+  else
+    return Status::error("attribute 'direction' must be forward, reverse or "
+                         "bidirectional, got '" +
+                         direction + "'");
+  MP_RT_TRY_ASSIGN(hidden, intAttr(call, "hidden_size"));
+  o.hiddenSize = hidden;
+  if (Status s = checkPlainLstm(
+          call, o.direction == RnnDirection::Bidirectional ? 2 : 1);
+      !s)
+    return s;
+  return o;
+}
 
 void addTrainingCalls(CallTable &table) {
   table.add("cudnn.conv_bwd_filter", convBwdFilterCall);
