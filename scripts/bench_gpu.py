@@ -22,7 +22,9 @@ The plans are compiled where MLIR is (the GPU machine has none):
 prints the mp-opt commands; copy the plans to the GPU machine and run
   scripts/bench_gpu.py --plans DIR --batch 64 [--out results.md]
 `--device cpu --mp-run-backend cpu` runs the same measurements on the CPU
-(to check the script, not for figures).
+(to check the script, not for figures). Plans saved without their weights
+(mp-strip-weights, scripts/gpu-kit.sh) get them with `--weights DIR`: mp-run
+--weights=DIR/<model> for each model that has a directory there.
 """
 import argparse
 import os
@@ -63,9 +65,9 @@ def compile_commands(models, batch, out_dir, mp_opt):
     return cmds
 
 
-def time_mp_run(mp_run, plan, backend, iters, warmup):
+def time_mp_run(mp_run, plan, backend, iters, warmup, weights=()):
     cmd = [mp_run, plan, "--zero-inputs", "--backend=" + backend,
-           "--repeat=%d" % iters, "--warmup=%d" % warmup]
+           "--repeat=%d" % iters, "--warmup=%d" % warmup] + list(weights)
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         return None, (out.stderr or out.stdout).strip().splitlines()[-1:]
@@ -171,6 +173,11 @@ def main():
     ap.add_argument("--phases", default="infer,train")
     ap.add_argument("--print-compile-commands", action="store_true")
     ap.add_argument("--out", help="also write the table (Markdown) here")
+    ap.add_argument("--weights", metavar="DIR",
+                    help="mp-run --weights=DIR/<model> for the models with a "
+                         "directory there (plans saved without weights)")
+    ap.add_argument("--unchecked-weights", action="store_true",
+                    help="with --weights: mp-run --unchecked-weights")
     args = ap.parse_args()
     models = args.models.split(",")
 
@@ -198,8 +205,13 @@ def main():
                 if not os.path.exists(plan):
                     ours[prec] = (None, ["no plan " + plan])
                     continue
+                weights = []
+                if args.weights and os.path.isdir(os.path.join(args.weights, name)):
+                    weights = ["--weights=" + os.path.join(args.weights, name)]
+                    if args.unchecked_weights:
+                        weights.append("--unchecked-weights")
                 ours[prec] = time_mp_run(args.mp_run, plan, args.mp_run_backend,
-                                         args.iters, args.warmup)
+                                         args.iters, args.warmup, weights)
             for label, ms, why in (
                     [("ours " + p, ours[p][0], ours[p][1]) for p in ("fp32", "mixed")] +
                     [("torch " + m, torch_ms[m], None) for m in torch_ms]):

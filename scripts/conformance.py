@@ -27,12 +27,20 @@ Usage:
       --update-allowlist test/Conformance/allowlist.txt
   scripts/conformance.py --check test/Conformance/allowlist.txt
 
+A GPU machine has no mp-opt (no MLIR) and no test data: `--save-kit DIR`
+keeps, while a run compiles here, every plan with its inputs and expected
+outputs (as .npy) and what mp-opt said where it failed; `--kit DIR` then runs
+those plans with mp-run alone (`--backend=cuda` on the GPU machine) and
+compares with the outputs and with the results of the run that made the
+kit (scripts/gpu-kit.sh, docs/gpu-kit.md).
+
 Needs only python3 (the standard library) and onnx (>= 1.12).
 """
 
 import argparse
 import concurrent.futures
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -446,6 +454,8 @@ def _compile_and_run(r, testdir, model, model_path, args, work):
     if not datasets:
         r.status, r.reason = "fail", "no test_data_set_*"
         return
+    if args.save_kit:
+        args.kit_writer.set_datasets(r, len(datasets))
     plans = {}  # compile key -> plan path
     for ds in datasets:
         dsdir = os.path.join(testdir, ds)
@@ -485,6 +495,8 @@ def _compile_and_run(r, testdir, model, model_path, args, work):
                 r.status, r.reason = classify_opt(rc, out, testdir, args.timeout)
                 return
             plans[key] = plan
+            if args.save_kit:
+                args.kit_writer.add_plan(r, plan)
         cmd = [args.mp_run, plan]
         if args.backend != "cpu":
             cmd.append("--backend=" + args.backend)
@@ -495,6 +507,10 @@ def _compile_and_run(r, testdir, model, model_path, args, work):
             cmd.append("--compare")
             cmd += ["%s=%s" % (n, f) for n, f in out_files]
         cmd += ["--rtol=%g" % args.rtol, "--atol=%g" % args.atol]
+        if args.save_kit:
+            args.kit_writer.add_run(
+                r, ds, plan, [(n, f) for n, f in in_files.items()
+                              if n not in freeze], out_files)
         rc, out = run_tool(cmd, args.timeout)
         if rc != 0:
             r.status, r.reason = classify_run(rc, out, testdir, args.timeout)
@@ -502,6 +518,198 @@ def _compile_and_run(r, testdir, model, model_path, args, work):
                 r.reason = "%s: %s" % (ds, r.reason)
             return
     r.status, r.reason = "pass", ""
+
+
+# ---------------------------------------------------------------------------
+# The kit for a machine without mp-opt and test data (--save-kit, --kit).
+
+KIT_MANIFEST = "manifest.json"
+
+
+class KitWriter:
+    """Keeps every plan a run compiles and every mp-run call it makes
+    (inputs and expected outputs converted to .npy, which an mp-run without
+    ONNX reads), content-addressed under DIR/plans and DIR/data."""
+
+    def __init__(self, directory):
+        self.dir = directory
+        os.makedirs(os.path.join(directory, "plans"), exist_ok=True)
+        os.makedirs(os.path.join(directory, "data"), exist_ok=True)
+        self.lock = threading.Lock()
+        self.entries = {}  # test key -> dict
+        self.plans = {}    # compiled plan path -> kit file
+
+    def _entry(self, r):
+        return self.entries.setdefault(r.key, {"runs": [], "kit_error": ""})
+
+    def _store(self, sub, ext, data):
+        name = hashlib.sha1(data).hexdigest()[:20] + ext
+        path = os.path.join(self.dir, sub, name)
+        if not os.path.exists(path):
+            tmp = "%s.tmp-%d-%d" % (path, os.getpid(), threading.get_ident())
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        return sub + "/" + name
+
+    def set_datasets(self, r, n):
+        with self.lock:
+            self._entry(r)["datasets"] = n
+
+    def add_plan(self, r, plan):
+        with open(plan, "rb") as f:
+            data = f.read()
+        with self.lock:
+            self.plans[plan] = self._store("plans", ".mpplan", data)
+
+    def _npy(self, path):
+        """The tensor file as .npy bytes, or (None, why)."""
+        import io
+        import numpy as np
+        from onnx import numpy_helper
+        if path.endswith(".npy"):
+            with open(path, "rb") as f:
+                return f.read(), None
+        t = read_tensor(path)
+        if t.data_type == onnx.TensorProto.BFLOAT16:
+            return None, "bfloat16 data (NumPy, hence .npy, has no bfloat16)"
+        try:
+            a = numpy_helper.to_array(t)
+        except Exception as e:  # strings, unknown types
+            return None, "cannot convert %s: %s" % (os.path.basename(path), e)
+        if a.dtype.kind not in "fiub":
+            return None, "%s data cannot be an .npy file for mp-run" % a.dtype
+        buf = io.BytesIO()
+        np.save(buf, np.require(a, requirements="C"))  # keeps 0-d arrays
+        return buf.getvalue(), None
+
+    def add_run(self, r, ds, plan, inputs, outputs):
+        run = {"ds": ds, "plan": None, "inputs": [], "outputs": []}
+        why = ""
+        for key, files in (("inputs", inputs), ("outputs", outputs)):
+            for name, f in files:
+                data, err = self._npy(f)
+                if err:
+                    why = why or err
+                    continue
+                with self.lock:
+                    run[key].append([name, self._store("data", ".npy", data)])
+        with self.lock:
+            e = self._entry(r)
+            run["plan"] = self.plans.get(plan)
+            e["runs"].append(run)
+            if why and not e["kit_error"]:
+                e["kit_error"] = why
+
+    def finish(self, results, command, backend):
+        manifest = {"made_by": command, "backend": backend, "tests": {}}
+        for r in results:
+            e = self.entries.get(r.key, {"runs": [], "kit_error": "",
+                                         "datasets": 0})
+            e.update({"suite": r.suite, "name": r.name, "ops": r.ops,
+                      "op": r.op, "expanded": r.expanded, "typed": r.typed,
+                      "made": [r.status, r.reason]})
+            # What the recorded runs do not decide: an outcome before any
+            # run (mp-opt failed, no tensors), or mp-opt failing for a later
+            # data set after the recorded runs passed.
+            e["after_runs"] = ([r.status, r.reason]
+                               if r.status != "pass" and
+                               (not e["runs"] or r.reason.startswith("mp-opt"))
+                               else None)
+            manifest["tests"][r.key] = e
+        with open(os.path.join(self.dir, KIT_MANIFEST), "w") as f:
+            json.dump(manifest, f, indent=0, sort_keys=True)
+        return manifest
+
+
+def read_kit(directory):
+    path = os.path.join(directory, KIT_MANIFEST)
+    if not os.path.exists(path):
+        sys.exit("conformance.py: %s: no kit here (make one with --save-kit "
+                 "where mp-opt and the test data are)" % path)
+    with open(path) as f:
+        return json.load(f)
+
+
+def run_kit_test(key, e, args):
+    r = Result(e["suite"], e["name"])
+    r.ops, r.op, r.expanded, r.typed = e["ops"], e["op"], e["expanded"], e["typed"]
+    start = time.monotonic()
+    try:
+        _run_kit_test(r, e, args)
+    except Exception as ex:
+        r.status, r.reason = "fail", "runner error: %s: %s" % (
+            type(ex).__name__, ex)
+    r.seconds = time.monotonic() - start
+    return r
+
+
+def _run_kit_test(r, e, args):
+    if e["kit_error"]:
+        r.status = "unsupported"
+        r.reason = "not in the kit: " + e["kit_error"]
+        return
+    if not e["runs"] and e["after_runs"]:
+        r.status, r.reason = e["after_runs"]
+        return
+    where = os.path.join(args.kit, "")
+    for run in e["runs"]:
+        if not run["plan"]:
+            r.status, r.reason = "fail", "kit: no plan for " + run["ds"]
+            return
+        cmd = [args.mp_run, os.path.join(args.kit, run["plan"])]
+        if args.backend != "cpu":
+            cmd.append("--backend=" + args.backend)
+        cmd += ["%s=%s" % (n, os.path.join(args.kit, f))
+                for n, f in run["inputs"]]
+        if run["outputs"]:
+            cmd.append("--compare")
+            cmd += ["%s=%s" % (n, os.path.join(args.kit, f))
+                    for n, f in run["outputs"]]
+        cmd += ["--rtol=%g" % args.rtol, "--atol=%g" % args.atol]
+        rc, out = run_tool(cmd, args.timeout)
+        if rc != 0:
+            r.status, r.reason = classify_run(rc, out, where, args.timeout)
+            if len(e["runs"]) > 1:
+                r.reason = "%s: %s" % (run["ds"], r.reason)
+            return
+    if e["after_runs"]:
+        r.status, r.reason = e["after_runs"]
+    elif len(e["runs"]) < e.get("datasets", 0):
+        # The run that made the kit stopped at a failing data set: later
+        # ones were never recorded.
+        r.status = "fail"
+        r.reason = ("kit: the recorded data sets pass, the later ones were "
+                    "not recorded (made: %s)" % e["made"][1])
+    else:
+        r.status, r.reason = "pass", ""
+
+
+def kit_comparison(results, manifest):
+    """Lines comparing this run with the run that made the kit."""
+    made = manifest["tests"]
+    lines = []
+    was = sum(1 for r in results if made[r.key]["made"][0] == "pass")
+    now = sum(1 for r in results if r.status == "pass")
+    lines.append("kit made with %s (backend %s): %d of these %d tests "
+                 "passed there, %d pass here" % (
+                     manifest["made_by"], manifest["backend"], was,
+                     len(results), now))
+    lost = [r for r in results
+            if made[r.key]["made"][0] == "pass" and r.status != "pass"]
+    gained = [r for r in results
+              if made[r.key]["made"][0] != "pass" and r.status == "pass"]
+    by = {}
+    for r in lost:
+        by.setdefault(r.status, []).append(r)
+    for status in sorted(by):
+        lines.append("%d passed there, %s here:" % (len(by[status]), status))
+        for r in by[status]:
+            lines.append("  %s: %s" % (r.key, r.reason))
+    if gained:
+        lines.append("%d did not pass there and pass here: %s" % (
+            len(gained), " ".join(r.key for r in gained)))
+    return lines
 
 
 def _ort_session(path):
@@ -1131,7 +1339,17 @@ def main(argv=None):
                          "run it in ONNX Runtime instead of compiling a plan")
     ap.add_argument("--no-typed-check", action="store_true",
                     help="skip the typed-import check of pytorch-converted")
+    ap.add_argument("--save-kit", metavar="DIR",
+                    help="also keep every compiled plan, its inputs and "
+                         "expected outputs (.npy) and the results in DIR, "
+                         "for --kit on a machine without mp-opt")
+    ap.add_argument("--kit", metavar="DIR",
+                    help="run the plans of a kit (--save-kit) with mp-run "
+                         "alone: no mp-opt, no test data; compares with the "
+                         "results of the run that made it")
     args = ap.parse_args(argv)
+    if args.kit:
+        return kit_main(args)
     if args.rtol is None:
         args.rtol = 1e-2 if args.autocast is not None else 1e-3
     if args.atol is None:
@@ -1166,6 +1384,10 @@ def main(argv=None):
         sys.exit("conformance.py: --update-allowlist needs a full run "
                  "(no --filter/--suite)")
 
+    if args.save_kit:
+        if args.ort:
+            sys.exit("conformance.py: --save-kit keeps plans; --ort makes none")
+        args.kit_writer = KitWriter(args.save_kit)
     op_names = op_name_map()
     typed_check = not args.no_typed_check and not args.check
     results = []
@@ -1202,8 +1424,10 @@ def main(argv=None):
         for l in target_lines(results, suites):
             print(l)
 
+    if args.save_kit:
+        args.kit_writer.finish(results, command, args.backend)
+        print("wrote the kit %s (%d tests)" % (args.save_kit, len(results)))
     if args.json:
-        import json
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump([{k: getattr(r, k) for k in Result.__slots__}
                        for r in results], f, indent=1)
@@ -1225,6 +1449,67 @@ def main(argv=None):
                             else "autocast" if args.autocast is not None
                             else None)
         print("wrote %s (%d tests)" % (args.update_allowlist, n))
+    if args.check:
+        regressions = [r for r in results if r.status != "pass"]
+        if regressions:
+            print("%d regression(s): allow-listed tests that do not pass:" %
+                  len(regressions))
+            for r in regressions:
+                print("REGRESSION: %s: %s: %s" % (r.key, r.status, r.reason))
+            return 1
+        print("all %d allow-listed tests pass" % len(results))
+    return 0
+
+
+def kit_main(args):
+    """--kit DIR: the plans of a kit, run by mp-run alone."""
+    for bad in ("save_kit", "write_doc", "update_allowlist", "ort"):
+        if getattr(args, bad):
+            sys.exit("conformance.py: --kit cannot be used with --%s" %
+                     bad.replace("_", "-"))
+    if args.rtol is None:
+        args.rtol = 1e-2 if args.autocast is not None else 1e-3
+    if args.atol is None:
+        args.atol = 1e-3 if args.autocast is not None else 1e-7
+    manifest = read_kit(args.kit)
+    args.mp_run = find_tool(args, "mp-run")
+    suites = tuple(args.suite) if args.suite else SUITES
+    only = set(read_allowlist(args.check)) if args.check else None
+    keys = sorted(k for k, e in manifest["tests"].items()
+                  if e["suite"] in suites
+                  and (not args.filter or re.search(args.filter, e["name"]))
+                  and (only is None or k in only))
+    if only is not None:
+        missing = sorted(only - set(manifest["tests"]))
+        if missing and not args.filter:
+            print("conformance.py: listed tests not in the kit: %s" %
+                  ", ".join(missing))
+            return 1
+    results = []
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        futs = [pool.submit(run_kit_test, k, manifest["tests"][k], args)
+                for k in keys]
+        for fut in concurrent.futures.as_completed(futs):
+            r = fut.result()
+            results.append(r)
+            if args.verbose:
+                print("%-11s %s%s" % (r.status.upper() + ":", r.key,
+                                      (": " + r.reason) if r.reason else ""),
+                      flush=True)
+    elapsed = time.monotonic() - start
+    results.sort(key=lambda r: r.key)
+    print(summary_line(results, suites) or "no tests ran")
+    print("(%d tests in %.1f s with %d jobs, kit %s, backend %s)" % (
+        len(results), elapsed, args.jobs, args.kit, args.backend))
+    for l in target_lines(results, suites):
+        print(l)
+    for l in kit_comparison(results, manifest):
+        print(l)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump([{k: getattr(r, k) for k in Result.__slots__}
+                       for r in results], f, indent=1)
     if args.check:
         regressions = [r for r in results if r.status != "pass"]
         if regressions:
