@@ -227,7 +227,8 @@ Status checkTopk(const TensorView &x, const TensorView &values,
 }
 
 Status topk(const TensorView &x, const TensorView &values,
-            const TensorView &indices, int64_t axis, bool largest, bool sorted) {
+            const TensorView &indices, int64_t axis, bool largest,
+            bool sorted) {
   (void)sorted; // always sorted: a valid order for sorted = 0 too
   if (Status s = checkTopk(x, values, indices, axis); !s)
     return s;

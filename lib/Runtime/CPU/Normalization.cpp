@@ -169,8 +169,8 @@ Status layerNorm(const TensorView &x, const TensorView &scale,
                  const TensorView *mean, const TensorView *invStdDev,
                  int64_t axis, float epsilon) {
   constexpr std::string_view kOp = "layer_norm";
-  if (Status s = checkLayerNorm(x, scale, bias, y, mean, invStdDev, axis,
-                                epsilon);
+  if (Status s =
+          checkLayerNorm(x, scale, bias, y, mean, invStdDev, axis, epsilon);
       !s)
     return s;
   Shape inner(x.shape.begin() + axis, x.shape.end());

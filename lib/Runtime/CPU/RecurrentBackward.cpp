@@ -272,13 +272,15 @@ void run(const Dims &d, const LstmBackwardOptions &o, const TensorView &x,
 
 } // namespace
 
-Status checkLstmBackward(
-    const TensorView &x, const TensorView &w, const TensorView &r,
-    const TensorView *b, const TensorView *initialH, const TensorView *initialC,
-    const TensorView *dy, const TensorView *dyH, const TensorView *dyC,
-    const TensorView &dx, const TensorView &dw, const TensorView &dr,
-    const TensorView *db, const TensorView *dinitialH,
-    const TensorView *dinitialC, const LstmBackwardOptions &options) {
+Status checkLstmBackward(const TensorView &x, const TensorView &w,
+                         const TensorView &r, const TensorView *b,
+                         const TensorView *initialH, const TensorView *initialC,
+                         const TensorView *dy, const TensorView *dyH,
+                         const TensorView *dyC, const TensorView &dx,
+                         const TensorView &dw, const TensorView &dr,
+                         const TensorView *db, const TensorView *dinitialH,
+                         const TensorView *dinitialC,
+                         const LstmBackwardOptions &options) {
   const std::vector<Named> inputs{{"x", &x},
                                   {"w", &w},
                                   {"r", &r},
@@ -307,9 +309,9 @@ Status lstmBackward(const TensorView &x, const TensorView &w,
                     const TensorView *db, const TensorView *dinitialH,
                     const TensorView *dinitialC,
                     const LstmBackwardOptions &options) {
-  if (Status s = checkLstmBackward(x, w, r, b, initialH, initialC, dy, dyH,
-                                   dyC, dx, dw, dr, db, dinitialH, dinitialC,
-                                   options);
+  if (Status s =
+          checkLstmBackward(x, w, r, b, initialH, initialC, dy, dyH, dyC, dx,
+                            dw, dr, db, dinitialH, dinitialC, options);
       !s)
     return s;
   Dims d;

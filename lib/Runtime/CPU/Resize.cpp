@@ -370,8 +370,8 @@ Status computeAllTaps(const TensorView &x, const TensorView &y,
   dims.resize(r);
   int64_t stride = 1;
   for (size_t d = r; d-- > 0;) {
-    if (Status s = computeTaps(options, d, r, x.shape[d], y.shape[d], stride,
-                               dims[d]);
+    if (Status s =
+            computeTaps(options, d, r, x.shape[d], y.shape[d], stride, dims[d]);
         !s)
       return s;
     stride *= x.shape[d];

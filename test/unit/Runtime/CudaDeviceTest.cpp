@@ -952,13 +952,10 @@ TEST_CASE("CUDA: layer_norm, instance_norm, lrn", "[cuda][device]") {
                          {"scale", rnd(DType::F32, {3}, rng)},
                          {"bias", rnd(t, {3}, rng)}},
                         {{"y", t, {2, 3, 6, 7}}}));
-    compareCall(oneCall("cudnn.lrn",
-                        {{"size", int64_t(4)},
-                         {"alpha", 1e-2},
-                         {"beta", 0.6},
-                         {"bias", 2.0}},
-                        {{"x", rnd(t, {2, 6, 3, 4}, rng, -2, 2)}},
-                        {{"y", t, {2, 6, 3, 4}}}));
+    compareCall(oneCall(
+        "cudnn.lrn",
+        {{"size", int64_t(4)}, {"alpha", 1e-2}, {"beta", 0.6}, {"bias", 2.0}},
+        {{"x", rnd(t, {2, 6, 3, 4}, rng, -2, 2)}}, {{"y", t, {2, 6, 3, 4}}}));
   }
 }
 
@@ -1017,8 +1014,8 @@ TEST_CASE("CUDA: cudnn.rnn (LSTM, GRU, RNN)", "[cuda][device]") {
   // LSTM: bidirectional with lengths, initial state and peepholes; reverse
   // with clip and input_forget; other activations.
   rnn(f, "lstm", "bidirectional", {}, true, true, true, true, true);
-  rnn(f, "lstm", "reverse", {{"clip", 0.7}, {"input_forget", int64_t(1)}},
-      true, true, true, false, true);
+  rnn(f, "lstm", "reverse", {{"clip", 0.7}, {"input_forget", int64_t(1)}}, true,
+      true, true, false, true);
   rnn(f, "lstm", "forward",
       {{"activations", std::string("HardSigmoid,Softsign,ScaledTanh")},
        {"activation_alpha", std::vector<double>{0.3, 0.8}},
@@ -1028,14 +1025,13 @@ TEST_CASE("CUDA: cudnn.rnn (LSTM, GRU, RNN)", "[cuda][device]") {
   for (int64_t lbr : {0, 1}) {
     rnn(f, "gru", "bidirectional", {{"linear_before_reset", lbr}}, true, true,
         true, false, false);
-    rnn(f, "gru", "reverse",
-        {{"linear_before_reset", lbr}, {"clip", 0.5}}, true, false, true,
-        false, false);
+    rnn(f, "gru", "reverse", {{"linear_before_reset", lbr}, {"clip", 0.5}},
+        true, false, true, false, false);
   }
   // RNN: Relu, LeakyRelu per direction.
   rnn(f, "rnn", "bidirectional",
-      {{"activations", std::string("Relu,LeakyRelu")}}, true, true, true,
-      false, false);
+      {{"activations", std::string("Relu,LeakyRelu")}}, true, true, true, false,
+      false);
   rnn(f, "rnn", "reverse",
       {{"activations", std::string("Affine")},
        {"activation_alpha", std::vector<double>{0.5}},
@@ -1053,25 +1049,22 @@ TEST_CASE("CUDA: topk, cumsum, hardmax", "[cuda][device]") {
     for (int64_t i = 0; i < x.numElements(); ++i)
       setD(x, i, std::floor(getD(x, i)));
     for (int64_t largest : {0, 1})
-      compareCall(oneCall("kernel.topk",
-                          {{"axis", int64_t(1)}, {"largest", largest}},
-                          {{"x", clone(x)}},
-                          {{"values", t, {3, 4, 5}},
-                           {"indices", DType::I64, {3, 4, 5}}}));
-    compareCall(oneCall("kernel.topk", {},
-                        {{"x", rnd(t, {7, 33}, rng, 0, 100)}},
-                        {{"values", t, {7, 33}},
-                         {"indices", DType::I32, {7, 33}}}));
+      compareCall(oneCall(
+          "kernel.topk", {{"axis", int64_t(1)}, {"largest", largest}},
+          {{"x", clone(x)}},
+          {{"values", t, {3, 4, 5}}, {"indices", DType::I64, {3, 4, 5}}}));
+    compareCall(
+        oneCall("kernel.topk", {}, {{"x", rnd(t, {7, 33}, rng, 0, 100)}},
+                {{"values", t, {7, 33}}, {"indices", DType::I32, {7, 33}}}));
   }
   // NaN ranks above every number.
   HostTensor nan = rnd(DType::F32, {2, 6}, rng);
   setD(nan, 1, std::nan(""));
   setD(nan, 9, std::nan(""));
   for (int64_t largest : {0, 1})
-    compareCall(oneCall("kernel.topk", {{"largest", largest}},
-                        {{"x", clone(nan)}},
-                        {{"values", DType::F32, {2, 3}},
-                         {"indices", DType::I64, {2, 3}}}));
+    compareCall(oneCall(
+        "kernel.topk", {{"largest", largest}}, {{"x", clone(nan)}},
+        {{"values", DType::F32, {2, 3}}, {"indices", DType::I64, {2, 3}}}));
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32,
                   DType::I64}) {
     INFO("dtype " << dtypeName(t));
@@ -1106,15 +1099,14 @@ TEST_CASE("CUDA: trilu, tile, pad", "[cuda][device]") {
   for (DType t : {DType::F32, DType::F16, DType::I8, DType::I64}) {
     INFO("dtype " << dtypeName(t));
     for (int64_t upper : {0, 1})
-      for (int64_t k : {int64_t(-2), int64_t(0), int64_t(3),
-                        int64_t(1) << 62})
+      for (int64_t k : {int64_t(-2), int64_t(0), int64_t(3), int64_t(1) << 62})
         compareCall(oneCall("kernel.trilu", {{"upper", upper}, {"k", k}},
                             {{"x", rnd(t, {2, 5, 7}, rng, -9, 9)}},
                             {{"y", t, {2, 5, 7}}}));
-    compareCall(oneCall("kernel.trilu", {},
-                        {{"x", rnd(t, {6, 6}, rng, -9, 9)}},
+    compareCall(oneCall("kernel.trilu", {}, {{"x", rnd(t, {6, 6}, rng, -9, 9)}},
                         {{"y", t, {6, 6}, 0, true}}));
-    compareCall(oneCall("kernel.tile", {}, {{"x", rnd(t, {2, 3, 1}, rng, -9, 9)}},
+    compareCall(oneCall("kernel.tile", {},
+                        {{"x", rnd(t, {2, 3, 1}, rng, -9, 9)}},
                         {{"y", t, {4, 3, 5}}}));
     for (std::string mode : {"constant", "reflect", "edge", "wrap"}) {
       INFO("mode " << mode);
@@ -1134,10 +1126,9 @@ TEST_CASE("CUDA: trilu, tile, pad", "[cuda][device]") {
                        {"pads", std::vector<int64_t>{0, 2, 0, 3}}},
                       {{"x", rnd(DType::F32, {4, 1}, rng)}},
                       {{"y", DType::F32, {4, 6}}}));
-  compareCall(oneCall("kernel.pad",
-                      {{"pads", std::vector<int64_t>{1, 1}}, {"value", 1.0}},
-                      {{"x", rnd(DType::Bool, {3}, rng, 0, 1)}},
-                      {{"y", DType::Bool, {5}}}));
+  compareCall(oneCall(
+      "kernel.pad", {{"pads", std::vector<int64_t>{1, 1}}, {"value", 1.0}},
+      {{"x", rnd(DType::Bool, {3}, rng, 0, 1)}}, {{"y", DType::Bool, {5}}}));
 }
 
 TEST_CASE("CUDA: gather_elements, gather_nd, scatter_elements",
@@ -1145,25 +1136,24 @@ TEST_CASE("CUDA: gather_elements, gather_nd, scatter_elements",
   Rng rng(19);
   for (DType t : {DType::F32, DType::F16, DType::I64, DType::U8}) {
     INFO("dtype " << dtypeName(t));
-    compareCall(oneCall(
-        "kernel.gather_elements", {{"axis", int64_t(1)}},
-        {{"data", rnd(t, {3, 4, 2}, rng, 0, 9)},
-         {"indices",
-          indices(DType::I64, {2, 5, 2},
-                  {0, 3, -1, 2, 1, 1, 0, 0, -4, 3, 2, 2, 1, 0, 3, 3, -2, 0, 1,
-                   2})}},
-        {{"y", t, {2, 5, 2}}}));
+    compareCall(
+        oneCall("kernel.gather_elements", {{"axis", int64_t(1)}},
+                {{"data", rnd(t, {3, 4, 2}, rng, 0, 9)},
+                 {"indices", indices(DType::I64, {2, 5, 2},
+                                     {0, 3, -1, 2, 1, 1, 0,  0, -4, 3,
+                                      2, 2, 1,  0, 3, 3, -2, 0, 1,  2})}},
+                {{"y", t, {2, 5, 2}}}));
     compareCall(oneCall("kernel.gather_nd", {},
                         {{"data", rnd(t, {4, 3, 5}, rng, 0, 9)},
                          {"indices", indices(DType::I32, {2, 2, 2},
                                              {0, 1, 3, -1, 2, 2, -4, 0})}},
                         {{"y", t, {2, 2, 5}}}));
-    compareCall(oneCall("kernel.gather_nd", {{"batch_dims", int64_t(1)}},
-                        {{"data", rnd(t, {2, 3, 4}, rng, 0, 9)},
-                         {"indices", indices(DType::I64, {2, 3, 2},
-                                             {0, 1, 2, 3, 1, 0, 2, 2, 0, 0,
-                                              1, -1})}},
-                        {{"y", t, {2, 3}}}));
+    compareCall(
+        oneCall("kernel.gather_nd", {{"batch_dims", int64_t(1)}},
+                {{"data", rnd(t, {2, 3, 4}, rng, 0, 9)},
+                 {"indices", indices(DType::I64, {2, 3, 2},
+                                     {0, 1, 2, 3, 1, 0, 2, 2, 0, 0, 1, -1})}},
+                {{"y", t, {2, 3}}}));
   }
   // Repeated indices: in order for none, combined for the reductions.
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32,
@@ -1172,12 +1162,11 @@ TEST_CASE("CUDA: gather_elements, gather_nd, scatter_elements",
     for (std::string red : {"none", "add", "mul", "max", "min"}) {
       INFO("reduction " << red);
       compareCall(oneCall(
-          "kernel.scatter_elements",
-          {{"axis", int64_t(0)}, {"reduction", red}},
+          "kernel.scatter_elements", {{"axis", int64_t(0)}, {"reduction", red}},
           {{"data", rnd(t, {4, 3}, rng, 0, 4)},
            {"indices",
-            indices(DType::I64, {5, 3}, {1, 0, 3, 1, 0, -1, 3, 2, 3, 1, 2, 0,
-                                         -3, 0, 0})},
+            indices(DType::I64, {5, 3},
+                    {1, 0, 3, 1, 0, -1, 3, 2, 3, 1, 2, 0, -3, 0, 0})},
            {"updates", rnd(t, {5, 3}, rng, 0, 4)}},
           {{"y", t, {4, 3}}}));
     }
@@ -1230,15 +1219,15 @@ TEST_CASE("CUDA: resize", "[cuda][device]") {
            {{"mode", std::string("cubic")},
             {"cubic_coeff_a", -0.5},
             {"exclude_outside", int64_t(1)}});
-    resize(t, {1, 3, 5, 5}, {1, 3, 8, 3}, {1, 1, 1.6, 0.6},
-           {{"mode", std::string("linear")},
-            {"coordinate_transformation_mode",
-             std::string("tf_crop_and_resize")},
-            {"roi", std::vector<double>{0, 0, -0.2, 0.3, 1, 1, 1.1, 0.9}},
-            {"extrapolation_value", 7.0}});
+    resize(
+        t, {1, 3, 5, 5}, {1, 3, 8, 3}, {1, 1, 1.6, 0.6},
+        {{"mode", std::string("linear")},
+         {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+         {"roi", std::vector<double>{0, 0, -0.2, 0.3, 1, 1, 1.1, 0.9}},
+         {"extrapolation_value", 7.0}});
   }
-  for (std::string nm : {"round_prefer_floor", "round_prefer_ceil", "floor",
-                         "ceil"})
+  for (std::string nm :
+       {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
     resize(DType::I32, {3, 4}, {6, 10}, {2, 2.5},
            {{"nearest_mode", nm},
             {"coordinate_transformation_mode", std::string("asymmetric")}});
@@ -1246,8 +1235,7 @@ TEST_CASE("CUDA: resize", "[cuda][device]") {
          {{"coordinate_transformation_mode",
            std::string("tf_half_pixel_for_nn")}});
   resize(DType::I16, {6}, {9}, {1.5},
-         {{"coordinate_transformation_mode",
-           std::string("tf_crop_and_resize")},
+         {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
           {"roi", std::vector<double>{-0.3, 1.2}},
           {"extrapolation_value", -4.0}});
 }
@@ -1256,8 +1244,7 @@ TEST_CASE("CUDA: kernel.lstm_bwd", "[cuda][device]") {
   Rng rng(21);
   const int64_t S = 4, B = 3, I = 5, H = 4;
   auto bwd = [&](DType t, std::string direction, bool withB, bool withInit,
-                 bool withDy, bool withDyState, bool withDb,
-                 bool withDinit) {
+                 bool withDy, bool withDyState, bool withDb, bool withDinit) {
     INFO(direction << " dtype " << dtypeName(t));
     const int64_t D = direction == "bidirectional" ? 2 : 1;
     std::vector<PlanAttr> attrs{{"has_b", int64_t(withB)},

@@ -77,6 +77,11 @@ TEST_CASE("the CUDA call table: kinds, and the CPU implements them all",
   CHECK_FALSE(isCudaCallKind("kernel.no_such_call"));
   for (const std::string &k : kinds)
     CHECK(cpu::cpuCallTable().find(k) != nullptr);
+  // And the other way round: the GPU has every kind of the CPU.
+  for (const std::string &k : cpu::cpuCallTable().kinds()) {
+    INFO(k);
+    CHECK(isCudaCallKind(k));
+  }
 }
 
 TEST_CASE("launch sizes and the workspace layout", "[cuda][planning]") {
@@ -1126,9 +1131,8 @@ TEST_CASE("normalization planning: layer norm, instance norm, LRN",
                                                {"axis", int64_t(1)},
                                                {"epsilon", 1e-3}});
     TensorDesc mean = at(DType::F32, {4, 1, 1});
-    Result<NormParams> p =
-        planLayerNorm(ln, {x, at(DType::F32, {6, 1}), at(DType::F16, {6, 8})},
-                      {y, mean});
+    Result<NormParams> p = planLayerNorm(
+        ln, {x, at(DType::F32, {6, 1}), at(DType::F16, {6, 8})}, {y, mean});
     REQUIRE(p);
     CHECK(p->instance == 0);
     CHECK(p->rows == 4);
@@ -1145,10 +1149,10 @@ TEST_CASE("normalization planning: layer norm, instance norm, LRN",
     CHECK(p->mean == mean.ptr<void>());
     CHECK(p->epsilon == Approx(1e-3));
     // The CPU's words: a scale that does not broadcast, a wrong y.
-    PlanCall plain = callOf("kernel.layer_norm", {{"has_bias", int64_t(0)},
-                                                  {"has_mean", int64_t(0)},
-                                                  {"has_inv_std_dev",
-                                                   int64_t(0)}});
+    PlanCall plain =
+        callOf("kernel.layer_norm", {{"has_bias", int64_t(0)},
+                                     {"has_mean", int64_t(0)},
+                                     {"has_inv_std_dev", int64_t(0)}});
     CHECK(messageOf(planLayerNorm(plain, {x, at(DType::F16, {6})}, {y})) ==
           "layer_norm: scale [6] does not broadcast to [8]");
     CHECK(messageOf(planLayerNorm(plain, {x, at(DType::F16, {8})},
@@ -1161,10 +1165,10 @@ TEST_CASE("normalization planning: layer norm, instance norm, LRN",
   }
   SECTION("instance_norm") {
     TensorDesc x = at(DType::BF16, {2, 3, 5, 5});
-    Result<NormParams> p = planInstanceNorm(
-        callOf("kernel.instance_norm", {}),
-        {x, at(DType::F32, {3}), at(DType::F32, {3})},
-        {at(DType::BF16, {2, 3, 5, 5})});
+    Result<NormParams> p =
+        planInstanceNorm(callOf("kernel.instance_norm", {}),
+                         {x, at(DType::F32, {3}), at(DType::F32, {3})},
+                         {at(DType::BF16, {2, 3, 5, 5})});
     REQUIRE(p);
     CHECK(p->instance == 1);
     CHECK(p->rows == 6);
@@ -1177,9 +1181,9 @@ TEST_CASE("normalization planning: layer norm, instance norm, LRN",
   }
   SECTION("lrn") {
     TensorDesc x = at(DType::F32, {2, 7, 3, 3});
-    Result<LrnParams> p = planLrn(
-        callOf("cudnn.lrn", {{"size", int64_t(4)}, {"alpha", 2e-4}}), {x},
-        {at(DType::F32, {2, 7, 3, 3})});
+    Result<LrnParams> p =
+        planLrn(callOf("cudnn.lrn", {{"size", int64_t(4)}, {"alpha", 2e-4}}),
+                {x}, {at(DType::F32, {2, 7, 3, 3})});
     REQUIRE(p);
     CHECK(p->c == 7);
     CHECK(p->spatial == 9);
@@ -1199,14 +1203,11 @@ TEST_CASE("rnn planning: parameters, scratch, the CPU's checks",
           "[cuda][planning]") {
   Addr at;
   auto rnnCall = [](std::vector<PlanAttr> extra) {
-    std::vector<PlanAttr> a{{"has_b", int64_t(1)},
-                            {"has_sequence_lens", int64_t(0)},
-                            {"has_initial_h", int64_t(0)},
-                            {"has_initial_c", int64_t(0)},
-                            {"has_p", int64_t(0)},
-                            {"has_y", int64_t(1)},
-                            {"has_y_h", int64_t(1)},
-                            {"has_y_c", int64_t(0)}};
+    std::vector<PlanAttr> a{
+        {"has_b", int64_t(1)},         {"has_sequence_lens", int64_t(0)},
+        {"has_initial_h", int64_t(0)}, {"has_initial_c", int64_t(0)},
+        {"has_p", int64_t(0)},         {"has_y", int64_t(1)},
+        {"has_y_h", int64_t(1)},       {"has_y_c", int64_t(0)}};
     for (PlanAttr &e : extra)
       a.push_back(std::move(e));
     return callOf("cudnn.rnn", std::move(a));
@@ -1216,10 +1217,9 @@ TEST_CASE("rnn planning: parameters, scratch, the CPU's checks",
                           {"direction", std::string("bidirectional")},
                           {"hidden_size", int64_t(6)},
                           {"clip", 2.5}});
-  std::vector<TensorDesc> ops{at(DType::F16, {5, 3, 4}),
-                              at(DType::F16, {2, 18, 4}),
-                              at(DType::F16, {2, 18, 6}),
-                              at(DType::F16, {2, 36})};
+  std::vector<TensorDesc> ops{
+      at(DType::F16, {5, 3, 4}), at(DType::F16, {2, 18, 4}),
+      at(DType::F16, {2, 18, 6}), at(DType::F16, {2, 36})};
   std::vector<TensorDesc> res{at(DType::F16, {5, 2, 3, 6}),
                               at(DType::F16, {2, 3, 6})};
   Result<RnnPlan> p = planRnn(gru, ops, res);
@@ -1256,11 +1256,11 @@ TEST_CASE("rnn planning: parameters, scratch, the CPU's checks",
                            {"hidden_size", int64_t(2)},
                            {"activations", std::string("HardSigmoid,Relu,Elu")},
                            {"activation_alpha", std::vector<double>{0.3}}});
-  Result<RnnPlan> l = planRnn(
-      lstm,
-      {at(DType::F32, {4, 2, 3}), at(DType::F32, {1, 8, 3}),
-       at(DType::F32, {1, 8, 2}), at(DType::F32, {1, 16})},
-      {at(DType::F32, {4, 1, 2, 2}), at(DType::F32, {1, 2, 2})});
+  Result<RnnPlan> l =
+      planRnn(lstm,
+              {at(DType::F32, {4, 2, 3}), at(DType::F32, {1, 8, 3}),
+               at(DType::F32, {1, 8, 2}), at(DType::F32, {1, 16})},
+              {at(DType::F32, {4, 1, 2, 2}), at(DType::F32, {1, 2, 2})});
   REQUIRE(l);
   CHECK(l->reverse);
   CHECK(l->params.acts[0].kind == kRnnHardSigmoid);
@@ -1270,10 +1270,10 @@ TEST_CASE("rnn planning: parameters, scratch, the CPU's checks",
   CHECK(l->params.acts[2].kind == kRnnElu);
   CHECK(l->params.acts[2].alpha == 1.0f);
   // The CPU's words.
-  CHECK(messageOf(planRnn(gru,
-                          {ops[0], at(DType::F16, {2, 12, 4}), ops[2], ops[3]},
-                          res)) == "rnn: w has shape [2, 12, 4], expected "
-                                   "[2, 18, 4]");
+  CHECK(messageOf(planRnn(
+            gru, {ops[0], at(DType::F16, {2, 12, 4}), ops[2], ops[3]}, res)) ==
+        "rnn: w has shape [2, 12, 4], expected "
+        "[2, 18, 4]");
   CHECK(messageOf(planRnn(rnnCall({{"mode", std::string("gru")},
                                    {"hidden_size", int64_t(6)},
                                    {"activations", std::string("Tanh")}}),
@@ -1306,9 +1306,9 @@ TEST_CASE("topk, cumsum, hardmax planning", "[cuda][planning]") {
   CHECK(planTopk(callOf("kernel.topk", {}), {at(DType::BF16, {5})},
                  {at(DType::BF16, {5}), at(DType::I64, {5})})
             ->key == kKeyFloat);
-  CHECK(messageOf(planTopk(callOf("kernel.topk", {{"axis", int64_t(1)}}), {x},
-                           {at(DType::U16, {3, 11, 4}),
-                            at(DType::I64, {3, 11, 4})})) ==
+  CHECK(messageOf(planTopk(
+            callOf("kernel.topk", {{"axis", int64_t(1)}}), {x},
+            {at(DType::U16, {3, 11, 4}), at(DType::I64, {3, 11, 4})})) ==
         "topk: values [3, 11, 4] and indices [3, 11, 4] must be x's shape "
         "[3, 10, 4] with at most 10 entries along axis 1");
   CHECK(messageOf(planTopk(callOf("kernel.topk", {}), {x},
@@ -1316,11 +1316,11 @@ TEST_CASE("topk, cumsum, hardmax planning", "[cuda][planning]") {
         "expects 2 results, got 1");
 
   TensorDesc f = at(DType::F16, {2, 3, 5});
-  Result<ScanParams> c = planCumsum(callOf("kernel.cumsum",
-                                           {{"axis", int64_t(-2)},
-                                            {"exclusive", int64_t(1)},
-                                            {"reverse", int64_t(1)}}),
-                                    {f}, {f});
+  Result<ScanParams> c =
+      planCumsum(callOf("kernel.cumsum", {{"axis", int64_t(-2)},
+                                          {"exclusive", int64_t(1)},
+                                          {"reverse", int64_t(1)}}),
+                 {f}, {f});
   REQUIRE(c);
   CHECK(c->outer == 2);
   CHECK(c->len == 3);
@@ -1361,8 +1361,8 @@ TEST_CASE("data movement and indexing planning: trilu, tile, pad, "
     CHECK(p->upper == 0);
     CHECK(p->elemSize == 1);
     CHECK(p->n == 24);
-    CHECK(messageOf(planTrilu(callOf("kernel.trilu", {}),
-                              {at(DType::F32, {4})}, {at(DType::F32, {4})})) ==
+    CHECK(messageOf(planTrilu(callOf("kernel.trilu", {}), {at(DType::F32, {4})},
+                              {at(DType::F32, {4})})) ==
           "trilu: x needs rank >= 2, got [4]");
   }
   SECTION("tile") {
@@ -1375,11 +1375,11 @@ TEST_CASE("data movement and indexing planning: trilu, tile, pad, "
     CHECK(p->xDims[1] == 3);
     CHECK(p->yDims[1] == 9);
     CHECK(p->xStrides[0] == 3);
-    CHECK(messageOf(planTile(callOf("kernel.tile", {}),
-                             {at(DType::F64, {2, 3})},
-                             {at(DType::F64, {4, 8})})) ==
-          "tile: y [4, 8] is not x [2, 3] repeated a whole number of times "
-          "along dim 1");
+    CHECK(
+        messageOf(planTile(callOf("kernel.tile", {}), {at(DType::F64, {2, 3})},
+                           {at(DType::F64, {4, 8})})) ==
+        "tile: y [4, 8] is not x [2, 3] repeated a whole number of times "
+        "along dim 1");
   }
   SECTION("pad") {
     TensorDesc x = at(DType::F16, {3, 5});
@@ -1397,28 +1397,28 @@ TEST_CASE("data movement and indexing planning: trilu, tile, pad, "
     CHECK(p->before[1] == 0);
     CHECK(p->xStrides[0] == 5);
     Result<PadParams> c = planPad(
-        callOf("kernel.pad", {{"pads", std::vector<int64_t>{0, 1, 0, 1}},
-                              {"value", 1.5}}),
+        callOf("kernel.pad",
+               {{"pads", std::vector<int64_t>{0, 1, 0, 1}}, {"value", 1.5}}),
         {x}, {at(DType::F16, {3, 7})});
     REQUIRE(c);
     CHECK(c->mode == kPadConstant);
     CHECK(c->constant == 0x3E00); // 1.5 in f16
-    CHECK(messageOf(planPad(callOf("kernel.pad",
-                                   {{"pads", std::vector<int64_t>{0, 0, 0, 0}},
+    CHECK(messageOf(planPad(
+              callOf("kernel.pad", {{"pads", std::vector<int64_t>{0, 0, 0, 0}},
                                     {"value", 300.0}}),
-                            {at(DType::U8, {2, 2})}, {at(DType::U8, {2, 2})})) ==
+              {at(DType::U8, {2, 2})}, {at(DType::U8, {2, 2})})) ==
           "pad: the constant 300.000000 does not fit dtype ui8");
-    CHECK(messageOf(planPad(callOf("kernel.pad",
-                                   {{"mode", std::string("edge")},
-                                    {"pads", std::vector<int64_t>{0, -5, 0, 1}}}),
-                            {x}, {at(DType::F16, {3, 1})})) ==
-          "pad: dim 1 of x [3, 5] is empty after cropping; only constant mode "
-          "can pad it");
-    CHECK(messageOf(planPad(callOf("kernel.pad",
-                                   {{"mode", std::string("mirror")},
+    CHECK(
+        messageOf(planPad(
+            callOf("kernel.pad", {{"mode", std::string("edge")},
+                                  {"pads", std::vector<int64_t>{0, -5, 0, 1}}}),
+            {x}, {at(DType::F16, {3, 1})})) ==
+        "pad: dim 1 of x [3, 5] is empty after cropping; only constant mode "
+        "can pad it");
+    CHECK(messageOf(planPad(
+              callOf("kernel.pad", {{"mode", std::string("mirror")},
                                     {"pads", std::vector<int64_t>{0, 0}}}),
-                            {x}, {x})) ==
-          "attribute 'mode' has an unknown value 'mirror'");
+              {x}, {x})) == "attribute 'mode' has an unknown value 'mirror'");
   }
   SECTION("gather_elements, gather_nd") {
     TensorDesc data = at(DType::F32, {4, 5, 6});
@@ -1431,9 +1431,9 @@ TEST_CASE("data movement and indexing planning: trilu, tile, pad, "
     CHECK(g->n == 42);
     CHECK(g->dims[1] == 7);
     CHECK(g->dataStrides[0] == 30);
-    CHECK(messageOf(planGatherElements(
-              callOf("kernel.gather_elements", {}),
-              {data, at(DType::I32, {2, 7, 3})}, {at(DType::F32, {2, 7, 3})})) ==
+    CHECK(messageOf(planGatherElements(callOf("kernel.gather_elements", {}),
+                                       {data, at(DType::I32, {2, 7, 3})},
+                                       {at(DType::F32, {2, 7, 3})})) ==
           "gather_elements: indices [2, 7, 3] are larger than data [4, 5, 6] "
           "in dim 1");
     Result<GatherNDParams> n = planGatherND(
@@ -1454,9 +1454,9 @@ TEST_CASE("data movement and indexing planning: trilu, tile, pad, "
   }
   SECTION("scatter_elements") {
     TensorDesc data = at(DType::I32, {3, 4});
-    PlanCall mul = callOf("kernel.scatter_elements",
-                          {{"axis", int64_t(1)},
-                           {"reduction", std::string("mul")}});
+    PlanCall mul =
+        callOf("kernel.scatter_elements",
+               {{"axis", int64_t(1)}, {"reduction", std::string("mul")}});
     Result<ScatterElementsPlan> p = planScatterElements(
         mul, {data, at(DType::I64, {2, 5}), at(DType::I32, {2, 5})}, {data});
     REQUIRE(p);
@@ -1481,14 +1481,13 @@ TEST_CASE("data movement and indexing planning: trilu, tile, pad, "
               {data})) == "attribute 'reduction' has an unknown value 'avg'");
   }
   SECTION("resize") {
-    PlanCall lin =
-        callOf("kernel.resize",
-               {{"mode", std::string("linear")},
-                {"coordinate_transformation_mode",
-                 std::string("tf_crop_and_resize")},
-                {"scales", std::vector<double>{1, 1, 2, 1.5}},
-                {"roi", std::vector<double>{0, 0, 0.1, 0.2, 1, 1, 0.9, 0.8}},
-                {"extrapolation_value", -2.0}});
+    PlanCall lin = callOf(
+        "kernel.resize",
+        {{"mode", std::string("linear")},
+         {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+         {"scales", std::vector<double>{1, 1, 2, 1.5}},
+         {"roi", std::vector<double>{0, 0, 0.1, 0.2, 1, 1, 0.9, 0.8}},
+         {"extrapolation_value", -2.0}});
     Result<ResizeParams> p = planResize(lin, {at(DType::BF16, {1, 2, 4, 4})},
                                         {at(DType::BF16, {1, 2, 8, 6})});
     REQUIRE(p);
@@ -1505,13 +1504,12 @@ TEST_CASE("data movement and indexing planning: trilu, tile, pad, "
                                {at(DType::I32, {1, 2, 8, 6})})) ==
           "resize: linear and cubic modes need f32, f16, bf16 or f64 data, "
           "not i32");
-    PlanCall nearest =
-        callOf("kernel.resize",
-               {{"coordinate_transformation_mode",
-                 std::string("tf_crop_and_resize")},
-                {"scales", std::vector<double>{2}},
-                {"roi", std::vector<double>{0.2, 0.8}},
-                {"extrapolation_value", -3.0}});
+    PlanCall nearest = callOf(
+        "kernel.resize",
+        {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+         {"scales", std::vector<double>{2}},
+         {"roi", std::vector<double>{0.2, 0.8}},
+         {"extrapolation_value", -3.0}});
     Result<ResizeParams> q =
         planResize(nearest, {at(DType::I16, {5})}, {at(DType::I16, {10})});
     REQUIRE(q);
@@ -1529,16 +1527,12 @@ TEST_CASE("lstm_bwd planning: scratch, results, the CPU's checks",
           "[cuda][planning]") {
   Addr at;
   auto call = [](std::vector<PlanAttr> extra) {
-    std::vector<PlanAttr> a{{"has_b", int64_t(1)},
-                            {"has_initial_h", int64_t(0)},
-                            {"has_initial_c", int64_t(0)},
-                            {"has_dy", int64_t(1)},
-                            {"has_dy_h", int64_t(0)},
-                            {"has_dy_c", int64_t(0)},
-                            {"has_db", int64_t(1)},
-                            {"has_dinitial_h", int64_t(1)},
-                            {"has_dinitial_c", int64_t(0)},
-                            {"hidden_size", int64_t(3)}};
+    std::vector<PlanAttr> a{
+        {"has_b", int64_t(1)},          {"has_initial_h", int64_t(0)},
+        {"has_initial_c", int64_t(0)},  {"has_dy", int64_t(1)},
+        {"has_dy_h", int64_t(0)},       {"has_dy_c", int64_t(0)},
+        {"has_db", int64_t(1)},         {"has_dinitial_h", int64_t(1)},
+        {"has_dinitial_c", int64_t(0)}, {"hidden_size", int64_t(3)}};
     for (PlanAttr &e : extra)
       a.push_back(std::move(e));
     return callOf("kernel.lstm_bwd", std::move(a));
@@ -1569,29 +1563,28 @@ TEST_CASE("lstm_bwd planning: scratch, results, the CPU's checks",
   // dx [8, 5] doubles at offsets[8], dw [2, 12, 5] after it.
   CHECK(p->offsets[9] - p->offsets[8] == 512);
   CHECK(p->workspaceBytes == p->offsets[11] + 2 * 24 * 8);
-  Result<LstmBwdPlan> f = planLstmBwd(
-      call({{"direction", std::string("reverse")}}),
-      {at(DType::F16, {4, 2, 5}), at(DType::F16, {1, 12, 5}),
-       at(DType::F16, {1, 12, 3}), at(DType::F16, {1, 24}),
-       at(DType::F16, {4, 1, 2, 3})},
-      {at(DType::F16, {4, 2, 5}), at(DType::F16, {1, 12, 5}),
-       at(DType::F16, {1, 12, 3}), at(DType::F16, {1, 24}),
-       at(DType::F16, {1, 2, 3})});
+  Result<LstmBwdPlan> f =
+      planLstmBwd(call({{"direction", std::string("reverse")}}),
+                  {at(DType::F16, {4, 2, 5}), at(DType::F16, {1, 12, 5}),
+                   at(DType::F16, {1, 12, 3}), at(DType::F16, {1, 24}),
+                   at(DType::F16, {4, 1, 2, 3})},
+                  {at(DType::F16, {4, 2, 5}), at(DType::F16, {1, 12, 5}),
+                   at(DType::F16, {1, 12, 3}), at(DType::F16, {1, 24}),
+                   at(DType::F16, {1, 2, 3})});
   REQUIRE(f);
   CHECK(f->params.f64 == 0);
   CHECK(f->reverse);
   CHECK(f->offsets[1] == 512); // 8 x 12 floats
   // The CPU's words.
-  CHECK(messageOf(planLstmBwd(call({{"activations",
-                                     std::string("Sigmoid,Tanh,Relu")}}),
-                              ops, res)) ==
+  CHECK(messageOf(planLstmBwd(
+            call({{"activations", std::string("Sigmoid,Tanh,Relu")}}), ops,
+            res)) ==
         "attribute 'activations' ('Sigmoid,Tanh,Relu'): only the default "
         "Sigmoid, Tanh, Tanh are supported by the LSTM backward");
   CHECK(messageOf(planLstmBwd(call({{"clip", 1.0}}), ops, res)) ==
         "attribute 'clip' is not supported by the LSTM backward");
-  CHECK(messageOf(planLstmBwd(bi, ops,
-                              {res[0], res[1], at(t, {2, 12, 4}), res[3],
-                               res[4]})) ==
+  CHECK(messageOf(planLstmBwd(
+            bi, ops, {res[0], res[1], at(t, {2, 12, 4}), res[3], res[4]})) ==
         "lstm_bwd: dr has shape [2, 12, 4], expected [2, 12, 3]");
   CHECK(messageOf(planLstmBwd(bi, ops, {res[0], res[1], res[2], res[3]})) ==
         "expects 5 results (from its has_* attributes), got 4");

@@ -148,13 +148,15 @@ Status lstmBackward(const TensorView &x, const TensorView &w,
                     const LstmBackwardOptions &options);
 /// lstmBackward's checks of shapes, dtypes, attributes and overlaps without
 /// running it (shared with the CUDA backend's planning).
-Status checkLstmBackward(
-    const TensorView &x, const TensorView &w, const TensorView &r,
-    const TensorView *b, const TensorView *initialH, const TensorView *initialC,
-    const TensorView *dy, const TensorView *dyH, const TensorView *dyC,
-    const TensorView &dx, const TensorView &dw, const TensorView &dr,
-    const TensorView *db, const TensorView *dinitialH,
-    const TensorView *dinitialC, const LstmBackwardOptions &options);
+Status checkLstmBackward(const TensorView &x, const TensorView &w,
+                         const TensorView &r, const TensorView *b,
+                         const TensorView *initialH, const TensorView *initialC,
+                         const TensorView *dy, const TensorView *dyH,
+                         const TensorView *dyC, const TensorView &dx,
+                         const TensorView &dw, const TensorView &dr,
+                         const TensorView *db, const TensorView *dinitialH,
+                         const TensorView *dinitialC,
+                         const LstmBackwardOptions &options);
 
 } // namespace mp::rt::cpu
 

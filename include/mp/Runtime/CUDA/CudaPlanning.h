@@ -376,8 +376,8 @@ struct RnnPlan {
   bool reverse = false; ///< direction "reverse" (direction 1 always is)
   /// GRU without linear_before_reset: two gate kernels per step.
   bool twoPhase = false;
-  uint64_t xwOffset = 0, hrOffset = 0, hOffset = 0, cOffset = 0,
-           tmpOffset = 0, workspaceBytes = 0;
+  uint64_t xwOffset = 0, hrOffset = 0, hOffset = 0, cOffset = 0, tmpOffset = 0,
+           workspaceBytes = 0;
   void *yH = nullptr, *yC = nullptr; ///< the final state (optional)
 };
 Result<RnnPlan> planRnn(const PlanCall &call,

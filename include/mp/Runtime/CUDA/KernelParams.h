@@ -468,18 +468,17 @@ struct LstmBwdParams {
   /// [seq * batch, H]; h, c [batch, H]; dh0, dc0 [dirs, batch, H] (the
   /// running dh, dc of a direction); dx [seq * batch, input]; dw [dirs, 4H,
   /// input], dr [dirs, 4H, H], db [dirs, 8H].
-  void *gates = nullptr, *hPrev = nullptr, *cPrev = nullptr,
-       *cAfter = nullptr, *h = nullptr, *c = nullptr, *dh0 = nullptr,
-       *dc0 = nullptr, *dx = nullptr, *dw = nullptr, *dr = nullptr,
-       *db = nullptr;
+  void *gates = nullptr, *hPrev = nullptr, *cPrev = nullptr, *cAfter = nullptr,
+       *h = nullptr, *c = nullptr, *dh0 = nullptr, *dc0 = nullptr,
+       *dx = nullptr, *dw = nullptr, *dr = nullptr, *db = nullptr;
   /// The direction and time step of a launch.
   int32_t dir = 0;
   int64_t t = 0;
 };
 /// The launches of kernel.lstm_bwd (launchLstmBwd's stage).
 enum LstmBwdStage : int32_t {
-  kLstmForwardInit = 0, ///< gates = the bias, h, c = the initial state
-  kLstmForwardStep = 1, ///< the gates of step t (after gates[t] += h R^T)
+  kLstmForwardInit = 0,  ///< gates = the bias, h, c = the initial state
+  kLstmForwardStep = 1,  ///< the gates of step t (after gates[t] += h R^T)
   kLstmBackwardInit = 2, ///< dh, dc = dy_h, dy_c
   kLstmBackwardStep = 3, ///< the gate gradients of step t
   kLstmBiasGrad = 4,     ///< db = the column sums of the gate gradients
@@ -594,7 +593,7 @@ struct ResizeParams {
   int32_t rank = 0, dtype = 1, elemSize = 4;
   int32_t mode = 0, transform = 0, nearest = 0, excludeOutside = 0;
   double cubicA = -0.75;
-  double extrapolation = 0;      ///< float data
+  double extrapolation = 0;       ///< float data
   uint64_t extrapolationBits = 0; ///< integer data (nearest)
   int64_t n = 0;
   int64_t xDims[kMaxDims] = {}, yDims[kMaxDims] = {}, xStrides[kMaxDims] = {};

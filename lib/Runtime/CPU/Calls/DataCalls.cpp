@@ -166,7 +166,6 @@ Status resizeCall(const CallArgs &a) {
   return resize(a.operands[0], a.results[0], o);
 }
 
-
 } // namespace
 
 void addDataCalls(CallTable &table) {
