@@ -2,13 +2,14 @@
 //
 // Channels last (NHWC) for 16-bit convolutions, decided at compile time.
 //
-// 1. Seeds: every 2-D culib.conv_fwd in NCHW whose input element type is in
-//    `dtypes`.
+// 1. Seeds: every 2-D convolution (conv_fwd, and in training steps
+//    conv_bwd_data and conv_bwd_filter) in NCHW whose input element type is
+//    in `dtypes`.
 // 2. Propagation, in program order (the writer of a buffer comes before its
-//    readers): an op that can run channels last (conv_fwd, pool without
-//    indices, the batch norms, elementwise kernels and casts on 4-D or
-//    single-element operands) and reads a buffer that is already NHWC goes
-//    NHWC too. An op only goes NHWC when every 4-D buffer it writes is a
+//    readers): an op that can run channels last (the convolutions, pool
+//    without indices, pool_bwd, the batch norms and their backward,
+//    elementwise kernels and casts on 4-D or single-element operands) and
+//    reads a buffer that is already NHWC goes NHWC too. An op only goes NHWC when every 4-D buffer it writes is a
 //    fresh activation: a culib.alloc that this op alone writes.
 // 3. Rewrite: each NHWC buffer becomes a culib.alloc of the permuted type
 //    [N, H, W, C]. NHWC ops read other 4-D operands (graph inputs, filters:
@@ -25,6 +26,7 @@
 #include "mp/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -68,21 +70,48 @@ bool isSingleElement(Value v) {
   return type && type.hasStaticShape() && type.getNumElements() == 1;
 }
 
-/// The 4-D activation operands (x and y; not a convolution's filter) of an op
-/// that can run channels last; std::nullopt for ops that cannot.
+/// The 4-D activation operands of an op that can run channels last (a
+/// convolution's input filter apart: filterOperand); std::nullopt for ops
+/// that cannot.
 std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
   using Result = std::optional<SmallVector<OpOperand *>>;
-  auto xy = [](auto o, bool ok) -> Result {
-    if (!ok || !isStatic4D(o.getX()) || o.getLayout() != "nchw")
+  auto ifNCHW = [](auto o, SmallVector<OpOperand *> operands) -> Result {
+    if (!isStatic4D(o.getX()) || o.getLayout() != "nchw")
       return std::nullopt;
-    return SmallVector<OpOperand *>{&o.getXMutable(), &o.getYMutable()};
+    return operands;
   };
   return TypeSwitch<Operation *, Result>(op)
-      .Case([&](culib::ConvFwdOp o) { return xy(o, true); })
-      // ONNX's MaxPool indices count in NCHW order.
-      .Case([&](culib::PoolOp o) { return xy(o, !o.getIndices()); })
-      .Case([&](culib::BatchNormInferenceOp o) { return xy(o, true); })
-      .Case([&](culib::BatchNormTrainingOp o) { return xy(o, true); })
+      .Case([&](culib::ConvFwdOp o) {
+        return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});
+      })
+      .Case([&](culib::ConvBwdDataOp o) {
+        return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});
+      })
+      // dw [K, C, R, S] goes [K, R, S, C], as filters do.
+      .Case([&](culib::ConvBwdFilterOp o) {
+        return ifNCHW(o, {&o.getXMutable(), &o.getDyMutable(),
+                          &o.getDwMutable()});
+      })
+      .Case([&](culib::PoolOp o) -> Result {
+        // ONNX's MaxPool indices count in NCHW order.
+        if (o.getIndices())
+          return std::nullopt;
+        return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});
+      })
+      .Case([&](culib::PoolBwdOp o) {
+        return ifNCHW(o, {&o.getXMutable(), &o.getDyMutable(),
+                          &o.getDxMutable()});
+      })
+      .Case([&](culib::BatchNormInferenceOp o) {
+        return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});
+      })
+      .Case([&](culib::BatchNormTrainingOp o) {
+        return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});
+      })
+      .Case([&](culib::BatchNormBwdOp o) {
+        return ifNCHW(o, {&o.getXMutable(), &o.getDyMutable(),
+                          &o.getDxMutable()});
+      })
       .Case<culib::ElementwiseOp, culib::CastOp>([&](Operation *o) -> Result {
         // Pointwise on equal 4-D shapes (broadcast 4-D operands are
         // permuted alike) and single elements; others broadcast by trailing
@@ -99,6 +128,55 @@ std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
         return operands;
       })
       .Default([](Operation *) -> Result { return std::nullopt; });
+}
+
+/// The filter a convolution reads ([K, C, R, S] in NCHW, [K, R, S, C] in
+/// NHWC); null for other ops.
+OpOperand *filterOperand(Operation *op) {
+  if (auto conv = dyn_cast<culib::ConvFwdOp>(op))
+    return &conv.getWMutable();
+  if (auto conv = dyn_cast<culib::ConvBwdDataOp>(op))
+    return &conv.getWMutable();
+  return nullptr;
+}
+
+/// The element type of the data a convolution reads (null for other ops).
+Type convolutionInputType(Operation *op) {
+  if (!isa<culib::ConvFwdOp, culib::ConvBwdDataOp, culib::ConvBwdFilterOp>(
+          op))
+    return Type();
+  return cast<MemRefType>(op->getOperand(0).getType()).getElementType();
+}
+
+/// `value` as a splat of type `type` when all its elements are one value
+/// (splats, and dense or resource data whose elements are equal).
+std::optional<ElementsAttr> uniformAs(ElementsAttr value, ShapedType type) {
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (dense && dense.isSplat())
+    return cast<ElementsAttr>(dense.reshape(type));
+  unsigned bits = type.getElementTypeBitWidth();
+  if (bits % 8 != 0)
+    return std::nullopt;
+  ArrayRef<char> bytes;
+  if (dense) {
+    bytes = dense.getRawData();
+  } else if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return std::nullopt;
+    bytes = blob->getData();
+  } else {
+    return std::nullopt;
+  }
+  size_t elementBytes = bits / 8;
+  if (bytes.empty() || bytes.size() % elementBytes != 0)
+    return std::nullopt;
+  ArrayRef<char> first = bytes.take_front(elementBytes);
+  for (size_t at = elementBytes; at < bytes.size(); at += elementBytes)
+    if (bytes.slice(at, elementBytes) != first)
+      return std::nullopt;
+  // A raw buffer of one element is a splat.
+  return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, first));
 }
 
 struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
@@ -153,11 +231,8 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
           return b.value == v;
         });
       };
-      bool seed = false;
-      if (auto conv = dyn_cast<culib::ConvFwdOp>(op))
-        seed = llvm::is_contained(*seedTypes,
-                                  cast<MemRefType>(conv.getX().getType())
-                                      .getElementType());
+      Type convInput = convolutionInputType(&op);
+      bool seed = convInput && llvm::is_contained(*seedTypes, convInput);
       bool readsNHWC = llvm::any_of(*operands, [&](OpOperand *operand) {
         return !writes(operand->get()) && nhwcBuffers.contains(operand->get());
       });
@@ -215,9 +290,25 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
     auto readAsNHWC = [&](Value v, Operation *reader) -> Value {
       if (auto it = nhwcCopy.find(v); it != nhwcCopy.end())
         return it->second;
-      builder.setInsertionPoint(reader);
-      Value copy =
-          transpose(reader->getLoc(), v, permutedType(v, kToNHWC), kToNHWC);
+      Value copy;
+      auto weight = v.getDefiningOp<culib::WeightOp>();
+      MemRefType type = permutedType(v, kToNHWC);
+      std::optional<ElementsAttr> uniform =
+          weight ? uniformAs(weight.getValue(),
+                             RankedTensorType::get(type.getShape(),
+                                                   type.getElementType()))
+                 : std::nullopt;
+      if (uniform) {
+        // One value everywhere (the constants of gradients): the same
+        // constant with the permuted shape.
+        builder.setInsertionPointAfter(weight);
+        copy = culib::WeightOp::create(builder, weight.getLoc(), type,
+                                       weight.getNameAttr(), *uniform);
+      } else {
+        builder.setInsertionPoint(reader);
+        copy =
+            transpose(reader->getLoc(), v, permutedType(v, kToNHWC), kToNHWC);
+      }
       if (writeCount.lookup(v) <= 1)
         nhwcCopy[v] = copy;
       return copy;
@@ -236,8 +327,8 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
           else if (!isSingleElement(v))
             operand->set(readAsNHWC(v, op));
         }
-        if (auto conv = dyn_cast<culib::ConvFwdOp>(op))
-          conv.getWMutable().set(readAsNHWC(conv.getW(), op));
+        if (OpOperand *filter = filterOperand(op))
+          filter->set(readAsNHWC(filter->get(), op));
         if (!isa<culib::ElementwiseOp, culib::CastOp>(op))
           op->setAttr("layout", builder.getStringAttr("nhwc"));
         continue;
@@ -250,6 +341,11 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
       assert(v.use_empty() && "every use of an NHWC buffer was rewritten");
       v.getDefiningOp()->erase();
     }
+    // Splat weights whose readers all read their re-shaped copies.
+    for (auto [original, copy] : nhwcCopy)
+      if (auto weight = original.getDefiningOp<culib::WeightOp>())
+        if (weight.getBuffer().use_empty())
+          weight.erase();
   }
 
 private:

@@ -36,10 +36,14 @@ struct Case {
   std::string loss = "mse";      ///< or cross-entropy
   /// Inputs whose values must stay away from a kink (relu, clip, max).
   double minAbs = 0.0;
+  /// Compile with culib-nhwc-layout on f32 convolutions: the forward and
+  /// backward calls then run channels last.
+  bool channelsLast = false;
 };
 
 /// Compiles `source` into a plan file and loads it into an executor.
-rt::CpuExecutor compile(const std::string &source, const std::string &loss) {
+rt::CpuExecutor compile(const std::string &source, const std::string &loss,
+                        bool channelsLast) {
   DialectRegistry registry;
   mp::registerAllDialects(registry);
   MLIRContext context(registry);
@@ -56,7 +60,18 @@ rt::CpuExecutor compile(const std::string &source, const std::string &loss) {
   training.optimizer = "none";
   training.wrtInputs = true;
   pm.addPass(mp::createTraining(training));
-  mp::buildCompilePipeline(pm);
+  if (channelsLast) {
+    // mp-compile with f32 in culib-nhwc-layout's dtypes.
+    pm.addNestedPass<func::FuncOp>(mp::createInferShapes());
+    pm.addNestedPass<func::FuncOp>(mp::createFoldConstants());
+    pm.addPass(mp::createConvertMPToCuLib());
+    mp::NHWCLayoutOptions layout;
+    layout.dtypes = {"f32"};
+    pm.addNestedPass<func::FuncOp>(mp::createNHWCLayout(layout));
+    pm.addNestedPass<func::FuncOp>(mp::createPlanMemory());
+  } else {
+    mp::buildCompilePipeline(pm);
+  }
   mp::ExportPlanOptions exportOptions;
   exportOptions.outputPath = path.str().str();
   pm.addPass(mp::createExportPlan(exportOptions));
@@ -79,8 +94,25 @@ float lossOf(const std::vector<rt::NamedTensor> &outputs) {
 
 void check(const Case &c) {
   INFO("case " << c.name);
-  rt::CpuExecutor exec = compile(c.mlir, c.loss);
+  rt::CpuExecutor exec = compile(c.mlir, c.loss, c.channelsLast);
   const rt::Plan &plan = exec.plan();
+  if (c.channelsLast) {
+    // Every backward convolution, pooling and batch norm must run channels
+    // last, or this checks nothing new.
+    size_t backward = 0, backwardNHWC = 0;
+    for (const rt::PlanCall &call : plan.calls) {
+      if (call.kind.find("bwd") == std::string::npos)
+        continue;
+      ++backward;
+      const std::string *layout = call.attrAs<std::string>("layout");
+      if (layout && *layout == "nhwc")
+        ++backwardNHWC;
+      else
+        UNSCOPED_INFO("not channels last: " << call.kind);
+    }
+    REQUIRE(backward > 0);
+    REQUIRE(backwardNHWC == backward);
+  }
   std::mt19937 rng(42);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<rt::HostTensor> inputs;
@@ -216,6 +248,25 @@ func.func @main(%x: tensor<1x2x5x5xf32> {mp.name = "x"}) -> (tensor<1x2x3x3xf32>
   %s2 = mp.mul %s1, %ai : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
   %y = mp.add %s2, %g : (tensor<1x2x3x3xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x3x3xf32>
   return %y : tensor<1x2x3x3xf32>
+})";
+
+// A 1x1 convolution first: culib-nhwc-layout starts at convolutions, and
+// the batch norm and the pools after it then run channels last too.
+const char *kConvBatchNormPools = R"(
+func.func @main(%x: tensor<2x3x5x5xf32> {mp.name = "x"}, %w: tensor<2x3x1x1xf32> {mp.name = "w"}, %s: tensor<2xf32> {mp.name = "scale"}, %b: tensor<2xf32> {mp.name = "bias"}) -> (tensor<2x2x3x3xf32> {mp.name = "y"}) {
+  %none = mp.none
+  %c = mp.conv %x, %w, %none {kernel_shape = array<i64: 1, 1>} : (tensor<2x3x5x5xf32>, tensor<2x3x1x1xf32>, none) -> tensor<2x2x5x5xf32>
+  %m = mp.initializer "bn.running_mean" dense<[0.0, 0.1]> : tensor<2xf32>
+  %v = mp.initializer "bn.running_var" dense<[1.0, 0.5]> : tensor<2xf32>
+  %n, %rm, %rv = mp.batch_normalization %c, %s, %b, %m, %v {epsilon = 1.0e-5 : f32} : (tensor<2x2x5x5xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<2x2x5x5xf32>, tensor<2xf32>, tensor<2xf32>)
+  %mx, %idx = mp.max_pool %n {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x2x5x5xf32>) -> (tensor<2x2x3x3xf32>, tensor<2x2x3x3xi64>)
+  %av = mp.average_pool %n {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x2x5x5xf32>) -> tensor<2x2x3x3xf32>
+  %ai = mp.average_pool %n {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = 1 : i64} : (tensor<2x2x5x5xf32>) -> tensor<2x2x3x3xf32>
+  %g = mp.global_average_pool %n : (tensor<2x2x5x5xf32>) -> tensor<2x2x1x1xf32>
+  %s1 = mp.add %mx, %av : (tensor<2x2x3x3xf32>, tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xf32>
+  %s2 = mp.mul %s1, %ai : (tensor<2x2x3x3xf32>, tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xf32>
+  %y = mp.add %s2, %g : (tensor<2x2x3x3xf32>, tensor<2x2x1x1xf32>) -> tensor<2x2x3x3xf32>
+  return %y : tensor<2x2x3x3xf32>
 })";
 
 const char *kShapes = R"(
@@ -378,6 +429,17 @@ TEST_CASE("gradients: BatchNormalization in training mode", "[gradcheck]") {
 TEST_CASE("gradients: MaxPool, AveragePool, GlobalAveragePool",
           "[gradcheck]") {
   check({"pools", kPools});
+}
+TEST_CASE("gradients: channels last (culib-nhwc-layout): Conv, grouped "
+          "dilated Conv, BatchNormalization, pools",
+          "[gradcheck][nhwc]") {
+  SECTION("conv") { check({"conv-nhwc", kConv, "mse", 0, true}); }
+  SECTION("group-conv") {
+    check({"group-conv-nhwc", kGroupConv, "mse", 0, true});
+  }
+  SECTION("conv-batch-norm-pools") {
+    check({"conv-batch-norm-pools-nhwc", kConvBatchNormPools, "mse", 0, true});
+  }
 }
 TEST_CASE("gradients: Transpose, Reshape, Flatten", "[gradcheck]") {
   check({"shapes", kShapes});

@@ -65,12 +65,14 @@ def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
     Tensor cores run convolutions of 16-bit data fastest in NHWC, which is
     what cuDNN's fastest kernels read and write. This pass decides the
     layout at compile time, so no run-time layout conversions surround each
-    convolution: every 2-D `culib.conv_fwd` whose input element type is in
-    `dtypes` becomes `layout = "nhwc"`, and so do the ops that follow it
-    and can work channels last (pooling without indices, batch norm
-    inference and training, convolutions of any type, elementwise kernels
-    and casts whose operands are 4-D or scalars): their 4-D activation
-    buffers are re-typed to [N, H, W, C]. Filters (to [K, R, S, C]), graph
+    convolution: every 2-D convolution (`culib.conv_fwd`, and in training
+    steps `conv_bwd_data` and `conv_bwd_filter`) whose input element type
+    is in `dtypes` becomes `layout = "nhwc"`, and so do the ops that follow
+    it and can work channels last (pooling without indices and its
+    backward, the batch norms and their backward, convolutions of any type,
+    elementwise kernels and casts whose operands are 4-D or scalars): their
+    4-D activation buffers are re-typed to [N, H, W, C] (weight gradients
+    to [K, R, S, C]). Filters (to [K, R, S, C]), graph
     inputs and any other NCHW buffer such an op reads are transposed once,
     right before the first reader: weights keep their ONNX layout in the
     plan, so that they stay exchangeable by name (an evaluation plan taking

@@ -259,6 +259,21 @@ LogicalResult BatchNormTrainingOp::verify() {
                           getRunningMean(), getRunningVariance()});
 }
 
+// The backward calls: the runtime checks their shapes; the IR checks the
+// layout, which culib-nhwc-layout sets.
+LogicalResult ConvBwdDataOp::verify() {
+  return success(succeeded(parseLayout(*this, getLayout())));
+}
+LogicalResult ConvBwdFilterOp::verify() {
+  return success(succeeded(parseLayout(*this, getLayout())));
+}
+LogicalResult PoolBwdOp::verify() {
+  return success(succeeded(parseLayout(*this, getLayout())));
+}
+LogicalResult BatchNormBwdOp::verify() {
+  return success(succeeded(parseLayout(*this, getLayout())));
+}
+
 LogicalResult SoftmaxOp::verify() {
   if (failed(verifyBuffer(*this, getX(), "X")) ||
       failed(verifyBuffer(*this, getY(), "Y")) ||

@@ -1517,9 +1517,11 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
     MP_TRY(strides, intListAttr(call, "strides", {}));
     MP_TRY(dilations, intListAttr(call, "dilations", {}));
     MP_TRY(groups, intAttr(call, "groups", 1));
+    MP_TRY(channelsLast, channelsLastAttr(call));
     at.strides = strides;
     at.dilations = dilations;
     at.groups = groups;
+    at.nhwc = channelsLast;
     if (call.attr("compute_type")) {
       MP_TRY(ct, dtypeAttr(call, "compute_type"));
       if (kind == ConvKind::BackwardFilter)
@@ -1589,6 +1591,25 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
   bool nhwc = at.nhwc;
   int64_t n = x->shape[0], c = 0, m = 0, cg = 0;
   Shape inSp, kerSp, outSp;
+  // Dim 1 in NCHW, the last dim in NHWC (filters: [K, C, k...] or
+  // [K, k..., C]); the spatial dims of a shape in the plan's layout.
+  auto channelsOf = [&](const Shape &shape) {
+    return nhwc ? shape[rank - 1] : shape[1];
+  };
+  auto spatialOf = [&](const Shape &shape) {
+    return Shape(shape.begin() + (nhwc ? 1 : 2),
+                 shape.end() - (nhwc ? 1 : 0));
+  };
+  // [N, C, spatial...] or [N, spatial..., C].
+  auto inLayout = [&](int64_t lead, int64_t channels, const Shape &sp) {
+    Shape shape{lead};
+    if (!nhwc)
+      shape.push_back(channels);
+    shape.insert(shape.end(), sp.begin(), sp.end());
+    if (nhwc)
+      shape.push_back(channels);
+    return shape;
+  };
   int64_t groups = at.groups;
   if (kind == ConvKind::Forward) {
     c = nhwc ? x->shape[rank - 1] : x->shape[1];
@@ -1640,8 +1661,9 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
       if (v && overlapping(*v, *y))
         return fail(kOp, std::string(name) + " overlaps y");
   } else if (kind == ConvKind::BackwardData) {
-    // ConvTranspose: x [N, C, in], w [C, M/g, k], y [N, M, out].
-    c = x->shape[1];
+    // ConvTranspose: x [N, C, in], w [C, M/g, k], y [N, M, out] (NHWC:
+    // x [N, in, C], w [C, k, M/g], y [N, out, M]).
+    c = channelsOf(x->shape);
     if (groups < 1 || c % groups)
       return fail(kOp, "groups = " + std::to_string(groups) +
                            " must be >= 1 and divide the input channels (" +
@@ -1650,15 +1672,16 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
       return fail(kOp, "w " + shapeStr(w->shape) + " must have x's " +
                            std::to_string(c) + " channels first");
     cg = c / groups;
-    int64_t mg = w->shape[1];
+    int64_t mg = channelsOf(w->shape);
     m = mg * groups;
-    if (y->shape[0] != n || y->shape[1] != m)
-      return fail(kOp, "y " + shapeStr(y->shape) + " must start with [" +
-                           std::to_string(n) + ", " + std::to_string(m) +
-                           "] (N, groups * w's dimension 1)");
-    inSp.assign(x->shape.begin() + 2, x->shape.end());
-    kerSp.assign(w->shape.begin() + 2, w->shape.end());
-    outSp.assign(y->shape.begin() + 2, y->shape.end());
+    if (y->shape[0] != n || channelsOf(y->shape) != m)
+      return fail(kOp, "y " + shapeStr(y->shape) + " must have batch " +
+                           std::to_string(n) + " and " + std::to_string(m) +
+                           " channels (groups * w's " +
+                           (nhwc ? "last dimension)" : "dimension 1)"));
+    inSp = spatialOf(x->shape);
+    kerSp = spatialOf(w->shape);
+    outSp = spatialOf(y->shape);
     for (size_t i = 0; i < spatial; ++i) {
       if (kerSp[i] < 1 || inSp[i] < 1)
         return fail(kOp, "x " + shapeStr(x->shape) + " and w " +
@@ -1698,8 +1721,9 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
       if (v && overlapping(*v, *y))
         return fail(kOp, std::string(name) + " overlaps y");
   } else {
-    // Backward filter: x [N, C, in], dy [N, M, out], dw [M, C/g, k].
-    c = x->shape[1];
+    // Backward filter: x [N, C, in], dy [N, M, out], dw [M, C/g, k] (NHWC:
+    // x [N, in, C], dy [N, out, M], dw [M, k, C/g]).
+    c = channelsOf(x->shape);
     m = y->shape[0];
     if (groups < 1 || c % groups || m % groups)
       return fail(kOp, "groups = " + std::to_string(groups) +
@@ -1707,12 +1731,12 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
                            std::to_string(c) + ") and the output channels (" +
                            std::to_string(m) + ")");
     cg = c / groups;
-    if (y->shape[1] != cg)
+    if (channelsOf(y->shape) != cg)
       return fail(kOp, "dw " + shapeStr(y->shape) + " must have C/groups = " +
-                           std::to_string(cg) + " as its dimension 1");
-    inSp.assign(x->shape.begin() + 2, x->shape.end());
-    kerSp.assign(y->shape.begin() + 2, y->shape.end());
-    Shape expected{n, m};
+                           std::to_string(cg) + " as its " +
+                           (nhwc ? "last dimension" : "dimension 1"));
+    inSp = spatialOf(x->shape);
+    kerSp = spatialOf(y->shape);
     for (size_t i = 0; i < spatial; ++i) {
       if (kerSp[i] < 1)
         return fail(kOp, "dw " + shapeStr(y->shape) +
@@ -1722,10 +1746,9 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
                                    padded, span);
           !s)
         return s;
-      int64_t o = (padded - span) / stride[i] + 1;
-      outSp.push_back(o);
-      expected.push_back(o);
+      outSp.push_back((padded - span) / stride[i] + 1);
     }
+    Shape expected = inLayout(n, m, outSp);
     if (w->shape != expected)
       return fail(kOp, "dy has shape " + shapeStr(w->shape) + ", expected " +
                            shapeStr(expected));
@@ -1949,13 +1972,10 @@ Result<PoolPlan> planPool(bool backward, const PlanCall &call,
   }
   MP_TRY(d, intListAttr(call, "dilations", {}));
   dilationsIn = d;
-  bool nhwc = false; // pool_bwd is NCHW only
-  if (!backward) {
-    MP_TRY(channelsLast, channelsLastAttr(call));
-    nhwc = channelsLast;
-    if (nhwc && hasIndices)
-      return Status::error("indices (ONNX's NCHW indices) need layout 'nchw'");
-  }
+  MP_TRY(channelsLast, channelsLastAttr(call));
+  const bool nhwc = channelsLast;
+  if (nhwc && hasIndices)
+    return Status::error("indices (ONNX's NCHW indices) need layout 'nchw'");
   // Where the channels and the first spatial dim are.
   const size_t channelDim = nhwc ? x.shape.size() - 1 : 1;
   const size_t firstSpatial = nhwc ? 1 : 2;
@@ -2122,11 +2142,8 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
     return s;
   if (x.shape.size() < 2)
     return fail(op, "x needs rank >= 2 (N, C, ...), got " + shapeStr(x.shape));
-  bool nhwc = false; // batch_norm_bwd is NCHW only
-  if (kind != BatchNormKind::Backward) {
-    MP_TRY(channelsLast, channelsLastAttr(call));
-    nhwc = channelsLast;
-  }
+  MP_TRY(channelsLast, channelsLastAttr(call));
+  const bool nhwc = channelsLast;
   int64_t c = nhwc ? x.shape.back() : x.shape[1];
   ChannelGeom g = nhwc ? ChannelGeom{product(x.shape, 0, x.shape.size() - 1),
                                      c, 1}

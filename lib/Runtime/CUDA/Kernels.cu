@@ -334,6 +334,72 @@ template <typename C> __global__ void ewKernel(EwParams p) {
   }
 }
 
+/// Lane j (of 2) of a 32-bit word of 16-bit dtype t, as float; and back,
+/// rounded once to nearest even (loadF32 / storeF32's conversions).
+__device__ inline float lane16(uint32_t word, int j, int32_t t) {
+  auto bits = static_cast<unsigned short>(word >> (16 * j));
+  return t == kF16 ? __half2float(__ushort_as_half(bits))
+                   : __bfloat162float(__ushort_as_bfloat16(bits));
+}
+__device__ inline uint32_t bits16(float v, int32_t t) {
+  return t == kF16 ? __half_as_ushort(__float2half_rn(v))
+                   : __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
+/// f(x, y) on the 4 words of a 16-byte vector: 8 16-bit or 4 f32 lanes.
+template <int kElemBytes>
+__device__ inline uint32_t vectorWord(const EwParams &p, uint32_t x,
+                                      uint32_t y, float alpha, float beta) {
+  if constexpr (kElemBytes == 4) {
+    return __float_as_uint(floatOp<float>(p.op, __uint_as_float(x),
+                                          __uint_as_float(y), alpha, beta));
+  } else {
+    int32_t t = p.outDtype;
+    uint32_t lo = bits16(
+        floatOp<float>(p.op, lane16(x, 0, t), lane16(y, 0, t), alpha, beta),
+        t);
+    uint32_t hi = bits16(
+        floatOp<float>(p.op, lane16(x, 1, t), lane16(y, 1, t), alpha, beta),
+        t);
+    return lo | (hi << 16);
+  }
+}
+
+/// The vectorised path of ewKernel<float>: unary and binary functions on
+/// contiguous operands that all have y's dtype (f16, bf16 or f32), 16 bytes
+/// per load and store (8 or 4 elements per thread and step). Each element
+/// gets ewKernel's conversions and floatOp, so the results are its bits
+/// (a unary function's y is 0, as there); the last n % kV elements take the
+/// scalar path.
+template <int kElemBytes> __global__ void ewVecKernel(EwParams p) {
+  constexpr int kV = 16 / kElemBytes;
+  const int64_t vectors = p.n / kV;
+  const uint4 *a = static_cast<const uint4 *>(p.in[0]);
+  const uint4 *b =
+      p.numInputs == 2 ? static_cast<const uint4 *>(p.in[1]) : nullptr;
+  uint4 *out = static_cast<uint4 *>(p.out);
+  const float alpha = static_cast<float>(p.alpha);
+  const float beta = static_cast<float>(p.beta);
+  // Zero lanes for unary functions (bits of +0 in every dtype).
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  MP_GRID_LOOP(v, vectors) {
+    uint4 x = a[v], y = b ? b[v] : zero, r;
+    r.x = vectorWord<kElemBytes>(p, x.x, y.x, alpha, beta);
+    r.y = vectorWord<kElemBytes>(p, x.y, y.y, alpha, beta);
+    r.z = vectorWord<kElemBytes>(p, x.z, y.z, alpha, beta);
+    r.w = vectorWord<kElemBytes>(p, x.w, y.w, alpha, beta);
+    out[v] = r;
+  }
+  int64_t i = vectors * kV + static_cast<int64_t>(blockIdx.x) * blockDim.x +
+              threadIdx.x;
+  if (i < p.n) {
+    int32_t t = p.outDtype;
+    float x = loadF32(p.in[0], t, i);
+    float y = b ? loadF32(p.in[1], t, i) : 0.0f;
+    storeF32(p.out, t, i, floatOp<float>(p.op, x, y, alpha, beta));
+  }
+}
+
 /// Identity (a broadcast copy) and where on raw elements of type E.
 template <typename E> __global__ void rawKernel(EwParams p) {
   int64_t off[kMaxEwInputs];
@@ -1037,22 +1103,26 @@ __device__ inline void forTaps(const PoolParams &p, const Window &w, F &&f) {
   }
 }
 
+/// Output element i of a pooling: its spatial position q, where its (n, c)
+/// input slice starts and the distance between the slice's positions.
+/// NCHW: i = (n * C + c) * outSize + q, input taps at xBase + pos;
+/// NHWC: i = (n * outSize + q) * C + c, input taps at xBase + pos * C.
+struct PoolSlice {
+  int64_t q, xBase, tapStride;
+};
+__device__ inline PoolSlice poolSliceOf(const PoolParams &p, int64_t i) {
+  if (p.nhwc) {
+    int64_t c = i % p.c, nq = i / p.c;
+    return {nq % p.outSize, (nq / p.outSize) * p.inSize * p.c + c, p.c};
+  }
+  return {i % p.outSize, (i / p.outSize) * p.inSize, 1};
+}
+
 __global__ void poolKernel(PoolParams p) {
   MP_GRID_LOOP(i, p.n * p.c * p.outSize) {
-    // NCHW: i = (n * C + c) * outSize + q, taps at xBase + pos;
-    // NHWC: i = (n * outSize + q) * C + c, taps at xBase + pos * C.
-    int64_t q, xBase, tapStride;
-    if (p.nhwc) {
-      int64_t c = i % p.c, nq = i / p.c;
-      q = nq % p.outSize;
-      xBase = (nq / p.outSize) * p.inSize * p.c + c;
-      tapStride = p.c;
-    } else {
-      q = i % p.outSize;
-      xBase = (i / p.outSize) * p.inSize;
-      tapStride = 1;
-    }
-    Window w = windowOf(p, q);
+    PoolSlice sl = poolSliceOf(p, i);
+    int64_t xBase = sl.xBase, tapStride = sl.tapStride;
+    Window w = windowOf(p, sl.q);
     if (p.isMax) {
       float best = -INFINITY;
       int64_t bestPos = -1;
@@ -1080,26 +1150,28 @@ __global__ void poolKernel(PoolParams p) {
 template <typename T> __global__ void poolBackwardKernel(PoolParams p) {
   T *acc = static_cast<T *>(p.acc);
   MP_GRID_LOOP(i, p.n * p.c * p.outSize) {
-    int64_t slice = i / p.outSize, q = i % p.outSize;
-    Window w = windowOf(p, q);
+    PoolSlice sl = poolSliceOf(p, i);
+    Window w = windowOf(p, sl.q);
     if (w.empty)
       continue;
-    int64_t xBase = slice * p.inSize;
+    int64_t xBase = sl.xBase, tapStride = sl.tapStride;
     T grad = loadAs<T>(p.dy, p.dtype, i);
     if (p.isMax) {
       T best = 0;
       int64_t bestPos = -1;
       forTaps(p, w, [&](int64_t pos) {
-        T v = loadAs<T>(p.x, p.dtype, xBase + pos);
+        T v = loadAs<T>(p.x, p.dtype, xBase + pos * tapStride);
         if (bestPos < 0 || v > best) {
           best = v;
           bestPos = pos;
         }
       });
-      atomicAdd(acc + xBase + bestPos, grad);
+      atomicAdd(acc + xBase + bestPos * tapStride, grad);
     } else {
       T share = grad / static_cast<T>(w.count);
-      forTaps(p, w, [&](int64_t pos) { atomicAdd(acc + xBase + pos, share); });
+      forTaps(p, w, [&](int64_t pos) {
+        atomicAdd(acc + xBase + pos * tapStride, share);
+      });
     }
   }
 }
@@ -1113,10 +1185,42 @@ template <typename T> __global__ void poolBackwardKernel(PoolParams p) {
 
 using namespace dev;
 
+/// Whether ewVecKernel computes `p`: contiguous unary or binary float
+/// functions (not the comparisons, predicates, clip with bounds or the
+/// variadic ones) on 16-byte aligned operands of y's 16-bit or f32 dtype.
+static int vectorElementBytes(const EwParams &p) {
+  if (!p.contiguous || p.compute != kComputeF32 || p.numInputs < 1 ||
+      p.numInputs > 2)
+    return 0;
+  if (p.op == kEwIsNan || p.op == kEwIsInf || p.op == kEwNot ||
+      (p.op >= kEwEqual && p.op <= kEwXor) || p.op >= kEwWhere)
+    return 0;
+  int bytes = p.outDtype == kF32 ? 4
+              : (p.outDtype == kF16 || p.outDtype == kBF16) ? 2
+                                                              : 0;
+  if (!bytes || reinterpret_cast<uintptr_t>(p.out) % 16)
+    return 0;
+  for (int k = 0; k < p.numInputs; ++k)
+    if (p.inDtype[k] != p.outDtype ||
+        reinterpret_cast<uintptr_t>(p.in[k]) % 16)
+      return 0;
+  return bytes;
+}
+
 cudaError_t launchElementwise(const EwParams &p, cudaStream_t stream) {
   if (p.n == 0)
     return cudaSuccess;
   unsigned threads = 256, blocks = blocksFor(p.n, threads);
+  if (int bytes = vectorElementBytes(p)) {
+    // One thread per vector; at least one block for the tail.
+    int64_t vectors = p.n / (16 / bytes);
+    unsigned vecBlocks = blocksFor(std::max<int64_t>(vectors, 1), threads);
+    if (bytes == 2)
+      ewVecKernel<2><<<vecBlocks, threads, 0, stream>>>(p);
+    else
+      ewVecKernel<4><<<vecBlocks, threads, 0, stream>>>(p);
+    return cudaGetLastError();
+  }
   switch (p.compute) {
   case kComputeF32:
     ewKernel<float><<<blocks, threads, 0, stream>>>(p);

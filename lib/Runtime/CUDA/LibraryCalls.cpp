@@ -548,8 +548,9 @@ public:
       if (plan.explicitPad) {
         // Crop the padded gradient to y.
         std::vector<int64_t> start(outShape.size(), 0);
+        size_t first = plan.nhwc ? 1 : 2; // the first spatial dim
         for (size_t i = 0; i < plan.padBegin.size(); ++i)
-          start[2 + i] = plan.padBegin[i];
+          start[first + i] = plan.padBegin[i];
         Result<GatherCopyParams> crop = planWindowCopy(
             plan.dataType, plan.paddedShape, outShape, start, dx, result);
         if (!crop)

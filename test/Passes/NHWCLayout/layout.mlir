@@ -63,7 +63,7 @@ func.func @block(%x: memref<1x2x4x3xf16>) -> (memref<1x2x2x2xf16>, memref<1x2x4x
 // CHECK-NOT: culib.transpose
 // CHECK: return
 func.func @residual(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
-  %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
+  %w = culib.weight "w" dense<[[[[1.0]], [[2.0]]], [[[3.0]], [[4.0]]]]> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
   %a = culib.alloc : memref<1x2x3x3xf16>
   culib.conv_fwd ins(%x, %w) outs(%a) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf16>, memref<2x2x1x1xf16>, memref<1x2x3x3xf16>
   %c = culib.alloc : memref<1x2x3x3xf16>
@@ -97,4 +97,43 @@ func.func @f32_conv(%x: memref<1x1x2x2xf32>) -> (memref<1x1x1x1xf32>, memref<1x1
   %i = culib.alloc : memref<1x1x1x1xi64>
   culib.pool ins(%y) outs(%p) indices(%i) {mode = "max", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<1x1x2x2xf32>, memref<1x1x1x1xf32>, memref<1x1x1x1xi64>
   return %p, %i : memref<1x1x1x1xf32>, memref<1x1x1x1xi64>
+}
+
+// A training step's backward calls go channels last with the forward ones:
+// the data gradient of a convolution (conv_bwd_data), its weight gradient
+// [K, R, S, C] (transposed back for its NCHW reader, here the return),
+// pooling and batch norm backward. A constant that is one value
+// everywhere (here zeros, for relu's gradient) is re-shaped, not
+// transposed.
+// CHECK-LABEL: func.func @backward
+// CHECK: culib.conv_fwd ins(%{{.*}}, %{{.*}}) outs(%[[Y:[^)]*]]) {{.*}}layout = "nhwc"
+// CHECK: %[[ZERO:.*]] = culib.weight "zero" dense<0.000000e+00> : tensor<2x5x5x4xf16> : memref<2x5x5x4xf16>
+// CHECK: culib.elementwise "where" ins(%{{.*}}, %{{.*}}, %[[ZERO]]) outs(%[[DR:[^)]*]]) : memref<2x5x5x4xi1>, memref<2x5x5x4xf16>, memref<2x5x5x4xf16>, memref<2x5x5x4xf16>
+// CHECK: culib.batch_norm_bwd ins(%[[Y]], %{{.*}}, %[[DR]]) outs(%[[DB:[^,]*]], {{.*}}layout = "nhwc"
+// CHECK: culib.pool_bwd ins(%[[Y]], %{{.*}}) outs(%{{.*}}) {{.*}}layout = "nhwc"
+// CHECK: culib.conv_bwd_filter ins(%{{.*}}, %[[DB]]) outs(%[[DW:[^)]*]]) {{.*}}layout = "nhwc"{{.*}} : memref<2x5x5x3xf16>, memref<2x5x5x4xf16>, memref<4x1x1x3xf16>
+// CHECK-NEXT: %[[DWC:.*]] = culib.alloc : memref<4x3x1x1xf16>
+// CHECK-NEXT: culib.transpose ins(%[[DW]]) outs(%[[DWC]]) {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: culib.conv_bwd_data ins(%[[DB]], %{{.*}}) outs(%{{.*}}) {{.*}}layout = "nhwc"{{.*}} : memref<2x5x5x4xf16>, memref<4x1x1x3xf16>, memref<2x5x5x3xf16>
+// CHECK: return %[[DWC]]
+func.func @backward(%x: memref<2x3x5x5xf16>, %w: memref<4x3x1x1xf16>, %dy: memref<2x4x5x5xf16>, %dp: memref<2x4x2x2xf16>) -> (memref<4x3x1x1xf16>, memref<2x3x5x5xf16>, memref<2x4x5x5xf16>) {
+  %y = culib.alloc : memref<2x4x5x5xf16>
+  culib.conv_fwd ins(%x, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<2x3x5x5xf16>, memref<4x3x1x1xf16>, memref<2x4x5x5xf16>
+  %zero = culib.weight "zero" dense<0.0> : tensor<2x4x5x5xf16> : memref<2x4x5x5xf16>
+  %positive = culib.alloc : memref<2x4x5x5xi1>
+  culib.elementwise "greater" ins(%y, %zero) outs(%positive) : memref<2x4x5x5xf16>, memref<2x4x5x5xf16>, memref<2x4x5x5xi1>
+  %dr = culib.alloc : memref<2x4x5x5xf16>
+  culib.elementwise "where" ins(%positive, %dy, %zero) outs(%dr) : memref<2x4x5x5xi1>, memref<2x4x5x5xf16>, memref<2x4x5x5xf16>, memref<2x4x5x5xf16>
+  %s = culib.weight "s" dense<1.0> : tensor<4xf32> : memref<4xf32>
+  %db = culib.alloc : memref<2x4x5x5xf16>
+  %ds = culib.alloc : memref<4xf32>
+  %dbias = culib.alloc : memref<4xf32>
+  culib.batch_norm_bwd ins(%y, %s, %dr) outs(%db, %ds, %dbias) {epsilon = 1.0e-5 : f32} : memref<2x4x5x5xf16>, memref<4xf32>, memref<2x4x5x5xf16>, memref<2x4x5x5xf16>, memref<4xf32>, memref<4xf32>
+  %dpool = culib.alloc : memref<2x4x5x5xf16>
+  culib.pool_bwd ins(%y, %dp) outs(%dpool) {dilations = array<i64: 1, 1>, mode = "max", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<2x4x5x5xf16>, memref<2x4x2x2xf16>, memref<2x4x5x5xf16>
+  %dw = culib.alloc : memref<4x3x1x1xf16>
+  culib.conv_bwd_filter ins(%x, %db) outs(%dw) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<2x3x5x5xf16>, memref<2x4x5x5xf16>, memref<4x3x1x1xf16>
+  %dx = culib.alloc : memref<2x3x5x5xf16>
+  culib.conv_bwd_data ins(%db, %w) outs(%dx) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<2x4x5x5xf16>, memref<4x3x1x1xf16>, memref<2x3x5x5xf16>
+  return %dw, %dx, %dpool : memref<4x3x1x1xf16>, memref<2x3x5x5xf16>, memref<2x4x5x5xf16>
 }

@@ -203,7 +203,8 @@ def CuLib_ConvBwdDataOp : CuLib_Op<"conv_bwd_data"> {
   let description = [{
     ONNX ConvTranspose: `w` is [C, M/groups, K...]; `y`'s spatial sizes
     (which include ONNX's output_padding) are given by its type. `pads` holds
-    begin values for every spatial dim, then end values.
+    begin values for every spatial dim, then end values. `layout` `nhwc`:
+    x, y channels last and `w` [C, K..., M/groups].
   }];
   let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$w,
                        Optional<CuLib_FloatBuffer>:$bias,
@@ -211,11 +212,13 @@ def CuLib_ConvBwdDataOp : CuLib_Op<"conv_bwd_data"> {
                        DenseI64ArrayAttr:$strides,
                        DenseI64ArrayAttr:$dilations,
                        DefaultValuedAttr<I64Attr, "1">:$groups,
-                       CuLib_ComputeTypeAttr:$compute_type);
+                       CuLib_ComputeTypeAttr:$compute_type,
+                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $w `)` (`bias` `(` $bias^ `)`)? `outs` `(` $y `)`
     attr-dict `:` type(operands)
   }];
+  let hasVerifier = 1;
 }
 
 def CuLib_LRNOp : CuLib_Op<"lrn"> {
@@ -546,15 +549,20 @@ def CuLib_StateOp : CuLib_Op<"state"> {
 
 def CuLib_ConvBwdFilterOp : CuLib_Op<"conv_bwd_filter"> {
   let summary = "cudnnConvolutionBackwardFilter: dW of a convolution";
+  let description = [{
+    `layout` `nhwc`: x and dy channels last, dw [K, R..., C/groups].
+  }];
   let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$dy,
                        CuLib_FloatBuffer:$dw, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$strides,
                        DenseI64ArrayAttr:$dilations,
                        DefaultValuedAttr<I64Attr, "1">:$groups,
-                       CuLib_ComputeTypeAttr:$compute_type);
+                       CuLib_ComputeTypeAttr:$compute_type,
+                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $dy `)` `outs` `(` $dw `)` attr-dict `:` type(operands)
   }];
+  let hasVerifier = 1;
 }
 
 def CuLib_PoolBwdOp : CuLib_Op<"pool_bwd"> {
@@ -563,10 +571,12 @@ def CuLib_PoolBwdOp : CuLib_Op<"pool_bwd"> {
                        CuLib_FloatBuffer:$dx, StrAttr:$mode,
                        DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$strides,
-                       DenseI64ArrayAttr:$dilations);
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $dy `)` `outs` `(` $dx `)` attr-dict `:` type(operands)
   }];
+  let hasVerifier = 1;
 }
 
 def CuLib_BatchNormBwdOp : CuLib_Op<"batch_norm_bwd"> {
@@ -574,11 +584,13 @@ def CuLib_BatchNormBwdOp : CuLib_Op<"batch_norm_bwd"> {
   let arguments = (ins CuLib_FloatBuffer:$x, MemRefOf<[F32]>:$scale,
                        CuLib_FloatBuffer:$dy, CuLib_FloatBuffer:$dx,
                        MemRefOf<[F32]>:$dscale, MemRefOf<[F32]>:$dbias,
-                       F32Attr:$epsilon);
+                       F32Attr:$epsilon,
+                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $scale `,` $dy `)` `outs` `(` $dx `,` $dscale `,` $dbias `)`
     attr-dict `:` type(operands)
   }];
+  let hasVerifier = 1;
 }
 
 def CuLib_SoftmaxCrossEntropyGradOp : CuLib_Op<"softmax_cross_entropy_grad"> {

@@ -106,6 +106,14 @@ Result<bool> boolAttr(const PlanCall &call, std::string_view name,
 /// Attribute 'layout' of conv_fwd, pool and the batch norms: "nchw" (the
 /// default, ONNX's) or "nhwc" (channels last); true for "nhwc".
 Result<bool> channelsLastAttr(const PlanCall &call);
+/// For calls whose CPU kernel is channels-first only (the backward
+/// convolutions): a channels-last tensor [N, spatial..., C] copied to
+/// [N, C, spatial...], and such a result written back channels last. (The
+/// CPU backend is the reference; cuDNN runs these calls channels last
+/// natively.)
+HostTensor channelsFirstCopy(const TensorView &channelsLast);
+Status writeChannelsLast(const TensorView &channelsFirst,
+                         const TensorView &channelsLast);
 /// Whether the optional buffer `name` is there: the attribute has_<name>,
 /// which the serializer writes for every optional buffer (required, 0 or 1).
 Result<bool> hasBuffer(const PlanCall &call, std::string_view name);

@@ -1,5 +1,6 @@
 //===- CallTable.cpp - the CPU call table and attribute readers ----------===//
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/DataKernels.h"
 
 #include <type_traits>
 
@@ -83,6 +84,40 @@ Result<std::string> stringAttr(const PlanCall &call, std::string_view name,
                                std::string defaultValue) {
   return readAttr<std::string>(call, name, std::move(defaultValue));
 }
+namespace {
+/// [N, C, spatial...] <-> [N, spatial..., C] permutations of a rank.
+std::vector<int64_t> channelsFirstPerm(size_t rank) {
+  std::vector<int64_t> perm = {0, static_cast<int64_t>(rank) - 1};
+  for (size_t i = 1; i + 1 < rank; ++i)
+    perm.push_back(static_cast<int64_t>(i));
+  return perm;
+}
+std::vector<int64_t> channelsLastPerm(size_t rank) {
+  std::vector<int64_t> perm = {0};
+  for (size_t i = 2; i < rank; ++i)
+    perm.push_back(static_cast<int64_t>(i));
+  perm.push_back(1);
+  return perm;
+}
+} // namespace
+
+HostTensor channelsFirstCopy(const TensorView &channelsLast) {
+  std::vector<int64_t> perm = channelsFirstPerm(channelsLast.shape.size());
+  Shape shape;
+  for (int64_t p : perm)
+    shape.push_back(channelsLast.shape[p]);
+  HostTensor copy(channelsLast.dtype, shape);
+  // Cannot fail: the shapes are a permutation of each other.
+  (void)transpose(channelsLast, copy.view(), perm);
+  return copy;
+}
+
+Status writeChannelsLast(const TensorView &channelsFirst,
+                         const TensorView &channelsLast) {
+  return transpose(channelsFirst, channelsLast,
+                   channelsLastPerm(channelsFirst.shape.size()));
+}
+
 Result<bool> channelsLastAttr(const PlanCall &call) {
   Result<std::string> layout = stringAttr(call, "layout", "nchw");
   if (!layout)

@@ -110,7 +110,23 @@ Status convBwdDataCall(const CallArgs &args) {
     MP_RT_TRY_ASSIGN(computeType, dtypeAttr(call, "compute_type"));
     (void)computeType;
   }
-  return convTranspose(*in[0], *in[1], in[2], args.results[0], o);
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
+  if (!channelsLast)
+    return convTranspose(*in[0], *in[1], in[2], args.results[0], o);
+  // x, y [N, spatial..., C] and w [C, spatial..., M/groups], through the
+  // channels-first kernel.
+  const TensorView &y = args.results[0];
+  if (in[1]->shape.size() != in[0]->shape.size() ||
+      y.shape.size() != in[0]->shape.size())
+    return Status::error("x, w and y must have the same rank");
+  HostTensor xFirst = channelsFirstCopy(*in[0]);
+  HostTensor wFirst = channelsFirstCopy(*in[1]);
+  HostTensor yFirst = channelsFirstCopy(y); // its shape; overwritten
+  if (Status s = convTranspose(xFirst.view(), wFirst.view(), in[2],
+                               yFirst.view(), o);
+      !s)
+    return s;
+  return writeChannelsLast(yFirst.view(), y);
 }
 
 Status lrnCall(const CallArgs &args) {

@@ -149,7 +149,23 @@ Status convBwdFilterCall(const CallArgs &args) {
   o.groups = groups;
   if (Status s = checkComputeType(call, x.dtype); !s)
     return s;
-  return convBackwardFilter(x, args.operands[1], args.results[0], o);
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
+  if (!channelsLast)
+    return convBackwardFilter(x, args.operands[1], args.results[0], o);
+  // x, dy [N, spatial..., C] and dw [K, spatial..., C/groups], through the
+  // channels-first kernel.
+  const TensorView &dw = args.results[0];
+  if (args.operands[1].shape.size() != x.shape.size() ||
+      dw.shape.size() != x.shape.size())
+    return Status::error("x, dy and dw must have the same rank");
+  HostTensor xFirst = channelsFirstCopy(x);
+  HostTensor dyFirst = channelsFirstCopy(args.operands[1]);
+  HostTensor dwFirst = channelsFirstCopy(dw); // its shape; overwritten
+  if (Status s = convBackwardFilter(xFirst.view(), dyFirst.view(),
+                                    dwFirst.view(), o);
+      !s)
+    return s;
+  return writeChannelsLast(dwFirst.view(), dw);
 }
 
 //===----------------------------------------------------------------------===//
@@ -179,6 +195,8 @@ Status poolBwdCall(const CallArgs &args) {
                                  o.strides, o.dilations);
       !s)
     return s;
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
+  o.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
   return poolBackward(x, args.operands[1], args.results[0], o);
 }
 
@@ -192,6 +210,8 @@ Status batchNormBwdCall(const CallArgs &args) {
   MP_RT_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon", 1e-5));
   BatchNormOptions o;
   o.epsilon = static_cast<float>(epsilon);
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(args.call));
+  o.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
   const std::vector<TensorView> &in = args.operands;
   const std::vector<TensorView> &out = args.results;
   return batchNormBackward(in[0], in[1], in[2], out[0], out[1], out[2], o);
