@@ -8,8 +8,9 @@
 // 2. Propagation, in program order (the writer of a buffer comes before its
 //    readers): an op that can run channels last (the convolutions, pool
 //    without indices, pool_bwd, the batch norms and their backward,
-//    elementwise kernels and casts on 4-D or single-element operands) and
-//    reads a buffer that is already NHWC goes NHWC too. An op only goes NHWC when every 4-D buffer it writes is a
+//    elementwise kernels and casts on 4-D or single-element operands,
+//    concat and slice on 4-D buffers, with their axis, starts and steps
+//    permuted) and reads a buffer that is already NHWC goes NHWC too. An op only goes NHWC when every 4-D buffer it writes is a
 //    fresh activation: a culib.alloc that this op alone writes.
 // 3. Rewrite: each NHWC buffer becomes a culib.alloc of the permuted type
 //    [N, H, W, C]. NHWC ops read other 4-D operands (graph inputs, filters:
@@ -112,6 +113,17 @@ std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
         return ifNCHW(o, {&o.getXMutable(), &o.getDyMutable(),
                           &o.getDxMutable()});
       })
+      // Data movement along dims: the axis, starts and steps are permuted
+      // with the data (remapAttributes).
+      .Case<culib::ConcatOp, culib::SliceOp>([&](Operation *o) -> Result {
+        SmallVector<OpOperand *> operands;
+        for (OpOperand &operand : o->getOpOperands()) {
+          if (!isStatic4D(operand.get()))
+            return std::nullopt;
+          operands.push_back(&operand);
+        }
+        return operands;
+      })
       .Case<culib::ElementwiseOp, culib::CastOp>([&](Operation *o) -> Result {
         // Pointwise on equal 4-D shapes (broadcast 4-D operands are
         // permuted alike) and single elements; others broadcast by trailing
@@ -128,6 +140,23 @@ std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
         return operands;
       })
       .Default([](Operation *) -> Result { return std::nullopt; });
+}
+
+/// The attributes of a data-movement op that now runs on NHWC buffers:
+/// concat's axis, slice's starts and steps, in the NHWC order of dims.
+void remapAttributes(Operation *op) {
+  auto permuted = [](ArrayRef<int64_t> nchw) {
+    return permuteShape(nchw, kToNHWC);
+  };
+  if (auto concat = dyn_cast<culib::ConcatOp>(op)) {
+    int64_t axis = static_cast<int64_t>(concat.getAxis());
+    if (axis < 0)
+      axis += 4;
+    concat.setAxis(kToNCHW[axis]);
+  } else if (auto slice = dyn_cast<culib::SliceOp>(op)) {
+    slice.setStarts(permuted(slice.getStarts()));
+    slice.setSteps(permuted(slice.getSteps()));
+  }
 }
 
 /// The filter a convolution reads ([K, C, R, S] in NCHW, [K, R, S, C] in
@@ -329,7 +358,9 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
         }
         if (OpOperand *filter = filterOperand(op))
           filter->set(readAsNHWC(filter->get(), op));
-        if (!isa<culib::ElementwiseOp, culib::CastOp>(op))
+        if (isa<culib::ConcatOp, culib::SliceOp>(op))
+          remapAttributes(op);
+        else if (!isa<culib::ElementwiseOp, culib::CastOp>(op))
           op->setAttr("layout", builder.getStringAttr("nhwc"));
         continue;
       }

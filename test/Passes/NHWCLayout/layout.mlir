@@ -137,3 +137,25 @@ func.func @backward(%x: memref<2x3x5x5xf16>, %w: memref<4x3x1x1xf16>, %dy: memre
   culib.conv_bwd_data ins(%db, %w) outs(%dx) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<2x4x5x5xf16>, memref<4x3x1x1xf16>, memref<2x3x5x5xf16>
   return %dw, %dx, %dpool : memref<4x3x1x1xf16>, memref<2x3x5x5xf16>, memref<2x4x5x5xf16>
 }
+
+// A fire module: two convolutions concatenated along the channels, then a
+// slice; concat's axis and slice's starts and steps follow the data, so no
+// transposes are needed between them.
+// CHECK-LABEL: func.func @fire
+// CHECK: culib.concat ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) {axis = 3 : i64} : memref<1x3x3x2xf16>, memref<1x3x3x2xf16>, memref<1x3x3x4xf16>
+// CHECK: culib.slice ins(%{{.*}}) outs(%{{.*}}) {starts = array<i64: 0, 0, 1, 1>, steps = array<i64: 1, 1, 1, 2>} : memref<1x3x3x4xf16>, memref<1x2x2x2xf16>
+// CHECK-NEXT: culib.alloc : memref<1x2x2x2xf16>
+// CHECK-NEXT: culib.transpose
+// CHECK-NOT: culib.transpose
+// CHECK: return
+func.func @fire(%x: memref<1x2x3x3xf16>, %w1: memref<2x2x1x1xf16>, %w2: memref<2x2x1x1xf16>) -> memref<1x2x2x2xf16> {
+  %a = culib.alloc : memref<1x2x3x3xf16>
+  culib.conv_fwd ins(%x, %w1) outs(%a) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf16>, memref<2x2x1x1xf16>, memref<1x2x3x3xf16>
+  %b = culib.alloc : memref<1x2x3x3xf16>
+  culib.conv_fwd ins(%x, %w2) outs(%b) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf16>, memref<2x2x1x1xf16>, memref<1x2x3x3xf16>
+  %c = culib.alloc : memref<1x4x3x3xf16>
+  culib.concat ins(%a, %b) outs(%c) {axis = 1 : i64} : memref<1x2x3x3xf16>, memref<1x2x3x3xf16>, memref<1x4x3x3xf16>
+  %s = culib.alloc : memref<1x2x2x2xf16>
+  culib.slice ins(%c) outs(%s) {starts = array<i64: 0, 1, 0, 1>, steps = array<i64: 1, 2, 1, 1>} : memref<1x4x3x3xf16>, memref<1x2x2x2xf16>
+  return %s : memref<1x2x2x2xf16>
+}
