@@ -65,10 +65,13 @@ def compile_commands(models, batch, out_dir, mp_opt):
     return cmds
 
 
-def time_mp_run(mp_run, plan, backend, iters, warmup, weights=()):
+def time_mp_run(mp_run, plan, backend, iters, warmup, weights=(), timeout=None):
     cmd = [mp_run, plan, "--zero-inputs", "--backend=" + backend,
            "--repeat=%d" % iters, "--warmup=%d" % warmup] + list(weights)
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, ["mp-run timed out after %gs" % timeout]
     if out.returncode != 0:
         return None, (out.stderr or out.stdout).strip().splitlines()[-1:]
     m = re.search(r"median ([0-9.]+) ms", out.stdout)
@@ -178,6 +181,8 @@ def main():
                          "directory there (plans saved without weights)")
     ap.add_argument("--unchecked-weights", action="store_true",
                     help="with --weights: mp-run --unchecked-weights")
+    ap.add_argument("--mp-run-timeout", type=float, default=300,
+                    help="seconds for one mp-run (default 300)")
     args = ap.parse_args()
     models = args.models.split(",")
 
@@ -192,13 +197,20 @@ def main():
     for name in models:
         for phase in args.phases.split(","):
             flops = None
-            torch_ms = {}
+            torch_ms, torch_errors = {}, {}
             for mode in ("fp32", "tf32", "amp"):
                 if mode == "tf32" and args.device != "cuda":
                     continue
-                ms, flops = torch_measure(name, args.batch, phase, mode,
+                try:
+                    ms, f = torch_measure(name, args.batch, phase, mode,
                                           args.device, args.iters, args.warmup)
+                    flops = f if f is not None else flops
+                except Exception as e:  # one configuration, not the table
+                    ms = None
+                    torch_errors[mode] = ["%s: %s" % (type(e).__name__, e)]
                 torch_ms[mode] = ms
+                print("%s %s torch %s: %s ms" % (name, phase, mode, ms),
+                      flush=True)
             ours = {}
             for prec in ("fp32", "mixed"):
                 plan = os.path.join(args.plans, "%s.%s.%s.mpplan" % (name, prec, phase))
@@ -211,10 +223,15 @@ def main():
                     if args.unchecked_weights:
                         weights.append("--unchecked-weights")
                 ours[prec] = time_mp_run(args.mp_run, plan, args.mp_run_backend,
-                                         args.iters, args.warmup, weights)
+                                         args.iters, args.warmup, weights,
+                                         args.mp_run_timeout)
+                print("%s %s ours %s: %s ms %s" % (
+                    name, phase, prec, ours[prec][0],
+                    " ".join(ours[prec][1] or [])), flush=True)
             for label, ms, why in (
                     [("ours " + p, ours[p][0], ours[p][1]) for p in ("fp32", "mixed")] +
-                    [("torch " + m, torch_ms[m], None) for m in torch_ms]):
+                    [("torch " + m, torch_ms[m], torch_errors.get(m))
+                     for m in torch_ms]):
                 rows.append((name, phase, label, ms, why, flops))
     amp = {(r[0], r[1]): r[3] for r in rows if r[2] == "torch amp"}
     ours32 = {(r[0], r[1]): r[3] for r in rows if r[2] == "ours fp32"}

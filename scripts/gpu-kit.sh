@@ -191,7 +191,7 @@ EOF
 # the nvidia-* wheels of the python3 that has torch.
 find_cuda_libs() {
   CUDNN_INC="" CUDNN_LIB="" CUBLASLT_LIB="" CUBLAS_INC="" LIB_DIRS=""
-  local cuda=/usr/local/cuda roots r f
+  local cuda="${GPU_KIT_CUDA_HOME:-/usr/local/cuda}" roots r f
   if [ -f "$cuda/include/cudnn.h" ]; then CUDNN_INC="$cuda/include"; fi
   for f in "$cuda"/lib64/libcudnn.so "$cuda"/lib64/libcudnn.so.9; do
     [ -z "$CUDNN_LIB" ] && [ -e "$f" ] && CUDNN_LIB="$f"
@@ -322,7 +322,7 @@ cmd_run() {
         step tests "${GPU_KIT_TESTS_LIMIT:-240}" "$BIN/mp-runtime-tests" "[cuda]" || status=1 ;;
       conformance)
         step conformance "${GPU_KIT_CONFORMANCE_LIMIT:-240}" "$PY" "$ROOT/scripts/conformance.py" \
-          --kit "$KIT/conformance" --backend="$backend" --mp-run "$BIN/mp-run" \
+          --kit "$KIT/conformance" --backend="$backend" --mp-run "$BIN/mp-run" -v \
           -j "$jobs" --timeout 60 --json "$OUT_DIR/conformance.json" || status=1 ;;
       weights)
         local m
