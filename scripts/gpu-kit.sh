@@ -26,7 +26,8 @@
 #         weights      export ResNet-50 again with torch and write its
 #                      initializers as the stripped plans' weights
 #         bench        scripts/bench_gpu.py on the kit's plans
-#       each under its own time limit, logs and results in $OUT (or
+#       each under its own time limit and all within GPU_KIT_DEADLINE
+#       (580 s: a device call may run 600), logs and results in $OUT (or
 #       .gpu-kit/out), and a summary (summary.md). --cpu runs the same steps
 #       with the CPU backend and torch on the CPU (and small iteration
 #       counts): a check of the kit and of this script where there is no GPU.
@@ -155,7 +156,7 @@ cmd_make() {
   fi
 
   {
-    echo "made: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname) from $(cd "$ROOT" && git rev-parse --short HEAD)$(cd "$ROOT" && git diff --quiet HEAD -- . ':!.gpu-kit' || echo ' (with local changes)')"
+    echo "made: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n) from $(cd "$ROOT" && git rev-parse --short HEAD)$(cd "$ROOT" && git diff --quiet HEAD -- . ':!.gpu-kit' || echo ' (with local changes)')"
     echo "mp-opt: $MP_OPT"
     echo "bench batch: $BATCH; models: $BENCH_MODELS; without weights: $STRIP_MODELS"
   } >"$KIT/MADE"
@@ -216,13 +217,21 @@ find_cuda_libs() {
   done
 }
 
-# step NAME LIMIT_SECONDS COMMAND...: runs it with a time limit, its output
-# into $OUT/NAME.log (and the last lines on stdout), one line into the summary.
+# step NAME LIMIT_SECONDS COMMAND...: runs it with a time limit (its own, or
+# what is left of the whole run's GPU_KIT_DEADLINE, if less), its output into
+# $OUT/NAME.log (and the last lines on stdout), one line into the summary.
 step() {
   local name="$1" limit="$2"
   shift 2
-  local log="$OUT_DIR/$name.log" start rc
+  local log="$OUT_DIR/$name.log" start rc left
   start=$(date +%s)
+  left=$(( RUN_START + ${GPU_KIT_DEADLINE:-580} - start - 5 ))
+  if [ "$left" -lt 15 ]; then
+    echo "== $name: skipped, ${left}s left of the run's ${GPU_KIT_DEADLINE:-580}s"
+    echo "| $name | SKIPPED (no time left) | 0s | |" >>"$SUMMARY"
+    return 1
+  fi
+  [ "$left" -lt "$limit" ] && limit=$left
   echo "== $name (limit ${limit}s)"
   timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
   rc=$?
@@ -271,6 +280,7 @@ cmd_run() {
   [ ${#steps[@]} -eq 0 ] && steps=(build tests conformance weights bench)
   [ -d "$KIT/include" ] || die "no kit at $KIT: make it where mp-opt is (scripts/gpu-kit.sh make) and carry .gpu-kit"
   local status=0
+  RUN_START=$(date +%s)
   OUT_DIR="${OUT:-$KIT/out}"
   mkdir -p "$OUT_DIR"
   BUILD="${GPU_KIT_BUILD:-$ROOT/build-kit}"
@@ -284,7 +294,7 @@ cmd_run() {
     echo "# gpu-kit run $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo
     echo "- kit: $(head -1 "$KIT/MADE" 2>/dev/null)"
-    echo "- machine: $(hostname); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+    echo "- machine: $(uname -n); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
     echo "- nvcc: $( (command -v nvcc >/dev/null && nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>/dev/null | tail -1)"
     echo "- torch: $("$PY" -c 'import torch; print(torch.__version__, torch.cuda.is_available())' 2>/dev/null)"
     echo "- backend: $backend; steps: ${steps[*]}"
