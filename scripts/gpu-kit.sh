@@ -138,7 +138,7 @@ cmd_make() {
     [ -f "$KIT/conformance/manifest.json" ] || echo "(no conformance kit yet)"
   fi
 
-  rm -rf "$KIT/prebuilt"
+  rm -rf "$KIT/prebuilt" "$KIT/out" # out: results of run --cpu here
   if [ $prebuilt = 1 ] && { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; }; then
     echo "== the device build, here (build-kit/), as a fallback for the device"
     BUILD="$ROOT/build-kit" CPU_ONLY=0

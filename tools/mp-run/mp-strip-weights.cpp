@@ -21,7 +21,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 using namespace mp::rt;
 
@@ -109,6 +111,8 @@ int main(int argc, char **argv) {
     return error(weightsPath, report.message());
   if (Status s = savePlan(*plan, outPath); !s)
     return error(outPath, s.message());
+  // Kept bytes are the weights' sizes in memory (a splat takes one element
+  // in the file).
   std::printf("%s: %zu weights external (%llu bytes), %zu kept (%llu bytes)",
               outPath.c_str(), report->external,
               static_cast<unsigned long long>(report->externalBytes),
@@ -118,6 +122,10 @@ int main(int argc, char **argv) {
                 "reproduce them",
                 report->notReproduced.size(),
                 static_cast<unsigned long long>(minBytes));
+  std::error_code ec;
+  uintmax_t fileBytes = std::filesystem::file_size(outPath, ec);
+  if (!ec)
+    std::printf("; the file has %ju bytes", fileBytes);
   std::printf("\n");
   if (verbose)
     for (const std::string &line : report->notReproduced)
