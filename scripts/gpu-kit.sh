@@ -288,6 +288,8 @@ cmd_run() {
   BIN="$BUILD/bin"
   mkdir -p "$BUILD/weights"
   SUMMARY="$OUT_DIR/summary.md"
+  NOTES="$OUT_DIR/.notes"
+  : >"$NOTES"
   local backend=cuda device=cuda
   [ "$CPU_ONLY" = 1 ] && backend=cpu device=cpu
   {
@@ -324,7 +326,7 @@ cmd_run() {
           status=1
           if [ -x "$KIT/prebuilt/mp-run" ]; then
             BIN="$KIT/prebuilt"
-            echo "- the build failed: the steps below use the kit's prebuilt mp-run and mp-runtime-tests ($(head -1 "$KIT/MADE"))" >>"$SUMMARY"
+            echo "- the build failed: the steps after it used the kit's prebuilt mp-run and mp-runtime-tests ($(head -1 "$KIT/MADE"))" >>"$NOTES"
           fi
         fi ;;
       tests)
@@ -348,7 +350,7 @@ cmd_run() {
              'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["identical"] != d["total"])' \
              "$BUILD/weights/$m.status.json"; then
             unchecked=(--unchecked-weights)
-            echo "- $m: the weights made here differ from the compile machine's: bench runs with --unchecked-weights (see weights-$m.log)" >>"$SUMMARY"
+            echo "- $m: the weights made here differ from the compile machine's: the benchmark ran with --unchecked-weights (see weights-$m.log)" >>"$NOTES"
           fi
         done
         bench_batch=$(sed -n 's/^bench batch: \([0-9]*\).*/\1/p' "$KIT/MADE")
@@ -360,6 +362,11 @@ cmd_run() {
           --out "$OUT_DIR/bench.md" || status=1 ;;
     esac
   done
+  if [ -s "$NOTES" ]; then
+    echo >>"$SUMMARY"
+    cat "$NOTES" >>"$SUMMARY"
+  fi
+  rm -f "$NOTES"
   echo
   cat "$SUMMARY"
   return $status
