@@ -78,9 +78,10 @@ cmd_make() {
 
   echo "== mp-run and mp-strip-weights for this machine ($HOST)"
   if [ ! -f "$HOST/build.ninja" ]; then
+    mkdir -p "$HOST"
     cmake -S "$ROOT/lib/Runtime" -B "$HOST" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DMP_ENABLE_CUDA=OFF -DMP_RUNTIME_BUILD_TESTS=ON >"$HOST.configure.log" 2>&1 ||
-      { cat "$HOST.configure.log"; die "configuring $HOST failed"; }
+      -DMP_ENABLE_CUDA=OFF -DMP_RUNTIME_BUILD_TESTS=ON >"$HOST/gpu-kit-configure.log" 2>&1 ||
+      { cat "$HOST/gpu-kit-configure.log"; die "configuring $HOST failed"; }
   fi
   ninja -C "$HOST" mp-run mp-strip-weights >/dev/null || die "building $HOST failed"
   # A copy: the conformance run and the checks must not see a relink.
@@ -143,15 +144,16 @@ cmd_make() {
     echo "== the device build, here (build-kit/), as a fallback for the device"
     BUILD="$ROOT/build-kit" CPU_ONLY=0
     export BUILD CPU_ONLY
-    if { [ -f "$BUILD/build.ninja" ] && ninja -C "$BUILD" mp-run mp-runtime-tests >"$BUILD.log" 2>&1; } ||
-       bash "$0" _build >"$BUILD.log" 2>&1; then
+    mkdir -p "$BUILD"
+    if { [ -f "$BUILD/build.ninja" ] && ninja -C "$BUILD" mp-run mp-runtime-tests >"$BUILD/gpu-kit-make.log" 2>&1; } ||
+       bash "$0" _build >"$BUILD/gpu-kit-make.log" 2>&1; then
       mkdir -p "$KIT/prebuilt"
       strip -o "$KIT/prebuilt/mp-run" "$BUILD/bin/mp-run" &&
         strip -o "$KIT/prebuilt/mp-runtime-tests" "$BUILD/bin/mp-runtime-tests" ||
         die "cannot copy the prebuilt binaries"
     else
-      tail -20 "$BUILD.log"
-      die "the device build failed here too (log: $BUILD.log)"
+      tail -20 "$BUILD/gpu-kit-make.log"
+      die "the device build failed here too (log: $BUILD/gpu-kit-make.log)"
     fi
   fi
 
