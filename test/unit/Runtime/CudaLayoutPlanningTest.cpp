@@ -8,23 +8,17 @@
 // format), window geometry or per-channel geometry.
 //
 //===----------------------------------------------------------------------===//
+#include "CudaPlanningTestSupport.h"
+
 #include "mp/Runtime/CUDA/CudaPlanning.h"
 
 #include <catch2/catch.hpp>
 
 using namespace mp::rt;
 using namespace mp::rt::cuda;
+using mp::rt::test::Addr;
 
 namespace {
-
-struct Addr {
-  uint64_t next = uint64_t(1) << 32;
-  TensorDesc operator()(DType t, Shape s) {
-    TensorDesc d{t, std::move(s), next};
-    next += (d.byteCount() + 4096) / 256 * 256 + 256;
-    return d;
-  }
-};
 
 /// [N, C, spatial...] -> [N, spatial..., C].
 Shape toNHWC(const Shape &s) {

@@ -8,6 +8,8 @@
 // keys, and that the checks accept and refuse what the CPU backend does.
 //
 //===----------------------------------------------------------------------===//
+#include "CudaPlanningTestSupport.h"
+
 #include "mp/Runtime/CUDA/CudaPlanning.h"
 #include "mp/Runtime/CPU/Calls.h"
 
@@ -18,18 +20,9 @@
 
 using namespace mp::rt;
 using namespace mp::rt::cuda;
+using mp::rt::test::Addr;
 
 namespace {
-
-/// Tensors at distinct, 256-aligned made-up addresses.
-struct Addr {
-  uint64_t next = uint64_t(1) << 32;
-  TensorDesc operator()(DType t, Shape s) {
-    TensorDesc d{t, std::move(s), next};
-    next += (d.byteCount() + 4096) / 256 * 256 + 256;
-    return d;
-  }
-};
 
 PlanCall callOf(std::string kind, std::vector<PlanAttr> attrs) {
   PlanCall c;
