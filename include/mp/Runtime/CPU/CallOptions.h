@@ -33,6 +33,10 @@ inline constexpr std::array<BufferSpec, 8> kRnnOperands = {
 inline constexpr std::array<BufferSpec, 3> kRnnResults = {
     {{"y", true}, {"y_h", true}, {"y_c", true}}};
 
+/// Attribute 'direction' of cudnn.rnn and kernel.lstm_bwd: forward (the
+/// default), reverse or bidirectional.
+Result<RnnDirection> rnnDirectionAttr(const PlanCall &call);
+
 /// cudnn.rnn's attributes: mode, direction, hidden_size, activations,
 /// activation_alpha / _beta, clip, input_forget, linear_before_reset.
 Result<RnnOptions> rnnOptionsOf(const PlanCall &call);

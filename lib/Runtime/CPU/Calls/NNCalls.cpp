@@ -16,6 +16,19 @@ namespace mp::rt::cpu {
 // cudnn.rnn
 //===----------------------------------------------------------------------===//
 
+Result<RnnDirection> rnnDirectionAttr(const PlanCall &call) {
+  MP_RT_TRY_ASSIGN(direction, stringAttr(call, "direction", "forward"));
+  if (direction == "forward")
+    return RnnDirection::Forward;
+  if (direction == "reverse")
+    return RnnDirection::Reverse;
+  if (direction == "bidirectional")
+    return RnnDirection::Bidirectional;
+  return Status::error("attribute 'direction' must be forward, reverse or "
+                       "bidirectional, got '" +
+                       direction + "'");
+}
+
 Result<RnnOptions> rnnOptionsOf(const PlanCall &call) {
   RnnOptions o;
   MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode"));
@@ -28,17 +41,8 @@ Result<RnnOptions> rnnOptionsOf(const PlanCall &call) {
   else
     return Status::error("attribute 'mode' must be lstm, gru or rnn, got '" +
                          mode + "'");
-  MP_RT_TRY_ASSIGN(direction, stringAttr(call, "direction", "forward"));
-  if (direction == "forward")
-    o.direction = RnnDirection::Forward;
-  else if (direction == "reverse")
-    o.direction = RnnDirection::Reverse;
-  else if (direction == "bidirectional")
-    o.direction = RnnDirection::Bidirectional;
-  else
-    return Status::error("attribute 'direction' must be forward, reverse or "
-                         "bidirectional, got '" +
-                         direction + "'");
+  MP_RT_TRY_ASSIGN(direction, rnnDirectionAttr(call));
+  o.direction = direction;
   MP_RT_TRY_ASSIGN(hidden, intAttr(call, "hidden_size"));
   o.hiddenSize = hidden;
   MP_RT_TRY_ASSIGN(names, stringAttr(call, "activations", ""));

@@ -541,17 +541,8 @@ Status adamStepCall(const CallArgs &args) {
 
 Result<LstmBackwardOptions> lstmBackwardOptionsOf(const PlanCall &call) {
   LstmBackwardOptions o;
-  MP_RT_TRY_ASSIGN(direction, stringAttr(call, "direction", "forward"));
-  if (direction == "forward")
-    o.direction = RnnDirection::Forward;
-  else if (direction == "reverse")
-    o.direction = RnnDirection::Reverse;
-  else if (direction == "bidirectional")
-    o.direction = RnnDirection::Bidirectional;
-  else
-    return Status::error("attribute 'direction' must be forward, reverse or "
-                         "bidirectional, got '" +
-                         direction + "'");
+  MP_RT_TRY_ASSIGN(direction, rnnDirectionAttr(call));
+  o.direction = direction;
   MP_RT_TRY_ASSIGN(hidden, intAttr(call, "hidden_size"));
   o.hiddenSize = hidden;
   if (Status s = checkPlainLstm(
