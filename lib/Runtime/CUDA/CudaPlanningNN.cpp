@@ -135,15 +135,7 @@ Result<LrnParams> planLrn(const PlanCall &call,
                           const std::vector<TensorDesc> &res) {
   if (Status s = arity(ops, res, 1, 1, 1, 1); !s)
     return s;
-  cpu::LrnOptions o;
-  MP_TRY(size, intAttr(call, "size"));
-  MP_TRY(alpha, floatAttr(call, "alpha", 1e-4));
-  MP_TRY(beta, floatAttr(call, "beta", 0.75));
-  MP_TRY(bias, floatAttr(call, "bias", 1.0));
-  o.size = size;
-  o.alpha = static_cast<float>(alpha);
-  o.beta = static_cast<float>(beta);
-  o.bias = static_cast<float>(bias);
+  MP_TRY(o, cpu::lrnOptionsOf(call));
   const TensorDesc &x = ops[0], &y = res[0];
   if (Status s = cpu::checkLrn(viewOf(x), viewOf(y), o); !s)
     return s;

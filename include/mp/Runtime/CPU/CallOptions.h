@@ -33,6 +33,9 @@ inline constexpr std::array<BufferSpec, 8> kRnnOperands = {
 inline constexpr std::array<BufferSpec, 3> kRnnResults = {
     {{"y", true}, {"y_h", true}, {"y_c", true}}};
 
+/// cudnn.lrn's attributes: size, alpha, beta, bias (ONNX's defaults).
+Result<LrnOptions> lrnOptionsOf(const PlanCall &call);
+
 /// Attribute 'direction' of cudnn.rnn and kernel.lstm_bwd: forward (the
 /// default), reverse or bidirectional.
 Result<RnnDirection> rnnDirectionAttr(const PlanCall &call);

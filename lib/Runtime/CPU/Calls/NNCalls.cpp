@@ -16,6 +16,19 @@ namespace mp::rt::cpu {
 // cudnn.rnn
 //===----------------------------------------------------------------------===//
 
+Result<LrnOptions> lrnOptionsOf(const PlanCall &call) {
+  LrnOptions o;
+  MP_RT_TRY_ASSIGN(size, intAttr(call, "size"));
+  MP_RT_TRY_ASSIGN(alpha, floatAttr(call, "alpha", 1e-4));
+  MP_RT_TRY_ASSIGN(beta, floatAttr(call, "beta", 0.75));
+  MP_RT_TRY_ASSIGN(bias, floatAttr(call, "bias", 1.0));
+  o.size = size;
+  o.alpha = static_cast<float>(alpha);
+  o.beta = static_cast<float>(beta);
+  o.bias = static_cast<float>(bias);
+  return o;
+}
+
 Result<RnnDirection> rnnDirectionAttr(const PlanCall &call) {
   MP_RT_TRY_ASSIGN(direction, stringAttr(call, "direction", "forward"));
   if (direction == "forward")
@@ -136,16 +149,7 @@ Status convBwdDataCall(const CallArgs &args) {
 Status lrnCall(const CallArgs &args) {
   if (Status s = checkArity(args, 1, 1, 1, 1); !s)
     return s;
-  const PlanCall &call = args.call;
-  LrnOptions o;
-  MP_RT_TRY_ASSIGN(size, intAttr(call, "size"));
-  MP_RT_TRY_ASSIGN(alpha, floatAttr(call, "alpha", 1e-4));
-  MP_RT_TRY_ASSIGN(beta, floatAttr(call, "beta", 0.75));
-  MP_RT_TRY_ASSIGN(bias, floatAttr(call, "bias", 1.0));
-  o.size = size;
-  o.alpha = static_cast<float>(alpha);
-  o.beta = static_cast<float>(beta);
-  o.bias = static_cast<float>(bias);
+  MP_RT_TRY_ASSIGN(o, lrnOptionsOf(args.call));
   return lrn(args.operands[0], args.results[0], o);
 }
 
