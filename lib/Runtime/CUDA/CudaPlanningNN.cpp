@@ -32,20 +32,23 @@ using cpu::intAttr;
 namespace {
 
 /// Strides of `v` broadcast (aligned to the right) over `target`, 0 where
-/// it is broadcast; dense when it has target's elements.
+/// it is broadcast; dense when it has target's elements. `strides` holds
+/// kMaxDims entries: the dims beyond are not written (the caller refuses
+/// a broadcast over more dims; a dense one needs no strides).
 void broadcastStrides(const Shape &v, const Shape &target, int64_t *strides,
                       int32_t &dense) {
   dense = rt::numElements(v) == rt::numElements(target);
   size_t lead = target.size() - v.size();
   int64_t s = 1;
   for (size_t i = target.size(); i-- > 0;) {
-    if (i < lead) {
-      strides[i] = 0;
-      continue;
+    int64_t stride = 0;
+    if (i >= lead) {
+      int64_t d = v[i - lead];
+      stride = d == 1 ? 0 : s;
+      s *= d;
     }
-    int64_t d = v[i - lead];
-    strides[i] = d == 1 ? 0 : s;
-    s *= d;
+    if (i < static_cast<size_t>(kMaxDims))
+      strides[i] = stride;
   }
 }
 

@@ -1195,6 +1195,9 @@ static int vectorElementBytes(const EwParams &p) {
   if (p.op == kEwIsNan || p.op == kEwIsInf || p.op == kEwNot ||
       (p.op >= kEwEqual && p.op <= kEwXor) || p.op >= kEwWhere)
     return 0;
+  // max / min of one input is a copy in ewKernel, not floatOp(x, 0).
+  if ((p.op == kEwMax || p.op == kEwMin) && p.numInputs != 2)
+    return 0;
   int bytes = p.outDtype == kF32 ? 4
               : (p.outDtype == kF16 || p.outDtype == kBF16) ? 2
                                                               : 0;

@@ -1156,6 +1156,25 @@ TEST_CASE("normalization planning: layer norm, instance norm, LRN",
     // In place is allowed.
     CHECK(planLayerNorm(plain, {x, at(DType::F16, {8})}, {x}));
   }
+  SECTION("layer_norm over more normalized dims than the kernel's strides") {
+    // 12 normalized dims: a dense scale needs no strides (and none are
+    // written past the 8 the parameters hold); a broadcast one is refused.
+    Shape big(12, 2);
+    TensorDesc x = at(DType::F32, big), y = at(DType::F32, big);
+    PlanCall ln = callOf("kernel.layer_norm", {{"has_bias", int64_t(1)},
+                                               {"has_mean", int64_t(0)},
+                                               {"has_inv_std_dev", int64_t(0)},
+                                               {"axis", int64_t(0)}});
+    Result<NormParams> p = planLayerNorm(
+        ln, {x, at(DType::F32, big), at(DType::F32, big)}, {y});
+    REQUIRE(p);
+    CHECK(p->scaleDense == 1);
+    CHECK(p->biasDense == 1);
+    CHECK(p->rowSize == 4096);
+    CHECK_THAT(messageOf(planLayerNorm(
+                   ln, {x, at(DType::F32, {2}), at(DType::F32, big)}, {y})),
+               Catch::Contains("more than 8 normalized dims"));
+  }
   SECTION("instance_norm") {
     TensorDesc x = at(DType::BF16, {2, 3, 5, 5});
     Result<NormParams> p =
