@@ -65,9 +65,9 @@ def compile_commands(models, batch, out_dir, mp_opt):
     return cmds
 
 
-def time_mp_run(mp_run, plan, backend, iters, warmup, weights=(), timeout=None):
+def time_mp_run(mp_run, plan, backend, iters, warmup, extra_args=(), timeout=None):
     cmd = [mp_run, plan, "--zero-inputs", "--backend=" + backend,
-           "--repeat=%d" % iters, "--warmup=%d" % warmup] + list(weights)
+           "--repeat=%d" % iters, "--warmup=%d" % warmup] + list(extra_args)
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -181,6 +181,8 @@ def main():
                          "directory there (plans saved without weights)")
     ap.add_argument("--unchecked-weights", action="store_true",
                     help="with --weights: mp-run --unchecked-weights")
+    ap.add_argument("--cuda-batch-norm", choices=("auto", "spatial", "own"),
+                    help="mp-run --cuda-batch-norm (who runs the batch norms)")
     ap.add_argument("--mp-run-timeout", type=float, default=300,
                     help="seconds for one mp-run (default 300)")
     args = ap.parse_args()
@@ -217,13 +219,15 @@ def main():
                 if not os.path.exists(plan):
                     ours[prec] = (None, ["no plan " + plan])
                     continue
-                weights = []
+                mp_run_args = []
                 if args.weights and os.path.isdir(os.path.join(args.weights, name)):
-                    weights = ["--weights=" + os.path.join(args.weights, name)]
+                    mp_run_args = ["--weights=" + os.path.join(args.weights, name)]
                     if args.unchecked_weights:
-                        weights.append("--unchecked-weights")
+                        mp_run_args.append("--unchecked-weights")
+                if args.cuda_batch_norm and args.mp_run_backend == "cuda":
+                    mp_run_args.append("--cuda-batch-norm=" + args.cuda_batch_norm)
                 ours[prec] = time_mp_run(args.mp_run, plan, args.mp_run_backend,
-                                         args.iters, args.warmup, weights,
+                                         args.iters, args.warmup, mp_run_args,
                                          args.mp_run_timeout)
                 print("%s %s ours %s: %s ms %s" % (
                     name, phase, prec, ours[prec][0],

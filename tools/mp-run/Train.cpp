@@ -98,17 +98,25 @@ Result<HostTensor> convert(const HostTensor &x, DType dtype, Shape shape) {
 int64_t intAt(const HostTensor &t, int64_t i) {
   const void *p = t.data();
   switch (t.dtype()) {
-  case DType::I64: return static_cast<const int64_t *>(p)[i];
-  case DType::I32: return static_cast<const int32_t *>(p)[i];
-  case DType::I16: return static_cast<const int16_t *>(p)[i];
-  case DType::I8: return static_cast<const int8_t *>(p)[i];
+  case DType::I64:
+    return static_cast<const int64_t *>(p)[i];
+  case DType::I32:
+    return static_cast<const int32_t *>(p)[i];
+  case DType::I16:
+    return static_cast<const int16_t *>(p)[i];
+  case DType::I8:
+    return static_cast<const int8_t *>(p)[i];
   case DType::U8:
-  case DType::Bool: return static_cast<const uint8_t *>(p)[i];
-  case DType::U16: return static_cast<const uint16_t *>(p)[i];
-  case DType::U32: return static_cast<const uint32_t *>(p)[i];
+  case DType::Bool:
+    return static_cast<const uint8_t *>(p)[i];
+  case DType::U16:
+    return static_cast<const uint16_t *>(p)[i];
+  case DType::U32:
+    return static_cast<const uint32_t *>(p)[i];
   case DType::U64:
     return static_cast<int64_t>(static_cast<const uint64_t *>(p)[i]);
-  default: return static_cast<int64_t>(elementAsDouble(t, i));
+  default:
+    return static_cast<int64_t>(elementAsDouble(t, i));
   }
 }
 
@@ -175,8 +183,7 @@ void shuffle(std::vector<int64_t> &order, Rng &rng) {
 /// its dtype. `inputWhat` names the input in messages ("the plan's data
 /// input 'x'").
 bool loadData(const std::string &path, const PlanBinding &input,
-              const std::string &inputWhat, HostTensor &out,
-              Failure &failure) {
+              const std::string &inputWhat, HostTensor &out, Failure &failure) {
   Result<HostTensor> file = readTensorFile(path);
   if (!file) {
     failure = {path, file.message()};
@@ -216,7 +223,7 @@ bool loadData(const std::string &path, const PlanBinding &input,
 /// Labels read from a file: the file's tensor and its class ids.
 struct Labels {
   HostTensor file;
-  int64_t perSample = 0; ///< elements per sample in the file
+  int64_t perSample = 0;        ///< elements per sample in the file
   std::vector<int64_t> classes; ///< classification: every element, exactly
 };
 
@@ -224,8 +231,8 @@ struct Labels {
 /// integer class ids in [0, numClasses) (numClasses 0: not checked).
 bool loadLabels(const std::string &path, int64_t samples,
                 const std::string &dataPath, bool classification,
-                int64_t numClasses, const std::string &classesWhat,
-                Labels &out, Failure &failure) {
+                int64_t numClasses, const std::string &classesWhat, Labels &out,
+                Failure &failure) {
   Result<HostTensor> file = readTensorFile(path);
   if (!file) {
     failure = {path, file.message()};
@@ -233,13 +240,13 @@ bool loadLabels(const std::string &path, int64_t samples,
   }
   const Shape &shape = file->shape();
   if (shape.empty() || shape[0] != samples) {
-    failure = {path, "the labels are " +
-                         describeTensorType(file->dtype(), shape) + " (" +
-                         (shape.empty() ? std::string("no samples")
-                                        : std::to_string(shape[0]) +
-                                              " samples") +
-                         "), but the data (" + dataPath + ") have " +
-                         std::to_string(samples) + " samples"};
+    failure = {path,
+               "the labels are " + describeTensorType(file->dtype(), shape) +
+                   " (" +
+                   (shape.empty() ? std::string("no samples")
+                                  : std::to_string(shape[0]) + " samples") +
+                   "), but the data (" + dataPath + ") have " +
+                   std::to_string(samples) + " samples"};
     return false;
   }
   out.perSample = file->numElements() / samples;
@@ -258,8 +265,8 @@ bool loadLabels(const std::string &path, int64_t samples,
         failure = {path, "sample " + std::to_string(i / out.perSample) +
                              " has the label " + std::to_string(c) +
                              ", which is not a class id in [0, " +
-                             std::to_string(numClasses) + ") (" +
-                             classesWhat + ")"};
+                             std::to_string(numClasses) + ") (" + classesWhat +
+                             ")"};
         return false;
       }
       out.classes[static_cast<size_t>(i)] = c;
@@ -295,14 +302,14 @@ bool labelsForInput(const Labels &labels, const PlanBinding &input,
     for (size_t i = 0; i < labels.classes.size(); ++i) {
       int64_t c = labels.classes[i];
       if (c < 0 || c >= numClasses) {
-        failure = {path,
-                   "sample " + std::to_string(i / labels.perSample) +
-                       " has the label " + std::to_string(c) +
-                       ", which is not a class id in [0, " +
-                       std::to_string(numClasses) +
-                       ") (the plan's label input " + quoted(input.name) +
-                       " is " + describeTensorType(input.dtype, input.shape) +
-                       ", one-hot)"};
+        failure = {path, "sample " + std::to_string(i / labels.perSample) +
+                             " has the label " + std::to_string(c) +
+                             ", which is not a class id in [0, " +
+                             std::to_string(numClasses) +
+                             ") (the plan's label input " + quoted(input.name) +
+                             " is " +
+                             describeTensorType(input.dtype, input.shape) +
+                             ", one-hot)"};
         return false;
       }
       hot.as<float>()[static_cast<int64_t>(i) * numClasses + c] = 1.0f;
@@ -320,18 +327,18 @@ bool labelsForInput(const Labels &labels, const PlanBinding &input,
     return true;
   }
   if (labels.perSample != inputPerSample) {
-    failure = {path, "the labels are " +
-                         describeTensorType(labels.file.dtype(),
-                                            labels.file.shape()) +
-                         " (" + std::to_string(labels.perSample) +
-                         " per sample), but the plan's label input " +
-                         quoted(input.name) + " is " +
-                         describeTensorType(input.dtype, input.shape) + " (" +
-                         std::to_string(inputPerSample) + " per sample" +
-                         (classification && isFloat(input.dtype)
-                              ? ", or one class id per row of one-hot labels"
-                              : "") +
-                         ")"};
+    failure = {
+        path, "the labels are " +
+                  describeTensorType(labels.file.dtype(), labels.file.shape()) +
+                  " (" + std::to_string(labels.perSample) +
+                  " per sample), but the plan's label input " +
+                  quoted(input.name) + " is " +
+                  describeTensorType(input.dtype, input.shape) + " (" +
+                  std::to_string(inputPerSample) + " per sample" +
+                  (classification && isFloat(input.dtype)
+                       ? ", or one class id per row of one-hot labels"
+                       : "") +
+                  ")"};
     return false;
   }
   Result<HostTensor> cast = convert(labels.file, input.dtype, shape);
@@ -349,13 +356,12 @@ bool labelsForInput(const Labels &labels, const PlanBinding &input,
 class Progress {
 public:
   Progress() : enabled_(::isatty(::fileno(stderr)) != 0) {}
-  void update(int epoch, int epochs, int64_t done, int64_t total,
-              double loss, Clock::time_point start) {
+  void update(int epoch, int epochs, int64_t done, int64_t total, double loss,
+              Clock::time_point start) {
     if (!enabled_)
       return;
     auto now = Clock::now();
-    if (done < total && drawn_ &&
-        now - last_ < std::chrono::milliseconds(100))
+    if (done < total && drawn_ && now - last_ < std::chrono::milliseconds(100))
       return;
     last_ = now;
     drawn_ = true;
@@ -368,7 +374,8 @@ public:
     double eta = done ? elapsed / static_cast<double>(done) *
                             static_cast<double>(total - done)
                       : 0;
-    std::fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %lld/%lld  loss %.4g  ETA %.0f s",
+    std::fprintf(stderr,
+                 "\r\033[Kepoch %d/%d [%s] %lld/%lld  loss %.4g  ETA %.0f s",
                  epoch, epochs, bar.c_str(), static_cast<long long>(done),
                  static_cast<long long>(total), loss, eta);
     std::fflush(stderr);
@@ -405,8 +412,8 @@ public:
       return true;
     if (std::fputs(line.c_str(), file_) < 0 || std::fputc('\n', file_) < 0 ||
         std::fflush(file_) != 0) {
-      failure = {path_, std::string("cannot write the file: ") +
-                            std::strerror(errno)};
+      failure = {path_,
+                 std::string("cannot write the file: ") + std::strerror(errno)};
       return false;
     }
     return true;
@@ -417,8 +424,8 @@ public:
     bool ok = std::fclose(file_) == 0;
     file_ = nullptr;
     if (!ok)
-      failure = {path_, std::string("cannot write the file: ") +
-                            std::strerror(errno)};
+      failure = {path_,
+                 std::string("cannot write the file: ") + std::strerror(errno)};
     return ok;
   }
   ~CsvFile() {
@@ -471,7 +478,7 @@ struct EvalSet {
   const PlanBinding *input = nullptr;
   size_t output = 0; ///< index in plan.outputs
   int64_t batch = 0;
-  HostTensor data;   ///< [N, sample...] in the input's dtype
+  HostTensor data; ///< [N, sample...] in the input's dtype
   Labels labels;
   std::vector<double> targets; ///< regression: every label element
   int64_t samples = 0;
@@ -569,17 +576,16 @@ bool setUpEval(const TrainOptions &opts, const Plan &train, EvalSet &eval,
   const int64_t wanted =
       classification ? eval.rowsPerSample : eval.valuesPerSample;
   if (eval.labels.perSample != wanted) {
-    failure = {opts.evalLabelsPath,
-               "the labels are " +
-                   describeTensorType(eval.labels.file.dtype(),
-                                      eval.labels.file.shape()) +
-                   " (" + std::to_string(eval.labels.perSample) +
-                   " per sample), but the eval plan's output " +
-                   quoted(out.name) + " is " +
-                   describeTensorType(out.dtype, out.shape) + " (" +
-                   std::to_string(wanted) +
-                   (classification ? " class id" : " value") +
-                   (wanted == 1 ? "" : "s") + " per sample)"};
+    failure = {
+        opts.evalLabelsPath,
+        "the labels are " +
+            describeTensorType(eval.labels.file.dtype(),
+                               eval.labels.file.shape()) +
+            " (" + std::to_string(eval.labels.perSample) +
+            " per sample), but the eval plan's output " + quoted(out.name) +
+            " is " + describeTensorType(out.dtype, out.shape) + " (" +
+            std::to_string(wanted) + (classification ? " class id" : " value") +
+            (wanted == 1 ? "" : "s") + " per sample)"};
     return false;
   }
   if (!classification) {
@@ -638,15 +644,17 @@ Result<double> evaluate(const Exec &train, const EvalSet &eval,
       const int64_t rows = count * eval.rowsPerSample;
       for (int64_t r = 0; r < rows; ++r) {
         int64_t label =
-            eval.labels.classes[static_cast<size_t>(first * eval.rowsPerSample + r)];
+            eval.labels
+                .classes[static_cast<size_t>(first * eval.rowsPerSample + r)];
         correct += argmaxRow(pred, r, eval.numClasses) == label;
         ++counted;
       }
     } else {
       const int64_t values = count * eval.valuesPerSample;
       for (int64_t v = 0; v < values; ++v) {
-        double d = elementAsDouble(pred, v) -
-                   eval.targets[static_cast<size_t>(first * eval.valuesPerSample + v)];
+        double d =
+            elementAsDouble(pred, v) -
+            eval.targets[static_cast<size_t>(first * eval.valuesPerSample + v)];
         squares += d * d;
         ++counted;
       }
@@ -685,7 +693,8 @@ int runTraining(const TrainOptions &opts, Failure &failure) {
     printPlan(*loaded);
 #if MP_HAVE_CUDA_BACKEND
   if (opts.backend == "cuda") {
-    Result<CudaExecutor> created = CudaExecutor::create(loaded.take(), planPath);
+    Result<CudaExecutor> created = CudaExecutor::create(
+        loaded.take(), planPath, cudaExecutorOptions(opts.cudaBatchNorm));
     if (!created)
       return fail(planPath, created.message());
     return train(opts, failure, created.take());
@@ -721,13 +730,12 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
                                 ": mp-run --train cannot feed it");
   const int64_t batch = dataInput.shape[0];
   if (opts.batch > 0 && opts.batch != batch)
-    return fail(planPath, "--batch " + std::to_string(opts.batch) +
-                              ": the plan was compiled for batches of " +
-                              std::to_string(batch) + " (its data input " +
-                              quoted(dataInput.name) + " is " +
-                              describeTensorType(dataInput.dtype,
-                                                 dataInput.shape) +
-                              ")");
+    return fail(planPath,
+                "--batch " + std::to_string(opts.batch) +
+                    ": the plan was compiled for batches of " +
+                    std::to_string(batch) + " (its data input " +
+                    quoted(dataInput.name) + " is " +
+                    describeTensorType(dataInput.dtype, dataInput.shape) + ")");
   const size_t lossIndex = outputIndex(plan, info.lossOutput);
   const size_t predIndex = info.predictionOutput.empty()
                                ? SIZE_MAX
@@ -735,9 +743,8 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
   const size_t skippedIndex = info.skippedOutput.empty()
                                   ? SIZE_MAX
                                   : outputIndex(plan, info.skippedOutput);
-  const size_t scaleIndex = info.scaleOutput.empty()
-                                ? SIZE_MAX
-                                : outputIndex(plan, info.scaleOutput);
+  const size_t scaleIndex =
+      info.scaleOutput.empty() ? SIZE_MAX : outputIndex(plan, info.scaleOutput);
 
   // Classes: the predictions' last dim.
   int64_t numClasses = 0;
@@ -911,15 +918,15 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
         const int64_t per = labels.perSample;
         for (int64_t r = 0; r < batch * per; ++r) {
           int64_t sample = order[static_cast<size_t>(first + r / per)];
-          int64_t label = labels.classes[static_cast<size_t>(sample * per + r % per)];
+          int64_t label =
+              labels.classes[static_cast<size_t>(sample * per + r % per)];
           correct += argmaxRow(pred, r, numClasses) == label;
           ++counted;
         }
       }
       ++globalStep;
       if (!stepLog.row(std::to_string(globalStep) + "," + number("%.6g", loss) +
-                           "," + (skipped ? "1" : "0") + "," +
-                           csvNumber(scale),
+                           "," + (skipped ? "1" : "0") + "," + csvNumber(scale),
                        failure)) {
         progress.clear();
         return 2;
@@ -936,14 +943,14 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
     if (eval) {
       Result<double> metric = evaluate(exec, *eval, classification);
       if (!metric)
-        return fail(opts.evalPlanPath, "epoch " + std::to_string(epoch) +
-                                           ": " + metric.message());
+        return fail(opts.evalPlanPath,
+                    "epoch " + std::to_string(epoch) + ": " + metric.message());
       evalMetric = *metric;
     }
     const double seconds = secondsSince(start);
 
-    std::string line = "epoch " + std::to_string(epoch) + "/" +
-                       std::to_string(opts.epochs);
+    std::string line =
+        "epoch " + std::to_string(epoch) + "/" + std::to_string(opts.epochs);
     line += "  loss " + number("%.4g", trainLoss);
     if (!std::isnan(trainAccuracy))
       line += "  train acc " + number("%.2f", 100 * trainAccuracy) + "%";
@@ -961,8 +968,8 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
     if (!log.row(std::to_string(epoch) + "," + number("%.6g", trainLoss) + "," +
                      csvNumber(trainAccuracy) + "," +
                      csvNumber(classification ? evalMetric : NAN) + "," +
-                     std::to_string(skippedSteps) +
-                     "," + csvNumber(scale) + "," + csvNumber(seconds) + "," +
+                     std::to_string(skippedSteps) + "," + csvNumber(scale) +
+                     "," + csvNumber(seconds) + "," +
                      csvNumber(classification ? NAN : evalMetric),
                  failure))
       return 2;

@@ -1,4 +1,5 @@
-//===- Train.h - mp-run --train: training with a training plan ----*- C++ -*-===//
+//===- Train.h - mp-run --train: training with a training plan ----*- C++
+//-*-===//
 //
 // mp-run --train runs a training plan (a plan with PlanTrainingInfo, format
 // 1.1) once per batch of a data set for some epochs: the plan's State
@@ -14,6 +15,9 @@
 #define MP_TOOLS_MP_RUN_TRAIN_H
 
 #include "mp/Runtime/Plan.h"
+#if MP_HAVE_CUDA_BACKEND
+#include "mp/Runtime/CUDA/CudaExecutor.h"
+#endif
 
 #include <cstdint>
 #include <string>
@@ -35,12 +39,13 @@ struct TrainOptions {
   bool shuffle = true;
   uint64_t seed = 0;
   std::string evalPlanPath, evalDataPath, evalLabelsPath;
-  std::string savePath;    ///< the trained plan (empty: not saved)
-  std::string logPath;     ///< one CSV row per epoch
-  std::string stepLogPath; ///< one CSV row per step
-  bool printPlan = false;  ///< print the plan first (mp-run's --print-plan)
-  bool timing = false;     ///< print the time per call kind at the end
+  std::string savePath;        ///< the trained plan (empty: not saved)
+  std::string logPath;         ///< one CSV row per epoch
+  std::string stepLogPath;     ///< one CSV row per step
+  bool printPlan = false;      ///< print the plan first (mp-run's --print-plan)
+  bool timing = false;         ///< print the time per call kind at the end
   std::string backend = "cpu"; ///< cpu or cuda (mp-run --backend)
+  std::string cudaBatchNorm = "auto"; ///< mp-run --cuda-batch-norm
   /// mp-run --weights / --unchecked-weights: fill the plan's external
   /// weights from this directory or plan file first.
   std::string weightsPath;
@@ -54,6 +59,12 @@ struct TrainOptions {
 bool fillWeights(rt::Plan &plan, const std::string &planPath,
                  const std::string &weightsPath, bool unchecked,
                  Failure &failure);
+
+#if MP_HAVE_CUDA_BACKEND
+/// The CUDA executor's options for a --cuda-batch-norm value that mp-run
+/// checked (auto, spatial, own). Defined in mp-run.cpp.
+rt::CudaExecutorOptions cudaExecutorOptions(const std::string &batchNorm);
+#endif
 
 /// Prints a plan's inputs, outputs, buffers, calls and training information
 /// (mp-run --print-plan; defined in mp-run.cpp).

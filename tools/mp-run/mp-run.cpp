@@ -5,9 +5,10 @@
 //
 // Loads a plan, binds input tensor files (.npy or ONNX TensorProto .pb) to
 // its inputs, runs it with the CPU executor (or, with --backend=cuda, the
-// CUDA executor), and writes, compares, times or prints the outputs. With --train it trains a training plan on a data set
-// (Train.cpp). Links only MPRuntime (no LLVM/MLIR). docs/runtime.md
-// describes the options; --help prints them.
+// CUDA executor), and writes, compares, times or prints the outputs. With
+// --train it trains a training plan on a data set (Train.cpp). Links only
+// MPRuntime (no LLVM/MLIR). docs/runtime.md describes the options; --help
+// prints them.
 //
 // Exit status: 0 success, 1 an output did not match --compare, 2 any error
 // (the message is "mp-run: <file>: error: ...", or "mp-run: error: ..."
@@ -81,6 +82,11 @@ OPTIONS:
                         plan runs, or time it, without data)
   --backend=B           cpu (default) or cuda: run on the GPU (needs an
                         mp-run built with the CUDA backend and a GPU)
+  --cuda-batch-norm=M   with --backend=cuda, who runs the batch norms: auto
+                        (default: cuDNN where it can, its persistent mode for
+                        f16 channels-last training, as PyTorch), spatial
+                        (cuDNN, never the persistent mode), own (the
+                        project's kernels)
   --weights=DIR|FILE    the bytes of the plan's external weights (a plan
                         saved without them, format 1.2): DIR/<name>.npy per
                         weight, or a plan file that has them; converted to
@@ -141,8 +147,9 @@ struct Options {
   double rtol = 1e-3, atol = 1e-7;
   double scaleTol = 0; // > 0: compare against the output's scale
   bool timing = false, printPlan = false, zeroInputs = false, help = false;
-  int repeat = 0, warmup = -1; ///< 0 / -1: not given
-  std::string backend = "cpu";  ///< cpu or cuda
+  int repeat = 0, warmup = -1;   ///< 0 / -1: not given
+  std::string backend = "cpu";   ///< cpu or cuda
+  std::string cudaBatchNorm;     ///< --cuda-batch-norm (empty: not given)
   std::string weightsPath;       ///< --weights
   bool uncheckedWeights = false; ///< --unchecked-weights
   bool train = false;
@@ -221,9 +228,9 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       return true;
     };
     static const char *const kNotWithTrain[] = {
-        "--compare",  "--output-dir", "--output-format", "--rtol",
-        "--atol",     "--scale-tol",  "--repeat",        "--warmup",
-        "--zero-inputs"};
+        "--compare", "--output-dir", "--output-format",
+        "--rtol",    "--atol",       "--scale-tol",
+        "--repeat",  "--warmup",     "--zero-inputs"};
     for (const char *k : kNotWithTrain)
       if (key == k)
         opts.notWithTrain.push_back(key);
@@ -270,6 +277,12 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       if (!takeValue() || (value != "cpu" && value != "cuda"))
         return fail("--backend must be cpu or cuda, got '" + value + "'");
       opts.backend = value;
+    } else if (key == "--cuda-batch-norm") {
+      if (!takeValue() ||
+          (value != "auto" && value != "spatial" && value != "own"))
+        return fail("--cuda-batch-norm must be auto, spatial or own, got '" +
+                    value + "'");
+      opts.cudaBatchNorm = value;
     } else if (key == "--weights") {
       if (!takeValue() || value.empty())
         return fail("--weights needs a directory or a plan file");
@@ -300,8 +313,9 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       double v;
       if (!takeValue() || !parseDouble(value, v))
         return fail(key + " needs a finite number >= 0, got '" + value + "'");
-      (key == "--rtol" ? opts.rtol : key == "--atol" ? opts.atol
-                                                     : opts.scaleTol) = v;
+      (key == "--rtol"   ? opts.rtol
+       : key == "--atol" ? opts.atol
+                         : opts.scaleTol) = v;
     } else if (key == "--repeat" || key == "--warmup") {
       int v;
       if (!takeValue() || !parseCount(value, v) || (key == "--repeat" && v < 1))
@@ -610,6 +624,10 @@ int runMain(int argc, char **argv) {
     return report({"", "no plan file given (see mp-run --help)"});
   if (opts.uncheckedWeights && opts.weightsPath.empty())
     return report({"", "--unchecked-weights needs --weights"});
+  if (!opts.cudaBatchNorm.empty() && opts.backend != "cuda")
+    return report({"", "--cuda-batch-norm needs --backend=cuda"});
+  if (opts.cudaBatchNorm.empty())
+    opts.cudaBatchNorm = "auto";
   if (opts.backend == "cuda") {
     std::string why;
     if (!cudaUsable(why))
@@ -638,6 +656,7 @@ int runMain(int argc, char **argv) {
     t.printPlan = opts.printPlan;
     t.timing = opts.timing;
     t.backend = opts.backend;
+    t.cudaBatchNorm = opts.cudaBatchNorm;
     t.weightsPath = opts.weightsPath;
     t.uncheckedWeights = opts.uncheckedWeights;
     if (mp::tools::runTraining(t, failure) != 0)
@@ -676,8 +695,9 @@ template <typename Exec> int runInference(Exec &exec, const Options &opts) {
     return report(failure);
   if (opts.zeroInputs)
     for (const PlanBinding &b : p.inputs)
-      if (std::none_of(inputs.begin(), inputs.end(),
-                       [&](const BoundFile &in) { return in.name == b.name; })) {
+      if (std::none_of(inputs.begin(), inputs.end(), [&](const BoundFile &in) {
+            return in.name == b.name;
+          })) {
         HostTensor zeros(b.dtype, b.shape);
         std::memset(zeros.data(), 0, zeros.byteCount());
         inputs.push_back({b.name, "<zeros>", std::move(zeros)});
@@ -737,14 +757,16 @@ template <typename Exec> int runInference(Exec &exec, const Options &opts) {
 int runOnBackend(Plan plan, const Options &opts) {
   if (opts.backend == "cuda") {
 #if MP_HAVE_CUDA_BACKEND
-    Result<CudaExecutor> exec =
-        CudaExecutor::create(std::move(plan), opts.planPath);
+    Result<CudaExecutor> exec = CudaExecutor::create(
+        std::move(plan), opts.planPath,
+        mp::tools::cudaExecutorOptions(opts.cudaBatchNorm));
     if (!exec)
       return report({opts.planPath, exec.message()});
     return runInference(*exec, opts);
 #endif
   }
-  Result<CpuExecutor> exec = CpuExecutor::create(std::move(plan), opts.planPath);
+  Result<CpuExecutor> exec =
+      CpuExecutor::create(std::move(plan), opts.planPath);
   if (!exec)
     return report({opts.planPath, exec.message()});
   return runInference(*exec, opts);
@@ -753,6 +775,16 @@ int runOnBackend(Plan plan, const Options &opts) {
 } // namespace
 
 namespace mp::tools {
+
+#if MP_HAVE_CUDA_BACKEND
+CudaExecutorOptions cudaExecutorOptions(const std::string &batchNorm) {
+  CudaExecutorOptions o;
+  o.batchNorm = batchNorm == "own"       ? rt::cuda::BatchNormImpl::Own
+                : batchNorm == "spatial" ? rt::cuda::BatchNormImpl::CudnnSpatial
+                                         : rt::cuda::BatchNormImpl::Auto;
+  return o;
+}
+#endif
 
 bool fillWeights(Plan &plan, const std::string &planPath,
                  const std::string &weightsPath, bool unchecked,
@@ -774,18 +806,21 @@ bool fillWeights(Plan &plan, const std::string &planPath,
   }
   FillWeightsOptions options;
   options.verifyChecksums = !unchecked;
-  Result<FillWeightsReport> filled = fillExternalWeights(plan, *source, options);
+  Result<FillWeightsReport> filled =
+      fillExternalWeights(plan, *source, options);
   if (!filled) {
     failure = {weightsPath, filled.message()};
     return false;
   }
-  std::fprintf(stderr, "mp-run: %s: filled %zu external weights (%llu bytes) "
+  std::fprintf(stderr,
+               "mp-run: %s: filled %zu external weights (%llu bytes) "
                "from %s",
                planPath.c_str(), filled->filled,
                static_cast<unsigned long long>(filled->bytes),
                weightsPath.c_str());
   if (filled->checksumDiffers)
-    std::fprintf(stderr, "; %zu of them differ from the values the plan was "
+    std::fprintf(stderr,
+                 "; %zu of them differ from the values the plan was "
                  "saved with (--unchecked-weights)",
                  filled->checksumDiffers);
   std::fprintf(stderr, "\n");
@@ -828,8 +863,8 @@ void printPlan(const Plan &plan) {
         : b.storage == BufferStorage::Weight
             ? "weight '" + plan.weights[b.weight].name + "'"
             : "state, initially weight '" + plan.weights[b.weight].name + "'";
-    if (b.storage != BufferStorage::Arena &&
-        plan.weights[b.weight].external && !plan.weights[b.weight].data)
+    if (b.storage != BufferStorage::Arena && plan.weights[b.weight].external &&
+        !plan.weights[b.weight].data)
       where += " (external)";
     std::printf("buffer %u%s: %s, %s\n", b.id,
                 b.name.empty() ? "" : (" '" + b.name + "'").c_str(),

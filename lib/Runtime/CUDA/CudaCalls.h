@@ -76,6 +76,7 @@ struct PrepareArgs {
   int device = 0;
   uint64_t convWorkspaceLimit = 0;
   uint64_t matmulWorkspaceLimit = 0;
+  BatchNormImpl batchNorm = BatchNormImpl::Auto;
 };
 
 using PrepareFn =
@@ -86,6 +87,8 @@ const std::map<std::string, PrepareFn> &cudaCallTable();
 
 void addKernelCalls(std::map<std::string, PrepareFn> &table);
 void addLibraryCalls(std::map<std::string, PrepareFn> &table);
+/// BatchNormCalls.cpp: the batch norms (cuDNN or own kernels).
+void addBatchNormCalls(std::map<std::string, PrepareFn> &table);
 /// NNCalls.cpp: normalizations, recurrent nets, topk, cumsum, hardmax.
 void addNNCalls(std::map<std::string, PrepareFn> &table);
 /// DataCalls.cpp: tile, pad, trilu, gather_elements, gather_nd,
@@ -96,6 +99,8 @@ void addDataCalls(std::map<std::string, PrepareFn> &table);
 Status cudaStatus(cudaError_t e, const char *what);
 Status cublasStatus(cublasStatus_t s, const char *what);
 Status cudnnStatus(cudnnStatus_t s, const char *what);
+/// cuDNN's data type for a float dtype (f32 for anything else).
+cudnnDataType_t cudnnTypeOf(DType t);
 
 #define MP_CUDA_TRY(expr, what)                                                \
   do {                                                                         \

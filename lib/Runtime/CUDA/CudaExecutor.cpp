@@ -411,7 +411,8 @@ Result<CudaExecutor> CudaExecutor::create(Plan plan, const std::string &name,
                      x.lt,
                      x.device,
                      options.convWorkspaceLimit,
-                     options.matmulWorkspaceLimit};
+                     options.matmulWorkspaceLimit,
+                     options.batchNorm};
     for (uint32_t id : call.operands)
       args.operands.push_back(descOf(id));
     for (uint32_t id : call.results)

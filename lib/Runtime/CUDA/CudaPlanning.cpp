@@ -34,7 +34,6 @@ using cpu::stringAttr;
 
 namespace {
 
-
 bool isF32or16(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }
@@ -42,7 +41,6 @@ bool isF32or16(DType t) {
 bool isInteger(DType t) {
   return !isFloat(t) && t != DType::Bool && byteSize(t) != 0;
 }
-
 
 /// Non-negative dims and an element count that does not overflow.
 Status checkDesc(std::string_view op, std::string_view name,
@@ -63,7 +61,6 @@ Status checkDesc(std::string_view op, std::string_view name,
   return Status::ok();
 }
 
-
 using Spec = cpu::BufferSpec;
 
 /// The descriptors of a call's buffers in the order of `specs` (null for
@@ -74,7 +71,6 @@ Status bindDescs(const PlanCall &call, const std::vector<TensorDesc> &given,
                  std::array<const TensorDesc *, N> &out) {
   return cpu::bindBuffers(call, given, what, specs, out);
 }
-
 
 int64_t ceilDiv(int64_t a, int64_t b) {
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);
@@ -132,7 +128,6 @@ Status checkComputeType(const PlanCall &call, DType input, bool required) {
   return Status::error("compute type " + dt(compute) + " cannot accumulate " +
                        dt(input) + " inputs");
 }
-
 
 } // namespace
 
@@ -1597,8 +1592,7 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
     return nhwc ? shape[rank - 1] : shape[1];
   };
   auto spatialOf = [&](const Shape &shape) {
-    return Shape(shape.begin() + (nhwc ? 1 : 2),
-                 shape.end() - (nhwc ? 1 : 0));
+    return Shape(shape.begin() + (nhwc ? 1 : 2), shape.end() - (nhwc ? 1 : 0));
   };
   // [N, C, spatial...] or [N, spatial..., C].
   auto inLayout = [&](int64_t lead, int64_t channels, const Shape &sp) {
@@ -2110,9 +2104,71 @@ Result<PoolPlan> planPool(bool backward, const PlanCall &call,
 // Batch normalization
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// Whether cuDNN runs a batch norm that planBatchNorm accepted, and how.
+CudnnBatchNorm chooseCudnnBatchNorm(const BatchNormPlan &plan, bool nhwc,
+                                    const std::vector<TensorDesc> &ops,
+                                    const std::vector<TensorDesc> &res,
+                                    BatchNormImpl impl) {
+  CudnnBatchNorm c;
+  auto no = [&](std::string why) {
+    c.whyNot = std::move(why);
+    return c;
+  };
+  if (impl == BatchNormImpl::Own)
+    return no("the own kernels were asked for");
+  const TensorDesc &x = ops[0];
+  if (x.dtype != DType::F32 && x.dtype != DType::F16)
+    return no("x is " + dt(x.dtype) + " (cuDNN's batch norm: f16 or f32)");
+  // cuDNN's per-channel tensors are f32 for f16 and f32 data.
+  std::vector<std::pair<const char *, const TensorDesc *>> perChannel;
+  if (plan.kind == BatchNormKind::Backward) {
+    perChannel = {{"scale", &ops[1]}, {"dscale", &res[1]}, {"dbias", &res[2]}};
+  } else {
+    perChannel = {{"scale", &ops[1]},
+                  {"bias", &ops[2]},
+                  {"mean", &ops[3]},
+                  {"var", &ops[4]}};
+    if (plan.kind == BatchNormKind::Training) {
+      perChannel.push_back({"runningMean", &res[1]});
+      perChannel.push_back({"runningVar", &res[2]});
+    }
+    if (res[0].addr == x.addr)
+      return no("y is x (in place)");
+  }
+  for (auto [name, v] : perChannel)
+    if (v->dtype != DType::F32)
+      return no(std::string(name) + " is " + dt(v->dtype) +
+                " (cuDNN's per-channel tensors are f32)");
+  const Shape &s = x.shape;
+  int64_t n = s[0], channels = nhwc ? s.back() : s[1];
+  int64_t spatial =
+      nhwc ? product(s, 1, s.size() - 1) : product(s, 2, s.size());
+  constexpr int64_t kIntMax = 2147483647;
+  if (n * channels * spatial > kIntMax)
+    return no("x has more than 2^31 - 1 elements (cuDNN's sizes are int)");
+  c.count = n * spatial;
+  if (c.count == 0)
+    return no("x has no elements per channel");
+  if (plan.kind == BatchNormKind::Training && c.count < 2)
+    return no("one element per channel (no unbiased variance)");
+  c.use = true;
+  c.nhwc = nhwc;
+  c.dtype = x.dtype;
+  c.dims = {static_cast<int32_t>(n), static_cast<int32_t>(channels),
+            static_cast<int32_t>(spatial), 1};
+  c.persistent = impl == BatchNormImpl::Auto && nhwc && x.dtype == DType::F16 &&
+                 plan.kind != BatchNormKind::Inference;
+  return c;
+}
+
+} // namespace
+
 Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
                                     const std::vector<TensorDesc> &ops,
-                                    const std::vector<TensorDesc> &res) {
+                                    const std::vector<TensorDesc> &res,
+                                    BatchNormImpl impl) {
   BatchNormPlan plan;
   plan.kind = kind;
   BatchNormParams &p = plan.params;
@@ -2145,10 +2201,9 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
   MP_TRY(channelsLast, channelsLastAttr(call));
   const bool nhwc = channelsLast;
   int64_t c = nhwc ? x.shape.back() : x.shape[1];
-  ChannelGeom g = nhwc ? ChannelGeom{product(x.shape, 0, x.shape.size() - 1),
-                                     c, 1}
-                       : ChannelGeom{x.shape[0], c,
-                                     product(x.shape, 2, x.shape.size())};
+  ChannelGeom g =
+      nhwc ? ChannelGeom{product(x.shape, 0, x.shape.size() - 1), c, 1}
+           : ChannelGeom{x.shape[0], c, product(x.shape, 2, x.shape.size())};
   p.geom = g;
   auto checkParam = [&](const char *name, const TensorDesc &v,
                         bool anyFloat) -> Status {
@@ -2211,7 +2266,9 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
     p.dx = mptr(dx);
     p.dscale = mptr(dscale);
     p.dbias = mptr(dbias);
-    plan.scratchBytes = static_cast<uint64_t>(c) * 4 * sizeof(double);
+    plan.cudnn = chooseCudnnBatchNorm(plan, nhwc, ops, res, impl);
+    plan.scratchBytes =
+        plan.cudnn.use ? 0 : static_cast<uint64_t>(c) * 4 * sizeof(double);
     return plan;
   }
   const TensorDesc &y = res[0];
@@ -2278,7 +2335,11 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
     p.runMean = mptr(rm);
     p.runVar = mptr(rv);
   }
-  plan.scratchBytes = static_cast<uint64_t>(c) * 3 * sizeof(float);
+  plan.cudnn = chooseCudnnBatchNorm(plan, nhwc, ops, res, impl);
+  if (!plan.cudnn.use)
+    plan.scratchBytes = static_cast<uint64_t>(c) * 3 * sizeof(float);
+  else if (kind == BatchNormKind::Training)
+    plan.scratchBytes = static_cast<uint64_t>(c) * 2 * sizeof(float);
   return plan;
 }
 

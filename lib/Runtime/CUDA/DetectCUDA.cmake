@@ -58,7 +58,10 @@ else()
     endif()
     find_package(CUDAToolkit QUIET)
     if(CUDAToolkit_FOUND AND TARGET CUDA::cublasLt AND TARGET CUDA::cudart)
-      find_library(MP_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR}
+      # libcudnn.so.9 alone (no unversioned link) is what the pip wheels
+      # (nvidia-cudnn-cu*) and runtime-only packages install.
+      find_library(MP_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9
+                   HINTS ${CUDAToolkit_LIBRARY_DIR}
                    DOC "cuDNN (libcudnn)")
       find_path(MP_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS}
                 DOC "Directory with cudnn.h")

@@ -61,7 +61,11 @@ namespace mp::rt::cuda {
   X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)                             \
   X(cudnnConvolutionForward)                                                   \
   X(cudnnConvolutionBackwardData)                                              \
-  X(cudnnConvolutionBackwardFilter)
+  X(cudnnConvolutionBackwardFilter)                                            \
+  X(cudnnDeriveBNTensorDescriptor)                                             \
+  X(cudnnBatchNormalizationForwardInference)                                   \
+  X(cudnnBatchNormalizationForwardTraining)                                    \
+  X(cudnnBatchNormalizationBackward)
 
 #define MP_DECLARE_FN(name) decltype(&::name) name = nullptr;
 

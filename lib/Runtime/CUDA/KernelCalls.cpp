@@ -1,10 +1,10 @@
 //===- KernelCalls.cpp - calls on the project's own CUDA kernels ----------===//
 //
 // kernel.* calls and the cudnn.* calls that run on own kernels (pooling,
-// batch normalization, softmax: their ONNX semantics differ from cuDNN's in
-// ways that matter: max-pool indices, ceil-mode and asymmetric windows, the
-// first maximum for the gradient, a pool_bwd without y; the biased
-// variance of ONNX's running statistics; bf16 softmax). Each prepare
+// softmax: their ONNX semantics differ from cuDNN's in ways that matter:
+// max-pool indices, ceil-mode and asymmetric windows, the first maximum for
+// the gradient, a pool_bwd without y; bf16 softmax). Batch normalization is
+// in BatchNormCalls.cpp. Each prepare
 // function plans the call (CudaPlanning.cpp) and keeps the kernel
 // parameters; enqueue fills in the workspace pointers and launches.
 //
@@ -286,42 +286,6 @@ Result<std::unique_ptr<PreparedCall>> preparePoolBwd(const PrepareArgs &a) {
   return preparePool(a, true);
 }
 
-struct BatchNormCall : PreparedCall {
-  BatchNormPlan plan;
-  explicit BatchNormCall(const BatchNormPlan &plan) : plan(plan) {}
-  uint64_t workspaceBytes() const override { return plan.scratchBytes; }
-  Status enqueue(const RunContext &ctx) override {
-    BatchNormParams p = plan.params;
-    int64_t c = p.geom.c;
-    if (plan.kind == BatchNormKind::Backward) {
-      p.chanD = reinterpret_cast<double *>(ctx.workspace);
-    } else {
-      float *f = reinterpret_cast<float *>(ctx.workspace);
-      p.chanMean = f;
-      p.chanFactor = f + c;
-      p.chanBias = f + 2 * c;
-    }
-    return cudaStatus(
-        launchBatchNorm(static_cast<int>(plan.kind), p, ctx.stream),
-        "batch norm kernel");
-  }
-};
-
-Result<std::unique_ptr<PreparedCall>> prepareBN(const PrepareArgs &a,
-                                                BatchNormKind kind) {
-  MP_TRY_PLAN(plan, planBatchNorm(kind, a.call, a.operands, a.results));
-  return made<BatchNormCall>(plan);
-}
-Result<std::unique_ptr<PreparedCall>> prepareBNInference(const PrepareArgs &a) {
-  return prepareBN(a, BatchNormKind::Inference);
-}
-Result<std::unique_ptr<PreparedCall>> prepareBNTraining(const PrepareArgs &a) {
-  return prepareBN(a, BatchNormKind::Training);
-}
-Result<std::unique_ptr<PreparedCall>> prepareBNBackward(const PrepareArgs &a) {
-  return prepareBN(a, BatchNormKind::Backward);
-}
-
 //===----------------------------------------------------------------------===//
 // Indexing
 //===----------------------------------------------------------------------===//
@@ -457,9 +421,6 @@ void addKernelCalls(std::map<std::string, PrepareFn> &t) {
   t["cudnn.softmax"] = prepareSoftmax;
   t["cudnn.pool"] = preparePoolFwd;
   t["cudnn.pool_bwd"] = preparePoolBwd;
-  t["cudnn.batch_norm_inference"] = prepareBNInference;
-  t["cudnn.batch_norm_training"] = prepareBNTraining;
-  t["cudnn.batch_norm_bwd"] = prepareBNBackward;
   t["kernel.gather"] = prepareGather;
   t["kernel.scatter_nd"] = prepareScatterND;
   t["kernel.nll_loss"] = prepareNll;
@@ -475,6 +436,7 @@ const std::map<std::string, PrepareFn> &cudaCallTable() {
   static const std::map<std::string, PrepareFn> table = [] {
     std::map<std::string, PrepareFn> t;
     addKernelCalls(t);
+    addBatchNormCalls(t);
     addLibraryCalls(t);
     addNNCalls(t);
     addDataCalls(t);

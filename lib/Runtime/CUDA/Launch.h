@@ -34,6 +34,14 @@ cudaError_t launchPoolBackward(const PoolParams &p, bool accF64,
 /// kind: 0 inference, 1 training, 2 backward (BatchNormKind).
 cudaError_t launchBatchNorm(int kind, const BatchNormParams &p,
                             cudaStream_t stream);
+/// ONNX's running statistics after cuDNN's batch norm training, which ran
+/// with exponentialAverageFactor 1 into batchMean / batchVarUnbiased:
+/// running = input * momentum + batch * (1 - momentum), with the biased
+/// variance (the unbiased one * (count - 1) / count).
+cudaError_t launchBatchNormRunningStats(const BatchNormParams &p,
+                                        const float *batchMean,
+                                        const float *batchVarUnbiased,
+                                        int64_t count, cudaStream_t stream);
 cudaError_t launchGather(const GatherParams &p, DeviceError *error,
                          cudaStream_t stream);
 cudaError_t launchScatterND(const ScatterNDParams &p, DeviceError *error,

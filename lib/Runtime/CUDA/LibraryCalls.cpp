@@ -40,6 +40,19 @@ Status cudnnStatus(cudnnStatus_t s, const char *what) {
                        cudnn().cudnnGetErrorString(s));
 }
 
+cudnnDataType_t cudnnTypeOf(DType t) {
+  switch (t) {
+  case DType::F16:
+    return CUDNN_DATA_HALF;
+  case DType::BF16:
+    return CUDNN_DATA_BFLOAT16;
+  case DType::F64:
+    return CUDNN_DATA_DOUBLE;
+  default:
+    return CUDNN_DATA_FLOAT;
+  }
+}
+
 namespace {
 
 #define MP_TRY_PLAN(var, expr)                                                 \
@@ -58,19 +71,6 @@ cudaDataType_t cudaTypeOf(DType t) {
     return CUDA_R_64F;
   default:
     return CUDA_R_32F;
-  }
-}
-
-cudnnDataType_t cudnnTypeOf(DType t) {
-  switch (t) {
-  case DType::F16:
-    return CUDNN_DATA_HALF;
-  case DType::BF16:
-    return CUDNN_DATA_BFLOAT16;
-  case DType::F64:
-    return CUDNN_DATA_DOUBLE;
-  default:
-    return CUDNN_DATA_FLOAT;
   }
 }
 

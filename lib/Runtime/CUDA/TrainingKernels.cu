@@ -1,7 +1,8 @@
 //===- TrainingKernels.cu - batch norm, indexing, losses, optimizers ------===//
 //
 // The CUDA backend's own kernels for batch normalization (inference,
-// training with ONNX's running statistics, backward), kernel.gather,
+// training with ONNX's running statistics, backward; and ONNX's running
+// statistics after cuDNN's batch norm), kernel.gather,
 // kernel.scatter_nd, the losses and their gradients, and the mixed-precision
 // training step: unscale + finite check, the loss-scale update and the
 // fused SGD / Adam updates. Statistics and losses accumulate in f64 as the
@@ -82,6 +83,25 @@ __global__ void bnTrainingStats(BatchNormParams p) {
       storeF32(p.runMean, p.runMeanDtype, c, rm);
       storeF32(p.runVar, p.runVarDtype, c, rv);
     }
+  }
+}
+
+/// ONNX's running statistics from cuDNN's batch statistics (Launch.h).
+__global__ void bnRunningFromBatch(BatchNormParams p, const float *batchMean,
+                                   const float *batchVarUnbiased,
+                                   double count) {
+  MP_GRID_LOOP(c, p.geom.c) {
+    double mom = p.momentum;
+    double mean = batchMean[c];
+    double var = static_cast<double>(batchVarUnbiased[c]) * (count - 1) / count;
+    float im = loadF32(p.mean, p.meanDtype, c);
+    float iv = loadF32(p.var, p.varDtype, c);
+    float rm =
+        static_cast<float>(static_cast<double>(im) * mom + mean * (1.0 - mom));
+    float rv =
+        static_cast<float>(static_cast<double>(iv) * mom + var * (1.0 - mom));
+    storeF32(p.runMean, p.runMeanDtype, c, rm);
+    storeF32(p.runVar, p.runVarDtype, c, rv);
   }
 }
 
@@ -481,6 +501,17 @@ cudaError_t launchBatchNorm(int kind, const BatchNormParams &p,
       bnBackwardDx<<<blocksFor(n, kBlock), kBlock, 0, stream>>>(p);
     break;
   }
+  return cudaGetLastError();
+}
+
+cudaError_t launchBatchNormRunningStats(const BatchNormParams &p,
+                                        const float *batchMean,
+                                        const float *batchVarUnbiased,
+                                        int64_t count, cudaStream_t stream) {
+  if (p.geom.c == 0)
+    return cudaSuccess;
+  bnRunningFromBatch<<<blocksFor(p.geom.c, kBlock), kBlock, 0, stream>>>(
+      p, batchMean, batchVarUnbiased, static_cast<double>(count));
   return cudaGetLastError();
 }
 

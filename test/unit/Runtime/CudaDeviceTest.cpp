@@ -116,7 +116,8 @@ struct Tol {
   double rtol, atol;
 };
 
-Tol tolFor(DType t) {
+// Used only where the CUDA backend is built.
+[[maybe_unused]] Tol tolFor(DType t) {
   switch (t) {
   case DType::F16:
     return {4e-3, 2e-3};
@@ -151,8 +152,9 @@ bool gpuOrWarn() {
   return false;
 }
 
-void compareTensors(const std::string &name, const HostTensor &gpu,
-                    const HostTensor &cpu, Tol tol) {
+[[maybe_unused]] void compareTensors(const std::string &name,
+                                     const HostTensor &gpu,
+                                     const HostTensor &cpu, Tol tol) {
   INFO("output " << name);
   REQUIRE(gpu.dtype() == cpu.dtype());
   REQUIRE(gpu.shape() == cpu.shape());
@@ -187,7 +189,9 @@ void compareTensors(const std::string &name, const HostTensor &gpu,
 /// Runs `c` on the CPU and, with a GPU, on the CUDA executor (twice: the
 /// second run replays the CUDA graph), and compares every output.
 /// `tol` overrides the per-dtype tolerance.
-void compareCall(const OneCall &c, std::optional<Tol> tol = std::nullopt) {
+/// `batchNorm` picks who runs batch norms on the GPU.
+void compareCall(const OneCall &c, std::optional<Tol> tol = std::nullopt,
+                 cuda::BatchNormImpl batchNorm = cuda::BatchNormImpl::Auto) {
   Result<CpuExecutor> cpu = CpuExecutor::create(c.plan, "cpu");
   REQUIRE(cpu);
   Result<std::vector<NamedTensor>> expected = cpu->run(c.views());
@@ -199,7 +203,9 @@ void compareCall(const OneCall &c, std::optional<Tol> tol = std::nullopt) {
 #if MP_HAVE_CUDA_BACKEND
   if (!gpuOrWarn())
     return;
-  Result<CudaExecutor> gpu = CudaExecutor::create(c.plan, "gpu");
+  CudaExecutorOptions options;
+  options.batchNorm = batchNorm;
+  Result<CudaExecutor> gpu = CudaExecutor::create(c.plan, "gpu", options);
   INFO((gpu ? std::string() : gpu.message()));
   REQUIRE(gpu);
   for (int run = 0; run < 2; ++run) {
@@ -441,38 +447,56 @@ TEST_CASE("CUDA: cudnn.pool and pool_bwd", "[cuda][device]") {
 }
 
 TEST_CASE("CUDA: batch norm", "[cuda][device]") {
+  // Every variant on cuDNN (Auto: persistent mode for f16 channels last
+  // training and backward; CudnnSpatial) and on the own kernels; bf16 and a
+  // 16-bit bias always run on the own kernels.
+  using cuda::BatchNormImpl;
   Rng rng(6);
-  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
-    INFO("dtype " << dtypeName(t));
-    for (Shape s : {Shape{4, 3, 5, 5}, Shape{8, 6}, Shape{2, 3, 4, 2, 3}}) {
-      int64_t c = s[1];
-      compareCall(oneCall("cudnn.batch_norm_inference", {{"epsilon", 1e-5}},
-                          {{"x", rnd(t, s, rng)},
-                           {"scale", rnd(DType::F32, {c}, rng)},
-                           {"bias", rnd(DType::F16, {c}, rng)},
-                           {"mean", rnd(DType::F32, {c}, rng)},
-                           {"var", rnd(DType::F32, {c}, rng, 0.5, 2)}},
-                          {{"y", t, s}}));
-      compareCall(oneCall("cudnn.batch_norm_training",
-                          {{"epsilon", 1e-5}, {"momentum", 0.9}},
-                          {{"x", rnd(t, s, rng)},
-                           {"scale", rnd(DType::F32, {c}, rng)},
-                           {"bias", rnd(DType::F32, {c}, rng)},
-                           {"mean", rnd(DType::F32, {c}, rng)},
-                           {"var", rnd(DType::F32, {c}, rng, 0.5, 2)}},
-                          {{"y", t, s},
-                           {"running_mean", DType::F32, {c}, 3, true},
-                           {"running_var", DType::F32, {c}, 4, true}}));
-      compareCall(oneCall("cudnn.batch_norm_bwd", {{"epsilon", 1e-5}},
-                          {{"x", rnd(t, s, rng)},
-                           {"scale", rnd(DType::F32, {c}, rng)},
-                           {"dy", rnd(t, s, rng)}},
-                          {{"dx", t, s},
-                           {"dscale", DType::F32, {c}},
-                           {"dbias", DType::F32, {c}}}),
-                  Tol{1e-2, 1e-2});
+  for (BatchNormImpl impl :
+       {BatchNormImpl::Auto, BatchNormImpl::CudnnSpatial, BatchNormImpl::Own})
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+      for (auto [s, layout] :
+           {std::pair<Shape, const char *>{{4, 3, 5, 5}, "nchw"},
+            {{8, 6}, "nchw"},
+            {{2, 3, 4, 2, 3}, "nchw"},
+            {{4, 5, 5, 3}, "nhwc"},
+            {{2, 4, 3, 8}, "nhwc"}}) {
+        INFO("impl " << static_cast<int>(impl) << ", dtype " << dtypeName(t)
+                     << ", layout " << layout << ", rank " << s.size());
+        int64_t c = std::string(layout) == "nhwc" ? s.back() : s[1];
+        std::vector<PlanAttr> common{{"epsilon", 1e-5},
+                                     {"layout", std::string(layout)}};
+        for (DType biasType : {DType::F32, DType::F16})
+          compareCall(oneCall("cudnn.batch_norm_inference", common,
+                              {{"x", rnd(t, s, rng)},
+                               {"scale", rnd(DType::F32, {c}, rng)},
+                               {"bias", rnd(biasType, {c}, rng)},
+                               {"mean", rnd(DType::F32, {c}, rng)},
+                               {"var", rnd(DType::F32, {c}, rng, 0.5, 2)}},
+                              {{"y", t, s}}),
+                      std::nullopt, impl);
+        std::vector<PlanAttr> training = common;
+        training.push_back({"momentum", 0.9});
+        compareCall(oneCall("cudnn.batch_norm_training", training,
+                            {{"x", rnd(t, s, rng)},
+                             {"scale", rnd(DType::F32, {c}, rng)},
+                             {"bias", rnd(DType::F32, {c}, rng)},
+                             {"mean", rnd(DType::F32, {c}, rng)},
+                             {"var", rnd(DType::F32, {c}, rng, 0.5, 2)}},
+                            {{"y", t, s},
+                             {"running_mean", DType::F32, {c}, 3, true},
+                             {"running_var", DType::F32, {c}, 4, true}}),
+                    std::nullopt, impl);
+        compareCall(oneCall("cudnn.batch_norm_bwd", common,
+                            {{"x", rnd(t, s, rng)},
+                             {"scale", rnd(DType::F32, {c}, rng)},
+                             {"dy", rnd(t, s, rng)}},
+                            {{"dx", t, s},
+                             {"dscale", DType::F32, {c}},
+                             {"dbias", DType::F32, {c}}}),
+                    Tol{1e-2, 1e-2}, impl);
+      }
     }
-  }
 }
 
 TEST_CASE("CUDA: cudnn.softmax", "[cuda][device]") {

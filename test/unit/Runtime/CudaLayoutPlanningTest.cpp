@@ -90,10 +90,10 @@ TEST_CASE("NHWC pooling: channels last, the NCHW windows",
     CHECK(b.outSize == 12);
   }
   SECTION("backward") {
-    Result<PoolPlan> p = planPool(
-        true, withLayout(poolCall("cudnn.pool_bwd", "max"), "nhwc"),
-        {at(DType::F16, toNHWC(x)), at(DType::F16, toNHWC(y))},
-        {at(DType::F16, toNHWC(x))});
+    Result<PoolPlan> p =
+        planPool(true, withLayout(poolCall("cudnn.pool_bwd", "max"), "nhwc"),
+                 {at(DType::F16, toNHWC(x)), at(DType::F16, toNHWC(y))},
+                 {at(DType::F16, toNHWC(x))});
     REQUIRE(p);
     CHECK(p->params.nhwc == 1);
     CHECK(p->params.c == 3);
@@ -149,6 +149,9 @@ TEST_CASE("NHWC batch norm: the channel is the last dim",
     CHECK(p->params.geom.outer == 2 * 3 * 4);
     CHECK(p->params.geom.c == 5);
     CHECK(p->params.geom.inner == 1);
+    CHECK(p->cudnn.use);
+    CHECK(p->cudnn.nhwc);
+    CHECK_FALSE(p->cudnn.persistent); // inference: spatial
   }
   SECTION("training and backward") {
     Result<BatchNormPlan> t = planBatchNorm(
@@ -165,6 +168,30 @@ TEST_CASE("NHWC batch norm: the channel is the last dim",
     CHECK(b->params.geom.outer == 24);
     CHECK(b->params.geom.c == 5);
     CHECK(b->params.geom.inner == 1);
+    // cuDNN: [N, C, H * W, 1] channels last; f16 training and backward in
+    // the persistent mode (as PyTorch), unless asked for spatial.
+    for (const BatchNormPlan *p : {&*t, &*b}) {
+      CHECK(p->cudnn.use);
+      CHECK(p->cudnn.nhwc);
+      CHECK(p->cudnn.persistent);
+      CHECK(p->cudnn.dims == std::array<int32_t, 4>{2, 5, 12, 1});
+      CHECK(p->cudnn.count == 24);
+    }
+    Result<BatchNormPlan> spatial = planBatchNorm(
+        BatchNormKind::Training, bnCall("cudnn.batch_norm_training", "nhwc"),
+        {at(DType::F16, toNHWC(x)), stats(5), stats(5), stats(5), stats(5)},
+        {at(DType::F16, toNHWC(x)), stats(5), stats(5)},
+        BatchNormImpl::CudnnSpatial);
+    REQUIRE(spatial);
+    CHECK(spatial->cudnn.use);
+    CHECK_FALSE(spatial->cudnn.persistent);
+    Result<BatchNormPlan> f32 = planBatchNorm(
+        BatchNormKind::Backward, bnCall("cudnn.batch_norm_bwd", "nhwc"),
+        {at(DType::F32, toNHWC(x)), stats(5), at(DType::F32, toNHWC(x))},
+        {at(DType::F32, toNHWC(x)), stats(5), stats(5)});
+    REQUIRE(f32);
+    CHECK(f32->cudnn.use);
+    CHECK_FALSE(f32->cudnn.persistent);
   }
   SECTION("statistics of dim 1's size are refused in NHWC") {
     Result<BatchNormPlan> p = planBatchNorm(

@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "CudaPlanningTestSupport.h"
 
-#include "mp/Runtime/CUDA/CudaPlanning.h"
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CUDA/CudaPlanning.h"
 
 #include <catch2/catch.hpp>
 
@@ -944,14 +944,129 @@ TEST_CASE("batch norm planning", "[cuda][planning]") {
               {at(DType::F16, {2, 3, 4, 5}), var, mean})) ==
           "batchNormTraining: runningMean overlaps inputVar");
   }
-  SECTION("backward: f64 statistics per channel") {
+  SECTION("backward: f64 statistics per channel (own kernels)") {
     Result<BatchNormPlan> p = planBatchNorm(
         BatchNormKind::Backward, callOf("cudnn.batch_norm_bwd", {}),
         {x, param(DType::F32), at(DType::F16, {2, 3, 4, 5})},
-        {at(DType::F16, {2, 3, 4, 5}), param(DType::F32), param(DType::F32)});
+        {at(DType::F16, {2, 3, 4, 5}), param(DType::F32), param(DType::F32)},
+        BatchNormImpl::Own);
     REQUIRE(p);
+    CHECK_FALSE(p->cudnn.use);
     CHECK(p->scratchBytes == 3 * 4 * sizeof(double));
     CHECK(p->params.epsilon == Approx(1e-5));
+  }
+}
+
+TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
+  Addr at;
+  auto f32 = [&](int64_t c) { return at(DType::F32, {c}); };
+  PlanCall inference =
+      callOf("cudnn.batch_norm_inference", {{"epsilon", 1e-5}});
+  PlanCall training = callOf("cudnn.batch_norm_training",
+                             {{"epsilon", 1e-5}, {"momentum", 0.9}});
+  PlanCall backward = callOf("cudnn.batch_norm_bwd", {{"epsilon", 1e-5}});
+  auto forward = [&](const PlanCall &call, BatchNormKind kind, DType t, Shape s,
+                     DType paramType = DType::F32,
+                     BatchNormImpl impl = BatchNormImpl::Auto) {
+    int64_t c = s[1];
+    std::vector<TensorDesc> ops{at(t, s), at(paramType, {c}), f32(c), f32(c),
+                                f32(c)};
+    std::vector<TensorDesc> res{at(t, s)};
+    if (kind == BatchNormKind::Training) {
+      res.push_back(ops[3]); // running statistics in place
+      res.push_back(ops[4]);
+    }
+    Result<BatchNormPlan> p = planBatchNorm(kind, call, ops, res, impl);
+    REQUIRE(p);
+    return *p;
+  };
+
+  SECTION("f32 and f16 NCHW: cuDNN, spatial dims folded into [N, C, S, 1]") {
+    for (DType t : {DType::F32, DType::F16}) {
+      BatchNormPlan p =
+          forward(inference, BatchNormKind::Inference, t, {2, 3, 4, 5, 6});
+      CHECK(p.cudnn.use);
+      CHECK_FALSE(p.cudnn.nhwc);
+      CHECK_FALSE(p.cudnn.persistent);
+      CHECK(p.cudnn.dtype == t);
+      CHECK(p.cudnn.dims == std::array<int32_t, 4>{2, 3, 120, 1});
+      CHECK(p.cudnn.count == 240);
+      CHECK(p.scratchBytes == 0);
+    }
+    BatchNormPlan rank2 =
+        forward(inference, BatchNormKind::Inference, DType::F32, {8, 6});
+    CHECK(rank2.cudnn.dims == std::array<int32_t, 4>{8, 6, 1, 1});
+  }
+  SECTION("training: scratch for the batch mean and unbiased variance") {
+    BatchNormPlan p =
+        forward(training, BatchNormKind::Training, DType::F16, {4, 3, 5, 5});
+    REQUIRE(p.cudnn.use);
+    CHECK(p.cudnn.count == 100);
+    CHECK(p.scratchBytes == 2 * 3 * sizeof(float));
+    // NCHW never uses the persistent mode.
+    CHECK_FALSE(p.cudnn.persistent);
+  }
+  SECTION("the own kernels where cuDNN cannot run it") {
+    BatchNormPlan bf16 =
+        forward(inference, BatchNormKind::Inference, DType::BF16, {2, 3, 4});
+    CHECK_FALSE(bf16.cudnn.use);
+    CHECK(bf16.cudnn.whyNot == "x is bf16 (cuDNN's batch norm: f16 or f32)");
+    CHECK(bf16.scratchBytes == 3 * 3 * sizeof(float));
+
+    BatchNormPlan halfScale = forward(inference, BatchNormKind::Inference,
+                                      DType::F16, {2, 3, 4}, DType::F16);
+    CHECK_FALSE(halfScale.cudnn.use);
+    CHECK(halfScale.cudnn.whyNot ==
+          "scale is f16 (cuDNN's per-channel tensors are f32)");
+
+    BatchNormPlan one =
+        forward(training, BatchNormKind::Training, DType::F32, {1, 3, 1});
+    CHECK_FALSE(one.cudnn.use);
+    CHECK(one.cudnn.whyNot == "one element per channel (no unbiased variance)");
+    CHECK(one.scratchBytes == 3 * 3 * sizeof(float));
+    // Inference and backward have no running variance: cuDNN runs them.
+    CHECK(forward(inference, BatchNormKind::Inference, DType::F32, {1, 3, 1})
+              .cudnn.use);
+
+    BatchNormPlan own = forward(inference, BatchNormKind::Inference, DType::F32,
+                                {2, 3, 4}, DType::F32, BatchNormImpl::Own);
+    CHECK_FALSE(own.cudnn.use);
+    CHECK(own.cudnn.whyNot == "the own kernels were asked for");
+
+    TensorDesc x = at(DType::F32, {2, 3, 4});
+    Result<BatchNormPlan> inPlace =
+        planBatchNorm(BatchNormKind::Inference, inference,
+                      {x, f32(3), f32(3), f32(3), f32(3)}, {x});
+    REQUIRE(inPlace);
+    CHECK_FALSE(inPlace->cudnn.use);
+    CHECK(inPlace->cudnn.whyNot == "y is x (in place)");
+
+    Result<BatchNormPlan> backwardF64 = planBatchNorm(
+        BatchNormKind::Backward, backward,
+        {at(DType::F64, {2, 3, 4}), f32(3), at(DType::F64, {2, 3, 4})},
+        {at(DType::F64, {2, 3, 4}), f32(3), f32(3)});
+    REQUIRE(backwardF64);
+    CHECK_FALSE(backwardF64->cudnn.use);
+    CHECK(backwardF64->scratchBytes == 3 * 4 * sizeof(double));
+
+    Result<BatchNormPlan> halfGrad = planBatchNorm(
+        BatchNormKind::Backward, backward,
+        {at(DType::F16, {2, 3, 4}), f32(3), at(DType::F16, {2, 3, 4})},
+        {at(DType::F16, {2, 3, 4}), f32(3), at(DType::F16, {3})});
+    REQUIRE(halfGrad);
+    CHECK_FALSE(halfGrad->cudnn.use);
+    CHECK(halfGrad->cudnn.whyNot ==
+          "dbias is f16 (cuDNN's per-channel tensors are f32)");
+  }
+  SECTION("backward on cuDNN needs no scratch") {
+    Result<BatchNormPlan> p = planBatchNorm(
+        BatchNormKind::Backward, backward,
+        {at(DType::F16, {2, 3, 4}), f32(3), at(DType::F16, {2, 3, 4})},
+        {at(DType::F16, {2, 3, 4}), f32(3), f32(3)});
+    REQUIRE(p);
+    CHECK(p->cudnn.use);
+    CHECK(p->cudnn.dims == std::array<int32_t, 4>{2, 3, 4, 1});
+    CHECK(p->scratchBytes == 0);
   }
 }
 
@@ -1165,8 +1280,8 @@ TEST_CASE("normalization planning: layer norm, instance norm, LRN",
                                                {"has_mean", int64_t(0)},
                                                {"has_inv_std_dev", int64_t(0)},
                                                {"axis", int64_t(0)}});
-    Result<NormParams> p = planLayerNorm(
-        ln, {x, at(DType::F32, big), at(DType::F32, big)}, {y});
+    Result<NormParams> p =
+        planLayerNorm(ln, {x, at(DType::F32, big), at(DType::F32, big)}, {y});
     REQUIRE(p);
     CHECK(p->scaleDense == 1);
     CHECK(p->biasDense == 1);

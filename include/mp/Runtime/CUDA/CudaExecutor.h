@@ -35,6 +35,7 @@
 #ifndef MP_RUNTIME_CUDA_CUDAEXECUTOR_H
 #define MP_RUNTIME_CUDA_CUDAEXECUTOR_H
 
+#include "mp/Runtime/CUDA/CudaPlanning.h"
 #include "mp/Runtime/Executor.h"
 #include "mp/Runtime/Plan.h"
 #include "mp/Runtime/Status.h"
@@ -55,6 +56,9 @@ struct CudaExecutorOptions {
   /// Workspace limits for the library algorithms (bytes).
   uint64_t convWorkspaceLimit = uint64_t(256) << 20;
   uint64_t matmulWorkspaceLimit = uint64_t(32) << 20;
+  /// Who runs the batch norms: cuDNN where it can (Auto), cuDNN without its
+  /// persistent mode, or the own kernels (CudaPlanning.h).
+  cuda::BatchNormImpl batchNorm = cuda::BatchNormImpl::Auto;
 };
 
 /// The number of CUDA devices; 0 (with the reason in *why) when there is no

@@ -297,16 +297,52 @@ Result<PoolPlan> planPool(bool backward, const PlanCall &call,
                           const std::vector<TensorDesc> &results);
 
 enum class BatchNormKind { Inference, Training, Backward };
+
+/// Who runs the batch norms (CudaExecutorOptions::batchNorm).
+enum class BatchNormImpl {
+  /// cuDNN where it can (cudnnBatchNormalization*), with
+  /// CUDNN_BATCHNORM_SPATIAL_PERSISTENT for f16 channels-last training and
+  /// backward, as PyTorch does; the own kernels elsewhere.
+  Auto,
+  /// cuDNN where it can, always CUDNN_BATCHNORM_SPATIAL (persistent mode
+  /// can overflow on extreme values).
+  CudnnSpatial,
+  /// The own kernels for every batch norm.
+  Own,
+};
+
+/// How cuDNN runs a batch norm: x as a 4-D tensor [N, C, S, 1] (S the
+/// product of the spatial dims), NCHW or NHWC, with f32 per-channel
+/// tensors. Training runs with exponentialAverageFactor 1 into scratch, so
+/// cuDNN's running outputs are the batch mean and the unbiased batch
+/// variance; a kernel then forms ONNX's running statistics (biased
+/// variance: * (count - 1) / count).
+struct CudnnBatchNorm {
+  bool use = false;
+  std::string whyNot;      ///< when !use: why the own kernels run it
+  bool persistent = false; ///< SPATIAL_PERSISTENT, else SPATIAL
+  bool nhwc = false;
+  DType dtype = DType::F32;      ///< x, y, dy, dx
+  std::array<int32_t, 4> dims{}; ///< N, C, S, 1
+  int64_t count = 0;             ///< elements per channel (N * S)
+};
+
 struct BatchNormPlan {
   BatchNormKind kind = BatchNormKind::Inference;
   BatchNormParams params;
-  uint64_t scratchBytes = 0; ///< per-channel floats / doubles
+  CudnnBatchNorm cudnn;
+  /// Scratch: with cuDNN, training's batch mean and unbiased variance (2 C
+  /// floats); otherwise the own kernels' per-channel floats / doubles.
+  uint64_t scratchBytes = 0;
 };
-/// cudnn.batch_norm_inference / _training / _bwd (own kernels: the ONNX
-/// running statistics use the biased variance, cuDNN's the unbiased one).
+/// cudnn.batch_norm_inference / _training / _bwd: the checks and the own
+/// kernels' parameters, and whether cuDNN runs it (`impl`; cuDNN takes f16
+/// and f32 x with f32 per-channel tensors, a y apart from x, rank >= 2 with
+/// int32 sizes, and for training at least two elements per channel).
 Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
                                     const std::vector<TensorDesc> &operands,
-                                    const std::vector<TensorDesc> &results);
+                                    const std::vector<TensorDesc> &results,
+                                    BatchNormImpl impl = BatchNormImpl::Auto);
 
 //===----------------------------------------------------------------------===//
 // Indexing, losses, training

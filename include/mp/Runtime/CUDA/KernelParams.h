@@ -258,7 +258,7 @@ struct EpilogueParams {
   void *out = nullptr;
 };
 
-/// Batch normalization (own kernels, NCHW, rank >= 2): the per-channel
+/// Batch normalization (own kernels, NCHW or NHWC, rank >= 2): the per-channel
 /// statistics and coefficients live in an f32/f64 scratch block.
 struct BatchNormParams {
   int32_t xDtype = 0;

@@ -1,0 +1,163 @@
+//===- BatchNormCalls.cpp - cudnn.batch_norm_* on cuDNN or own kernels ----===//
+//
+// cudnn.batch_norm_inference / _training / _bwd. planBatchNorm decides who
+// runs a call (CudaExecutorOptions::batchNorm, CudnnBatchNorm):
+//
+//   * cuDNN (cudnnBatchNormalizationForwardInference / ForwardTraining /
+//     Backward) for f16 and f32 x with f32 per-channel tensors: x as
+//     [N, C, S, 1] in NCHW or NHWC, the per-channel descriptor derived by
+//     cuDNN. ONNX's running variance is the biased one and cuDNN's the
+//     unbiased one, so training asks cuDNN for the batch statistics alone
+//     (exponentialAverageFactor 1 into zeroed scratch) and a small kernel
+//     forms the running statistics (launchBatchNormRunningStats). The
+//     backward recomputes the statistics from x (the culib op carries no
+//     saved mean).
+//   * the own kernels (TrainingKernels.cu) for everything else: bf16,
+//     16-bit per-channel tensors, y in place of x, one element per channel.
+//     A call whose cuDNN descriptors cuDNN refuses falls back to them too.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaCalls.h"
+#include "DynamicLibs.h"
+
+namespace mp::rt::cuda {
+namespace {
+
+/// The own kernels: per-channel coefficients / statistics in the workspace.
+struct OwnBatchNormCall : PreparedCall {
+  BatchNormPlan plan;
+  explicit OwnBatchNormCall(const BatchNormPlan &plan) : plan(plan) {}
+  uint64_t workspaceBytes() const override { return plan.scratchBytes; }
+  Status enqueue(const RunContext &ctx) override {
+    BatchNormParams p = plan.params;
+    int64_t c = p.geom.c;
+    if (plan.kind == BatchNormKind::Backward) {
+      p.chanD = reinterpret_cast<double *>(ctx.workspace);
+    } else {
+      float *f = reinterpret_cast<float *>(ctx.workspace);
+      p.chanMean = f;
+      p.chanFactor = f + c;
+      p.chanBias = f + 2 * c;
+    }
+    return cudaStatus(
+        launchBatchNorm(static_cast<int>(plan.kind), p, ctx.stream),
+        "batch norm kernel");
+  }
+};
+
+class CudnnBatchNormCall : public PreparedCall {
+public:
+  explicit CudnnBatchNormCall(const BatchNormPlan &plan) : plan(plan) {}
+  ~CudnnBatchNormCall() override {
+    for (cudnnTensorDescriptor_t d : {xDesc, perChannelDesc})
+      if (d)
+        cudnn().cudnnDestroyTensorDescriptor(d);
+  }
+
+  Status init() {
+    const CudnnBatchNorm &c = plan.cudnn;
+    MP_CUDNN_TRY(cudnn().cudnnCreateTensorDescriptor(&xDesc),
+                 "cudnnCreateTensorDescriptor");
+    MP_CUDNN_TRY(cudnn().cudnnCreateTensorDescriptor(&perChannelDesc),
+                 "cudnnCreateTensorDescriptor");
+    MP_CUDNN_TRY(cudnn().cudnnSetTensorNdDescriptorEx(
+                     xDesc, c.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                     cudnnTypeOf(c.dtype), 4, c.dims.data()),
+                 "cudnnSetTensorNdDescriptorEx (batch norm x)");
+    MP_CUDNN_TRY(
+        cudnn().cudnnDeriveBNTensorDescriptor(perChannelDesc, xDesc, mode()),
+        "cudnnDeriveBNTensorDescriptor");
+    if (plan.params.epsilon < CUDNN_BN_MIN_EPSILON)
+      return Status::error("epsilon below cuDNN's minimum");
+    return Status::ok();
+  }
+
+  uint64_t workspaceBytes() const override { return plan.scratchBytes; }
+
+  Status enqueue(const RunContext &ctx) override {
+    const BatchNormParams &p = plan.params;
+    const float one = 1.0f, zero = 0.0f;
+    switch (plan.kind) {
+    case BatchNormKind::Inference:
+      MP_CUDNN_TRY(cudnn().cudnnBatchNormalizationForwardInference(
+                       ctx.dnn, mode(), &one, &zero, xDesc, p.x, xDesc, p.y,
+                       perChannelDesc, p.scale, p.bias, p.mean, p.var,
+                       p.epsilon),
+                   "cudnnBatchNormalizationForwardInference");
+      return Status::ok();
+    case BatchNormKind::Training: {
+      // cuDNN's running outputs with factor 1 are the batch statistics;
+      // they start from zero since cuDNN still reads them (* 0).
+      float *batchMean = reinterpret_cast<float *>(ctx.workspace);
+      float *batchVar = batchMean + p.geom.c;
+      MP_CUDA_TRY(cudaMemsetAsync(batchMean, 0, plan.scratchBytes, ctx.stream),
+                  "cudaMemsetAsync (batch statistics)");
+      MP_CUDNN_TRY(cudnn().cudnnBatchNormalizationForwardTraining(
+                       ctx.dnn, mode(), &one, &zero, xDesc, p.x, xDesc, p.y,
+                       perChannelDesc, p.scale, p.bias, 1.0, batchMean,
+                       batchVar, p.epsilon, nullptr, nullptr),
+                   "cudnnBatchNormalizationForwardTraining");
+      return cudaStatus(launchBatchNormRunningStats(p, batchMean, batchVar,
+                                                    plan.cudnn.count,
+                                                    ctx.stream),
+                        "batch norm running statistics kernel");
+    }
+    case BatchNormKind::Backward:
+      MP_CUDNN_TRY(cudnn().cudnnBatchNormalizationBackward(
+                       ctx.dnn, mode(), &one, &zero, &one, &zero, xDesc, p.x,
+                       xDesc, p.dy, xDesc, p.dx, perChannelDesc, p.scale,
+                       p.dscale, p.dbias, p.epsilon, nullptr, nullptr),
+                   "cudnnBatchNormalizationBackward");
+      return Status::ok();
+    }
+    return Status::error("unknown batch norm kind");
+  }
+
+private:
+  cudnnBatchNormMode_t mode() const {
+    return plan.cudnn.persistent ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT
+                                 : CUDNN_BATCHNORM_SPATIAL;
+  }
+
+  BatchNormPlan plan;
+  cudnnTensorDescriptor_t xDesc = nullptr, perChannelDesc = nullptr;
+};
+
+Result<std::unique_ptr<PreparedCall>> prepareBatchNorm(const PrepareArgs &a,
+                                                       BatchNormKind kind) {
+  MP_TRY_PREPARE(
+      plan, planBatchNorm(kind, a.call, a.operands, a.results, a.batchNorm));
+  if (plan.cudnn.use) {
+    auto call = std::make_unique<CudnnBatchNormCall>(plan);
+    if (call->init())
+      return std::unique_ptr<PreparedCall>(std::move(call));
+    // cuDNN refused the descriptors: the own kernels run it.
+    MP_TRY_PREPARE(own, planBatchNorm(kind, a.call, a.operands, a.results,
+                                      BatchNormImpl::Own));
+    plan = own;
+  }
+  return preparedCall<OwnBatchNormCall>(plan);
+}
+
+Result<std::unique_ptr<PreparedCall>>
+prepareBatchNormInference(const PrepareArgs &a) {
+  return prepareBatchNorm(a, BatchNormKind::Inference);
+}
+Result<std::unique_ptr<PreparedCall>>
+prepareBatchNormTraining(const PrepareArgs &a) {
+  return prepareBatchNorm(a, BatchNormKind::Training);
+}
+Result<std::unique_ptr<PreparedCall>>
+prepareBatchNormBackward(const PrepareArgs &a) {
+  return prepareBatchNorm(a, BatchNormKind::Backward);
+}
+
+} // namespace
+
+void addBatchNormCalls(std::map<std::string, PrepareFn> &t) {
+  t["cudnn.batch_norm_inference"] = prepareBatchNormInference;
+  t["cudnn.batch_norm_training"] = prepareBatchNormTraining;
+  t["cudnn.batch_norm_bwd"] = prepareBatchNormBackward;
+}
+
+} // namespace mp::rt::cuda
