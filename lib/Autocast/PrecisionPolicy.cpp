@@ -186,7 +186,10 @@ PrecisionPolicy PrecisionPolicy::defaults() {
        "IsInf", "Upsample"});
   // The backward ops of training (MPTrainingOps.td): the gradients of
   // tensor-core ops are tensor-core ops; batch-norm and loss gradients stay
-  // f32 (cuDNN's batch-norm backward wants f32 scale gradients).
+  // f32. With `infer=BatchNormGrad` the batch-norm gradient follows its
+  // neighbours as the forward does: 16-bit x, dy and dx, f32 scale and
+  // scale gradients (cuDNN's backward takes them so and computes in f32),
+  // without the casts of x, dy and dx around it.
   set(PrecisionClass::Allow, {"ConvGradFilter", "LSTMGrad"});
   p.tensorCoreOps.insert("ConvGradFilter");
   p.tensorCoreOps.insert("LSTMGrad");
@@ -201,6 +204,7 @@ PrecisionPolicy PrecisionPolicy::defaults() {
   // and TensorFlow do.
   for (unsigned i = 1; i <= 4; ++i)
     p.keepOperand("BatchNormalization", i, source);
+  p.keepOperand("BatchNormGrad", 1, source); // scale
   p.keepOperand("Dropout", 1, source); // ratio
   // Interpolation whose weights can exceed [0, 1] overshoots in f16.
   AttributeCondition cubic;

@@ -174,6 +174,20 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// BatchNormGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  Type scale = adaptor.getScale().getType();
+  inferredReturnTypes.append({adaptor.getX().getType(), scale, scale});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // UnscaleCheckFiniteOp
 //===----------------------------------------------------------------------===//
 

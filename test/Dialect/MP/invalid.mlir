@@ -851,3 +851,13 @@ func.func @none_result_type() {
 
 // expected-error @+1 {{type `nosuchtype` in dialect `mp`}}
 func.func private @bad_type(!mp.nosuchtype)
+
+// -----
+
+// batch_norm_grad: the scale and bias gradients have scale's type.
+func.func @batch_norm_grad_types(%x: tensor<2x4x3xf16>, %scale: tensor<4xf32>, %dy: tensor<2x4x3xf16>) {
+  // expected-error @+2 {{'mp.batch_norm_grad' op inferred type(s) 'tensor<2x4x3xf16>', 'tensor<4xf32>', 'tensor<4xf32>' are incompatible}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dx, %ds, %db = mp.batch_norm_grad %x, %scale, %dy {epsilon = 1.0e-5 : f32} : (tensor<2x4x3xf16>, tensor<4xf32>, tensor<2x4x3xf16>) -> (tensor<2x4x3xf16>, tensor<4xf16>, tensor<4xf16>)
+  return
+}

@@ -60,11 +60,14 @@ def MP_PoolGradOp : MP_TrainingOp<"pool_grad", "PoolGrad", [Pure]> {
 }
 
 def MP_BatchNormGradOp : MP_TrainingOp<"batch_norm_grad", "BatchNormGrad",
-                                       [Pure]> {
+    [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "gradient of training-mode batch normalization";
   let description = [{
     (dX, dScale, dBias) for Y = BatchNormalization(X, scale, ...) in training
-    mode (batch statistics), given dY (cudnnBatchNormalizationBackward).
+    mode (batch statistics), given dY (cudnnBatchNormalizationBackward). dX
+    has X's type, dScale and dBias scale's (ONNX gives scale and bias one
+    type), so X and dY can be 16-bit while scale and its gradients stay f32,
+    as cuDNN takes them.
   }];
   let arguments = (ins MP_FloatTensor:$X, MP_FloatTensor:$scale,
                        MP_FloatTensor:$dY, F32Attr:$epsilon);
