@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "Train.h"
 
+#include "mp/Runtime/CUDA/CudaPlanning.h"
 #include "mp/Runtime/Executor.h"
 #include "mp/Runtime/Half.h"
 #include "mp/Runtime/Plan.h"
@@ -82,6 +83,11 @@ OPTIONS:
                         plan runs, or time it, without data)
   --backend=B           cpu (default) or cuda: run on the GPU (needs an
                         mp-run built with the CUDA backend and a GPU)
+  --check               only check that the backend accepts the plan, and
+                        exit: the plan's structure and call kinds; with
+                        --backend=cuda also every call's attributes, shapes
+                        and dtypes (the GPU's host-side planning: no GPU is
+                        needed)
   --cuda-batch-norm=M   with --backend=cuda, who runs the batch norms: auto
                         (default: cuDNN where it can, its persistent mode for
                         f16 channels-last training, as PyTorch), spatial
@@ -150,6 +156,7 @@ struct Options {
   int repeat = 0, warmup = -1;   ///< 0 / -1: not given
   std::string backend = "cpu";   ///< cpu or cuda
   std::string cudaBatchNorm;     ///< --cuda-batch-norm (empty: not given)
+  bool check = false;            ///< --check: validate for the backend only
   std::string weightsPath;       ///< --weights
   bool uncheckedWeights = false; ///< --unchecked-weights
   bool train = false;
@@ -297,6 +304,8 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       opts.printPlan = true;
     } else if (key == "--zero-inputs" && !hasValue) {
       opts.zeroInputs = true;
+    } else if (key == "--check" && !hasValue) {
+      opts.check = true;
     } else if (key == "--compare") {
       inCompare = true;
       if (hasValue)
@@ -600,6 +609,30 @@ bool writeOutputs(const std::vector<NamedTensor> &outputs, const Options &opts,
 template <typename Exec> int runInference(Exec &exec, const Options &opts);
 int runOnBackend(Plan plan, const Options &opts);
 
+/// --check: whether the backend accepts the plan, without running it. For
+/// the CUDA backend this is its host-side planning of every call
+/// (cuda::checkPlanForCuda), so no GPU is needed.
+int checkOnly(const Options &opts) {
+  if (opts.train || !opts.inputArgs.empty() || !opts.compareArgs.empty())
+    return report({"", "--check takes a plan alone (no inputs, --compare or "
+                       "--train)"});
+  Result<Plan> plan = loadPlan(opts.planPath);
+  if (!plan)
+    return report({opts.planPath, plan.message()});
+  size_t calls = plan->calls.size();
+  if (opts.backend == "cuda") {
+    if (Status s = cuda::checkPlanForCuda(*plan, opts.planPath); !s)
+      return report({opts.planPath, s.message()});
+  } else {
+    Result<CpuExecutor> exec = CpuExecutor::create(plan.take(), opts.planPath);
+    if (!exec)
+      return report({opts.planPath, exec.message()});
+  }
+  std::printf("%s: the %s backend accepts all %zu calls\n",
+              opts.planPath.c_str(), opts.backend.c_str(), calls);
+  return 0;
+}
+
 /// --backend=cuda: whether it can run here (the reason when not).
 bool cudaUsable(std::string &why) {
 #if MP_HAVE_CUDA_BACKEND
@@ -628,6 +661,8 @@ int runMain(int argc, char **argv) {
     return report({"", "--cuda-batch-norm needs --backend=cuda"});
   if (opts.cudaBatchNorm.empty())
     opts.cudaBatchNorm = "auto";
+  if (opts.check)
+    return checkOnly(opts);
   if (opts.backend == "cuda") {
     std::string why;
     if (!cudaUsable(why))

@@ -337,13 +337,17 @@ std::optional<EwInfo> ewInfo(ElementwiseFn fn) {
   case F::Div:
     return EwInfo{kEwDiv, K::Binary, true, true, false};
   case F::Pow:
-    return EwInfo{kEwPow, K::Binary, true, false, false};
+    return EwInfo{kEwPow, K::Binary, true, true, false};
   case F::Mod:
-    return EwInfo{kEwMod, K::Binary, true, false, false};
+    return EwInfo{kEwMod, K::Binary, true, true, false};
   case F::Fmod:
-    return EwInfo{kEwFmod, K::Binary, true, false, false};
+    return EwInfo{kEwFmod, K::Binary, true, true, false};
   case F::PRelu:
-    return EwInfo{kEwPRelu, K::Binary, true, false, false};
+    return EwInfo{kEwPRelu, K::Binary, true, true, false};
+  case F::BitShiftLeft:
+    return EwInfo{kEwShl, K::Binary, false, true, false};
+  case F::BitShiftRight:
+    return EwInfo{kEwShr, K::Binary, false, true, false};
   case F::Equal:
     return EwInfo{kEwEqual, K::Compare, true, true, false};
   case F::Less:
@@ -520,16 +524,15 @@ Result<EwParams> planElementwise(const PlanCall &call,
     p.compute = t == DType::F64 ? kComputeF64 : kComputeF32;
   } else {
     if (info->boolOnly || *fn == ElementwiseFn::Mean ||
-        (isUnsigned && (p.op == kEwNeg || p.op == kEwRelu)))
+        (isUnsigned && (p.op == kEwNeg || p.op == kEwRelu)) ||
+        (!isUnsigned && (p.op == kEwShl || p.op == kEwShr)))
       return fail(op, "does not take dtype " + dt(t));
-    // Integer versions the CPU has and the GPU does not.
-    bool cpuTakesInts = p.op == kEwShrink || p.op == kEwPow || p.op == kEwMod ||
-                        p.op == kEwFmod || p.op == kEwPRelu;
-    if (!info->ints && !cpuTakesInts)
-      return fail(op, "does not take dtype " + dt(t));
-    if (!info->ints || t == DType::U64)
+    // The integer shrink the CPU has and the GPU does not.
+    if (p.op == kEwShrink)
       return fail(op, "is not implemented on the GPU for dtype " + dt(t));
-    p.compute = kComputeInt;
+    if (!info->ints)
+      return fail(op, "does not take dtype " + dt(t));
+    p.compute = t == DType::U64 ? kComputeU64 : kComputeInt;
   }
 
   std::vector<Shape> shapes;
@@ -950,8 +953,9 @@ Result<ReduceParams> planReduce(const PlanCall &call, const TensorDesc &x,
   case R::ArgMin:
     p.op = kRedArgMin;
     break;
-  default:
-    return fail(op, "is not implemented on the GPU");
+  case R::LogSumExp:
+    p.op = kRedLogSumExp;
+    break;
   }
   if (Status s = checkDesc(op, "x", x); !s)
     return s;
@@ -2412,9 +2416,12 @@ Result<ScatterNDPlan> planScatterND(const PlanCall &call,
     p.reduction = kScatterNone;
   else if (reduction == "add")
     p.reduction = kScatterAdd;
-  else if (reduction == "mul" || reduction == "max" || reduction == "min")
-    return fail(op,
-                "reduction '" + reduction + "' is not implemented on the GPU");
+  else if (reduction == "mul")
+    p.reduction = kScatterMul;
+  else if (reduction == "max")
+    p.reduction = kScatterMax;
+  else if (reduction == "min")
+    p.reduction = kScatterMin;
   else
     return Status::error("attribute 'reduction' has an unknown value '" +
                          reduction + "'");
@@ -2460,12 +2467,13 @@ Result<ScatterNDPlan> planScatterND(const PlanCall &call,
   if (k > kMaxDims)
     return fail(op, "index tuples of more than " + std::to_string(kMaxDims) +
                         " components are not implemented on the GPU");
-  if (p.reduction == kScatterAdd &&
-      !(isFloat(y.dtype) || y.dtype == DType::I32 || y.dtype == DType::I64 ||
-        y.dtype == DType::U32 || y.dtype == DType::U64))
-    return fail(op, "reduction 'add' is not implemented on the GPU for "
-                    "dtype " +
-                        dt(y.dtype));
+  // Atomics add f32, f64, f16, bf16 and 32 / 64-bit integers; everything
+  // else combines in tuple order.
+  bool atomicAdds = isFloat(y.dtype) || y.dtype == DType::I32 ||
+                    y.dtype == DType::I64 || y.dtype == DType::U32 ||
+                    y.dtype == DType::U64;
+  p.ordered = p.reduction != kScatterNone &&
+              !(p.reduction == kScatterAdd && atomicAdds);
   std::vector<int64_t> strides = stridesOf(data.shape);
   p.dtype = code(y.dtype);
   p.elemSize = static_cast<int32_t>(byteSize(y.dtype));

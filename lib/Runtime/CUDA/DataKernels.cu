@@ -173,83 +173,11 @@ __global__ void gatherNDKernel(GatherNDParams p, DeviceError *err) {
 // ScatterElements
 //===----------------------------------------------------------------------===//
 
-/// a (reduction) b for floats computed in F (float for f32, f16, bf16,
-/// double for f64): NaN propagates through max and min, as the CPU.
-template <typename F> __device__ inline F combineFloat(int32_t r, F a, F b) {
-  switch (r) {
-  case kSeAdd:
-    return a + b;
-  case kSeMul:
-    return a * b;
-  default:
-    if (a != a || b != b)
-      return a != a ? a : b;
-    if (r == kSeMax)
-      return b > a ? b : a;
-    return b < a ? b : a;
-  }
-}
-
-/// y[yi] = y[yi] (reduction) u[ui] in the CPU's arithmetic for dtype t.
+/// y[yi] = y[yi] (reduction) u[ui] in the CPU's arithmetic for the dtype.
 __device__ inline void combineElem(const ElementsParams &p, int64_t yi,
                                    int64_t ui) {
-  const int32_t t = p.dtype, r = p.reduction;
-  if (r == kSeNone) {
-    switch (p.elemSize) {
-    case 1:
-      static_cast<uint8_t *>(p.out)[yi] =
-          static_cast<const uint8_t *>(p.updates)[ui];
-      return;
-    case 2:
-      static_cast<uint16_t *>(p.out)[yi] =
-          static_cast<const uint16_t *>(p.updates)[ui];
-      return;
-    case 4:
-      static_cast<uint32_t *>(p.out)[yi] =
-          static_cast<const uint32_t *>(p.updates)[ui];
-      return;
-    default:
-      static_cast<uint64_t *>(p.out)[yi] =
-          static_cast<const uint64_t *>(p.updates)[ui];
-      return;
-    }
-  }
-  if (t == kF32 || t == kF16 || t == kBF16) {
-    storeF32(p.out, t, yi,
-             combineFloat(r, loadF32(p.out, t, yi), loadF32(p.updates, t, ui)));
-    return;
-  }
-  if (t == kF64) {
-    storeF64(p.out, t, yi,
-             combineFloat(r, loadF64(p.out, t, yi), loadF64(p.updates, t, ui)));
-    return;
-  }
-  if (t == kBool) {
-    // add and max are or, mul and min are and.
-    const bool a = static_cast<const uint8_t *>(p.out)[yi] != 0,
-               b = static_cast<const uint8_t *>(p.updates)[ui] != 0;
-    const bool v = (r == kSeAdd || r == kSeMax) ? (a || b) : (a && b);
-    static_cast<uint8_t *>(p.out)[yi] = v ? 1 : 0;
-    return;
-  }
-  // Integers: modular add / mul in 64 bits, max / min by the type's order.
-  const int64_t a = loadI64(p.out, t, yi), b = loadI64(p.updates, t, ui);
-  const bool isUnsigned = t == kU8 || t == kU16 || t == kU32 || t == kU64;
-  int64_t v;
-  if (r == kSeAdd)
-    v = static_cast<int64_t>(static_cast<uint64_t>(a) +
-                             static_cast<uint64_t>(b));
-  else if (r == kSeMul)
-    v = static_cast<int64_t>(static_cast<uint64_t>(a) *
-                             static_cast<uint64_t>(b));
-  else if (isUnsigned) {
-    const uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-    v = static_cast<int64_t>(r == kSeMax ? (ua > ub ? ua : ub)
-                                         : (ua < ub ? ua : ub));
-  } else {
-    v = r == kSeMax ? (a > b ? a : b) : (a < b ? a : b);
-  }
-  storeI64(p.out, t, yi, v);
+  combineScatterElem(p.dtype, p.elemSize, p.reduction, p.out, yi, p.updates,
+                     ui);
 }
 
 /// One thread per line of indices along the axis: its updates in order.

@@ -239,6 +239,11 @@ template <>
 __device__ inline int64_t loadAs<int64_t>(const void *p, int32_t t, int64_t i) {
   return loadI64(p, t, i);
 }
+template <>
+__device__ inline uint64_t loadAs<uint64_t>(const void *p, int32_t t,
+                                            int64_t i) {
+  return static_cast<uint64_t>(loadI64(p, t, i));
+}
 __device__ inline void storeAs(void *p, int32_t t, int64_t i, float v) {
   storeF32(p, t, i, v);
 }
@@ -247,6 +252,94 @@ __device__ inline void storeAs(void *p, int32_t t, int64_t i, double v) {
 }
 __device__ inline void storeAs(void *p, int32_t t, int64_t i, int64_t v) {
   storeI64(p, t, i, v);
+}
+__device__ inline void storeAs(void *p, int32_t t, int64_t i, uint64_t v) {
+  storeI64(p, t, i, static_cast<int64_t>(v));
+}
+
+//===----------------------------------------------------------------------===//
+// Scatter reductions
+//===----------------------------------------------------------------------===//
+
+/// a (reduction) b for floats computed in F (float for f32, f16, bf16,
+/// double for f64): NaN propagates through max and min, as the CPU.
+template <typename F> __device__ inline F combineFloat(int32_t r, F a, F b) {
+  switch (r) {
+  case kSeAdd:
+    return a + b;
+  case kSeMul:
+    return a * b;
+  default:
+    if (a != a || b != b)
+      return a != a ? a : b;
+    if (r == kSeMax)
+      return b > a ? b : a;
+    return b < a ? b : a;
+  }
+}
+
+/// out[yi] = out[yi] (reduction r, ScatterElementsReduce) updates[ui] in
+/// the CPU's arithmetic for dtype t (cpu::ScatterReduction's combine):
+/// kernel.scatter_elements and the ordered kernel.scatter_nd.
+__device__ inline void combineScatterElem(int32_t t, int32_t elemSize,
+                                          int32_t r, void *out, int64_t yi,
+                                          const void *updates, int64_t ui) {
+  if (r == kSeNone) {
+    switch (elemSize) {
+    case 1:
+      static_cast<uint8_t *>(out)[yi] =
+          static_cast<const uint8_t *>(updates)[ui];
+      return;
+    case 2:
+      static_cast<uint16_t *>(out)[yi] =
+          static_cast<const uint16_t *>(updates)[ui];
+      return;
+    case 4:
+      static_cast<uint32_t *>(out)[yi] =
+          static_cast<const uint32_t *>(updates)[ui];
+      return;
+    default:
+      static_cast<uint64_t *>(out)[yi] =
+          static_cast<const uint64_t *>(updates)[ui];
+      return;
+    }
+  }
+  if (t == kF32 || t == kF16 || t == kBF16) {
+    storeF32(out, t, yi,
+             combineFloat(r, loadF32(out, t, yi), loadF32(updates, t, ui)));
+    return;
+  }
+  if (t == kF64) {
+    storeF64(out, t, yi,
+             combineFloat(r, loadF64(out, t, yi), loadF64(updates, t, ui)));
+    return;
+  }
+  if (t == kBool) {
+    // add and max are or, mul and min are and.
+    const bool a = static_cast<const uint8_t *>(out)[yi] != 0,
+               b = static_cast<const uint8_t *>(updates)[ui] != 0;
+    const bool v = (r == kSeAdd || r == kSeMax) ? (a || b) : (a && b);
+    static_cast<uint8_t *>(out)[yi] = v ? 1 : 0;
+    return;
+  }
+  // Integers: modular add / mul in 64 bits, max / min by the type's order.
+  const int64_t a = loadI64(out, t, yi), b = loadI64(updates, t, ui);
+  const bool isUnsigned = t == kU8 || t == kU16 || t == kU32 || t == kU64;
+  int64_t v;
+  if (r == kSeAdd)
+    v = static_cast<int64_t>(static_cast<uint64_t>(a) +
+                             static_cast<uint64_t>(b));
+  else if (r == kSeMul)
+    v = static_cast<int64_t>(static_cast<uint64_t>(a) *
+                             static_cast<uint64_t>(b));
+  else if (isUnsigned) {
+    const uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+    v = static_cast<int64_t>(r == kSeMax ? (ua > ub ? ua : ub)
+                                         : (ua < ub ? ua : ub));
+  } else {
+    v = r == kSeMax ? (a > b ? a : b) : (a < b ? a : b);
+  }
+  storeI64(out, t, yi, v);
 }
 
 /// Grid-stride loop over [0, n).

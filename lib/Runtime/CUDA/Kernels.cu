@@ -186,11 +186,29 @@ __device__ inline C floatOp(int32_t op, C x, C y, C a, C b) {
 }
 
 /// The integer functions, on 64-bit values (narrower dtypes wrap at the
-/// store, as the CPU's two's-complement arithmetic does).
+/// store, as the CPU's two's-complement arithmetic does). Data of every
+/// integer dtype but u64 computes here (u8..u32 values are non-negative, so
+/// signed and unsigned arithmetic agree); `bits` is the dtype's width (the
+/// shifts).
 __device__ inline int64_t intOp(int32_t op, int64_t x, int64_t y, int64_t a,
-                                int64_t b) {
+                                int64_t b, int bits) {
   auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   switch (op) {
+  case kEwMod: // the sign of the divisor (numpy.mod)
+  case kEwFmod: {
+    if (y == 0 || y == -1)
+      return 0;
+    int64_t r = x % y;
+    if (op == kEwMod && r != 0 && ((r < 0) != (y < 0)))
+      r += y;
+    return r;
+  }
+  case kEwPRelu:
+    return x < 0 ? static_cast<int64_t>(u(x) * u(y)) : x;
+  case kEwShl:
+    return y >= bits ? 0 : static_cast<int64_t>(u(x) << y);
+  case kEwShr:
+    return y >= bits ? 0 : static_cast<int64_t>(u(x) >> y);
   case kEwAbs:
     return x < 0 ? static_cast<int64_t>(0 - u(x)) : x;
   case kEwNeg:
@@ -230,6 +248,55 @@ __device__ inline int64_t intOp(int32_t op, int64_t x, int64_t y, int64_t a,
     return (x != 0) != (y != 0);
   }
   return x;
+}
+
+/// The integer functions on u64 data: unsigned order, division and
+/// remainders; add, sub and mul wrap.
+__device__ inline uint64_t uintOp(int32_t op, uint64_t x, uint64_t y,
+                                  uint64_t a, uint64_t b, int bits) {
+  switch (op) {
+  case kEwAbs:
+    return x;
+  case kEwSign:
+    return x > 0 ? 1 : 0;
+  case kEwNot:
+    return x == 0;
+  case kEwClip1: {
+    uint64_t v = x < a ? a : x;
+    return v > b ? b : v;
+  }
+  case kEwAdd:
+  case kEwSum:
+    return x + y;
+  case kEwSub:
+    return x - y;
+  case kEwMul:
+    return x * y;
+  case kEwDiv:
+    return y == 0 ? 0 : x / y;
+  case kEwMod:
+  case kEwFmod:
+    return y == 0 ? 0 : x % y;
+  case kEwPRelu:
+    return x;
+  case kEwShl:
+    return y >= static_cast<uint64_t>(bits) ? 0 : x << y;
+  case kEwShr:
+    return y >= static_cast<uint64_t>(bits) ? 0 : x >> y;
+  case kEwMax:
+    return x > y ? x : y;
+  case kEwMin:
+    return x < y ? x : y;
+  }
+  return x;
+}
+
+template <typename C>
+__device__ inline C integerOp(int32_t op, C x, C y, C a, C b, int bits) {
+  if constexpr (std::is_same_v<C, uint64_t>)
+    return uintOp(op, x, y, a, b, bits);
+  else
+    return intOp(op, x, y, a, b, bits);
 }
 
 template <typename C> __device__ inline bool compareOp(int32_t op, C x, C y) {
@@ -282,8 +349,9 @@ template <typename C> __global__ void ewKernel(EwParams p) {
       continue;
     }
     C r;
-    if constexpr (std::is_same_v<C, int64_t>) {
+    if constexpr (std::is_integral_v<C>) {
       C a = static_cast<C>(p.alpha), b = static_cast<C>(p.beta);
+      const int bits = 8 * p.elemSize;
       if (p.op == kEwClip3) {
         C lo = loadAs<C>(p.in[1], p.inDtype[1], off[1]);
         C hi = loadAs<C>(p.in[2], p.inDtype[2], off[2]);
@@ -292,11 +360,13 @@ template <typename C> __global__ void ewKernel(EwParams p) {
       } else if (p.op == kEwSum || p.op == kEwMax || p.op == kEwMin) {
         r = x;
         for (int k = 1; k < p.numInputs; ++k)
-          r = intOp(p.op, r, loadAs<C>(p.in[k], p.inDtype[k], off[k]), a, b);
+          r = integerOp<C>(p.op, r, loadAs<C>(p.in[k], p.inDtype[k], off[k]), a,
+                           b, bits);
       } else if (p.numInputs == 2) {
-        r = intOp(p.op, x, loadAs<C>(p.in[1], p.inDtype[1], off[1]), a, b);
+        r = integerOp<C>(p.op, x, loadAs<C>(p.in[1], p.inDtype[1], off[1]), a,
+                         b, bits);
       } else {
-        r = intOp(p.op, x, 0, a, b);
+        r = integerOp<C>(p.op, x, C(0), a, b, bits);
       }
     } else {
       C a = static_cast<C>(p.alpha), b = static_cast<C>(p.beta);
@@ -348,19 +418,17 @@ __device__ inline uint32_t bits16(float v, int32_t t) {
 
 /// f(x, y) on the 4 words of a 16-byte vector: 8 16-bit or 4 f32 lanes.
 template <int kElemBytes>
-__device__ inline uint32_t vectorWord(const EwParams &p, uint32_t x,
-                                      uint32_t y, float alpha, float beta) {
+__device__ inline uint32_t vectorWord(const EwParams &p, uint32_t x, uint32_t y,
+                                      float alpha, float beta) {
   if constexpr (kElemBytes == 4) {
     return __float_as_uint(floatOp<float>(p.op, __uint_as_float(x),
                                           __uint_as_float(y), alpha, beta));
   } else {
     int32_t t = p.outDtype;
     uint32_t lo = bits16(
-        floatOp<float>(p.op, lane16(x, 0, t), lane16(y, 0, t), alpha, beta),
-        t);
+        floatOp<float>(p.op, lane16(x, 0, t), lane16(y, 0, t), alpha, beta), t);
     uint32_t hi = bits16(
-        floatOp<float>(p.op, lane16(x, 1, t), lane16(y, 1, t), alpha, beta),
-        t);
+        floatOp<float>(p.op, lane16(x, 1, t), lane16(y, 1, t), alpha, beta), t);
     return lo | (hi << 16);
   }
 }
@@ -618,6 +686,46 @@ template <typename E> __global__ void gatherCopyKernel(GatherCopyParams p) {
       out[off] = in[i];
     else
       out[i] = inside ? in[off] : E(0);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Integer pow (elementwise): the CPU's, base and exponent in f64, the result
+// converted with the cast rules (truncation toward zero, saturation)
+//===----------------------------------------------------------------------===//
+
+/// b^e in f64. Integral exponents of integral bases multiply exactly
+/// (squaring) while the result stays below 2^53, where the CPU's correctly
+/// rounded pow is exact too; CUDA's pow may be an ulp off, which the
+/// truncation to an integer would show.
+__device__ inline double integerPow(double b, double e) {
+  if (b == trunc(b) && e == trunc(e) && fabs(e) < 2147483648.0) {
+    long long n = static_cast<long long>(fabs(e));
+    double r = 1.0, f = b;
+    while (n) {
+      if (n & 1)
+        r *= f;
+      n >>= 1;
+      if (n)
+        f *= f;
+    }
+    return e < 0 ? 1.0 / r : r;
+  }
+  return pow(b, e);
+}
+
+__global__ void intPowKernel(EwParams p) {
+  int64_t off[kMaxEwInputs];
+  MP_GRID_LOOP(i, p.n) {
+    if (p.contiguous) {
+      off[0] = off[1] = i;
+    } else {
+      offsetsOf(p, i, off);
+    }
+    Val v{1, 0.0f, 0.0, 0, 0};
+    v.d = integerPow(loadF64(p.in[0], p.inDtype[0], off[0]),
+                     loadF64(p.in[1], p.inDtype[1], off[1]));
+    storeVal(p.out, p.outDtype, i, v);
   }
 }
 
@@ -914,6 +1022,77 @@ __global__ void reduceThreadKernel(ReduceParams p) {
 
 constexpr int kReduceThreads = 256;
 
+/// Element i of x as log_sum_exp computes it: its compute type's value (f32
+/// for f32 / f16 / bf16, f64, the integer) as a double.
+__device__ inline double lseValue(const ReduceParams &p, int64_t i) {
+  if (p.dtype == kF64)
+    return loadF64(p.in, p.dtype, i);
+  if (!isIntCode(p.dtype))
+    return static_cast<double>(loadF32(p.in, p.dtype, i));
+  if (p.dtype == kU64)
+    return static_cast<double>(static_cast<const uint64_t *>(p.in)[i]);
+  return static_cast<double>(loadI64(p.in, p.dtype, i));
+}
+
+/// log_sum_exp's result, converted with the cast rules.
+__device__ inline void lseStore(const ReduceParams &p, int64_t o, double sum,
+                                double shift) {
+  Val v{1, 0.0f, 0.0, 0, 0};
+  v.d = log(sum) + shift;
+  storeVal(p.out, p.outDtype, o, v);
+}
+
+/// The shift: the maximum (NaN-propagating), or 0 when it is not finite
+/// (all -inf or no elements gives -inf, an inf gives inf, a NaN NaN).
+__device__ inline double lseShift(double m) { return isfinite(m) ? m : 0.0; }
+
+/// log_sum_exp, one thread per output (two passes over its elements).
+__global__ void logSumExpThreadKernel(ReduceParams p) {
+  MP_GRID_LOOP(o, p.ySize) {
+    int64_t base = keptOffset(p, o);
+    double m = -INFINITY;
+    for (int64_t r = 0; r < p.count; ++r)
+      m = nanMax(m, lseValue(p, base + reducedOffset(p, r)));
+    double shift = lseShift(m), sum = 0.0;
+    for (int64_t r = 0; r < p.count; ++r)
+      sum += exp(lseValue(p, base + reducedOffset(p, r)) - shift);
+    lseStore(p, o, sum, shift);
+  }
+}
+
+/// log_sum_exp, one block per output: the maximum, then the sum.
+__global__ void logSumExpBlockKernel(ReduceParams p) {
+  __shared__ double part[kReduceThreads];
+  for (int64_t o = blockIdx.x; o < p.ySize; o += gridDim.x) {
+    int64_t base = keptOffset(p, o);
+    double m = -INFINITY;
+    for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x)
+      m = nanMax(m, lseValue(p, base + reducedOffset(p, r)));
+    part[threadIdx.x] = m;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s)
+        part[threadIdx.x] = nanMax(part[threadIdx.x], part[threadIdx.x + s]);
+      __syncthreads();
+    }
+    double shift = lseShift(part[0]);
+    __syncthreads();
+    double sum = 0.0;
+    for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x)
+      sum += exp(lseValue(p, base + reducedOffset(p, r)) - shift);
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s)
+        part[threadIdx.x] += part[threadIdx.x + s];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0)
+      lseStore(p, o, part[0], shift);
+    __syncthreads();
+  }
+}
+
 /// One block per output: the reduced elements are contiguous (coalesced).
 __global__ void reduceBlockKernel(ReduceParams p) {
   __shared__ double sd[kReduceThreads];
@@ -1198,14 +1377,13 @@ static int vectorElementBytes(const EwParams &p) {
   // max / min of one input is a copy in ewKernel, not floatOp(x, 0).
   if ((p.op == kEwMax || p.op == kEwMin) && p.numInputs != 2)
     return 0;
-  int bytes = p.outDtype == kF32 ? 4
+  int bytes = p.outDtype == kF32                            ? 4
               : (p.outDtype == kF16 || p.outDtype == kBF16) ? 2
-                                                              : 0;
+                                                            : 0;
   if (!bytes || reinterpret_cast<uintptr_t>(p.out) % 16)
     return 0;
   for (int k = 0; k < p.numInputs; ++k)
-    if (p.inDtype[k] != p.outDtype ||
-        reinterpret_cast<uintptr_t>(p.in[k]) % 16)
+    if (p.inDtype[k] != p.outDtype || reinterpret_cast<uintptr_t>(p.in[k]) % 16)
       return 0;
   return bytes;
 }
@@ -1232,7 +1410,13 @@ cudaError_t launchElementwise(const EwParams &p, cudaStream_t stream) {
     ewKernel<double><<<blocks, threads, 0, stream>>>(p);
     break;
   case kComputeInt:
-    ewKernel<int64_t><<<blocks, threads, 0, stream>>>(p);
+  case kComputeU64:
+    if (p.op == kEwPow)
+      intPowKernel<<<blocks, threads, 0, stream>>>(p);
+    else if (p.compute == kComputeU64)
+      ewKernel<uint64_t><<<blocks, threads, 0, stream>>>(p);
+    else
+      ewKernel<int64_t><<<blocks, threads, 0, stream>>>(p);
     break;
   default:
     switch (p.elemSize) {
@@ -1303,7 +1487,13 @@ cudaError_t launchGatherCopy(const GatherCopyParams &p, cudaStream_t stream) {
 cudaError_t launchReduce(const ReduceParams &p, cudaStream_t stream) {
   if (p.ySize == 0)
     return cudaSuccess;
-  if (p.blockPerOutput && p.op != kRedArgMax && p.op != kRedArgMin)
+  if (p.op == kRedLogSumExp) {
+    if (p.blockPerOutput)
+      logSumExpBlockKernel<<<blocksFor(p.ySize, 1, 65535), kReduceThreads, 0,
+                             stream>>>(p);
+    else
+      logSumExpThreadKernel<<<blocksFor(p.ySize, 256), 256, 0, stream>>>(p);
+  } else if (p.blockPerOutput && p.op != kRedArgMax && p.op != kRedArgMin)
     reduceBlockKernel<<<blocksFor(p.ySize, 1, 65535), kReduceThreads, 0,
                         stream>>>(p);
   else

@@ -267,6 +267,19 @@ __global__ void scatterNDAddKernel(ScatterNDParams p, DeviceError *err) {
   }
 }
 
+/// One thread per slice element j: every tuple's update of j in order, as
+/// the CPU applies them (repeated indices meet in the same thread).
+__global__ void scatterNDOrderedKernel(ScatterNDParams p, DeviceError *err) {
+  MP_GRID_LOOP(j, p.sliceLen) {
+    for (int64_t t = 0; t < p.tuples; ++t) {
+      int64_t off = tupleOffset(p, t, err);
+      if (off >= 0)
+        combineScatterElem(p.dtype, p.elemSize, p.reduction, p.out, off + j,
+                           p.updates, t * p.sliceLen + j);
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Losses (f64 arithmetic, as the CPU)
 //===----------------------------------------------------------------------===//
@@ -544,7 +557,10 @@ cudaError_t launchScatterND(const ScatterNDParams &p, DeviceError *error,
   if (n == 0)
     return cudaSuccess;
   unsigned blocks = blocksFor(n, kBlock);
-  if (p.reduction == kScatterAdd) {
+  if (p.ordered) {
+    scatterNDOrderedKernel<<<blocksFor(p.sliceLen, kBlock), kBlock, 0,
+                             stream>>>(p, error);
+  } else if (p.reduction == kScatterAdd) {
     scatterNDAddKernel<<<blocks, kBlock, 0, stream>>>(p, error);
   } else {
     switch (p.elemSize) {

@@ -578,6 +578,56 @@ TEST_CASE("CUDA: kernel.elementwise", "[cuda][device]") {
     ew("clip", {{"x", rnd(t, {3, 7}, rng, lo, 50)}}, {"y", t, {3, 7}},
        {{"alpha", 2.5}, {"beta", 1e10}});
   }
+  // Integer remainders, pow and prelu with negative and zero divisors
+  // (x mod 0 gives 0, as the CPU); shifts of unsigned integers, by up to
+  // more than the width.
+  for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64}) {
+    INFO("dtype " << dtypeName(t));
+    for (const char *fn : {"mod", "fmod", "div", "prelu"})
+      ew(fn,
+         {{"a", rnd(t, {3, 7}, rng, -50, 50)}, {"b", rnd(t, {7}, rng, -9, 9)}},
+         {"y", t, {3, 7}});
+    ew("pow",
+       {{"a", rnd(t, {3, 7}, rng, -5, 5)}, {"b", rnd(t, {7}, rng, -2, 7)}},
+       {"y", t, {3, 7}});
+    ew("pow",
+       {{"a", rnd(t, {3, 7}, rng, 0, 9)},
+        {"b", rnd(DType::F32, {7}, rng, -1, 3)}},
+       {"y", t, {3, 7}});
+  }
+  for (DType t : {DType::U8, DType::U16, DType::U32, DType::U64}) {
+    INFO("dtype " << dtypeName(t));
+    for (const char *fn : {"mod", "fmod", "div", "max", "min", "add", "mul"})
+      ew(fn,
+         {{"a", rnd(t, {3, 7}, rng, 0, 200)}, {"b", rnd(t, {7}, rng, 0, 9)}},
+         {"y", t, {3, 7}});
+    double bits = 8.0 * static_cast<double>(byteSize(t));
+    for (const char *fn : {"bitshift_left", "bitshift_right"})
+      ew(fn,
+         {{"a", rnd(t, {3, 7}, rng, 0, 200)},
+          {"b", rnd(t, {7}, rng, 0, bits + 3)}},
+         {"y", t, {3, 7}});
+    ew("pow", {{"a", rnd(t, {3, 7}, rng, 0, 6)}, {"b", rnd(t, {7}, rng, 0, 5)}},
+       {"y", t, {3, 7}});
+  }
+  {
+    // u64 above 2^63: unsigned order, division and remainders.
+    auto u64 = [](std::vector<uint64_t> v) {
+      HostTensor t(DType::U64, {static_cast<int64_t>(v.size())});
+      std::copy(v.begin(), v.end(), t.as<uint64_t>());
+      return t;
+    };
+    const uint64_t big = uint64_t(1) << 63;
+    const std::vector<uint64_t> a{big + 5, 7, big, ~uint64_t(0), 3, big + 1};
+    const std::vector<uint64_t> b{3, big + 2, big, 10, 0, 2};
+    for (const char *fn :
+         {"max", "min", "div", "mod", "fmod", "sub", "add", "bitshift_right"})
+      ew(fn, {{"a", u64(a)}, {"b", u64(b)}}, {"y", DType::U64, {6}});
+    for (const char *fn : {"greater", "less_equal", "equal"})
+      ew(fn, {{"a", u64(a)}, {"b", u64(b)}}, {"y", DType::Bool, {6}});
+    ew("max", {{"a", u64(a)}, {"b", u64(b)}, {"c", u64({1, 2, 3, 4, 5, big})}},
+       {"y", DType::U64, {6}});
+  }
   ew("and",
      {{"a", rnd(DType::Bool, {8}, rng, 0, 2)},
       {"b", rnd(DType::Bool, {8}, rng, 0, 2)}},
@@ -656,7 +706,7 @@ TEST_CASE("CUDA: kernel.reduce", "[cuda][device]") {
   Rng rng(10);
   for (DType t : {DType::F32, DType::F16, DType::I32, DType::F64})
     for (const char *fn : {"sum", "mean", "max", "min", "prod", "l1", "l2",
-                           "sum_square", "log_sum"})
+                           "sum_square", "log_sum", "log_sum_exp"})
       for (auto [shape, axes, y] :
            std::vector<std::tuple<Shape, std::vector<int64_t>, Shape>>{
                {{4, 300}, {1}, {4, 1}},
@@ -712,6 +762,21 @@ TEST_CASE("CUDA: gather, scatter_nd, and index errors", "[cuda][device]") {
                  {"indices", indices(DType::I64, {3, 2}, {0, 1, 3, -1, 2, 2})},
                  {"updates", rnd(DType::F32, {3, 3}, rng)}},
                 {{"y", DType::F32, {4, 5, 3}}}));
+  // mul, max, min, and add without atomics: repeated indices combine in
+  // tuple order, as the CPU does (the same bits).
+  for (std::string red : {"mul", "max", "min", "add"})
+    for (DType t : {DType::F32, DType::F16, DType::I8, DType::U16, DType::I64,
+                    DType::Bool}) {
+      INFO(red << " " << dtypeName(t));
+      double lo = t == DType::Bool ? 0 : (isFloat(t) ? -2 : 0);
+      double hi = t == DType::Bool ? 2 : (isFloat(t) ? 2 : 9);
+      compareCall(oneCall(
+          "kernel.scatter_nd", {{"reduction", red}},
+          {{"data", rnd(t, {4, 5, 3}, rng, lo, hi)},
+           {"indices", indices(DType::I64, {4, 2}, {0, 1, 3, -1, 0, 1, 0, 1})},
+           {"updates", rnd(t, {4, 3}, rng, lo, hi)}},
+          {{"y", t, {4, 5, 3}}}));
+    }
 #if MP_HAVE_CUDA_BACKEND
   OneCall bad = oneCall("kernel.gather", {{"axis", int64_t(0)}},
                         {{"data", rnd(DType::F32, {4}, rng)},

@@ -223,11 +223,54 @@ TEST_CASE("elementwise planning", "[cuda][planning]") {
         callOf("kernel.elementwise", attrs("mul")), {a, b}, {y});
     REQUIRE(p);
     CHECK(p->compute == kComputeInt);
-    Result<EwParams> pw = planElementwise(
-        callOf("kernel.elementwise", attrs("pow")), {a, b}, {y});
-    REQUIRE_FALSE(pw);
-    CHECK(pw.message() ==
-          "elementwise pow: is not implemented on the GPU for dtype i32");
+    // pow (f64 inside, any numeric exponent), mod, fmod, prelu.
+    Result<EwParams> pw =
+        planElementwise(callOf("kernel.elementwise", attrs("pow")),
+                        {a, at(DType::F32, {3})}, {y});
+    REQUIRE(pw);
+    CHECK(pw->op == kEwPow);
+    CHECK(pw->compute == kComputeInt);
+    for (const char *fn : {"mod", "fmod", "prelu"}) {
+      INFO(fn);
+      Result<EwParams> q =
+          planElementwise(callOf("kernel.elementwise", attrs(fn)), {a, b}, {y});
+      REQUIRE(q);
+      CHECK(q->compute == kComputeInt);
+    }
+    // The integer shrink is the CPU's alone.
+    CHECK(messageOf(planElementwise(
+              callOf("kernel.elementwise", attrs("shrink")), {a}, {y})) ==
+          "elementwise shrink: is not implemented on the GPU for dtype i32");
+  }
+  SECTION("u64 computes unsigned; shifts take unsigned integers only") {
+    TensorDesc u = at(DType::U64, {3});
+    for (const char *fn : {"max", "min", "div", "mod", "bitshift_left"}) {
+      INFO(fn);
+      Result<EwParams> q =
+          planElementwise(callOf("kernel.elementwise", attrs(fn)), {u, u}, {u});
+      REQUIRE(q);
+      CHECK(q->compute == kComputeU64);
+    }
+    Result<EwParams> less =
+        planElementwise(callOf("kernel.elementwise", attrs("less")), {u, u},
+                        {at(DType::Bool, {3})});
+    REQUIRE(less);
+    CHECK(less->compute == kComputeU64);
+    TensorDesc u8 = at(DType::U8, {3});
+    Result<EwParams> shr = planElementwise(
+        callOf("kernel.elementwise", attrs("bitshift_right")), {u8, u8}, {u8});
+    REQUIRE(shr);
+    CHECK(shr->op == kEwShr);
+    CHECK(shr->compute == kComputeInt);
+    CHECK(shr->elemSize == 1); // shifts by >= 8 give 0
+    TensorDesc i = at(DType::I32, {3});
+    CHECK(messageOf(planElementwise(
+              callOf("kernel.elementwise", attrs("bitshift_left")), {i, i},
+              {i})) == "elementwise bitshift_left: does not take dtype i32");
+    TensorDesc f = at(DType::F32, {3});
+    CHECK(messageOf(planElementwise(
+              callOf("kernel.elementwise", attrs("bitshift_left")), {f, f},
+              {f})) == "elementwise bitshift_left: does not take dtype f32");
   }
   SECTION("errors: the CPU's rules, and what the GPU lacks") {
     TensorDesc a = at(DType::F32, {3}), b = at(DType::F16, {3}),
@@ -238,11 +281,6 @@ TEST_CASE("elementwise planning", "[cuda][planning]") {
     CHECK(messageOf(planElementwise(callOf("kernel.elementwise", attrs("nope")),
                                     {a}, {y})) ==
           "unknown elementwise fn 'nope'");
-    TensorDesc u = at(DType::U32, {3});
-    CHECK(messageOf(planElementwise(
-              callOf("kernel.elementwise", attrs("bitshift_left")), {u, u},
-              {u})) == "elementwise bitshift_left: is not implemented on the "
-                       "GPU");
     CHECK(messageOf(planElementwise(callOf("kernel.elementwise", attrs("exp")),
                                     {at(DType::I32, {3})},
                                     {at(DType::I32, {3})})) ==
@@ -410,9 +448,10 @@ TEST_CASE("reduce planning: kept and reduced dims, the loop",
     CHECK(messageOf(planReduce(call("sum", {1}), x, at(DType::F32, {3}))) ==
           "reduce sum: y [3] is not x [2, 3] reduced over the axes ([2, 1] or "
           "[2])");
-    CHECK(messageOf(
-              planReduce(call("log_sum_exp", {1}), x, at(DType::F32, {2}))) ==
-          "reduce log_sum_exp: is not implemented on the GPU");
+    Result<ReduceParams> lse =
+        planReduce(call("log_sum_exp", {1}), x, at(DType::F32, {2}));
+    REQUIRE(lse);
+    CHECK(lse->op == kRedLogSumExp);
   }
 }
 
@@ -1102,11 +1141,31 @@ TEST_CASE("indexing, loss and training planning", "[cuda][planning]") {
         {at(DType::F32, {4, 5, 6})});
     REQUIRE(q);
     CHECK(q->copyBytes == 480);
-    CHECK(
-        messageOf(planScatterND(
-            callOf("kernel.scatter_nd", {{"reduction", std::string("max")}}),
-            {data, at(DType::I32, {3, 2}), at(DType::F32, {3, 6})}, {data})) ==
-        "scatter_nd: reduction 'max' is not implemented on the GPU");
+    CHECK_FALSE(p->params.ordered); // atomics
+    // mul, max, min and add without atomics (8 / 16-bit integers, bool):
+    // the updates in tuple order.
+    for (const char *r : {"mul", "max", "min"}) {
+      INFO(r);
+      Result<ScatterNDPlan> o = planScatterND(
+          callOf("kernel.scatter_nd", {{"reduction", std::string(r)}}),
+          {data, at(DType::I32, {3, 2}), at(DType::F32, {3, 6})}, {data});
+      REQUIRE(o);
+      CHECK(o->params.ordered);
+    }
+    TensorDesc bytes = at(DType::I8, {4, 5, 6});
+    Result<ScatterNDPlan> addI8 = planScatterND(
+        add, {bytes, at(DType::I64, {3, 2}), at(DType::I8, {3, 6})}, {bytes});
+    REQUIRE(addI8);
+    CHECK(addI8->params.ordered);
+    Result<ScatterNDPlan> none = planScatterND(
+        callOf("kernel.scatter_nd", {}),
+        {bytes, at(DType::I64, {3, 2}), at(DType::I8, {3, 6})}, {bytes});
+    REQUIRE(none);
+    CHECK_FALSE(none->params.ordered);
+    CHECK(messageOf(planScatterND(
+              callOf("kernel.scatter_nd", {{"reduction", std::string("avg")}}),
+              {data, at(DType::I32, {3, 2}), at(DType::F32, {3, 6})},
+              {data})) == "attribute 'reduction' has an unknown value 'avg'");
   }
   SECTION("losses") {
     PlanCall nll =

@@ -29,13 +29,16 @@ constexpr int kMaxEwInputs = 8;
 constexpr int kMaxSpatial = 5;
 
 /// How an elementwise kernel computes: in f32 (f32, f16, bf16 data), f64,
-/// 64-bit integers (integer and bool data), or on raw elements (where,
-/// identity: no arithmetic, any dtype).
+/// 64-bit signed integers (integer and bool data but u64), 64-bit unsigned
+/// integers (u64 data), or on raw elements (where, identity: no
+/// arithmetic, any dtype). Integer pow computes in f64 whatever the
+/// integer compute type says.
 enum EwCompute : int32_t {
   kComputeF32 = 0,
   kComputeF64 = 1,
   kComputeInt = 2,
   kComputeRaw = 3,
+  kComputeU64 = 4,
 };
 
 /// The functions of kernel.elementwise the GPU implements
@@ -102,6 +105,8 @@ enum EwOp : int32_t {
   kEwXor,
   kEwMod,
   kEwFmod,
+  kEwShl, ///< unsigned integers
+  kEwShr,
   // ternary
   kEwWhere, ///< raw elements
   kEwClip3, ///< (x, min, max)
@@ -179,6 +184,7 @@ enum ReduceOp : int32_t {
   kRedSumSquare,
   kRedArgMax,
   kRedArgMin,
+  kRedLogSumExp, ///< max + log(sum exp(x - max)), as the CPU
 };
 
 /// kernel.reduce: y (ySize elements, dense) over the kept dims of x; each
@@ -304,14 +310,27 @@ struct GatherParams {
   void *out = nullptr;
 };
 
-enum ScatterReduce : int32_t { kScatterNone = 0, kScatterAdd = 1 };
+/// The reductions of kernel.scatter_nd (the numbers of
+/// ScatterElementsReduce).
+enum ScatterReduce : int32_t {
+  kScatterNone = 0,
+  kScatterAdd = 1,
+  kScatterMul = 2,
+  kScatterMax = 3,
+  kScatterMin = 4,
+};
 /// kernel.scatter_nd: `tuples` index tuples of k components address slices
 /// of sliceLen elements of y (dims and strides of data's first k dims).
+/// `ordered`: one thread per slice element applies every tuple's update in
+/// order (the CPU's result with repeated indices: mul, max, min, and add on
+/// dtypes without atomics); otherwise one thread per update element (none:
+/// any repeated index wins; add: atomics).
 struct ScatterNDParams {
   int32_t dtype = 0;
   int32_t elemSize = 4;
   int32_t indexDtype = 7;
   int32_t reduction = kScatterNone;
+  int32_t ordered = 0;
   int32_t k = 1;
   int64_t tuples = 0, sliceLen = 0;
   int64_t dims[kMaxDims] = {}, strides[kMaxDims] = {};
