@@ -1086,7 +1086,7 @@ private:
     }
     PassManager pm(ctx, ModuleOp::getOperationName());
     ++validationDepth;
-    auto restoreDepth = llvm::make_scope_exit([] { --validationDepth; });
+    llvm::scope_exit restoreDepth([] { --validationDepth; });
     if (denied) {
       pm.addPass(createProbeAutocast(policyDenying(policy, *denied)));
       pm.addNestedPass<func::FuncOp>(createCastCleanup());

@@ -54,14 +54,6 @@ int64_t bytesOf(ArrayRef<int64_t> shape, Type element) {
   return n;
 }
 
-std::string dimsString(ArrayRef<int64_t> dims) {
-  std::string s;
-  for (auto [i, d] : llvm::enumerate(dims))
-    s += (i ? "x" : "") + (ShapedType::isDynamic(d) ? std::string("?")
-                                                     : std::to_string(d));
-  return s;
-}
-
 /// The raw bytes of a constant's value (splats expanded), or nullopt.
 std::optional<std::vector<char>> rawBytes(ElementsAttr attr) {
   auto type = cast<ShapedType>(attr.getType());

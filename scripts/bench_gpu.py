@@ -37,9 +37,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
-# Dense fp16 tensor-core peaks (TFLOPS, without sparsity) by device name.
-PEAK_FP16_TFLOPS = [("H200", 989.4), ("H100", 989.4), ("A100", 312.0),
-                    ("L40S", 362.1), ("A10", 125.0)]
+# Dense fp16 tensor-core peaks (TFLOPS, without sparsity) by device name,
+# the first key the name contains (the PCIe and NVL H100s before the SXM).
+PEAK_FP16_TFLOPS = [("H200", 989.4), ("H100 PCIe", 756.0), ("H100 NVL", 835.0),
+                    ("H100", 989.4), ("A100", 312.0), ("L40S", 362.1),
+                    ("A10", 125.0)]
 
 # How each model trains, as mp-training builds its plan.
 LOSS = {"resnet50": "cross-entropy", "bert_encoder": "cross-entropy",

@@ -201,8 +201,9 @@ LogicalResult Exporter::exportTensor(ElementsAttr value, StringRef name,
   tensor.set_name(name.str());
   for (int64_t d : type.getShape())
     tensor.add_dims(d);
-  int64_t dtype = isa<StringType>(element) ? onnx::TensorProto::STRING
-                                           : getOnnxDataTypeForType(element);
+  int64_t dtype = isa<StringType>(element)
+                      ? static_cast<int64_t>(onnx::TensorProto::STRING)
+                      : getOnnxDataTypeForType(element);
   if (dtype == 0)
     return op->emitError("cannot export tensor '")
            << name << "': element type " << element << " has no ONNX data type";
