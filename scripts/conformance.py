@@ -497,6 +497,16 @@ def _compile_and_run(r, testdir, model, model_path, args, work):
             plans[key] = plan
             if args.save_kit:
                 args.kit_writer.add_plan(r, plan)
+            if args.cuda_check:
+                # The CUDA backend's host-side planning of every call: a
+                # plan the CPU runs and the GPU would refuse fails here.
+                rc, out = run_tool([args.mp_run, plan, "--backend=cuda",
+                                    "--check"], args.timeout)
+                if rc != 0:
+                    r.status = "fail"
+                    r.reason = "the CUDA backend refuses the plan: " + \
+                        shorten(first_error_line(out), testdir)
+                    return
         cmd = [args.mp_run, plan]
         if args.backend != "cpu":
             cmd.append("--backend=" + args.backend)
@@ -1313,6 +1323,11 @@ def main(argv=None):
     ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu",
                     help="the mp-run backend the plans run on (cuda: on a "
                          "machine with an NVIDIA GPU)")
+    ap.add_argument("--cuda-check", action="store_true",
+                    help="also check that the CUDA backend accepts each "
+                         "plan (mp-run --backend=cuda --check: its host-side "
+                         "planning, no GPU needed); a plan it refuses fails "
+                         "the test")
     ap.add_argument("--rtol", type=float, default=None,
                     help="default 1e-3 (1e-2 with --autocast)")
     ap.add_argument("--atol", type=float, default=None,
