@@ -274,8 +274,8 @@ void resizeNearest(const TensorView &x, const TensorView &y,
 }
 
 /// Linear and cubic, computing in C and storing as S: the last dim's taps
-/// are laid out K per output (padded with zero weights), so that the inner
-/// loop has a fixed length.
+/// are laid out K per output (at most K are real: zero weights were
+/// dropped).
 template <typename S, typename C, int K>
 void resizeInterpolate(const TensorView &x, const TensorView &y,
                        const std::vector<DimTaps> &dims, S extrapolation) {
@@ -308,11 +308,14 @@ void resizeInterpolate(const TensorView &x, const TensorView &y,
       }
       const int64_t *off = &tapOffset[j * K];
       const C *w = &tapWeight[j * K];
+      // Only the real taps: a padding tap's zero weight times an infinite
+      // input would make the output NaN.
+      const int taps = static_cast<int>(last.begin[j + 1] - last.begin[j]);
       C acc = 0;
       for (const auto &c : combos) {
         const S *src = xs + c.first;
         C inner = 0;
-        for (int k = 0; k < K; ++k)
+        for (int k = 0; k < taps; ++k)
           inner += w[k] * detail::load(src[off[k]]);
         acc += c.second * inner;
       }

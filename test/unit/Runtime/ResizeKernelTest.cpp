@@ -249,6 +249,27 @@ TEST_CASE("resize: 3-D linear is the product of 1-D interpolations",
   checkClose(y, want, 1e-6);
 }
 
+TEST_CASE("resize: an infinite input reaches only the outputs it weighs in",
+          "[cpu][resize]") {
+  // align_corners 4 -> 7: outputs 0, 2, 4, 6 sit exactly on inputs 0..3
+  // (one tap), the others halfway (two taps). x[0] = inf makes y[0] and
+  // y[1] infinite; y[2] = x[1] exactly, not NaN from a zero-weight tap.
+  HostTensor x = f32Tensor({4}, {INFINITY, 2, 3, 4});
+  for (ResizeMode mode : {ResizeMode::Linear, ResizeMode::Cubic}) {
+    INFO("mode " << static_cast<int>(mode));
+    ResizeOptions o = opts(mode, CoordinateTransform::AlignCorners, {7.0 / 4});
+    std::vector<float> y = run(x, {7}, o);
+    CHECK(std::isinf(y[0]));
+    for (size_t j = 2; j < y.size(); ++j)
+      CHECK_FALSE(std::isnan(y[j]));
+    CHECK(y[2] == 2.0f);
+    CHECK(y[4] == 3.0f);
+    CHECK(y[6] == 4.0f);
+    if (mode == ResizeMode::Linear)
+      CHECK(y[5] == 3.5f);
+  }
+}
+
 TEST_CASE("resize: argument errors", "[cpu][resize]") {
   HostTensor x = iota16({1, 1, 2, 2});
   HostTensor y(DType::F32, {1, 1, 4, 4});
