@@ -90,7 +90,7 @@ OPTIONS:
                         needed)
   --cuda-batch-norm=M   with --backend=cuda, who runs the batch norms: auto
                         (default: cuDNN where it can, its persistent mode for
-                        f16 channels-last training, as PyTorch), spatial
+                        the f16 channels-last forward of training), spatial
                         (cuDNN, never the persistent mode), own (the
                         project's kernels)
   --weights=DIR|FILE    the bytes of the plan's external weights (a plan

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
+#include "mp/Runtime/IntegerPow.h"
 
 #include "ElementwiseConvert.h"
 #include "KernelUtil.h"
@@ -389,8 +390,10 @@ template <typename C> struct OpPRelu {
 /// NaN-propagating, as numpy.maximum / numpy.minimum (`|`: no branch).
 MP_BINARY(OpMax, ((x > y) | (x != x)) ? x : y)
 MP_BINARY(OpMin, ((x < y) | (x != x)) ? x : y)
-/// C is the base's compute type (f64 for an integer base).
+/// C is the base's compute type (f32, f64).
 MP_BINARY(OpPow, std::pow(x, y))
+/// An integer base, in f64: the function the GPU calls too.
+MP_BINARY(OpIntegerPow, integerPow(x, y))
 MP_BINARY(OpShl, y >= C(sizeof(C) * 8) ? C(0) : C(x << y))
 MP_BINARY(OpShr, y >= C(sizeof(C) * 8) ? C(0) : C(x >> y))
 MP_BINARY(OpAnd, C((x != 0) & (y != 0)))
@@ -727,7 +730,7 @@ BlockFn powFn(DType base) {
   visitInt<true, true>(base, [&](auto ty) {
     using S = typename decltype(ty)::Storage;
     // The base is widened to f64, the result truncated toward zero.
-    fn = &binaryBlock<OpPow<double>, double, S, double, S>;
+    fn = &binaryBlock<OpIntegerPow<double>, double, S, double, S>;
   });
   return fn;
 }

@@ -548,6 +548,43 @@ Result<EwParams> planElementwise(const PlanCall &call,
       return fail(op, "y overlaps input " + std::to_string(k));
   }
   resolveParams(*fn, alpha, beta, p);
+  if (p.op == kEwClip1 && isInteger(t)) {
+    // The CPU converts attribute bounds to the dtype with the cast rules
+    // (truncation, saturation at the dtype's range, NaN 0); the kernel
+    // would only saturate at 64 bits and then wrap at the store.
+    double lo = 0, hi = 0;
+    switch (t) {
+    case DType::I8:
+      lo = -128.0, hi = 127.0;
+      break;
+    case DType::U8:
+      hi = 255.0;
+      break;
+    case DType::I16:
+      lo = -32768.0, hi = 32767.0;
+      break;
+    case DType::U16:
+      hi = 65535.0;
+      break;
+    case DType::I32:
+      lo = -2147483648.0, hi = 2147483647.0;
+      break;
+    case DType::U32:
+      hi = 4294967295.0;
+      break;
+    case DType::I64:
+      lo = -9223372036854775808.0, hi = 9223372036854775807.0;
+      break;
+    default:
+      hi = 18446744073709551615.0;
+      break; // u64
+    }
+    auto saturate = [&](double v) {
+      return std::isnan(v) ? 0.0 : std::trunc(std::clamp(v, lo, hi));
+    };
+    p.alpha = saturate(p.alpha);
+    p.beta = saturate(p.beta);
+  }
   p.numInputs = static_cast<int32_t>(n);
   for (size_t k = 0; k < n; ++k) {
     p.inDtype[k] = code(ins[k].dtype);
@@ -2153,6 +2190,19 @@ CudnnBatchNorm chooseCudnnBatchNorm(const BatchNormPlan &plan, bool nhwc,
   if (n * channels * spatial > kIntMax)
     return no("x has more than 2^31 - 1 elements (cuDNN's sizes are int)");
   c.count = n * spatial;
+  // cuDNN has refused large batches (N > 65535 in inference, > 880801 in
+  // training; PyTorch guards so): channels last, the batch folds into the
+  // spatial dim (the same rows, the same statistics); channels first runs
+  // on the own kernels.
+  const int64_t maxBatch =
+      plan.kind == BatchNormKind::Inference ? 65535 : 880801;
+  if (n > maxBatch) {
+    if (!nhwc)
+      return no("a batch of " + std::to_string(n) + " (cuDNN's batch norm " +
+                "takes up to " + std::to_string(maxBatch) + ")");
+    spatial *= n;
+    n = 1;
+  }
   if (c.count == 0)
     return no("x has no elements per channel");
   if (plan.kind == BatchNormKind::Training && c.count < 2)
@@ -2162,8 +2212,10 @@ CudnnBatchNorm chooseCudnnBatchNorm(const BatchNormPlan &plan, bool nhwc,
   c.dtype = x.dtype;
   c.dims = {static_cast<int32_t>(n), static_cast<int32_t>(channels),
             static_cast<int32_t>(spatial), 1};
+  // Persistent mode for training only: its backward wants the forward's
+  // saved mean and inverse variance, which the culib op does not carry.
   c.persistent = impl == BatchNormImpl::Auto && nhwc && x.dtype == DType::F16 &&
-                 plan.kind != BatchNormKind::Inference;
+                 plan.kind == BatchNormKind::Training;
   return c;
 }
 

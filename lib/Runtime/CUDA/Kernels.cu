@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "DeviceUtil.cuh"
 
+#include "mp/Runtime/IntegerPow.h"
+
 #include <cmath>
 #include <type_traits>
 
@@ -690,29 +692,10 @@ template <typename E> __global__ void gatherCopyKernel(GatherCopyParams p) {
 }
 
 //===----------------------------------------------------------------------===//
-// Integer pow (elementwise): the CPU's, base and exponent in f64, the result
-// converted with the cast rules (truncation toward zero, saturation)
+// Integer pow (elementwise): base and exponent in f64, integerPow (the
+// CPU's function, mp/Runtime/IntegerPow.h), the result converted with the
+// cast rules (truncation toward zero, saturation)
 //===----------------------------------------------------------------------===//
-
-/// b^e in f64. Integral exponents of integral bases multiply exactly
-/// (squaring) while the result stays below 2^53, where the CPU's correctly
-/// rounded pow is exact too; CUDA's pow may be an ulp off, which the
-/// truncation to an integer would show.
-__device__ inline double integerPow(double b, double e) {
-  if (b == trunc(b) && e == trunc(e) && fabs(e) < 2147483648.0) {
-    long long n = static_cast<long long>(fabs(e));
-    double r = 1.0, f = b;
-    while (n) {
-      if (n & 1)
-        r *= f;
-      n >>= 1;
-      if (n)
-        f *= f;
-    }
-    return e < 0 ? 1.0 / r : r;
-  }
-  return pow(b, e);
-}
 
 __global__ void intPowKernel(EwParams p) {
   int64_t off[kMaxEwInputs];
@@ -723,8 +706,8 @@ __global__ void intPowKernel(EwParams p) {
       offsetsOf(p, i, off);
     }
     Val v{1, 0.0f, 0.0, 0, 0};
-    v.d = integerPow(loadF64(p.in[0], p.inDtype[0], off[0]),
-                     loadF64(p.in[1], p.inDtype[1], off[1]));
+    v.d = mp::rt::integerPow(loadF64(p.in[0], p.inDtype[0], off[0]),
+                             loadF64(p.in[1], p.inDtype[1], off[1]));
     storeVal(p.out, p.outDtype, i, v);
   }
 }

@@ -577,6 +577,9 @@ TEST_CASE("CUDA: kernel.elementwise", "[cuda][device]") {
        {"y", DType::Bool, {3, 7}});
     ew("clip", {{"x", rnd(t, {3, 7}, rng, lo, 50)}}, {"y", t, {3, 7}},
        {{"alpha", 2.5}, {"beta", 1e10}});
+    // Bounds beyond the dtype's range saturate to it (the CPU's cast).
+    ew("clip", {{"x", rnd(t, {3, 7}, rng, lo, 50)}}, {"y", t, {3, 7}},
+       {{"alpha", -1e10}, {"beta", 300.0}});
   }
   // Integer remainders, pow and prelu with negative and zero divisors
   // (x mod 0 gives 0, as the CPU); shifts of unsigned integers, by up to
@@ -595,6 +598,12 @@ TEST_CASE("CUDA: kernel.elementwise", "[cuda][device]") {
         {"b", rnd(DType::F32, {7}, rng, -1, 3)}},
        {"y", t, {3, 7}});
   }
+  // Powers beyond 2^53 (and i64 saturation): both backends round the same
+  // products (mp/Runtime/IntegerPow.h).
+  ew("pow",
+     {{"a", indices(DType::I64, {4}, {3, 13, 82, -7})},
+      {"b", indices(DType::I64, {4}, {34, 17, 10, 40})}},
+     {"y", DType::I64, {4}});
   for (DType t : {DType::U8, DType::U16, DType::U32, DType::U64}) {
     INFO("dtype " << dtypeName(t));
     for (const char *fn : {"mod", "fmod", "div", "max", "min", "add", "mul"})

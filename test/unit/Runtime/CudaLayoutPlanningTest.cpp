@@ -168,15 +168,17 @@ TEST_CASE("NHWC batch norm: the channel is the last dim",
     CHECK(b->params.geom.outer == 24);
     CHECK(b->params.geom.c == 5);
     CHECK(b->params.geom.inner == 1);
-    // cuDNN: [N, C, H * W, 1] channels last; f16 training and backward in
-    // the persistent mode (as PyTorch), unless asked for spatial.
+    // cuDNN: [N, C, H * W, 1] channels last; the f16 training forward in
+    // the persistent mode (as PyTorch), unless asked for spatial; not the
+    // backward (persistent, it wants the forward's saved statistics).
     for (const BatchNormPlan *p : {&*t, &*b}) {
       CHECK(p->cudnn.use);
       CHECK(p->cudnn.nhwc);
-      CHECK(p->cudnn.persistent);
       CHECK(p->cudnn.dims == std::array<int32_t, 4>{2, 5, 12, 1});
       CHECK(p->cudnn.count == 24);
     }
+    CHECK(t->cudnn.persistent);
+    CHECK_FALSE(b->cudnn.persistent);
     Result<BatchNormPlan> spatial = planBatchNorm(
         BatchNormKind::Training, bnCall("cudnn.batch_norm_training", "nhwc"),
         {at(DType::F16, toNHWC(x)), stats(5), stats(5), stats(5), stats(5)},
@@ -185,6 +187,17 @@ TEST_CASE("NHWC batch norm: the channel is the last dim",
     REQUIRE(spatial);
     CHECK(spatial->cudnn.use);
     CHECK_FALSE(spatial->cudnn.persistent);
+    // A batch beyond cuDNN's limit folds into the spatial dim channels
+    // last (inference: N <= 65535).
+    Shape rows{70000, 5};
+    Result<BatchNormPlan> big = planBatchNorm(
+        BatchNormKind::Inference, bnCall("cudnn.batch_norm_inference", "nhwc"),
+        {at(DType::F16, rows), stats(5), stats(5), stats(5), stats(5)},
+        {at(DType::F16, rows)});
+    REQUIRE(big);
+    CHECK(big->cudnn.use);
+    CHECK(big->cudnn.dims == std::array<int32_t, 4>{1, 5, 70000, 1});
+    CHECK(big->cudnn.count == 70000);
     Result<BatchNormPlan> f32 = planBatchNorm(
         BatchNormKind::Backward, bnCall("cudnn.batch_norm_bwd", "nhwc"),
         {at(DType::F32, toNHWC(x)), stats(5), at(DType::F32, toNHWC(x))},

@@ -242,6 +242,24 @@ TEST_CASE("elementwise planning", "[cuda][planning]") {
               callOf("kernel.elementwise", attrs("shrink")), {a}, {y})) ==
           "elementwise shrink: is not implemented on the GPU for dtype i32");
   }
+  SECTION("integer clip bounds saturate to the dtype, as the CPU converts "
+          "them") {
+    TensorDesc u8 = at(DType::U8, {3}), i8 = at(DType::I8, {3});
+    Result<EwParams> c = planElementwise(
+        callOf("kernel.elementwise",
+               {{"fn", std::string("clip")}, {"alpha", 300.0}, {"beta", -1.0}}),
+        {u8}, {u8});
+    REQUIRE(c);
+    CHECK(c->alpha == 255.0);
+    CHECK(c->beta == 0.0);
+    Result<EwParams> d = planElementwise(
+        callOf("kernel.elementwise",
+               {{"fn", std::string("clip")}, {"alpha", -1e10}, {"beta", 2.7}}),
+        {i8}, {i8});
+    REQUIRE(d);
+    CHECK(d->alpha == -128.0);
+    CHECK(d->beta == 2.0);
+  }
   SECTION("u64 computes unsigned; shifts take unsigned integers only") {
     TensorDesc u = at(DType::U64, {3});
     for (const char *fn : {"max", "min", "div", "mod", "bitshift_left"}) {
@@ -1096,6 +1114,16 @@ TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
     CHECK_FALSE(halfGrad->cudnn.use);
     CHECK(halfGrad->cudnn.whyNot ==
           "dbias is f16 (cuDNN's per-channel tensors are f32)");
+  }
+  SECTION("channels first, a batch beyond cuDNN's limit runs on the own "
+          "kernels") {
+    BatchNormPlan big =
+        forward(inference, BatchNormKind::Inference, DType::F32, {70000, 3});
+    CHECK_FALSE(big.cudnn.use);
+    CHECK(big.cudnn.whyNot ==
+          "a batch of 70000 (cuDNN's batch norm takes up to 65535)");
+    CHECK(forward(training, BatchNormKind::Training, DType::F32, {70000, 3})
+              .cudnn.use);
   }
   SECTION("backward on cuDNN needs no scratch") {
     Result<BatchNormPlan> p = planBatchNorm(

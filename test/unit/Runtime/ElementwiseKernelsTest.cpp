@@ -11,6 +11,7 @@
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/Half.h"
+#include "mp/Runtime/IntegerPow.h"
 
 #include "RuntimeTestSupport.h"
 
@@ -985,4 +986,30 @@ TEST_CASE("elementwise, cast and reduce timings (BERT / ResNet-50 shapes)",
   time("reduce max f32 [6144,128] over 1", scores.numElements() * 4, [&] {
     return cpu::reduce(scores.view(), mx.view(), cpu::ReduceFn::Max, {1});
   });
+}
+
+TEST_CASE("integer pow: f64 by squaring, the cast rules",
+          "[cpu][elementwise]") {
+  // Exact below 2^53; beyond, the products of squaring (the GPU computes
+  // the same ones, mp/Runtime/IntegerPow.h); results beyond the dtype
+  // saturate; negative exponents truncate toward zero.
+  CHECK(integerPow(3, 4) == 81.0);
+  CHECK(integerPow(-2, 5) == -32.0);
+  CHECK(integerPow(2, -1) == 0.5);
+  CHECK(integerPow(0, 0) == 1.0);
+  CHECK(integerPow(9, 0.5) == std::pow(9.0, 0.5));
+  // 3^34 = 16677181699666569 is not a double: squaring's products round
+  // it down to ...568 (the C library's pow rounds it up to ...570).
+  CHECK(integerPow(3, 34) == 16677181699666568.0);
+  HostTensor a(DType::I8, {4}), b(DType::I8, {4}), y(DType::I8, {4});
+  int8_t av[] = {2, -2, 3, 5}, bv[] = {6, 7, -1, 2};
+  std::memcpy(a.data(), av, 4);
+  std::memcpy(b.data(), bv, 4);
+  REQUIRE(cpu::elementwise(ElementwiseFn::Pow, {a.view(), b.view()}, y.view())
+              .isOk());
+  const int8_t *out = y.as<int8_t>();
+  CHECK(out[0] == 64);
+  CHECK(out[1] == -128); // -128 exactly
+  CHECK(out[2] == 0);    // 1/3 truncated
+  CHECK(out[3] == 25);
 }

@@ -301,8 +301,9 @@ enum class BatchNormKind { Inference, Training, Backward };
 /// Who runs the batch norms (CudaExecutorOptions::batchNorm).
 enum class BatchNormImpl {
   /// cuDNN where it can (cudnnBatchNormalization*), with
-  /// CUDNN_BATCHNORM_SPATIAL_PERSISTENT for f16 channels-last training and
-  /// backward, as PyTorch does; the own kernels elsewhere.
+  /// CUDNN_BATCHNORM_SPATIAL_PERSISTENT for f16 channels-last training (as
+  /// PyTorch; not the backward, which in that mode wants the forward's
+  /// saved statistics); the own kernels elsewhere.
   Auto,
   /// cuDNN where it can, always CUDNN_BATCHNORM_SPATIAL (persistent mode
   /// can overflow on extreme values).
@@ -312,7 +313,8 @@ enum class BatchNormImpl {
 };
 
 /// How cuDNN runs a batch norm: x as a 4-D tensor [N, C, S, 1] (S the
-/// product of the spatial dims), NCHW or NHWC, with f32 per-channel
+/// product of the spatial dims; channels last folds a batch beyond cuDNN's
+/// limit into S: [1, C, N * S, 1]), NCHW or NHWC, with f32 per-channel
 /// tensors. Training runs with exponentialAverageFactor 1 into scratch, so
 /// cuDNN's running outputs are the batch mean and the unbiased batch
 /// variance; a kernel then forms ONNX's running statistics (biased
