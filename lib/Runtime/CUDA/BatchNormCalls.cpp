@@ -4,7 +4,7 @@
 // runs a call (CudaExecutorOptions::batchNorm, CudnnBatchNorm):
 //
 //   * cuDNN (cudnnBatchNormalizationForwardInference / ForwardTraining /
-//     Backward) for f16 and f32 x with f32 per-channel tensors: x as
+//     Backward) for f16, bf16 and f32 x with f32 per-channel tensors: x as
 //     [N, C, S, 1] in NCHW or NHWC, the per-channel descriptor derived by
 //     cuDNN. ONNX's running variance is the biased one and cuDNN's the
 //     unbiased one, so training asks cuDNN for the batch statistics alone
@@ -12,8 +12,9 @@
 //     forms the running statistics (launchBatchNormRunningStats). The
 //     backward recomputes the statistics from x (the culib op carries no
 //     saved mean).
-//   * the own kernels (TrainingKernels.cu) for everything else: bf16,
-//     16-bit per-channel tensors, y in place of x, one element per channel.
+//   * the own kernels (TrainingKernels.cu) for everything else: f64
+//     backward, 16-bit per-channel tensors, y in place of x, one element per
+//     channel in training, channels-first batches beyond cuDNN's limit.
 //     A call whose cuDNN descriptors cuDNN refuses falls back to them too.
 //
 //===----------------------------------------------------------------------===//

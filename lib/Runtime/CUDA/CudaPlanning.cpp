@@ -2160,9 +2160,12 @@ CudnnBatchNorm chooseCudnnBatchNorm(const BatchNormPlan &plan, bool nhwc,
   if (impl == BatchNormImpl::Own)
     return no("the own kernels were asked for");
   const TensorDesc &x = ops[0];
-  if (x.dtype != DType::F32 && x.dtype != DType::F16)
-    return no("x is " + dt(x.dtype) + " (cuDNN's batch norm: f16 or f32)");
-  // cuDNN's per-channel tensors are f32 for f16 and f32 data.
+  // bf16: cuDNN's batch norm takes it on sm_80 and later (the backend's
+  // architectures), with f32 per-channel tensors as for f16.
+  if (x.dtype != DType::F32 && x.dtype != DType::F16 && x.dtype != DType::BF16)
+    return no("x is " + dt(x.dtype) +
+              " (cuDNN's batch norm: f16, bf16 or f32)");
+  // cuDNN's per-channel tensors are f32 for 16-bit and f32 data.
   std::vector<std::pair<const char *, const TensorDesc *>> perChannel;
   if (plan.kind == BatchNormKind::Backward) {
     perChannel = {{"scale", &ops[1]}, {"dscale", &res[1]}, {"dbias", &res[2]}};

@@ -1063,12 +1063,14 @@ TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
     // NCHW never uses the persistent mode.
     CHECK_FALSE(p.cudnn.persistent);
   }
-  SECTION("the own kernels where cuDNN cannot run it") {
+  SECTION("bf16 on cuDNN too, never persistent") {
     BatchNormPlan bf16 =
-        forward(inference, BatchNormKind::Inference, DType::BF16, {2, 3, 4});
-    CHECK_FALSE(bf16.cudnn.use);
-    CHECK(bf16.cudnn.whyNot == "x is bf16 (cuDNN's batch norm: f16 or f32)");
-    CHECK(bf16.scratchBytes == 3 * 3 * sizeof(float));
+        forward(training, BatchNormKind::Training, DType::BF16, {2, 3, 4});
+    CHECK(bf16.cudnn.use);
+    CHECK(bf16.cudnn.dtype == DType::BF16);
+    CHECK_FALSE(bf16.cudnn.persistent);
+  }
+  SECTION("the own kernels where cuDNN cannot run it") {
 
     BatchNormPlan halfScale = forward(inference, BatchNormKind::Inference,
                                       DType::F16, {2, 3, 4}, DType::F16);
@@ -1104,6 +1106,8 @@ TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
         {at(DType::F64, {2, 3, 4}), f32(3), f32(3)});
     REQUIRE(backwardF64);
     CHECK_FALSE(backwardF64->cudnn.use);
+    CHECK(backwardF64->cudnn.whyNot ==
+          "x is f64 (cuDNN's batch norm: f16, bf16 or f32)");
     CHECK(backwardF64->scratchBytes == 3 * 4 * sizeof(double));
 
     Result<BatchNormPlan> halfGrad = planBatchNorm(

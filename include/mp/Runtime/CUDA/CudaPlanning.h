@@ -338,9 +338,9 @@ struct BatchNormPlan {
   uint64_t scratchBytes = 0;
 };
 /// cudnn.batch_norm_inference / _training / _bwd: the checks and the own
-/// kernels' parameters, and whether cuDNN runs it (`impl`; cuDNN takes f16
-/// and f32 x with f32 per-channel tensors, a y apart from x, rank >= 2 with
-/// int32 sizes, and for training at least two elements per channel).
+/// kernels' parameters, and whether cuDNN runs it (`impl`; cuDNN takes f16,
+/// bf16 and f32 x with f32 per-channel tensors, a y apart from x, rank >= 2
+/// with int32 sizes, and for training at least two elements per channel).
 Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
                                     const std::vector<TensorDesc> &operands,
                                     const std::vector<TensorDesc> &results,
