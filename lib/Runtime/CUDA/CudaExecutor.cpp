@@ -67,6 +67,15 @@ struct DeviceBlock {
 
 } // namespace
 
+Status cudaLibrariesAvailable() {
+  if (!cublasLt().loaded)
+    return Status::error("the CUDA backend needs cuBLASLt: " +
+                         cublasLt().error);
+  if (!cudnn().loaded)
+    return Status::error("the CUDA backend needs cuDNN: " + cudnn().error);
+  return Status::ok();
+}
+
 int cudaDeviceCount(std::string *why) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
@@ -383,11 +392,8 @@ Result<CudaExecutor> CudaExecutor::create(Plan plan, const std::string &name,
   }
 
   // Stream and library handles (cuBLASLt and cuDNN are loaded now).
-  if (!cublasLt().loaded)
-    return Status::error("the CUDA backend needs cuBLASLt: " +
-                         cublasLt().error);
-  if (!cudnn().loaded)
-    return Status::error("the CUDA backend needs cuDNN: " + cudnn().error);
+  if (Status s = cudaLibrariesAvailable(); !s)
+    return s;
   MP_CUDA_TRY(cudaStreamCreateWithFlags(&x.stream, cudaStreamNonBlocking),
               "creating the stream");
   MP_CUBLAS_TRY(cublasLt().cublasLtCreate(&x.lt), "cublasLtCreate");

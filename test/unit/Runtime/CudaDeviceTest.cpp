@@ -241,6 +241,21 @@ HostTensor scalarF32(float v) {
 
 } // namespace
 
+TEST_CASE("CUDA: cuBLASLt and cuDNN load with every function the backend "
+          "calls",
+          "[cuda][device]") {
+#if MP_HAVE_CUDA_BACKEND
+  // dlopen and dlsym only: no GPU needed. A function added to the tables
+  // (DynamicLibs.h) that the installed library lacks fails here, not on
+  // the first GPU machine.
+  Status s = cudaLibrariesAvailable();
+  INFO(s.message());
+  CHECK(s);
+#else
+  SUCCEED("built without the CUDA backend");
+#endif
+}
+
 TEST_CASE("CUDA: no device is a clear error; unsupported calls are listed",
           "[cuda][device]") {
 #if MP_HAVE_CUDA_BACKEND

@@ -65,6 +65,11 @@ struct CudaExecutorOptions {
 /// driver or no device.
 int cudaDeviceCount(std::string *why = nullptr);
 
+/// Whether cuBLASLt and cuDNN load, with every function the backend calls
+/// (they are opened with dlopen; no GPU is needed to check): the error names
+/// the library and what is missing.
+Status cudaLibrariesAvailable();
+
 class CudaExecutor {
 public:
   /// See the file comment. Errors: "no CUDA device (...)", "out of GPU
