@@ -327,7 +327,7 @@ std::optional<EwInfo> ewInfo(ElementwiseFn fn) {
   case F::ThresholdedRelu:
     return EwInfo{kEwThresholdedRelu, K::Unary, true, false, false};
   case F::Shrink:
-    return EwInfo{kEwShrink, K::Unary, true, false, false};
+    return EwInfo{kEwShrink, K::Unary, true, true, false};
   case F::Add:
     return EwInfo{kEwAdd, K::Binary, true, true, false};
   case F::Sub:
@@ -527,9 +527,6 @@ Result<EwParams> planElementwise(const PlanCall &call,
         (isUnsigned && (p.op == kEwNeg || p.op == kEwRelu)) ||
         (!isUnsigned && (p.op == kEwShl || p.op == kEwShr)))
       return fail(op, "does not take dtype " + dt(t));
-    // The integer shrink the CPU has and the GPU does not.
-    if (p.op == kEwShrink)
-      return fail(op, "is not implemented on the GPU for dtype " + dt(t));
     if (!info->ints)
       return fail(op, "does not take dtype " + dt(t));
     p.compute = t == DType::U64 ? kComputeU64 : kComputeInt;

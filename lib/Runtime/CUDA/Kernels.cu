@@ -692,12 +692,14 @@ template <typename E> __global__ void gatherCopyKernel(GatherCopyParams p) {
 }
 
 //===----------------------------------------------------------------------===//
-// Integer pow (elementwise): base and exponent in f64, integerPow (the
-// CPU's function, mp/Runtime/IntegerPow.h), the result converted with the
-// cast rules (truncation toward zero, saturation)
+// Integer pow and shrink (elementwise): in f64 (pow: integerPow, the CPU's
+// function, mp/Runtime/IntegerPow.h), the result converted with the cast
+// rules (truncation toward zero, saturation)
 //===----------------------------------------------------------------------===//
 
-__global__ void intPowKernel(EwParams p) {
+/// Integer pow and shrink: in f64 as the CPU computes them, the result
+/// converted to the integer dtype with the cast rules.
+__global__ void intInF64Kernel(EwParams p) {
   int64_t off[kMaxEwInputs];
   MP_GRID_LOOP(i, p.n) {
     if (p.contiguous) {
@@ -705,9 +707,13 @@ __global__ void intPowKernel(EwParams p) {
     } else {
       offsetsOf(p, i, off);
     }
+    double x = loadF64(p.in[0], p.inDtype[0], off[0]);
     Val v{1, 0.0f, 0.0, 0, 0};
-    v.d = mp::rt::integerPow(loadF64(p.in[0], p.inDtype[0], off[0]),
-                             loadF64(p.in[1], p.inDtype[1], off[1]));
+    if (p.op == kEwPow) {
+      v.d = mp::rt::integerPow(x, loadF64(p.in[1], p.inDtype[1], off[1]));
+    } else { // shrink: alpha = lambd, beta = bias
+      v.d = x < -p.alpha ? x + p.beta : (x > p.alpha ? x - p.beta : 0.0);
+    }
     storeVal(p.out, p.outDtype, i, v);
   }
 }
@@ -1394,8 +1400,8 @@ cudaError_t launchElementwise(const EwParams &p, cudaStream_t stream) {
     break;
   case kComputeInt:
   case kComputeU64:
-    if (p.op == kEwPow)
-      intPowKernel<<<blocks, threads, 0, stream>>>(p);
+    if (p.op == kEwPow || p.op == kEwShrink)
+      intInF64Kernel<<<blocks, threads, 0, stream>>>(p);
     else if (p.compute == kComputeU64)
       ewKernel<uint64_t><<<blocks, threads, 0, stream>>>(p);
     else

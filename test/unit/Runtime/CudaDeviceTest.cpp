@@ -608,6 +608,8 @@ TEST_CASE("CUDA: kernel.elementwise", "[cuda][device]") {
     ew("pow",
        {{"a", rnd(t, {3, 7}, rng, -5, 5)}, {"b", rnd(t, {7}, rng, -2, 7)}},
        {"y", t, {3, 7}});
+    ew("shrink", {{"x", rnd(t, {3, 7}, rng, -50, 50)}}, {"y", t, {3, 7}},
+       {{"alpha", 2.5}, {"beta", 300.0}}); // saturates
     ew("pow",
        {{"a", rnd(t, {3, 7}, rng, 0, 9)},
         {"b", rnd(DType::F32, {7}, rng, -1, 3)}},
