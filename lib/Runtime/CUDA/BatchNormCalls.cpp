@@ -99,7 +99,7 @@ public:
                        batchVar, p.epsilon, nullptr, nullptr),
                    "cudnnBatchNormalizationForwardTraining");
       return cudaStatus(launchBatchNormRunningStats(p, batchMean, batchVar,
-                                                    plan.cudnn.count,
+                                                    p.geom.outer * p.geom.inner,
                                                     ctx.stream),
                         "batch norm running statistics kernel");
     }

@@ -546,41 +546,22 @@ Result<EwParams> planElementwise(const PlanCall &call,
   }
   resolveParams(*fn, alpha, beta, p);
   if (p.op == kEwClip1 && isInteger(t)) {
-    // The CPU converts attribute bounds to the dtype with the cast rules
-    // (truncation, saturation at the dtype's range, NaN 0); the kernel
-    // would only saturate at 64 bits and then wrap at the store.
-    double lo = 0, hi = 0;
-    switch (t) {
-    case DType::I8:
-      lo = -128.0, hi = 127.0;
-      break;
-    case DType::U8:
-      hi = 255.0;
-      break;
-    case DType::I16:
-      lo = -32768.0, hi = 32767.0;
-      break;
-    case DType::U16:
-      hi = 65535.0;
-      break;
-    case DType::I32:
-      lo = -2147483648.0, hi = 2147483647.0;
-      break;
-    case DType::U32:
-      hi = 4294967295.0;
-      break;
-    case DType::I64:
-      lo = -9223372036854775808.0, hi = 9223372036854775807.0;
-      break;
-    default:
-      hi = 18446744073709551615.0;
-      break; // u64
+    // The CPU converts attribute bounds to the dtype with its cast
+    // (truncation, saturation at the dtype's range, NaN 0); the kernel would
+    // only saturate at 64 bits and then wrap at the store. So the bounds go
+    // through that same cast here and back to double (exact to 32 bits;
+    // a 64-bit extreme rounds up, and the device conversion saturates it).
+    for (double *bound : {&p.alpha, &p.beta}) {
+      uint64_t storage = 0;
+      if (Status s = cpu::cast(TensorView{DType::F64, {}, bound},
+                               TensorView{t, {}, &storage});
+          !s)
+        return fail(op, s.message());
+      if (Status s = cpu::cast(TensorView{t, {}, &storage},
+                               TensorView{DType::F64, {}, bound});
+          !s)
+        return fail(op, s.message());
     }
-    auto saturate = [&](double v) {
-      return std::isnan(v) ? 0.0 : std::trunc(std::clamp(v, lo, hi));
-    };
-    p.alpha = saturate(p.alpha);
-    p.beta = saturate(p.beta);
   }
   p.numInputs = static_cast<int32_t>(n);
   for (size_t k = 0; k < n; ++k) {
@@ -2189,7 +2170,7 @@ CudnnBatchNorm chooseCudnnBatchNorm(const BatchNormPlan &plan, bool nhwc,
   constexpr int64_t kIntMax = 2147483647;
   if (n * channels * spatial > kIntMax)
     return no("x has more than 2^31 - 1 elements (cuDNN's sizes are int)");
-  c.count = n * spatial;
+  const int64_t count = n * spatial; // elements per channel
   // cuDNN has refused large batches (N > 65535 in inference, > 880801 in
   // training; PyTorch guards so): channels last, the batch folds into the
   // spatial dim (the same rows, the same statistics); channels first runs
@@ -2203,9 +2184,9 @@ CudnnBatchNorm chooseCudnnBatchNorm(const BatchNormPlan &plan, bool nhwc,
     spatial *= n;
     n = 1;
   }
-  if (c.count == 0)
+  if (count == 0)
     return no("x has no elements per channel");
-  if (plan.kind == BatchNormKind::Training && c.count < 2)
+  if (plan.kind == BatchNormKind::Training && count < 2)
     return no("one element per channel (no unbiased variance)");
   c.use = true;
   c.nhwc = nhwc;
@@ -2465,15 +2446,15 @@ Result<ScatterNDPlan> planScatterND(const PlanCall &call,
   ScatterNDPlan plan;
   ScatterNDParams &p = plan.params;
   if (reduction == "none")
-    p.reduction = kScatterNone;
+    p.reduction = kSeNone;
   else if (reduction == "add")
-    p.reduction = kScatterAdd;
+    p.reduction = kSeAdd;
   else if (reduction == "mul")
-    p.reduction = kScatterMul;
+    p.reduction = kSeMul;
   else if (reduction == "max")
-    p.reduction = kScatterMax;
+    p.reduction = kSeMax;
   else if (reduction == "min")
-    p.reduction = kScatterMin;
+    p.reduction = kSeMin;
   else
     return Status::error("attribute 'reduction' has an unknown value '" +
                          reduction + "'");
@@ -2524,8 +2505,7 @@ Result<ScatterNDPlan> planScatterND(const PlanCall &call,
   bool atomicAdds = isFloat(y.dtype) || y.dtype == DType::I32 ||
                     y.dtype == DType::I64 || y.dtype == DType::U32 ||
                     y.dtype == DType::U64;
-  p.ordered = p.reduction != kScatterNone &&
-              !(p.reduction == kScatterAdd && atomicAdds);
+  p.ordered = p.reduction != kSeNone && !(p.reduction == kSeAdd && atomicAdds);
   std::vector<int64_t> strides = stridesOf(data.shape);
   p.dtype = code(y.dtype);
   p.elemSize = static_cast<int32_t>(byteSize(y.dtype));

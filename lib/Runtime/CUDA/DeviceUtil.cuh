@@ -278,7 +278,7 @@ template <typename F> __device__ inline F combineFloat(int32_t r, F a, F b) {
   }
 }
 
-/// out[yi] = out[yi] (reduction r, ScatterElementsReduce) updates[ui] in
+/// out[yi] = out[yi] (reduction r, ScatterReduce) updates[ui] in
 /// the CPU's arithmetic for dtype t (cpu::ScatterReduction's combine):
 /// kernel.scatter_elements and the ordered kernel.scatter_nd.
 __device__ inline void combineScatterElem(int32_t t, int32_t elemSize,

@@ -560,7 +560,7 @@ cudaError_t launchScatterND(const ScatterNDParams &p, DeviceError *error,
   if (p.ordered) {
     scatterNDOrderedKernel<<<blocksFor(p.sliceLen, kBlock), kBlock, 0,
                              stream>>>(p, error);
-  } else if (p.reduction == kScatterAdd) {
+  } else if (p.reduction == kSeAdd) {
     scatterNDAddKernel<<<blocks, kBlock, 0, stream>>>(p, error);
   } else {
     switch (p.elemSize) {

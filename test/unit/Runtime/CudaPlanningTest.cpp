@@ -1048,7 +1048,6 @@ TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
       CHECK_FALSE(p.cudnn.persistent);
       CHECK(p.cudnn.dtype == t);
       CHECK(p.cudnn.dims == std::array<int32_t, 4>{2, 3, 120, 1});
-      CHECK(p.cudnn.count == 240);
       CHECK(p.scratchBytes == 0);
     }
     BatchNormPlan rank2 =
@@ -1059,7 +1058,6 @@ TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
     BatchNormPlan p =
         forward(training, BatchNormKind::Training, DType::F16, {4, 3, 5, 5});
     REQUIRE(p.cudnn.use);
-    CHECK(p.cudnn.count == 100);
     CHECK(p.scratchBytes == 2 * 3 * sizeof(float));
     // NCHW never uses the persistent mode.
     CHECK_FALSE(p.cudnn.persistent);

@@ -326,7 +326,6 @@ struct CudnnBatchNorm {
   bool nhwc = false;
   DType dtype = DType::F32;      ///< x, y, dy, dx
   std::array<int32_t, 4> dims{}; ///< N, C, S, 1
-  int64_t count = 0;             ///< elements per channel (N * S)
 };
 
 struct BatchNormPlan {

@@ -310,14 +310,14 @@ struct GatherParams {
   void *out = nullptr;
 };
 
-/// The reductions of kernel.scatter_nd (the numbers of
-/// ScatterElementsReduce).
+/// The reductions of kernel.scatter_elements and kernel.scatter_nd
+/// (cpu::ScatterReduction).
 enum ScatterReduce : int32_t {
-  kScatterNone = 0,
-  kScatterAdd = 1,
-  kScatterMul = 2,
-  kScatterMax = 3,
-  kScatterMin = 4,
+  kSeNone = 0,
+  kSeAdd,
+  kSeMul,
+  kSeMax,
+  kSeMin,
 };
 /// kernel.scatter_nd: `tuples` index tuples of k components address slices
 /// of sliceLen elements of y (dims and strides of data's first k dims).
@@ -329,7 +329,7 @@ struct ScatterNDParams {
   int32_t dtype = 0;
   int32_t elemSize = 4;
   int32_t indexDtype = 7;
-  int32_t reduction = kScatterNone;
+  int32_t reduction = kSeNone; ///< ScatterReduce
   int32_t ordered = 0;
   int32_t k = 1;
   int64_t tuples = 0, sliceLen = 0;
@@ -570,14 +570,6 @@ struct PadParams {
   void *y = nullptr;
 };
 
-/// The reductions of kernel.scatter_elements (cpu::ScatterReduction).
-enum ScatterElementsReduce : int32_t {
-  kSeNone = 0,
-  kSeAdd,
-  kSeMul,
-  kSeMax,
-  kSeMin,
-};
 /// kernel.gather_elements (one thread per element of indices) and
 /// kernel.scatter_elements (one thread per line of indices along axis,
 /// applying its updates in order: the CPU's order wherever two updates
