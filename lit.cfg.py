@@ -36,6 +36,13 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 # tool; tests that cannot run under the sanitizers say UNSUPPORTED: sanitizers.
 llvm_config.with_system_environment(["ASAN_OPTIONS", "UBSAN_OPTIONS",
                                      "LSAN_OPTIONS"])
+# What picks the CPU kernels of the libraries the runtime calls: OpenBLAS's
+# kernel family and thread count, oneDNN's highest ISA. lit drops variables
+# it is not told of, so without these a portability run
+# (scripts/check-portability.sh) would test the machine's default alone.
+llvm_config.with_system_environment(["OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS",
+                                     "OPENBLAS_VERBOSE", "OMP_NUM_THREADS",
+                                     "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"])
 if config.mp_sanitizers:
     config.available_features.add("sanitizers")
 llvm_config.use_default_substitutions()

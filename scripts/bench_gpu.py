@@ -27,6 +27,7 @@ prints the mp-opt commands; copy the plans to the GPU machine and run
 --weights=DIR/<model> for each model that has a directory there.
 """
 import argparse
+import json
 import os
 import re
 import statistics
@@ -162,6 +163,61 @@ def peak_tflops(device, override):
     return None
 
 
+# Every configuration, in the default order of measurement: the figures the
+# GPU kit wants first (ours mixed vs our fp32 vs PyTorch AMP) come first, so
+# that a run cut short still returns them.
+CONFIGS = ("ours mixed", "ours fp32", "torch amp", "torch fp32", "torch tf32")
+
+
+def read_results(path):
+    """The rows measured so far (--results, one JSON object per line)."""
+    rows = []
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    rows.append(json.loads(line))
+    return rows
+
+
+def render_table(rows, peak, device, backend):
+    """The Markdown table of all rows: samples/s, the speed-ups against our
+    fp32 plan and PyTorch AMP of the same model and phase, and the fraction
+    of the fp16 tensor-core peak (FLOPs counted on PyTorch's model)."""
+    def key(r):
+        return (r["model"], r["phase"])
+    ms_of = {(key(r), r["config"]): r["ms"] for r in rows}
+    flops = {}
+    for r in rows:
+        if r.get("flops"):
+            flops[key(r)] = r["flops"]
+    lines = ["| model | phase | batch | configuration | ms / step | samples/s | "
+             "vs our fp32 | vs torch amp | % fp16 TC peak |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ms = r["ms"]
+        if ms is None:
+            lines.append("| %s | %s | %d | %s | not measured: %s | | | | |" % (
+                r["model"], r["phase"], r["batch"], r["config"],
+                " ".join(r.get("why") or []).replace("|", "/")))
+            continue
+        base = ms_of.get((key(r), "ours fp32"))
+        ref = ms_of.get((key(r), "torch amp"))
+        f = flops.get(key(r))
+        frac = ("%.1f%%" % (100 * f / (ms / 1e3) / (peak * 1e12))
+                if peak and f else "-")
+        lines.append("| %s | %s | %d | %s | %.2f | %.0f | %s | %s | %s |" % (
+            r["model"], r["phase"], r["batch"], r["config"], ms,
+            r["batch"] / (ms / 1e3),
+            "%.2fx" % (base / ms) if base else "-",
+            "%.2fx" % (ref / ms) if ref else "-", frac))
+    head = ("device %s, mp-run backend %s, fp16 dense tensor-core peak %s "
+            "TFLOPS; medians over the timed iterations"
+            % (device, backend, peak or "unknown"))
+    return head + "\n\n" + "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -175,9 +231,18 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--peak-tflops", type=float, help="fp16 tensor-core peak")
-    ap.add_argument("--phases", default="infer,train")
+    ap.add_argument("--phases", default="infer,train",
+                    help="in this order (default infer,train)")
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help="which configurations, in this order (default: %s)"
+                         % ",".join(CONFIGS))
     ap.add_argument("--print-compile-commands", action="store_true")
-    ap.add_argument("--out", help="also write the table (Markdown) here")
+    ap.add_argument("--out", help="also write the table (Markdown) here, "
+                                  "again after every measurement")
+    ap.add_argument("--results", metavar="FILE.jsonl",
+                    help="append every measurement here as it finishes; the "
+                         "table (--out) shows all rows of the file, earlier "
+                         "runs' too")
     ap.add_argument("--weights", metavar="DIR",
                     help="mp-run --weights=DIR/<model> for the models with a "
                          "directory there (plans saved without weights)")
@@ -189,6 +254,10 @@ def main():
                     help="seconds for one mp-run (default 300)")
     args = ap.parse_args()
     models = args.models.split(",")
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    for c in configs:
+        if c not in CONFIGS:
+            ap.error("unknown configuration '%s' (%s)" % (c, ", ".join(CONFIGS)))
 
     if args.print_compile_commands:
         print("mkdir -p %s" % args.plans)
@@ -197,72 +266,55 @@ def main():
         return 0
 
     peak = peak_tflops(args.device, args.peak_tflops)
-    rows = []
+    rows = [] if not args.results else read_results(args.results)
+
+    def record(row):
+        rows.append(row)
+        if args.results:
+            with open(args.results, "a") as f:
+                f.write(json.dumps(row) + "\n")
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(render_table(rows, peak, args.device,
+                                     args.mp_run_backend))
+
     for name in models:
         for phase in args.phases.split(","):
-            flops = None
-            torch_ms, torch_errors = {}, {}
-            for mode in ("fp32", "tf32", "amp"):
-                if mode == "tf32" and args.device != "cuda":
-                    continue
-                try:
-                    ms, f = torch_measure(name, args.batch, phase, mode,
-                                          args.device, args.iters, args.warmup)
-                    flops = f if f is not None else flops
-                except Exception as e:  # one configuration, not the table
-                    ms = None
-                    torch_errors[mode] = ["%s: %s" % (type(e).__name__, e)]
-                torch_ms[mode] = ms
-                print("%s %s torch %s: %s ms" % (name, phase, mode, ms),
+            for config in configs:
+                who, mode = config.split(" ")
+                row = {"model": name, "phase": phase, "batch": args.batch,
+                       "config": config, "ms": None, "why": None,
+                       "flops": None}
+                if who == "torch":
+                    if mode == "tf32" and args.device != "cuda":
+                        continue
+                    try:
+                        row["ms"], row["flops"] = torch_measure(
+                            name, args.batch, phase, mode, args.device,
+                            args.iters, args.warmup)
+                    except Exception as e:  # one configuration, not the table
+                        row["why"] = ["%s: %s" % (type(e).__name__, e)]
+                else:
+                    plan = os.path.join(args.plans, "%s.%s.%s.mpplan" % (name, mode, phase))
+                    if not os.path.exists(plan):
+                        row["why"] = ["no plan " + plan]
+                    else:
+                        mp_run_args = []
+                        if args.weights and os.path.isdir(os.path.join(args.weights, name)):
+                            mp_run_args = ["--weights=" + os.path.join(args.weights, name)]
+                            if args.unchecked_weights:
+                                mp_run_args.append("--unchecked-weights")
+                        if args.cuda_batch_norm and args.mp_run_backend == "cuda":
+                            mp_run_args.append("--cuda-batch-norm=" + args.cuda_batch_norm)
+                        row["ms"], row["why"] = time_mp_run(
+                            args.mp_run, plan, args.mp_run_backend, args.iters,
+                            args.warmup, mp_run_args, args.mp_run_timeout)
+                print("%s %s %s: %s ms %s" % (name, phase, config, row["ms"],
+                                              " ".join(row["why"] or [])),
                       flush=True)
-            ours = {}
-            for prec in ("fp32", "mixed"):
-                plan = os.path.join(args.plans, "%s.%s.%s.mpplan" % (name, prec, phase))
-                if not os.path.exists(plan):
-                    ours[prec] = (None, ["no plan " + plan])
-                    continue
-                mp_run_args = []
-                if args.weights and os.path.isdir(os.path.join(args.weights, name)):
-                    mp_run_args = ["--weights=" + os.path.join(args.weights, name)]
-                    if args.unchecked_weights:
-                        mp_run_args.append("--unchecked-weights")
-                if args.cuda_batch_norm and args.mp_run_backend == "cuda":
-                    mp_run_args.append("--cuda-batch-norm=" + args.cuda_batch_norm)
-                ours[prec] = time_mp_run(args.mp_run, plan, args.mp_run_backend,
-                                         args.iters, args.warmup, mp_run_args,
-                                         args.mp_run_timeout)
-                print("%s %s ours %s: %s ms %s" % (
-                    name, phase, prec, ours[prec][0],
-                    " ".join(ours[prec][1] or [])), flush=True)
-            for label, ms, why in (
-                    [("ours " + p, ours[p][0], ours[p][1]) for p in ("fp32", "mixed")] +
-                    [("torch " + m, torch_ms[m], torch_errors.get(m))
-                     for m in torch_ms]):
-                rows.append((name, phase, label, ms, why, flops))
-    amp = {(r[0], r[1]): r[3] for r in rows if r[2] == "torch amp"}
-    ours32 = {(r[0], r[1]): r[3] for r in rows if r[2] == "ours fp32"}
-    lines = ["| model | phase | configuration | ms / step | samples/s | vs our fp32 | "
-             "vs torch amp | % fp16 TC peak |", "|---|---|---|---|---|---|---|---|"]
-    for name, phase, label, ms, why, flops in rows:
-        if ms is None:
-            lines.append("| %s | %s | %s | not measured: %s | | | | |"
-                         % (name, phase, label, " ".join(why or [])))
-            continue
-        sps = args.batch / (ms / 1e3)
-        base, ref = ours32.get((name, phase)), amp.get((name, phase))
-        frac = ("%.1f%%" % (100 * flops / (ms / 1e3) / (peak * 1e12))
-                if peak and flops else "-")
-        lines.append("| %s | %s | %s | %.2f | %.0f | %s | %s | %s |" % (
-            name, phase, label, ms, sps,
-            "%.2fx" % (base / ms) if base else "-",
-            "%.2fx" % (ref / ms) if ref else "-", frac))
-    table = "\n".join(lines)
-    print("batch %d, device %s, mp-run backend %s, fp16 peak %s TFLOPS\n"
-          % (args.batch, args.device, args.mp_run_backend, peak or "unknown"))
-    print(table)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(table + "\n")
+                record(row)
+    print()
+    print(render_table(rows, peak, args.device, args.mp_run_backend))
     return 0
 
 

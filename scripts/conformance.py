@@ -642,6 +642,10 @@ def read_kit(directory):
 
 
 def run_kit_test(key, e, args):
+    """One test of the kit, or None when --time-budget is spent before it
+    starts."""
+    if args.deadline is not None and time.monotonic() > args.deadline:
+        return None
     r = Result(e["suite"], e["name"])
     r.ops, r.op, r.expanded, r.typed = e["ops"], e["op"], e["expanded"], e["typed"]
     start = time.monotonic()
@@ -1358,11 +1362,18 @@ def main(argv=None):
                     help="also keep every compiled plan, its inputs and "
                          "expected outputs (.npy) and the results in DIR, "
                          "for --kit on a machine without mp-opt")
+    ap.add_argument("--time-budget", type=float, metavar="SECONDS",
+                    help="with --kit: start no test after this many seconds "
+                         "(the rest are counted as not run), so that a run "
+                         "under an outer time limit still prints its "
+                         "summary and comparison")
     ap.add_argument("--kit", metavar="DIR",
                     help="run the plans of a kit (--save-kit) with mp-run "
                          "alone: no mp-opt, no test data; compares with the "
                          "results of the run that made it")
     args = ap.parse_args(argv)
+    if args.time_budget is not None and not args.kit:
+        ap.error("--time-budget is for --kit runs")
     if args.kit:
         return kit_main(args)
     if args.rtol is None:
@@ -1502,11 +1513,16 @@ def kit_main(args):
             return 1
     results = []
     start = time.monotonic()
+    args.deadline = (start + args.time_budget if args.time_budget else None)
+    not_run = 0
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         futs = [pool.submit(run_kit_test, k, manifest["tests"][k], args)
                 for k in keys]
         for fut in concurrent.futures.as_completed(futs):
             r = fut.result()
+            if r is None:
+                not_run += 1
+                continue
             results.append(r)
             if args.verbose:
                 print("%-11s %s%s" % (r.status.upper() + ":", r.key,
@@ -1517,6 +1533,9 @@ def kit_main(args):
     print(summary_line(results, suites) or "no tests ran")
     print("(%d tests in %.1f s with %d jobs, kit %s, backend %s)" % (
         len(results), elapsed, args.jobs, args.kit, args.backend))
+    if not_run:
+        print("%d tests NOT RUN: the time budget of %g s was spent" % (
+            not_run, args.time_budget))
     for l in target_lines(results, suites):
         print(l)
     for l in kit_comparison(results, manifest):

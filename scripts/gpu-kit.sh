@@ -1,36 +1,45 @@
 #!/usr/bin/env bash
 # The GPU kit: everything the CUDA backend's GPU checks need on a lent GPU
-# machine that has nvcc, CMake, ninja, python3 with torch and onnx, and the
-# cuDNN / cuBLAS wheels, but no MLIR, no test data and no network
-# (docs/gpu-kit.md).
+# machine that has CMake, python3 with torch and onnx, and the cuDNN /
+# cuBLAS wheels, but no MLIR, no test data and no network (docs/gpu-kit.md).
+# A task is lent 15 minutes of device time, start-up included, and one
+# command may run 10 minutes: the kit is made here, binaries included, and
+# ONE device call of about 8 minutes runs it, the most valuable figures
+# first, each step writing its results as it finishes.
 #
-#   scripts/gpu-kit.sh make [--skip-conformance] [--no-prebuilt]
-#       here, where mp-opt is: build mp-run / mp-strip-weights (build-kit-host),
-#       compile the conformance plans (scripts/conformance.py --save-kit) and
-#       the benchmark plans (scripts/bench_gpu.py), save the ResNet-50 plans
-#       without their weights (the GPU machine makes them again from the
-#       same seeded model), copy the FlatBuffers and Catch2 headers, all into
-#       .gpu-kit/ (ignored; it travels as the one carried path), and check
-#       that what travels stays under 64 MiB. Where nvcc is, it also builds
-#       build-kit/ exactly as `run` will there and keeps its mp-run and
-#       mp-runtime-tests in .gpu-kit/prebuilt: used there only if the build
-#       there fails.
+#   scripts/gpu-kit.sh make [--skip-conformance]
+#       here, where mp-opt and nvcc are: build mp-run / mp-strip-weights
+#       (build-kit-host), compile the conformance plans (scripts/conformance.py
+#       --save-kit) and the benchmark plans (scripts/bench_gpu.py), save the
+#       ResNet-50 plans without their weights (the GPU machine makes them
+#       again from the same seeded model), build mp-run and mp-runtime-tests
+#       with the CUDA backend for sm_90 (build-kit/, libstdc++ linked in) and
+#       copy them into .gpu-kit/prebuilt, all into .gpu-kit/ (ignored; it
+#       travels as the one carried path), and check that what travels stays
+#       under 64 MiB.
 #
 #   scripts/gpu-kit.sh run [--cpu] [STEP...]
-#       on the GPU machine: STEPs (default: all, in this order)
-#         build        the runtime alone (lib/Runtime) with the CUDA backend,
-#                      mp-run and mp-runtime-tests, into build-kit/
-#         tests        mp-runtime-tests "[cuda]"
-#         conformance  scripts/conformance.py --kit .gpu-kit/conformance
-#                      --backend=cuda (every ONNX backend test's plan)
+#       on the GPU machine: STEPs, in this order (default: all but build)
+#         check        the GPU, the driver, the binaries and the libraries
+#                      they load
+#         build        build the runtime there (build-kit/) and use it
+#                      instead of the prebuilt binaries (7 minutes: not in
+#                      the one-call plan)
+#         tests        mp-runtime-tests "[cuda]": the device tests
 #         weights      export ResNet-50 again with torch and write its
 #                      initializers as the stripped plans' weights
-#         bench        scripts/bench_gpu.py on the kit's plans
-#       each under its own time limit and all within GPU_KIT_DEADLINE
-#       (580 s: a device call may run 600), logs and results in $OUT (or
-#       .gpu-kit/out), and a summary (summary.md). --cpu runs the same steps
-#       with the CPU backend and torch on the CPU (and small iteration
-#       counts): a check of the kit and of this script where there is no GPU.
+#         train        ResNet-50 training step: ours mixed, ours fp32, torch
+#                      AMP (channels last), torch fp32, torch TF32
+#         infer        ResNet-50 inference, the same five
+#         conformance  scripts/conformance.py --kit .gpu-kit/conformance
+#                      --backend=cuda (every ONNX backend test's plan)
+#         more         the BERT-style encoder and the LSTM LM, both phases
+#       each under its own time limit and all within GPU_KIT_DEADLINE (450 s),
+#       results in $OUT (or .gpu-kit/out): summary.md (rewritten after each
+#       step), steps.log (every step's output), bench.md and bench.jsonl
+#       (after each measurement), conformance.json. --cpu runs the same steps
+#       with the CPU backend and torch on the CPU (one iteration): a check of
+#       the kit and of this script where there is no GPU.
 #
 # The device tool call that runs it is printed by `make` and written in
 # docs/gpu-kit.md.
@@ -140,20 +149,26 @@ cmd_make() {
   fi
 
   rm -rf "$KIT/prebuilt" "$KIT/out" # out: results of run --cpu here
-  if [ $prebuilt = 1 ] && { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; }; then
-    echo "== the device build, here (build-kit/), as a fallback for the device"
+  if [ $prebuilt = 1 ]; then
+    command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
+      die "no nvcc here: the kit's binaries are built here (or --no-prebuilt, and the run's build step)"
+    echo "== mp-run and mp-runtime-tests with the CUDA backend (sm_90), as the device runs them (build-kit/)"
     BUILD="$ROOT/build-kit" CPU_ONLY=0
     export BUILD CPU_ONLY
     mkdir -p "$BUILD"
-    if { [ -f "$BUILD/build.ninja" ] && ninja -C "$BUILD" mp-run mp-runtime-tests >"$BUILD/gpu-kit-make.log" 2>&1; } ||
-       bash "$0" _build >"$BUILD/gpu-kit-make.log" 2>&1; then
+    if bash "$0" _build >"$BUILD/gpu-kit-make.log" 2>&1; then
       mkdir -p "$KIT/prebuilt"
       strip -o "$KIT/prebuilt/mp-run" "$BUILD/bin/mp-run" &&
         strip -o "$KIT/prebuilt/mp-runtime-tests" "$BUILD/bin/mp-runtime-tests" ||
         die "cannot copy the prebuilt binaries"
+      # What they need at run time beyond the C library: nothing but what
+      # dlopen finds there (cuBLASLt, cuDNN).
+      if ldd "$KIT/prebuilt/mp-run" | grep -Eq "libstdc\+\+|libgcc_s"; then
+        die "the prebuilt mp-run links libstdc++ dynamically"
+      fi
     else
       tail -20 "$BUILD/gpu-kit-make.log"
-      die "the device build failed here too (log: $BUILD/gpu-kit-make.log)"
+      die "the device build failed here (log: $BUILD/gpu-kit-make.log)"
     fi
   fi
 
@@ -178,11 +193,9 @@ cmd_make() {
 
 print_calls() {
   cat <<'EOF'
-Device tool calls (run, carry [".gpu-kit"]), in one session, one after the other:
-  1. command: "bash scripts/gpu-kit.sh run build tests conformance"   timeout_s: 600
-  2. command: "bash scripts/gpu-kit.sh run build weights bench"       timeout_s: 600
-(the second rebuilds only when the machine went back in between; each writes
-its logs and summary.md under $OUT)
+The device tool call (one, about 8 minutes; give the machine back after it):
+  run(command="bash scripts/gpu-kit.sh run", carry=[".gpu-kit"], timeout_s=540)
+Results under $OUT: summary.md, steps.log, bench.md, bench.jsonl, conformance.json.
 EOF
 }
 
@@ -219,30 +232,52 @@ find_cuda_libs() {
   done
 }
 
+# The summary: a header, a row per step, notes; rewritten after each step so
+# that a run cut short still returns it.
+write_summary() {
+  {
+    cat "$SUMMARY_HEAD"
+    echo
+    echo "| step | result | time | limit |"
+    echo "|---|---|---|---|"
+    cat "$SUMMARY_ROWS"
+    if [ -s "$NOTES" ]; then
+      echo
+      cat "$NOTES"
+    fi
+  } >"$SUMMARY"
+}
+
 # step NAME LIMIT_SECONDS COMMAND...: runs it with a time limit (its own, or
-# what is left of the whole run's GPU_KIT_DEADLINE, if less), its output into
-# $OUT/NAME.log (and the last lines on stdout), one line into the summary.
+# what is left of the whole run's deadline, if less), its output appended to
+# $OUT/steps.log (and the last lines on stdout), one row into the summary.
 step() {
   local name="$1" limit="$2"
   shift 2
-  local log="$OUT_DIR/$name.log" start rc left
+  local start rc left
   start=$(date +%s)
-  left=$(( RUN_START + ${GPU_KIT_DEADLINE:-580} - start - 5 ))
+  left=$(( RUN_START + DEADLINE - start - 5 ))
   if [ "$left" -lt 15 ]; then
-    echo "== $name: skipped, ${left}s left of the run's ${GPU_KIT_DEADLINE:-580}s"
-    echo "| $name | SKIPPED (no time left) | 0s | |" >>"$SUMMARY"
+    echo "== $name: skipped, ${left}s left of the run's ${DEADLINE}s"
+    echo "| $name | SKIPPED (no time left) | 0s | |" >>"$SUMMARY_ROWS"
+    write_summary
     return 1
   fi
   [ "$left" -lt "$limit" ] && limit=$left
+  STEP_LIMIT=$limit
   echo "== $name (limit ${limit}s)"
-  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+  local part="$OUT_DIR/.step.log"
+  timeout --kill-after=10 "$limit" "$@" >"$part" 2>&1
   rc=$?
   local secs=$(( $(date +%s) - start ))
-  tail -n "${GPU_KIT_TAIL:-15}" "$log"
+  { echo "===== $name: exit $rc after ${secs}s (limit ${limit}s)"; cat "$part"; echo; } >>"$LOG"
+  tail -n "${GPU_KIT_TAIL:-15}" "$part"
+  rm -f "$part"
   local what="ok"
   [ $rc -ne 0 ] && what="FAILED (exit $rc)"
-  [ $rc -eq 124 ] || [ $rc -eq 137 ] && what="TIMED OUT after ${limit}s"
-  echo "| $name | $what | ${secs}s | $name.log |" >>"$SUMMARY"
+  { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && what="TIMED OUT"
+  echo "| $name | $what | ${secs}s | ${limit}s |" >>"$SUMMARY_ROWS"
+  write_summary
   return $rc
 }
 
@@ -259,13 +294,73 @@ build_step() {
     [ -n "$CUBLAS_INC" ] && extra_flags="-isystem $CUBLAS_INC"
   fi
   echo "cuDNN: ${CUDNN_INC:-?} ${CUDNN_LIB:-?}; cuBLASLt: ${CUBLASLT_LIB:-?} ${CUBLAS_INC}"
+  # libstdc++ and libgcc linked in: the binaries built here run on the GPU
+  # machine's other distribution (the CUDA runtime is static and cuBLASLt /
+  # cuDNN are opened with dlopen, so nothing else is needed there).
   cmake -S "$ROOT/lib/Runtime" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DMP_RUNTIME_BLAS=builtin -DMP_RUNTIME_WITH_ONNX=OFF \
     -DFLATBUFFERS_INCLUDE_DIR="$KIT/include" -DFLATBUFFERS_FLATC_EXECUTABLE=OFF \
     -DMP_RUNTIME_BUILD_TESTS=ON -DMP_CATCH2_INCLUDE_DIR="$KIT/include" \
     -DCMAKE_CXX_FLAGS="$extra_flags" -DCMAKE_CUDA_FLAGS="$extra_flags" \
+    "-DCMAKE_EXE_LINKER_FLAGS=-static-libstdc++ -static-libgcc" \
     "${cuda_flags[@]}" || return 1
   ninja -C "$BUILD" mp-run mp-runtime-tests
+}
+
+# The check step: what the run stands on, printed for the log.
+check_step() {
+  echo "binaries: $BIN ($(head -1 "$KIT/MADE" 2>/dev/null))"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 || echo "(no nvidia-smi)"
+  echo "cuDNN: ${CUDNN_LIB:-not found}; cuBLASLt: ${CUBLASLT_LIB:-not found}"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  local b ok=0
+  for b in mp-run mp-runtime-tests; do
+    if [ ! -x "$BIN/$b" ]; then
+      echo "MISSING: $BIN/$b"; ok=1; continue
+    fi
+    echo "-- ldd $b"
+    ldd "$BIN/$b" 2>&1 | sed 's/^/   /'
+    ldd "$BIN/$b" 2>&1 | grep -q "not found" && ok=1
+  done
+  # (Catch2 v2's listing exits with the number of tests it listed.)
+  echo "[cuda] test cases: $("$BIN/mp-runtime-tests" --list-test-names-only "[cuda]" 2>&1 | grep -c .)"
+  "$BIN/mp-run" --help >/dev/null 2>&1 || { echo "mp-run does not start"; ok=1; }
+  "$PY" -c 'import torch, onnx; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available(), "onnx", onnx.__version__)' 2>&1
+  return $ok
+}
+
+# bench MODELS PHASES: scripts/bench_gpu.py on the kit's plans, its rows
+# appended to bench.jsonl and the table of all rows in bench.md.
+bench() {
+  local models="$1" phases="$2" unchecked=() m
+  for m in $STRIP_MODELS; do
+    if [ -f "$BUILD/weights/$m.status.json" ] && ! "$PY" -c \
+       'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["identical"] != d["total"])' \
+       "$BUILD/weights/$m.status.json"; then
+      unchecked=(--unchecked-weights)
+    fi
+  done
+  "$PY" "$ROOT/scripts/bench_gpu.py" \
+    --plans "$KIT/bench-plans" --weights "$BUILD/weights" "${unchecked[@]}" \
+    --mp-run "$BIN/mp-run" --device "$DEVICE" --mp-run-backend "$BACKEND" \
+    --batch "$BENCH_BATCH" --iters "$ITERS" --warmup "$WARMUP" \
+    --models "$models" --phases "$phases" --mp-run-timeout "$MP_RUN_TIMEOUT" \
+    --results "$OUT_DIR/bench.jsonl" --out "$OUT_DIR/bench.md"
+}
+
+weights_note() {
+  local m=$1 f="$BUILD/weights/$1.status.json"
+  [ -f "$f" ] || return 0
+  "$PY" - "$f" >>"$NOTES" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+if d["mapped"] == "stand-in":
+    print("- %s: the export failed there: the benchmark ran on STAND-IN weights drawn from the kit's statistics (--unchecked-weights; timing only)" % d["model"])
+elif d["identical"] != d["total"]:
+    print("- %s: %d of %d weights made there (torch %s) differ from the compile machine's: the benchmark ran with --unchecked-weights" % (d["model"], d["total"] - d["identical"], d["total"], d["torch"]))
+else:
+    print("- %s: all %d weights made there (torch %s) are bit-identical to the compile machine's" % (d["model"], d["total"], d["torch"]))
+PYEOF
 }
 
 cmd_run() {
@@ -273,104 +368,115 @@ cmd_run() {
   local steps=()
   for a in "$@"; do
     case "$a" in
-      --cpu) CPU_ONLY=1 ;;
-      build|tests|conformance|weights|bench) steps+=("$a") ;;
-      all) steps+=(build tests conformance weights bench) ;;
-      *) die "run: unknown step '$a' (build, tests, conformance, weights, bench, all; --cpu)" ;;
+      --cpu) CPU_ONLY=1
+             # Here the python with torch and onnx is Debian's.
+             [ -z "${GPU_KIT_PYTHON:-}" ] && [ -x /usr/bin/python3 ] && PY=/usr/bin/python3 ;;
+      check|build|tests|weights|train|infer|conformance|more) steps+=("$a") ;;
+      all) steps+=(check tests weights train infer conformance more) ;;
+      *) die "run: unknown step '$a' (check, build, tests, weights, train, infer, conformance, more, all; --cpu)" ;;
     esac
   done
-  [ ${#steps[@]} -eq 0 ] && steps=(build tests conformance weights bench)
+  [ ${#steps[@]} -eq 0 ] && steps=(check tests weights train infer conformance more)
   [ -d "$KIT/include" ] || die "no kit at $KIT: make it where mp-opt is (scripts/gpu-kit.sh make) and carry .gpu-kit"
   local status=0
   RUN_START=$(date +%s)
+  DEADLINE="${GPU_KIT_DEADLINE:-450}"
+  [ "$CPU_ONLY" = 1 ] && DEADLINE="${GPU_KIT_DEADLINE:-7200}"
   OUT_DIR="${OUT:-$KIT/out}"
   mkdir -p "$OUT_DIR"
+  rm -f "$OUT_DIR/bench.jsonl" "$OUT_DIR/bench.md" "$OUT_DIR/conformance.json"
   BUILD="${GPU_KIT_BUILD:-$ROOT/build-kit}"
   export BUILD CPU_ONLY
-  BIN="$BUILD/bin"
+  # The prebuilt binaries unless this run builds (or GPU_KIT_BIN names others).
+  BIN="${GPU_KIT_BIN:-$KIT/prebuilt}"
+  case " ${steps[*]} " in *" build "*) BIN="$BUILD/bin" ;; esac
   mkdir -p "$BUILD/weights"
   SUMMARY="$OUT_DIR/summary.md"
+  LOG="$OUT_DIR/steps.log"
+  : >"$LOG"
+  SUMMARY_HEAD="$OUT_DIR/.summary-head"
+  SUMMARY_ROWS="$OUT_DIR/.summary-rows"
   NOTES="$OUT_DIR/.notes"
+  : >"$SUMMARY_ROWS"
   : >"$NOTES"
-  local backend=cuda device=cuda
-  [ "$CPU_ONLY" = 1 ] && backend=cpu device=cpu
+  BACKEND=cuda DEVICE=cuda
+  [ "$CPU_ONLY" = 1 ] && BACKEND=cpu DEVICE=cpu
+  ITERS="${GPU_KIT_ITERS:-30}" WARMUP="${GPU_KIT_WARMUP:-5}"
+  [ "$CPU_ONLY" = 1 ] && ITERS="${GPU_KIT_ITERS:-1}" WARMUP="${GPU_KIT_WARMUP:-0}"
+  MP_RUN_TIMEOUT="${GPU_KIT_MP_RUN_TIMEOUT:-90}"
+  [ "$CPU_ONLY" = 1 ] && MP_RUN_TIMEOUT="${GPU_KIT_MP_RUN_TIMEOUT:-900}"
+  BENCH_BATCH=$(sed -n 's/^bench batch: \([0-9]*\).*/\1/p' "$KIT/MADE")
+  find_cuda_libs
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}$LIB_DIRS"
+  export PYTHONUNBUFFERED=1
+  # What the steps run as `bash $0 _STEP` (under `timeout`) need.
+  export BIN OUT_DIR BACKEND DEVICE ITERS WARMUP MP_RUN_TIMEOUT BENCH_BATCH
+  export GPU_KIT_PYTHON="$PY"
   {
     echo "# gpu-kit run $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo
     echo "- kit: $(head -1 "$KIT/MADE" 2>/dev/null)"
-    echo "- machine: $(uname -n); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
-    echo "- nvcc: $( (command -v nvcc >/dev/null && nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>/dev/null | tail -1)"
-    echo "- torch: $("$PY" -c 'import torch; print(torch.__version__, torch.cuda.is_available())' 2>/dev/null)"
-    echo "- backend: $backend; steps: ${steps[*]}"
-    echo
-    echo "| step | result | time | log |"
-    echo "|---|---|---|---|"
-  } >"$SUMMARY"
-  find_cuda_libs
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}$LIB_DIRS"
-  export PYTHONUNBUFFERED=1
+    echo "- machine: $(uname -n), $(nproc) cores; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+    echo "- torch: $("$PY" -c 'import torch; print(torch.__version__, "cuda available:", torch.cuda.is_available())' 2>/dev/null)"
+    echo "- backend: $BACKEND; binaries: ${BIN#$ROOT/}; steps: ${steps[*]}; deadline ${DEADLINE}s"
+    echo "- benchmark: batch $BENCH_BATCH, $ITERS timed iterations after $WARMUP warm-ups, median"
+  } >"$SUMMARY_HEAD"
+  write_summary
   local s jobs
   jobs=$(nproc)
-  local iters=50 warmup=10 bench_batch
-  [ "$CPU_ONLY" = 1 ] && iters=1 warmup=0
   for s in "${steps[@]}"; do
     case "$s" in
+      check)
+        step check "${GPU_KIT_CHECK_LIMIT:-30}" bash "$0" _check || status=1 ;;
       build)
-        local built=0
         if [ -x "$BUILD/bin/mp-run" ] && [ -x "$BUILD/bin/mp-runtime-tests" ] &&
            [ "${GPU_KIT_REBUILD:-0}" != 1 ]; then
-          # An incremental ninja: nothing to do on a warm machine.
-          step build "${GPU_KIT_BUILD_LIMIT:-420}" ninja -C "$BUILD" mp-run mp-runtime-tests && built=1
+          step build "${GPU_KIT_BUILD_LIMIT:-420}" ninja -C "$BUILD" mp-run mp-runtime-tests
         else
-          step build "${GPU_KIT_BUILD_LIMIT:-420}" bash "$0" _build && built=1
+          step build "${GPU_KIT_BUILD_LIMIT:-420}" bash "$0" _build
         fi
-        if [ $built = 0 ]; then
+        if [ $? != 0 ]; then
           status=1
           if [ -x "$KIT/prebuilt/mp-run" ]; then
             BIN="$KIT/prebuilt"
-            echo "- the build failed: the steps after it used the kit's prebuilt mp-run and mp-runtime-tests ($(head -1 "$KIT/MADE"))" >>"$NOTES"
+            echo "- the build failed: the steps after it used the kit's prebuilt binaries" >>"$NOTES"
           fi
         fi ;;
       tests)
         # Without a GPU (--cpu) the [cuda] tests run their host-side parts.
-        step tests "${GPU_KIT_TESTS_LIMIT:-240}" "$BIN/mp-runtime-tests" "[cuda]" || status=1 ;;
-      conformance)
-        step conformance "${GPU_KIT_CONFORMANCE_LIMIT:-240}" "$PY" "$ROOT/scripts/conformance.py" \
-          --kit "$KIT/conformance" --backend="$backend" --mp-run "$BIN/mp-run" -v \
-          -j "$jobs" --timeout 60 --json "$OUT_DIR/conformance.json" || status=1 ;;
+        step tests "${GPU_KIT_TESTS_LIMIT:-90}" "$BIN/mp-runtime-tests" "[cuda]" \
+          --durations yes || status=1 ;;
       weights)
         local m
         for m in $STRIP_MODELS; do
-          step "weights-$m" "${GPU_KIT_WEIGHTS_LIMIT:-180}" "$PY" "$ROOT/scripts/gpu_kit_weights.py" \
-            regenerate "$m" --manifest "$KIT/weights/$m.manifest.json" \
+          step "weights-$m" "${GPU_KIT_WEIGHTS_LIMIT:-75}" "$PY" "$ROOT/scripts/gpu_kit_weights.py" \
+            regenerate "$m" --manifest "$KIT/weights/$m.manifest.json" --fallback-stats \
             --out "$BUILD/weights/$m" --status "$BUILD/weights/$m.status.json" || status=1
-        done ;;
-      bench)
-        local unchecked=() m
-        for m in $STRIP_MODELS; do
-          if [ -f "$BUILD/weights/$m.status.json" ] && ! "$PY" -c \
-             'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["identical"] != d["total"])' \
-             "$BUILD/weights/$m.status.json"; then
-            unchecked=(--unchecked-weights)
-            echo "- $m: the weights made here differ from the compile machine's: the benchmark ran with --unchecked-weights (see weights-$m.log)" >>"$NOTES"
-          fi
+          weights_note "$m"
         done
-        bench_batch=$(sed -n 's/^bench batch: \([0-9]*\).*/\1/p' "$KIT/MADE")
-        step bench "${GPU_KIT_BENCH_LIMIT:-480}" "$PY" "$ROOT/scripts/bench_gpu.py" \
-          --plans "$KIT/bench-plans" --weights "$BUILD/weights" "${unchecked[@]}" \
-          --mp-run "$BIN/mp-run" --device "$device" --mp-run-backend "$backend" \
-          --batch "$bench_batch" --iters "$iters" --warmup "$warmup" \
-          --models "${GPU_KIT_BENCH_MODELS:-${BENCH_MODELS// /,}}" \
-          --out "$OUT_DIR/bench.md" || status=1 ;;
+        write_summary ;;
+      train)
+        step train "${GPU_KIT_TRAIN_LIMIT:-120}" bash "$0" _bench resnet50 train || status=1 ;;
+      infer)
+        step infer "${GPU_KIT_INFER_LIMIT:-75}" bash "$0" _bench resnet50 infer || status=1 ;;
+      conformance)
+        # The runner's own budget ends 20 s before the step's: it then
+        # prints its summary and the comparison with the CPU's results.
+        local limit="${GPU_KIT_CONFORMANCE_LIMIT:-150}" left
+        left=$(( RUN_START + DEADLINE - $(date +%s) - 5 ))
+        [ "$left" -lt "$limit" ] && limit=$left
+        step conformance "$limit" "$PY" "$ROOT/scripts/conformance.py" \
+          --kit "$KIT/conformance" --backend="$BACKEND" --mp-run "$BIN/mp-run" -v \
+          -j "$jobs" --timeout 60 --time-budget $(( limit > 40 ? limit - 20 : limit / 2 )) \
+          --json "$OUT_DIR/conformance.json" || status=1 ;;
+      more)
+        step more "${GPU_KIT_MORE_LIMIT:-200}" bash "$0" _bench bert_encoder,lstm_lm train,infer || status=1 ;;
     esac
   done
-  if [ -s "$NOTES" ]; then
-    echo >>"$SUMMARY"
-    cat "$NOTES" >>"$SUMMARY"
-  fi
-  rm -f "$NOTES"
+  rm -f "$SUMMARY_HEAD" "$SUMMARY_ROWS" "$NOTES"
   echo
   cat "$SUMMARY"
+  [ -f "$OUT_DIR/bench.md" ] && { echo; cat "$OUT_DIR/bench.md"; }
   return $status
 }
 
@@ -379,5 +485,7 @@ case "${1:-}" in
   run) shift; cmd_run "$@" ;;
   calls) print_calls ;;
   _build) build_step ;; # run's build step, under its time limit
-  *) sed -n '2,34p' "$0"; exit 2 ;;
+  _check) find_cuda_libs; check_step ;;
+  _bench) shift; bench "$@" ;;
+  *) sed -n '2,43p' "$0"; exit 2 ;;
 esac

@@ -2,15 +2,19 @@
 
   check_csv.py FILE [--header H] [--rows N] [--falls COLUMN RATIO]
                [--max COLUMN V] [--min COLUMN V] [--all COLUMN V]
-               [--count COLUMN V N]
+               [--count COLUMN V N] [--nonfinite COLUMN N]
 
 --falls: the last value of COLUMN is at most RATIO times the first;
 --max / --min: the last value is at most / at least V;
 --all: every value of COLUMN is the text V;
---count: N values of COLUMN are the text V.
+--count: N values of COLUMN are the text V;
+--nonfinite: N values of COLUMN are inf, -inf or nan (which of them an
+  overflow ends as depends on the order and kind of the operations that
+  overflow, e.g. whether the BLAS kernel fuses multiply and add).
 Prints "ok" or fails with the reason.
 """
 import csv
+import math
 import sys
 
 path = sys.argv[1]
@@ -60,6 +64,11 @@ while args:
         got = sum(v == value for v in column(name))
         if got != n:
             fail("%s is %r %d times, expected %d: %r" % (name, value, got, n, column(name)))
+    elif option == "--nonfinite":
+        name, n = args.pop(0), int(args.pop(0))
+        got = sum(not math.isfinite(float(v)) for v in column(name) if v != "")
+        if got != n:
+            fail("%s is not finite %d times, expected %d: %r" % (name, got, n, column(name)))
     else:
         fail("unknown option %r" % option)
 print("ok")
