@@ -10,13 +10,16 @@
 # and once with none set (the machine's default), it runs:
 #   - the lit tests of training, models, conformance allow-lists, mp-run and
 #     the training passes (test/Training, test/Models, test/Conformance,
-#     test/Tools/mp-run, test/Passes/{Training,LossScale,MasterWeights});
+#     test/Tools/mp-run, test/Passes/{Training,LossScale,MasterWeights,
+#     PadTensorCores,NHWCLayout}: the padded and channels-last plans are
+#     checked against the plain ones within tolerances);
 #   - mp-runtime-tests (the runtime's kernel tests against the exact
 #     reference kernels) and mp-unit-tests "[gradcheck]" (gradient checks).
 # --full runs the whole ctest suite instead of that subset.
 # --ci runs one family other than the machine's default (the first of
-# Haswell, SkylakeX, Sandybridge that differs from it and that the CPU can
-# execute) on the subset: what scripts/run-tests.sh does on every CI run.
+# Haswell, SkylakeX, Sandybridge, Nehalem that differs from it and that the
+# CPU can execute) on the subset: what scripts/run-tests.sh does on every CI
+# run.
 # Where mp-run links oneDNN, each family is also run under lowered oneDNN
 # ISAs (ONEDNN_MAX_CPU_ISA = AVX2, AVX512_CORE).
 #
@@ -39,7 +42,7 @@ declare -A NEEDS=(
   [SkylakeX]="avx512f avx512bw avx512dq avx512vl"
   [Cooperlake]="avx512f avx512bw avx512dq avx512vl avx512_bf16"
 )
-SUBSET_LIT='test/(Training|Models|Conformance|Tools/mp-run|Passes/(Training|LossScale|MasterWeights))/'
+SUBSET_LIT='test/(Training|Models|Conformance|Tools/mp-run|Passes/(Training|LossScale|MasterWeights|PadTensorCores|NHWCLayout))/'
 
 full=0 ci=0 families=()
 while [ $# -gt 0 ]; do
@@ -80,9 +83,13 @@ fi
 
 if [ ${#families[@]} -eq 0 ]; then
   if [ $ci = 1 ]; then
-    for f in Haswell SkylakeX Sandybridge; do
+    for f in Haswell SkylakeX Sandybridge Nehalem; do
       if [ "$f" != "$default_family" ] && can_run "$f"; then families=("$f"); break; fi
     done
+    if [ ${#families[@]} -eq 0 ]; then
+      echo "check-portability.sh: no other x86 OpenBLAS kernel family on this machine ($(uname -m), default ${default_family}): nothing to run"
+      exit 0
+    fi
   else
     families=("" "${FAMILIES[@]}")
   fi

@@ -462,7 +462,7 @@ cmd_run() {
       conformance)
         # The runner's own budget ends 20 s before the step's: it then
         # prints its summary and the comparison with the CPU's results.
-        local limit="${GPU_KIT_CONFORMANCE_LIMIT:-150}" left
+        local limit="${GPU_KIT_CONFORMANCE_LIMIT:-210}" left
         left=$(( RUN_START + DEADLINE - $(date +%s) - 5 ))
         [ "$left" -lt "$limit" ] && limit=$left
         step conformance "$limit" "$PY" "$ROOT/scripts/conformance.py" \

@@ -15,6 +15,12 @@ echo "== ONNX backend test corpus (import of every model)"
 echo "== ctest"
 (cd "$BUILD" && ctest --output-on-failure -j2)
 
+# The numerics-sensitive tests again under an OpenBLAS kernel family other
+# than this machine's default: what holds on one CPU's kernels only fails
+# here, not on the next machine CI runs on (docs/testing.md, "Portability").
+echo "== portability (scripts/check-portability.sh --ci)"
+MP_BUILD_DIR="$BUILD" "$ROOT/scripts/check-portability.sh" --ci
+
 # The same suite on an AddressSanitizer + UndefinedBehaviorSanitizer build
 # (docs/robustness.md). MP_SKIP_SANITIZERS=1 skips it in a quick local loop.
 if [ "${MP_SKIP_SANITIZERS:-0}" != 1 ]; then

@@ -26,6 +26,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Compiler.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -541,6 +542,31 @@ InferenceOutcome inferShapesHere(onnx::ModelProto &model,
   }
 }
 
+/// In the shape-inference child: an address-space limit of twice the
+/// machine's memory (at least 4 GiB), so that an absurd allocation throws
+/// std::bad_alloc (reported as out of memory) whatever the machine's
+/// overcommit policy. Without it, under vm.overcommit_memory=1 (common on
+/// container hosts) a 1 TiB allocation "succeeds" and the OOM killer ends
+/// the child later, after it has taken the host's memory. Not under
+/// AddressSanitizer, whose shadow memory reserves terabytes of address space.
+void limitChildAddressSpace() {
+#if !LLVM_ADDRESS_SANITIZER_BUILD
+  long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return;
+  rlim_t limit = std::max<rlim_t>(2 * static_cast<rlim_t>(pages) * pageSize,
+                                  rlim_t(4) << 30);
+  struct rlimit current;
+  if (::getrlimit(RLIMIT_AS, &current) != 0 ||
+      (current.rlim_cur != RLIM_INFINITY && current.rlim_cur <= limit))
+    return;
+  struct rlimit wanted = {limit, current.rlim_max};
+  if (current.rlim_max != RLIM_INFINITY && current.rlim_max < limit)
+    wanted.rlim_cur = current.rlim_max;
+  ::setrlimit(RLIMIT_AS, &wanted);
+#endif
+}
+
 /// Runs ONNX shape inference on `model` in a child process and copies the
 /// types it infers into `model`. ONNX 1.12 crashes on some malformed nodes
 /// that pass the schema checks (a Transpose `perm` out of range, some RNN
@@ -564,6 +590,7 @@ InferenceOutcome inferShapesIsolated(onnx::ModelProto &model,
       ::signal(sig, SIG_DFL);
     struct rlimit noCore = {0, 0};
     ::setrlimit(RLIMIT_CORE, &noCore);
+    limitChildAddressSpace();
     std::string childMessage;
     InferenceOutcome outcome = inferShapesHere(model, childMessage);
     std::string reply(1, static_cast<char>('0' + static_cast<int>(outcome)));
