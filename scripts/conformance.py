@@ -32,7 +32,9 @@ keeps, while a run compiles here, every plan with its inputs and expected
 outputs (as .npy) and what mp-opt said where it failed; `--kit DIR` then runs
 those plans with mp-run alone (`--backend=cuda` on the GPU machine) and
 compares with the outputs and with the results of the run that made the
-kit (scripts/gpu-kit.sh, docs/gpu-kit.md).
+kit (scripts/gpu-kit.sh, docs/gpu-kit.md). `--time-budget SECONDS` starts
+no test after that many seconds and still prints the summary and the
+comparison, over the tests that ran (a run under an outer time limit).
 
 Needs only python3 (the standard library) and onnx (>= 1.12).
 """
@@ -1364,7 +1366,7 @@ def main(argv=None):
                          "for --kit on a machine without mp-opt")
     ap.add_argument("--time-budget", type=float, metavar="SECONDS",
                     help="with --kit: start no test after this many seconds "
-                         "(the rest are counted as not run), so that a run "
+                         "(the rest are reported as not started), so that a run "
                          "under an outer time limit still prints its "
                          "summary and comparison")
     ap.add_argument("--kit", metavar="DIR",
@@ -1513,7 +1515,8 @@ def kit_main(args):
             return 1
     results = []
     start = time.monotonic()
-    args.deadline = (start + args.time_budget if args.time_budget else None)
+    args.deadline = (start + args.time_budget
+                     if args.time_budget is not None else None)
     not_run = 0
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         futs = [pool.submit(run_kit_test, k, manifest["tests"][k], args)
@@ -1534,7 +1537,7 @@ def kit_main(args):
     print("(%d tests in %.1f s with %d jobs, kit %s, backend %s)" % (
         len(results), elapsed, args.jobs, args.kit, args.backend))
     if not_run:
-        print("%d tests NOT RUN: the time budget of %g s was spent" % (
+        print("%d tests NOT STARTED: the time budget of %g s was spent" % (
             not_run, args.time_budget))
     for l in target_lines(results, suites):
         print(l)

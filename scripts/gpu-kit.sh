@@ -264,9 +264,8 @@ step() {
     return 1
   fi
   [ "$left" -lt "$limit" ] && limit=$left
-  STEP_LIMIT=$limit
   echo "== $name (limit ${limit}s)"
-  local part="$OUT_DIR/.step.log"
+  local part="$SCRATCH/step.log"
   timeout --kill-after=10 "$limit" "$@" >"$part" 2>&1
   rc=$?
   local secs=$(( $(date +%s) - start ))
@@ -394,9 +393,12 @@ cmd_run() {
   SUMMARY="$OUT_DIR/summary.md"
   LOG="$OUT_DIR/steps.log"
   : >"$LOG"
-  SUMMARY_HEAD="$OUT_DIR/.summary-head"
-  SUMMARY_ROWS="$OUT_DIR/.summary-rows"
-  NOTES="$OUT_DIR/.notes"
+  # Scratch files stay out of $OUT: the device tool returns at most 8 files,
+  # and a run cut short must not spend them on these.
+  SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/gpu-kit.XXXXXX")
+  SUMMARY_HEAD="$SCRATCH/summary-head"
+  SUMMARY_ROWS="$SCRATCH/summary-rows"
+  NOTES="$SCRATCH/notes"
   : >"$SUMMARY_ROWS"
   : >"$NOTES"
   BACKEND=cuda DEVICE=cuda
@@ -473,7 +475,7 @@ cmd_run() {
         step more "${GPU_KIT_MORE_LIMIT:-200}" bash "$0" _bench bert_encoder,lstm_lm train,infer || status=1 ;;
     esac
   done
-  rm -f "$SUMMARY_HEAD" "$SUMMARY_ROWS" "$NOTES"
+  rm -rf "$SCRATCH"
   echo
   cat "$SUMMARY"
   [ -f "$OUT_DIR/bench.md" ] && { echo; cat "$OUT_DIR/bench.md"; }
