@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Autocast/AutocastReport.h"
+#include "mp/Dialect/MP/ConstantData.h"
 #include "mp/Autocast/PrecisionPolicy.h"
 #include "mp/Dialect/MP/MPDialect.h"
 #include "mp/Passes/Passes.h"
@@ -673,23 +674,16 @@ private:
     if (!type.getElementType().isF32())
       return std::nullopt;
     size_t n = type.getNumElements();
-    ArrayRef<char> raw;
-    if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-      AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-      if (!blob || blob->getData().size() != n * 4)
-        return std::nullopt;
-      raw = blob->getData();
-    } else if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
-      if (dense.isSplat()) {
-        storage.assign(n, dense.getSplatValue<float>());
-        return ArrayRef<float>(storage);
-      }
-      raw = dense.getRawData();
-      if (raw.size() != n * 4)
-        return std::nullopt;
-    } else {
+    std::optional<mp::StoredBytes> stored = mp::storedBytes(attr);
+    if (!stored)
       return std::nullopt;
+    if (stored->splat) {
+      storage.assign(n, cast<DenseElementsAttr>(attr).getSplatValue<float>());
+      return ArrayRef<float>(storage);
     }
+    ArrayRef<char> raw = stored->bytes;
+    if (raw.size() != n * 4)
+      return std::nullopt;
     if (reinterpret_cast<uintptr_t>(raw.data()) % alignof(float) == 0)
       return ArrayRef<float>(reinterpret_cast<const float *>(raw.data()), n);
     storage.resize(n);

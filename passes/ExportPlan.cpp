@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CallBuffers.h"
+#include "mp/Dialect/MP/ConstantData.h"
 #include "mp/Dialect/CuLib/CuLibDialect.h"
 #include "mp/Dialect/MP/MPDialect.h"
 #include "mp/Dialect/MP/ShapeInference.h"
@@ -77,18 +78,18 @@ LogicalResult weightBytes(ElementsAttr value, Location loc,
   ShapedType type = value.getShapedType();
   Type element = type.getElementType();
   int64_t count = type.getNumElements();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
+  std::optional<mp::StoredBytes> stored = mp::storedBytes(value);
+  if (!stored) {
+    if (isa<DenseResourceElementsAttr>(value))
       return emitError(loc) << "weight data is missing (an unloaded resource)";
-    ArrayRef<char> bytes = blob->getData();
-    data = bytes.data();
-    size = bytes.size();
+    return emitError(loc) << "unsupported weight attribute " << value;
+  }
+  if (stored->resource) {
+    data = stored->bytes.data();
+    size = stored->bytes.size();
     return success();
   }
-  auto dense = dyn_cast<DenseElementsAttr>(value);
-  if (!dense)
-    return emitError(loc) << "unsupported weight attribute " << value;
+  auto dense = cast<DenseElementsAttr>(value);
   if (element.isInteger(1)) {
     // MLIR packs bools as bits; the runtime stores a byte per element.
     for (bool b : dense.getValues<bool>())

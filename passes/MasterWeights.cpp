@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/MP/MPDialect.h"
+#include "mp/Dialect/MP/ConstantData.h"
 #include "mp/Passes/Passes.h"
 
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
@@ -47,10 +48,10 @@ Attribute widenToF32(Attribute attr, RankedTensorType f32Type) {
     return DenseElementsAttr::get(f32Type, values);
   }
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(elements)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
+    std::optional<mp::StoredBytes> stored = mp::storedBytes(resource);
+    if (!stored)
       return {};
-    ArrayRef<char> bytes = blob->getData();
+    ArrayRef<char> bytes = stored->bytes;
     Type element = resource.getType().getElementType();
     const llvm::fltSemantics &semantics =
         cast<FloatType>(element).getFloatSemantics();

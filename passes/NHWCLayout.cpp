@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CallBuffers.h"
+#include "mp/Dialect/MP/ConstantData.h"
 #include "mp/Dialect/CuLib/CuLibDialect.h"
 #include "mp/Passes/Passes.h"
 
@@ -186,17 +187,10 @@ std::optional<ElementsAttr> uniformAs(ElementsAttr value, ShapedType type) {
   unsigned bits = type.getElementTypeBitWidth();
   if (bits % 8 != 0)
     return std::nullopt;
-  ArrayRef<char> bytes;
-  if (dense) {
-    bytes = dense.getRawData();
-  } else if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return std::nullopt;
-    bytes = blob->getData();
-  } else {
+  std::optional<mp::StoredBytes> stored = mp::storedBytes(value);
+  if (!stored)
     return std::nullopt;
-  }
+  ArrayRef<char> bytes = stored->bytes;
   size_t elementBytes = bits / 8;
   if (bytes.empty() || bytes.size() % elementBytes != 0)
     return std::nullopt;

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/MP/MPDialect.h"
+#include "mp/Dialect/MP/ConstantData.h"
 #include "mp/Passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -63,27 +64,11 @@ std::optional<std::vector<char>> rawBytes(ElementsAttr attr) {
   if (type.getElementType().isInteger(1))
     return std::nullopt;
   size_t n = type.getNumElements();
-  std::vector<char> bytes(n * width);
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob || blob->getData().size() != bytes.size())
-      return std::nullopt;
-    std::memcpy(bytes.data(), blob->getData().data(), bytes.size());
-    return bytes;
-  }
-  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
-    ArrayRef<char> raw = dense.getRawData();
-    if (dense.isSplat()) {
-      for (size_t i = 0; i < n; ++i)
-        std::memcpy(bytes.data() + i * width, raw.data(), width);
-    } else {
-      if (raw.size() != bytes.size())
-        return std::nullopt;
-      std::memcpy(bytes.data(), raw.data(), bytes.size());
-    }
-    return bytes;
-  }
-  return std::nullopt;
+  std::string storage;
+  std::optional<ArrayRef<char>> all = mp::elementBytes(attr, storage);
+  if (!all || all->size() != n * width)
+    return std::nullopt;
+  return std::vector<char>(all->begin(), all->end());
 }
 
 /// The bytes of `value` in `element` (a float type).

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/MP/MPDialect.h"
+#include "mp/Dialect/MP/ConstantData.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -237,15 +238,15 @@ Type ShapeContext::makeTensor(const Dims &dims, Type elementType) const {
 /// Shape constants are small; anything larger is not read at compile time.
 static constexpr int64_t kMaxConstantElements = 1 << 16;
 
-/// The raw little-endian bytes of a dense or resource elements attribute.
+/// The raw little-endian bytes of a resource elements attribute (dense ones
+/// are read through their typed values).
 static std::optional<ArrayRef<char>> getRawData(ElementsAttr attr) {
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return std::nullopt;
-    return blob->getData();
-  }
-  return std::nullopt;
+  if (!isa<DenseResourceElementsAttr>(attr))
+    return std::nullopt;
+  std::optional<StoredBytes> stored = storedBytes(attr);
+  if (!stored)
+    return std::nullopt;
+  return stored->bytes;
 }
 
 template <typename T>

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Export/ONNXExporter.h"
+#include "mp/Dialect/MP/ConstantData.h"
 #include "mp/Dialect/MP/MPDialect.h"
 
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
@@ -53,23 +54,7 @@ std::optional<ArrayRef<char>> rawDataOf(ElementsAttr attr,
   if (element.isInteger(1) || !element.isIntOrFloat())
     if (!isa<ComplexType>(element))
       return std::nullopt;
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return std::nullopt;
-    return blob->getData();
-  }
-  auto dense = dyn_cast<DenseElementsAttr>(attr);
-  if (!dense)
-    return std::nullopt;
-  ArrayRef<char> raw = dense.getRawData();
-  if (!dense.isSplat() || type.getNumElements() == 1)
-    return raw;
-  storage.clear();
-  storage.reserve(raw.size() * type.getNumElements());
-  for (int64_t i = 0; i < type.getNumElements(); ++i)
-    storage.append(raw.data(), raw.size());
-  return ArrayRef<char>(storage.data(), storage.size());
+  return mp::elementBytes(attr, storage);
 }
 
 class Exporter {
