@@ -266,7 +266,7 @@ def main():
         return 0
 
     peak = peak_tflops(args.device, args.peak_tflops)
-    rows = [] if not args.results else read_results(args.results)
+    rows = read_results(args.results)
 
     def record(row):
         rows.append(row)

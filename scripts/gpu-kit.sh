@@ -71,11 +71,10 @@ travel_bytes() {
 # make
 #=============================================================================
 cmd_make() {
-  local skip_conformance=0 prebuilt=1
+  local skip_conformance=0
   for a in "$@"; do
     case "$a" in
       --skip-conformance) skip_conformance=1 ;;
-      --no-prebuilt) prebuilt=0 ;;
       *) die "make: unknown argument '$a'" ;;
     esac
   done
@@ -83,6 +82,8 @@ cmd_make() {
   local MP_OPT="${MP_OPT:-$ROOT/build/bin/mp-opt}"
   local HOST="$ROOT/build-kit-host"
   [ -x "$MP_OPT" ] || die "no mp-opt at $MP_OPT (build it: scripts/build.sh, or set MP_OPT)"
+  command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
+    die "no nvcc here: the kit's binaries are built here (docs/gpu-kit.md)"
   "$PY" -c "import onnx, torch" 2>/dev/null || die "$PY needs onnx and torch (scripts/install-deps.sh)"
 
   echo "== mp-run and mp-strip-weights for this machine ($HOST)"
@@ -149,27 +150,23 @@ cmd_make() {
   fi
 
   rm -rf "$KIT/prebuilt" "$KIT/out" # out: results of run --cpu here
-  if [ $prebuilt = 1 ]; then
-    command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
-      die "no nvcc here: the kit's binaries are built here (or --no-prebuilt, and the run's build step)"
-    echo "== mp-run and mp-runtime-tests with the CUDA backend (sm_90), as the device runs them (build-kit/)"
-    BUILD="$ROOT/build-kit" CPU_ONLY=0
-    export BUILD CPU_ONLY
-    mkdir -p "$BUILD"
-    if bash "$0" _build >"$BUILD/gpu-kit-make.log" 2>&1; then
-      mkdir -p "$KIT/prebuilt"
-      strip -o "$KIT/prebuilt/mp-run" "$BUILD/bin/mp-run" &&
-        strip -o "$KIT/prebuilt/mp-runtime-tests" "$BUILD/bin/mp-runtime-tests" ||
-        die "cannot copy the prebuilt binaries"
-      # What they need at run time beyond the C library: nothing but what
-      # dlopen finds there (cuBLASLt, cuDNN).
-      if ldd "$KIT/prebuilt/mp-run" | grep -Eq "libstdc\+\+|libgcc_s"; then
-        die "the prebuilt mp-run links libstdc++ dynamically"
-      fi
-    else
-      tail -20 "$BUILD/gpu-kit-make.log"
-      die "the device build failed here (log: $BUILD/gpu-kit-make.log)"
+  echo "== mp-run and mp-runtime-tests with the CUDA backend (sm_90), as the device runs them (build-kit/)"
+  BUILD="$ROOT/build-kit" CPU_ONLY=0
+  export BUILD CPU_ONLY
+  mkdir -p "$BUILD"
+  if bash "$0" _build >"$BUILD/gpu-kit-make.log" 2>&1; then
+    mkdir -p "$KIT/prebuilt"
+    strip -o "$KIT/prebuilt/mp-run" "$BUILD/bin/mp-run" &&
+      strip -o "$KIT/prebuilt/mp-runtime-tests" "$BUILD/bin/mp-runtime-tests" ||
+      die "cannot copy the prebuilt binaries"
+    # What they need at run time beyond the C library: nothing but what
+    # dlopen finds there (cuBLASLt, cuDNN).
+    if ldd "$KIT/prebuilt/mp-run" | grep -Eq "libstdc\+\+|libgcc_s"; then
+      die "the prebuilt mp-run links libstdc++ dynamically"
     fi
+  else
+    tail -20 "$BUILD/gpu-kit-make.log"
+    die "the device build failed here (log: $BUILD/gpu-kit-make.log)"
   fi
 
   {
@@ -396,6 +393,7 @@ cmd_run() {
   # Scratch files stay out of $OUT: the device tool returns at most 8 files,
   # and a run cut short must not spend them on these.
   SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/gpu-kit.XXXXXX")
+  trap 'rm -rf "$SCRATCH"' EXIT
   SUMMARY_HEAD="$SCRATCH/summary-head"
   SUMMARY_ROWS="$SCRATCH/summary-rows"
   NOTES="$SCRATCH/notes"
@@ -475,7 +473,6 @@ cmd_run() {
         step more "${GPU_KIT_MORE_LIMIT:-200}" bash "$0" _bench bert_encoder,lstm_lm train,infer || status=1 ;;
     esac
   done
-  rm -rf "$SCRATCH"
   echo
   cat "$SUMMARY"
   [ -f "$OUT_DIR/bench.md" ] && { echo; cat "$OUT_DIR/bench.md"; }

@@ -542,8 +542,9 @@ InferenceOutcome inferShapesHere(onnx::ModelProto &model,
   }
 }
 
-/// In the shape-inference child: an address-space limit of twice the
-/// machine's memory (at least 4 GiB), so that an absurd allocation throws
+/// In the shape-inference child: an address-space limit of what the process
+/// maps already (the model included) plus twice the machine's memory (at
+/// least 4 GiB), so that an absurd allocation throws
 /// std::bad_alloc (reported as out of memory) whatever the machine's
 /// overcommit policy. Without it, under vm.overcommit_memory=1 (common on
 /// container hosts) a 1 TiB allocation "succeeds" and the OOM killer ends
@@ -554,8 +555,16 @@ void limitChildAddressSpace() {
   long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || pageSize <= 0)
     return;
-  rlim_t limit = std::max<rlim_t>(2 * static_cast<rlim_t>(pages) * pageSize,
-                                  rlim_t(4) << 30);
+  rlim_t mapped = 0;
+  if (FILE *statm = std::fopen("/proc/self/statm", "r")) {
+    unsigned long long sizePages = 0;
+    if (std::fscanf(statm, "%llu", &sizePages) == 1)
+      mapped = static_cast<rlim_t>(sizePages) * pageSize;
+    std::fclose(statm);
+  }
+  rlim_t limit =
+      mapped + std::max<rlim_t>(2 * static_cast<rlim_t>(pages) * pageSize,
+                                rlim_t(4) << 30);
   struct rlimit current;
   if (::getrlimit(RLIMIT_AS, &current) != 0 ||
       (current.rlim_cur != RLIM_INFINITY && current.rlim_cur <= limit))
