@@ -21,6 +21,10 @@ The plans are compiled where MLIR is (the GPU machine has none):
   scripts/bench_gpu.py --print-compile-commands --batch 64
 prints the mp-opt commands; copy the plans to the GPU machine and run
   scripts/bench_gpu.py --plans DIR --batch 64 [--out results.md]
+Our plans' float inputs get seeded normal values, their integer inputs
+(class ids, tokens) zeros; a training plan's repeated runs carry its state
+(the loss scale backs off in the warm-up as GradScaler's does), and the
+table says where the last timed step was still skipped.
 `--device cpu --mp-run-backend cpu` runs the same measurements on the CPU
 (to check the script, not for figures). Plans saved without their weights
 (mp-strip-weights, scripts/gpu-kit.sh) get them with `--weights DIR`: mp-run
@@ -68,8 +72,50 @@ def compile_commands(models, batch, out_dir, mp_opt):
     return cmds
 
 
+NPY_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16"}
+
+
+def random_inputs(mp_run, plan, out_dir):
+    """NAME=FILE arguments binding the plan's float inputs to seeded normal
+    values (images, features). Integer inputs (class ids, tokens) are left to
+    --zero-inputs: 0 is valid for every one. Zeros for the images would make
+    the mixed training step overflow and skip its update on every run, which
+    a timing must not leave out."""
+    import numpy as np
+    out = subprocess.run([mp_run, plan, "--print-plan"], capture_output=True,
+                         text=True, timeout=60)
+    rng = np.random.default_rng(0)
+    args = []
+    for name, dtype, dims in re.findall(r"^input\s+(\S+): (\w+) \[([0-9, ]*)\]",
+                                        out.stdout, re.M):
+        if dtype not in NPY_DTYPES:
+            continue
+        shape = [int(d) for d in dims.split(",") if d.strip()]
+        path = os.path.join(out_dir, re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".npy")
+        np.save(path, rng.standard_normal(shape).astype(NPY_DTYPES[dtype]))
+        args.append("%s=%s" % (name, path))
+    return args
+
+
 def time_mp_run(mp_run, plan, backend, iters, warmup, extra_args=(), timeout=None):
-    cmd = [mp_run, plan, "--zero-inputs", "--backend=" + backend,
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = random_inputs(mp_run, plan, tmp)
+        outputs = os.path.join(tmp, "outputs")
+        ms, why = run_timed(mp_run, plan, backend, iters, warmup, inputs,
+                            list(extra_args) + ["--output-dir=" + outputs],
+                            timeout)
+        # A training plan's last step: skipped (non-finite gradients) or not.
+        skipped = os.path.join(outputs, "skipped.npy")
+        if ms is not None and os.path.exists(skipped):
+            import numpy as np
+            if float(np.load(skipped).reshape(-1)[0]) != 0:
+                why = ["the last timed step was skipped (loss scale backing off)"]
+        return ms, why
+
+
+def run_timed(mp_run, plan, backend, iters, warmup, inputs, extra_args, timeout):
+    cmd = [mp_run, plan] + inputs + ["--zero-inputs", "--backend=" + backend,
            "--repeat=%d" % iters, "--warmup=%d" % warmup] + list(extra_args)
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -208,8 +254,10 @@ def render_table(rows, peak, device, backend):
         frac = ("%.1f%%" % (100 * f / (ms / 1e3) / (peak * 1e12))
                 if peak and f else "-")
         lines.append("| %s | %s | %d | %s | %.2f | %.0f | %s | %s | %s |" % (
-            r["model"], r["phase"], r["batch"], r["config"], ms,
-            r["batch"] / (ms / 1e3),
+            r["model"], r["phase"], r["batch"],
+            r["config"] + ("" if not r.get("why") else
+                           " (%s)" % " ".join(r["why"]).replace("|", "/")),
+            ms, r["batch"] / (ms / 1e3),
             "%.2fx" % (base / ms) if base else "-",
             "%.2fx" % (ref / ms) if ref else "-", frac))
     head = ("device %s, mp-run backend %s, fp16 dense tensor-core peak %s "

@@ -31,13 +31,15 @@
 #         train        ResNet-50 training step: ours mixed, ours fp32, torch
 #                      AMP (channels last), torch fp32, torch TF32
 #         infer        ResNet-50 inference, the same five
+#         padding      misaligned GEMMs and convolutions, padded and not,
+#                      and PyTorch fp16 on the same dims (bench_padding.py)
 #         conformance  scripts/conformance.py --kit .gpu-kit/conformance
 #                      --backend=cuda (every ONNX backend test's plan)
 #         more         the BERT-style encoder and the LSTM LM, both phases
 #       each under its own time limit and all within GPU_KIT_DEADLINE (450 s),
 #       results in $OUT (or .gpu-kit/out): summary.md (rewritten after each
 #       step), steps.log (every step's output), bench.md and bench.jsonl
-#       (after each measurement), conformance.json. --cpu runs the same steps
+#       (after each measurement), padding.md, conformance.json. --cpu runs the same steps
 #       with the CPU backend and torch on the CPU (one iteration): a check of
 #       the kit and of this script where there is no GPU.
 #
@@ -137,6 +139,12 @@ cmd_make() {
     fi
   done
 
+  echo "== padding benchmark plans (scripts/bench_padding.py: misaligned MLP and convolutions, padded and not)"
+  rm -rf "$KIT/padding"
+  "$PY" "$ROOT/scripts/bench_padding.py" make --mp-opt "$mp_opt_copy" --dir "$KIT/padding" >/dev/null ||
+    die "compiling the padding benchmark plans failed"
+  rm -f "$KIT/padding"/*.onnx # only the plans travel
+
   if [ $skip_conformance = 0 ]; then
     echo "== conformance plans (scripts/conformance.py --save-kit, on the CPU here)"
     rm -rf "$KIT/conformance"
@@ -192,7 +200,7 @@ print_calls() {
   cat <<'EOF'
 The device tool call (one, about 8 minutes; give the machine back after it):
   run(command="bash scripts/gpu-kit.sh run", carry=[".gpu-kit"], timeout_s=540)
-Results under $OUT: summary.md, steps.log, bench.md, bench.jsonl, conformance.json.
+Results under $OUT: summary.md, steps.log, bench.md, bench.jsonl, padding.md, conformance.json.
 EOF
 }
 
@@ -367,12 +375,12 @@ cmd_run() {
       --cpu) CPU_ONLY=1
              # Here the python with torch and onnx is Debian's.
              [ -z "${GPU_KIT_PYTHON:-}" ] && [ -x /usr/bin/python3 ] && PY=/usr/bin/python3 ;;
-      check|build|tests|weights|train|infer|conformance|more) steps+=("$a") ;;
-      all) steps+=(check tests weights train infer conformance more) ;;
-      *) die "run: unknown step '$a' (check, build, tests, weights, train, infer, conformance, more, all; --cpu)" ;;
+      check|build|tests|weights|train|infer|padding|conformance|more) steps+=("$a") ;;
+      all) steps+=(check tests weights train infer padding conformance more) ;;
+      *) die "run: unknown step '$a' (check, build, tests, weights, train, infer, padding, conformance, more, all; --cpu)" ;;
     esac
   done
-  [ ${#steps[@]} -eq 0 ] && steps=(check tests weights train infer conformance more)
+  [ ${#steps[@]} -eq 0 ] && steps=(check tests weights train infer padding conformance more)
   [ -d "$KIT/include" ] || die "no kit at $KIT: make it where mp-opt is (scripts/gpu-kit.sh make) and carry .gpu-kit"
   local status=0
   RUN_START=$(date +%s)
@@ -380,7 +388,7 @@ cmd_run() {
   [ "$CPU_ONLY" = 1 ] && DEADLINE="${GPU_KIT_DEADLINE:-7200}"
   OUT_DIR="${OUT:-$KIT/out}"
   mkdir -p "$OUT_DIR"
-  rm -f "$OUT_DIR/bench.jsonl" "$OUT_DIR/bench.md" "$OUT_DIR/conformance.json"
+  rm -f "$OUT_DIR/bench.jsonl" "$OUT_DIR/bench.md" "$OUT_DIR/padding.md" "$OUT_DIR/conformance.json"
   BUILD="${GPU_KIT_BUILD:-$ROOT/build-kit}"
   export BUILD CPU_ONLY
   # The prebuilt binaries unless this run builds (or GPU_KIT_BIN names others).
@@ -459,6 +467,10 @@ cmd_run() {
         step train "${GPU_KIT_TRAIN_LIMIT:-120}" bash "$0" _bench resnet50 train || status=1 ;;
       infer)
         step infer "${GPU_KIT_INFER_LIMIT:-75}" bash "$0" _bench resnet50 infer || status=1 ;;
+      padding)
+        step padding "${GPU_KIT_PADDING_LIMIT:-60}" "$PY" "$ROOT/scripts/bench_padding.py" run \
+          --dir "$KIT/padding" --mp-run "$BIN/mp-run" --backend "$BACKEND" --device "$DEVICE" \
+          --iters "$ITERS" --warmup "$WARMUP" --out "$OUT_DIR/padding.md" || status=1 ;;
       conformance)
         # The runner's own budget ends 20 s before the step's: it then
         # prints its summary and the comparison with the CPU's results.
@@ -486,5 +498,5 @@ case "${1:-}" in
   _build) build_step ;; # run's build step, under its time limit
   _check) find_cuda_libs; check_step ;;
   _bench) shift; bench "$@" ;;
-  *) sed -n '2,43p' "$0"; exit 2 ;;
+  *) sed -n '2,45p' "$0"; exit 2 ;;
 esac
