@@ -49,9 +49,13 @@ PEAK_FP16_TFLOPS = [("H200", 989.4), ("H100 PCIe", 756.0), ("H100 NVL", 835.0),
                     ("A10", 125.0)]
 
 # How each model trains, as mp-training builds its plan.
-LOSS = {"resnet50": "cross-entropy", "bert_encoder": "cross-entropy",
-        "lstm_lm": "mse"}
-CNNS = {"resnet50"}
+LOSS = {"resnet50": "cross-entropy", "resnet50_bn": "cross-entropy",
+        "bert_encoder": "cross-entropy", "lstm_lm": "mse"}
+CNNS = {"resnet50", "resnet50_bn"}
+# The phases a model is benchmarked in (default both): ResNet-50 infers as
+# deployed, batch norm folded into the convolutions (resnet50), and trains
+# with its batch norms (resnet50_bn), as PyTorch runs it in both.
+PHASES_OF = {"resnet50": ("infer",), "resnet50_bn": ("train",)}
 
 
 def compile_commands(models, batch, out_dir, mp_opt):
@@ -63,12 +67,15 @@ def compile_commands(models, batch, out_dir, mp_opt):
         src = os.path.join("build", "models", m + ".onnx")
         base = [mp_opt, src, "--dim-param=batch=%d" % batch]
         for prec in ("fp32", "mixed"):
-            infer = base + (["--mp-autocast-pipeline"] if prec == "mixed" else [])
-            cmds.append(infer + ["--emit=plan", "-o",
-                                 os.path.join(out_dir, "%s.%s.infer.mpplan" % (m, prec))])
-            tr = base + [train.format(loss=LOSS[m])] + (mixed_train if prec == "mixed" else [])
-            cmds.append(tr + ["--emit=plan", "-o",
-                              os.path.join(out_dir, "%s.%s.train.mpplan" % (m, prec))])
+            phases = PHASES_OF.get(m, ("infer", "train"))
+            if "infer" in phases:
+                infer = base + (["--mp-autocast-pipeline"] if prec == "mixed" else [])
+                cmds.append(infer + ["--emit=plan", "-o",
+                                     os.path.join(out_dir, "%s.%s.infer.mpplan" % (m, prec))])
+            if "train" in phases:
+                tr = base + [train.format(loss=LOSS[m])] + (mixed_train if prec == "mixed" else [])
+                cmds.append(tr + ["--emit=plan", "-o",
+                                  os.path.join(out_dir, "%s.%s.train.mpplan" % (m, prec))])
     return cmds
 
 
@@ -132,7 +139,8 @@ def torch_measure(name, batch, phase, mode, device, iters, warmup):
     import torch
     import export_models
 
-    ctor, make_input, _ = export_models.MODELS[name]
+    ctor, make_input, _ = {**export_models.MODELS,
+                           **export_models.EXTRA_MODELS}[name]
     gen = torch.Generator().manual_seed(0)
     model = ctor().to(device)
     x = make_input(batch, gen).to(device)
@@ -269,7 +277,7 @@ def render_table(rows, peak, device, backend):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default="resnet50,bert_encoder,lstm_lm")
+    ap.add_argument("--models", default="resnet50,resnet50_bn,bert_encoder,lstm_lm")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--plans", default="build/bench-plans")
     ap.add_argument("--mp-run", default=os.path.join(ROOT, "build", "bin", "mp-run"))
@@ -328,6 +336,8 @@ def main():
 
     for name in models:
         for phase in args.phases.split(","):
+            if phase not in PHASES_OF.get(name, (phase,)):
+                continue
             for config in configs:
                 who, mode = config.split(" ")
                 row = {"model": name, "phase": phase, "batch": args.batch,

@@ -50,8 +50,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KIT="$ROOT/.gpu-kit"
 LIMIT_BYTES=$((64 * 1024 * 1024))
 # The ResNet-50 plans leave out their weights; the others keep them.
-BENCH_MODELS="resnet50 bert_encoder lstm_lm"
-STRIP_MODELS="resnet50"
+BENCH_MODELS="resnet50 resnet50_bn bert_encoder lstm_lm"
+STRIP_MODELS="resnet50 resnet50_bn"
 BATCH="${GPU_KIT_BATCH:-64}"
 # The python with torch and onnx (the device machine's python3 has them).
 PY="${GPU_KIT_PYTHON:-python3}"
@@ -464,7 +464,7 @@ cmd_run() {
         done
         write_summary ;;
       train)
-        step train "${GPU_KIT_TRAIN_LIMIT:-120}" bash "$0" _bench resnet50 train || status=1 ;;
+        step train "${GPU_KIT_TRAIN_LIMIT:-120}" bash "$0" _bench resnet50_bn train || status=1 ;;
       infer)
         step infer "${GPU_KIT_INFER_LIMIT:-75}" bash "$0" _bench resnet50 infer || status=1 ;;
       padding)
