@@ -8,7 +8,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 APT_PACKAGES=(
-  cmake ninja-build ccache lld g++ git
+  cmake ninja-build ccache lld g++ git clang-format-22
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata libflatbuffers-dev flatbuffers-compiler
   catch2 libopenblas-dev graphviz

@@ -7,6 +7,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MP_BUILD_DIR:-$ROOT/build}"
 "$ROOT/scripts/install-deps.sh"
+
+# The C++ lines changed since the style was adopted follow .clang-format.
+echo "== format (scripts/check-format.sh)"
+"$ROOT/scripts/check-format.sh"
+
 "$ROOT/scripts/build.sh" all mp-models mlir-doc
 
 echo "== ONNX backend test corpus (import of every model)"
