@@ -10,8 +10,9 @@
 # and once with none set (the machine's default), it runs:
 #   - the lit tests of training, models, conformance allow-lists, mp-run and
 #     the training passes (test/Training, test/Models, test/Conformance,
-#     test/Tools/mp-run, test/Passes/{Training,LossScale,MasterWeights,
-#     PadTensorCores,NHWCLayout}: the padded and channels-last plans are
+#     test/Tools/mp-run, test/Passes/MP/{Training,LossScale,MasterWeights,
+#     PadTensorCores}, test/Passes/CuLib/NHWCLayout: the padded and
+#     channels-last plans are
 #     checked against the plain ones within tolerances);
 #   - mp-runtime-tests (the runtime's kernel tests against the exact
 #     reference kernels) and mp-unit-tests "[gradcheck]" (gradient checks).
@@ -42,7 +43,7 @@ declare -A NEEDS=(
   [SkylakeX]="avx512f avx512bw avx512dq avx512vl"
   [Cooperlake]="avx512f avx512bw avx512dq avx512vl avx512_bf16"
 )
-SUBSET_LIT='test/(Training|Models|Conformance|Tools/mp-run|Passes/(Training|LossScale|MasterWeights|PadTensorCores|NHWCLayout))/'
+SUBSET_LIT='test/(Training|Models|Conformance|Tools/mp-run|Passes/MP/(Training|LossScale|MasterWeights|PadTensorCores)|Passes/CuLib/NHWCLayout)/'
 
 full=0 ci=0 families=()
 while [ $# -gt 0 ]; do

@@ -1,18 +1,15 @@
-//===- Passes.h - MixPrec passes ---------------------------------*- C++ -*-===//
+//===- Passes.h - every MixPrec pass ----------------------------*- C++ -*-===//
+//
+// The passes of both dialects and the conversion between them, for code
+// that uses several; each group has its own header and Passes.td:
+// mp/Passes/MP, mp/Passes/CuLib and mp/Conversion.
+//
+//===----------------------------------------------------------------------===//
 #ifndef MP_PASSES_PASSES_H
 #define MP_PASSES_PASSES_H
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
-#include "mlir/Pass/Pass.h"
-#include "mp/Dialect/CuLib/CuLibDialect.h"
-
-namespace mp {
-#define GEN_PASS_DECL
-#include "mp/Passes/Passes.h.inc"
-
-#define GEN_PASS_REGISTRATION
-#include "mp/Passes/Passes.h.inc"
-} // namespace mp
+#include "mp/Conversion/Passes.h"
+#include "mp/Passes/CuLib/Passes.h"
+#include "mp/Passes/MP/Passes.h"
 
 #endif // MP_PASSES_PASSES_H

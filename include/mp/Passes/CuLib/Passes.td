@@ -1,0 +1,77 @@
+//===- Passes.td - culib dialect transforms ----------------*- tablegen -*-===//
+#ifndef MP_PASSES_CULIB_PASSES_TD
+#define MP_PASSES_CULIB_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
+  let summary = "Run 16-bit convolutions and their neighbours channels last (NHWC)";
+  let description = [{
+    Tensor cores run convolutions of 16-bit data fastest in NHWC, which is
+    what cuDNN's fastest kernels read and write. This pass decides the
+    layout at compile time, so no run-time layout conversions surround each
+    convolution: every 2-D convolution (`culib.conv_fwd`, and in training
+    steps `conv_bwd_data` and `conv_bwd_filter`) whose input element type
+    is in `dtypes` becomes `layout = "nhwc"`, and so do the ops that follow
+    it and can work channels last (pooling without indices and its
+    backward, the batch norms and their backward, convolutions of any type,
+    elementwise kernels and casts whose operands are 4-D or scalars): their
+    4-D activation buffers are re-typed to [N, H, W, C] (weight gradients
+    to [K, R, S, C]). Filters (to [K, R, S, C]), graph
+    inputs and any other NCHW buffer such an op reads are transposed once,
+    right before the first reader: weights keep their ONNX layout in the
+    plan, so that they stay exchangeable by name (an evaluation plan taking
+    a training plan's state, weights loaded from files), and a filter
+    transpose costs little next to the convolution. An NHWC buffer that an NCHW-only op or the function's
+    return reads is transposed back once, right after it is written. Run it
+    after convert-mp-to-culib and before culib-plan-memory (mp-compile
+    does).
+  }];
+  let options = [
+    ListOption<"dtypes", "dtypes", "std::string",
+               "Element types (f16, bf16, f32, f64) of the convolutions that "
+               "go channels last; default f16,bf16">,
+  ];
+  let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
+def PlanMemory : Pass<"culib-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "Assign arena offsets to culib buffers, reusing memory of dead buffers";
+  let description = [{
+    Static memory planning for a lowered function: every `culib.alloc` gets
+    an `offset` in one activation arena such that buffers whose live ranges
+    overlap never share bytes, while buffers that are dead by the time
+    another is allocated reuse its bytes. A buffer lives from its `culib.alloc`
+    to its last use (to the end of the function when it is returned).
+    Placement is greedy by size (largest first, lowest offset that fits), with
+    every buffer aligned to `alignment` bytes. The function gets
+    `culib.arena_size` (the peak activation bytes, known at compile time);
+    with `report`, a remark gives the arena size next to the bytes the
+    buffers would take without reuse.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every buffer (a power of two)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the arena size and the reuse it achieved">
+  ];
+}
+
+def ExportPlan : Pass<"culib-export-plan", "mlir::ModuleOp"> {
+  let summary = "Write the lowered, memory-planned module as a plan file";
+  let description = [{
+    Serializes a module in the `culib` dialect (after `culib-plan-memory`)
+    into a plan file for the runtime (docs/plan-format.md): one call per
+    culib op, the buffers with their arena offsets, the weights (16-bit ones
+    as 16 bits) and the graph inputs and outputs by name. `mp-opt
+    --emit=plan` runs it.
+  }];
+  let options = [
+    Option<"outputPath", "output", "std::string", "\"\"",
+           "The plan file to write">,
+    Option<"modelName", "model-name", "std::string", "\"\"",
+           "The model name recorded in the plan">,
+  ];
+}
+
+#endif // MP_PASSES_CULIB_PASSES_TD

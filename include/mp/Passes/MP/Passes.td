@@ -1,0 +1,257 @@
+//===- Passes.td - mp dialect transforms -------------------*- tablegen -*-===//
+#ifndef MP_PASSES_MP_PASSES_TD
+#define MP_PASSES_MP_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def InferShapes : Pass<"mp-infer-shapes", "mlir::func::FuncOp"> {
+  let summary = "Refine the result types of typed mp ops from their operands";
+  let description = [{
+    Re-runs the result-type inference of every typed op in program order and
+    replaces each result type by the more refined of its current type and the
+    inferred one (a `?` dim becomes static, an unranked tensor ranked,
+    `!mp.unknown` a tensor type). The function's result types follow the
+    values it returns. Use it after import with `--onnx-shape-inference=false`,
+    on hand-written IR, or after passes that change operand types.
+
+    With `require-static`, every op result that is still not a tensor of
+    static shape afterwards is reported as an error: tensor-core padding and
+    static memory planning need static shapes.
+  }];
+  let options = [
+    Option<"requireStatic", "require-static", "bool", /*default=*/"false",
+           "Report an error for each result whose shape is not static">
+  ];
+}
+
+def FoldConstants : Pass<"mp-fold-constants", "mlir::func::FuncOp"> {
+  let summary = "Evaluate shape computations (Shape, Size, Range, small constant ops) at compile time";
+  let description = [{
+    Replaces `mp.shape` / `mp.size` of static tensors, and ops on small
+    constant tensors (ConstantOfShape, Range, Cast, Gather, Concat, Slice,
+    reshape-likes, integer and float arithmetic, comparisons, Where), by
+    `mp.constant`s, refining result types on the way (as `mp-infer-shapes`).
+    With the input shapes fixed, this turns the run-time shape arithmetic
+    of exported models (Shape -> Gather -> Concat -> Reshape) into static
+    shapes, which plans need.
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "unsigned", "65536",
+           "Largest result (in elements) that is evaluated">,
+  ];
+}
+
+def Autocast : Pass<"mp-autocast", "mlir::ModuleOp"> {
+  let summary = "Run tensor-core ops in f16/bf16 and keep sensitive ops in f32 (four-colour algorithm)";
+  let description = [{
+    Colours every op with floating-point data from the precision policy
+    (docs/policy.md): ALLOW ops (Conv, MatMul, Gemm, LSTM, ...) go to the
+    target type, DENY ops (softmax, norms, reductions, exp/log/pow, losses)
+    stay f32, INFER ops follow their neighbours and CLEAR ops (data movement)
+    take their neighbours' precision. The colouring follows TensorFlow's
+    algorithm over the whole function, nested regions included: deny spreads
+    forward through infer/clear ops that feed other fp32 or infer ops; infer
+    and clear ops that only feed fp32 ops join them (which moves a cast,
+    never adds one), so decomposed LayerNorm, softmax and GELU chains stay
+    f32 as a whole; infer/clear ops between low-precision ops, infer ops that
+    follow them, and clear ops connected to them go low.
+
+    Then exactly one cast per (value, type) is inserted right after the
+    value's definition and shared by all its consumers; casts already in the
+    model are reused. Initializers and constants read in low precision are
+    converted at compile time (f16: finite values beyond ±65504 are clamped,
+    with one warning per tensor); an initializer that only f32 ops read stays
+    f32. Graph inputs and outputs keep their types unless
+    `keep-io-types=false`. Low-precision tensor-core ops get
+    `mp.accumulation_type = f32` (the lowering's compute type).
+
+    `report` writes what was decided and why: .txt, .json, .dot (the graph
+    coloured by precision) or .svg (through Graphviz); several files may be
+    given, comma-separated. mp-opt's `--mp-report=FILE` sets it too.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"\"",
+           "Low-precision type: f16 (default) or bf16">,
+    Option<"level", "level", "std::string", "\"\"",
+           "default, tensor-cores-only or unsafe-force-all">,
+    Option<"policyFile", "policy-file", "std::string", "\"\"",
+           "A JSON policy file applied on top of the built-in policy">,
+    Option<"keepIOTypes", "keep-io-types", "std::string", "\"\"",
+           "true (default): graph inputs and outputs keep their types; "
+           "false: they take the precision of their neighbours">,
+    ListOption<"allowOps", "allow", "std::string",
+               "Op types (ONNX op_type) to make ALLOW">,
+    ListOption<"inferOps", "infer", "std::string",
+               "Op types to make INFER">,
+    ListOption<"clearOps", "clear", "std::string",
+               "Op types to make CLEAR">,
+    ListOption<"denyOps", "deny", "std::string",
+               "Op types to make DENY">,
+    ListOption<"allowNodes", "allow-nodes", "std::string",
+               "Node names or globs to run in low precision">,
+    ListOption<"denyNodes", "deny-nodes", "std::string",
+               "Node names or globs to keep in f32">,
+    ListOption<"reportFiles", "report", "std::string",
+               "Report files (.txt, .json, .dot, .svg)">,
+    Option<"validate", "validate", "bool", /*default=*/"false",
+           "Run fp32 and mixed precision on sample inputs on the CPU runtime "
+           "and deny the nodes responsible for errors over validate-tol "
+           "(also mp-opt --mp-validate)">,
+    ListOption<"validateInputs", "validate-inputs", "std::string",
+               "Input files (.npy/.pb) for validation, in input order; "
+               "default: random inputs from validate-seed">,
+    Option<"validateSeed", "validate-seed", "unsigned", /*default=*/"0",
+           "Seed of the random validation inputs">,
+    Option<"validateTol", "validate-tol", "double", /*default=*/"1e-2",
+           "Largest accepted max |error| / max |fp32 output| per output">,
+    Option<"validateTimeLimit", "validate-time-limit", "double",
+           /*default=*/"300", "Seconds after which validation stops searching">,
+  ];
+}
+
+def CastCleanup : Pass<"mp-cast-cleanup", "mlir::func::FuncOp"> {
+  let summary = "One cast per (value, type); fold exact cast round trips";
+  let description = [{
+    Merges casts of the same value to the same type into the one that
+    dominates the others; replaces a cast to the type its input already has
+    by the input; shortens cast(cast(x)) to cast(x) when the first cast
+    widens exactly (f16 or bf16 to f32 or f64, f32 to f64), so an exact round
+    trip such as f16 -> f32 -> f16 disappears, while lossy ones
+    (f32 -> f16 -> f32) are never folded; removes casts nobody reads.
+    `mp-autocast` leaves this form behind; run it standalone on imported
+    models that carry redundant casts.
+  }];
+}
+
+def PadTensorCores : Pass<"mp-pad-tensor-cores", "mlir::func::FuncOp"> {
+  let summary = "Pad GEMM and convolution dims to multiples of 8 for tensor cores";
+  let description = [{
+    Pads the dims of f16/bf16 MatMul and Gemm (M, N, K of both operands) and
+    Conv (input and output channels; 3 input channels with 32 or 64 output
+    channels pad to 4) with zeros to multiples of `multiple`, runs the padded
+    op and slices the result. Constant operands (weights, biases) are padded
+    at compile time, activations with an `mp.pad`. Ops that are already
+    aligned, grouped convolutions, ops with dynamic K/N and ops whose input,
+    filter or result would grow by more than `max-growth` (in bytes) are
+    skipped, with the reason in the report.
+
+    The padded feature axis (N, output channels) is carried through ops that
+    keep zeros zero (ReLU, LeakyReLU, Tanh, Clip around 0, bias adds,
+    residual adds, Mul, BatchNormalization with constant parameters, pooling,
+    Cast) into the next GEMM/convolution, which takes the padded width as its
+    K / input channels with zero rows in its weights. So an MLP or a conv
+    stack has no slice/pad pair between layers; a value is sliced once,
+    where its original shape is observed (a graph output, a softmax, a
+    reshape, ...). Padded and unpadded graphs compute the same values.
+
+    Only low-precision ops are padded unless `all-types` (for f32 graphs and
+    equivalence tests). `mp-autocast-pipeline` runs it after `mp-autocast`.
+  }];
+  let options = [
+    Option<"multiple", "multiple", "int64_t", /*default=*/"8",
+           "Pad to multiples of this (8 for f16/bf16, 16 for fp8, 64 on A100+)">,
+    Option<"maxGrowth", "max-growth", "double", /*default=*/"1.35",
+           "Skip an op whose input, filter or result grows more than this (bytes)">,
+    ListOption<"opTypes", "ops", "std::string",
+               "Op types to pad (default MatMul, Gemm, Conv)">,
+    Option<"allTypes", "all-types", "bool", /*default=*/"false",
+           "Pad f32 ops too (by default only f16/bf16 ones)">,
+    Option<"reportFile", "report", "std::string", "\"\"",
+           "Write what was padded or skipped and why (.json or text)">,
+  ];
+}
+
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def Training : Pass<"mp-training", "mlir::ModuleOp"> {
+  let summary = "Turn an inference graph into a training step (loss, gradients, optimizer)";
+  let description = [{
+    Rewrites the module's function into one training step:
+
+      (batch, label) -> (loss, prediction)
+
+    with the parameters and the optimizer state as mutable `ml_program.global`
+    variables that the step updates in place. It appends the loss on a new
+    `label` input (`cross-entropy` on logits, or on probabilities when the
+    output is not a Softmax; `mse`), builds reverse-mode gradients through
+    GradientOpInterface, and the optimizer update (`sgd` with momentum,
+    dampening and Nesterov, `adam`, `adamw`) of every parameter: every
+    floating-point initializer that the loss depends on, except those listed
+    in `frozen`. BatchNormalization switches to training mode; its running
+    statistics become globals updated each step.
+
+    `optimizer=none` builds no update: the gradients become outputs named
+    `grad:<parameter>` (and, with `wrt-inputs`, `grad:<input>` for every
+    floating-point input), for gradient checks and custom loops.
+
+    The function gets an `mp.training` attribute naming its inputs and
+    outputs, which the plan carries for `mp-run --train`.
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", "\"cross-entropy\"",
+           "cross-entropy (logits, or probabilities), or mse">,
+    Option<"label", "label", "std::string", "\"label\"",
+           "Name of the new label input">,
+    Option<"output", "output", "std::string", "\"\"",
+           "The output the loss is on (default: the only/first output)">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "sgd, adam, adamw, or none (gradients as outputs)">,
+    Option<"learningRate", "lr", "double", "0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "Weight decay (L2 for sgd/adam, decoupled for adamw)">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
+    Option<"epsilon", "eps", "double", "1e-8", "Adam epsilon">,
+    ListOption<"frozen", "frozen", "std::string",
+               "Initializers that stay constant (not trained)">,
+    Option<"wrtInputs", "wrt-inputs", "bool", "false",
+           "With optimizer=none: also output the gradients of the inputs">,
+  ];
+  let dependentDialects = ["mlir::ml_program::MLProgramDialect"];
+}
+
+def MasterWeights : Pass<"mp-master-weights", "mlir::ModuleOp"> {
+  let summary = "Keep parameters and optimizer state in f32; one low-precision copy per parameter per step";
+  let description = [{
+    Run after mp-training and autocast. Every global the optimizer updates
+    becomes f32 (a model that came in f16 gets f32 master weights, widened
+    exactly), every read of a parameter in low precision goes through one
+    cast shared by all its users, and gradients reach the optimizer in f32.
+  }];
+  let dependentDialects = ["mlir::ml_program::MLProgramDialect"];
+}
+
+def LossScale : Pass<"mp-loss-scale", "mlir::ModuleOp"> {
+  let summary = "Static or dynamic loss scaling (PyTorch GradScaler semantics)";
+  let description = [{
+    Run after mp-training (and autocast, mp-master-weights). The backward
+    pass starts from the loss scale instead of 1; the f32 gradients are
+    unscaled with one finite check (`mp.unscale_check_finite`); optimizer
+    updates are skipped when a gradient is not finite; with `mode=dynamic`
+    the scale is a global updated by `mp.loss_scale_update` (backoff on
+    overflow, growth after `interval` clean steps), all without a host
+    read. The step gets two more outputs: `skipped` (1 when the update was
+    skipped) and `loss_scale` (the scale after this step's update).
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"dynamic\"",
+           "dynamic, static, or none">,
+    Option<"initScale", "init-scale", "double", "65536.0",
+           "Initial (dynamic) or fixed (static) loss scale">,
+    Option<"growthFactor", "growth-factor", "double", "2.0",
+           "Scale multiplier after `interval` clean steps">,
+    Option<"backoffFactor", "backoff-factor", "double", "0.5",
+           "Scale multiplier after a non-finite step">,
+    Option<"growthInterval", "interval", "int64_t", "2000",
+           "Clean steps between growths">,
+  ];
+  let dependentDialects = ["mlir::ml_program::MLProgramDialect"];
+}
+
+#endif // MP_PASSES_MP_PASSES_TD

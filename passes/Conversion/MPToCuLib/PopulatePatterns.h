@@ -1,0 +1,100 @@
+//===- PopulatePatterns.h - shared by the conversion patterns ---*- C++ -*-===//
+//
+// What the op-family files of the mp-to-culib conversion share: the helpers
+// their patterns use to make buffers and read attributes and constant
+// operands. Private to passes/Conversion/MPToCuLib; the public entry points
+// are in mp/Conversion/MPToCuLib.h.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_PASSES_CONVERSION_MPTOCULIB_POPULATEPATTERNS_H
+#define MP_PASSES_CONVERSION_MPTOCULIB_POPULATEPATTERNS_H
+
+#include "mp/Conversion/MPToCuLib.h"
+#include "mp/Dialect/CuLib/CuLibDialect.h"
+#include "mp/Dialect/MP/MPDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+
+namespace mp::mptoculib {
+
+/// The accumulation type of `op` on data of `element` type: the type
+/// mp-autocast recorded (`mp.accumulation_type`), else f32 for 16-bit and
+/// f32 data (the tensor-core contract) and f64 for f64. The culib verifiers
+/// reject a combination the library calls do not support.
+mlir::Type computeTypeFor(mlir::Type element, mlir::Operation *op);
+
+mlir::Type elementOf(mlir::Value v);
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value v);
+
+/// A new activation buffer for `result`.
+mlir::Value allocFor(mlir::ConversionPatternRewriter &rewriter,
+                     const mlir::TypeConverter &tc, mlir::Location loc,
+                     mlir::Value result);
+
+/// Allocations for every result of `op`, in order.
+llvm::SmallVector<mlir::Value>
+allocResults(mlir::ConversionPatternRewriter &rewriter,
+             const mlir::TypeConverter &tc, mlir::Operation *op);
+
+/// A buffer with `v`'s data in `shape` (a copy: reshapes are copies).
+mlir::Value reshapeBuffer(mlir::ConversionPatternRewriter &rewriter,
+                          mlir::Location loc, mlir::Value v,
+                          llvm::ArrayRef<int64_t> shape);
+
+/// A missing optional operand: no value, or a none value.
+bool isAbsent(mlir::Value v);
+
+int64_t normalizeAxis(int64_t axis, int64_t rank);
+
+/// Explicit begin/end pads of a window (mp::explicitWindowPads).
+llvm::SmallVector<int64_t>
+windowPads(llvm::StringRef autoPad, std::optional<llvm::ArrayRef<int64_t>> pads,
+           llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out,
+           llvm::ArrayRef<int64_t> kernel, llvm::ArrayRef<int64_t> strides,
+           llvm::ArrayRef<int64_t> dilations);
+
+/// `v`, or `n` ones when it is absent (strides, dilations).
+llvm::SmallVector<int64_t> orOnes(std::optional<llvm::ArrayRef<int64_t>> v,
+                                  size_t n);
+
+/// An op's attribute of that kind, or `fallback` when it is not set.
+float floatAttrOr(mlir::Operation *op, llvm::StringRef name, float fallback);
+int64_t intAttrOr(mlir::Operation *op, llvm::StringRef name, int64_t fallback);
+std::string strAttrOr(mlir::Operation *op, llvm::StringRef name,
+                      llvm::StringRef fallback);
+
+/// The integer values of a compile-time constant operand.
+std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v);
+/// The values of a compile-time constant floating-point operand.
+std::optional<llvm::SmallVector<double>> constantFloats(mlir::Value v);
+
+/// The ops with one pattern each that needs only the type converter: adds
+/// `Pattern` for `OpTy` and records `OpTy` as lowerable.
+template <typename Pattern, typename OpTy, typename... Args>
+void addLowering(const mlir::TypeConverter &tc,
+                 mlir::RewritePatternSet &patterns, LowerableOps &lowerable,
+                 Args &&...args) {
+  patterns.add<Pattern>(tc, patterns.getContext(), std::forward<Args>(args)...);
+  lowerable.add<OpTy>();
+}
+
+/// The rule of `OpTys` (LowerableOps): `explain(op, os)` prints why `op`
+/// cannot be lowered, and nothing when it can.
+template <typename... OpTys, typename Explain>
+void addRule(LowerableOps &lowerable, Explain explain) {
+  lowerable.add<OpTys...>([explain](mlir::Operation *op) {
+    std::string why;
+    llvm::raw_string_ostream os(why);
+    explain(op, os);
+    return why;
+  });
+}
+
+} // namespace mp::mptoculib
+
+#endif // MP_PASSES_CONVERSION_MPTOCULIB_POPULATEPATTERNS_H

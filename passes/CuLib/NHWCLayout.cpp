@@ -1,0 +1,400 @@
+//===- NHWCLayout.cpp - the culib-nhwc-layout pass ------------------------===//
+//
+// Channels last (NHWC) for 16-bit convolutions, decided at compile time.
+//
+// 1. Seeds: every 2-D convolution (conv_fwd, and in training steps
+//    conv_bwd_data and conv_bwd_filter) in NCHW whose input element type is
+//    in `dtypes`.
+// 2. Propagation, in program order (the writer of a buffer comes before its
+//    readers): an op that can run channels last (the convolutions, pool
+//    without indices, pool_bwd, the batch norms and their backward,
+//    elementwise kernels and casts on 4-D or single-element operands,
+//    concat and slice on 4-D buffers, with their axis, starts and steps
+//    permuted) and reads a buffer that is already NHWC goes NHWC too. An op
+//    only goes NHWC when every 4-D buffer it writes is a fresh activation: a
+//    culib.alloc that this op alone writes.
+// 3. Rewrite: each NHWC buffer becomes a culib.alloc of the permuted type
+//    [N, H, W, C]. NHWC ops read other 4-D operands (graph inputs, filters:
+//    [K, C, R, S] -> [K, R, S, C] is the same permutation) through one
+//    transpose inserted before the first of them. An NCHW-only reader of an
+//    NHWC buffer (or the function's return) reads a copy transposed back once,
+//    right after the buffer is written.
+//
+// Buffers with a single element are the same bytes in both layouts and are
+// never transposed.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Dialect/CuLib/CallBuffers.h"
+#include "mp/Dialect/CuLib/CuLibDialect.h"
+#include "mp/Dialect/MP/ConstantData.h"
+#include "mp/Passes/CuLib/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mp {
+#define GEN_PASS_DEF_NHWCLAYOUT
+#include "mp/Passes/CuLib/Passes.h.inc"
+} // namespace mp
+
+using namespace mlir;
+using namespace mp;
+
+namespace {
+
+constexpr int64_t kToNHWC[] = {0, 2, 3, 1};
+constexpr int64_t kToNCHW[] = {0, 3, 1, 2};
+
+SmallVector<int64_t> permuteShape(ArrayRef<int64_t> shape,
+                                  ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> out;
+  for (int64_t p : perm)
+    out.push_back(shape[p]);
+  return out;
+}
+
+MemRefType permutedType(Value v, ArrayRef<int64_t> perm) {
+  auto type = cast<MemRefType>(v.getType());
+  return MemRefType::get(permuteShape(type.getShape(), perm),
+                         type.getElementType());
+}
+
+bool isStatic4D(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  return type && type.getRank() == 4 && type.hasStaticShape();
+}
+
+bool isSingleElement(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  return type && type.hasStaticShape() && type.getNumElements() == 1;
+}
+
+/// The 4-D activation operands of an op that can run channels last (a
+/// convolution's input filter apart: filterOperand); std::nullopt for ops
+/// that cannot.
+std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
+  using Result = std::optional<SmallVector<OpOperand *>>;
+  auto ifNCHW = [](auto o, SmallVector<OpOperand *> operands) -> Result {
+    if (!isStatic4D(o.getX()) || o.getLayout() != "nchw")
+      return std::nullopt;
+    return operands;
+  };
+  return TypeSwitch<Operation *, Result>(op)
+      .Case([&](culib::ConvFwdOp o) {
+        return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});
+      })
+      .Case([&](culib::ConvBwdDataOp o) {
+        return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});
+      })
+      // dw [K, C, R, S] goes [K, R, S, C], as filters do.
+      .Case([&](culib::ConvBwdFilterOp o) {
+        return ifNCHW(o,
+                      {&o.getXMutable(), &o.getDyMutable(), &o.getDwMutable()});
+      })
+      .Case([&](culib::PoolOp o) -> Result {
+        // ONNX's MaxPool indices count in NCHW order.
+        if (o.getIndices())
+          return std::nullopt;
+        return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});
+      })
+      .Case([&](culib::PoolBwdOp o) {
+        return ifNCHW(o,
+                      {&o.getXMutable(), &o.getDyMutable(), &o.getDxMutable()});
+      })
+      .Case([&](culib::BatchNormInferenceOp o) {
+        return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});
+      })
+      .Case([&](culib::BatchNormTrainingOp o) {
+        return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});
+      })
+      .Case([&](culib::BatchNormBwdOp o) {
+        return ifNCHW(o,
+                      {&o.getXMutable(), &o.getDyMutable(), &o.getDxMutable()});
+      })
+      // Data movement along dims: the axis, starts and steps are permuted
+      // with the data (remapAttributes).
+      .Case<culib::ConcatOp, culib::SliceOp>([&](Operation *o) -> Result {
+        SmallVector<OpOperand *> operands;
+        for (OpOperand &operand : o->getOpOperands()) {
+          if (!isStatic4D(operand.get()))
+            return std::nullopt;
+          operands.push_back(&operand);
+        }
+        return operands;
+      })
+      .Case<culib::ElementwiseOp, culib::CastOp>([&](Operation *o) -> Result {
+        // Pointwise on equal 4-D shapes (broadcast 4-D operands are
+        // permuted alike) and single elements; others broadcast by trailing
+        // dims, which a permutation would change.
+        SmallVector<OpOperand *> operands;
+        for (OpOperand &operand : o->getOpOperands()) {
+          if (isStatic4D(operand.get()))
+            operands.push_back(&operand);
+          else if (!isSingleElement(operand.get()))
+            return std::nullopt;
+        }
+        if (!isStatic4D(o->getOperands().back())) // y
+          return std::nullopt;
+        return operands;
+      })
+      .Default([](Operation *) -> Result { return std::nullopt; });
+}
+
+/// The attributes of a data-movement op that now runs on NHWC buffers:
+/// concat's axis, slice's starts and steps, in the NHWC order of dims.
+void remapAttributes(Operation *op) {
+  auto permuted = [](ArrayRef<int64_t> nchw) {
+    return permuteShape(nchw, kToNHWC);
+  };
+  if (auto concat = dyn_cast<culib::ConcatOp>(op)) {
+    int64_t axis = static_cast<int64_t>(concat.getAxis());
+    if (axis < 0)
+      axis += 4;
+    concat.setAxis(kToNCHW[axis]);
+  } else if (auto slice = dyn_cast<culib::SliceOp>(op)) {
+    slice.setStarts(permuted(slice.getStarts()));
+    slice.setSteps(permuted(slice.getSteps()));
+  }
+}
+
+/// The filter a convolution reads ([K, C, R, S] in NCHW, [K, R, S, C] in
+/// NHWC); null for other ops.
+OpOperand *filterOperand(Operation *op) {
+  if (auto conv = dyn_cast<culib::ConvFwdOp>(op))
+    return &conv.getWMutable();
+  if (auto conv = dyn_cast<culib::ConvBwdDataOp>(op))
+    return &conv.getWMutable();
+  return nullptr;
+}
+
+/// The element type of the data a convolution reads (null for other ops).
+Type convolutionInputType(Operation *op) {
+  if (!isa<culib::ConvFwdOp, culib::ConvBwdDataOp, culib::ConvBwdFilterOp>(op))
+    return Type();
+  return cast<MemRefType>(op->getOperand(0).getType()).getElementType();
+}
+
+/// `value` as a splat of type `type` when all its elements are one value
+/// (splats, and dense or resource data whose elements are equal).
+std::optional<ElementsAttr> uniformAs(ElementsAttr value, ShapedType type) {
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (dense && dense.isSplat())
+    return cast<ElementsAttr>(dense.reshape(type));
+  unsigned bits = type.getElementTypeBitWidth();
+  if (bits % 8 != 0)
+    return std::nullopt;
+  std::optional<mp::StoredBytes> stored = mp::storedBytes(value);
+  if (!stored)
+    return std::nullopt;
+  ArrayRef<char> bytes = stored->bytes;
+  size_t elementBytes = bits / 8;
+  if (bytes.empty() || bytes.size() % elementBytes != 0)
+    return std::nullopt;
+  ArrayRef<char> first = bytes.take_front(elementBytes);
+  for (size_t at = elementBytes; at < bytes.size(); at += elementBytes)
+    if (bytes.slice(at, elementBytes) != first)
+      return std::nullopt;
+  // A raw buffer of one element is a splat.
+  return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, first));
+}
+
+struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    FailureOr<SmallVector<Type>> seedTypes = parseDtypes(func);
+    if (failed(seedTypes))
+      return signalPassFailure();
+    if (!func.getBody().hasOneBlock()) {
+      func.emitError("culib-nhwc-layout needs a function with one block");
+      return signalPassFailure();
+    }
+    Block &body = func.getBody().front();
+
+    // Who writes what.
+    DenseMap<Value, unsigned> writeCount;
+    DenseMap<Value, Operation *> writer;
+    for (Operation &op : body)
+      if (std::optional<culib::CallBuffers> call = culib::getCallBuffers(&op))
+        for (const culib::NamedBuffer &out : call->outs)
+          if (out.value) {
+            ++writeCount[out.value];
+            writer[out.value] = &op;
+          }
+    // A fresh activation: one culib.alloc, one writer, read by calls and
+    // the return only.
+    auto isFreshActivation = [&](Value v) {
+      if (!v.getDefiningOp<culib::AllocOp>() || !isStatic4D(v) ||
+          writeCount.lookup(v) != 1)
+        return false;
+      return llvm::all_of(v.getUsers(), [](Operation *user) {
+        return isa<func::ReturnOp>(user) ||
+               culib::getCallBuffers(user).has_value();
+      });
+    };
+
+    // 2. Which ops run channels last, and so which buffers are NHWC.
+    llvm::SetVector<Operation *> nhwcOps;
+    llvm::DenseSet<Value> nhwcBuffers;
+    for (Operation &op : body) {
+      std::optional<SmallVector<OpOperand *>> operands =
+          channelsLastOperands(&op);
+      if (!operands)
+        continue;
+      std::optional<culib::CallBuffers> call = culib::getCallBuffers(&op);
+      auto writes = [&](Value v) {
+        return llvm::any_of(call->outs, [&](const culib::NamedBuffer &b) {
+          return b.value == v;
+        });
+      };
+      Type convInput = convolutionInputType(&op);
+      bool seed = convInput && llvm::is_contained(*seedTypes, convInput);
+      bool readsNHWC = llvm::any_of(*operands, [&](OpOperand *operand) {
+        return !writes(operand->get()) && nhwcBuffers.contains(operand->get());
+      });
+      if (!seed && !readsNHWC)
+        continue;
+      bool outputsFresh = llvm::all_of(*operands, [&](OpOperand *operand) {
+        return !writes(operand->get()) || isFreshActivation(operand->get()) ||
+               isSingleElement(operand->get());
+      });
+      if (!outputsFresh)
+        continue;
+      nhwcOps.insert(&op);
+      for (OpOperand *operand : *operands)
+        if (writes(operand->get()) && !isSingleElement(operand->get()))
+          nhwcBuffers.insert(operand->get());
+    }
+    if (nhwcOps.empty())
+      return;
+
+    // 3. Rewrite. The NHWC twin of every NHWC buffer.
+    OpBuilder builder(&getContext());
+    DenseMap<Value, Value> nhwcTwin;
+    for (Value v : nhwcBuffers) {
+      auto alloc = v.getDefiningOp<culib::AllocOp>();
+      builder.setInsertionPoint(alloc);
+      nhwcTwin[v] = culib::AllocOp::create(
+          builder, alloc.getLoc(), permutedType(v, kToNHWC), IntegerAttr());
+    }
+    auto transpose = [&](Location loc, Value from, MemRefType to,
+                         ArrayRef<int64_t> perm) -> Value {
+      Value out = culib::AllocOp::create(builder, loc, to, IntegerAttr());
+      culib::TransposeOp::create(builder, loc, from, out,
+                                 builder.getDenseI64ArrayAttr(perm));
+      return out;
+    };
+    // NCHW copies of NHWC buffers, made once, right after the writer.
+    DenseMap<Value, Value> nchwCopy;
+    auto readAsNCHW = [&](Value v) -> Value {
+      auto [it, inserted] = nchwCopy.try_emplace(v);
+      if (inserted) {
+        builder.setInsertionPointAfter(writer.lookup(v));
+        it->second = transpose(v.getLoc(), nhwcTwin.lookup(v),
+                               cast<MemRefType>(v.getType()), kToNCHW);
+      }
+      return it->second;
+    };
+    // NHWC copies of NCHW values that NHWC ops read (graph inputs, filters,
+    // weights), transposed before the first reader (values written more than
+    // once: before each reader). Weights are transposed at run time, not
+    // here: a plan's weights keep their ONNX layout so that they can be
+    // exchanged by name (an evaluation plan taking a training plan's state,
+    // weights loaded from files).
+    DenseMap<Value, Value> nhwcCopy;
+    auto readAsNHWC = [&](Value v, Operation *reader) -> Value {
+      if (auto it = nhwcCopy.find(v); it != nhwcCopy.end())
+        return it->second;
+      Value copy;
+      auto weight = v.getDefiningOp<culib::WeightOp>();
+      MemRefType type = permutedType(v, kToNHWC);
+      std::optional<ElementsAttr> uniform =
+          weight ? uniformAs(weight.getValue(),
+                             RankedTensorType::get(type.getShape(),
+                                                   type.getElementType()))
+                 : std::nullopt;
+      if (uniform) {
+        // One value everywhere (the constants of gradients): the same
+        // constant with the permuted shape.
+        builder.setInsertionPointAfter(weight);
+        copy = culib::WeightOp::create(builder, weight.getLoc(), type,
+                                       weight.getNameAttr(), *uniform);
+      } else {
+        builder.setInsertionPoint(reader);
+        copy =
+            transpose(reader->getLoc(), v, permutedType(v, kToNHWC), kToNHWC);
+      }
+      if (writeCount.lookup(v) <= 1)
+        nhwcCopy[v] = copy;
+      return copy;
+    };
+
+    SmallVector<Operation *> ops;
+    for (Operation &op : body)
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      if (nhwcOps.contains(op)) {
+        SmallVector<OpOperand *> operands = *channelsLastOperands(op);
+        for (OpOperand *operand : operands) {
+          Value v = operand->get();
+          if (Value twin = nhwcTwin.lookup(v))
+            operand->set(twin);
+          else if (!isSingleElement(v))
+            operand->set(readAsNHWC(v, op));
+        }
+        if (OpOperand *filter = filterOperand(op))
+          filter->set(readAsNHWC(filter->get(), op));
+        if (isa<culib::ConcatOp, culib::SliceOp>(op))
+          remapAttributes(op);
+        else if (!isa<culib::ElementwiseOp, culib::CastOp>(op))
+          op->setAttr("layout", builder.getStringAttr("nhwc"));
+        continue;
+      }
+      for (OpOperand &operand : op->getOpOperands())
+        if (nhwcTwin.count(operand.get()))
+          operand.set(readAsNCHW(operand.get()));
+    }
+    for (Value v : nhwcBuffers) {
+      assert(v.use_empty() && "every use of an NHWC buffer was rewritten");
+      v.getDefiningOp()->erase();
+    }
+    // Splat weights whose readers all read their re-shaped copies.
+    for (auto [original, copy] : nhwcCopy)
+      if (auto weight = original.getDefiningOp<culib::WeightOp>())
+        if (weight.getBuffer().use_empty())
+          weight.erase();
+  }
+
+private:
+  /// The element types of `dtypes` (default f16, bf16).
+  FailureOr<SmallVector<Type>> parseDtypes(func::FuncOp func) {
+    MLIRContext *ctx = &getContext();
+    SmallVector<Type> types;
+    if (dtypes.empty())
+      return SmallVector<Type>{Float16Type::get(ctx), BFloat16Type::get(ctx)};
+    for (const std::string &name : dtypes) {
+      Type t = llvm::StringSwitch<Type>(name)
+                   .Case("f16", Float16Type::get(ctx))
+                   .Case("bf16", BFloat16Type::get(ctx))
+                   .Case("f32", Float32Type::get(ctx))
+                   .Case("f64", Float64Type::get(ctx))
+                   .Default(Type());
+      if (!t) {
+        func.emitError() << "culib-nhwc-layout: unknown dtype '" << name
+                         << "' in 'dtypes' (f16, bf16, f32, f64)";
+        return failure();
+      }
+      types.push_back(t);
+    }
+    return types;
+  }
+};
+
+} // namespace
