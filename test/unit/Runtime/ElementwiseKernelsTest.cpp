@@ -33,25 +33,10 @@ using cpu::ElementwiseFn;
 
 namespace {
 
-HostTensor tensor(DType t, Shape s, const std::vector<double> &v) {
-  HostTensor r(t, std::move(s));
-  REQUIRE(static_cast<size_t>(r.numElements()) == v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    setD(r, static_cast<int64_t>(i), v[i]);
-  return r;
-}
-
 /// A tensor filled with a recognizable value, so that unwritten outputs show.
 HostTensor garbage(DType t, Shape s) {
   HostTensor r(t, std::move(s));
   std::memset(r.data(), 0x5a, r.byteCount());
-  return r;
-}
-
-std::vector<double> values(const HostTensor &t) {
-  std::vector<double> r(static_cast<size_t>(t.numElements()));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    r[i] = getD(t, i);
   return r;
 }
 

@@ -29,14 +29,6 @@ using cpu::ReduceFn;
 
 namespace {
 
-HostTensor tensor(DType t, Shape s, const std::vector<double> &v) {
-  HostTensor r(t, std::move(s));
-  REQUIRE(static_cast<size_t>(r.numElements()) == v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    setD(r, static_cast<int64_t>(i), v[i]);
-  return r;
-}
-
 HostTensor garbage(DType t, Shape s) {
   HostTensor r(t, std::move(s));
   std::memset(r.data(), 0x5a, r.byteCount());
