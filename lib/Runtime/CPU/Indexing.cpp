@@ -20,24 +20,10 @@ namespace mp::rt::cpu {
 using detail::checkView;
 using detail::fail;
 using detail::shapeStr;
+using detail::stridesOf;
+using detail::withElementType;
 
 namespace {
-
-template <typename Fn> void withElementType(size_t bytes, Fn &&fn) {
-  switch (bytes) {
-  case 1: fn(uint8_t{}); break;
-  case 2: fn(uint16_t{}); break;
-  case 4: fn(uint32_t{}); break;
-  default: fn(uint64_t{}); break;
-  }
-}
-
-std::vector<int64_t> stridesOf(const Shape &s) {
-  std::vector<int64_t> strides(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;)
-    strides[i - 1] = strides[i] * s[i];
-  return strides;
-}
 
 int64_t product(const Shape &s, size_t from, size_t to) {
   int64_t n = 1;

@@ -88,6 +88,13 @@ std::string shapeStr(const Shape &s) {
   return r + "]";
 }
 
+std::vector<int64_t> stridesOf(const Shape &s) {
+  std::vector<int64_t> strides(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * s[i];
+  return strides;
+}
+
 Status fail(std::string_view op, const std::string &what) {
   return Status::error(std::string(op) + ": " + what);
 }

@@ -124,6 +124,24 @@ private:
 };
 
 //===----------------------------------------------------------------------===//
+// Moving elements as bytes (data movement and indexing kernels)
+//===----------------------------------------------------------------------===//
+
+/// Calls fn(T{}) with T the unsigned integer type of an element of `bytes`
+/// bytes (1, 2, 4, 8).
+template <typename Fn> void withElementType(size_t bytes, Fn &&fn) {
+  switch (bytes) {
+  case 1: fn(uint8_t{}); break;
+  case 2: fn(uint16_t{}); break;
+  case 4: fn(uint32_t{}); break;
+  default: fn(uint64_t{}); break;
+  }
+}
+
+/// Row-major strides (in elements) of shape s.
+std::vector<int64_t> stridesOf(const Shape &s);
+
+//===----------------------------------------------------------------------===//
 // Argument checks
 //===----------------------------------------------------------------------===//
 
