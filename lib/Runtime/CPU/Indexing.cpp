@@ -73,9 +73,6 @@ Status normalizeAxis(std::string_view op, int64_t axis, size_t rank,
 
 std::string dtypeStr(DType t) { return std::string(dtypeName(t)); }
 
-/// The data offsets (in elements) that GatherElements / ScatterElements
-/// address: for each element i of indices (row-major), i's coordinates in
-/// data with the axis coordinate replaced by indices[i].
 /// The shapes of GatherElements / ScatterElements: indices have data's
 /// rank and are no larger than data but along axis.
 Status checkElementShapes(std::string_view op, const TensorView &data,
@@ -93,6 +90,29 @@ Status checkElementShapes(std::string_view op, const TensorView &data,
   return Status::ok();
 }
 
+/// What GatherElements and ScatterElements check alike once their views are
+/// valid: data has rank >= 1, `other` (y or updates, named `otherName`) has
+/// the shape of indices, the axis is in range (normalized in place) and the
+/// shapes fit (checkElementShapes).
+Status checkElementsOperands(std::string_view op, const TensorView &data,
+                             const TensorView &indices, const char *otherName,
+                             const TensorView &other, int64_t &axisIn) {
+  if (data.shape.empty())
+    return fail(op, "data must have rank >= 1");
+  if (other.shape != indices.shape)
+    return fail(op, std::string(otherName) + " " + shapeStr(other.shape) +
+                        " must have the shape of indices " +
+                        shapeStr(indices.shape));
+  size_t axis;
+  if (Status s = normalizeAxis(op, axisIn, data.shape.size(), axis); !s)
+    return s;
+  axisIn = static_cast<int64_t>(axis);
+  return checkElementShapes(op, data, indices, axis);
+}
+
+/// The data offsets (in elements) that GatherElements / ScatterElements
+/// address: for each element i of indices (row-major), i's coordinates in
+/// data with the axis coordinate replaced by indices[i].
 Status elementOffsets(std::string_view op, const TensorView &data,
                       const TensorView &indices, size_t axis,
                       std::vector<int64_t> &offsets) {
@@ -260,17 +280,7 @@ Status checkGatherElements(const TensorView &data, const TensorView &indices,
   if (data.dtype != y.dtype)
     return fail(op, "data has dtype " + dtypeStr(data.dtype) + " but y has " +
                         dtypeStr(y.dtype));
-  if (data.shape.empty())
-    return fail(op, "data must have rank >= 1");
-  if (y.shape != indices.shape)
-    return fail(op, "y " + shapeStr(y.shape) +
-                        " must have the shape of indices " +
-                        shapeStr(indices.shape));
-  size_t axis;
-  if (Status s = normalizeAxis(op, axisIn, data.shape.size(), axis); !s)
-    return s;
-  axisIn = static_cast<int64_t>(axis);
-  return checkElementShapes(op, data, indices, axis);
+  return checkElementsOperands(op, data, indices, "y", y, axisIn);
 }
 
 Status gatherElements(const TensorView &data, const TensorView &indices,
@@ -513,17 +523,7 @@ Status checkScatterElements(const TensorView &data, const TensorView &indices,
     return s;
   if (Status s = checkIndices(op, indices); !s)
     return s;
-  if (data.shape.empty())
-    return fail(op, "data must have rank >= 1");
-  if (updates.shape != indices.shape)
-    return fail(op, "updates " + shapeStr(updates.shape) +
-                        " must have the shape of indices " +
-                        shapeStr(indices.shape));
-  size_t axis;
-  if (Status s = normalizeAxis(op, axisIn, data.shape.size(), axis); !s)
-    return s;
-  axisIn = static_cast<int64_t>(axis);
-  return checkElementShapes(op, data, indices, axis);
+  return checkElementsOperands(op, data, indices, "updates", updates, axisIn);
 }
 
 Status scatterElements(const TensorView &data, const TensorView &indices,
