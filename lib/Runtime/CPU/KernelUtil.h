@@ -63,6 +63,16 @@ bool parseName(std::string_view name,
   return false;
 }
 
+/// The spelling of `value` in such a table, or "?".
+template <typename E, size_t N>
+std::string_view spellingOf(E value,
+                            const std::pair<std::string_view, E> (&table)[N]) {
+  for (const auto &[spelling, v] : table)
+    if (v == value)
+      return spelling;
+  return "?";
+}
+
 /// Increments a multi-index over `extent` (last index fastest), wrapping to
 /// all zeros after the last position.
 inline void increment(std::vector<int64_t> &idx, const int64_t *extent,
