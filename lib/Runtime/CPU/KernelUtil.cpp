@@ -168,6 +168,33 @@ Status spatialAttr(std::string_view op, std::string_view name,
   return Status::ok();
 }
 
+Status checkConvGroups(std::string_view op, int64_t groups, int64_t inChannels,
+                       int64_t outChannels) {
+  if (groups < 1 || inChannels % groups || outChannels % groups)
+    return fail(op, "groups = " + std::to_string(groups) +
+                        " must be >= 1 and divide the input channels (" +
+                        std::to_string(inChannels) +
+                        ") and the output channels (" +
+                        std::to_string(outChannels) + ")");
+  return Status::ok();
+}
+
+Status checkConvWeights(std::string_view op, std::string_view name,
+                        const Shape &wShape, int64_t wChannels,
+                        int64_t channelsPerGroup,
+                        const std::vector<int64_t> &ker) {
+  if (wChannels != channelsPerGroup)
+    return fail(op, std::string(name) + " " + shapeStr(wShape) + " has " +
+                        std::to_string(wChannels) +
+                        " input channels per group, expected C/groups = " +
+                        std::to_string(channelsPerGroup));
+  for (int64_t kd : ker)
+    if (kd < 1)
+      return fail(op, std::string(name) + " " + shapeStr(wShape) +
+                          " has an empty kernel dimension");
+  return Status::ok();
+}
+
 bool overlaps(const void *a, size_t an, const void *b, size_t bn) {
   if (!a || !b || !an || !bn)
     return false;

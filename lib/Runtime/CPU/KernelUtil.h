@@ -186,6 +186,99 @@ Status dilatedExtent(std::string_view op, std::string_view what, size_t dim,
 bool overlaps(const void *a, size_t an, const void *b, size_t bn);
 
 //===----------------------------------------------------------------------===//
+// Convolution and pooling windows. The Geom arguments are each kernel's own
+// geometry struct; these use its k (spatial dims), in, out, ker, stride, dil,
+// padB and padE.
+//===----------------------------------------------------------------------===//
+
+/// ceil(a / b) for b > 0.
+inline int64_t ceilDiv(int64_t a, int64_t b) {
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+/// "groups" divides both channel counts (conv and its backward).
+Status checkConvGroups(std::string_view op, int64_t groups, int64_t inChannels,
+                       int64_t outChannels);
+/// The weights `name` (shape `wShape`, `wChannels` input channels) have
+/// channelsPerGroup input channels and non-empty kernel dimensions `ker`.
+Status checkConvWeights(std::string_view op, std::string_view name,
+                        const Shape &wShape, int64_t wChannels,
+                        int64_t channelsPerGroup,
+                        const std::vector<int64_t> &ker);
+
+/// g.stride, g.dil, g.padB, g.padE from the options' strides, dilations and
+/// pads (spatialAttr: checked, empty means the default).
+template <typename Options, typename Geom>
+Status windowAttrs(std::string_view op, const Options &o, Geom &g) {
+  const size_t k = static_cast<size_t>(g.k);
+  if (Status s = spatialAttr(op, "strides", o.strides, k, 1, 1, g.stride); !s)
+    return s;
+  if (Status s = spatialAttr(op, "dilations", o.dilations, k, 1, 1, g.dil); !s)
+    return s;
+  if (Status s = spatialAttr(op, "padsBegin", o.padsBegin, k, 0, 0, g.padB); !s)
+    return s;
+  return spatialAttr(op, "padsEnd", o.padsEnd, k, 0, 0, g.padE);
+}
+
+/// g.out: a convolution's output extents along each spatial dimension, after
+/// checking the dilated kernel against the padded input of shape xShape.
+template <typename Geom>
+Status convOutExtents(std::string_view op, const Shape &xShape, Geom &g) {
+  const size_t k = static_cast<size_t>(g.k);
+  g.out.resize(k);
+  for (size_t i = 0; i < k; ++i) {
+    int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
+    int64_t span;
+    if (Status s = dilatedExtent(op, "kernel", i, xShape, g.ker[i], g.dil[i],
+                                 padded, span);
+        !s)
+      return s;
+    g.out[i] = (padded - span) / g.stride[i] + 1;
+  }
+  return Status::ok();
+}
+
+/// A pooling window (pool and its backward): o.kernel (called `windowName`
+/// in messages) and the other attributes into g, and g.out, the spatial
+/// extents of `outName` (of shape outShape), checked against what floor or
+/// ceil mode gives for the input of shape xShape.
+template <typename Geom>
+Status checkPoolWindow(std::string_view op, std::string_view windowName,
+                       const PoolOptions &o, const Shape &xShape,
+                       std::string_view outName, const Shape &outShape,
+                       Geom &g) {
+  const size_t k = static_cast<size_t>(g.k);
+  if (o.kernel.size() != k)
+    return fail(op, std::string(windowName) + " has " +
+                        std::to_string(o.kernel.size()) + " entries, expected " +
+                        std::to_string(k) + " (one per spatial dimension)");
+  if (Status s = spatialAttr(op, windowName, o.kernel, k, 1, 1, g.ker); !s)
+    return s;
+  if (Status s = windowAttrs(op, o, g); !s)
+    return s;
+  for (size_t i = 0; i < k; ++i) {
+    int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
+    int64_t span;
+    if (Status s = dilatedExtent(op, "window", i, xShape, g.ker[i], g.dil[i],
+                                 padded, span);
+        !s)
+      return s;
+    int64_t lo = (padded - span) / g.stride[i] + 1;
+    int64_t hi = ceilDiv(padded - span, g.stride[i]) + 1;
+    if (g.out[i] != lo && g.out[i] != hi)
+      return fail(op, std::string(outName) + " " + shapeStr(outShape) +
+                          " has " + std::to_string(g.out[i]) +
+                          " outputs along spatial dimension " +
+                          std::to_string(i) + ", expected " +
+                          std::to_string(lo) +
+                          (hi != lo ? " (floor) or " + std::to_string(hi) +
+                                          " (ceil)"
+                                    : std::string()));
+  }
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
 // Activations and the f32 epilogue
 //===----------------------------------------------------------------------===//
 

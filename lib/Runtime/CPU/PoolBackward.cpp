@@ -25,11 +25,6 @@ namespace {
 
 constexpr std::string_view kOp = "pool_bwd";
 
-/// ceil(a / b) for b > 0.
-int64_t ceilDiv(int64_t a, int64_t b) {
-  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
-
 std::string dt(DType t) { return std::string(dtypeName(t)); }
 
 struct Geom {
@@ -76,39 +71,10 @@ Status check(const TensorView &x, const TensorView &dy, const TensorView &dx,
   g.in.assign(x.shape.begin() + (nhwc ? 1 : 2), x.shape.end() - (nhwc ? 1 : 0));
   g.out.assign(dy.shape.begin() + (nhwc ? 1 : 2),
                dy.shape.end() - (nhwc ? 1 : 0));
-  size_t k = static_cast<size_t>(g.k);
-  if (o.kernel.size() != k)
-    return fail(kOp, "window has " + std::to_string(o.kernel.size()) +
-                         " entries, expected " + std::to_string(k) +
-                         " (one per spatial dimension)");
-  if (Status s = spatialAttr(kOp, "window", o.kernel, k, 1, 1, g.ker); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "strides", o.strides, k, 1, 1, g.stride); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "dilations", o.dilations, k, 1, 1, g.dil); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "padsBegin", o.padsBegin, k, 0, 0, g.padB);
+  if (Status s =
+          checkPoolWindow(kOp, "window", o, x.shape, "dy", dy.shape, g);
       !s)
     return s;
-  if (Status s = spatialAttr(kOp, "padsEnd", o.padsEnd, k, 0, 0, g.padE); !s)
-    return s;
-  for (size_t i = 0; i < k; ++i) {
-    int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
-    int64_t span;
-    if (Status s = dilatedExtent(kOp, "window", i, x.shape, g.ker[i], g.dil[i],
-                                 padded, span);
-        !s)
-      return s;
-    int64_t lo = (padded - span) / g.stride[i] + 1;
-    int64_t hi = ceilDiv(padded - span, g.stride[i]) + 1;
-    if (g.out[i] != lo && g.out[i] != hi)
-      return fail(
-          kOp, "dy " + shapeStr(dy.shape) + " has " + std::to_string(g.out[i]) +
-                   " outputs along spatial dimension " + std::to_string(i) +
-                   ", expected " + std::to_string(lo) +
-                   (hi != lo ? " (floor) or " + std::to_string(hi) + " (ceil)"
-                             : std::string()));
-  }
   for (auto [name, v] :
        {std::pair<const char *, const TensorView *>{"x", &x}, {"dy", &dy}})
     if (overlaps(v->data, v->byteCount(), dx.data, dx.byteCount()))
