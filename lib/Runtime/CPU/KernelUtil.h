@@ -278,6 +278,28 @@ Status checkPoolWindow(std::string_view op, std::string_view windowName,
   return Status::ok();
 }
 
+/// A recurrent layer's sizes (the Dims of the forward and the backward
+/// kernel: seq, batch, input, hidden, dirs) from x, [seq_length, batch_size,
+/// input_size], and the options' hidden size and direction, checked.
+template <typename Dims>
+Status rnnDims(std::string_view op, const Shape &xShape, int64_t hiddenSize,
+               bool bidirectional, Dims &d) {
+  // The bound keeps gates * hidden_size (and 2x, 3x of it) from overflowing;
+  // the weights' shapes then decide (a fuzzed plan had 5.5e18).
+  if (hiddenSize < 1 || hiddenSize > (int64_t(1) << 40))
+    return fail(op, "hidden_size must be in [1, 2^40], got " +
+                        std::to_string(hiddenSize));
+  if (xShape.size() != 3)
+    return fail(op, "x must be [seq_length, batch_size, input_size], got " +
+                        shapeStr(xShape));
+  d.seq = xShape[0];
+  d.batch = xShape[1];
+  d.input = xShape[2];
+  d.hidden = hiddenSize;
+  d.dirs = bidirectional ? 2 : 1;
+  return Status::ok();
+}
+
 //===----------------------------------------------------------------------===//
 // Activations and the f32 epilogue
 //===----------------------------------------------------------------------===//

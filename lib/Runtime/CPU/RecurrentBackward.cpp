@@ -63,17 +63,10 @@ Status check(const std::vector<Named> &inputs,
       if (v && v->dtype != x.dtype)
         return fail(kOp, std::string(name) + " has dtype " + dt(v->dtype) +
                              "; expected x's dtype " + dt(x.dtype));
-  if (o.hiddenSize < 1 || o.hiddenSize > (int64_t(1) << 40))
-    return fail(kOp, "hidden_size must be in [1, 2^40], got " +
-                         std::to_string(o.hiddenSize));
-  if (x.shape.size() != 3)
-    return fail(kOp, "x must be [seq_length, batch_size, input_size], got " +
-                         shapeStr(x.shape));
-  d.seq = x.shape[0];
-  d.batch = x.shape[1];
-  d.input = x.shape[2];
-  d.hidden = o.hiddenSize;
-  d.dirs = o.direction == RnnDirection::Bidirectional ? 2 : 1;
+  if (Status s = rnnDims(kOp, x.shape, o.hiddenSize,
+                         o.direction == RnnDirection::Bidirectional, d);
+      !s)
+    return s;
   const int64_t gh = 4 * d.hidden;
   const Shape wShape{d.dirs, gh, d.input}, rShape{d.dirs, gh, d.hidden},
       bShape{d.dirs, 2 * gh}, state{d.dirs, d.batch, d.hidden},
