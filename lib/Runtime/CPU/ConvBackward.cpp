@@ -211,10 +211,7 @@ void run(const Geom &g, const TensorView &x, const TensorView &dy,
         }
       }
     }
-  if constexpr (std::is_same_v<T, double>)
-    std::copy(acc.begin(), acc.end(), dw.as<double>());
-  else
-    fromF32(acc.data(), dw.dtype, dw.data, dw.numElements());
+  narrowInto(acc, dw);
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include "mp/Runtime/CPU/Kernels.h"
 #include "mp/Runtime/Half.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -92,6 +94,26 @@ inline bool isF32or16(DType t) {
 void toF32(DType t, const void *src, float *dst, int64_t n);
 /// n f32 values rounded once to dtype t (f32, f16 or bf16).
 void fromF32(const float *src, DType t, void *dst, int64_t n);
+
+/// The elements of v in the compute type T of the backward kernels: f32,
+/// f16 or bf16 data for float T, f64 data for double T.
+template <typename T> std::vector<T> widenTo(const TensorView &v) {
+  std::vector<T> r(static_cast<size_t>(v.numElements()));
+  if constexpr (std::is_same_v<T, double>)
+    std::copy(v.as<const double>(), v.as<const double>() + r.size(), r.begin());
+  else
+    toF32(v.dtype, v.data, r.data(), v.numElements());
+  return r;
+}
+
+/// Stores T values computed for v into it (rounded once from f32).
+template <typename T>
+void narrowInto(const std::vector<T> &src, const TensorView &v) {
+  if constexpr (std::is_same_v<T, double>)
+    std::copy(src.begin(), src.end(), v.as<double>());
+  else
+    fromF32(src.data(), v.dtype, v.data, v.numElements());
+}
 
 /// A 64-byte aligned, uninitialized scratch array.
 template <typename T> class Buffer {

@@ -160,20 +160,10 @@ void poolBackwardSlice(const Geom &g, const PoolOptions &o, const T *xs,
   }
 }
 
-/// The n elements of v (f32, f16, bf16 for float T; f64 for double T) in T.
-template <typename T> std::vector<T> widen(const TensorView &v) {
-  std::vector<T> r(static_cast<size_t>(v.numElements()));
-  if constexpr (std::is_same_v<T, double>)
-    std::copy(v.as<const double>(), v.as<const double>() + r.size(), r.begin());
-  else
-    toF32(v.dtype, v.data, r.data(), v.numElements());
-  return r;
-}
-
 template <typename T>
 void run(const Geom &g, const PoolOptions &o, const TensorView &x,
          const TensorView &dy, const TensorView &dx) {
-  std::vector<T> xv = widen<T>(x), dyv = widen<T>(dy);
+  std::vector<T> xv = widenTo<T>(x), dyv = widenTo<T>(dy);
   std::vector<T> dxv(static_cast<size_t>(x.numElements()), T(0));
   const bool nhwc = o.layout == Layout::NHWC;
   if (g.outSize > 0)
@@ -185,10 +175,7 @@ void run(const Geom &g, const PoolOptions &o, const TensorView &x,
         poolBackwardSlice<T>(g, o, xv.data() + xOff, dyv.data() + yOff,
                              dxv.data() + xOff, nhwc ? g.c : 1);
       }
-  if constexpr (std::is_same_v<T, double>)
-    std::copy(dxv.begin(), dxv.end(), dx.as<double>());
-  else
-    fromF32(dxv.data(), dx.dtype, dx.data, dx.numElements());
+  narrowInto(dxv, dx);
 }
 
 } // namespace

@@ -104,26 +104,14 @@ Status check(const std::vector<Named> &inputs,
 /// The elements of v (f32, f16, bf16 for float T; f64 for double T) in T;
 /// zeros of `n` elements for a null v.
 template <typename T> std::vector<T> widen(const TensorView *v, int64_t n) {
-  std::vector<T> r(static_cast<size_t>(v ? v->numElements() : n), T(0));
-  if (!v)
-    return r;
-  if constexpr (std::is_same_v<T, double>)
-    std::copy(v->as<const double>(), v->as<const double>() + r.size(),
-              r.begin());
-  else
-    toF32(v->dtype, v->data, r.data(), v->numElements());
-  return r;
+  return v ? widenTo<T>(*v) : std::vector<T>(static_cast<size_t>(n), T(0));
 }
 
 /// Rounds T values once into v (when given).
 template <typename T>
 void narrow(const std::vector<T> &src, const TensorView *v) {
-  if (!v)
-    return;
-  if constexpr (std::is_same_v<T, double>)
-    std::copy(src.begin(), src.end(), v->as<double>());
-  else
-    fromF32(src.data(), v->dtype, v->data, v->numElements());
+  if (v)
+    narrowInto(src, *v);
 }
 
 template <typename T>
