@@ -206,28 +206,35 @@ bool overlaps(const void *a, size_t an, const void *b, size_t bn) {
 // Activations and the epilogue
 //===----------------------------------------------------------------------===//
 
-void activate(Activation act, float *v, int64_t n) {
+/// activate() for float and double data. For float, T(c) of each constant
+/// is the float literal's value (each decimal's nearest float is also the
+/// float nearest its double), so the float results are what they were.
+template <typename T> void activateIn(Activation act, T *v, int64_t n) {
   switch (act) {
   case Activation::None:
     return;
   case Activation::Relu:
     for (int64_t i = 0; i < n; ++i)
-      v[i] = v[i] > 0.0f ? v[i] : 0.0f;
+      v[i] = v[i] > T(0) ? v[i] : T(0);
     return;
   case Activation::Gelu:
     for (int64_t i = 0; i < n; ++i)
-      v[i] = 0.5f * v[i] * (1.0f + std::erf(v[i] * 0.70710678118654752f));
+      v[i] = T(0.5) * v[i] * (T(1) + std::erf(v[i] * T(0.70710678118654752)));
     return;
   case Activation::GeluTanh:
     for (int64_t i = 0; i < n; ++i) {
-      float x = v[i];
-      v[i] = 0.5f * x *
-             (1.0f + std::tanh(0.79788456080286536f *
-                               (x + 0.044715f * x * x * x)));
+      T x = v[i];
+      v[i] = T(0.5) * x *
+             (T(1) + std::tanh(T(0.79788456080286536) *
+                               (x + T(0.044715) * x * x * x)));
     }
     return;
   }
 }
+
+void activate(Activation act, float *v, int64_t n) { activateIn(act, v, n); }
+
+void activate(Activation act, double *v, int64_t n) { activateIn(act, v, n); }
 
 void addScaled(float *acc, DType t, const void *src, int64_t n, float scale) {
   switch (t) {

@@ -328,6 +328,8 @@ Status rnnDims(std::string_view op, const Shape &xShape, int64_t hiddenSize,
 
 /// Applies `act` to n floats in place.
 void activate(Activation act, float *v, int64_t n);
+/// The same in double (f64 matmul).
+void activate(Activation act, double *v, int64_t n);
 /// Adds `scale * src` (n elements of dtype t: f32, f16, bf16) to acc.
 void addScaled(float *acc, DType t, const void *src, int64_t n, float scale);
 
