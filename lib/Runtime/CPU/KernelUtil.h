@@ -242,6 +242,22 @@ Status windowAttrs(std::string_view op, const Options &o, Geom &g) {
   return spatialAttr(op, "padsEnd", o.padsEnd, k, 0, 0, g.padE);
 }
 
+/// How far the dilated window (`what`: "kernel" or "window") can move along
+/// spatial dimension i of the padded input of shape xShape: the padded extent
+/// minus the window's (dilatedExtent checks both).
+template <typename Geom>
+Status windowRoom(std::string_view op, std::string_view what, size_t i,
+                  const Shape &xShape, const Geom &g, int64_t &room) {
+  int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
+  int64_t span;
+  if (Status s = dilatedExtent(op, what, i, xShape, g.ker[i], g.dil[i], padded,
+                               span);
+      !s)
+    return s;
+  room = padded - span;
+  return Status::ok();
+}
+
 /// g.out: a convolution's output extents along each spatial dimension, after
 /// checking the dilated kernel against the padded input of shape xShape.
 template <typename Geom>
@@ -249,13 +265,10 @@ Status convOutExtents(std::string_view op, const Shape &xShape, Geom &g) {
   const size_t k = static_cast<size_t>(g.k);
   g.out.resize(k);
   for (size_t i = 0; i < k; ++i) {
-    int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
-    int64_t span;
-    if (Status s = dilatedExtent(op, "kernel", i, xShape, g.ker[i], g.dil[i],
-                                 padded, span);
-        !s)
+    int64_t room;
+    if (Status s = windowRoom(op, "kernel", i, xShape, g, room); !s)
       return s;
-    g.out[i] = (padded - span) / g.stride[i] + 1;
+    g.out[i] = room / g.stride[i] + 1;
   }
   return Status::ok();
 }
@@ -279,14 +292,11 @@ Status checkPoolWindow(std::string_view op, std::string_view windowName,
   if (Status s = windowAttrs(op, o, g); !s)
     return s;
   for (size_t i = 0; i < k; ++i) {
-    int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
-    int64_t span;
-    if (Status s = dilatedExtent(op, "window", i, xShape, g.ker[i], g.dil[i],
-                                 padded, span);
-        !s)
+    int64_t room;
+    if (Status s = windowRoom(op, "window", i, xShape, g, room); !s)
       return s;
-    int64_t lo = (padded - span) / g.stride[i] + 1;
-    int64_t hi = ceilDiv(padded - span, g.stride[i]) + 1;
+    int64_t lo = room / g.stride[i] + 1;
+    int64_t hi = ceilDiv(room, g.stride[i]) + 1;
     if (g.out[i] != lo && g.out[i] != hi)
       return fail(op, std::string(outName) + " " + shapeStr(outShape) +
                           " has " + std::to_string(g.out[i]) +
