@@ -107,10 +107,7 @@ constexpr std::pair<std::string_view, ElementwiseFn> kFnNames[] = {
 } // namespace
 
 std::optional<ElementwiseFn> parseElementwiseFn(std::string_view name) {
-  ElementwiseFn fn;
-  if (parseName(name, kFnNames, fn))
-    return fn;
-  return std::nullopt;
+  return findName(name, kFnNames);
 }
 
 std::string_view elementwiseFnName(ElementwiseFn fn) {

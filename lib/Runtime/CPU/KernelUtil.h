@@ -17,6 +17,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <new>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +64,16 @@ bool parseName(std::string_view name,
       return true;
     }
   return false;
+}
+
+/// The value spelled `name` in such a table, if any.
+template <typename E, size_t N>
+std::optional<E> findName(std::string_view name,
+                          const std::pair<std::string_view, E> (&table)[N]) {
+  E value;
+  if (parseName(name, table, value))
+    return value;
+  return std::nullopt;
 }
 
 /// The spelling of `value` in such a table, or "?".

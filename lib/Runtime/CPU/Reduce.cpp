@@ -50,10 +50,7 @@ constexpr std::pair<std::string_view, ReduceFn> kReduceNames[] = {
 } // namespace
 
 std::optional<ReduceFn> parseReduceFn(std::string_view name) {
-  ReduceFn fn;
-  if (parseName(name, kReduceNames, fn))
-    return fn;
-  return std::nullopt;
+  return findName(name, kReduceNames);
 }
 
 std::string_view reduceFnName(ReduceFn fn) {
