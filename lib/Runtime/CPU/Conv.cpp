@@ -189,9 +189,8 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
                          "; expected y's dtype " +
                          std::string(dtypeName(y.dtype)));
   size_t rank = x.shape.size();
-  if (rank < 3)
-    return fail(kOp, "x needs rank >= 3 (N, C and spatial dimensions), got " +
-                         shapeStr(x.shape));
+  if (Status s = checkSpatialRank(kOp, x.shape); !s)
+    return s;
   if (w.shape.size() != rank || y.shape.size() != rank)
     return fail(kOp, "x " + shapeStr(x.shape) + ", w " + shapeStr(w.shape) +
                          " and y " + shapeStr(y.shape) +

@@ -62,9 +62,8 @@ Status check(const TensorView &x, const TensorView &dy, const TensorView &dw,
                          (x.dtype == DType::F64 ? "f64 for f64 x"
                                                 : "f32, f16 or bf16"));
   size_t rank = x.shape.size();
-  if (rank < 3)
-    return fail(kOp, "x needs rank >= 3 (N, C and spatial dimensions), got " +
-                         shapeStr(x.shape));
+  if (Status s = checkSpatialRank(kOp, x.shape); !s)
+    return s;
   if (dy.shape.size() != rank || dw.shape.size() != rank)
     return fail(kOp, "x " + shapeStr(x.shape) + ", dy " + shapeStr(dy.shape) +
                          " and dw " + shapeStr(dw.shape) +

@@ -168,6 +168,13 @@ Status spatialAttr(std::string_view op, std::string_view name,
   return Status::ok();
 }
 
+Status checkSpatialRank(std::string_view op, const Shape &xShape) {
+  if (xShape.size() < 3)
+    return fail(op, "x needs rank >= 3 (N, C and spatial dimensions), got " +
+                        shapeStr(xShape));
+  return Status::ok();
+}
+
 Status checkConvGroups(std::string_view op, int64_t groups, int64_t inChannels,
                        int64_t outChannels) {
   if (groups < 1 || inChannels % groups || outChannels % groups)

@@ -229,6 +229,8 @@ inline int64_t ceilDiv(int64_t a, int64_t b) {
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);
 }
 
+/// x has N, C and at least one spatial dimension.
+Status checkSpatialRank(std::string_view op, const Shape &xShape);
 /// "groups" divides both channel counts (conv and its backward).
 Status checkConvGroups(std::string_view op, int64_t groups, int64_t inChannels,
                        int64_t outChannels);

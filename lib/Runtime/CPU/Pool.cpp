@@ -206,9 +206,8 @@ Status checkCommon(const TensorView &x, const TensorView &y, Layout layout,
                         ", x " + std::string(dtypeName(x.dtype)) +
                         "; they must match");
   size_t rank = x.shape.size();
-  if (rank < 3)
-    return fail(op, "x needs rank >= 3 (N, C and spatial dimensions), got " +
-                        shapeStr(x.shape));
+  if (Status s = checkSpatialRank(op, x.shape); !s)
+    return s;
   if (y.shape.size() != rank)
     return fail(op, "y " + shapeStr(y.shape) + " and x " + shapeStr(x.shape) +
                         " must have the same rank");

@@ -51,9 +51,8 @@ Status check(const TensorView &x, const TensorView &dy, const TensorView &dx,
     return fail(kOp, "dy (" + dt(dy.dtype) + ") and dx (" + dt(dx.dtype) +
                          ") must have x's dtype " + dt(x.dtype));
   size_t rank = x.shape.size();
-  if (rank < 3)
-    return fail(kOp, "x needs rank >= 3 (N, C and spatial dimensions), got " +
-                         shapeStr(x.shape));
+  if (Status s = checkSpatialRank(kOp, x.shape); !s)
+    return s;
   if (dx.shape != x.shape)
     return fail(kOp, "dx has shape " + shapeStr(dx.shape) + ", expected x's " +
                          shapeStr(x.shape));
