@@ -90,6 +90,21 @@ Status checkElementShapes(std::string_view op, const TensorView &data,
   return Status::ok();
 }
 
+/// The views of every gather (data, indices, y) and that y has data's dtype.
+Status checkGatherViews(std::string_view op, const TensorView &data,
+                        const TensorView &indices, const TensorView &y) {
+  if (Status s = checkView(op, "data", data); !s)
+    return s;
+  if (Status s = checkIndices(op, indices); !s)
+    return s;
+  if (Status s = checkView(op, "y", y); !s)
+    return s;
+  if (data.dtype != y.dtype)
+    return fail(op, "data has dtype " + dtypeStr(data.dtype) + " but y has " +
+                        dtypeStr(y.dtype));
+  return Status::ok();
+}
+
 /// What GatherElements and ScatterElements check alike once their views are
 /// valid: data has rank >= 1, `other` (y or updates, named `otherName`) has
 /// the shape of indices, the axis is in range (normalized in place) and the
@@ -208,15 +223,8 @@ void gatherSlices(const TensorView &data, const std::vector<int64_t> &offsets,
 Status gather(const TensorView &data, const TensorView &indices,
               const TensorView &y, int64_t axisIn) {
   constexpr std::string_view op = "gather";
-  if (Status s = checkView(op, "data", data); !s)
+  if (Status s = checkGatherViews(op, data, indices, y); !s)
     return s;
-  if (Status s = checkIndices(op, indices); !s)
-    return s;
-  if (Status s = checkView(op, "y", y); !s)
-    return s;
-  if (data.dtype != y.dtype)
-    return fail(op, "data has dtype " + dtypeStr(data.dtype) + " but y has " +
-                        dtypeStr(y.dtype));
   if (data.shape.empty())
     return fail(op, "data must have rank >= 1");
   size_t axis;
@@ -271,15 +279,8 @@ Status gather(const TensorView &data, const TensorView &indices,
 Status checkGatherElements(const TensorView &data, const TensorView &indices,
                            const TensorView &y, int64_t &axisIn) {
   constexpr std::string_view op = "gather_elements";
-  if (Status s = checkView(op, "data", data); !s)
+  if (Status s = checkGatherViews(op, data, indices, y); !s)
     return s;
-  if (Status s = checkIndices(op, indices); !s)
-    return s;
-  if (Status s = checkView(op, "y", y); !s)
-    return s;
-  if (data.dtype != y.dtype)
-    return fail(op, "data has dtype " + dtypeStr(data.dtype) + " but y has " +
-                        dtypeStr(y.dtype));
   return checkElementsOperands(op, data, indices, "y", y, axisIn);
 }
 
@@ -299,15 +300,8 @@ Status gatherElements(const TensorView &data, const TensorView &indices,
 Status checkGatherND(const TensorView &data, const TensorView &indices,
                      const TensorView &y, int64_t batchDims) {
   constexpr std::string_view op = "gather_nd";
-  if (Status s = checkView(op, "data", data); !s)
+  if (Status s = checkGatherViews(op, data, indices, y); !s)
     return s;
-  if (Status s = checkIndices(op, indices); !s)
-    return s;
-  if (Status s = checkView(op, "y", y); !s)
-    return s;
-  if (data.dtype != y.dtype)
-    return fail(op, "data has dtype " + dtypeStr(data.dtype) + " but y has " +
-                        dtypeStr(y.dtype));
   const int64_t r = static_cast<int64_t>(data.shape.size());
   const int64_t q = static_cast<int64_t>(indices.shape.size());
   if (r < 1 || q < 1)
