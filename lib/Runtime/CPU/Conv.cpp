@@ -33,11 +33,6 @@ enum { kColSlot, kInputSlot, kOutputSlot, kWeightSlot };
 
 constexpr int64_t kColBlockBytes = int64_t(4) << 20;
 
-/// ceil(a / b) for b > 0.
-int64_t ceilDiv(int64_t a, int64_t b) {
-  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
-
 struct Geom {
   int k = 0; // spatial rank
   int64_t n = 0, c = 0, m = 0, groups = 1, cg = 0, mg = 0;
@@ -194,9 +189,8 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
                          "; expected y's dtype " +
                          std::string(dtypeName(y.dtype)));
   size_t rank = x.shape.size();
-  if (rank < 3)
-    return fail(kOp, "x needs rank >= 3 (N, C and spatial dimensions), got " +
-                         shapeStr(x.shape));
+  if (Status s = checkSpatialRank(kOp, x.shape); !s)
+    return s;
   if (w.shape.size() != rank || y.shape.size() != rank)
     return fail(kOp, "x " + shapeStr(x.shape) + ", w " + shapeStr(w.shape) +
                          " and y " + shapeStr(y.shape) +
@@ -211,44 +205,21 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
   int64_t wc = nhwc ? w.shape[rank - 1] : w.shape[1];
   g.in.assign(x.shape.begin() + (nhwc ? 1 : 2), x.shape.end() - (nhwc ? 1 : 0));
   g.ker.assign(w.shape.begin() + (nhwc ? 1 : 2), w.shape.end() - (nhwc ? 1 : 0));
-  if (o.groups < 1 || g.c % o.groups || g.m % o.groups)
-    return fail(kOp, "groups = " + std::to_string(o.groups) +
-                         " must be >= 1 and divide the input channels (" +
-                         std::to_string(g.c) + ") and the output channels (" +
-                         std::to_string(g.m) + ")");
+  if (Status s = checkConvGroups(kOp, o.groups, g.c, g.m); !s)
+    return s;
   g.cg = g.c / o.groups;
   g.mg = g.m / o.groups;
-  if (wc != g.cg)
-    return fail(kOp, "w " + shapeStr(w.shape) + " has " + std::to_string(wc) +
-                         " input channels per group, expected C/groups = " +
-                         std::to_string(g.cg));
-  for (int64_t kd : g.ker)
-    if (kd < 1)
-      return fail(kOp, "w " + shapeStr(w.shape) +
-                           " has an empty kernel dimension");
+  if (Status s = checkConvWeights(kOp, "w", w.shape, wc, g.cg, g.ker); !s)
+    return s;
   size_t k = g.k;
-  if (Status s = spatialAttr(kOp, "strides", o.strides, k, 1, 1, g.stride); !s)
+  if (Status s = windowAttrs(kOp, o, g); !s)
     return s;
-  if (Status s = spatialAttr(kOp, "dilations", o.dilations, k, 1, 1, g.dil); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "padsBegin", o.padsBegin, k, 0, 0, g.padB); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "padsEnd", o.padsEnd, k, 0, 0, g.padE); !s)
+  if (Status s = convOutExtents(kOp, x.shape, g); !s)
     return s;
   Shape expected{g.n};
   if (!nhwc)
     expected.push_back(g.m);
-  g.out.resize(k);
-  for (size_t i = 0; i < k; ++i) {
-    int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
-    int64_t span;
-    if (Status s = dilatedExtent(kOp, "kernel", i, x.shape, g.ker[i], g.dil[i],
-                                 padded, span);
-        !s)
-      return s;
-    g.out[i] = (padded - span) / g.stride[i] + 1;
-    expected.push_back(g.out[i]);
-  }
+  expected.insert(expected.end(), g.out.begin(), g.out.end());
   if (nhwc)
     expected.push_back(g.m);
   if (y.shape != expected)

@@ -62,9 +62,8 @@ Status check(const TensorView &x, const TensorView &dy, const TensorView &dw,
                          (x.dtype == DType::F64 ? "f64 for f64 x"
                                                 : "f32, f16 or bf16"));
   size_t rank = x.shape.size();
-  if (rank < 3)
-    return fail(kOp, "x needs rank >= 3 (N, C and spatial dimensions), got " +
-                         shapeStr(x.shape));
+  if (Status s = checkSpatialRank(kOp, x.shape); !s)
+    return s;
   if (dy.shape.size() != rank || dw.shape.size() != rank)
     return fail(kOp, "x " + shapeStr(x.shape) + ", dy " + shapeStr(dy.shape) +
                          " and dw " + shapeStr(dw.shape) +
@@ -75,45 +74,21 @@ Status check(const TensorView &x, const TensorView &dy, const TensorView &dw,
   g.m = dw.shape[0];
   g.in.assign(x.shape.begin() + 2, x.shape.end());
   g.ker.assign(dw.shape.begin() + 2, dw.shape.end());
-  if (o.groups < 1 || g.c % o.groups || g.m % o.groups)
-    return fail(kOp, "groups = " + std::to_string(o.groups) +
-                         " must be >= 1 and divide the input channels (" +
-                         std::to_string(g.c) + ") and the output channels (" +
-                         std::to_string(g.m) + ")");
+  if (Status s = checkConvGroups(kOp, o.groups, g.c, g.m); !s)
+    return s;
   g.groups = o.groups;
   g.cg = g.c / o.groups;
   g.mg = g.m / o.groups;
-  if (dw.shape[1] != g.cg)
-    return fail(kOp, "dw " + shapeStr(dw.shape) + " has " +
-                         std::to_string(dw.shape[1]) +
-                         " input channels per group, expected C/groups = " +
-                         std::to_string(g.cg));
-  for (int64_t kd : g.ker)
-    if (kd < 1)
-      return fail(kOp, "dw " + shapeStr(dw.shape) +
-                           " has an empty kernel dimension");
-  size_t k = g.k;
-  if (Status s = spatialAttr(kOp, "strides", o.strides, k, 1, 1, g.stride); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "dilations", o.dilations, k, 1, 1, g.dil); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "padsBegin", o.padsBegin, k, 0, 0, g.padB);
+  if (Status s = checkConvWeights(kOp, "dw", dw.shape, dw.shape[1], g.cg, g.ker);
       !s)
     return s;
-  if (Status s = spatialAttr(kOp, "padsEnd", o.padsEnd, k, 0, 0, g.padE); !s)
+  size_t k = g.k;
+  if (Status s = windowAttrs(kOp, o, g); !s)
+    return s;
+  if (Status s = convOutExtents(kOp, x.shape, g); !s)
     return s;
   Shape expected{g.n, g.m};
-  g.out.resize(k);
-  for (size_t i = 0; i < k; ++i) {
-    int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
-    int64_t span;
-    if (Status s = dilatedExtent(kOp, "kernel", i, x.shape, g.ker[i], g.dil[i],
-                                 padded, span);
-        !s)
-      return s;
-    g.out[i] = (padded - span) / g.stride[i] + 1;
-    expected.push_back(g.out[i]);
-  }
+  expected.insert(expected.end(), g.out.begin(), g.out.end());
   if (dy.shape != expected)
     return fail(kOp, "dy has shape " + shapeStr(dy.shape) + ", expected " +
                          shapeStr(expected) + " (conv's output for x " +
@@ -235,10 +210,7 @@ void run(const Geom &g, const TensorView &x, const TensorView &dy,
         }
       }
     }
-  if constexpr (std::is_same_v<T, double>)
-    std::copy(acc.begin(), acc.end(), dw.as<double>());
-  else
-    fromF32(acc.data(), dw.dtype, dw.data, dw.numElements());
+  narrowInto(acc, dw);
 }
 
 } // namespace

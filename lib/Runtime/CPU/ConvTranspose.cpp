@@ -24,10 +24,6 @@ namespace {
 constexpr std::string_view kOp = "conv_transpose";
 constexpr int64_t kColBlockBytes = int64_t(4) << 20;
 
-int64_t ceilDiv(int64_t a, int64_t b) {
-  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
-
 struct Geom {
   int k = 0; // spatial rank
   int64_t n = 0, c = 0, m = 0, groups = 1, cg = 0, mg = 0;
@@ -54,9 +50,8 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
     return fail(kOp, "bias has dtype " + std::string(dtypeName(bias->dtype)) +
                          "; expected y's dtype or f32");
   size_t rank = x.shape.size();
-  if (rank < 3)
-    return fail(kOp, "x needs rank >= 3 (N, C and spatial dimensions), got " +
-                         shapeStr(x.shape));
+  if (Status s = checkSpatialRank(kOp, x.shape); !s)
+    return s;
   if (w.shape.size() != rank || y.shape.size() != rank)
     return fail(kOp, "x " + shapeStr(x.shape) + ", w " + shapeStr(w.shape) +
                          " and y " + shapeStr(y.shape) +
@@ -83,13 +78,7 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
   g.ker.assign(w.shape.begin() + 2, w.shape.end());
   g.out.assign(y.shape.begin() + 2, y.shape.end());
   size_t k = g.k;
-  if (Status s = spatialAttr(kOp, "strides", o.strides, k, 1, 1, g.stride); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "dilations", o.dilations, k, 1, 1, g.dil); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "padsBegin", o.padsBegin, k, 0, 0, g.padB); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "padsEnd", o.padsEnd, k, 0, 0, g.padE); !s)
+  if (Status s = windowAttrs(kOp, o, g); !s)
     return s;
   for (size_t i = 0; i < k; ++i) {
     if (g.ker[i] < 1 || g.in[i] < 1)

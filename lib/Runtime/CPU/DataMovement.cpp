@@ -19,19 +19,10 @@ namespace mp::rt::cpu {
 using detail::checkView;
 using detail::fail;
 using detail::shapeStr;
+using detail::stridesOf;
+using detail::withElementType;
 
 namespace {
-
-/// Calls fn(T{}) with T the unsigned integer type of an element of `bytes`
-/// bytes (1, 2, 4, 8).
-template <typename Fn> void withElementType(size_t bytes, Fn &&fn) {
-  switch (bytes) {
-  case 1: fn(uint8_t{}); break;
-  case 2: fn(uint16_t{}); break;
-  case 4: fn(uint32_t{}); break;
-  default: fn(uint64_t{}); break;
-  }
-}
 
 /// n copies of the element at `value` (es bytes) at dst.
 void fillElements(char *dst, const char *value, int64_t n, size_t es) {
@@ -90,13 +81,6 @@ void forEachOffset(const std::vector<Loop> &loops, int64_t xBase,
     if (loops.empty())
       return;
   }
-}
-
-std::vector<int64_t> stridesOf(const Shape &s) {
-  std::vector<int64_t> strides(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;)
-    strides[i - 1] = strides[i] * s[i];
-  return strides;
 }
 
 //===----------------------------------------------------------------------===//

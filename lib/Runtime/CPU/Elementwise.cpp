@@ -36,93 +36,82 @@ using namespace detail;
 
 namespace {
 
-struct FnInfo {
-  ElementwiseFn fn;
-  std::string_view name;
-};
-
-constexpr FnInfo kFnNames[] = {
-    {ElementwiseFn::Identity, "identity"},
-    {ElementwiseFn::Abs, "abs"},
-    {ElementwiseFn::Neg, "neg"},
-    {ElementwiseFn::Exp, "exp"},
-    {ElementwiseFn::Log, "log"},
-    {ElementwiseFn::Sqrt, "sqrt"},
-    {ElementwiseFn::Reciprocal, "reciprocal"},
-    {ElementwiseFn::Relu, "relu"},
-    {ElementwiseFn::Sigmoid, "sigmoid"},
-    {ElementwiseFn::Tanh, "tanh"},
-    {ElementwiseFn::Erf, "erf"},
-    {ElementwiseFn::Floor, "floor"},
-    {ElementwiseFn::Ceil, "ceil"},
-    {ElementwiseFn::Round, "round"},
-    {ElementwiseFn::Sign, "sign"},
-    {ElementwiseFn::Sin, "sin"},
-    {ElementwiseFn::Cos, "cos"},
-    {ElementwiseFn::Tan, "tan"},
-    {ElementwiseFn::Asin, "asin"},
-    {ElementwiseFn::Acos, "acos"},
-    {ElementwiseFn::Atan, "atan"},
-    {ElementwiseFn::Sinh, "sinh"},
-    {ElementwiseFn::Cosh, "cosh"},
-    {ElementwiseFn::Asinh, "asinh"},
-    {ElementwiseFn::Acosh, "acosh"},
-    {ElementwiseFn::Atanh, "atanh"},
-    {ElementwiseFn::Softplus, "softplus"},
-    {ElementwiseFn::Softsign, "softsign"},
-    {ElementwiseFn::HardSwish, "hard_swish"},
-    {ElementwiseFn::Gelu, "gelu"},
-    {ElementwiseFn::GeluTanh, "gelu_tanh"},
-    {ElementwiseFn::Not, "not"},
-    {ElementwiseFn::IsNan, "is_nan"},
-    {ElementwiseFn::IsInf, "is_inf"},
-    {ElementwiseFn::LeakyRelu, "leaky_relu"},
-    {ElementwiseFn::Elu, "elu"},
-    {ElementwiseFn::Celu, "celu"},
-    {ElementwiseFn::Selu, "selu"},
-    {ElementwiseFn::HardSigmoid, "hard_sigmoid"},
-    {ElementwiseFn::ThresholdedRelu, "thresholded_relu"},
-    {ElementwiseFn::Shrink, "shrink"},
-    {ElementwiseFn::Add, "add"},
-    {ElementwiseFn::Sub, "sub"},
-    {ElementwiseFn::Mul, "mul"},
-    {ElementwiseFn::Div, "div"},
-    {ElementwiseFn::Pow, "pow"},
-    {ElementwiseFn::Mod, "mod"},
-    {ElementwiseFn::Fmod, "fmod"},
-    {ElementwiseFn::PRelu, "prelu"},
-    {ElementwiseFn::BitShiftLeft, "bitshift_left"},
-    {ElementwiseFn::BitShiftRight, "bitshift_right"},
-    {ElementwiseFn::Equal, "equal"},
-    {ElementwiseFn::Less, "less"},
-    {ElementwiseFn::Greater, "greater"},
-    {ElementwiseFn::LessEqual, "less_equal"},
-    {ElementwiseFn::GreaterEqual, "greater_equal"},
-    {ElementwiseFn::And, "and"},
-    {ElementwiseFn::Or, "or"},
-    {ElementwiseFn::Xor, "xor"},
-    {ElementwiseFn::Where, "where"},
-    {ElementwiseFn::Clip, "clip"},
-    {ElementwiseFn::Sum, "sum"},
-    {ElementwiseFn::Mean, "mean"},
-    {ElementwiseFn::Max, "max"},
-    {ElementwiseFn::Min, "min"},
+constexpr std::pair<std::string_view, ElementwiseFn> kFnNames[] = {
+    {"identity", ElementwiseFn::Identity},
+    {"abs", ElementwiseFn::Abs},
+    {"neg", ElementwiseFn::Neg},
+    {"exp", ElementwiseFn::Exp},
+    {"log", ElementwiseFn::Log},
+    {"sqrt", ElementwiseFn::Sqrt},
+    {"reciprocal", ElementwiseFn::Reciprocal},
+    {"relu", ElementwiseFn::Relu},
+    {"sigmoid", ElementwiseFn::Sigmoid},
+    {"tanh", ElementwiseFn::Tanh},
+    {"erf", ElementwiseFn::Erf},
+    {"floor", ElementwiseFn::Floor},
+    {"ceil", ElementwiseFn::Ceil},
+    {"round", ElementwiseFn::Round},
+    {"sign", ElementwiseFn::Sign},
+    {"sin", ElementwiseFn::Sin},
+    {"cos", ElementwiseFn::Cos},
+    {"tan", ElementwiseFn::Tan},
+    {"asin", ElementwiseFn::Asin},
+    {"acos", ElementwiseFn::Acos},
+    {"atan", ElementwiseFn::Atan},
+    {"sinh", ElementwiseFn::Sinh},
+    {"cosh", ElementwiseFn::Cosh},
+    {"asinh", ElementwiseFn::Asinh},
+    {"acosh", ElementwiseFn::Acosh},
+    {"atanh", ElementwiseFn::Atanh},
+    {"softplus", ElementwiseFn::Softplus},
+    {"softsign", ElementwiseFn::Softsign},
+    {"hard_swish", ElementwiseFn::HardSwish},
+    {"gelu", ElementwiseFn::Gelu},
+    {"gelu_tanh", ElementwiseFn::GeluTanh},
+    {"not", ElementwiseFn::Not},
+    {"is_nan", ElementwiseFn::IsNan},
+    {"is_inf", ElementwiseFn::IsInf},
+    {"leaky_relu", ElementwiseFn::LeakyRelu},
+    {"elu", ElementwiseFn::Elu},
+    {"celu", ElementwiseFn::Celu},
+    {"selu", ElementwiseFn::Selu},
+    {"hard_sigmoid", ElementwiseFn::HardSigmoid},
+    {"thresholded_relu", ElementwiseFn::ThresholdedRelu},
+    {"shrink", ElementwiseFn::Shrink},
+    {"add", ElementwiseFn::Add},
+    {"sub", ElementwiseFn::Sub},
+    {"mul", ElementwiseFn::Mul},
+    {"div", ElementwiseFn::Div},
+    {"pow", ElementwiseFn::Pow},
+    {"mod", ElementwiseFn::Mod},
+    {"fmod", ElementwiseFn::Fmod},
+    {"prelu", ElementwiseFn::PRelu},
+    {"bitshift_left", ElementwiseFn::BitShiftLeft},
+    {"bitshift_right", ElementwiseFn::BitShiftRight},
+    {"equal", ElementwiseFn::Equal},
+    {"less", ElementwiseFn::Less},
+    {"greater", ElementwiseFn::Greater},
+    {"less_equal", ElementwiseFn::LessEqual},
+    {"greater_equal", ElementwiseFn::GreaterEqual},
+    {"and", ElementwiseFn::And},
+    {"or", ElementwiseFn::Or},
+    {"xor", ElementwiseFn::Xor},
+    {"where", ElementwiseFn::Where},
+    {"clip", ElementwiseFn::Clip},
+    {"sum", ElementwiseFn::Sum},
+    {"mean", ElementwiseFn::Mean},
+    {"max", ElementwiseFn::Max},
+    {"min", ElementwiseFn::Min},
 };
 
 } // namespace
 
 std::optional<ElementwiseFn> parseElementwiseFn(std::string_view name) {
-  for (const FnInfo &info : kFnNames)
-    if (info.name == name)
-      return info.fn;
-  return std::nullopt;
+  return findName(name, kFnNames);
 }
 
 std::string_view elementwiseFnName(ElementwiseFn fn) {
-  for (const FnInfo &info : kFnNames)
-    if (info.fn == fn)
-      return info.name;
-  return "?";
+  return spellingOf(fn, kFnNames);
 }
 
 namespace {

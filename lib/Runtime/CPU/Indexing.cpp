@@ -20,24 +20,10 @@ namespace mp::rt::cpu {
 using detail::checkView;
 using detail::fail;
 using detail::shapeStr;
+using detail::stridesOf;
+using detail::withElementType;
 
 namespace {
-
-template <typename Fn> void withElementType(size_t bytes, Fn &&fn) {
-  switch (bytes) {
-  case 1: fn(uint8_t{}); break;
-  case 2: fn(uint16_t{}); break;
-  case 4: fn(uint32_t{}); break;
-  default: fn(uint64_t{}); break;
-  }
-}
-
-std::vector<int64_t> stridesOf(const Shape &s) {
-  std::vector<int64_t> strides(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;)
-    strides[i - 1] = strides[i] * s[i];
-  return strides;
-}
 
 int64_t product(const Shape &s, size_t from, size_t to) {
   int64_t n = 1;
@@ -87,9 +73,6 @@ Status normalizeAxis(std::string_view op, int64_t axis, size_t rank,
 
 std::string dtypeStr(DType t) { return std::string(dtypeName(t)); }
 
-/// The data offsets (in elements) that GatherElements / ScatterElements
-/// address: for each element i of indices (row-major), i's coordinates in
-/// data with the axis coordinate replaced by indices[i].
 /// The shapes of GatherElements / ScatterElements: indices have data's
 /// rank and are no larger than data but along axis.
 Status checkElementShapes(std::string_view op, const TensorView &data,
@@ -107,6 +90,44 @@ Status checkElementShapes(std::string_view op, const TensorView &data,
   return Status::ok();
 }
 
+/// The views of every gather (data, indices, y) and that y has data's dtype.
+Status checkGatherViews(std::string_view op, const TensorView &data,
+                        const TensorView &indices, const TensorView &y) {
+  if (Status s = checkView(op, "data", data); !s)
+    return s;
+  if (Status s = checkIndices(op, indices); !s)
+    return s;
+  if (Status s = checkView(op, "y", y); !s)
+    return s;
+  if (data.dtype != y.dtype)
+    return fail(op, "data has dtype " + dtypeStr(data.dtype) + " but y has " +
+                        dtypeStr(y.dtype));
+  return Status::ok();
+}
+
+/// What GatherElements and ScatterElements check alike once their views are
+/// valid: data has rank >= 1, `other` (y or updates, named `otherName`) has
+/// the shape of indices, the axis is in range (normalized in place) and the
+/// shapes fit (checkElementShapes).
+Status checkElementsOperands(std::string_view op, const TensorView &data,
+                             const TensorView &indices, const char *otherName,
+                             const TensorView &other, int64_t &axisIn) {
+  if (data.shape.empty())
+    return fail(op, "data must have rank >= 1");
+  if (other.shape != indices.shape)
+    return fail(op, std::string(otherName) + " " + shapeStr(other.shape) +
+                        " must have the shape of indices " +
+                        shapeStr(indices.shape));
+  size_t axis;
+  if (Status s = normalizeAxis(op, axisIn, data.shape.size(), axis); !s)
+    return s;
+  axisIn = static_cast<int64_t>(axis);
+  return checkElementShapes(op, data, indices, axis);
+}
+
+/// The data offsets (in elements) that GatherElements / ScatterElements
+/// address: for each element i of indices (row-major), i's coordinates in
+/// data with the axis coordinate replaced by indices[i].
 Status elementOffsets(std::string_view op, const TensorView &data,
                       const TensorView &indices, size_t axis,
                       std::vector<int64_t> &offsets) {
@@ -202,15 +223,8 @@ void gatherSlices(const TensorView &data, const std::vector<int64_t> &offsets,
 Status gather(const TensorView &data, const TensorView &indices,
               const TensorView &y, int64_t axisIn) {
   constexpr std::string_view op = "gather";
-  if (Status s = checkView(op, "data", data); !s)
+  if (Status s = checkGatherViews(op, data, indices, y); !s)
     return s;
-  if (Status s = checkIndices(op, indices); !s)
-    return s;
-  if (Status s = checkView(op, "y", y); !s)
-    return s;
-  if (data.dtype != y.dtype)
-    return fail(op, "data has dtype " + dtypeStr(data.dtype) + " but y has " +
-                        dtypeStr(y.dtype));
   if (data.shape.empty())
     return fail(op, "data must have rank >= 1");
   size_t axis;
@@ -265,26 +279,9 @@ Status gather(const TensorView &data, const TensorView &indices,
 Status checkGatherElements(const TensorView &data, const TensorView &indices,
                            const TensorView &y, int64_t &axisIn) {
   constexpr std::string_view op = "gather_elements";
-  if (Status s = checkView(op, "data", data); !s)
+  if (Status s = checkGatherViews(op, data, indices, y); !s)
     return s;
-  if (Status s = checkIndices(op, indices); !s)
-    return s;
-  if (Status s = checkView(op, "y", y); !s)
-    return s;
-  if (data.dtype != y.dtype)
-    return fail(op, "data has dtype " + dtypeStr(data.dtype) + " but y has " +
-                        dtypeStr(y.dtype));
-  if (data.shape.empty())
-    return fail(op, "data must have rank >= 1");
-  if (y.shape != indices.shape)
-    return fail(op, "y " + shapeStr(y.shape) +
-                        " must have the shape of indices " +
-                        shapeStr(indices.shape));
-  size_t axis;
-  if (Status s = normalizeAxis(op, axisIn, data.shape.size(), axis); !s)
-    return s;
-  axisIn = static_cast<int64_t>(axis);
-  return checkElementShapes(op, data, indices, axis);
+  return checkElementsOperands(op, data, indices, "y", y, axisIn);
 }
 
 Status gatherElements(const TensorView &data, const TensorView &indices,
@@ -303,15 +300,8 @@ Status gatherElements(const TensorView &data, const TensorView &indices,
 Status checkGatherND(const TensorView &data, const TensorView &indices,
                      const TensorView &y, int64_t batchDims) {
   constexpr std::string_view op = "gather_nd";
-  if (Status s = checkView(op, "data", data); !s)
+  if (Status s = checkGatherViews(op, data, indices, y); !s)
     return s;
-  if (Status s = checkIndices(op, indices); !s)
-    return s;
-  if (Status s = checkView(op, "y", y); !s)
-    return s;
-  if (data.dtype != y.dtype)
-    return fail(op, "data has dtype " + dtypeStr(data.dtype) + " but y has " +
-                        dtypeStr(y.dtype));
   const int64_t r = static_cast<int64_t>(data.shape.size());
   const int64_t q = static_cast<int64_t>(indices.shape.size());
   if (r < 1 || q < 1)
@@ -527,17 +517,7 @@ Status checkScatterElements(const TensorView &data, const TensorView &indices,
     return s;
   if (Status s = checkIndices(op, indices); !s)
     return s;
-  if (data.shape.empty())
-    return fail(op, "data must have rank >= 1");
-  if (updates.shape != indices.shape)
-    return fail(op, "updates " + shapeStr(updates.shape) +
-                        " must have the shape of indices " +
-                        shapeStr(indices.shape));
-  size_t axis;
-  if (Status s = normalizeAxis(op, axisIn, data.shape.size(), axis); !s)
-    return s;
-  axisIn = static_cast<int64_t>(axis);
-  return checkElementShapes(op, data, indices, axis);
+  return checkElementsOperands(op, data, indices, "updates", updates, axisIn);
 }
 
 Status scatterElements(const TensorView &data, const TensorView &indices,

@@ -88,6 +88,13 @@ std::string shapeStr(const Shape &s) {
   return r + "]";
 }
 
+std::vector<int64_t> stridesOf(const Shape &s) {
+  std::vector<int64_t> strides(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * s[i];
+  return strides;
+}
+
 Status fail(std::string_view op, const std::string &what) {
   return Status::error(std::string(op) + ": " + what);
 }
@@ -161,6 +168,40 @@ Status spatialAttr(std::string_view op, std::string_view name,
   return Status::ok();
 }
 
+Status checkSpatialRank(std::string_view op, const Shape &xShape) {
+  if (xShape.size() < 3)
+    return fail(op, "x needs rank >= 3 (N, C and spatial dimensions), got " +
+                        shapeStr(xShape));
+  return Status::ok();
+}
+
+Status checkConvGroups(std::string_view op, int64_t groups, int64_t inChannels,
+                       int64_t outChannels) {
+  if (groups < 1 || inChannels % groups || outChannels % groups)
+    return fail(op, "groups = " + std::to_string(groups) +
+                        " must be >= 1 and divide the input channels (" +
+                        std::to_string(inChannels) +
+                        ") and the output channels (" +
+                        std::to_string(outChannels) + ")");
+  return Status::ok();
+}
+
+Status checkConvWeights(std::string_view op, std::string_view name,
+                        const Shape &wShape, int64_t wChannels,
+                        int64_t channelsPerGroup,
+                        const std::vector<int64_t> &ker) {
+  if (wChannels != channelsPerGroup)
+    return fail(op, std::string(name) + " " + shapeStr(wShape) + " has " +
+                        std::to_string(wChannels) +
+                        " input channels per group, expected C/groups = " +
+                        std::to_string(channelsPerGroup));
+  for (int64_t kd : ker)
+    if (kd < 1)
+      return fail(op, std::string(name) + " " + shapeStr(wShape) +
+                          " has an empty kernel dimension");
+  return Status::ok();
+}
+
 bool overlaps(const void *a, size_t an, const void *b, size_t bn) {
   if (!a || !b || !an || !bn)
     return false;
@@ -172,28 +213,35 @@ bool overlaps(const void *a, size_t an, const void *b, size_t bn) {
 // Activations and the epilogue
 //===----------------------------------------------------------------------===//
 
-void activate(Activation act, float *v, int64_t n) {
+/// activate() for float and double data. For float, T(c) of each constant
+/// is the float literal's value (each decimal's nearest float is also the
+/// float nearest its double), so the float results are what they were.
+template <typename T> void activateIn(Activation act, T *v, int64_t n) {
   switch (act) {
   case Activation::None:
     return;
   case Activation::Relu:
     for (int64_t i = 0; i < n; ++i)
-      v[i] = v[i] > 0.0f ? v[i] : 0.0f;
+      v[i] = v[i] > T(0) ? v[i] : T(0);
     return;
   case Activation::Gelu:
     for (int64_t i = 0; i < n; ++i)
-      v[i] = 0.5f * v[i] * (1.0f + std::erf(v[i] * 0.70710678118654752f));
+      v[i] = T(0.5) * v[i] * (T(1) + std::erf(v[i] * T(0.70710678118654752)));
     return;
   case Activation::GeluTanh:
     for (int64_t i = 0; i < n; ++i) {
-      float x = v[i];
-      v[i] = 0.5f * x *
-             (1.0f + std::tanh(0.79788456080286536f *
-                               (x + 0.044715f * x * x * x)));
+      T x = v[i];
+      v[i] = T(0.5) * x *
+             (T(1) + std::tanh(T(0.79788456080286536) *
+                               (x + T(0.044715) * x * x * x)));
     }
     return;
   }
 }
+
+void activate(Activation act, float *v, int64_t n) { activateIn(act, v, n); }
+
+void activate(Activation act, double *v, int64_t n) { activateIn(act, v, n); }
 
 void addScaled(float *acc, DType t, const void *src, int64_t n, float scale) {
   switch (t) {

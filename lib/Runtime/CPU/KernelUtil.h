@@ -11,14 +11,17 @@
 #include "mp/Runtime/CPU/Kernels.h"
 #include "mp/Runtime/Half.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <new>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -63,6 +66,26 @@ bool parseName(std::string_view name,
   return false;
 }
 
+/// The value spelled `name` in such a table, if any.
+template <typename E, size_t N>
+std::optional<E> findName(std::string_view name,
+                          const std::pair<std::string_view, E> (&table)[N]) {
+  E value;
+  if (parseName(name, table, value))
+    return value;
+  return std::nullopt;
+}
+
+/// The spelling of `value` in such a table, or "?".
+template <typename E, size_t N>
+std::string_view spellingOf(E value,
+                            const std::pair<std::string_view, E> (&table)[N]) {
+  for (const auto &[spelling, v] : table)
+    if (v == value)
+      return spelling;
+  return "?";
+}
+
 /// Increments a multi-index over `extent` (last index fastest), wrapping to
 /// all zeros after the last position.
 inline void increment(std::vector<int64_t> &idx, const int64_t *extent,
@@ -82,6 +105,26 @@ inline bool isF32or16(DType t) {
 void toF32(DType t, const void *src, float *dst, int64_t n);
 /// n f32 values rounded once to dtype t (f32, f16 or bf16).
 void fromF32(const float *src, DType t, void *dst, int64_t n);
+
+/// The elements of v in the compute type T of the backward kernels: f32,
+/// f16 or bf16 data for float T, f64 data for double T.
+template <typename T> std::vector<T> widenTo(const TensorView &v) {
+  std::vector<T> r(static_cast<size_t>(v.numElements()));
+  if constexpr (std::is_same_v<T, double>)
+    std::copy(v.as<const double>(), v.as<const double>() + r.size(), r.begin());
+  else
+    toF32(v.dtype, v.data, r.data(), v.numElements());
+  return r;
+}
+
+/// Stores T values computed for v into it (rounded once from f32).
+template <typename T>
+void narrowInto(const std::vector<T> &src, const TensorView &v) {
+  if constexpr (std::is_same_v<T, double>)
+    std::copy(src.begin(), src.end(), v.as<double>());
+  else
+    fromF32(src.data(), v.dtype, v.data, v.numElements());
+}
 
 /// A 64-byte aligned, uninitialized scratch array.
 template <typename T> class Buffer {
@@ -124,6 +167,24 @@ private:
 };
 
 //===----------------------------------------------------------------------===//
+// Moving elements as bytes (data movement and indexing kernels)
+//===----------------------------------------------------------------------===//
+
+/// Calls fn(T{}) with T the unsigned integer type of an element of `bytes`
+/// bytes (1, 2, 4, 8).
+template <typename Fn> void withElementType(size_t bytes, Fn &&fn) {
+  switch (bytes) {
+  case 1: fn(uint8_t{}); break;
+  case 2: fn(uint16_t{}); break;
+  case 4: fn(uint32_t{}); break;
+  default: fn(uint64_t{}); break;
+  }
+}
+
+/// Row-major strides (in elements) of shape s.
+std::vector<int64_t> stridesOf(const Shape &s);
+
+//===----------------------------------------------------------------------===//
 // Argument checks
 //===----------------------------------------------------------------------===//
 
@@ -158,11 +219,140 @@ Status dilatedExtent(std::string_view op, std::string_view what, size_t dim,
 bool overlaps(const void *a, size_t an, const void *b, size_t bn);
 
 //===----------------------------------------------------------------------===//
+// Convolution and pooling windows. The Geom arguments are each kernel's own
+// geometry struct; these use its k (spatial dims), in, out, ker, stride, dil,
+// padB and padE.
+//===----------------------------------------------------------------------===//
+
+/// ceil(a / b) for b > 0.
+inline int64_t ceilDiv(int64_t a, int64_t b) {
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+/// x has N, C and at least one spatial dimension.
+Status checkSpatialRank(std::string_view op, const Shape &xShape);
+/// "groups" divides both channel counts (conv and its backward).
+Status checkConvGroups(std::string_view op, int64_t groups, int64_t inChannels,
+                       int64_t outChannels);
+/// The weights `name` (shape `wShape`, `wChannels` input channels) have
+/// channelsPerGroup input channels and non-empty kernel dimensions `ker`.
+Status checkConvWeights(std::string_view op, std::string_view name,
+                        const Shape &wShape, int64_t wChannels,
+                        int64_t channelsPerGroup,
+                        const std::vector<int64_t> &ker);
+
+/// g.stride, g.dil, g.padB, g.padE from the options' strides, dilations and
+/// pads (spatialAttr: checked, empty means the default).
+template <typename Options, typename Geom>
+Status windowAttrs(std::string_view op, const Options &o, Geom &g) {
+  const size_t k = static_cast<size_t>(g.k);
+  if (Status s = spatialAttr(op, "strides", o.strides, k, 1, 1, g.stride); !s)
+    return s;
+  if (Status s = spatialAttr(op, "dilations", o.dilations, k, 1, 1, g.dil); !s)
+    return s;
+  if (Status s = spatialAttr(op, "padsBegin", o.padsBegin, k, 0, 0, g.padB); !s)
+    return s;
+  return spatialAttr(op, "padsEnd", o.padsEnd, k, 0, 0, g.padE);
+}
+
+/// How far the dilated window (`what`: "kernel" or "window") can move along
+/// spatial dimension i of the padded input of shape xShape: the padded extent
+/// minus the window's (dilatedExtent checks both).
+template <typename Geom>
+Status windowRoom(std::string_view op, std::string_view what, size_t i,
+                  const Shape &xShape, const Geom &g, int64_t &room) {
+  int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
+  int64_t span;
+  if (Status s = dilatedExtent(op, what, i, xShape, g.ker[i], g.dil[i], padded,
+                               span);
+      !s)
+    return s;
+  room = padded - span;
+  return Status::ok();
+}
+
+/// g.out: a convolution's output extents along each spatial dimension, after
+/// checking the dilated kernel against the padded input of shape xShape.
+template <typename Geom>
+Status convOutExtents(std::string_view op, const Shape &xShape, Geom &g) {
+  const size_t k = static_cast<size_t>(g.k);
+  g.out.resize(k);
+  for (size_t i = 0; i < k; ++i) {
+    int64_t room;
+    if (Status s = windowRoom(op, "kernel", i, xShape, g, room); !s)
+      return s;
+    g.out[i] = room / g.stride[i] + 1;
+  }
+  return Status::ok();
+}
+
+/// A pooling window (pool and its backward): o.kernel (called `windowName`
+/// in messages) and the other attributes into g, and g.out, the spatial
+/// extents of `outName` (of shape outShape), checked against what floor or
+/// ceil mode gives for the input of shape xShape.
+template <typename Geom>
+Status checkPoolWindow(std::string_view op, std::string_view windowName,
+                       const PoolOptions &o, const Shape &xShape,
+                       std::string_view outName, const Shape &outShape,
+                       Geom &g) {
+  const size_t k = static_cast<size_t>(g.k);
+  if (o.kernel.size() != k)
+    return fail(op, std::string(windowName) + " has " +
+                        std::to_string(o.kernel.size()) + " entries, expected " +
+                        std::to_string(k) + " (one per spatial dimension)");
+  if (Status s = spatialAttr(op, windowName, o.kernel, k, 1, 1, g.ker); !s)
+    return s;
+  if (Status s = windowAttrs(op, o, g); !s)
+    return s;
+  for (size_t i = 0; i < k; ++i) {
+    int64_t room;
+    if (Status s = windowRoom(op, "window", i, xShape, g, room); !s)
+      return s;
+    int64_t lo = room / g.stride[i] + 1;
+    int64_t hi = ceilDiv(room, g.stride[i]) + 1;
+    if (g.out[i] != lo && g.out[i] != hi)
+      return fail(op, std::string(outName) + " " + shapeStr(outShape) +
+                          " has " + std::to_string(g.out[i]) +
+                          " outputs along spatial dimension " +
+                          std::to_string(i) + ", expected " +
+                          std::to_string(lo) +
+                          (hi != lo ? " (floor) or " + std::to_string(hi) +
+                                          " (ceil)"
+                                    : std::string()));
+  }
+  return Status::ok();
+}
+
+/// A recurrent layer's sizes (the Dims of the forward and the backward
+/// kernel: seq, batch, input, hidden, dirs) from x, [seq_length, batch_size,
+/// input_size], and the options' hidden size and direction, checked.
+template <typename Dims>
+Status rnnDims(std::string_view op, const Shape &xShape, int64_t hiddenSize,
+               bool bidirectional, Dims &d) {
+  // The bound keeps gates * hidden_size (and 2x, 3x of it) from overflowing;
+  // the weights' shapes then decide (a fuzzed plan had 5.5e18).
+  if (hiddenSize < 1 || hiddenSize > (int64_t(1) << 40))
+    return fail(op, "hidden_size must be in [1, 2^40], got " +
+                        std::to_string(hiddenSize));
+  if (xShape.size() != 3)
+    return fail(op, "x must be [seq_length, batch_size, input_size], got " +
+                        shapeStr(xShape));
+  d.seq = xShape[0];
+  d.batch = xShape[1];
+  d.input = xShape[2];
+  d.hidden = hiddenSize;
+  d.dirs = bidirectional ? 2 : 1;
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
 // Activations and the f32 epilogue
 //===----------------------------------------------------------------------===//
 
 /// Applies `act` to n floats in place.
 void activate(Activation act, float *v, int64_t n);
+/// The same in double (f64 matmul).
+void activate(Activation act, double *v, int64_t n);
 /// Adds `scale * src` (n elements of dtype t: f32, f16, bf16) to acc.
 void addScaled(float *acc, DType t, const void *src, int64_t n, float scale);
 

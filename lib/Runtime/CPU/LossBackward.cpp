@@ -129,6 +129,21 @@ Status coefficients(std::string_view op, const char *noun,
   return Status::ok();
 }
 
+/// check() and then coefficients(): what both gradients need first.
+Status prepare(std::string_view op, const Names &nm, const char *noun,
+               const TensorView &input, const TensorView &target,
+               const TensorView &dloss, const TensorView *weight,
+               const TensorView &grad, LossReduction reduction,
+               std::optional<int64_t> ignore, Geom &g,
+               std::vector<int64_t> &cls, std::vector<double> &coef) {
+  if (Status s =
+          check(op, nm, input, target, dloss, weight, grad, reduction, g);
+      !s)
+    return s;
+  return coefficients(op, noun, target, dloss, weight, reduction, ignore, g,
+                      cls, coef);
+}
+
 } // namespace
 
 Status
@@ -138,14 +153,11 @@ softmaxCrossEntropyGrad(const TensorView &scores, const TensorView &labels,
                         std::optional<int64_t> ignoreIndex) {
   constexpr std::string_view op = "softmax_cross_entropy_grad";
   Geom g;
-  if (Status s = check(op, {"scores", "labels", "weights", "dscores"}, scores,
-                       labels, dloss, weights, dscores, reduction, g);
-      !s)
-    return s;
   std::vector<int64_t> cls;
   std::vector<double> coef;
-  if (Status s = coefficients(op, "label", labels, dloss, weights, reduction,
-                              ignoreIndex, g, cls, coef);
+  if (Status s = prepare(op, {"scores", "labels", "weights", "dscores"},
+                         "label", scores, labels, dloss, weights, dscores,
+                         reduction, ignoreIndex, g, cls, coef);
       !s)
     return s;
   if (dscores.numElements() == 0)
@@ -179,14 +191,11 @@ Status nllLossGrad(const TensorView &input, const TensorView &target,
                    std::optional<int64_t> ignoreIndex) {
   constexpr std::string_view op = "nll_loss_grad";
   Geom g;
-  if (Status s = check(op, {"input", "target", "weight", "dinput"}, input,
-                       target, dloss, weight, dinput, reduction, g);
-      !s)
-    return s;
   std::vector<int64_t> cls;
   std::vector<double> coef;
-  if (Status s = coefficients(op, "target", target, dloss, weight, reduction,
-                              ignoreIndex, g, cls, coef);
+  if (Status s = prepare(op, {"input", "target", "weight", "dinput"}, "target",
+                         input, target, dloss, weight, dinput, reduction,
+                         ignoreIndex, g, cls, coef);
       !s)
     return s;
   std::vector<double> out(static_cast<size_t>(dinput.numElements()), 0.0);

@@ -117,28 +117,6 @@ void broadcastCopy(const S *src, const Shape &srcShape, const Shape &dstShape,
   }
 }
 
-void activateDouble(Activation act, double *v, int64_t n) {
-  switch (act) {
-  case Activation::None:
-    return;
-  case Activation::Relu:
-    for (int64_t i = 0; i < n; ++i)
-      v[i] = v[i] > 0.0 ? v[i] : 0.0;
-    return;
-  case Activation::Gelu:
-    for (int64_t i = 0; i < n; ++i)
-      v[i] = 0.5 * v[i] * (1.0 + std::erf(v[i] * 0.70710678118654752));
-    return;
-  case Activation::GeluTanh:
-    for (int64_t i = 0; i < n; ++i) {
-      double x = v[i];
-      v[i] = 0.5 * x *
-             (1.0 + std::tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
-    }
-    return;
-  }
-}
-
 /// The products into `out` (D's element count, row-major), which holds the
 /// broadcast C when `withC`.
 template <typename Acc>
@@ -246,7 +224,7 @@ void run(const Plan &p, const TensorView &a, const TensorView &b,
                 static_cast<char *>(d.data) + r * p.n * byteSize(d.dtype),
                 p.n);
     } else {
-      activateDouble(o.epilogue, row, p.n);
+      activate(o.epilogue, row, p.n);
     }
   }
 }

@@ -37,6 +37,24 @@ void splitAt(const Shape &shape, int64_t axis, int64_t &outer, int64_t &len,
 
 std::string dt(DType t) { return std::string(dtypeName(t)); }
 
+/// What cumsum and hardmax check alike once x and y are valid views: y is
+/// like x, x has rank >= 1, the axis is in range (normalized in place), and
+/// y is x itself or apart from it.
+Status checkSameAlongAxis(std::string_view op, const TensorView &x,
+                          const TensorView &y, int64_t &axis) {
+  if (y.dtype != x.dtype || y.shape != x.shape)
+    return fail(op, "y is " + dt(y.dtype) + " " + shapeStr(y.shape) +
+                        ", expected x's " + dt(x.dtype) + " " +
+                        shapeStr(x.shape));
+  if (x.shape.empty())
+    return fail(op, "x must have rank >= 1");
+  if (Status s = normalizeAxis(op, axis, x.shape.size()); !s)
+    return s;
+  if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()) && x.data != y.data)
+    return fail(op, "y overlaps x without being x itself");
+  return Status::ok();
+}
+
 /// Calls fn(T{}) with T the C++ type of a numeric dtype (Half / BFloat16 for
 /// the 16-bit floats); false for bool.
 template <typename Fn> bool withNumeric(DType t, Fn &&fn) {
@@ -325,16 +343,8 @@ Status checkCumsum(const TensorView &x, const TensorView &y, int64_t &axis) {
     return s;
   if (Status s = checkView(kOp, "y", y); !s)
     return s;
-  if (y.dtype != x.dtype || y.shape != x.shape)
-    return fail(kOp, "y is " + dt(y.dtype) + " " + shapeStr(y.shape) +
-                         ", expected x's " + dt(x.dtype) + " " +
-                         shapeStr(x.shape));
-  if (x.shape.empty())
-    return fail(kOp, "x must have rank >= 1");
-  if (Status s = normalizeAxis(kOp, axis, x.shape.size()); !s)
+  if (Status s = checkSameAlongAxis(kOp, x, y, axis); !s)
     return s;
-  if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()) && x.data != y.data)
-    return fail(kOp, "y overlaps x without being x itself");
   switch (x.dtype) {
   case DType::F32:
   case DType::F64:
@@ -448,17 +458,7 @@ Status checkHardmax(const TensorView &x, const TensorView &y, int64_t &axis) {
   if (!isFloat(x.dtype))
     return fail(kOp, "x has dtype " + dt(x.dtype) +
                          "; expected f32, f16, bf16 or f64");
-  if (y.dtype != x.dtype || y.shape != x.shape)
-    return fail(kOp, "y is " + dt(y.dtype) + " " + shapeStr(y.shape) +
-                         ", expected x's " + dt(x.dtype) + " " +
-                         shapeStr(x.shape));
-  if (x.shape.empty())
-    return fail(kOp, "x must have rank >= 1");
-  if (Status s = normalizeAxis(kOp, axis, x.shape.size()); !s)
-    return s;
-  if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()) && x.data != y.data)
-    return fail(kOp, "y overlaps x without being x itself");
-  return Status::ok();
+  return checkSameAlongAxis(kOp, x, y, axis);
 }
 
 Status hardmax(const TensorView &x, const TensorView &y, int64_t axis) {

@@ -21,11 +21,6 @@ namespace {
 
 constexpr std::string_view kOp = "pool";
 
-/// ceil(a / b) for b > 0.
-int64_t ceilDiv(int64_t a, int64_t b) {
-  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
-
 /// Per spatial dimension and output index: the kernel taps inside the input
 /// [lo, hi), the number inside the padded input, and the input index of tap 0.
 struct Taps {
@@ -211,9 +206,8 @@ Status checkCommon(const TensorView &x, const TensorView &y, Layout layout,
                         ", x " + std::string(dtypeName(x.dtype)) +
                         "; they must match");
   size_t rank = x.shape.size();
-  if (rank < 3)
-    return fail(op, "x needs rank >= 3 (N, C and spatial dimensions), got " +
-                        shapeStr(x.shape));
+  if (Status s = checkSpatialRank(op, x.shape); !s)
+    return s;
   if (y.shape.size() != rank)
     return fail(op, "y " + shapeStr(y.shape) + " and x " + shapeStr(x.shape) +
                         " must have the same rank");
@@ -263,40 +257,9 @@ Status pool(const TensorView &x, const TensorView &y, const PoolOptions &o,
   Geom g;
   if (Status s = checkCommon(x, y, o.layout, kOp, g); !s)
     return s;
-  size_t k = static_cast<size_t>(g.k);
-  if (o.kernel.size() != k)
-    return fail(kOp, "kernel has " + std::to_string(o.kernel.size()) +
-                         " entries, expected " + std::to_string(k) +
-                         " (one per spatial dimension)");
-  if (Status s = spatialAttr(kOp, "kernel", o.kernel, k, 1, 1, g.ker); !s)
+  if (Status s = checkPoolWindow(kOp, "kernel", o, x.shape, "y", y.shape, g);
+      !s)
     return s;
-  if (Status s = spatialAttr(kOp, "strides", o.strides, k, 1, 1, g.stride); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "dilations", o.dilations, k, 1, 1, g.dil); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "padsBegin", o.padsBegin, k, 0, 0, g.padB); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "padsEnd", o.padsEnd, k, 0, 0, g.padE); !s)
-    return s;
-  for (size_t i = 0; i < k; ++i) {
-    int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
-    int64_t span;
-    if (Status s = dilatedExtent(kOp, "window", i, x.shape, g.ker[i], g.dil[i],
-                                 padded, span);
-        !s)
-      return s;
-    int64_t lo = (padded - span) / g.stride[i] + 1;
-    int64_t hi = ceilDiv(padded - span, g.stride[i]) + 1;
-    if (g.out[i] != lo && g.out[i] != hi)
-      return fail(kOp, "y " + shapeStr(y.shape) + " has " +
-                           std::to_string(g.out[i]) +
-                           " outputs along spatial dimension " +
-                           std::to_string(i) + ", expected " +
-                           std::to_string(lo) +
-                           (hi != lo ? " (floor) or " + std::to_string(hi) +
-                                           " (ceil)"
-                                     : std::string()));
-  }
   if (indices) {
     if (Status s = checkView(kOp, "indices", *indices); !s)
       return s;

@@ -25,11 +25,6 @@ namespace {
 
 constexpr std::string_view kOp = "pool_bwd";
 
-/// ceil(a / b) for b > 0.
-int64_t ceilDiv(int64_t a, int64_t b) {
-  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
-
 std::string dt(DType t) { return std::string(dtypeName(t)); }
 
 struct Geom {
@@ -56,9 +51,8 @@ Status check(const TensorView &x, const TensorView &dy, const TensorView &dx,
     return fail(kOp, "dy (" + dt(dy.dtype) + ") and dx (" + dt(dx.dtype) +
                          ") must have x's dtype " + dt(x.dtype));
   size_t rank = x.shape.size();
-  if (rank < 3)
-    return fail(kOp, "x needs rank >= 3 (N, C and spatial dimensions), got " +
-                         shapeStr(x.shape));
+  if (Status s = checkSpatialRank(kOp, x.shape); !s)
+    return s;
   if (dx.shape != x.shape)
     return fail(kOp, "dx has shape " + shapeStr(dx.shape) + ", expected x's " +
                          shapeStr(x.shape));
@@ -76,39 +70,10 @@ Status check(const TensorView &x, const TensorView &dy, const TensorView &dx,
   g.in.assign(x.shape.begin() + (nhwc ? 1 : 2), x.shape.end() - (nhwc ? 1 : 0));
   g.out.assign(dy.shape.begin() + (nhwc ? 1 : 2),
                dy.shape.end() - (nhwc ? 1 : 0));
-  size_t k = static_cast<size_t>(g.k);
-  if (o.kernel.size() != k)
-    return fail(kOp, "window has " + std::to_string(o.kernel.size()) +
-                         " entries, expected " + std::to_string(k) +
-                         " (one per spatial dimension)");
-  if (Status s = spatialAttr(kOp, "window", o.kernel, k, 1, 1, g.ker); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "strides", o.strides, k, 1, 1, g.stride); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "dilations", o.dilations, k, 1, 1, g.dil); !s)
-    return s;
-  if (Status s = spatialAttr(kOp, "padsBegin", o.padsBegin, k, 0, 0, g.padB);
+  if (Status s =
+          checkPoolWindow(kOp, "window", o, x.shape, "dy", dy.shape, g);
       !s)
     return s;
-  if (Status s = spatialAttr(kOp, "padsEnd", o.padsEnd, k, 0, 0, g.padE); !s)
-    return s;
-  for (size_t i = 0; i < k; ++i) {
-    int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
-    int64_t span;
-    if (Status s = dilatedExtent(kOp, "window", i, x.shape, g.ker[i], g.dil[i],
-                                 padded, span);
-        !s)
-      return s;
-    int64_t lo = (padded - span) / g.stride[i] + 1;
-    int64_t hi = ceilDiv(padded - span, g.stride[i]) + 1;
-    if (g.out[i] != lo && g.out[i] != hi)
-      return fail(
-          kOp, "dy " + shapeStr(dy.shape) + " has " + std::to_string(g.out[i]) +
-                   " outputs along spatial dimension " + std::to_string(i) +
-                   ", expected " + std::to_string(lo) +
-                   (hi != lo ? " (floor) or " + std::to_string(hi) + " (ceil)"
-                             : std::string()));
-  }
   for (auto [name, v] :
        {std::pair<const char *, const TensorView *>{"x", &x}, {"dy", &dy}})
     if (overlaps(v->data, v->byteCount(), dx.data, dx.byteCount()))
@@ -194,20 +159,10 @@ void poolBackwardSlice(const Geom &g, const PoolOptions &o, const T *xs,
   }
 }
 
-/// The n elements of v (f32, f16, bf16 for float T; f64 for double T) in T.
-template <typename T> std::vector<T> widen(const TensorView &v) {
-  std::vector<T> r(static_cast<size_t>(v.numElements()));
-  if constexpr (std::is_same_v<T, double>)
-    std::copy(v.as<const double>(), v.as<const double>() + r.size(), r.begin());
-  else
-    toF32(v.dtype, v.data, r.data(), v.numElements());
-  return r;
-}
-
 template <typename T>
 void run(const Geom &g, const PoolOptions &o, const TensorView &x,
          const TensorView &dy, const TensorView &dx) {
-  std::vector<T> xv = widen<T>(x), dyv = widen<T>(dy);
+  std::vector<T> xv = widenTo<T>(x), dyv = widenTo<T>(dy);
   std::vector<T> dxv(static_cast<size_t>(x.numElements()), T(0));
   const bool nhwc = o.layout == Layout::NHWC;
   if (g.outSize > 0)
@@ -219,10 +174,7 @@ void run(const Geom &g, const PoolOptions &o, const TensorView &x,
         poolBackwardSlice<T>(g, o, xv.data() + xOff, dyv.data() + yOff,
                              dxv.data() + xOff, nhwc ? g.c : 1);
       }
-  if constexpr (std::is_same_v<T, double>)
-    std::copy(dxv.begin(), dxv.end(), dx.as<double>());
-  else
-    fromF32(dxv.data(), dx.dtype, dx.data, dx.numElements());
+  narrowInto(dxv, dx);
 }
 
 } // namespace

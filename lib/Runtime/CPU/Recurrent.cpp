@@ -254,19 +254,10 @@ Status check(const TensorView &x, const TensorView &w, const TensorView &r,
                            std::string(dtypeName(x.dtype)));
   if (o.mode != RnnMode::Lstm && (initC || p || yC))
     return fail(kOp, "initial_c, p and y_c are for LSTM only");
-  // The bound keeps gates * hidden_size (and 2x, 3x of it) from overflowing;
-  // the weights' shapes then decide (a fuzzed plan had 5.5e18).
-  if (o.hiddenSize < 1 || o.hiddenSize > (int64_t(1) << 40))
-    return fail(kOp, "hidden_size must be in [1, 2^40], got " +
-                         std::to_string(o.hiddenSize));
-  if (x.shape.size() != 3)
-    return fail(kOp, "x must be [seq_length, batch_size, input_size], got " +
-                         shapeStr(x.shape));
-  d.seq = x.shape[0];
-  d.batch = x.shape[1];
-  d.input = x.shape[2];
-  d.hidden = o.hiddenSize;
-  d.dirs = o.direction == RnnDirection::Bidirectional ? 2 : 1;
+  if (Status s = rnnDims(kOp, x.shape, o.hiddenSize,
+                         o.direction == RnnDirection::Bidirectional, d);
+      !s)
+    return s;
   d.gates = gateCount(o.mode);
   int64_t gh = d.gates * d.hidden;
   if (Status s = checkShape("w", w, {d.dirs, gh, d.input}); !s)

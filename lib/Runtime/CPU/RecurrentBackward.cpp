@@ -63,17 +63,10 @@ Status check(const std::vector<Named> &inputs,
       if (v && v->dtype != x.dtype)
         return fail(kOp, std::string(name) + " has dtype " + dt(v->dtype) +
                              "; expected x's dtype " + dt(x.dtype));
-  if (o.hiddenSize < 1 || o.hiddenSize > (int64_t(1) << 40))
-    return fail(kOp, "hidden_size must be in [1, 2^40], got " +
-                         std::to_string(o.hiddenSize));
-  if (x.shape.size() != 3)
-    return fail(kOp, "x must be [seq_length, batch_size, input_size], got " +
-                         shapeStr(x.shape));
-  d.seq = x.shape[0];
-  d.batch = x.shape[1];
-  d.input = x.shape[2];
-  d.hidden = o.hiddenSize;
-  d.dirs = o.direction == RnnDirection::Bidirectional ? 2 : 1;
+  if (Status s = rnnDims(kOp, x.shape, o.hiddenSize,
+                         o.direction == RnnDirection::Bidirectional, d);
+      !s)
+    return s;
   const int64_t gh = 4 * d.hidden;
   const Shape wShape{d.dirs, gh, d.input}, rShape{d.dirs, gh, d.hidden},
       bShape{d.dirs, 2 * gh}, state{d.dirs, d.batch, d.hidden},
@@ -111,26 +104,14 @@ Status check(const std::vector<Named> &inputs,
 /// The elements of v (f32, f16, bf16 for float T; f64 for double T) in T;
 /// zeros of `n` elements for a null v.
 template <typename T> std::vector<T> widen(const TensorView *v, int64_t n) {
-  std::vector<T> r(static_cast<size_t>(v ? v->numElements() : n), T(0));
-  if (!v)
-    return r;
-  if constexpr (std::is_same_v<T, double>)
-    std::copy(v->as<const double>(), v->as<const double>() + r.size(),
-              r.begin());
-  else
-    toF32(v->dtype, v->data, r.data(), v->numElements());
-  return r;
+  return v ? widenTo<T>(*v) : std::vector<T>(static_cast<size_t>(n), T(0));
 }
 
 /// Rounds T values once into v (when given).
 template <typename T>
 void narrow(const std::vector<T> &src, const TensorView *v) {
-  if (!v)
-    return;
-  if constexpr (std::is_same_v<T, double>)
-    std::copy(src.begin(), src.end(), v->as<double>());
-  else
-    fromF32(src.data(), v->dtype, v->data, v->numElements());
+  if (v)
+    narrowInto(src, *v);
 }
 
 template <typename T>

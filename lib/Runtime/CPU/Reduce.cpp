@@ -32,39 +32,29 @@ using namespace detail;
 
 namespace {
 
-struct ReduceName {
-  ReduceFn fn;
-  std::string_view name;
-};
-constexpr ReduceName kReduceNames[] = {
-    {ReduceFn::Sum, "sum"},
-    {ReduceFn::Mean, "mean"},
-    {ReduceFn::Max, "max"},
-    {ReduceFn::Min, "min"},
-    {ReduceFn::Prod, "prod"},
-    {ReduceFn::L1, "l1"},
-    {ReduceFn::L2, "l2"},
-    {ReduceFn::LogSum, "log_sum"},
-    {ReduceFn::LogSumExp, "log_sum_exp"},
-    {ReduceFn::SumSquare, "sum_square"},
-    {ReduceFn::ArgMax, "argmax"},
-    {ReduceFn::ArgMin, "argmin"},
+constexpr std::pair<std::string_view, ReduceFn> kReduceNames[] = {
+    {"sum", ReduceFn::Sum},
+    {"mean", ReduceFn::Mean},
+    {"max", ReduceFn::Max},
+    {"min", ReduceFn::Min},
+    {"prod", ReduceFn::Prod},
+    {"l1", ReduceFn::L1},
+    {"l2", ReduceFn::L2},
+    {"log_sum", ReduceFn::LogSum},
+    {"log_sum_exp", ReduceFn::LogSumExp},
+    {"sum_square", ReduceFn::SumSquare},
+    {"argmax", ReduceFn::ArgMax},
+    {"argmin", ReduceFn::ArgMin},
 };
 
 } // namespace
 
 std::optional<ReduceFn> parseReduceFn(std::string_view name) {
-  for (const ReduceName &r : kReduceNames)
-    if (r.name == name)
-      return r.fn;
-  return std::nullopt;
+  return findName(name, kReduceNames);
 }
 
 std::string_view reduceFnName(ReduceFn fn) {
-  for (const ReduceName &r : kReduceNames)
-    if (r.fn == fn)
-      return r.name;
-  return "?";
+  return spellingOf(fn, kReduceNames);
 }
 
 namespace {

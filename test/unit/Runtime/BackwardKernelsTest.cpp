@@ -33,20 +33,6 @@ using namespace mp::rt::cpu;
 
 namespace {
 
-std::vector<double> values(const HostTensor &t) {
-  std::vector<double> r(static_cast<size_t>(t.numElements()));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    r[i] = getD(t, i);
-  return r;
-}
-
-HostTensor filled(DType t, Shape s, double v) {
-  HostTensor r(t, std::move(s));
-  for (int64_t i = 0; i < r.numElements(); ++i)
-    setD(r, i, v);
-  return r;
-}
-
 /// t converted to dtype `to` (rounded once to 16-bit types).
 HostTensor convert(const HostTensor &t, DType to) {
   HostTensor r(to, t.shape());

@@ -33,25 +33,10 @@ using cpu::ElementwiseFn;
 
 namespace {
 
-HostTensor tensor(DType t, Shape s, const std::vector<double> &v) {
-  HostTensor r(t, std::move(s));
-  REQUIRE(static_cast<size_t>(r.numElements()) == v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    setD(r, static_cast<int64_t>(i), v[i]);
-  return r;
-}
-
 /// A tensor filled with a recognizable value, so that unwritten outputs show.
 HostTensor garbage(DType t, Shape s) {
   HostTensor r(t, std::move(s));
   std::memset(r.data(), 0x5a, r.byteCount());
-  return r;
-}
-
-std::vector<double> values(const HostTensor &t) {
-  std::vector<double> r(static_cast<size_t>(t.numElements()));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    r[i] = getD(t, i);
   return r;
 }
 
@@ -70,35 +55,6 @@ int64_t broadcastIndex(const Shape &in, const Shape &out, int64_t flat) {
     }
   }
   return idx;
-}
-
-/// Checks got against ref with the file comment's bound tol * (|ref| + 1).
-void expectClose(const HostTensor &got, const std::vector<double> &ref,
-                 double tol) {
-  REQUIRE(static_cast<size_t>(got.numElements()) == ref.size());
-  DType t = got.dtype();
-  int64_t bad = 0;
-  std::ostringstream msg;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    double g = getD(got, static_cast<int64_t>(i)), r = ref[i];
-    double b = tol * (std::fabs(r) + 1.0);
-    bool ok;
-    if (std::isnan(r))
-      ok = std::isnan(g);
-    else if (std::isinf(r))
-      ok = g == r;
-    else if (t == DType::F32 || t == DType::F64)
-      ok = std::fabs(g - r) <= b;
-    else if (t == DType::F16 || t == DType::BF16)
-      ok = roundTo(t, r - b) <= g && g <= roundTo(t, r + b);
-    else
-      ok = g == r;
-    if (!ok && bad++ < 5)
-      msg << "  [" << i << "] got " << g << ", expected " << r << "\n";
-  }
-  INFO("dtype " << dtypeName(t) << ", " << bad << " mismatches:\n"
-                << msg.str());
-  CHECK(bad == 0);
 }
 
 void expectExact(const HostTensor &got, const std::vector<double> &ref) {

@@ -536,19 +536,32 @@ void checkFromDouble(Format f, const Reference &ref, const std::vector<double> &
   }
 }
 
+/// Converts `in` to format f one value at a time (`scalar`, returning a Half
+/// or BFloat16) and in bulk, and checks that both round once.
+template <typename Scalar>
+void checkDoubleConversions(Format f, const Reference &ref,
+                            const std::vector<double> &in, Scalar scalar,
+                            const char *scalarName,
+                            void (*bulk)(const double *, uint16_t *, size_t),
+                            const char *bulkName) {
+  std::vector<uint16_t> scalarBits(in.size()), bulkBits(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    scalarBits[i] = scalar(in[i]).bits;
+  bulk(in.data(), bulkBits.data(), in.size());
+  Mismatches bad;
+  checkFromDouble(f, ref, in, scalarBits, scalarName, bad);
+  checkFromDouble(f, ref, in, bulkBits, bulkName, bad);
+  INFO(in.size() << " values; first mismatches:\n" << bad.first);
+  CHECK(bad.count == 0);
+}
+
 } // namespace
 
 TEST_CASE("Half: fp64 -> fp16 rounds once (exact reference)", "[half]") {
-  std::vector<double> in = doubleSample(halfRef(), halfSample(), -30, 20, 3);
-  std::vector<uint16_t> scalar(in.size()), bulk(in.size());
-  for (size_t i = 0; i < in.size(); ++i)
-    scalar[i] = toHalf(in[i]).bits;
-  convertF64ToF16(in.data(), bulk.data(), in.size());
-  Mismatches bad;
-  checkFromDouble(kHalf, halfRef(), in, scalar, "toHalf(double)", bad);
-  checkFromDouble(kHalf, halfRef(), in, bulk, "convertF64ToF16", bad);
-  INFO(in.size() << " values; first mismatches:\n" << bad.first);
-  CHECK(bad.count == 0);
+  checkDoubleConversions(
+      kHalf, halfRef(), doubleSample(halfRef(), halfSample(), -30, 20, 3),
+      [](double v) { return toHalf(v); }, "toHalf(double)", convertF64ToF16,
+      "convertF64ToF16");
 
   // Just above a tie: rounding once goes up; through fp32 the value would
   // first become the tie and then go to even (down).
@@ -560,16 +573,10 @@ TEST_CASE("Half: fp64 -> fp16 rounds once (exact reference)", "[half]") {
 }
 
 TEST_CASE("BFloat16: fp64 -> bf16 rounds once (exact reference)", "[bf16]") {
-  std::vector<double> in = doubleSample(bf16Ref(), bf16Sample(), -140, 130, 4);
-  std::vector<uint16_t> scalar(in.size()), bulk(in.size());
-  for (size_t i = 0; i < in.size(); ++i)
-    scalar[i] = toBFloat16(in[i]).bits;
-  convertF64ToBF16(in.data(), bulk.data(), in.size());
-  Mismatches bad;
-  checkFromDouble(kBF16, bf16Ref(), in, scalar, "toBFloat16(double)", bad);
-  checkFromDouble(kBF16, bf16Ref(), in, bulk, "convertF64ToBF16", bad);
-  INFO(in.size() << " values; first mismatches:\n" << bad.first);
-  CHECK(bad.count == 0);
+  checkDoubleConversions(
+      kBF16, bf16Ref(), doubleSample(bf16Ref(), bf16Sample(), -140, 130, 4),
+      [](double v) { return toBFloat16(v); }, "toBFloat16(double)",
+      convertF64ToBF16, "convertF64ToBF16");
 
   double x = 1.0 + 0x1p-8 + 0x1p-40;
   CHECK(toBFloat16(x).bits == 0x3f81);

@@ -29,21 +29,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<double> values(const HostTensor &t) {
-  std::vector<double> r(static_cast<size_t>(t.numElements()));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    r[i] = getD(t, i);
-  return r;
-}
-
-HostTensor tensor(DType t, Shape s, const std::vector<double> &v) {
-  HostTensor r(t, std::move(s));
-  REQUIRE(static_cast<int64_t>(v.size()) == r.numElements());
-  for (int64_t i = 0; i < r.numElements(); ++i)
-    setD(r, i, v[i]);
-  return r;
-}
-
 HostTensor garbage(DType t, Shape s) {
   HostTensor r(t, std::move(s));
   for (int64_t i = 0; i < r.numElements(); ++i)

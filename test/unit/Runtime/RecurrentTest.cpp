@@ -36,20 +36,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<double> values(const HostTensor &t) {
-  std::vector<double> r(static_cast<size_t>(t.numElements()));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    r[i] = getD(t, i);
-  return r;
-}
-
-HostTensor filled(DType t, Shape s, double v) {
-  HostTensor r(t, std::move(s));
-  for (int64_t i = 0; i < r.numElements(); ++i)
-    setD(r, i, v);
-  return r;
-}
-
 /// Relative tolerance of an output of dtype t (one rounding of the output
 /// plus the f32 computation).
 double tolerance(DType t) {

@@ -29,14 +29,6 @@ using cpu::ReduceFn;
 
 namespace {
 
-HostTensor tensor(DType t, Shape s, const std::vector<double> &v) {
-  HostTensor r(t, std::move(s));
-  REQUIRE(static_cast<size_t>(r.numElements()) == v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    setD(r, static_cast<int64_t>(i), v[i]);
-  return r;
-}
-
 HostTensor garbage(DType t, Shape s) {
   HostTensor r(t, std::move(s));
   std::memset(r.data(), 0x5a, r.byteCount());
@@ -155,34 +147,6 @@ std::vector<double> reference(const HostTensor &x,
     r[o] = acc;
   }
   return r;
-}
-
-/// Checks got against ref: exact for integers, else within tol * (|ref| + 1)
-/// (for 16-bit: between the roundings of ref -/+ that bound).
-void expectClose(const HostTensor &got, const std::vector<double> &ref,
-                 double tol) {
-  REQUIRE(static_cast<size_t>(got.numElements()) == ref.size());
-  DType t = got.dtype();
-  int64_t bad = 0;
-  std::ostringstream msg;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    double g = getD(got, static_cast<int64_t>(i)), r = ref[i];
-    double b = tol * (std::fabs(r) + 1.0);
-    bool ok;
-    if (std::isnan(r))
-      ok = std::isnan(g);
-    else if (std::isinf(r) || !isFloat(t))
-      ok = g == r;
-    else if (t == DType::F16 || t == DType::BF16)
-      ok = roundTo(t, r - b) <= g && g <= roundTo(t, r + b);
-    else
-      ok = std::fabs(g - r) <= b;
-    if (!ok && bad++ < 5)
-      msg << "  [" << i << "] got " << g << ", expected " << r << "\n";
-  }
-  INFO("dtype " << dtypeName(t) << ", " << bad << " mismatches:\n"
-                << msg.str());
-  CHECK(bad == 0);
 }
 
 const ReduceFn kValueFns[] = {

@@ -1,8 +1,9 @@
 //===- RuntimeTestSupport.h - helpers shared by the runtime tests -*- C++ -*-===//
 //
-// Deterministic random data, element access as double for every dtype, the
-// one-rounding reference for 16-bit types and temporary directories: what
-// the kernel, executor and file tests all need.
+// Deterministic random data, element access as double for every dtype,
+// tensors made from and read as doubles, the one-rounding reference for
+// 16-bit types and temporary directories: what the kernel, executor and file
+// tests all need.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MP_TEST_UNIT_RUNTIME_RUNTIMETESTSUPPORT_H
@@ -11,12 +12,15 @@
 #include "mp/Runtime/Half.h"
 #include "mp/Runtime/Tensor.h"
 
+#include <catch2/catch.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +96,62 @@ inline void setD(HostTensor &t, int64_t i, double v) {
   case DType::U32: static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v); return;
   case DType::U64: static_cast<uint64_t *>(p)[i] = static_cast<uint64_t>(v); return;
   }
+}
+
+/// A tensor of dtype t holding `v` (one value per element, row-major).
+inline HostTensor tensor(DType t, Shape s, const std::vector<double> &v) {
+  HostTensor r(t, std::move(s));
+  REQUIRE(static_cast<size_t>(r.numElements()) == v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    setD(r, static_cast<int64_t>(i), v[i]);
+  return r;
+}
+
+/// A tensor of dtype t with every element v.
+inline HostTensor filled(DType t, Shape s, double v) {
+  HostTensor r(t, std::move(s));
+  for (int64_t i = 0; i < r.numElements(); ++i)
+    setD(r, i, v);
+  return r;
+}
+
+/// The elements of t as doubles; none for a default (empty) HostTensor.
+inline std::vector<double> values(const HostTensor &t) {
+  if (!t.data())
+    return {};
+  std::vector<double> r(static_cast<size_t>(t.numElements()));
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    r[i] = getD(t, i);
+  return r;
+}
+
+/// Checks got against ref: exact for integers, else within tol * (|ref| + 1)
+/// (for 16-bit: between the roundings of ref -/+ that bound); NaN matches
+/// NaN and infinities must be equal.
+inline void expectClose(const HostTensor &got, const std::vector<double> &ref,
+                        double tol) {
+  REQUIRE(static_cast<size_t>(got.numElements()) == ref.size());
+  DType t = got.dtype();
+  int64_t bad = 0;
+  std::ostringstream msg;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double g = getD(got, static_cast<int64_t>(i)), r = ref[i];
+    double b = tol * (std::fabs(r) + 1.0);
+    bool ok;
+    if (std::isnan(r))
+      ok = std::isnan(g);
+    else if (std::isinf(r) || !isFloat(t))
+      ok = g == r;
+    else if (t == DType::F16 || t == DType::BF16)
+      ok = roundTo(t, r - b) <= g && g <= roundTo(t, r + b);
+    else
+      ok = std::fabs(g - r) <= b;
+    if (!ok && bad++ < 5)
+      msg << "  [" << i << "] got " << g << ", expected " << r << "\n";
+  }
+  INFO("dtype " << dtypeName(t) << ", " << bad << " mismatches:\n"
+                << msg.str());
+  CHECK(bad == 0);
 }
 
 /// A tensor of uniform values in [lo, hi) (whole numbers for integer types).

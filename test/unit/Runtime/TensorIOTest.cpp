@@ -764,6 +764,22 @@ void checkBinary(const std::string &test, DType dtype,
   CHECK(bad == 0);
 }
 
+/// Checks agree(x, y) for every element x of a cast node test's input (of
+/// dtype `from`, read as In) and y of its output (dtype `to`, read as Out).
+template <typename In, typename Out, typename Agree>
+void checkCast(const std::string &test, DType from, DType to, Agree agree) {
+  INFO(test);
+  fs::path d = nodeTest(test);
+  NamedTensor in = readPb(d / "input_0.pb"), out = readPb(d / "output_0.pb");
+  REQUIRE(in.tensor.dtype() == from);
+  REQUIRE(out.tensor.dtype() == to);
+  REQUIRE(in.tensor.numElements() == out.tensor.numElements());
+  size_t bad = 0;
+  for (int64_t i = 0; i < in.tensor.numElements(); ++i)
+    bad += !agree(in.tensor.as<In>()[i], out.tensor.as<Out>()[i]);
+  CHECK(bad == 0);
+}
+
 template <typename T> void checkMinMax(const std::string &suffix, DType dtype) {
   checkBinary<T>("test_min_" + suffix, dtype,
                  [](T x, T y) { return std::min(x, y); });
@@ -831,62 +847,30 @@ TEST_CASE("TensorIO: ONNX test data casts agree with Half.h",
           "[tensorio][onnx][half]") {
   if (!hasTensorProtoSupport() || !haveTestData())
     return;
-  {
-    fs::path d = nodeTest("test_cast_FLOAT_to_FLOAT16");
-    NamedTensor in = readPb(d / "input_0.pb"), out = readPb(d / "output_0.pb");
-    REQUIRE(in.tensor.dtype() == DType::F32);
-    REQUIRE(out.tensor.dtype() == DType::F16);
-    REQUIRE(in.tensor.numElements() == out.tensor.numElements());
-    size_t bad = 0;
-    for (int64_t i = 0; i < in.tensor.numElements(); ++i) {
-      float x = in.tensor.as<float>()[i];
-      uint16_t y = out.tensor.as<uint16_t>()[i];
-      bad += std::isnan(x) ? !std::isnan(toFloat(Half::fromBits(y)))
-                           : toHalf(x).bits != y;
-    }
-    CHECK(bad == 0);
-  }
-  {
-    fs::path d = nodeTest("test_cast_DOUBLE_to_FLOAT16");
-    NamedTensor in = readPb(d / "input_0.pb"), out = readPb(d / "output_0.pb");
-    REQUIRE(in.tensor.dtype() == DType::F64);
-    REQUIRE(out.tensor.dtype() == DType::F16);
-    size_t bad = 0;
-    for (int64_t i = 0; i < in.tensor.numElements(); ++i) {
-      double x = in.tensor.as<double>()[i];
-      uint16_t y = out.tensor.as<uint16_t>()[i];
-      bad += std::isnan(x) ? !std::isnan(toFloat(Half::fromBits(y)))
-                           : toHalf(x).bits != y;
-    }
-    CHECK(bad == 0);
-  }
-  {
-    fs::path d = nodeTest("test_cast_FLOAT16_to_FLOAT");
-    NamedTensor in = readPb(d / "input_0.pb"), out = readPb(d / "output_0.pb");
-    REQUIRE(in.tensor.dtype() == DType::F16);
-    REQUIRE(out.tensor.dtype() == DType::F32);
-    size_t bad = 0;
-    for (int64_t i = 0; i < in.tensor.numElements(); ++i) {
-      float got = toFloat(Half::fromBits(in.tensor.as<uint16_t>()[i]));
-      float want = out.tensor.as<float>()[i];
-      bad += std::isnan(want) ? !std::isnan(got) : got != want;
-    }
-    CHECK(bad == 0);
-  }
-  {
-    // ONNX 1.12's data keeps bf16 as UINT16 bit patterns.
-    fs::path d = nodeTest("test_cast_BFLOAT16_to_FLOAT");
-    NamedTensor in = readPb(d / "input_0.pb"), out = readPb(d / "output_0.pb");
-    REQUIRE(in.tensor.dtype() == DType::U16);
-    REQUIRE(out.tensor.dtype() == DType::F32);
-    size_t bad = 0;
-    for (int64_t i = 0; i < in.tensor.numElements(); ++i) {
-      float got = toFloat(BFloat16::fromBits(in.tensor.as<uint16_t>()[i]));
-      float want = out.tensor.as<float>()[i];
-      bad += std::isnan(want) ? !std::isnan(got) : got != want;
-    }
-    CHECK(bad == 0);
-  }
+  // To fp16: the bits toHalf gives (any NaN for a NaN).
+  auto roundsToHalf = [](auto x, uint16_t y) {
+    return std::isnan(x) ? std::isnan(toFloat(Half::fromBits(y)))
+                         : toHalf(x).bits == y;
+  };
+  checkCast<float, uint16_t>("test_cast_FLOAT_to_FLOAT16", DType::F32,
+                             DType::F16, roundsToHalf);
+  checkCast<double, uint16_t>("test_cast_DOUBLE_to_FLOAT16", DType::F64,
+                              DType::F16, roundsToHalf);
+  // From 16 bits: the float the bits stand for.
+  auto sameFloat = [](float got, float want) {
+    return std::isnan(want) ? std::isnan(got) : got == want;
+  };
+  checkCast<uint16_t, float>(
+      "test_cast_FLOAT16_to_FLOAT", DType::F16, DType::F32,
+      [&](uint16_t x, float y) {
+        return sameFloat(toFloat(Half::fromBits(x)), y);
+      });
+  // ONNX 1.12's data keeps bf16 as UINT16 bit patterns.
+  checkCast<uint16_t, float>(
+      "test_cast_BFLOAT16_to_FLOAT", DType::U16, DType::F32,
+      [&](uint16_t x, float y) {
+        return sameFloat(toFloat(BFloat16::fromBits(x)), y);
+      });
 }
 
 TEST_CASE("TensorIO: non-tensor protos in the ONNX test data are errors",

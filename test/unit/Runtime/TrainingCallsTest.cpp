@@ -31,28 +31,6 @@ using namespace mp::rt::cpu;
 
 namespace {
 
-std::vector<double> values(const HostTensor &t) {
-  std::vector<double> r(static_cast<size_t>(t.numElements()));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    r[i] = getD(t, i);
-  return r;
-}
-
-HostTensor tensor(DType t, Shape s, const std::vector<double> &v) {
-  HostTensor r(t, std::move(s));
-  REQUIRE(static_cast<int64_t>(v.size()) == r.numElements());
-  for (int64_t i = 0; i < r.numElements(); ++i)
-    setD(r, i, v[i]);
-  return r;
-}
-
-HostTensor filled(DType t, Shape s, double v) {
-  HostTensor r(t, std::move(s));
-  for (int64_t i = 0; i < r.numElements(); ++i)
-    setD(r, i, v);
-  return r;
-}
-
 HostTensor scalarF32(float v) { return filled(DType::F32, {1}, v); }
 HostTensor scalarI64(int64_t v) {
   HostTensor t(DType::I64, {1});
