@@ -1,0 +1,171 @@
+//===- CudaPlanningIndexing.cpp - planning of gather and scatter_nd ---------===//
+//
+// See mp/Runtime/CUDA/CudaPlanning.h. kernel.gather and kernel.scatter_nd
+// (the CPU's Indexing.cpp).
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Runtime/CUDA/CudaPlanning.h"
+
+#include "PlanningUtil.h"
+
+#include "mp/Runtime/CPU/Calls.h"
+
+#include <algorithm>
+
+namespace mp::rt::cuda {
+
+using namespace planning;
+using cpu::boolAttr;
+using cpu::channelsLastAttr;
+using cpu::dtypeAttr;
+using cpu::floatAttr;
+using cpu::hasBuffer;
+using cpu::intAttr;
+using cpu::intListAttr;
+using cpu::stringAttr;
+
+//===----------------------------------------------------------------------===//
+// Indexing
+//===----------------------------------------------------------------------===//
+
+Result<GatherParams> planGather(const PlanCall &call,
+                                const std::vector<TensorDesc> &ops,
+                                const std::vector<TensorDesc> &res) {
+  if (Status s = arity(ops, res, 2, 2, 1, 1); !s)
+    return s;
+  MP_TRY(axisIn, intAttr(call, "axis", 0));
+  constexpr std::string_view op = "gather";
+  const TensorDesc &data = ops[0], &indices = ops[1], &y = res[0];
+  if (Status s = checkDesc(op, "data", data); !s)
+    return s;
+  if (Status s = checkDesc(op, "indices", indices); !s)
+    return s;
+  if (indices.dtype != DType::I32 && indices.dtype != DType::I64)
+    return fail(op, "indices have dtype " + dt(indices.dtype) +
+                        "; expected i32 or i64");
+  if (Status s = checkDesc(op, "y", y); !s)
+    return s;
+  if (data.dtype != y.dtype)
+    return fail(op, "data has dtype " + dt(data.dtype) + " but y has " +
+                        dt(y.dtype));
+  if (data.shape.empty())
+    return fail(op, "data must have rank >= 1");
+  int64_t r = static_cast<int64_t>(data.shape.size());
+  if (axisIn < -r || axisIn >= r)
+    return fail(op, "axis " + std::to_string(axisIn) +
+                        " is out of range for data of rank " +
+                        std::to_string(r));
+  size_t axis = static_cast<size_t>(axisIn < 0 ? axisIn + r : axisIn);
+  Shape expected(data.shape.begin(), data.shape.begin() + axis);
+  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
+  expected.insert(expected.end(), data.shape.begin() + axis + 1,
+                  data.shape.end());
+  if (y.shape != expected)
+    return fail(op,
+                "y " + shapeStr(y.shape) + " should be " + shapeStr(expected) +
+                    " for data " + shapeStr(data.shape) + ", indices " +
+                    shapeStr(indices.shape) + ", axis " + std::to_string(axis));
+  if (overlapping(y, data) || overlapping(y, indices))
+    return fail(op, "y overlaps an operand");
+  GatherParams p;
+  p.elemSize = static_cast<int32_t>(byteSize(data.dtype));
+  p.indexDtype = code(indices.dtype);
+  p.outer = product(data.shape, 0, axis);
+  p.axisDim = data.shape[axis];
+  p.n = indices.numElements();
+  p.inner = product(data.shape, axis + 1, data.shape.size());
+  p.data = cptr(data);
+  p.indices = cptr(indices);
+  p.out = mptr(y);
+  return p;
+}
+
+Result<ScatterNDPlan> planScatterND(const PlanCall &call,
+                                    const std::vector<TensorDesc> &ops,
+                                    const std::vector<TensorDesc> &res) {
+  if (Status s = arity(ops, res, 3, 3, 1, 1); !s)
+    return s;
+  MP_TRY(reduction, stringAttr(call, "reduction", "none"));
+  constexpr std::string_view op = "scatter_nd";
+  ScatterNDPlan plan;
+  ScatterNDParams &p = plan.params;
+  if (reduction == "none")
+    p.reduction = kSeNone;
+  else if (reduction == "add")
+    p.reduction = kSeAdd;
+  else if (reduction == "mul")
+    p.reduction = kSeMul;
+  else if (reduction == "max")
+    p.reduction = kSeMax;
+  else if (reduction == "min")
+    p.reduction = kSeMin;
+  else
+    return Status::error("attribute 'reduction' has an unknown value '" +
+                         reduction + "'");
+  const TensorDesc &data = ops[0], &indices = ops[1], &updates = ops[2],
+                   &y = res[0];
+  for (auto [name, v] :
+       {std::pair<const char *, const TensorDesc *>{"data", &data},
+        {"updates", &updates},
+        {"y", &y}})
+    if (Status s = checkDesc(op, name, *v); !s)
+      return s;
+  if (data.dtype != y.dtype || updates.dtype != y.dtype)
+    return fail(op, "data (" + dt(data.dtype) + "), updates (" +
+                        dt(updates.dtype) + ") and y (" + dt(y.dtype) +
+                        ") must have one dtype");
+  if (y.shape != data.shape)
+    return fail(op, "y " + shapeStr(y.shape) + " must have the shape of data " +
+                        shapeStr(data.shape));
+  if (y.addr != data.addr && overlapping(y, data))
+    return fail(op, "y partly overlaps data");
+  if (Status s = checkDesc(op, "indices", indices); !s)
+    return s;
+  if (indices.dtype != DType::I32 && indices.dtype != DType::I64)
+    return fail(op, "indices have dtype " + dt(indices.dtype) +
+                        "; expected i32 or i64");
+  const size_t r = data.shape.size(), q = indices.shape.size();
+  if (r < 1 || q < 1)
+    return fail(op, "data " + shapeStr(data.shape) + " and indices " +
+                        shapeStr(indices.shape) + " must have rank >= 1");
+  const int64_t k = indices.shape[q - 1];
+  if (k < 1 || k > static_cast<int64_t>(r))
+    return fail(op, "the last dim of indices " + shapeStr(indices.shape) +
+                        " must be in [1, " + std::to_string(r) + "]");
+  Shape expected(indices.shape.begin(), indices.shape.end() - 1);
+  expected.insert(expected.end(), data.shape.begin() + k, data.shape.end());
+  if (updates.shape != expected)
+    return fail(op, "updates " + shapeStr(updates.shape) + " should be " +
+                        shapeStr(expected) + " for data " +
+                        shapeStr(data.shape) + " and indices " +
+                        shapeStr(indices.shape));
+  if (overlapping(y, indices) || overlapping(y, updates))
+    return fail(op, "y overlaps indices or updates");
+  if (k > kMaxDims)
+    return fail(op, "index tuples of more than " + std::to_string(kMaxDims) +
+                        " components are not implemented on the GPU");
+  // Atomics add f32, f64, f16, bf16 and 32 / 64-bit integers; everything
+  // else combines in tuple order.
+  bool atomicAdds = isFloat(y.dtype) || y.dtype == DType::I32 ||
+                    y.dtype == DType::I64 || y.dtype == DType::U32 ||
+                    y.dtype == DType::U64;
+  p.ordered = p.reduction != kSeNone && !(p.reduction == kSeAdd && atomicAdds);
+  std::vector<int64_t> strides = stridesOf(data.shape);
+  p.dtype = code(y.dtype);
+  p.elemSize = static_cast<int32_t>(byteSize(y.dtype));
+  p.indexDtype = code(indices.dtype);
+  p.k = static_cast<int32_t>(k);
+  p.tuples = product(indices.shape, 0, q - 1);
+  p.sliceLen = product(data.shape, static_cast<size_t>(k), r);
+  for (int64_t j = 0; j < k; ++j) {
+    p.dims[j] = data.shape[j];
+    p.strides[j] = strides[j];
+  }
+  p.indices = cptr(indices);
+  p.updates = cptr(updates);
+  p.out = mptr(y);
+  plan.copyBytes = y.addr == data.addr ? 0 : y.byteCount();
+  return plan;
+}
+
+} // namespace mp::rt::cuda

@@ -1,0 +1,426 @@
+//===- CudaPlanningTraining.cpp - planning of losses, loss scaling, optimizers ---===//
+//
+// See mp/Runtime/CUDA/CudaPlanning.h. The losses and their gradients, the
+// loss scaling calls and the optimizer steps (the CPU's LossBackward.cpp and
+// Training.cpp).
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Runtime/CUDA/CudaPlanning.h"
+
+#include "PlanningUtil.h"
+
+#include "mp/Runtime/CPU/Calls.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mp::rt::cuda {
+
+using namespace planning;
+using cpu::boolAttr;
+using cpu::channelsLastAttr;
+using cpu::dtypeAttr;
+using cpu::floatAttr;
+using cpu::hasBuffer;
+using cpu::intAttr;
+using cpu::intListAttr;
+using cpu::stringAttr;
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+Status readLossAttrs(const PlanCall &call, LossParams &p) {
+  MP_TRY(name, stringAttr(call, "reduction", "mean"));
+  if (name == "none")
+    p.reduction = 0;
+  else if (name == "sum")
+    p.reduction = 1;
+  else if (name == "mean")
+    p.reduction = 2;
+  else
+    return Status::error("attribute 'reduction' must be none, sum or mean, "
+                         "got '" +
+                         name + "'");
+  p.hasIgnore = 0;
+  if (call.attr("ignore_index")) {
+    MP_TRY(ignore, intAttr(call, "ignore_index"));
+    p.hasIgnore = 1;
+    p.ignoreIndex = ignore;
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Result<LossParams> planLoss(LossKind kind, const PlanCall &call,
+                            const std::vector<TensorDesc> &ops,
+                            const std::vector<TensorDesc> &res) {
+  LossParams p;
+  const TensorDesc *input, *target, *weight, *dloss = nullptr;
+  if (kind == LossKind::NllLoss) {
+    std::array<const TensorDesc *, 3> in{};
+    if (Status s = bindDescs<3>(
+            call, ops, "operands",
+            {{{"input", false}, {"target", false}, {"weight", true}}}, in);
+        !s)
+      return s;
+    input = in[0];
+    target = in[1];
+    weight = in[2];
+  } else {
+    bool sce = kind == LossKind::SoftmaxCrossEntropyGrad;
+    std::array<const TensorDesc *, 4> in{};
+    if (Status s = bindDescs<4>(call, ops, "operands",
+                                {{{sce ? "scores" : "input", false},
+                                  {sce ? "labels" : "target", false},
+                                  {"dloss", false},
+                                  {sce ? "weights" : "weight", true}}},
+                                in);
+        !s)
+      return s;
+    input = in[0];
+    target = in[1];
+    dloss = in[2];
+    weight = in[3];
+  }
+  if (Status s = arity(ops, res, 0, SIZE_MAX, 1, 1); !s)
+    return s;
+  if (Status s = readLossAttrs(call, p); !s)
+    return s;
+  const TensorDesc &out = res[0];
+  const char *op = kind == LossKind::NllLoss ? "nll_loss"
+                   : kind == LossKind::NllLossGrad
+                       ? "nll_loss_grad"
+                       : "softmax_cross_entropy_grad";
+  bool sce = kind == LossKind::SoftmaxCrossEntropyGrad;
+  const char *inName = sce ? "scores" : "input";
+  const char *tName = sce ? "labels" : "target";
+  const char *wName = sce ? "weights" : "weight";
+  const char *outName = kind == LossKind::NllLoss ? "loss"
+                        : sce                     ? "dscores"
+                                                  : "dinput";
+  for (auto [name, v] :
+       {std::pair<const char *, const TensorDesc *>{inName, input},
+        {tName, target},
+        {"dloss", dloss},
+        {wName, weight},
+        {outName, &out}})
+    if (v)
+      if (Status s = checkDesc(op, name, *v); !s)
+        return s;
+  if (!isFloat(input->dtype))
+    return fail(op, std::string(inName) + " has dtype " + dt(input->dtype) +
+                        "; expected f32, f16, bf16 or f64");
+  if (target->dtype != DType::I32 && target->dtype != DType::I64)
+    return fail(op, std::string(tName) + " has dtype " + dt(target->dtype) +
+                        "; expected i32 or i64");
+  if (input->shape.size() < 2)
+    return fail(op, std::string(inName) +
+                        " must be [N, C] or [N, C, d1..dk], got " +
+                        shapeStr(input->shape));
+  p.n = input->shape[0];
+  p.c = input->shape[1];
+  p.inner = product(input->shape, 2, input->shape.size());
+  Shape expectedTarget{p.n};
+  expectedTarget.insert(expectedTarget.end(), input->shape.begin() + 2,
+                        input->shape.end());
+  if (target->shape != expectedTarget)
+    return fail(op, std::string(tName) + " has shape " +
+                        shapeStr(target->shape) + ", expected " +
+                        shapeStr(expectedTarget));
+  if (kind == LossKind::NllLoss) {
+    if (weight &&
+        (weight->shape != Shape{p.c} || weight->dtype != input->dtype))
+      return fail(op, "weight is " + dt(weight->dtype) + " " +
+                          shapeStr(weight->shape) + ", expected " +
+                          dt(input->dtype) + " [" + std::to_string(p.c) + "]");
+    if (out.dtype != input->dtype)
+      return fail(op, "loss has dtype " + dt(out.dtype) +
+                          ", expected input's " + dt(input->dtype));
+    if (p.reduction == 0 ? out.shape != target->shape : out.numElements() != 1)
+      return fail(op, "loss has shape " + shapeStr(out.shape) + ", expected " +
+                          (p.reduction == 0 ? shapeStr(target->shape)
+                                            : std::string("one element")));
+    for (const TensorDesc *in : {input, target, weight})
+      if (in && overlapping(*in, out))
+        return fail(op, "loss overlaps an operand");
+  } else {
+    if (!isFloat(dloss->dtype))
+      return fail(op, "dloss has dtype " + dt(dloss->dtype) +
+                          "; expected a float type");
+    if (p.reduction == 0 ? dloss->shape != target->shape
+                         : dloss->numElements() != 1)
+      return fail(op, "dloss has shape " + shapeStr(dloss->shape) +
+                          ", expected " +
+                          (p.reduction == 0
+                               ? shapeStr(target->shape) + " (reduction none)"
+                               : std::string("one element")));
+    if (weight && (weight->shape != Shape{p.c} || !isFloat(weight->dtype)))
+      return fail(op, std::string(wName) + " is " + dt(weight->dtype) + " " +
+                          shapeStr(weight->shape) + ", expected a float [" +
+                          std::to_string(p.c) + "]");
+    if (out.dtype != input->dtype || out.shape != input->shape)
+      return fail(op, std::string(outName) + " (" + dt(out.dtype) + " " +
+                          shapeStr(out.shape) + ") must have " + inName +
+                          "'s dtype and shape (" + dt(input->dtype) + " " +
+                          shapeStr(input->shape) + ")");
+    for (auto [name, v] :
+         {std::pair<const char *, const TensorDesc *>{inName, input},
+          {tName, target},
+          {"dloss", dloss},
+          {wName, weight}})
+      if (v && overlapping(*v, out))
+        return fail(op, std::string(name) + " overlaps " + outName);
+    p.dlossDtype = code(dloss->dtype);
+    p.dloss = cptr(*dloss);
+  }
+  p.inDtype = code(input->dtype);
+  p.targetDtype = code(target->dtype);
+  p.weightDtype = weight ? code(weight->dtype) : 0;
+  p.outDtype = code(out.dtype);
+  p.input = cptr(*input);
+  p.target = cptr(*target);
+  p.weight = weight ? cptr(*weight) : nullptr;
+  p.out = mptr(out);
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// Loss scaling, optimizers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+Status checkScalar(std::string_view op, std::string_view name,
+                   const TensorDesc &v, DType dtype) {
+  if (Status s = checkDesc(op, name, v); !s)
+    return s;
+  if (v.dtype != dtype || v.numElements() != 1)
+    return fail(op, std::string(name) + " must be one " + dt(dtype) +
+                        " element, got " + dt(v.dtype) + " " +
+                        shapeStr(v.shape));
+  return Status::ok();
+}
+
+} // namespace
+
+Result<std::vector<UnscaleParams>>
+planUnscale(const PlanCall &, const std::vector<TensorDesc> &ops,
+            const std::vector<TensorDesc> &res) {
+  const size_t n = ops.size();
+  if (n < 2 || res.size() != n)
+    return Status::error(
+        "expects operands (scale, g_1..g_n) and results (found_inf, "
+        "u_1..u_n) with n >= 1, got " +
+        std::to_string(n) + " operands and " + std::to_string(res.size()) +
+        " results");
+  const TensorDesc &scale = ops[0], &foundInf = res[0];
+  if (Status s = checkScalar("inverse_scale", "scale", scale, DType::F32); !s)
+    return s;
+  if (Status s = checkDesc("unscale_check_finite", "found_inf", foundInf); !s)
+    return s;
+  if (foundInf.dtype != DType::F32 || foundInf.numElements() != 1)
+    return Status::error("found_inf must be one f32 element, got " +
+                         dt(foundInf.dtype) + " with " +
+                         std::to_string(foundInf.numElements()) + " elements");
+  if (overlapping(foundInf, scale))
+    return Status::error("found_inf overlaps scale");
+  std::vector<UnscaleParams> out;
+  for (size_t i = 1; i < n; ++i) {
+    const TensorDesc &g = ops[i], &u = res[i];
+    std::string gi = "g_" + std::to_string(i), ui = "u_" + std::to_string(i);
+    if (!isFloat(g.dtype))
+      return Status::error(gi + " has dtype " + dt(g.dtype) +
+                           "; expected a float type");
+    if (u.dtype != DType::F32 || u.shape != g.shape)
+      return Status::error(ui + " must be f32 with " + gi + "'s shape " +
+                           shapeStr(g.shape) + ", got " + dt(u.dtype) + " " +
+                           shapeStr(u.shape));
+    if (Status s = checkDesc("unscale_check_finite", gi, g); !s)
+      return s;
+    if (overlapping(u, foundInf) || overlapping(u, scale) ||
+        overlapping(foundInf, g))
+      return Status::error(ui + " or found_inf overlaps another buffer");
+    for (size_t j = 1; j < n; ++j) {
+      const TensorDesc &other = ops[j];
+      bool inPlace = j == i && u.addr == g.addr && g.dtype == DType::F32;
+      if (overlapping(u, other) && !inPlace)
+        return Status::error(ui + " overlaps g_" + std::to_string(j));
+      if (j > i && overlapping(u, res[j]))
+        return Status::error(ui + " overlaps u_" + std::to_string(j));
+    }
+    UnscaleParams p;
+    p.gDtype = code(g.dtype);
+    p.n = g.numElements();
+    p.scale = scale.ptr<const float>();
+    p.g = cptr(g);
+    p.u = u.ptr<float>();
+    p.foundInf = foundInf.ptr<float>();
+    out.push_back(p);
+  }
+  return out;
+}
+
+Result<LossScaleParams>
+planLossScaleUpdate(const PlanCall &call, const std::vector<TensorDesc> &ops,
+                    const std::vector<TensorDesc> &res) {
+  if (Status s = arity(ops, res, 1, 1, 2, 2); !s)
+    return s;
+  LossScaleParams p;
+  MP_TRY(growth, floatAttr(call, "growth_factor", p.growthFactor));
+  MP_TRY(backoff, floatAttr(call, "backoff_factor", p.backoffFactor));
+  MP_TRY(interval, intAttr(call, "growth_interval", p.growthInterval));
+  p.growthFactor = growth;
+  p.backoffFactor = backoff;
+  p.growthInterval = interval;
+  const TensorDesc &scale = res[0], &tracker = res[1], &found = ops[0];
+  if (overlapping(scale, tracker) || overlapping(scale, found) ||
+      overlapping(tracker, found))
+    return Status::error("scale, growth_tracker and found_inf must not "
+                         "overlap");
+  constexpr std::string_view op = "loss_scale_update";
+  if (Status s = checkScalar(op, "scale", scale, DType::F32); !s)
+    return s;
+  if (Status s = checkScalar(op, "growth_tracker", tracker, DType::I64); !s)
+    return s;
+  if (Status s = checkScalar(op, "found_inf", found, DType::F32); !s)
+    return s;
+  if (p.growthInterval < 1 || !(p.growthFactor > 1.0) ||
+      !(p.backoffFactor > 0.0 && p.backoffFactor < 1.0))
+    return fail(op, "needs growth_interval >= 1, growth_factor > 1 and 0 < "
+                    "backoff_factor < 1");
+  p.foundInf = found.ptr<const float>();
+  p.scale = scale.ptr<float>();
+  p.tracker = tracker.ptr<int64_t>();
+  return p;
+}
+
+Result<OptimizerParams> planOptimizer(bool adam, const PlanCall &call,
+                                      const std::vector<TensorDesc> &ops,
+                                      const std::vector<TensorDesc> &res) {
+  OptimizerParams p;
+  p.kind = adam ? 1 : 0;
+  std::array<const TensorDesc *, 2> in{};
+  if (Status s = bindDescs<2>(call, ops, "operands",
+                              {{{"grad", false}, {"found_inf", true}}}, in);
+      !s)
+    return s;
+  const TensorDesc *param, *buf1 = nullptr, *buf2 = nullptr, *step;
+  const char *op = adam ? "adam_step" : "sgd_step";
+  if (adam) {
+    if (Status s = arity(ops, res, 0, SIZE_MAX, 4, 4); !s)
+      return s;
+    MP_TRY(lr, floatAttr(call, "lr", 1e-3));
+    MP_TRY(beta1, floatAttr(call, "beta1", 0.9));
+    MP_TRY(beta2, floatAttr(call, "beta2", 0.999));
+    MP_TRY(eps, floatAttr(call, "eps", 1e-8));
+    MP_TRY(wd, floatAttr(call, "weight_decay", 0.0));
+    MP_TRY(decoupled, boolAttr(call, "decoupled_weight_decay", false));
+    p.lr = lr;
+    p.beta1 = beta1;
+    p.beta2 = beta2;
+    p.eps = eps;
+    p.weightDecay = wd;
+    p.decoupled = decoupled;
+    param = &res[0];
+    buf1 = &res[1];
+    buf2 = &res[2];
+    step = &res[3];
+    const std::pair<const char *, const TensorDesc *> all[] = {
+        {"grad", in[0]},   {"found_inf", in[1]}, {"param", param},
+        {"exp_avg", buf1}, {"exp_avg_sq", buf2}, {"step", step}};
+    for (size_t a = 0; a < 6; ++a)
+      for (size_t b = a + 1; b < 6; ++b)
+        if (all[a].second && all[b].second &&
+            overlapping(*all[a].second, *all[b].second))
+          return Status::error(std::string(all[a].first) + " overlaps " +
+                               all[b].first);
+  } else {
+    std::array<const TensorDesc *, 3> out{};
+    if (Status s = bindDescs<3>(
+            call, res, "results",
+            {{{"param", false}, {"momentum_buffer", true}, {"step", false}}},
+            out);
+        !s)
+      return s;
+    MP_TRY(lr, floatAttr(call, "lr"));
+    MP_TRY(momentum, floatAttr(call, "momentum", 0.0));
+    MP_TRY(dampening, floatAttr(call, "dampening", 0.0));
+    MP_TRY(wd, floatAttr(call, "weight_decay", 0.0));
+    MP_TRY(nesterov, boolAttr(call, "nesterov", false));
+    p.lr = lr;
+    p.momentum = momentum;
+    p.dampening = dampening;
+    p.weightDecay = wd;
+    p.nesterov = nesterov;
+    param = out[0];
+    buf1 = out[1];
+    step = out[2];
+    if (momentum != 0 && !buf1)
+      return Status::error("momentum " + std::to_string(momentum) +
+                           " needs a momentum_buffer (has_momentum_buffer = "
+                           "1)");
+    const std::pair<const char *, const TensorDesc *> all[] = {
+        {"grad", in[0]},
+        {"found_inf", in[1]},
+        {"param", param},
+        {"momentum_buffer", buf1},
+        {"step", step}};
+    for (size_t a = 0; a < 5; ++a)
+      for (size_t b = a + 1; b < 5; ++b)
+        if (all[a].second && all[b].second &&
+            overlapping(*all[a].second, *all[b].second))
+          return Status::error(std::string(all[a].first) + " overlaps " +
+                               all[b].first);
+  }
+  const TensorDesc &grad = *in[0];
+  if (Status s = checkDesc(op, "param", *param); !s)
+    return s;
+  if (param->dtype != DType::F32)
+    return fail(op,
+                "param must be f32 (master weights), got " + dt(param->dtype));
+  auto likeParam = [&](const char *name, const TensorDesc &v) -> Status {
+    if (Status s = checkDesc(op, name, v); !s)
+      return s;
+    if (v.dtype != DType::F32 || v.shape != param->shape)
+      return fail(op, std::string(name) + " must be f32 " +
+                          shapeStr(param->shape) + " like the parameter, got " +
+                          dt(v.dtype) + " " + shapeStr(v.shape));
+    return Status::ok();
+  };
+  if (Status s = likeParam("grad", grad); !s)
+    return s;
+  if (Status s = checkScalar(op, "step", *step, DType::I64); !s)
+    return s;
+  if (adam) {
+    if (Status s = likeParam("exp_avg", *buf1); !s)
+      return s;
+    if (Status s = likeParam("exp_avg_sq", *buf2); !s)
+      return s;
+    if (!(p.beta1 >= 0 && p.beta1 < 1 && p.beta2 >= 0 && p.beta2 < 1 &&
+          p.eps >= 0))
+      return fail(op, "needs 0 <= beta1, beta2 < 1 and eps >= 0");
+  } else {
+    if (p.momentum != 0)
+      if (Status s = likeParam("momentum_buffer", *buf1); !s)
+        return s;
+    if (p.nesterov && (p.momentum <= 0 || p.dampening != 0))
+      return fail(op, "Nesterov momentum needs momentum > 0 and dampening 0");
+  }
+  if (in[1])
+    if (Status s = checkScalar(op, "found_inf", *in[1], DType::F32); !s)
+      return s;
+  p.n = param->numElements();
+  p.grad = grad.ptr<const float>();
+  p.foundInf = in[1] ? in[1]->ptr<const float>() : nullptr;
+  p.param = param->ptr<float>();
+  p.buf1 = (buf1 && (adam || p.momentum != 0)) ? buf1->ptr<float>() : nullptr;
+  p.buf2 = buf2 ? buf2->ptr<float>() : nullptr;
+  p.step = step->ptr<int64_t>();
+  return p;
+}
+
+} // namespace mp::rt::cuda
