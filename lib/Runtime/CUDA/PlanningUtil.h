@@ -60,6 +60,8 @@ Status checkDesc(std::string_view op, std::string_view name,
 /// accumulates any float input, and a type accumulates itself.
 Status checkComputeType(const PlanCall &call, DType input, bool required);
 
+using cpu::detail::batchOffsets;
+using cpu::detail::broadcastShapes;
 using cpu::detail::dilatedExtent;
 using cpu::detail::spatialAttr;
 
