@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 namespace mp::rt::cuda {
 
@@ -245,48 +246,6 @@ std::optional<EwInfo> ewInfo(ElementwiseFn fn) {
   }
 }
 
-/// alpha and beta: the given values or ONNX's defaults (the CPU's table).
-void resolveParams(ElementwiseFn fn, std::optional<double> alpha,
-                   std::optional<double> beta, EwParams &p) {
-  using F = ElementwiseFn;
-  double a = 0, b = 0;
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  switch (fn) {
-  case F::LeakyRelu:
-    a = 0.01;
-    break;
-  case F::Elu:
-  case F::Celu:
-  case F::ThresholdedRelu:
-    a = 1.0;
-    break;
-  case F::Selu:
-    a = 1.67326319217681884765625;
-    b = 1.05070102214813232421875;
-    break;
-  case F::HardSigmoid:
-    a = 0.2;
-    b = 0.5;
-    break;
-  case F::Shrink:
-    a = 0.5;
-    b = 0.0;
-    break;
-  case F::IsInf:
-    a = 1.0;
-    b = 1.0;
-    break;
-  case F::Clip:
-    a = -inf;
-    b = inf;
-    break;
-  default:
-    break;
-  }
-  p.alpha = alpha.value_or(a);
-  p.beta = beta.value_or(b);
-}
-
 Result<std::optional<double>> optionalFloat(const PlanCall &call,
                                             std::string_view name) {
   if (!call.attr(name))
@@ -408,7 +367,8 @@ Result<EwParams> planElementwise(const PlanCall &call,
     if (!same && overlapping(ins[k], y))
       return fail(op, "y overlaps input " + std::to_string(k));
   }
-  resolveParams(*fn, alpha, beta, p);
+  std::tie(p.alpha, p.beta) =
+      cpu::resolveAlphaBeta(*fn, cpu::ElementwiseParams{alpha, beta});
   if (p.op == kEwClip1 && isInteger(t)) {
     // The CPU converts attribute bounds to the dtype with its cast
     // (truncation, saturation at the dtype's range, NaN 0); the kernel would

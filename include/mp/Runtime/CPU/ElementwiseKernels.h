@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mp::rt::cpu {
@@ -86,6 +87,11 @@ struct ElementwiseParams {
   /// ONNX's defaults for the function when absent.
   std::optional<double> alpha, beta;
 };
+
+/// The alpha and beta fn runs with: the given ones, or ONNX's defaults for
+/// the absent ones (0 where fn takes none). Both backends resolve them here.
+std::pair<double, double> resolveAlphaBeta(ElementwiseFn fn,
+                                           const ElementwiseParams &given);
 
 /// y = fn(inputs...), every input broadcast (numpy rules) to y's shape.
 ///
