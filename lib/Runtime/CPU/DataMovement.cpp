@@ -448,9 +448,9 @@ Status concat(const std::vector<TensorView> &inputs, const TensorView &y,
 // Slice
 //===----------------------------------------------------------------------===//
 
-Status slice(const TensorView &x, const TensorView &y,
-             const std::vector<int64_t> &starts,
-             const std::vector<int64_t> &givenSteps) {
+Status checkSlice(const TensorView &x, const TensorView &y,
+                  const std::vector<int64_t> &starts,
+                  const std::vector<int64_t> &givenSteps) {
   constexpr std::string_view op = "slice";
   if (Status s = checkInOut(op, x, y); !s)
     return s;
@@ -479,6 +479,15 @@ Status slice(const TensorView &x, const TensorView &y,
                           " with step " + std::to_string(givenSteps[d]) +
                           " do not lie in x " + shapeStr(x.shape));
   }
+  return Status::ok();
+}
+
+Status slice(const TensorView &x, const TensorView &y,
+             const std::vector<int64_t> &starts,
+             const std::vector<int64_t> &givenSteps) {
+  if (Status s = checkSlice(x, y, starts, givenSteps); !s)
+    return s;
+  const size_t r = x.shape.size();
   if (y.numElements() == 0)
     return Status::ok();
   // A dim that takes one element ignores its step (any step passes the check

@@ -10,6 +10,7 @@
 #include "PlanningUtil.h"
 
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/DataKernels.h"
 
 #include <algorithm>
 
@@ -139,33 +140,9 @@ Result<GatherCopyParams> planSlice(const PlanCall &call, const TensorDesc &x,
     return s;
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
-  if (x.dtype != y.dtype)
-    return fail(op, "x has dtype " + dt(x.dtype) + " but y has " + dt(y.dtype));
+  if (Status s = cpu::checkSlice(viewOf(x), viewOf(y), starts, givenSteps); !s)
+    return s;
   const size_t r = x.shape.size();
-  if (y.shape.size() != r)
-    return fail(op, "x " + shapeStr(x.shape) + " and y " + shapeStr(y.shape) +
-                        " have different ranks");
-  if (starts.size() != r || givenSteps.size() != r)
-    return fail(op, "starts " + shapeStr(starts) + " and steps " +
-                        shapeStr(givenSteps) + " need one entry per dim of x " +
-                        shapeStr(x.shape));
-  for (size_t d = 0; d < r; ++d) {
-    if (givenSteps[d] == 0)
-      return fail(op, "step of dim " + std::to_string(d) + " is 0");
-    if (y.shape[d] == 0)
-      continue;
-    int64_t span, last;
-    bool overflow =
-        __builtin_mul_overflow(y.shape[d] - 1, givenSteps[d], &span) ||
-        __builtin_add_overflow(starts[d], span, &last);
-    if (starts[d] < 0 || starts[d] >= x.shape[d] || overflow || last < 0 ||
-        last >= x.shape[d])
-      return fail(op, "dim " + std::to_string(d) + ": " +
-                          std::to_string(y.shape[d]) + " elements from start " +
-                          std::to_string(starts[d]) + " with step " +
-                          std::to_string(givenSteps[d]) + " do not lie in x " +
-                          shapeStr(x.shape));
-  }
   if (overlapping(x, y))
     return fail(op, "y overlaps x");
   GatherCopyParams p;

@@ -64,6 +64,10 @@ Status concat(const std::vector<TensorView> &inputs, const TensorView &y,
 Status slice(const TensorView &x, const TensorView &y,
              const std::vector<int64_t> &starts,
              const std::vector<int64_t> &steps);
+/// slice's checks without running it.
+Status checkSlice(const TensorView &x, const TensorView &y,
+                  const std::vector<int64_t> &starts,
+                  const std::vector<int64_t> &steps);
 
 enum class PadMode { Constant, Reflect, Edge, Wrap };
 
