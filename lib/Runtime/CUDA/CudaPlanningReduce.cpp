@@ -86,44 +86,16 @@ Result<ReduceParams> planReduce(const PlanCall &call, const TensorDesc &x,
     return s;
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
+  cpu::ReduceOptions options;
+  options.computeType = computeType;
+  options.selectLastIndex = last != 0;
+  std::vector<bool> reduced;
+  if (Status s = cpu::checkReduce(viewOf(x), viewOf(y), *fn, axes, options,
+                                  reduced);
+      !s)
+    return s;
   bool arg = p.op == kRedArgMax || p.op == kRedArgMin;
   int64_t rank = static_cast<int64_t>(x.shape.size());
-  if (axes.empty())
-    return fail(op, "axes is empty");
-  if (arg && axes.size() != 1)
-    return fail(op,
-                "reduces exactly one axis, got " + std::to_string(axes.size()));
-  std::vector<bool> reduced(x.shape.size(), false);
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank)
-      return fail(op, "axis " + std::to_string(a) + " is out of range for x " +
-                          shapeStr(x.shape));
-    int64_t d = a < 0 ? a + rank : a;
-    if (reduced[d])
-      return fail(op, "axis " + std::to_string(a) + " appears twice");
-    reduced[d] = true;
-  }
-  Shape kept, dropped;
-  for (int64_t d = 0; d < rank; ++d) {
-    kept.push_back(reduced[d] ? 1 : x.shape[d]);
-    if (!reduced[d])
-      dropped.push_back(x.shape[d]);
-  }
-  if (y.shape != kept && y.shape != dropped)
-    return fail(op, "y " + shapeStr(y.shape) + " is not x " +
-                        shapeStr(x.shape) + " reduced over the axes (" +
-                        shapeStr(kept) + " or " + shapeStr(dropped) + ")");
-  bool numeric = isFloat(x.dtype) || isInteger(x.dtype);
-  if (!numeric)
-    return fail(op, "x has dtype " + dt(x.dtype) +
-                        "; expected a float or integer dtype");
-  DType yWant = arg ? DType::I64 : x.dtype;
-  if (y.dtype != yWant)
-    return fail(op, "y has dtype " + dt(y.dtype) + "; expected " + dt(yWant));
-  if (computeType && *computeType != DType::F32 && *computeType != DType::F64)
-    return fail(op, "compute type " + dt(*computeType) + " is not f32 or f64");
-  if (overlapping(x, y))
-    return fail(op, "y overlaps x");
   if (x.dtype == DType::U64 && !arg && p.op != kRedMax && p.op != kRedMin)
     return fail(op, "is not implemented on the GPU for dtype u64");
   if (arg) {

@@ -162,6 +162,12 @@ struct ReduceOptions {
 Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
               const std::vector<int64_t> &axes,
               const ReduceOptions &options = {});
+/// reduce's checks of axes, shapes and dtypes without running it (shared
+/// with the CUDA backend's planning); `reduced` gets which dims of x the
+/// axes name.
+Status checkReduce(const TensorView &x, const TensorView &y, ReduceFn fn,
+                   const std::vector<int64_t> &axes,
+                   const ReduceOptions &options, std::vector<bool> &reduced);
 
 } // namespace mp::rt::cpu
 
