@@ -554,9 +554,8 @@ Status scatterElements(const TensorView &data, const TensorView &indices,
   return Status::ok();
 }
 
-Status scatterND(const TensorView &data, const TensorView &indices,
-                 const TensorView &updates, const TensorView &y,
-                 ScatterReduction reduction) {
+Status checkScatterND(const TensorView &data, const TensorView &indices,
+                      const TensorView &updates, const TensorView &y) {
   constexpr std::string_view op = "scatter_nd";
   if (Status s = prepareScatter(op, data, updates, y); !s)
     return s;
@@ -577,6 +576,17 @@ Status scatterND(const TensorView &data, const TensorView &indices,
                         shapeStr(expected) + " for data " +
                         shapeStr(data.shape) + " and indices " +
                         shapeStr(indices.shape));
+  return Status::ok();
+}
+
+Status scatterND(const TensorView &data, const TensorView &indices,
+                 const TensorView &updates, const TensorView &y,
+                 ScatterReduction reduction) {
+  constexpr std::string_view op = "scatter_nd";
+  if (Status s = checkScatterND(data, indices, updates, y); !s)
+    return s;
+  const size_t r = data.shape.size(), q = indices.shape.size();
+  const int64_t k = indices.shape[q - 1];
   std::vector<int64_t> offsets;
   if (Status s = tupleOffsets(op, data, indices, 0, offsets); !s)
     return s;

@@ -8,7 +8,9 @@
 
 #include "PlanningUtil.h"
 
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/DataKernels.h"
 
 #include <algorithm>
 
@@ -85,23 +87,27 @@ Result<ScatterNDPlan> planScatterND(const PlanCall &call,
                                     const std::vector<TensorDesc> &res) {
   if (Status s = arity(ops, res, 3, 3, 1, 1); !s)
     return s;
-  MP_TRY(reduction, stringAttr(call, "reduction", "none"));
+  MP_TRY(reduction, cpu::scatterReductionOf(call));
   constexpr std::string_view op = "scatter_nd";
   ScatterNDPlan plan;
   ScatterNDParams &p = plan.params;
-  if (reduction == "none")
+  switch (reduction) {
+  case cpu::ScatterReduction::None:
     p.reduction = kSeNone;
-  else if (reduction == "add")
+    break;
+  case cpu::ScatterReduction::Add:
     p.reduction = kSeAdd;
-  else if (reduction == "mul")
+    break;
+  case cpu::ScatterReduction::Mul:
     p.reduction = kSeMul;
-  else if (reduction == "max")
+    break;
+  case cpu::ScatterReduction::Max:
     p.reduction = kSeMax;
-  else if (reduction == "min")
+    break;
+  case cpu::ScatterReduction::Min:
     p.reduction = kSeMin;
-  else
-    return Status::error("attribute 'reduction' has an unknown value '" +
-                         reduction + "'");
+    break;
+  }
   const TensorDesc &data = ops[0], &indices = ops[1], &updates = ops[2],
                    &y = res[0];
   for (auto [name, v] :
@@ -110,35 +116,12 @@ Result<ScatterNDPlan> planScatterND(const PlanCall &call,
         {"y", &y}})
     if (Status s = checkDesc(op, name, *v); !s)
       return s;
-  if (data.dtype != y.dtype || updates.dtype != y.dtype)
-    return fail(op, "data (" + dt(data.dtype) + "), updates (" +
-                        dt(updates.dtype) + ") and y (" + dt(y.dtype) +
-                        ") must have one dtype");
-  if (y.shape != data.shape)
-    return fail(op, "y " + shapeStr(y.shape) + " must have the shape of data " +
-                        shapeStr(data.shape));
-  if (y.addr != data.addr && overlapping(y, data))
-    return fail(op, "y partly overlaps data");
-  if (Status s = checkDesc(op, "indices", indices); !s)
+  if (Status s = cpu::checkScatterND(viewOf(data), viewOf(indices),
+                                     viewOf(updates), viewOf(y));
+      !s)
     return s;
-  if (indices.dtype != DType::I32 && indices.dtype != DType::I64)
-    return fail(op, "indices have dtype " + dt(indices.dtype) +
-                        "; expected i32 or i64");
   const size_t r = data.shape.size(), q = indices.shape.size();
-  if (r < 1 || q < 1)
-    return fail(op, "data " + shapeStr(data.shape) + " and indices " +
-                        shapeStr(indices.shape) + " must have rank >= 1");
   const int64_t k = indices.shape[q - 1];
-  if (k < 1 || k > static_cast<int64_t>(r))
-    return fail(op, "the last dim of indices " + shapeStr(indices.shape) +
-                        " must be in [1, " + std::to_string(r) + "]");
-  Shape expected(indices.shape.begin(), indices.shape.end() - 1);
-  expected.insert(expected.end(), data.shape.begin() + k, data.shape.end());
-  if (updates.shape != expected)
-    return fail(op, "updates " + shapeStr(updates.shape) + " should be " +
-                        shapeStr(expected) + " for data " +
-                        shapeStr(data.shape) + " and indices " +
-                        shapeStr(indices.shape));
   if (overlapping(y, indices) || overlapping(y, updates))
     return fail(op, "y overlaps indices or updates");
   if (k > kMaxDims)

@@ -149,6 +149,9 @@ Status checkScatterElements(const TensorView &data, const TensorView &indices,
 Status scatterND(const TensorView &data, const TensorView &indices,
                  const TensorView &updates, const TensorView &y,
                  ScatterReduction reduction = ScatterReduction::None);
+/// scatterND's checks of shapes and dtypes.
+Status checkScatterND(const TensorView &data, const TensorView &indices,
+                      const TensorView &updates, const TensorView &y);
 
 //===----------------------------------------------------------------------===//
 // Resize (Resize.cpp)
