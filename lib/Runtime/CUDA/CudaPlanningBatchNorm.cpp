@@ -1,4 +1,4 @@
-//===- CudaPlanningBatchNorm.cpp - planning of the batch norms --------------===//
+//===- CudaPlanningBatchNorm.cpp - planning of the batch norms ------------===//
 //
 // See mp/Runtime/CUDA/CudaPlanning.h. cudnn.batch_norm_inference, _training
 // and _bwd, and the choice of cuDNN's batch norm (the CPU's BatchNorm.cpp and

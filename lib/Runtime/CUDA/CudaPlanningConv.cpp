@@ -1,4 +1,4 @@
-//===- CudaPlanningConv.cpp - planning of the convolutions ------------------===//
+//===- CudaPlanningConv.cpp - planning of the convolutions ----------------===//
 //
 // See mp/Runtime/CUDA/CudaPlanning.h. cudnn.conv_fwd, conv_bwd_data and
 // conv_bwd_filter (the CPU's Conv.cpp, ConvBackward.cpp, ConvTranspose.cpp).

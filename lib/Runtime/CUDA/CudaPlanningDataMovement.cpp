@@ -1,4 +1,4 @@
-//===- CudaPlanningDataMovement.cpp - planning of copies and window copies ---===//
+//===- CudaPlanningDataMovement.cpp - copies and window copies ------------===//
 //
 // See mp/Runtime/CUDA/CudaPlanning.h. kernel.copy, kernel.transpose,
 // kernel.broadcast, kernel.slice, kernel.concat and the window copies of the

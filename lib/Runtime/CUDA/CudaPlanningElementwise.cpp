@@ -1,4 +1,4 @@
-//===- CudaPlanningElementwise.cpp - planning of elementwise calls and casts ---===//
+//===- CudaPlanningElementwise.cpp - elementwise calls and casts ----------===//
 //
 // See mp/Runtime/CUDA/CudaPlanning.h. kernel.elementwise (broadcast loops,
 // the function table, ONNX's default alpha / beta) and kernel.cast, as the

@@ -1,4 +1,4 @@
-//===- CudaPlanningIndexing.cpp - planning of gather and scatter_nd ---------===//
+//===- CudaPlanningIndexing.cpp - planning of gather and scatter_nd -------===//
 //
 // See mp/Runtime/CUDA/CudaPlanning.h. kernel.gather and kernel.scatter_nd
 // (the CPU's Indexing.cpp).

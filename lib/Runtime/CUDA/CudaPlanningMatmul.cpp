@@ -1,4 +1,4 @@
-//===- CudaPlanningMatmul.cpp - planning of cublaslt.matmul -----------------===//
+//===- CudaPlanningMatmul.cpp - planning of cublaslt.matmul ---------------===//
 //
 // See mp/Runtime/CUDA/CudaPlanning.h. cublaslt.matmul: batch broadcasting,
 // strided or pointer-array batches, the epilogue (the CPU's Matmul.cpp).

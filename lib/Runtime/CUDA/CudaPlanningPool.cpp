@@ -1,4 +1,4 @@
-//===- CudaPlanningPool.cpp - planning of cudnn.pool and pool_bwd -----------===//
+//===- CudaPlanningPool.cpp - planning of cudnn.pool and pool_bwd ---------===//
 //
 // See mp/Runtime/CUDA/CudaPlanning.h. cudnn.pool and cudnn.pool_bwd (the
 // CPU's Pool.cpp and PoolBackward.cpp).

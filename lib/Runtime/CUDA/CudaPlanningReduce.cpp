@@ -1,4 +1,4 @@
-//===- CudaPlanningReduce.cpp - planning of kernel.reduce -------------------===//
+//===- CudaPlanningReduce.cpp - planning of kernel.reduce -----------------===//
 //
 // See mp/Runtime/CUDA/CudaPlanning.h. kernel.reduce (the CPU's Reduce.cpp).
 //

@@ -1,4 +1,4 @@
-//===- CudaPlanningSoftmax.cpp - planning of cudnn.softmax ------------------===//
+//===- CudaPlanningSoftmax.cpp - planning of cudnn.softmax ----------------===//
 //
 // See mp/Runtime/CUDA/CudaPlanning.h. cudnn.softmax (the CPU's Softmax.cpp).
 //
