@@ -1,4 +1,4 @@
-//===- CudaPlanningTraining.cpp - losses, loss scaling, optimizers -------===//
+//===- CudaPlanningTraining.cpp - losses, loss scaling, optimizers --------===//
 //
 // See mp/Runtime/CUDA/CudaPlanning.h. The losses and their gradients, the
 // loss scaling calls and the optimizer steps (the CPU's LossBackward.cpp and

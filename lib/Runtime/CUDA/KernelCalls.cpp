@@ -5,7 +5,7 @@
 // max-pool indices, ceil-mode and asymmetric windows, the first maximum for
 // the gradient, a pool_bwd without y; bf16 softmax). Batch normalization is
 // in BatchNormCalls.cpp. Each prepare
-// function plans the call (CudaPlanning.cpp) and keeps the kernel
+// function plans the call (CudaPlanning*.cpp) and keeps the kernel
 // parameters; enqueue fills in the workspace pointers and launches.
 //
 //===----------------------------------------------------------------------===//
