@@ -9,6 +9,7 @@
 
 #include "PlanningUtil.h"
 
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 
 #include <algorithm>
@@ -32,24 +33,15 @@ using cpu::stringAttr;
 
 namespace {
 
+/// The loss attributes as the CPU reads them, into the kernel parameters.
 Status readLossAttrs(const PlanCall &call, LossParams &p) {
-  MP_TRY(name, stringAttr(call, "reduction", "mean"));
-  if (name == "none")
-    p.reduction = 0;
-  else if (name == "sum")
-    p.reduction = 1;
-  else if (name == "mean")
-    p.reduction = 2;
-  else
-    return Status::error("attribute 'reduction' must be none, sum or mean, "
-                         "got '" +
-                         name + "'");
-  p.hasIgnore = 0;
-  if (call.attr("ignore_index")) {
-    MP_TRY(ignore, intAttr(call, "ignore_index"));
-    p.hasIgnore = 1;
-    p.ignoreIndex = ignore;
-  }
+  MP_TRY(o, cpu::lossOptionsOf(call));
+  p.reduction = o.reduction == cpu::LossReduction::None  ? 0
+                : o.reduction == cpu::LossReduction::Sum ? 1
+                                                         : 2;
+  p.hasIgnore = o.ignoreIndex.has_value();
+  if (o.ignoreIndex)
+    p.ignoreIndex = *o.ignoreIndex;
   return Status::ok();
 }
 
@@ -62,9 +54,8 @@ Result<LossParams> planLoss(LossKind kind, const PlanCall &call,
   const TensorDesc *input, *target, *weight, *dloss = nullptr;
   if (kind == LossKind::NllLoss) {
     std::array<const TensorDesc *, 3> in{};
-    if (Status s = bindDescs<3>(
-            call, ops, "operands",
-            {{{"input", false}, {"target", false}, {"weight", true}}}, in);
+    if (Status s =
+            bindDescs<3>(call, ops, "operands", cpu::kNllLossOperands, in);
         !s)
       return s;
     input = in[0];
@@ -74,10 +65,8 @@ Result<LossParams> planLoss(LossKind kind, const PlanCall &call,
     bool sce = kind == LossKind::SoftmaxCrossEntropyGrad;
     std::array<const TensorDesc *, 4> in{};
     if (Status s = bindDescs<4>(call, ops, "operands",
-                                {{{sce ? "scores" : "input", false},
-                                  {sce ? "labels" : "target", false},
-                                  {"dloss", false},
-                                  {sce ? "weights" : "weight", true}}},
+                                sce ? cpu::kSoftmaxCrossEntropyGradOperands
+                                    : cpu::kNllLossGradOperands,
                                 in);
         !s)
       return s;

@@ -2,7 +2,7 @@
 //-*-===//
 //
 // The buffers and attributes of the calls whose options take more than a
-// line or two to read (cudnn.rnn, kernel.lstm_bwd, kernel.pad,
+// line or two to read (cudnn.rnn, kernel.lstm_bwd, the losses, kernel.pad,
 // kernel.scatter_*, kernel.resize), as the
 // CPU calls read them (lib/Runtime/CPU/Calls/*.cpp). The CUDA backend's
 // planning reads them with the same functions, so both backends accept the
@@ -68,6 +68,27 @@ inline constexpr std::array<BufferSpec, 6> kLstmBwdResults = {
 /// for what the backward does not handle (another mode, activations, clip,
 /// input_forget, layout 1, sequence_lens, peepholes).
 Result<LstmBackwardOptions> lstmBackwardOptionsOf(const PlanCall &call);
+
+/// The attributes of kernel.nll_loss and the loss gradients: 'reduction'
+/// (none, sum or mean, the default) and the optional 'ignore_index'.
+struct LossOptions {
+  LossReduction reduction = LossReduction::Mean;
+  std::optional<int64_t> ignoreIndex;
+};
+Result<LossOptions> lossOptionsOf(const PlanCall &call);
+/// kernel.nll_loss: input, target, weight? -> loss.
+inline constexpr std::array<BufferSpec, 3> kNllLossOperands = {
+    {{"input", false}, {"target", false}, {"weight", true}}};
+/// kernel.nll_loss_grad: input, target, dloss, weight? -> dinput.
+inline constexpr std::array<BufferSpec, 4> kNllLossGradOperands = {
+    {{"input", false}, {"target", false}, {"dloss", false}, {"weight", true}}};
+/// kernel.softmax_cross_entropy_grad: scores, labels, dloss, weights? ->
+/// dscores.
+inline constexpr std::array<BufferSpec, 4> kSoftmaxCrossEntropyGradOperands =
+    {{{"scores", false},
+      {"labels", false},
+      {"dloss", false},
+      {"weights", true}}};
 
 /// kernel.pad's attribute 'mode' (default constant).
 Result<PadMode> padModeOf(const PlanCall &call);

@@ -108,28 +108,6 @@ Status checkComputeType(const PlanCall &call, DType input) {
                        dt(input) + " inputs");
 }
 
-/// `reduction` (none, sum, mean; default mean) and `ignore_index` (optional).
-Status readLossAttrs(const PlanCall &call, LossReduction &reduction,
-                     std::optional<int64_t> &ignoreIndex) {
-  MP_RT_TRY_ASSIGN(name, stringAttr(call, "reduction", "mean"));
-  if (name == "none")
-    reduction = LossReduction::None;
-  else if (name == "sum")
-    reduction = LossReduction::Sum;
-  else if (name == "mean")
-    reduction = LossReduction::Mean;
-  else
-    return Status::error("attribute 'reduction' must be none, sum or mean, "
-                         "got '" +
-                         name + "'");
-  ignoreIndex.reset();
-  if (call.attr("ignore_index")) {
-    MP_RT_TRY_ASSIGN(ignore, intAttr(call, "ignore_index"));
-    ignoreIndex = ignore;
-  }
-  return Status::ok();
-}
-
 //===----------------------------------------------------------------------===//
 // cudnn.conv_bwd_filter: x, dy -> dw
 //===----------------------------------------------------------------------===//
@@ -223,46 +201,34 @@ Status batchNormBwdCall(const CallArgs &args) {
 // kernel.nll_loss_grad: input, target, dloss, weight? -> dinput
 //===----------------------------------------------------------------------===//
 
-Status softmaxCrossEntropyGradCall(const CallArgs &args) {
-  const PlanCall &call = args.call;
+/// Both loss gradients: three operands and an optional weight (`operands`
+/// names them), one result, the loss attributes, then the kernel.
+using LossGradFn = Status (*)(const TensorView &, const TensorView &,
+                              const TensorView &, const TensorView *,
+                              const TensorView &, LossReduction,
+                              std::optional<int64_t>);
+Status lossGradCall(const CallArgs &args,
+                    const std::array<BufferSpec, 4> &operands,
+                    LossGradFn kernel) {
   std::array<const TensorView *, 4> in;
-  if (Status s = bindBuffers<4>(call, args.operands, "operands",
-                                {{{"scores", false},
-                                  {"labels", false},
-                                  {"dloss", false},
-                                  {"weights", true}}},
-                                in);
+  if (Status s = bindBuffers<4>(args.call, args.operands, "operands",
+                                operands, in);
       !s)
     return s;
   if (Status s = checkArity(args, 0, SIZE_MAX, 1, 1); !s)
     return s;
-  LossReduction reduction;
-  std::optional<int64_t> ignoreIndex;
-  if (Status s = readLossAttrs(call, reduction, ignoreIndex); !s)
-    return s;
-  return softmaxCrossEntropyGrad(*in[0], *in[1], *in[2], in[3], args.results[0],
-                                 reduction, ignoreIndex);
+  MP_RT_TRY_ASSIGN(o, lossOptionsOf(args.call));
+  return kernel(*in[0], *in[1], *in[2], in[3], args.results[0], o.reduction,
+                o.ignoreIndex);
+}
+
+Status softmaxCrossEntropyGradCall(const CallArgs &args) {
+  return lossGradCall(args, kSoftmaxCrossEntropyGradOperands,
+                      softmaxCrossEntropyGrad);
 }
 
 Status nllLossGradCall(const CallArgs &args) {
-  const PlanCall &call = args.call;
-  std::array<const TensorView *, 4> in;
-  if (Status s = bindBuffers<4>(call, args.operands, "operands",
-                                {{{"input", false},
-                                  {"target", false},
-                                  {"dloss", false},
-                                  {"weight", true}}},
-                                in);
-      !s)
-    return s;
-  if (Status s = checkArity(args, 0, SIZE_MAX, 1, 1); !s)
-    return s;
-  LossReduction reduction;
-  std::optional<int64_t> ignoreIndex;
-  if (Status s = readLossAttrs(call, reduction, ignoreIndex); !s)
-    return s;
-  return nllLossGrad(*in[0], *in[1], *in[2], in[3], args.results[0], reduction,
-                     ignoreIndex);
+  return lossGradCall(args, kNllLossGradOperands, nllLossGrad);
 }
 
 //===----------------------------------------------------------------------===//
@@ -538,6 +504,26 @@ Status adamStepCall(const CallArgs &args) {
 }
 
 } // namespace
+
+Result<LossOptions> lossOptionsOf(const PlanCall &call) {
+  LossOptions o;
+  MP_RT_TRY_ASSIGN(name, stringAttr(call, "reduction", "mean"));
+  if (name == "none")
+    o.reduction = LossReduction::None;
+  else if (name == "sum")
+    o.reduction = LossReduction::Sum;
+  else if (name == "mean")
+    o.reduction = LossReduction::Mean;
+  else
+    return Status::error("attribute 'reduction' must be none, sum or mean, "
+                         "got '" +
+                         name + "'");
+  if (call.attr("ignore_index")) {
+    MP_RT_TRY_ASSIGN(ignore, intAttr(call, "ignore_index"));
+    o.ignoreIndex = ignore;
+  }
+  return o;
+}
 
 Result<LstmBackwardOptions> lstmBackwardOptionsOf(const PlanCall &call) {
   LstmBackwardOptions o;
