@@ -58,13 +58,18 @@ Status checkParamGradStep(std::string_view op, const TensorView &param,
   return checkScalar(op, "step", step, DType::I64);
 }
 
+/// found_inf, when given, is one f32 element.
+Status checkFoundInf(std::string_view op, const TensorView &foundInf) {
+  if (!foundInf.data)
+    return Status::ok();
+  return checkScalar(op, "found_inf", foundInf, DType::F32);
+}
+
 /// True when the step is to be skipped (found_inf given and set).
 Result<bool> skipped(std::string_view op, const TensorView &foundInf) {
-  if (!foundInf.data)
-    return false;
-  if (Status s = checkScalar(op, "found_inf", foundInf, DType::F32); !s)
+  if (Status s = checkFoundInf(op, foundInf); !s)
     return s;
-  return *foundInf.as<float>() != 0.0f;
+  return foundInf.data && *foundInf.as<float>() != 0.0f;
 }
 
 } // namespace
@@ -161,9 +166,9 @@ Status updateLossScale(const TensorView &scale, const TensorView &growthTracker,
   return Status::ok();
 }
 
-Status sgdStep(const TensorView &param, const TensorView &grad,
-               const TensorView &momentumBuffer, const TensorView &step,
-               const TensorView &foundInf, const SGDConfig &config) {
+Status checkSgdStep(const TensorView &param, const TensorView &grad,
+                    const TensorView &momentumBuffer, const TensorView &step,
+                    const TensorView &foundInf, const SGDConfig &config) {
   constexpr std::string_view op = "sgd_step";
   if (Status s = checkParamGradStep(op, param, grad, step); !s)
     return s;
@@ -173,6 +178,17 @@ Status sgdStep(const TensorView &param, const TensorView &grad,
       return s;
   if (config.nesterov && (config.momentum <= 0 || config.dampening != 0))
     return fail(op, "Nesterov momentum needs momentum > 0 and dampening 0");
+  return checkFoundInf(op, foundInf);
+}
+
+Status sgdStep(const TensorView &param, const TensorView &grad,
+               const TensorView &momentumBuffer, const TensorView &step,
+               const TensorView &foundInf, const SGDConfig &config) {
+  constexpr std::string_view op = "sgd_step";
+  if (Status s =
+          checkSgdStep(param, grad, momentumBuffer, step, foundInf, config);
+      !s)
+    return s;
   Result<bool> skip = skipped(op, foundInf);
   if (!skip)
     return skip.status();
@@ -202,10 +218,10 @@ Status sgdStep(const TensorView &param, const TensorView &grad,
   return Status::ok();
 }
 
-Status adamStep(const TensorView &param, const TensorView &grad,
-                const TensorView &expAvg, const TensorView &expAvgSq,
-                const TensorView &step, const TensorView &foundInf,
-                const AdamConfig &config) {
+Status checkAdamStep(const TensorView &param, const TensorView &grad,
+                     const TensorView &expAvg, const TensorView &expAvgSq,
+                     const TensorView &step, const TensorView &foundInf,
+                     const AdamConfig &config) {
   constexpr std::string_view op = "adam_step";
   if (Status s = checkParamGradStep(op, param, grad, step); !s)
     return s;
@@ -216,6 +232,18 @@ Status adamStep(const TensorView &param, const TensorView &grad,
   if (!(config.beta1 >= 0 && config.beta1 < 1 && config.beta2 >= 0 &&
         config.beta2 < 1 && config.eps >= 0))
     return fail(op, "needs 0 <= beta1, beta2 < 1 and eps >= 0");
+  return checkFoundInf(op, foundInf);
+}
+
+Status adamStep(const TensorView &param, const TensorView &grad,
+                const TensorView &expAvg, const TensorView &expAvgSq,
+                const TensorView &step, const TensorView &foundInf,
+                const AdamConfig &config) {
+  constexpr std::string_view op = "adam_step";
+  if (Status s = checkAdamStep(param, grad, expAvg, expAvgSq, step, foundInf,
+                               config);
+      !s)
+    return s;
   Result<bool> skip = skipped(op, foundInf);
   if (!skip)
     return skip.status();

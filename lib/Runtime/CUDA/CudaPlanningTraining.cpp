@@ -293,115 +293,69 @@ Result<OptimizerParams> planOptimizer(bool adam, const PlanCall &call,
   OptimizerParams p;
   p.kind = adam ? 1 : 0;
   std::array<const TensorDesc *, 2> in{};
-  if (Status s = bindDescs<2>(call, ops, "operands",
-                              {{{"grad", false}, {"found_inf", true}}}, in);
+  if (Status s = bindDescs<2>(call, ops, "operands", cpu::kOptimizerOperands, in);
       !s)
     return s;
   const TensorDesc *param, *buf1 = nullptr, *buf2 = nullptr, *step;
-  const char *op = adam ? "adam_step" : "sgd_step";
+  // The CPU call's checks, on views of the descriptors.
+  Views<2> vi(in);
+  TensorView none;
+  const TensorView &foundInf = vi[1] ? *vi[1] : none;
   if (adam) {
     if (Status s = arity(ops, res, 0, SIZE_MAX, 4, 4); !s)
       return s;
-    MP_TRY(lr, floatAttr(call, "lr", 1e-3));
-    MP_TRY(beta1, floatAttr(call, "beta1", 0.9));
-    MP_TRY(beta2, floatAttr(call, "beta2", 0.999));
-    MP_TRY(eps, floatAttr(call, "eps", 1e-8));
-    MP_TRY(wd, floatAttr(call, "weight_decay", 0.0));
-    MP_TRY(decoupled, boolAttr(call, "decoupled_weight_decay", false));
-    p.lr = lr;
-    p.beta1 = beta1;
-    p.beta2 = beta2;
-    p.eps = eps;
-    p.weightDecay = wd;
-    p.decoupled = decoupled;
+    MP_TRY(config, cpu::adamConfigOf(call));
+    p.lr = config.lr;
+    p.beta1 = config.beta1;
+    p.beta2 = config.beta2;
+    p.eps = config.eps;
+    p.weightDecay = config.weightDecay;
+    p.decoupled = config.decoupledWeightDecay;
     param = &res[0];
     buf1 = &res[1];
     buf2 = &res[2];
     step = &res[3];
-    const std::pair<const char *, const TensorDesc *> all[] = {
-        {"grad", in[0]},   {"found_inf", in[1]}, {"param", param},
-        {"exp_avg", buf1}, {"exp_avg_sq", buf2}, {"step", step}};
-    for (size_t a = 0; a < 6; ++a)
-      for (size_t b = a + 1; b < 6; ++b)
-        if (all[a].second && all[b].second &&
-            overlapping(*all[a].second, *all[b].second))
-          return Status::error(std::string(all[a].first) + " overlaps " +
-                               all[b].first);
-  } else {
-    std::array<const TensorDesc *, 3> out{};
-    if (Status s = bindDescs<3>(
-            call, res, "results",
-            {{{"param", false}, {"momentum_buffer", true}, {"step", false}}},
-            out);
+    Views<4> vo({param, buf1, buf2, step});
+    if (Status s = cpu::checkDisjoint({{"grad", vi[0]},
+                                       {"found_inf", vi[1]},
+                                       {"param", vo[0]},
+                                       {"exp_avg", vo[1]},
+                                       {"exp_avg_sq", vo[2]},
+                                       {"step", vo[3]}});
         !s)
       return s;
-    MP_TRY(lr, floatAttr(call, "lr"));
-    MP_TRY(momentum, floatAttr(call, "momentum", 0.0));
-    MP_TRY(dampening, floatAttr(call, "dampening", 0.0));
-    MP_TRY(wd, floatAttr(call, "weight_decay", 0.0));
-    MP_TRY(nesterov, boolAttr(call, "nesterov", false));
-    p.lr = lr;
-    p.momentum = momentum;
-    p.dampening = dampening;
-    p.weightDecay = wd;
-    p.nesterov = nesterov;
+    if (Status s = cpu::checkAdamStep(*vo[0], *vi[0], *vo[1], *vo[2], *vo[3],
+                                      foundInf, config);
+        !s)
+      return s;
+  } else {
+    std::array<const TensorDesc *, 3> out{};
+    if (Status s = bindDescs<3>(call, res, "results", cpu::kSgdResults, out);
+        !s)
+      return s;
+    MP_TRY(config, cpu::sgdConfigOf(call, out[1] != nullptr));
+    p.lr = config.lr;
+    p.momentum = config.momentum;
+    p.dampening = config.dampening;
+    p.weightDecay = config.weightDecay;
+    p.nesterov = config.nesterov;
     param = out[0];
     buf1 = out[1];
     step = out[2];
-    if (momentum != 0 && !buf1)
-      return Status::error("momentum " + std::to_string(momentum) +
-                           " needs a momentum_buffer (has_momentum_buffer = "
-                           "1)");
-    const std::pair<const char *, const TensorDesc *> all[] = {
-        {"grad", in[0]},
-        {"found_inf", in[1]},
-        {"param", param},
-        {"momentum_buffer", buf1},
-        {"step", step}};
-    for (size_t a = 0; a < 5; ++a)
-      for (size_t b = a + 1; b < 5; ++b)
-        if (all[a].second && all[b].second &&
-            overlapping(*all[a].second, *all[b].second))
-          return Status::error(std::string(all[a].first) + " overlaps " +
-                               all[b].first);
+    Views<3> vo(out);
+    if (Status s = cpu::checkDisjoint({{"grad", vi[0]},
+                                       {"found_inf", vi[1]},
+                                       {"param", vo[0]},
+                                       {"momentum_buffer", vo[1]},
+                                       {"step", vo[2]}});
+        !s)
+      return s;
+    if (Status s = cpu::checkSgdStep(*vo[0], *vi[0], vo[1] ? *vo[1] : none,
+                                     *vo[2], foundInf, config);
+        !s)
+      return s;
   }
   const TensorDesc &grad = *in[0];
-  if (Status s = checkDesc(op, "param", *param); !s)
-    return s;
-  if (param->dtype != DType::F32)
-    return fail(op,
-                "param must be f32 (master weights), got " + dt(param->dtype));
-  auto likeParam = [&](const char *name, const TensorDesc &v) -> Status {
-    if (Status s = checkDesc(op, name, v); !s)
-      return s;
-    if (v.dtype != DType::F32 || v.shape != param->shape)
-      return fail(op, std::string(name) + " must be f32 " +
-                          shapeStr(param->shape) + " like the parameter, got " +
-                          dt(v.dtype) + " " + shapeStr(v.shape));
-    return Status::ok();
-  };
-  if (Status s = likeParam("grad", grad); !s)
-    return s;
-  if (Status s = checkScalar(op, "step", *step, DType::I64); !s)
-    return s;
-  if (adam) {
-    if (Status s = likeParam("exp_avg", *buf1); !s)
-      return s;
-    if (Status s = likeParam("exp_avg_sq", *buf2); !s)
-      return s;
-    if (!(p.beta1 >= 0 && p.beta1 < 1 && p.beta2 >= 0 && p.beta2 < 1 &&
-          p.eps >= 0))
-      return fail(op, "needs 0 <= beta1, beta2 < 1 and eps >= 0");
-  } else {
-    if (p.momentum != 0)
-      if (Status s = likeParam("momentum_buffer", *buf1); !s)
-        return s;
-    if (p.nesterov && (p.momentum <= 0 || p.dampening != 0))
-      return fail(op, "Nesterov momentum needs momentum > 0 and dampening 0");
-  }
-  if (in[1])
-    if (Status s = checkScalar(op, "found_inf", *in[1], DType::F32); !s)
-      return s;
   p.n = param->numElements();
   p.grad = grad.ptr<const float>();
   p.foundInf = in[1] ? in[1]->ptr<const float>() : nullptr;

@@ -2,8 +2,8 @@
 //-*-===//
 //
 // The buffers and attributes of the calls whose options take more than a
-// line or two to read (cudnn.rnn, kernel.lstm_bwd, the losses, kernel.pad,
-// kernel.scatter_*, kernel.resize), as the
+// line or two to read (cudnn.rnn, kernel.lstm_bwd, the losses, the
+// optimizers, kernel.pad, kernel.scatter_*, kernel.resize), as the
 // CPU calls read them (lib/Runtime/CPU/Calls/*.cpp). The CUDA backend's
 // planning reads them with the same functions, so both backends accept the
 // same attributes and refuse the others in the same words.
@@ -16,6 +16,7 @@
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/DataKernels.h"
 #include "mp/Runtime/CPU/NNKernels.h"
+#include "mp/Runtime/CPU/TrainingKernels.h"
 
 namespace mp::rt::cpu {
 
@@ -89,6 +90,19 @@ inline constexpr std::array<BufferSpec, 4> kSoftmaxCrossEntropyGradOperands =
       {"labels", false},
       {"dloss", false},
       {"weights", true}}};
+
+/// kernel.sgd_step and kernel.adam_step: grad, found_inf? -> (results).
+inline constexpr std::array<BufferSpec, 2> kOptimizerOperands = {
+    {{"grad", false}, {"found_inf", true}}};
+/// kernel.sgd_step's results: param, momentum_buffer?, step (in place).
+inline constexpr std::array<BufferSpec, 3> kSgdResults = {
+    {{"param", false}, {"momentum_buffer", true}, {"step", false}}};
+/// kernel.sgd_step's attributes: lr, momentum, dampening, weight_decay,
+/// nesterov; an error for a momentum without a momentum_buffer.
+Result<SGDConfig> sgdConfigOf(const PlanCall &call, bool hasMomentumBuffer);
+/// kernel.adam_step's attributes: lr, beta1, beta2, eps, weight_decay,
+/// decoupled_weight_decay (torch's defaults).
+Result<AdamConfig> adamConfigOf(const PlanCall &call);
 
 /// kernel.pad's attribute 'mode' (default constant).
 Result<PadMode> padModeOf(const PlanCall &call);

@@ -21,10 +21,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mp::rt::cpu {
@@ -162,6 +164,11 @@ Status bindBuffers(const PlanCall &call, const std::vector<Buffer> &given,
   if (!var##Result)                                                            \
     return var##Result.status();                                               \
   auto var = var##Result.take()
+
+/// An error naming the first two of the (non-null) views that overlap
+/// ("param overlaps step").
+Status checkDisjoint(
+    std::initializer_list<std::pair<const char *, const TensorView *>> views);
 
 /// An error unless the call has between minOperands and maxOperands operands
 /// and between minResults and maxResults results.

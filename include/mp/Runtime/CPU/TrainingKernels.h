@@ -60,6 +60,11 @@ struct SGDConfig {
 Status sgdStep(const TensorView &param, const TensorView &grad,
                const TensorView &momentumBuffer, const TensorView &step,
                const TensorView &foundInf, const SGDConfig &config);
+/// sgdStep's checks of the buffers and the config (found_inf when given)
+/// without running it (shared with the CUDA backend's planning).
+Status checkSgdStep(const TensorView &param, const TensorView &grad,
+                    const TensorView &momentumBuffer, const TensorView &step,
+                    const TensorView &foundInf, const SGDConfig &config);
 
 /// torch.optim.Adam / AdamW (decoupled weight decay), one step in place,
 /// with bias correction; skipped when found_inf. `step` (i64, one element)
@@ -72,6 +77,11 @@ Status adamStep(const TensorView &param, const TensorView &grad,
                 const TensorView &expAvg, const TensorView &expAvgSq,
                 const TensorView &step, const TensorView &foundInf,
                 const AdamConfig &config);
+/// adamStep's checks, as checkSgdStep.
+Status checkAdamStep(const TensorView &param, const TensorView &grad,
+                     const TensorView &expAvg, const TensorView &expAvgSq,
+                     const TensorView &step, const TensorView &foundInf,
+                     const AdamConfig &config);
 
 } // namespace mp::rt::cpu
 

@@ -417,44 +417,18 @@ Status lossScaleUpdateCall(const CallArgs &args) {
 // kernel.adam_step: grad, found_inf? -> param, exp_avg, exp_avg_sq, step
 //===----------------------------------------------------------------------===//
 
-/// An error when two of the (non-null) views overlap.
-Status checkDisjoint(
-    std::initializer_list<std::pair<const char *, const TensorView *>> views) {
-  for (auto a = views.begin(); a != views.end(); ++a)
-    for (auto b = a + 1; b != views.end(); ++b)
-      if (a->second && b->second && overlapping(*a->second, *b->second))
-        return Status::error(std::string(a->first) + " overlaps " + b->first);
-  return Status::ok();
-}
-
 Status sgdStepCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 2> in;
-  if (Status s = bindBuffers<2>(call, args.operands, "operands",
-                                {{{"grad", false}, {"found_inf", true}}}, in);
+  if (Status s =
+          bindBuffers<2>(call, args.operands, "operands", kOptimizerOperands, in);
       !s)
     return s;
   std::array<const TensorView *, 3> out;
-  if (Status s = bindBuffers<3>(
-          call, args.results, "results",
-          {{{"param", false}, {"momentum_buffer", true}, {"step", false}}},
-          out);
+  if (Status s = bindBuffers<3>(call, args.results, "results", kSgdResults, out);
       !s)
     return s;
-  SGDConfig config;
-  MP_RT_TRY_ASSIGN(lr, floatAttr(call, "lr"));
-  MP_RT_TRY_ASSIGN(momentum, floatAttr(call, "momentum", 0.0));
-  MP_RT_TRY_ASSIGN(dampening, floatAttr(call, "dampening", 0.0));
-  MP_RT_TRY_ASSIGN(weightDecay, floatAttr(call, "weight_decay", 0.0));
-  MP_RT_TRY_ASSIGN(nesterov, boolAttr(call, "nesterov", false));
-  config.lr = lr;
-  config.momentum = momentum;
-  config.dampening = dampening;
-  config.weightDecay = weightDecay;
-  config.nesterov = nesterov;
-  if (momentum != 0 && !out[1])
-    return Status::error("momentum " + std::to_string(momentum) +
-                         " needs a momentum_buffer (has_momentum_buffer = 1)");
+  MP_RT_TRY_ASSIGN(config, sgdConfigOf(call, out[1] != nullptr));
   if (Status s = checkDisjoint({{"grad", in[0]},
                                 {"found_inf", in[1]},
                                 {"param", out[0]},
@@ -470,25 +444,13 @@ Status sgdStepCall(const CallArgs &args) {
 Status adamStepCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 2> in;
-  if (Status s = bindBuffers<2>(call, args.operands, "operands",
-                                {{{"grad", false}, {"found_inf", true}}}, in);
+  if (Status s =
+          bindBuffers<2>(call, args.operands, "operands", kOptimizerOperands, in);
       !s)
     return s;
   if (Status s = checkArity(args, 0, SIZE_MAX, 4, 4); !s)
     return s;
-  AdamConfig config;
-  MP_RT_TRY_ASSIGN(lr, floatAttr(call, "lr", config.lr));
-  MP_RT_TRY_ASSIGN(beta1, floatAttr(call, "beta1", config.beta1));
-  MP_RT_TRY_ASSIGN(beta2, floatAttr(call, "beta2", config.beta2));
-  MP_RT_TRY_ASSIGN(eps, floatAttr(call, "eps", config.eps));
-  MP_RT_TRY_ASSIGN(weightDecay, floatAttr(call, "weight_decay", 0.0));
-  MP_RT_TRY_ASSIGN(decoupled, boolAttr(call, "decoupled_weight_decay", false));
-  config.lr = lr;
-  config.beta1 = beta1;
-  config.beta2 = beta2;
-  config.eps = eps;
-  config.weightDecay = weightDecay;
-  config.decoupledWeightDecay = decoupled;
+  MP_RT_TRY_ASSIGN(config, adamConfigOf(call));
   const std::vector<TensorView> &out = args.results;
   if (Status s = checkDisjoint({{"grad", in[0]},
                                 {"found_inf", in[1]},
@@ -504,6 +466,50 @@ Status adamStepCall(const CallArgs &args) {
 }
 
 } // namespace
+
+Status checkDisjoint(
+    std::initializer_list<std::pair<const char *, const TensorView *>> views) {
+  for (auto a = views.begin(); a != views.end(); ++a)
+    for (auto b = a + 1; b != views.end(); ++b)
+      if (a->second && b->second && overlapping(*a->second, *b->second))
+        return Status::error(std::string(a->first) + " overlaps " + b->first);
+  return Status::ok();
+}
+
+Result<SGDConfig> sgdConfigOf(const PlanCall &call, bool hasMomentumBuffer) {
+  SGDConfig config;
+  MP_RT_TRY_ASSIGN(lr, floatAttr(call, "lr"));
+  MP_RT_TRY_ASSIGN(momentum, floatAttr(call, "momentum", 0.0));
+  MP_RT_TRY_ASSIGN(dampening, floatAttr(call, "dampening", 0.0));
+  MP_RT_TRY_ASSIGN(weightDecay, floatAttr(call, "weight_decay", 0.0));
+  MP_RT_TRY_ASSIGN(nesterov, boolAttr(call, "nesterov", false));
+  config.lr = lr;
+  config.momentum = momentum;
+  config.dampening = dampening;
+  config.weightDecay = weightDecay;
+  config.nesterov = nesterov;
+  if (momentum != 0 && !hasMomentumBuffer)
+    return Status::error("momentum " + std::to_string(momentum) +
+                         " needs a momentum_buffer (has_momentum_buffer = 1)");
+  return config;
+}
+
+Result<AdamConfig> adamConfigOf(const PlanCall &call) {
+  AdamConfig config;
+  MP_RT_TRY_ASSIGN(lr, floatAttr(call, "lr", config.lr));
+  MP_RT_TRY_ASSIGN(beta1, floatAttr(call, "beta1", config.beta1));
+  MP_RT_TRY_ASSIGN(beta2, floatAttr(call, "beta2", config.beta2));
+  MP_RT_TRY_ASSIGN(eps, floatAttr(call, "eps", config.eps));
+  MP_RT_TRY_ASSIGN(weightDecay, floatAttr(call, "weight_decay", 0.0));
+  MP_RT_TRY_ASSIGN(decoupled, boolAttr(call, "decoupled_weight_decay", false));
+  config.lr = lr;
+  config.beta1 = beta1;
+  config.beta2 = beta2;
+  config.eps = eps;
+  config.weightDecay = weightDecay;
+  config.decoupledWeightDecay = decoupled;
+  return config;
+}
 
 Result<LossOptions> lossOptionsOf(const PlanCall &call) {
   LossOptions o;
