@@ -293,7 +293,8 @@ Result<OptimizerParams> planOptimizer(bool adam, const PlanCall &call,
   OptimizerParams p;
   p.kind = adam ? 1 : 0;
   std::array<const TensorDesc *, 2> in{};
-  if (Status s = bindDescs<2>(call, ops, "operands", cpu::kOptimizerOperands, in);
+  if (Status s =
+          bindDescs<2>(call, ops, "operands", cpu::kOptimizerOperands, in);
       !s)
     return s;
   const TensorDesc *param, *buf1 = nullptr, *buf2 = nullptr, *step;

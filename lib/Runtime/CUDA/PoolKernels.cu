@@ -1,10 +1,9 @@
 //===- PoolKernels.cu - pooling and the matmul / conv epilogue ------------===//
 //
 // The CUDA backend's own kernels for cudnn.pool, cudnn.pool_bwd and the
-// matmul / convolution epilogue. One kernel template per compute type (f32, f64, 64-bit
-// integers) with the function chosen at run time, so that nvcc compiles a
-// handful of instantiations, not one per (function, dtype) pair. Every index
-// computation was decided on the host (CudaPlanning*.cpp); these only walk it.
+// matmul / convolution epilogue, one template per accumulator type (f32,
+// f64). Every index computation was decided on the host (CudaPlanning*.cpp);
+// these only walk it.
 //
 //===----------------------------------------------------------------------===//
 #include "DeviceMath.cuh"
