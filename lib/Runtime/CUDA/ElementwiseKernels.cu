@@ -1,10 +1,11 @@
 //===- ElementwiseKernels.cu - elementwise, cast and gather copies --------===//
 //
 // The CUDA backend's own kernels for kernel.elementwise, kernel.cast and the
-// gather copies (transposes, padding, cropping, window copies). One kernel template per compute type (f32, f64, 64-bit
-// integers) with the function chosen at run time, so that nvcc compiles a
-// handful of instantiations, not one per (function, dtype) pair. Every index
-// computation was decided on the host (CudaPlanning*.cpp); these only walk it.
+// gather copies (transposes, padding, cropping, window copies). One kernel
+// template per compute type (f32, f64, 64-bit integers) with the function
+// chosen at run time, so that nvcc compiles a handful of instantiations, not
+// one per (function, dtype) pair. Every index computation was decided on the
+// host (CudaPlanning*.cpp); these only walk it.
 //
 //===----------------------------------------------------------------------===//
 #include "DeviceMath.cuh"
@@ -590,20 +591,7 @@ cudaError_t launchElementwise(const EwParams &p, cudaStream_t stream) {
       ewKernel<int64_t><<<blocks, threads, 0, stream>>>(p);
     break;
   default:
-    switch (p.elemSize) {
-    case 1:
-      rawKernel<uint8_t><<<blocks, threads, 0, stream>>>(p);
-      break;
-    case 2:
-      rawKernel<uint16_t><<<blocks, threads, 0, stream>>>(p);
-      break;
-    case 4:
-      rawKernel<uint32_t><<<blocks, threads, 0, stream>>>(p);
-      break;
-    default:
-      rawKernel<uint64_t><<<blocks, threads, 0, stream>>>(p);
-      break;
-    }
+    MP_LAUNCH_BY_ELEM(p.elemSize, rawKernel, blocks, threads, stream, p);
   }
   return cudaGetLastError();
 }
@@ -638,20 +626,7 @@ cudaError_t launchGatherCopy(const GatherCopyParams &p, cudaStream_t stream) {
   if (p.n == 0)
     return cudaSuccess;
   unsigned threads = 256, blocks = blocksFor(p.n, threads);
-  switch (p.elemSize) {
-  case 1:
-    gatherCopyKernel<uint8_t><<<blocks, threads, 0, stream>>>(p);
-    break;
-  case 2:
-    gatherCopyKernel<uint16_t><<<blocks, threads, 0, stream>>>(p);
-    break;
-  case 4:
-    gatherCopyKernel<uint32_t><<<blocks, threads, 0, stream>>>(p);
-    break;
-  default:
-    gatherCopyKernel<uint64_t><<<blocks, threads, 0, stream>>>(p);
-    break;
-  }
+  MP_LAUNCH_BY_ELEM(p.elemSize, gatherCopyKernel, blocks, threads, stream, p);
   return cudaGetLastError();
 }
 
