@@ -240,8 +240,8 @@ Status adamStep(const TensorView &param, const TensorView &grad,
                 const TensorView &step, const TensorView &foundInf,
                 const AdamConfig &config) {
   constexpr std::string_view op = "adam_step";
-  if (Status s = checkAdamStep(param, grad, expAvg, expAvgSq, step, foundInf,
-                               config);
+  if (Status s =
+          checkAdamStep(param, grad, expAvg, expAvgSq, step, foundInf, config);
       !s)
     return s;
   Result<bool> skip = skipped(op, foundInf);

@@ -90,8 +90,8 @@ Result<ReduceParams> planReduce(const PlanCall &call, const TensorDesc &x,
   options.computeType = computeType;
   options.selectLastIndex = last != 0;
   std::vector<bool> reduced;
-  if (Status s = cpu::checkReduce(viewOf(x), viewOf(y), *fn, axes, options,
-                                  reduced);
+  if (Status s =
+          cpu::checkReduce(viewOf(x), viewOf(y), *fn, axes, options, reduced);
       !s)
     return s;
   bool arg = p.op == kRedArgMax || p.op == kRedArgMin;

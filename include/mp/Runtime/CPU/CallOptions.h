@@ -85,11 +85,11 @@ inline constexpr std::array<BufferSpec, 4> kNllLossGradOperands = {
     {{"input", false}, {"target", false}, {"dloss", false}, {"weight", true}}};
 /// kernel.softmax_cross_entropy_grad: scores, labels, dloss, weights? ->
 /// dscores.
-inline constexpr std::array<BufferSpec, 4> kSoftmaxCrossEntropyGradOperands =
-    {{{"scores", false},
-      {"labels", false},
-      {"dloss", false},
-      {"weights", true}}};
+inline constexpr std::array<BufferSpec, 4> kSoftmaxCrossEntropyGradOperands = {
+    {{"scores", false},
+     {"labels", false},
+     {"dloss", false},
+     {"weights", true}}};
 
 /// kernel.sgd_step and kernel.adam_step: grad, found_inf? -> (results).
 inline constexpr std::array<BufferSpec, 2> kOptimizerOperands = {

@@ -211,8 +211,8 @@ Status lossGradCall(const CallArgs &args,
                     const std::array<BufferSpec, 4> &operands,
                     LossGradFn kernel) {
   std::array<const TensorView *, 4> in;
-  if (Status s = bindBuffers<4>(args.call, args.operands, "operands",
-                                operands, in);
+  if (Status s =
+          bindBuffers<4>(args.call, args.operands, "operands", operands, in);
       !s)
     return s;
   if (Status s = checkArity(args, 0, SIZE_MAX, 1, 1); !s)
@@ -420,12 +420,13 @@ Status lossScaleUpdateCall(const CallArgs &args) {
 Status sgdStepCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 2> in;
-  if (Status s =
-          bindBuffers<2>(call, args.operands, "operands", kOptimizerOperands, in);
+  if (Status s = bindBuffers<2>(call, args.operands, "operands",
+                                kOptimizerOperands, in);
       !s)
     return s;
   std::array<const TensorView *, 3> out;
-  if (Status s = bindBuffers<3>(call, args.results, "results", kSgdResults, out);
+  if (Status s =
+          bindBuffers<3>(call, args.results, "results", kSgdResults, out);
       !s)
     return s;
   MP_RT_TRY_ASSIGN(config, sgdConfigOf(call, out[1] != nullptr));
@@ -444,8 +445,8 @@ Status sgdStepCall(const CallArgs &args) {
 Status adamStepCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 2> in;
-  if (Status s =
-          bindBuffers<2>(call, args.operands, "operands", kOptimizerOperands, in);
+  if (Status s = bindBuffers<2>(call, args.operands, "operands",
+                                kOptimizerOperands, in);
       !s)
     return s;
   if (Status s = checkArity(args, 0, SIZE_MAX, 4, 4); !s)
