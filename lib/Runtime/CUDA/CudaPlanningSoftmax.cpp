@@ -8,6 +8,7 @@
 #include "PlanningUtil.h"
 
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/Kernels.h"
 
 #include <algorithm>
 
@@ -30,29 +31,16 @@ Result<SoftmaxParams> planSoftmax(const PlanCall &call, const TensorDesc &x,
   if (log != 0 && log != 1)
     return Status::error("attribute 'log' must be 0 or 1, got " +
                          std::to_string(log));
+  // checkDesc: the dtype is known (the CPU's checks assume it); the rest
+  // is the CPU's own checks.
   std::string_view op = log ? "logSoftmax" : "softmax";
   if (Status s = checkDesc(op, "x", x); !s)
     return s;
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
-  if (!(isF32or16(x.dtype) || x.dtype == DType::F64))
-    return fail(op, "x has dtype " + dt(x.dtype) +
-                        "; expected f32, f16, bf16 or f64");
-  if (y.dtype != x.dtype || y.shape != x.shape)
-    return fail(op, "y (" + dt(y.dtype) + " " + shapeStr(y.shape) +
-                        ") must have x's dtype and shape (" + dt(x.dtype) +
-                        " " + shapeStr(x.shape) + ")");
-  int64_t rank = static_cast<int64_t>(x.shape.size());
-  if (rank == 0)
-    return fail(op, "x needs rank >= 1");
   int64_t axis = axisIn;
-  if (axis < -rank || axis >= rank)
-    return fail(op, "axis " + std::to_string(axis) + " is out of range for x " +
-                        shapeStr(x.shape));
-  if (axis < 0)
-    axis += rank;
-  if (overlapping(x, y) && x.addr != y.addr)
-    return fail(op, "y overlaps x without being x itself");
+  if (Status s = cpu::checkSoftmax(viewOf(x), viewOf(y), axis, log != 0); !s)
+    return s;
   SoftmaxParams p;
   p.dtype = code(x.dtype);
   p.log = static_cast<int32_t>(log);

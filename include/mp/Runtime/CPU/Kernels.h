@@ -201,6 +201,10 @@ Status batchNormTraining(const TensorView &x, const TensorView &scale,
 Status softmax(const TensorView &x, const TensorView &y, int64_t axis = -1);
 /// y = (x - max) - log(sum(exp(x - max))) along `axis`, as ONNX LogSoftmax-13.
 Status logSoftmax(const TensorView &x, const TensorView &y, int64_t axis = -1);
+/// softmax's (log: logSoftmax's) checks without running it; `axis`
+/// normalized (shared with the CUDA backend's planning).
+Status checkSoftmax(const TensorView &x, const TensorView &y, int64_t &axis,
+                    bool log);
 
 } // namespace mp::rt::cpu
 
