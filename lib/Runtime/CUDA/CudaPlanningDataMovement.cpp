@@ -32,11 +32,8 @@ Result<uint64_t> planCopy(const TensorDesc &x, const TensorDesc &y) {
     return s;
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
-  if (x.dtype != y.dtype)
-    return fail(op, "x has dtype " + dt(x.dtype) + " but y has " + dt(y.dtype));
-  if (x.numElements() != y.numElements())
-    return fail(op, "x " + shapeStr(x.shape) + " and y " + shapeStr(y.shape) +
-                        " have different numbers of elements");
+  if (Status s = cpu::checkCopy(viewOf(x), viewOf(y)); !s)
+    return s;
   return x.addr == y.addr ? uint64_t(0) : x.byteCount();
 }
 
@@ -47,31 +44,10 @@ Result<GatherCopyParams> planTranspose(const TensorDesc &x, const TensorDesc &y,
     return s;
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
-  if (x.dtype != y.dtype)
-    return fail(op, "x has dtype " + dt(x.dtype) + " but y has " + dt(y.dtype));
+  std::vector<int64_t> perm;
+  if (Status s = cpu::checkTranspose(viewOf(x), viewOf(y), permIn, perm); !s)
+    return s;
   const size_t rank = x.shape.size();
-  std::vector<int64_t> perm = permIn;
-  if (perm.empty())
-    for (size_t i = 0; i < rank; ++i)
-      perm.push_back(static_cast<int64_t>(rank - 1 - i));
-  if (perm.size() != rank)
-    return fail(op, "perm has " + std::to_string(perm.size()) +
-                        " entries for x of rank " + std::to_string(rank));
-  std::vector<bool> seen(rank, false);
-  for (int64_t p : perm) {
-    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[p])
-      return fail(op, "perm " + shapeStr(perm) +
-                          " is not a permutation of 0.." +
-                          std::to_string(rank) + "-1");
-    seen[p] = true;
-  }
-  if (y.shape.size() != rank)
-    return fail(op, "y " + shapeStr(y.shape) + " has another rank than x " +
-                        shapeStr(x.shape));
-  for (size_t i = 0; i < rank; ++i)
-    if (y.shape[i] != x.shape[perm[i]])
-      return fail(op, "y " + shapeStr(y.shape) + " is not x " +
-                          shapeStr(x.shape) + " permuted by " + shapeStr(perm));
   if (overlapping(x, y))
     return fail(op, "y overlaps x");
   // y's dims with x's strides; size-1 dims dropped, neighbours that are
@@ -117,11 +93,8 @@ Result<EwParams> planBroadcast(const TensorDesc &x, const TensorDesc &y) {
     return s;
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
-  if (x.dtype != y.dtype)
-    return fail(op, "x has dtype " + dt(x.dtype) + " but y has " + dt(y.dtype));
-  if (x.shape.size() > y.shape.size())
-    return fail(op, "x " + shapeStr(x.shape) + " has a higher rank than y " +
-                        shapeStr(y.shape));
+  if (Status s = cpu::checkBroadcast(viewOf(x), viewOf(y)); !s)
+    return s;
   if (overlapping(x, y))
     return fail(op, "y overlaps x");
   Result<EwParams> p = planBroadcastConvert(x, y);
@@ -190,40 +163,18 @@ planConcat(const PlanCall &call, const std::vector<TensorDesc> &inputs,
   constexpr std::string_view op = "concat";
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
-  if (inputs.empty())
-    return fail(op, "needs at least one input");
-  const int64_t r = static_cast<int64_t>(y.shape.size());
-  int64_t axis = axisIn;
-  if (axis < -r || axis >= r)
-    return fail(op, "axis " + std::to_string(axis) + " is out of range for y " +
-                        shapeStr(y.shape));
-  if (axis < 0)
-    axis += r;
-  int64_t total = 0;
+  std::vector<TensorView> views;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorDesc &in = inputs[i];
-    std::string name = "input " + std::to_string(i);
-    if (Status s = checkDesc(op, name, in); !s)
+    if (Status s = checkDesc(op, "input " + std::to_string(i), inputs[i]); !s)
       return s;
-    if (in.dtype != y.dtype)
-      return fail(op, name + " has dtype " + dt(in.dtype) + " but y has " +
-                          dt(y.dtype));
-    bool shapeOk = static_cast<int64_t>(in.shape.size()) == r;
-    for (int64_t d = 0; shapeOk && d < r; ++d)
-      shapeOk = d == axis || in.shape[d] == y.shape[d];
-    if (!shapeOk)
-      return fail(op, name + " " + shapeStr(in.shape) + " does not match y " +
-                          shapeStr(y.shape) + " outside axis " +
-                          std::to_string(axis));
-    if (overlapping(in, y))
-      return fail(op, "y overlaps " + name);
-    total += in.shape[axis];
+    views.push_back(viewOf(inputs[i]));
   }
-  if (total != y.shape[axis])
-    return fail(op, "the inputs add up to " + std::to_string(total) +
-                        " along axis " + std::to_string(axis) + ", but y " +
-                        shapeStr(y.shape) + " has " +
-                        std::to_string(y.shape[axis]));
+  int64_t axis = axisIn;
+  if (Status s = cpu::checkConcat(views, viewOf(y), axis); !s)
+    return s;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (overlapping(inputs[i], y))
+      return fail(op, "y overlaps input " + std::to_string(i));
   int64_t outer = product(y.shape, 0, static_cast<size_t>(axis));
   int64_t inner =
       product(y.shape, static_cast<size_t>(axis) + 1, y.shape.size());

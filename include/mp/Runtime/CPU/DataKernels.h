@@ -37,14 +37,23 @@ namespace mp::rt::cpu {
 /// 0..rank-1; empty means reversed dims, as ONNX's default). Same dtype.
 Status transpose(const TensorView &x, const TensorView &y,
                  const std::vector<int64_t> &perm);
+/// transpose's checks without running it; `perm` gets the permutation
+/// (permIn, or the reversed dims when it is empty).
+Status checkTranspose(const TensorView &x, const TensorView &y,
+                      const std::vector<int64_t> &permIn,
+                      std::vector<int64_t> &perm);
 
 /// y = x reshaped: the same dtype and number of elements, the bytes copied
 /// (y may be x itself).
 Status copy(const TensorView &x, const TensorView &y);
+/// copy's checks without running it.
+Status checkCopy(const TensorView &x, const TensorView &y);
 
 /// y = x broadcast to y's shape (ONNX Expand, numpy rules: x's dims,
 /// aligned to the right, are 1 or y's; y's rank >= x's).
 Status broadcast(const TensorView &x, const TensorView &y);
+/// broadcast's checks without running it.
+Status checkBroadcast(const TensorView &x, const TensorView &y);
 
 /// y = x tiled: same rank, y's dim i a whole multiple of x's (the repeats).
 Status tile(const TensorView &x, const TensorView &y);
@@ -56,6 +65,9 @@ Status checkTile(const TensorView &x, const TensorView &y);
 /// dims except along axis, where y's is their sum.
 Status concat(const std::vector<TensorView> &inputs, const TensorView &y,
               int64_t axis);
+/// concat's checks without running it; `axis` normalized.
+Status checkConcat(const std::vector<TensorView> &inputs, const TensorView &y,
+                   int64_t &axis);
 
 /// y[i...] = x[starts[d] + i_d * steps[d] ...], one start and one step per
 /// dim of x; y's shape gives the count along each dim. Steps are non-zero
