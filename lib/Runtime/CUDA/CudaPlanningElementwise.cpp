@@ -442,11 +442,8 @@ Result<CastParams> planCast(const TensorDesc &x, const TensorDesc &y) {
     return s;
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
-  if (x.numElements() != y.numElements())
-    return fail(op, "x " + shapeStr(x.shape) + " and y " + shapeStr(y.shape) +
-                        " have different numbers of elements");
-  if (overlapping(x, y) && !(x.addr == y.addr && x.dtype == y.dtype))
-    return fail(op, "y overlaps x");
+  if (Status s = cpu::checkCast(viewOf(x), viewOf(y)); !s)
+    return s;
   return castOf(x.dtype, cptr(x), y.dtype, mptr(y), x.numElements());
 }
 

@@ -114,6 +114,9 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
 /// is 0 or 1; to f16 / bf16 rounds once to nearest even (f64 and integers go
 /// through f64, f16 <-> bf16 through the exact f32).
 Status cast(const TensorView &x, const TensorView &y);
+/// cast's checks without running it (shared with the CUDA backend's
+/// planning).
+Status checkCast(const TensorView &x, const TensorView &y);
 
 //===----------------------------------------------------------------------===//
 // Reduce
