@@ -199,8 +199,8 @@ void gatherSlices(const TensorView &data, const std::vector<int64_t> &offsets,
 // Gather
 //===----------------------------------------------------------------------===//
 
-Status gather(const TensorView &data, const TensorView &indices,
-              const TensorView &y, int64_t axisIn) {
+Status checkGather(const TensorView &data, const TensorView &indices,
+                   const TensorView &y, int64_t &axisIn) {
   constexpr std::string_view op = "gather";
   if (Status s = checkView(op, "data", data); !s)
     return s;
@@ -226,6 +226,16 @@ Status gather(const TensorView &data, const TensorView &indices,
                         shapeStr(data.shape) + ", indices " +
                         shapeStr(indices.shape) + ", axis " +
                         std::to_string(axis));
+  axisIn = static_cast<int64_t>(axis);
+  return Status::ok();
+}
+
+Status gather(const TensorView &data, const TensorView &indices,
+              const TensorView &y, int64_t axisIn) {
+  constexpr std::string_view op = "gather";
+  if (Status s = checkGather(data, indices, y, axisIn); !s)
+    return s;
+  const size_t axis = static_cast<size_t>(axisIn);
   const int64_t n = indices.numElements();
   std::vector<int64_t> idx(static_cast<size_t>(n));
   const int64_t axisDim = data.shape[axis];

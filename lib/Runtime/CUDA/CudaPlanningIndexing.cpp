@@ -42,31 +42,14 @@ Result<GatherParams> planGather(const PlanCall &call,
     return s;
   if (Status s = checkDesc(op, "indices", indices); !s)
     return s;
-  if (indices.dtype != DType::I32 && indices.dtype != DType::I64)
-    return fail(op, "indices have dtype " + dt(indices.dtype) +
-                        "; expected i32 or i64");
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
-  if (data.dtype != y.dtype)
-    return fail(op, "data has dtype " + dt(data.dtype) + " but y has " +
-                        dt(y.dtype));
-  if (data.shape.empty())
-    return fail(op, "data must have rank >= 1");
-  int64_t r = static_cast<int64_t>(data.shape.size());
-  if (axisIn < -r || axisIn >= r)
-    return fail(op, "axis " + std::to_string(axisIn) +
-                        " is out of range for data of rank " +
-                        std::to_string(r));
-  size_t axis = static_cast<size_t>(axisIn < 0 ? axisIn + r : axisIn);
-  Shape expected(data.shape.begin(), data.shape.begin() + axis);
-  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
-  expected.insert(expected.end(), data.shape.begin() + axis + 1,
-                  data.shape.end());
-  if (y.shape != expected)
-    return fail(op,
-                "y " + shapeStr(y.shape) + " should be " + shapeStr(expected) +
-                    " for data " + shapeStr(data.shape) + ", indices " +
-                    shapeStr(indices.shape) + ", axis " + std::to_string(axis));
+  int64_t axisAt = axisIn;
+  if (Status s =
+          cpu::checkGather(viewOf(data), viewOf(indices), viewOf(y), axisAt);
+      !s)
+    return s;
+  const size_t axis = static_cast<size_t>(axisAt);
   if (overlapping(y, data) || overlapping(y, indices))
     return fail(op, "y overlaps an operand");
   GatherParams p;

@@ -114,6 +114,10 @@ Result<PadGeometry> padGeometry(const TensorView &x, const TensorView &y,
 /// ONNX Gather: y = data.shape[:axis] + indices.shape + data.shape[axis+1:].
 Status gather(const TensorView &data, const TensorView &indices,
               const TensorView &y, int64_t axis);
+/// gather's checks of dtypes and shapes (not of the index values);
+/// `axis` normalized.
+Status checkGather(const TensorView &data, const TensorView &indices,
+                   const TensorView &y, int64_t &axis);
 
 /// ONNX GatherElements: y has indices' shape (same rank as data, each dim
 /// at most data's except along axis); y[i] = data[i with i_axis =
