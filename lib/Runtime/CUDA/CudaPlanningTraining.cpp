@@ -100,69 +100,34 @@ Result<LossParams> planLoss(LossKind kind, const PlanCall &call,
     if (v)
       if (Status s = checkDesc(op, name, *v); !s)
         return s;
-  if (!isFloat(input->dtype))
-    return fail(op, std::string(inName) + " has dtype " + dt(input->dtype) +
-                        "; expected f32, f16, bf16 or f64");
-  if (target->dtype != DType::I32 && target->dtype != DType::I64)
-    return fail(op, std::string(tName) + " has dtype " + dt(target->dtype) +
-                        "; expected i32 or i64");
-  if (input->shape.size() < 2)
-    return fail(op, std::string(inName) +
-                        " must be [N, C] or [N, C, d1..dk], got " +
-                        shapeStr(input->shape));
+  // The CPU kernel's checks, on views of the descriptors.
+  const TensorView inputView = viewOf(*input), targetView = viewOf(*target),
+                   outView = viewOf(out);
+  TensorView weightView, dlossView;
+  if (weight)
+    weightView = viewOf(*weight);
+  if (dloss)
+    dlossView = viewOf(*dloss);
+  const TensorView *weightPtr = weight ? &weightView : nullptr;
+  const cpu::LossReduction reduction =
+      p.reduction == 0   ? cpu::LossReduction::None
+      : p.reduction == 1 ? cpu::LossReduction::Sum
+                         : cpu::LossReduction::Mean;
+  Status checked =
+      kind == LossKind::NllLoss
+          ? cpu::checkNllLoss(inputView, targetView, weightPtr, outView,
+                              reduction)
+      : sce
+          ? cpu::checkSoftmaxCrossEntropyGrad(inputView, targetView, dlossView,
+                                              weightPtr, outView, reduction)
+          : cpu::checkNllLossGrad(inputView, targetView, dlossView, weightPtr,
+                                  outView, reduction);
+  if (!checked)
+    return checked;
   p.n = input->shape[0];
   p.c = input->shape[1];
   p.inner = product(input->shape, 2, input->shape.size());
-  Shape expectedTarget{p.n};
-  expectedTarget.insert(expectedTarget.end(), input->shape.begin() + 2,
-                        input->shape.end());
-  if (target->shape != expectedTarget)
-    return fail(op, std::string(tName) + " has shape " +
-                        shapeStr(target->shape) + ", expected " +
-                        shapeStr(expectedTarget));
-  if (kind == LossKind::NllLoss) {
-    if (weight &&
-        (weight->shape != Shape{p.c} || weight->dtype != input->dtype))
-      return fail(op, "weight is " + dt(weight->dtype) + " " +
-                          shapeStr(weight->shape) + ", expected " +
-                          dt(input->dtype) + " [" + std::to_string(p.c) + "]");
-    if (out.dtype != input->dtype)
-      return fail(op, "loss has dtype " + dt(out.dtype) +
-                          ", expected input's " + dt(input->dtype));
-    if (p.reduction == 0 ? out.shape != target->shape : out.numElements() != 1)
-      return fail(op, "loss has shape " + shapeStr(out.shape) + ", expected " +
-                          (p.reduction == 0 ? shapeStr(target->shape)
-                                            : std::string("one element")));
-    for (const TensorDesc *in : {input, target, weight})
-      if (in && overlapping(*in, out))
-        return fail(op, "loss overlaps an operand");
-  } else {
-    if (!isFloat(dloss->dtype))
-      return fail(op, "dloss has dtype " + dt(dloss->dtype) +
-                          "; expected a float type");
-    if (p.reduction == 0 ? dloss->shape != target->shape
-                         : dloss->numElements() != 1)
-      return fail(op, "dloss has shape " + shapeStr(dloss->shape) +
-                          ", expected " +
-                          (p.reduction == 0
-                               ? shapeStr(target->shape) + " (reduction none)"
-                               : std::string("one element")));
-    if (weight && (weight->shape != Shape{p.c} || !isFloat(weight->dtype)))
-      return fail(op, std::string(wName) + " is " + dt(weight->dtype) + " " +
-                          shapeStr(weight->shape) + ", expected a float [" +
-                          std::to_string(p.c) + "]");
-    if (out.dtype != input->dtype || out.shape != input->shape)
-      return fail(op, std::string(outName) + " (" + dt(out.dtype) + " " +
-                          shapeStr(out.shape) + ") must have " + inName +
-                          "'s dtype and shape (" + dt(input->dtype) + " " +
-                          shapeStr(input->shape) + ")");
-    for (auto [name, v] :
-         {std::pair<const char *, const TensorDesc *>{inName, input},
-          {tName, target},
-          {"dloss", dloss},
-          {wName, weight}})
-      if (v && overlapping(*v, out))
-        return fail(op, std::string(name) + " overlaps " + outName);
+  if (dloss) {
     p.dlossDtype = code(dloss->dtype);
     p.dloss = cptr(*dloss);
   }

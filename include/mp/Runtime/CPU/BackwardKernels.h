@@ -115,6 +115,17 @@ Status nllLossGrad(const TensorView &input, const TensorView &target,
                    const TensorView &dloss, const TensorView *weight,
                    const TensorView &dinput, LossReduction reduction,
                    std::optional<int64_t> ignoreIndex = std::nullopt);
+/// The checks of dtypes and shapes (not of the target values) of
+/// softmaxCrossEntropyGrad and nllLossGrad, without running them.
+Status checkSoftmaxCrossEntropyGrad(const TensorView &scores,
+                                    const TensorView &labels,
+                                    const TensorView &dloss,
+                                    const TensorView *weights,
+                                    const TensorView &dscores,
+                                    LossReduction reduction);
+Status checkNllLossGrad(const TensorView &input, const TensorView &target,
+                        const TensorView &dloss, const TensorView *weight,
+                        const TensorView &dinput, LossReduction reduction);
 
 //===----------------------------------------------------------------------===//
 // LSTM backward (backpropagation through time)
