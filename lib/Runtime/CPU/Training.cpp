@@ -74,9 +74,13 @@ Result<bool> skipped(std::string_view op, const TensorView &foundInf) {
 
 } // namespace
 
+Status checkInverseScale(const TensorView &scale) {
+  return checkScalar("inverse_scale", "scale", scale, DType::F32);
+}
+
 Status inverseScale(const TensorView &scale, const TensorView &invScale) {
   constexpr std::string_view op = "inverse_scale";
-  if (Status s = checkScalar(op, "scale", scale, DType::F32); !s)
+  if (Status s = checkInverseScale(scale); !s)
     return s;
   if (Status s = checkScalar(op, "inv_scale", invScale, DType::F32); !s)
     return s;
@@ -131,9 +135,10 @@ Status unscaleAndCheckFinite(const TensorView &grad, const TensorView &invScale,
   return Status::ok();
 }
 
-Status updateLossScale(const TensorView &scale, const TensorView &growthTracker,
-                       const TensorView &foundInf,
-                       const LossScaleConfig &config) {
+Status checkLossScaleUpdate(const TensorView &scale,
+                            const TensorView &growthTracker,
+                            const TensorView &foundInf,
+                            const LossScaleConfig &config) {
   constexpr std::string_view op = "loss_scale_update";
   if (Status s = checkScalar(op, "scale", scale, DType::F32); !s)
     return s;
@@ -146,6 +151,15 @@ Status updateLossScale(const TensorView &scale, const TensorView &growthTracker,
       !(config.backoffFactor > 0.0 && config.backoffFactor < 1.0))
     return fail(op, "needs growth_interval >= 1, growth_factor > 1 and 0 < "
                     "backoff_factor < 1");
+  return Status::ok();
+}
+
+Status updateLossScale(const TensorView &scale, const TensorView &growthTracker,
+                       const TensorView &foundInf,
+                       const LossScaleConfig &config) {
+  if (Status s = checkLossScaleUpdate(scale, growthTracker, foundInf, config);
+      !s)
+    return s;
   float &current = *scale.as<float>();
   int64_t &tracker = *growthTracker.as<int64_t>();
   if (*foundInf.as<float>() != 0.0f) {

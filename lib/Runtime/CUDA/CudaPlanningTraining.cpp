@@ -164,48 +164,19 @@ Status checkScalar(std::string_view op, std::string_view name,
 Result<std::vector<UnscaleParams>>
 planUnscale(const PlanCall &, const std::vector<TensorDesc> &ops,
             const std::vector<TensorDesc> &res) {
+  // The CPU call's checks, on views of the descriptors.
+  std::vector<TensorView> operands, results;
+  for (const TensorDesc &d : ops)
+    operands.push_back(viewOf(d));
+  for (const TensorDesc &d : res)
+    results.push_back(viewOf(d));
+  if (Status s = cpu::checkUnscaleCheckFinite(operands, results); !s)
+    return s;
   const size_t n = ops.size();
-  if (n < 2 || res.size() != n)
-    return Status::error(
-        "expects operands (scale, g_1..g_n) and results (found_inf, "
-        "u_1..u_n) with n >= 1, got " +
-        std::to_string(n) + " operands and " + std::to_string(res.size()) +
-        " results");
   const TensorDesc &scale = ops[0], &foundInf = res[0];
-  if (Status s = checkScalar("inverse_scale", "scale", scale, DType::F32); !s)
-    return s;
-  if (Status s = checkDesc("unscale_check_finite", "found_inf", foundInf); !s)
-    return s;
-  if (foundInf.dtype != DType::F32 || foundInf.numElements() != 1)
-    return Status::error("found_inf must be one f32 element, got " +
-                         dt(foundInf.dtype) + " with " +
-                         std::to_string(foundInf.numElements()) + " elements");
-  if (overlapping(foundInf, scale))
-    return Status::error("found_inf overlaps scale");
   std::vector<UnscaleParams> out;
   for (size_t i = 1; i < n; ++i) {
     const TensorDesc &g = ops[i], &u = res[i];
-    std::string gi = "g_" + std::to_string(i), ui = "u_" + std::to_string(i);
-    if (!isFloat(g.dtype))
-      return Status::error(gi + " has dtype " + dt(g.dtype) +
-                           "; expected a float type");
-    if (u.dtype != DType::F32 || u.shape != g.shape)
-      return Status::error(ui + " must be f32 with " + gi + "'s shape " +
-                           shapeStr(g.shape) + ", got " + dt(u.dtype) + " " +
-                           shapeStr(u.shape));
-    if (Status s = checkDesc("unscale_check_finite", gi, g); !s)
-      return s;
-    if (overlapping(u, foundInf) || overlapping(u, scale) ||
-        overlapping(foundInf, g))
-      return Status::error(ui + " or found_inf overlaps another buffer");
-    for (size_t j = 1; j < n; ++j) {
-      const TensorDesc &other = ops[j];
-      bool inPlace = j == i && u.addr == g.addr && g.dtype == DType::F32;
-      if (overlapping(u, other) && !inPlace)
-        return Status::error(ui + " overlaps g_" + std::to_string(j));
-      if (j > i && overlapping(u, res[j]))
-        return Status::error(ui + " overlaps u_" + std::to_string(j));
-    }
     UnscaleParams p;
     p.gDtype = code(g.dtype);
     p.n = g.numElements();
@@ -223,29 +194,20 @@ planLossScaleUpdate(const PlanCall &call, const std::vector<TensorDesc> &ops,
                     const std::vector<TensorDesc> &res) {
   if (Status s = arity(ops, res, 1, 1, 2, 2); !s)
     return s;
+  MP_TRY(config, cpu::lossScaleConfigOf(call));
   LossScaleParams p;
-  MP_TRY(growth, floatAttr(call, "growth_factor", p.growthFactor));
-  MP_TRY(backoff, floatAttr(call, "backoff_factor", p.backoffFactor));
-  MP_TRY(interval, intAttr(call, "growth_interval", p.growthInterval));
-  p.growthFactor = growth;
-  p.backoffFactor = backoff;
-  p.growthInterval = interval;
+  p.growthFactor = config.growthFactor;
+  p.backoffFactor = config.backoffFactor;
+  p.growthInterval = config.growthInterval;
   const TensorDesc &scale = res[0], &tracker = res[1], &found = ops[0];
   if (overlapping(scale, tracker) || overlapping(scale, found) ||
       overlapping(tracker, found))
     return Status::error("scale, growth_tracker and found_inf must not "
                          "overlap");
-  constexpr std::string_view op = "loss_scale_update";
-  if (Status s = checkScalar(op, "scale", scale, DType::F32); !s)
+  if (Status s = cpu::checkLossScaleUpdate(viewOf(scale), viewOf(tracker),
+                                           viewOf(found), config);
+      !s)
     return s;
-  if (Status s = checkScalar(op, "growth_tracker", tracker, DType::I64); !s)
-    return s;
-  if (Status s = checkScalar(op, "found_inf", found, DType::F32); !s)
-    return s;
-  if (p.growthInterval < 1 || !(p.growthFactor > 1.0) ||
-      !(p.backoffFactor > 0.0 && p.backoffFactor < 1.0))
-    return fail(op, "needs growth_interval >= 1, growth_factor > 1 and 0 < "
-                    "backoff_factor < 1");
   p.foundInf = found.ptr<const float>();
   p.scale = scale.ptr<float>();
   p.tracker = tracker.ptr<int64_t>();

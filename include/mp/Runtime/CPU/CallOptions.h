@@ -104,6 +104,14 @@ Result<SGDConfig> sgdConfigOf(const PlanCall &call, bool hasMomentumBuffer);
 /// decoupled_weight_decay (torch's defaults).
 Result<AdamConfig> adamConfigOf(const PlanCall &call);
 
+/// kernel.unscale_check_finite (scale, g_1..g_n -> found_inf, u_1..u_n):
+/// the counts, dtypes and shapes, and no overlap but u_i = g_i in place (f32).
+Status checkUnscaleCheckFinite(const std::vector<TensorView> &operands,
+                               const std::vector<TensorView> &results);
+/// kernel.loss_scale_update's attributes: growth_factor, backoff_factor,
+/// growth_interval (GradScaler's defaults).
+Result<LossScaleConfig> lossScaleConfigOf(const PlanCall &call);
+
 /// kernel.pad's attribute 'mode' (default constant).
 Result<PadMode> padModeOf(const PlanCall &call);
 /// kernel.scatter_elements / scatter_nd's attribute 'reduction' (none).

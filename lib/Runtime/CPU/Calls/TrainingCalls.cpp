@@ -300,54 +300,16 @@ Status lstmBwdCall(const CallArgs &args) {
 //===----------------------------------------------------------------------===//
 
 Status unscaleCheckFiniteCall(const CallArgs &args) {
+  // Everything is checked before anything is written.
+  if (Status s = checkUnscaleCheckFinite(args.operands, args.results); !s)
+    return s;
   const size_t n = args.operands.size();
-  if (n < 2 || args.results.size() != n)
-    return Status::error(
-        "expects operands (scale, g_1..g_n) and results (found_inf, "
-        "u_1..u_n) with n >= 1, got " +
-        std::to_string(n) + " operands and " +
-        std::to_string(args.results.size()) + " results");
   const TensorView &scale = args.operands[0];
   const TensorView &foundInf = args.results[0];
   float inv = 0.0f;
   TensorView invView{DType::F32, {1}, &inv};
   if (Status s = inverseScale(scale, invView); !s)
     return s;
-  if (Status s = checkDense("found_inf", foundInf); !s)
-    return s;
-  if (foundInf.dtype != DType::F32 || foundInf.numElements() != 1)
-    return Status::error("found_inf must be one f32 element, got " +
-                         dt(foundInf.dtype) + " with " +
-                         std::to_string(foundInf.numElements()) + " elements");
-  if (overlapping(foundInf, scale))
-    return Status::error("found_inf overlaps scale");
-  // Everything is checked before anything is written.
-  for (size_t i = 1; i < n; ++i) {
-    const TensorView &g = args.operands[i], &u = args.results[i];
-    std::string gi = "g_" + std::to_string(i), ui = "u_" + std::to_string(i);
-    if (!isFloat(g.dtype))
-      return Status::error(gi + " has dtype " + dt(g.dtype) +
-                           "; expected a float type");
-    if (u.dtype != DType::F32 || u.shape != g.shape)
-      return Status::error(ui + " must be f32 with " + gi + "'s shape " +
-                           shapeText(g.shape) + ", got " + dt(u.dtype) + " " +
-                           shapeText(u.shape));
-    for (const auto &[name, v] :
-         {std::pair<const std::string &, const TensorView &>{gi, g}, {ui, u}})
-      if (Status s = checkDense(name, v); !s)
-        return s;
-    if (overlapping(u, foundInf) || overlapping(u, scale) ||
-        overlapping(foundInf, g))
-      return Status::error(ui + " or found_inf overlaps another buffer");
-    for (size_t j = 1; j < n; ++j) {
-      const TensorView &other = args.operands[j];
-      bool inPlace = j == i && u.data == g.data && g.dtype == DType::F32;
-      if (overlapping(u, other) && !inPlace)
-        return Status::error(ui + " overlaps g_" + std::to_string(j));
-      if (j > i && overlapping(u, args.results[j]))
-        return Status::error(ui + " overlaps u_" + std::to_string(j));
-    }
-  }
   *foundInf.as<float>() = 0.0f;
   for (size_t i = 1; i < n; ++i) {
     const TensorView &g = args.operands[i], &u = args.results[i];
@@ -393,17 +355,7 @@ Status unscaleCheckFiniteCall(const CallArgs &args) {
 Status lossScaleUpdateCall(const CallArgs &args) {
   if (Status s = checkArity(args, 1, 1, 2, 2); !s)
     return s;
-  const PlanCall &call = args.call;
-  LossScaleConfig config;
-  MP_RT_TRY_ASSIGN(growth,
-                   floatAttr(call, "growth_factor", config.growthFactor));
-  MP_RT_TRY_ASSIGN(backoff,
-                   floatAttr(call, "backoff_factor", config.backoffFactor));
-  MP_RT_TRY_ASSIGN(interval,
-                   intAttr(call, "growth_interval", config.growthInterval));
-  config.growthFactor = growth;
-  config.backoffFactor = backoff;
-  config.growthInterval = interval;
+  MP_RT_TRY_ASSIGN(config, lossScaleConfigOf(args.call));
   const TensorView &scale = args.results[0], &tracker = args.results[1];
   if (overlapping(scale, tracker) || overlapping(scale, args.operands[0]) ||
       overlapping(tracker, args.operands[0]))
@@ -475,6 +427,70 @@ Status checkDisjoint(
       if (a->second && b->second && overlapping(*a->second, *b->second))
         return Status::error(std::string(a->first) + " overlaps " + b->first);
   return Status::ok();
+}
+
+Status checkUnscaleCheckFinite(const std::vector<TensorView> &operands,
+                               const std::vector<TensorView> &results) {
+  const size_t n = operands.size();
+  if (n < 2 || results.size() != n)
+    return Status::error(
+        "expects operands (scale, g_1..g_n) and results (found_inf, "
+        "u_1..u_n) with n >= 1, got " +
+        std::to_string(n) + " operands and " +
+        std::to_string(results.size()) + " results");
+  const TensorView &scale = operands[0];
+  const TensorView &foundInf = results[0];
+  if (Status s = checkInverseScale(scale); !s)
+    return s;
+  if (Status s = checkDense("found_inf", foundInf); !s)
+    return s;
+  if (foundInf.dtype != DType::F32 || foundInf.numElements() != 1)
+    return Status::error("found_inf must be one f32 element, got " +
+                         dt(foundInf.dtype) + " with " +
+                         std::to_string(foundInf.numElements()) + " elements");
+  if (overlapping(foundInf, scale))
+    return Status::error("found_inf overlaps scale");
+  for (size_t i = 1; i < n; ++i) {
+    const TensorView &g = operands[i], &u = results[i];
+    std::string gi = "g_" + std::to_string(i), ui = "u_" + std::to_string(i);
+    if (!isFloat(g.dtype))
+      return Status::error(gi + " has dtype " + dt(g.dtype) +
+                           "; expected a float type");
+    if (u.dtype != DType::F32 || u.shape != g.shape)
+      return Status::error(ui + " must be f32 with " + gi + "'s shape " +
+                           shapeText(g.shape) + ", got " + dt(u.dtype) + " " +
+                           shapeText(u.shape));
+    for (const auto &[name, v] :
+         {std::pair<const std::string &, const TensorView &>{gi, g}, {ui, u}})
+      if (Status s = checkDense(name, v); !s)
+        return s;
+    if (overlapping(u, foundInf) || overlapping(u, scale) ||
+        overlapping(foundInf, g))
+      return Status::error(ui + " or found_inf overlaps another buffer");
+    for (size_t j = 1; j < n; ++j) {
+      const TensorView &other = operands[j];
+      bool inPlace = j == i && u.data == g.data && g.dtype == DType::F32;
+      if (overlapping(u, other) && !inPlace)
+        return Status::error(ui + " overlaps g_" + std::to_string(j));
+      if (j > i && overlapping(u, results[j]))
+        return Status::error(ui + " overlaps u_" + std::to_string(j));
+    }
+  }
+  return Status::ok();
+}
+
+Result<LossScaleConfig> lossScaleConfigOf(const PlanCall &call) {
+  LossScaleConfig config;
+  MP_RT_TRY_ASSIGN(growth,
+                   floatAttr(call, "growth_factor", config.growthFactor));
+  MP_RT_TRY_ASSIGN(backoff,
+                   floatAttr(call, "backoff_factor", config.backoffFactor));
+  MP_RT_TRY_ASSIGN(interval,
+                   intAttr(call, "growth_interval", config.growthInterval));
+  config.growthFactor = growth;
+  config.backoffFactor = backoff;
+  config.growthInterval = interval;
+  return config;
 }
 
 Result<SGDConfig> sgdConfigOf(const PlanCall &call, bool hasMomentumBuffer) {
