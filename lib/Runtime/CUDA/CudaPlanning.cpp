@@ -17,7 +17,6 @@
 namespace mp::rt::cuda {
 
 using namespace planning;
-using cpu::intListAttr;
 
 //===----------------------------------------------------------------------===//
 // Small helpers

@@ -17,14 +17,6 @@
 namespace mp::rt::cuda {
 
 using namespace planning;
-using cpu::boolAttr;
-using cpu::channelsLastAttr;
-using cpu::dtypeAttr;
-using cpu::floatAttr;
-using cpu::hasBuffer;
-using cpu::intAttr;
-using cpu::intListAttr;
-using cpu::stringAttr;
 
 //===----------------------------------------------------------------------===//
 // Matmul

@@ -15,14 +15,6 @@
 namespace mp::rt::cuda {
 
 using namespace planning;
-using cpu::boolAttr;
-using cpu::channelsLastAttr;
-using cpu::dtypeAttr;
-using cpu::floatAttr;
-using cpu::hasBuffer;
-using cpu::intAttr;
-using cpu::intListAttr;
-using cpu::stringAttr;
 
 Result<SoftmaxParams> planSoftmax(const PlanCall &call, const TensorDesc &x,
                                   const TensorDesc &y) {

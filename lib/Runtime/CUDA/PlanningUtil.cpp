@@ -5,23 +5,12 @@
 //===----------------------------------------------------------------------===//
 #include "PlanningUtil.h"
 
-#include <limits>
-
 namespace mp::rt::cuda::planning {
 
 Status checkDesc(std::string_view op, std::string_view name,
                  const TensorDesc &v) {
-  int64_t n = 1;
-  for (int64_t d : v.shape) {
-    if (d < 0)
-      return fail(op, std::string(name) + " has a negative dimension " +
-                          shapeStr(v.shape));
-    if (d == 0)
-      continue;
-    if (n > std::numeric_limits<int64_t>::max() / 8 / d)
-      return fail(op, std::string(name) + " is too large " + shapeStr(v.shape));
-    n *= d;
-  }
+  if (Status s = cpu::detail::checkView(op, name, viewOf(v)); !s)
+    return s;
   if (byteSize(v.dtype) == 0)
     return fail(op, std::string(name) + " has an unknown dtype");
   return Status::ok();

@@ -51,14 +51,25 @@ inline int64_t ceilDiv(int64_t a, int64_t b) {
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);
 }
 
-/// Non-negative dims, an element count that does not overflow and a known
-/// dtype (the CPU's checkView, for a descriptor).
+/// The CPU's checkView of the descriptor (non-negative dims, an element
+/// count that does not overflow), and a known dtype.
 Status checkDesc(std::string_view op, std::string_view name,
                  const TensorDesc &v);
 
 /// compute_type as cudnn.conv_fwd / cublaslt.matmul check it: f32
 /// accumulates any float input, and a type accumulates itself.
 Status checkComputeType(const PlanCall &call, DType input, bool required);
+
+// The CPU calls' attribute readers (mp/Runtime/CPU/Calls.h), the planners'
+// too: both backends read attributes with the same functions.
+using cpu::boolAttr;
+using cpu::channelsLastAttr;
+using cpu::dtypeAttr;
+using cpu::floatAttr;
+using cpu::hasBuffer;
+using cpu::intAttr;
+using cpu::intListAttr;
+using cpu::stringAttr;
 
 using cpu::detail::batchOffsets;
 using cpu::detail::broadcastShapes;
