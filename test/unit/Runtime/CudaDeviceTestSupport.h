@@ -27,6 +27,13 @@
 
 namespace mp::rt::test::cudadevice {
 
+// What the device tests use of RuntimeTestSupport.h, with `using namespace`
+// of this namespace.
+using mp::rt::test::getD;
+using mp::rt::test::randomTensor;
+using mp::rt::test::Rng;
+using mp::rt::test::setD;
+
 /// An argument of a one-call plan (copies share the tensor: initializer
 /// lists copy their elements).
 struct Arg {

@@ -23,10 +23,6 @@
 
 using namespace mp::rt;
 using namespace mp::rt::test::cudadevice;
-using mp::rt::test::getD;
-using mp::rt::test::randomTensor;
-using mp::rt::test::Rng;
-using mp::rt::test::setD;
 
 TEST_CASE("CUDA: gather, scatter_nd, and index errors", "[cuda][device]") {
   Rng rng(11);
