@@ -9,6 +9,7 @@
 #include "PlanningUtil.h"
 
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/Kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -79,90 +80,28 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
     if (v)
       if (Status s = checkDesc(kOp, name, *v); !s)
         return s;
-  bool f64 = a.dtype == DType::F64;
-  if (!(isF32or16(a.dtype) || f64))
-    return fail(kOp, "A has dtype " + dt(a.dtype) +
-                         "; expected f32, f16, bf16 or f64");
-  if (b.dtype != a.dtype)
-    return fail(kOp, "A and B have different dtypes (" + dt(a.dtype) + " and " +
-                         dt(b.dtype) + ")");
-  if (f64 ? d.dtype != DType::F64 : !isF32or16(d.dtype))
-    return fail(kOp, "D has dtype " + dt(d.dtype) +
-                         (f64 ? "; f64 A/B need an f64 D"
-                              : "; expected f32, f16 or bf16"));
-  if (c && c->dtype != d.dtype)
-    return fail(kOp, "C has dtype " + dt(c->dtype) + ", D " + dt(d.dtype) +
-                         "; they must match");
-  if (bias && bias->dtype != d.dtype && bias->dtype != DType::F32)
-    return fail(kOp, "bias has dtype " + dt(bias->dtype) +
-                         "; expected D's dtype (" + dt(d.dtype) + ") or f32");
-  size_t ra = a.shape.size(), rb = b.shape.size();
-  if (ra == 0 || rb == 0)
-    return fail(kOp, "A and B need rank >= 1, got A " + shapeStr(a.shape) +
-                         " and B " + shapeStr(b.shape));
-  if ((transA && ra < 2) || (transB && rb < 2))
-    return fail(kOp, std::string(transA && ra < 2 ? "transA" : "transB") +
-                         " needs an operand of rank >= 2");
-  int64_t m, n, k, kb;
-  if (ra == 1) {
-    m = 1;
-    k = a.shape[0];
-  } else {
-    int64_t r0 = a.shape[ra - 2], r1 = a.shape[ra - 1];
-    m = transA ? r1 : r0;
-    k = transA ? r0 : r1;
-  }
-  if (rb == 1) {
-    kb = b.shape[0];
-    n = 1;
-  } else {
-    int64_t r0 = b.shape[rb - 2], r1 = b.shape[rb - 1];
-    kb = transB ? r1 : r0;
-    n = transB ? r0 : r1;
-  }
-  if (k != kb)
-    return fail(kOp, "inner dimensions differ: op(A) of " + shapeStr(a.shape) +
-                         " has K=" + std::to_string(k) + ", op(B) of " +
-                         shapeStr(b.shape) + " has K=" + std::to_string(kb));
-  Shape batchA(a.shape.begin(), a.shape.end() - (ra >= 2 ? 2 : 1));
-  Shape batchB(b.shape.begin(), b.shape.end() - (rb >= 2 ? 2 : 1));
-  Shape batch;
-  if (!broadcastShapes(batchA, batchB, batch))
-    return fail(kOp, "batch dimensions of A " + shapeStr(a.shape) + " and B " +
-                         shapeStr(b.shape) + " do not broadcast");
-  Shape expected = batch;
-  if (ra >= 2)
-    expected.push_back(m);
-  if (rb >= 2)
-    expected.push_back(n);
-  if (d.shape != expected)
-    return fail(kOp, "D has shape " + shapeStr(d.shape) + ", expected " +
-                         shapeStr(expected) + " for A " + shapeStr(a.shape) +
-                         " and B " + shapeStr(b.shape));
-  if (c) {
-    bool ok = c->shape.size() <= d.shape.size();
-    for (size_t i = 0; ok && i < c->shape.size(); ++i) {
-      int64_t cd = c->shape[i];
-      int64_t dd = d.shape[i + d.shape.size() - c->shape.size()];
-      ok = cd == 1 || cd == dd;
-    }
-    if (!ok)
-      return fail(kOp, "C of shape " + shapeStr(c->shape) +
-                           " does not broadcast to D's shape " +
-                           shapeStr(d.shape));
-    if (overlapping(*c, d) && !(c->addr == d.addr && c->shape == d.shape))
-      return fail(kOp, "C overlaps D without being D itself");
-  }
-  if (bias && !(bias->shape.size() == 1 && bias->shape[0] == n))
-    return fail(kOp, "bias has shape " + shapeStr(bias->shape) +
-                         ", expected [" + std::to_string(n) + "]");
-  for (auto [name, v] : {std::pair<const char *, const TensorDesc *>{"A", &a},
-                         {"B", &b},
-                         {"bias", bias}})
-    if (v && overlapping(*v, d))
-      return fail(kOp, std::string(name) + " overlaps D");
-  if (!std::isfinite(alpha) || !std::isfinite(beta))
-    return fail(kOp, "alpha and beta must be finite");
+  // The CPU kernel's checks, on views of the descriptors.
+  cpu::MatmulOptions options;
+  options.transA = transA != 0;
+  options.transB = transB != 0;
+  options.alpha = alpha;
+  options.beta = beta;
+  TensorView cView, biasView;
+  if (c)
+    cView = viewOf(*c);
+  if (bias)
+    biasView = viewOf(*bias);
+  cpu::MatmulShape shape;
+  if (Status s = cpu::checkMatmul(viewOf(a), viewOf(b), c ? &cView : nullptr,
+                                  bias ? &biasView : nullptr, viewOf(d),
+                                  options, shape);
+      !s)
+    return s;
+  const bool f64 = a.dtype == DType::F64;
+  const size_t ra = a.shape.size(), rb = b.shape.size();
+  const int64_t m = shape.m, n = shape.n, k = shape.k;
+  const Shape &batchA = shape.batchA, &batchB = shape.batchB,
+              &batch = shape.batch;
   const int64_t kIntMax = std::numeric_limits<int32_t>::max();
   if (m > kIntMax || n > kIntMax || k > kIntMax)
     return fail(kOp, "dimensions exceed cuBLASLt's range");

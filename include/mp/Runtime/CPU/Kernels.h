@@ -74,6 +74,18 @@ struct MatmulOptions {
 Status matmul(const TensorView &a, const TensorView &b, const TensorView *c,
               const TensorView *bias, const TensorView &d,
               const MatmulOptions &options = {});
+
+/// What checkMatmul derives: op(A) is [M, K] and op(B) [K, N] in each batch
+/// entry; batchA and batchB are the operands' batch dims, `batch` D's.
+struct MatmulShape {
+  int64_t m = 0, n = 0, k = 0;
+  Shape batchA, batchB, batch;
+};
+/// matmul's checks of dtypes, shapes, overlaps and alpha / beta, without
+/// running it (shared with the CUDA backend's planning).
+Status checkMatmul(const TensorView &a, const TensorView &b, const TensorView *c,
+                   const TensorView *bias, const TensorView &d,
+                   const MatmulOptions &o, MatmulShape &shape);
 inline Status matmul(const TensorView &a, const TensorView &b,
                      const TensorView &d, const MatmulOptions &options = {}) {
   return matmul(a, b, nullptr, nullptr, d, options);
