@@ -64,11 +64,7 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
     bias = in[2];
     y = &res[0];
   }
-  if (x->shape.size() < 3)
-    return Status::error("x must have rank >= 3 ([N, C, spatial...]), got "
-                         "rank " +
-                         std::to_string(x->shape.size()));
-  size_t spatial = x->shape.size() - 2;
+  MP_TRY(spatial, cpu::spatialRank(viewOf(*x), "x"));
   // Attributes.
   ConvAttrs at;
   if (kind == ConvKind::Forward) {

@@ -64,6 +64,9 @@ Status convBackwardFilter(const TensorView &x, const TensorView &dy,
 /// window get 0.
 Status poolBackward(const TensorView &x, const TensorView &dy,
                     const TensorView &dx, const PoolOptions &options);
+/// poolBackward's checks without running it.
+Status checkPoolBackward(const TensorView &x, const TensorView &dy,
+                         const TensorView &dx, const PoolOptions &options);
 
 //===----------------------------------------------------------------------===//
 // Batch normalization backward (cuDNN, training mode)

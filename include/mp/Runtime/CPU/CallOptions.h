@@ -112,6 +112,16 @@ Status checkUnscaleCheckFinite(const std::vector<TensorView> &operands,
 /// growth_interval (GradScaler's defaults).
 Result<LossScaleConfig> lossScaleConfigOf(const PlanCall &call);
 
+/// cudnn.pool's attributes (mode, window, pads, strides, dilations, layout)
+/// for an x of `spatial` spatial dims; errors for indices (has_indices)
+/// with an average or channels last.
+Result<PoolOptions> poolOptionsOf(const PlanCall &call, size_t spatial,
+                                  bool hasIndices);
+/// cudnn.pool_bwd's: mode, window, and pads, strides, dilations (optional),
+/// layout.
+Result<PoolOptions> poolBackwardOptionsOf(const PlanCall &call,
+                                          size_t spatial);
+
 /// kernel.pad's attribute 'mode' (default constant).
 Result<PadMode> padModeOf(const PlanCall &call);
 /// kernel.scatter_elements / scatter_nd's attribute 'reduction' (none).

@@ -170,6 +170,10 @@ Status bindBuffers(const PlanCall &call, const std::vector<Buffer> &given,
 Status checkDisjoint(
     std::initializer_list<std::pair<const char *, const TensorView *>> views);
 
+/// The number of spatial dims of an [N, C, spatial...] tensor `name`, or an
+/// error (convolutions, pooling).
+Result<size_t> spatialRank(const TensorView &x, std::string_view name);
+
 /// An error unless the call has between minOperands and maxOperands operands
 /// and between minResults and maxResults results.
 Status checkArity(const CallArgs &args, size_t minOperands, size_t maxOperands,

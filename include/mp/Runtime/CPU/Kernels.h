@@ -160,6 +160,11 @@ struct PoolOptions {
 /// (-1 for a window without input position).
 Status pool(const TensorView &x, const TensorView &y,
             const PoolOptions &options, const TensorView *indices = nullptr);
+/// pool's checks without running it (shared with the CUDA backend's
+/// planning).
+Status checkPool(const TensorView &x, const TensorView &y,
+                 const PoolOptions &options,
+                 const TensorView *indices = nullptr);
 
 /// GlobalAveragePool / GlobalMaxPool: y is x's shape with every spatial
 /// dimension 1 ([N, C, 1..1] or [N, 1..1, C]); same dtype (f32, f16, bf16).

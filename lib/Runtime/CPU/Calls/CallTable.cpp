@@ -179,6 +179,15 @@ Result<bool> hasBuffer(const PlanCall &call, std::string_view name) {
   return boolAttr(call, "has_" + std::string(name));
 }
 
+Result<size_t> spatialRank(const TensorView &x, std::string_view name) {
+  if (x.shape.size() < 3)
+    return Status::error(
+        std::string(name) +
+        " must have rank >= 3 ([N, C, spatial...]), got rank " +
+        std::to_string(x.shape.size()));
+  return x.shape.size() - 2;
+}
+
 Status checkArity(const CallArgs &args, size_t minOperands, size_t maxOperands,
                   size_t minResults, size_t maxResults) {
   auto range = [](size_t lo, size_t hi) {

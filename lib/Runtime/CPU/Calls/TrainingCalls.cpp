@@ -59,16 +59,6 @@ bool overlapping(const TensorView &a, const TensorView &b) {
   return pa < pb + b.byteCount() && pb < pa + a.byteCount();
 }
 
-/// The number of spatial dims of an [N, C, spatial...] tensor, or an error.
-Result<size_t> spatialRank(const TensorView &x, std::string_view name) {
-  if (x.shape.size() < 3)
-    return Status::error(
-        std::string(name) +
-        " must have rank >= 3 ([N, C, spatial...]), got rank " +
-        std::to_string(x.shape.size()));
-  return x.shape.size() - 2;
-}
-
 /// `pads` (begins, then ends, for `spatial` dims; may be left out: all 0),
 /// `strides` and `dilations` (may be left out: all 1).
 Status readWindowAttrs(const PlanCall &call, size_t spatial,
@@ -156,25 +146,7 @@ Status poolBwdCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   const TensorView &x = args.operands[0];
   MP_RT_TRY_ASSIGN(spatial, spatialRank(x, "x"));
-  PoolOptions o;
-  MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode"));
-  if (mode == "max") {
-    o.kind = PoolKind::Max;
-  } else if (mode == "avg" || mode == "avg_include_pad") {
-    o.kind = PoolKind::Average;
-    o.countIncludePad = mode == "avg_include_pad";
-  } else {
-    return Status::error("attribute 'mode' has unknown value '" + mode +
-                         "' (max, avg, avg_include_pad)");
-  }
-  MP_RT_TRY_ASSIGN(window, intListAttr(call, "window"));
-  o.kernel = std::move(window);
-  if (Status s = readWindowAttrs(call, spatial, o.padsBegin, o.padsEnd,
-                                 o.strides, o.dilations);
-      !s)
-    return s;
-  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
-  o.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  MP_RT_TRY_ASSIGN(o, poolBackwardOptionsOf(call, spatial));
   return poolBackward(x, args.operands[1], args.results[0], o);
 }
 
@@ -419,6 +391,30 @@ Status adamStepCall(const CallArgs &args) {
 }
 
 } // namespace
+
+Result<PoolOptions> poolBackwardOptionsOf(const PlanCall &call,
+                                          size_t spatial) {
+  PoolOptions o;
+  MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode"));
+  if (mode == "max") {
+    o.kind = PoolKind::Max;
+  } else if (mode == "avg" || mode == "avg_include_pad") {
+    o.kind = PoolKind::Average;
+    o.countIncludePad = mode == "avg_include_pad";
+  } else {
+    return Status::error("attribute 'mode' has unknown value '" + mode +
+                         "' (max, avg, avg_include_pad)");
+  }
+  MP_RT_TRY_ASSIGN(window, intListAttr(call, "window"));
+  o.kernel = std::move(window);
+  if (Status s = readWindowAttrs(call, spatial, o.padsBegin, o.padsEnd,
+                                 o.strides, o.dilations);
+      !s)
+    return s;
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
+  o.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  return o;
+}
 
 Status checkDisjoint(
     std::initializer_list<std::pair<const char *, const TensorView *>> views) {
