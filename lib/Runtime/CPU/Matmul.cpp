@@ -207,9 +207,10 @@ void run(const Plan &p, const TensorView &a, const TensorView &b,
 
 } // namespace
 
-Status checkMatmul(const TensorView &a, const TensorView &b, const TensorView *c,
-                   const TensorView *bias, const TensorView &d,
-                   const MatmulOptions &o, MatmulShape &shape) {
+Status checkMatmul(const TensorView &a, const TensorView &b,
+                   const TensorView *c, const TensorView *bias,
+                   const TensorView &d, const MatmulOptions &o,
+                   MatmulShape &shape) {
   for (auto [name, v] : {std::pair<const char *, const TensorView *>{"A", &a},
                          {"B", &b}, {"D", &d}, {"C", c}, {"bias", bias}})
     if (v)

@@ -470,7 +470,6 @@ __global__ void castFastKernel(const From *in, To *out, int64_t n) {
   MP_GRID_LOOP(i, n) { out[i] = conv<From, To>(in[i]); }
 }
 
-
 //===----------------------------------------------------------------------===//
 // Gather copies: transposes, padding, cropping
 //===----------------------------------------------------------------------===//
@@ -525,7 +524,6 @@ __global__ void intInF64Kernel(EwParams p) {
     storeVal(p.out, p.outDtype, i, v);
   }
 }
-
 
 } // namespace
 } // namespace dev

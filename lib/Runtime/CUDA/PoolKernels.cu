@@ -175,7 +175,6 @@ template <typename T> __global__ void poolBackwardKernel(PoolParams p) {
   }
 }
 
-
 } // namespace
 } // namespace dev
 

@@ -482,7 +482,6 @@ template <typename C> __global__ void softmaxBlockKernel(SoftmaxParams p) {
   }
 }
 
-
 } // namespace
 } // namespace dev
 

@@ -119,8 +119,7 @@ Result<PoolOptions> poolOptionsOf(const PlanCall &call, size_t spatial,
                                   bool hasIndices);
 /// cudnn.pool_bwd's: mode, window, and pads, strides, dilations (optional),
 /// layout.
-Result<PoolOptions> poolBackwardOptionsOf(const PlanCall &call,
-                                          size_t spatial);
+Result<PoolOptions> poolBackwardOptionsOf(const PlanCall &call, size_t spatial);
 
 /// kernel.pad's attribute 'mode' (default constant).
 Result<PadMode> padModeOf(const PlanCall &call);

@@ -83,9 +83,10 @@ struct MatmulShape {
 };
 /// matmul's checks of dtypes, shapes, overlaps and alpha / beta, without
 /// running it (shared with the CUDA backend's planning).
-Status checkMatmul(const TensorView &a, const TensorView &b, const TensorView *c,
-                   const TensorView *bias, const TensorView &d,
-                   const MatmulOptions &o, MatmulShape &shape);
+Status checkMatmul(const TensorView &a, const TensorView &b,
+                   const TensorView *c, const TensorView *bias,
+                   const TensorView &d, const MatmulOptions &o,
+                   MatmulShape &shape);
 inline Status matmul(const TensorView &a, const TensorView &b,
                      const TensorView &d, const MatmulOptions &options = {}) {
   return matmul(a, b, nullptr, nullptr, d, options);

@@ -432,8 +432,8 @@ Status checkUnscaleCheckFinite(const std::vector<TensorView> &operands,
     return Status::error(
         "expects operands (scale, g_1..g_n) and results (found_inf, "
         "u_1..u_n) with n >= 1, got " +
-        std::to_string(n) + " operands and " +
-        std::to_string(results.size()) + " results");
+        std::to_string(n) + " operands and " + std::to_string(results.size()) +
+        " results");
   const TensorView &scale = operands[0];
   const TensorView &foundInf = results[0];
   if (Status s = checkInverseScale(scale); !s)
