@@ -208,25 +208,37 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
     return plan;
   }
   const TensorDesc &y = res[0];
-  if (Status s = checkDesc(op, "y", y); !s)
-    return s;
-  if (!isF32or16(x.dtype))
-    return fail(op,
-                "x has dtype " + dt(x.dtype) + "; expected f32, f16 or bf16");
-  if (y.dtype != x.dtype || y.shape != x.shape)
-    return fail(op, "y (" + dt(y.dtype) + " " + shapeStr(y.shape) +
-                        ") must have x's dtype and shape (" + dt(x.dtype) +
-                        " " + shapeStr(x.shape) + ")");
-  if (overlapping(x, y) && x.addr != y.addr)
-    return fail(op, "y overlaps x without being x itself");
   const char *names[] = {"scale", "bias", "mean", "var"};
   if (kind == BatchNormKind::Training) {
     names[2] = "inputMean";
     names[3] = "inputVar";
   }
+  if (Status s = checkDesc(op, "y", y); !s)
+    return s;
   for (int i = 1; i < 5; ++i)
-    if (Status s = checkParam(names[i - 1], ops[i], false); !s)
+    if (Status s = checkDesc(op, names[i - 1], ops[i]); !s)
       return s;
+  if (kind == BatchNormKind::Training)
+    for (int i = 1; i < 3; ++i)
+      if (Status s =
+              checkDesc(op, i == 1 ? "runningMean" : "runningVar", res[i]);
+          !s)
+        return s;
+  // The CPU kernel's checks, on views of the descriptors.
+  cpu::BatchNormOptions options;
+  options.epsilon = p.epsilon;
+  options.momentum = p.momentum;
+  options.layout = nhwc ? cpu::Layout::NHWC : cpu::Layout::NCHW;
+  Status checked = kind == BatchNormKind::Inference
+                       ? cpu::checkBatchNormInference(
+                             viewOf(x), viewOf(ops[1]), viewOf(ops[2]),
+                             viewOf(ops[3]), viewOf(ops[4]), viewOf(y), options)
+                       : cpu::checkBatchNormTraining(
+                             viewOf(x), viewOf(ops[1]), viewOf(ops[2]),
+                             viewOf(ops[3]), viewOf(ops[4]), viewOf(y),
+                             viewOf(res[1]), viewOf(res[2]), options);
+  if (!checked)
+    return checked;
   p.scaleDtype = code(ops[1].dtype);
   p.biasDtype = code(ops[2].dtype);
   p.meanDtype = code(ops[3].dtype);
@@ -236,36 +248,8 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
   p.mean = cptr(ops[3]);
   p.var = cptr(ops[4]);
   p.y = mptr(y);
-  if (kind == BatchNormKind::Inference) {
-    for (int i = 1; i < 5; ++i)
-      if (overlapping(ops[i], y))
-        return fail(op, std::string(names[i - 1]) + " overlaps y");
-  } else {
-    if (!std::isfinite(p.momentum))
-      return fail(op, "momentum must be finite");
+  if (kind == BatchNormKind::Training) {
     const TensorDesc &rm = res[1], &rv = res[2];
-    if (Status s = checkParam("runningMean", rm, false); !s)
-      return s;
-    if (Status s = checkParam("runningVar", rv, false); !s)
-      return s;
-    const char *inNames[] = {"x", names[0], names[1], names[2], names[3]};
-    const char *outNames[] = {"y", "runningMean", "runningVar"};
-    for (int o = 0; o < 3; ++o) {
-      for (int i = 0; i < 5; ++i) {
-        bool allowed =
-            (o == 0 && i == 0) || (o == 1 && i == 3) || (o == 2 && i == 4);
-        if (overlapping(res[o], ops[i]) &&
-            !(allowed && res[o].addr == ops[i].addr))
-          return fail(op, std::string(outNames[o]) + " overlaps " + inNames[i]);
-      }
-      for (int j = 0; j < 3; ++j)
-        if (j != o && overlapping(res[o], res[j]))
-          return fail(op,
-                      std::string(outNames[o]) + " overlaps " + outNames[j]);
-    }
-    if (g.outer * g.inner == 0)
-      return fail(op, "x " + shapeStr(x.shape) +
-                          " has no elements per channel to take statistics of");
     p.runMeanDtype = code(rm.dtype);
     p.runVarDtype = code(rv.dtype);
     p.runMean = mptr(rm);

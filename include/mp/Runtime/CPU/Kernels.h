@@ -208,6 +208,21 @@ Status batchNormTraining(const TensorView &x, const TensorView &scale,
                          const BatchNormOptions &options = {},
                          const TensorView *batchMean = nullptr,
                          const TensorView *batchVar = nullptr);
+/// The checks of batchNormInference and batchNormTraining without running
+/// them (shared with the CUDA backend's planning).
+Status checkBatchNormInference(const TensorView &x, const TensorView &scale,
+                               const TensorView &bias, const TensorView &mean,
+                               const TensorView &var, const TensorView &y,
+                               const BatchNormOptions &options);
+Status checkBatchNormTraining(const TensorView &x, const TensorView &scale,
+                              const TensorView &bias,
+                              const TensorView &inputMean,
+                              const TensorView &inputVar, const TensorView &y,
+                              const TensorView &runningMean,
+                              const TensorView &runningVar,
+                              const BatchNormOptions &options,
+                              const TensorView *batchMean = nullptr,
+                              const TensorView *batchVar = nullptr);
 
 //===----------------------------------------------------------------------===//
 // Softmax (cuDNN)
