@@ -1,9 +1,14 @@
 //===- CudaPlanning.cpp - host-side decisions of the CUDA backend ---------===//
 //
-// See mp/Runtime/CUDA/CudaPlanning.h. The checks follow the CPU kernels
-// (lib/Runtime/CPU) rule for rule, so that a plan the CPU accepts is
-// accepted here, and what the GPU does not implement is refused by name.
-// Nothing here needs CUDA.
+// See mp/Runtime/CUDA/CudaPlanning.h. The small helpers of the planners and
+// the dispatcher: the call table of the GPU, planCall and checkPlanForCuda.
+// The planners are in CudaPlanning*.cpp, by family as the CPU kernels'
+// files; they read attributes with the CPU calls' functions and run the CPU
+// kernels' own checks (the cpu::check* functions) on views of the
+// descriptors where the CPU states them apart, so that a plan the CPU
+// accepts is accepted here, with the same words for what it refuses, and
+// what the GPU does not implement is refused by name. Nothing here needs
+// CUDA.
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CUDA/CudaPlanning.h"
