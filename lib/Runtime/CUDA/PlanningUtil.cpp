@@ -16,17 +16,4 @@ Status checkDesc(std::string_view op, std::string_view name,
   return Status::ok();
 }
 
-Status checkComputeType(const PlanCall &call, DType input, bool required) {
-  if (!required && !call.attr("compute_type"))
-    return Status::ok();
-  MP_TRY(compute, cpu::dtypeAttr(call, "compute_type"));
-  if (!isFloat(compute))
-    return Status::error("attribute 'compute_type' must be a float type, got " +
-                         dt(compute));
-  if (compute == DType::F32 || compute == input)
-    return Status::ok();
-  return Status::error("compute type " + dt(compute) + " cannot accumulate " +
-                       dt(input) + " inputs");
-}
-
 } // namespace mp::rt::cuda::planning

@@ -56,14 +56,11 @@ inline int64_t ceilDiv(int64_t a, int64_t b) {
 Status checkDesc(std::string_view op, std::string_view name,
                  const TensorDesc &v);
 
-/// compute_type as cudnn.conv_fwd / cublaslt.matmul check it: f32
-/// accumulates any float input, and a type accumulates itself.
-Status checkComputeType(const PlanCall &call, DType input, bool required);
-
 // The CPU calls' attribute readers (mp/Runtime/CPU/Calls.h), the planners'
 // too: both backends read attributes with the same functions.
 using cpu::boolAttr;
 using cpu::channelsLastAttr;
+using cpu::checkComputeType;
 using cpu::dtypeAttr;
 using cpu::floatAttr;
 using cpu::hasBuffer;

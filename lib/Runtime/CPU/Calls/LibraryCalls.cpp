@@ -18,23 +18,6 @@ namespace mp::rt::cpu {
 
 namespace {
 
-/// Checks `compute_type` as the culib verifier does: f32 accumulates any
-/// float input, f64 accumulates f64, and a type accumulates itself. The CPU
-/// kernels accumulate 16-bit inputs in f32 (at least as precise as the GPU).
-Status checkComputeType(const PlanCall &call, DType input) {
-  Result<DType> compute = dtypeAttr(call, "compute_type");
-  if (!compute)
-    return compute.status();
-  if (!isFloat(*compute))
-    return Status::error("attribute 'compute_type' must be a float type, got " +
-                         std::string(dtypeName(*compute)));
-  if (*compute == DType::F32 || *compute == input)
-    return Status::ok();
-  return Status::error("compute type " + std::string(dtypeName(*compute)) +
-                       " cannot accumulate " + std::string(dtypeName(input)) +
-                       " inputs");
-}
-
 /// The number of operands a call with these optional buffers has, checked.
 Status checkOperandCount(const CallArgs &args, size_t required,
                          size_t optionalPresent, size_t results) {
@@ -93,7 +76,9 @@ Status matmulCall(const CallArgs &args) {
   options.alpha = alpha;
   options.beta = beta;
   options.epilogue = activation;
-  if (Status s = checkComputeType(call, args.operands[0].dtype); !s)
+  if (Status s =
+          checkComputeType(call, args.operands[0].dtype, /*required=*/true);
+      !s)
     return s;
   size_t next = 2;
   const TensorView *c = hasC ? &args.operands[next++] : nullptr;
@@ -130,7 +115,7 @@ Status convCall(const CallArgs &args) {
   options.dilations = std::move(dilations);
   options.groups = groups;
   options.activation = activation;
-  if (Status s = checkComputeType(call, x.dtype); !s)
+  if (Status s = checkComputeType(call, x.dtype, /*required=*/true); !s)
     return s;
   const TensorView *bias = hasBias ? &args.operands[2] : nullptr;
   return conv(x, args.operands[1], bias, /*residual=*/nullptr, args.results[0],

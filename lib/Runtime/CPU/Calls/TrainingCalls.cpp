@@ -83,21 +83,6 @@ Status readWindowAttrs(const PlanCall &call, size_t spatial,
   return Status::ok();
 }
 
-/// `compute_type`, when given, as cudnn.conv_fwd checks it: f32 accumulates
-/// any float input, and a type accumulates itself.
-Status checkComputeType(const PlanCall &call, DType input) {
-  if (!call.attr("compute_type"))
-    return Status::ok();
-  MP_RT_TRY_ASSIGN(compute, dtypeAttr(call, "compute_type"));
-  if (!isFloat(compute))
-    return Status::error("attribute 'compute_type' must be a float type, got " +
-                         dt(compute));
-  if (compute == DType::F32 || compute == input)
-    return Status::ok();
-  return Status::error("compute type " + dt(compute) + " cannot accumulate " +
-                       dt(input) + " inputs");
-}
-
 //===----------------------------------------------------------------------===//
 // cudnn.conv_bwd_filter: x, dy -> dw
 //===----------------------------------------------------------------------===//
@@ -115,7 +100,7 @@ Status convBwdFilterCall(const CallArgs &args) {
     return s;
   MP_RT_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
   o.groups = groups;
-  if (Status s = checkComputeType(call, x.dtype); !s)
+  if (Status s = checkComputeType(call, x.dtype, /*required=*/false); !s)
     return s;
   MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
   if (!channelsLast)
