@@ -138,21 +138,6 @@ Result<LossParams> planLoss(LossKind kind, const PlanCall &call,
 // Loss scaling, optimizers
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-Status checkScalar(std::string_view op, std::string_view name,
-                   const TensorDesc &v, DType dtype) {
-  if (Status s = checkDesc(op, name, v); !s)
-    return s;
-  if (v.dtype != dtype || v.numElements() != 1)
-    return fail(op, std::string(name) + " must be one " + dt(dtype) +
-                        " element, got " + dt(v.dtype) + " " +
-                        shapeStr(v.shape));
-  return Status::ok();
-}
-
-} // namespace
-
 Result<std::vector<UnscaleParams>>
 planUnscale(const PlanCall &, const std::vector<TensorDesc> &ops,
             const std::vector<TensorDesc> &res) {
