@@ -9,6 +9,7 @@
 #include "PlanningUtil.h"
 
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/Kernels.h"
 
 #include <algorithm>
 #include <limits>
@@ -137,7 +138,26 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
       if (Status s = checkDesc(kOp, name, *v); !s)
         return s;
 
-  // Dtypes.
+  if (kind == ConvKind::Forward) {
+    // The CPU kernel's checks, on views of the descriptors.
+    cpu::ConvOptions options;
+    options.strides = at.strides;
+    options.dilations = at.dilations;
+    options.padsBegin = at.padsBegin;
+    options.padsEnd = at.padsEnd;
+    options.groups = at.groups;
+    options.layout = at.nhwc ? cpu::Layout::NHWC : cpu::Layout::NCHW;
+    TensorView biasView;
+    if (bias)
+      biasView = viewOf(*bias);
+    if (Status s =
+            cpu::checkConv(viewOf(*x), viewOf(*w), bias ? &biasView : nullptr,
+                           nullptr, viewOf(*y), options);
+        !s)
+      return s;
+  }
+
+  // Dtypes (the backward convolutions; the forward's are checked above).
   if (kind == ConvKind::BackwardFilter) {
     bool f64 = x->dtype == DType::F64;
     if (!(isF32or16(x->dtype) || f64) || w->dtype != x->dtype)
@@ -148,7 +168,7 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
       return fail(kOp, "dw has dtype " + dt(y->dtype) +
                            (f64 ? "; f64 x needs an f64 dw"
                                 : "; expected f32, f16 or bf16"));
-  } else {
+  } else if (kind == ConvKind::BackwardData) {
     if (!isF32or16(x->dtype))
       return fail(kOp, "x has dtype " + dt(x->dtype) +
                            "; expected f32, f16 or bf16");
@@ -209,54 +229,13 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
   };
   int64_t groups = at.groups;
   if (kind == ConvKind::Forward) {
-    c = nhwc ? x->shape[rank - 1] : x->shape[1];
+    // Checked by cpu::checkConv above: the geometry is the shapes'.
+    c = channelsOf(x->shape);
     m = w->shape[0];
-    int64_t wc = nhwc ? w->shape[rank - 1] : w->shape[1];
-    inSp.assign(x->shape.begin() + (nhwc ? 1 : 2),
-                x->shape.end() - (nhwc ? 1 : 0));
-    kerSp.assign(w->shape.begin() + (nhwc ? 1 : 2),
-                 w->shape.end() - (nhwc ? 1 : 0));
-    if (groups < 1 || c % groups || m % groups)
-      return fail(kOp, "groups = " + std::to_string(groups) +
-                           " must be >= 1 and divide the input channels (" +
-                           std::to_string(c) + ") and the output channels (" +
-                           std::to_string(m) + ")");
     cg = c / groups;
-    if (wc != cg)
-      return fail(kOp, "w " + shapeStr(w->shape) + " has " +
-                           std::to_string(wc) +
-                           " input channels per group, expected C/groups = " +
-                           std::to_string(cg));
-    for (int64_t kd : kerSp)
-      if (kd < 1)
-        return fail(kOp, "w " + shapeStr(w->shape) +
-                             " has an empty kernel dimension");
-    Shape expected{n};
-    if (!nhwc)
-      expected.push_back(m);
-    for (size_t i = 0; i < spatial; ++i) {
-      int64_t padded = inSp[i] + padB[i] + padE[i], span;
-      if (Status s = dilatedExtent(kOp, "kernel", i, x->shape, kerSp[i], dil[i],
-                                   padded, span);
-          !s)
-        return s;
-      int64_t o = (padded - span) / stride[i] + 1;
-      outSp.push_back(o);
-      expected.push_back(o);
-    }
-    if (nhwc)
-      expected.push_back(m);
-    if (y->shape != expected)
-      return fail(kOp, "y has shape " + shapeStr(y->shape) + ", expected " +
-                           shapeStr(expected));
-    if (bias && !(bias->shape.size() == 1 && bias->shape[0] == m))
-      return fail(kOp, "bias has shape " + shapeStr(bias->shape) +
-                           ", expected [" + std::to_string(m) + "]");
-    for (auto [name, v] : {std::pair<const char *, const TensorDesc *>{"x", x},
-                           {"w", w},
-                           {"bias", bias}})
-      if (v && overlapping(*v, *y))
-        return fail(kOp, std::string(name) + " overlaps y");
+    inSp = spatialOf(x->shape);
+    kerSp = spatialOf(w->shape);
+    outSp = spatialOf(y->shape);
   } else if (kind == ConvKind::BackwardData) {
     // ConvTranspose: x [N, C, in], w [C, M/g, k], y [N, M, out] (NHWC:
     // x [N, in, C], w [C, k, M/g], y [N, out, M]).

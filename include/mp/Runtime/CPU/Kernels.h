@@ -124,6 +124,12 @@ inline Status conv(const TensorView &x, const TensorView &w,
                    const TensorView &y, const ConvOptions &options) {
   return conv(x, w, nullptr, nullptr, y, options);
 }
+/// conv's checks of dtypes, shapes, attributes and overlaps without running
+/// it (not the BLAS integer range of the CPU's GEMMs; shared with the CUDA
+/// backend's planning).
+Status checkConv(const TensorView &x, const TensorView &w,
+                 const TensorView *bias, const TensorView *residual,
+                 const TensorView &y, const ConvOptions &options);
 
 //===----------------------------------------------------------------------===//
 // Pooling (cuDNN)
