@@ -322,16 +322,22 @@ Result<std::vector<NamedTensor>> CpuExecutor::readOutputs() const {
 
 Result<std::vector<NamedTensor>>
 CpuExecutor::run(const std::vector<NamedView> &inputs) {
-  if (Status s = bindInputs(inputs); !s)
-    return s;
-  if (Status s = execute(); !s)
-    return s;
-  return readOutputs();
+  return runOnce(*this, inputs);
 }
 
 Result<BenchmarkStats>
 CpuExecutor::benchmark(const std::vector<NamedView> &inputs, int warmup,
                        int iterations) {
+  return benchmarkRuns(warmup, iterations, timing_, [&]() -> Status {
+    if (Status s = bindInputs(inputs); !s)
+      return s;
+    return execute();
+  });
+}
+
+Result<BenchmarkStats>
+benchmarkRuns(int warmup, int iterations, bool &timing,
+              const std::function<Status()> &bindAndExecute) {
   if (warmup < 0)
     return Status::error(
         "the number of warmup runs must not be negative, got " +
@@ -339,25 +345,18 @@ CpuExecutor::benchmark(const std::vector<NamedView> &inputs, int warmup,
   if (iterations < 1)
     return Status::error("the number of timed runs must be at least 1, got " +
                          std::to_string(iterations));
-  // Warmup runs are not part of the per-call times either.
-  bool timing = timing_;
-  timing_ = false;
-  for (int i = 0; i < warmup; ++i) {
-    Status s = bindInputs(inputs);
-    if (s)
-      s = execute();
-    if (!s) {
-      timing_ = timing;
+  bool timingWanted = timing;
+  timing = false;
+  for (int i = 0; i < warmup; ++i)
+    if (Status s = bindAndExecute(); !s) {
+      timing = timingWanted;
       return s;
     }
-  }
-  timing_ = timing;
+  timing = timingWanted;
   BenchmarkStats stats;
   for (int i = 0; i < iterations; ++i) {
     auto start = std::chrono::steady_clock::now();
-    if (Status s = bindInputs(inputs); !s)
-      return s;
-    if (Status s = execute(); !s)
+    if (Status s = bindAndExecute(); !s)
       return s;
     stats.runMs.push_back(msSince(start));
   }

@@ -39,6 +39,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,6 +84,26 @@ struct BenchmarkStats {
   std::vector<double> runMs; ///< each timed run, in order
   double mean = 0, median = 0, min = 0, max = 0;
 };
+
+/// The benchmark loop of both executors (CpuExecutor, CudaExecutor): checks
+/// the counts, runs `bindAndExecute` `warmup` times with the executor's
+/// per-call timing flag `timing` off (warm-up runs are not in the per-call
+/// times either), then `iterations` timed times, and returns their
+/// statistics (wall time of each run).
+Result<BenchmarkStats>
+benchmarkRuns(int warmup, int iterations, bool &timing,
+              const std::function<Status()> &bindAndExecute);
+
+/// run() of both executors: bindInputs, execute, then readOutputs.
+template <typename ExecutorT>
+Result<std::vector<NamedTensor>> runOnce(ExecutorT &executor,
+                                         const std::vector<NamedView> &inputs) {
+  if (Status s = executor.bindInputs(inputs); !s)
+    return s;
+  if (Status s = executor.execute(); !s)
+    return s;
+  return executor.readOutputs();
+}
 
 class CpuExecutor {
 public:

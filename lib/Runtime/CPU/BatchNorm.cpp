@@ -100,12 +100,14 @@ void normalize(const Geom &g, const S *x, S *y, const float *mean,
 
 } // namespace
 
-Status batchNormInference(const TensorView &x, const TensorView &scale,
-                          const TensorView &bias, const TensorView &mean,
-                          const TensorView &var, const TensorView &y,
-                          const BatchNormOptions &o) {
+namespace {
+
+/// batchNormInference's checks; g gets the per-channel geometry.
+Status checkInference(const TensorView &x, const TensorView &scale,
+                      const TensorView &bias, const TensorView &mean,
+                      const TensorView &var, const TensorView &y,
+                      const BatchNormOptions &o, Geom &g) {
   constexpr std::string_view op = "batchNormInference";
-  Geom g;
   if (Status s = checkXY(op, x, y, o, g); !s)
     return s;
   for (auto [name, v] :
@@ -116,6 +118,26 @@ Status batchNormInference(const TensorView &x, const TensorView &scale,
     if (overlaps(v->data, v->byteCount(), y.data, y.byteCount()))
       return fail(op, std::string(name) + " overlaps y");
   }
+  return Status::ok();
+}
+
+} // namespace
+
+Status checkBatchNormInference(const TensorView &x, const TensorView &scale,
+                               const TensorView &bias, const TensorView &mean,
+                               const TensorView &var, const TensorView &y,
+                               const BatchNormOptions &o) {
+  Geom g;
+  return checkInference(x, scale, bias, mean, var, y, o, g);
+}
+
+Status batchNormInference(const TensorView &x, const TensorView &scale,
+                          const TensorView &bias, const TensorView &mean,
+                          const TensorView &var, const TensorView &y,
+                          const BatchNormOptions &o) {
+  Geom g;
+  if (Status s = checkInference(x, scale, bias, mean, var, y, o, g); !s)
+    return s;
   if (x.numElements() == 0)
     return Status::ok();
   std::vector<float> sc = paramF32(scale), b = paramF32(bias),
@@ -130,16 +152,17 @@ Status batchNormInference(const TensorView &x, const TensorView &scale,
   return Status::ok();
 }
 
-Status batchNormTraining(const TensorView &x, const TensorView &scale,
-                         const TensorView &bias, const TensorView &inputMean,
-                         const TensorView &inputVar, const TensorView &y,
-                         const TensorView &runningMean,
-                         const TensorView &runningVar,
-                         const BatchNormOptions &o,
-                         const TensorView *batchMean,
-                         const TensorView *batchVar) {
+namespace {
+
+/// batchNormTraining's checks; g gets the per-channel geometry.
+Status checkTraining(const TensorView &x, const TensorView &scale,
+                     const TensorView &bias, const TensorView &inputMean,
+                     const TensorView &inputVar, const TensorView &y,
+                     const TensorView &runningMean,
+                     const TensorView &runningVar, const BatchNormOptions &o,
+                     const TensorView *batchMean, const TensorView *batchVar,
+                     Geom &g) {
   constexpr std::string_view op = "batchNormTraining";
-  Geom g;
   if (Status s = checkXY(op, x, y, o, g); !s)
     return s;
   if (!std::isfinite(o.momentum))
@@ -183,6 +206,40 @@ Status batchNormTraining(const TensorView &x, const TensorView &scale,
   if (count == 0)
     return fail(op, "x " + shapeStr(x.shape) +
                         " has no elements per channel to take statistics of");
+  return Status::ok();
+}
+
+} // namespace
+
+Status checkBatchNormTraining(const TensorView &x, const TensorView &scale,
+                              const TensorView &bias,
+                              const TensorView &inputMean,
+                              const TensorView &inputVar, const TensorView &y,
+                              const TensorView &runningMean,
+                              const TensorView &runningVar,
+                              const BatchNormOptions &o,
+                              const TensorView *batchMean,
+                              const TensorView *batchVar) {
+  Geom g;
+  return checkTraining(x, scale, bias, inputMean, inputVar, y, runningMean,
+                       runningVar, o, batchMean, batchVar, g);
+}
+
+Status batchNormTraining(const TensorView &x, const TensorView &scale,
+                         const TensorView &bias, const TensorView &inputMean,
+                         const TensorView &inputVar, const TensorView &y,
+                         const TensorView &runningMean,
+                         const TensorView &runningVar,
+                         const BatchNormOptions &o,
+                         const TensorView *batchMean,
+                         const TensorView *batchVar) {
+  Geom g;
+  if (Status s = checkTraining(x, scale, bias, inputMean, inputVar, y,
+                               runningMean, runningVar, o, batchMean, batchVar,
+                               g);
+      !s)
+    return s;
+  int64_t count = g.outer * g.inner;
 
   // Batch statistics in f64: the mean, then the mean squared deviation.
   std::vector<double> sum(static_cast<size_t>(g.c), 0.0),

@@ -54,7 +54,7 @@ bool bulkCast(DType from, DType to, const void *src, void *dst, size_t n) {
 
 } // namespace
 
-Status cast(const TensorView &x, const TensorView &y) {
+Status checkCast(const TensorView &x, const TensorView &y) {
   constexpr std::string_view op = "cast";
   if (Status s = checkView(op, "x", x); !s)
     return s;
@@ -69,11 +69,19 @@ Status cast(const TensorView &x, const TensorView &y) {
   if (n != y.numElements())
     return fail(op, "x " + shapeStr(x.shape) + " and y " + shapeStr(y.shape) +
                         " have different numbers of elements");
-  if (n == 0)
-    return Status::ok();
+  // (Empty tensors overlap nothing.)
   if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()) &&
       !(x.data == y.data && x.dtype == y.dtype))
     return fail(op, "y overlaps x");
+  return Status::ok();
+}
+
+Status cast(const TensorView &x, const TensorView &y) {
+  if (Status s = checkCast(x, y); !s)
+    return s;
+  int64_t n = x.numElements();
+  if (n == 0)
+    return Status::ok();
   if (x.dtype == y.dtype) {
     if (x.data != y.data)
       std::memcpy(y.data, x.data, x.byteCount());

@@ -250,9 +250,6 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
   for (size_t i = 0; i < k; ++i)
     g.pointwise = g.pointwise && g.ker[i] == 1 && g.stride[i] == 1 &&
                   g.padB[i] == 0 && g.padE[i] == 0;
-  int64_t kdim = g.cg * g.kerSize;
-  if (!fitsBlasInt({g.m, g.c, kdim, g.outSize, g.inSize}))
-    return fail(kOp, "dimensions exceed the BLAS integer range");
   return Status::ok();
 }
 
@@ -295,17 +292,26 @@ void depthwise2d(const Geom &g, const float *x, const float *w, float *y) {
     }
 }
 
+Status checkConv(const TensorView &x, const TensorView &w,
+                 const TensorView *bias, const TensorView *residual,
+                 const TensorView &y, const ConvOptions &o) {
+  Geom g;
+  return check(x, w, bias, residual, y, o, g);
+}
+
 Status conv(const TensorView &x, const TensorView &w, const TensorView *bias,
             const TensorView *residual, const TensorView &y,
             const ConvOptions &o) {
   Geom g;
   if (Status s = check(x, w, bias, residual, y, o, g); !s)
     return s;
+  int64_t kdim = g.cg * g.kerSize;
+  if (!fitsBlasInt({g.m, g.c, kdim, g.outSize, g.inSize}))
+    return fail(kOp, "dimensions exceed the BLAS integer range");
   if (y.numElements() == 0)
     return Status::ok();
 
   bool nhwc = g.layout == Layout::NHWC;
-  int64_t kdim = g.cg * g.kerSize;
   int64_t imgIn = g.c * g.inSize, imgOut = g.m * g.outSize;
 
   // Weights and bias in f32.

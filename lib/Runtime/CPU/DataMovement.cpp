@@ -109,13 +109,14 @@ void transpose2D(const T *x, T *y, int64_t rows, int64_t cols, int64_t ldx,
 
 } // namespace
 
-Status transpose(const TensorView &x, const TensorView &y,
-                 const std::vector<int64_t> &permIn) {
+Status checkTranspose(const TensorView &x, const TensorView &y,
+                      const std::vector<int64_t> &permIn,
+                      std::vector<int64_t> &perm) {
   constexpr std::string_view op = "transpose";
   if (Status s = checkInOut(op, x, y); !s)
     return s;
   const size_t rank = x.shape.size();
-  std::vector<int64_t> perm = permIn;
+  perm = permIn;
   if (perm.empty())
     for (size_t i = 0; i < rank; ++i)
       perm.push_back(static_cast<int64_t>(rank - 1 - i));
@@ -136,6 +137,15 @@ Status transpose(const TensorView &x, const TensorView &y,
     if (y.shape[i] != x.shape[perm[i]])
       return fail(op, "y " + shapeStr(y.shape) + " is not x " +
                           shapeStr(x.shape) + " permuted by " + shapeStr(perm));
+  return Status::ok();
+}
+
+Status transpose(const TensorView &x, const TensorView &y,
+                 const std::vector<int64_t> &permIn) {
+  std::vector<int64_t> perm;
+  if (Status s = checkTranspose(x, y, permIn, perm); !s)
+    return s;
+  const size_t rank = x.shape.size();
   const int64_t n = x.numElements();
   if (n == 0)
     return Status::ok();
@@ -222,13 +232,19 @@ Status transpose(const TensorView &x, const TensorView &y,
 // Copy, broadcast, tile, concat
 //===----------------------------------------------------------------------===//
 
-Status copy(const TensorView &x, const TensorView &y) {
+Status checkCopy(const TensorView &x, const TensorView &y) {
   constexpr std::string_view op = "copy";
   if (Status s = checkInOut(op, x, y); !s)
     return s;
   if (x.numElements() != y.numElements())
     return fail(op, "x " + shapeStr(x.shape) + " and y " + shapeStr(y.shape) +
                         " have different numbers of elements");
+  return Status::ok();
+}
+
+Status copy(const TensorView &x, const TensorView &y) {
+  if (Status s = checkCopy(x, y); !s)
+    return s;
   if (x.data != y.data && x.numElements() > 0)
     std::memmove(y.data, x.data, x.byteCount());
   return Status::ok();
@@ -274,7 +290,7 @@ struct Expander {
 
 } // namespace
 
-Status broadcast(const TensorView &x, const TensorView &y) {
+Status checkBroadcast(const TensorView &x, const TensorView &y) {
   constexpr std::string_view op = "broadcast";
   if (Status s = checkInOut(op, x, y); !s)
     return s;
@@ -288,6 +304,15 @@ Status broadcast(const TensorView &x, const TensorView &y) {
     if (xAligned[d] != y.shape[d] && xAligned[d] != 1)
       return fail(op, "x " + shapeStr(x.shape) +
                           " does not broadcast to y " + shapeStr(y.shape));
+  return Status::ok();
+}
+
+Status broadcast(const TensorView &x, const TensorView &y) {
+  if (Status s = checkBroadcast(x, y); !s)
+    return s;
+  const size_t r = y.shape.size();
+  Shape xAligned(r - x.shape.size(), 1);
+  xAligned.insert(xAligned.end(), x.shape.begin(), x.shape.end());
   if (y.numElements() == 0)
     return Status::ok();
   const size_t es = byteSize(x.dtype);
@@ -369,8 +394,8 @@ Status tile(const TensorView &x, const TensorView &y) {
   return Status::ok();
 }
 
-Status concat(const std::vector<TensorView> &inputs, const TensorView &y,
-              int64_t axis) {
+Status checkConcat(const std::vector<TensorView> &inputs, const TensorView &y,
+                   int64_t &axis) {
   constexpr std::string_view op = "concat";
   if (Status s = checkView(op, "y", y); !s)
     return s;
@@ -405,6 +430,14 @@ Status concat(const std::vector<TensorView> &inputs, const TensorView &y,
                         " along axis " + std::to_string(axis) + ", but y " +
                         shapeStr(y.shape) + " has " +
                         std::to_string(y.shape[axis]));
+  return Status::ok();
+}
+
+Status concat(const std::vector<TensorView> &inputs, const TensorView &y,
+              int64_t axis) {
+  if (Status s = checkConcat(inputs, y, axis); !s)
+    return s;
+  const int64_t r = static_cast<int64_t>(y.shape.size());
   if (y.numElements() == 0)
     return Status::ok();
   const size_t es = byteSize(y.dtype);
@@ -432,9 +465,9 @@ Status concat(const std::vector<TensorView> &inputs, const TensorView &y,
 // Slice
 //===----------------------------------------------------------------------===//
 
-Status slice(const TensorView &x, const TensorView &y,
-             const std::vector<int64_t> &starts,
-             const std::vector<int64_t> &givenSteps) {
+Status checkSlice(const TensorView &x, const TensorView &y,
+                  const std::vector<int64_t> &starts,
+                  const std::vector<int64_t> &givenSteps) {
   constexpr std::string_view op = "slice";
   if (Status s = checkInOut(op, x, y); !s)
     return s;
@@ -463,6 +496,15 @@ Status slice(const TensorView &x, const TensorView &y,
                           " with step " + std::to_string(givenSteps[d]) +
                           " do not lie in x " + shapeStr(x.shape));
   }
+  return Status::ok();
+}
+
+Status slice(const TensorView &x, const TensorView &y,
+             const std::vector<int64_t> &starts,
+             const std::vector<int64_t> &givenSteps) {
+  if (Status s = checkSlice(x, y, starts, givenSteps); !s)
+    return s;
+  const size_t r = x.shape.size();
   if (y.numElements() == 0)
     return Status::ok();
   // A dim that takes one element ignores its step (any step passes the check

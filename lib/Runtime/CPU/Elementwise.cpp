@@ -24,6 +24,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 namespace mp::rt::cpu {
@@ -946,43 +947,7 @@ Kind kindOf(ElementwiseFn fn) {
 
 /// alpha and beta of fn: the given values or ONNX's defaults.
 void resolveParams(ElementwiseFn fn, const ElementwiseParams &p, Ctx &ctx) {
-  using F = ElementwiseFn;
-  double a = 0, b = 0;
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  switch (fn) {
-  case F::LeakyRelu:
-    a = 0.01;
-    break;
-  case F::Elu:
-  case F::Celu:
-  case F::ThresholdedRelu:
-    a = 1.0;
-    break;
-  case F::Selu:
-    a = 1.67326319217681884765625;
-    b = 1.05070102214813232421875;
-    break;
-  case F::HardSigmoid:
-    a = 0.2;
-    b = 0.5;
-    break;
-  case F::Shrink:
-    a = 0.5;
-    b = 0.0;
-    break;
-  case F::IsInf:
-    a = 1.0;
-    b = 1.0;
-    break;
-  case F::Clip:
-    a = -inf;
-    b = inf;
-    break;
-  default:
-    break;
-  }
-  ctx.alpha = p.alpha.value_or(a);
-  ctx.beta = p.beta.value_or(b);
+  std::tie(ctx.alpha, ctx.beta) = resolveAlphaBeta(fn, p);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1179,6 +1144,46 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
           static_cast<char *>(y.data), static_cast<int64_t>(byteSize(y.dtype)),
           ctx);
   return Status::ok();
+}
+
+std::pair<double, double> resolveAlphaBeta(ElementwiseFn fn,
+                                           const ElementwiseParams &given) {
+  using F = ElementwiseFn;
+  double a = 0, b = 0;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  switch (fn) {
+  case F::LeakyRelu:
+    a = 0.01;
+    break;
+  case F::Elu:
+  case F::Celu:
+  case F::ThresholdedRelu:
+    a = 1.0;
+    break;
+  case F::Selu:
+    a = 1.67326319217681884765625;
+    b = 1.05070102214813232421875;
+    break;
+  case F::HardSigmoid:
+    a = 0.2;
+    b = 0.5;
+    break;
+  case F::Shrink:
+    a = 0.5;
+    b = 0.0;
+    break;
+  case F::IsInf:
+    a = 1.0;
+    b = 1.0;
+    break;
+  case F::Clip:
+    a = -inf;
+    b = inf;
+    break;
+  default:
+    break;
+  }
+  return {given.alpha.value_or(a), given.beta.value_or(b)};
 }
 
 } // namespace mp::rt::cpu

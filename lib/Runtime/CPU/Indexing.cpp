@@ -220,8 +220,8 @@ void gatherSlices(const TensorView &data, const std::vector<int64_t> &offsets,
 // Gather
 //===----------------------------------------------------------------------===//
 
-Status gather(const TensorView &data, const TensorView &indices,
-              const TensorView &y, int64_t axisIn) {
+Status checkGather(const TensorView &data, const TensorView &indices,
+                   const TensorView &y, int64_t &axisIn) {
   constexpr std::string_view op = "gather";
   if (Status s = checkGatherViews(op, data, indices, y); !s)
     return s;
@@ -240,6 +240,16 @@ Status gather(const TensorView &data, const TensorView &indices,
                         shapeStr(data.shape) + ", indices " +
                         shapeStr(indices.shape) + ", axis " +
                         std::to_string(axis));
+  axisIn = static_cast<int64_t>(axis);
+  return Status::ok();
+}
+
+Status gather(const TensorView &data, const TensorView &indices,
+              const TensorView &y, int64_t axisIn) {
+  constexpr std::string_view op = "gather";
+  if (Status s = checkGather(data, indices, y, axisIn); !s)
+    return s;
+  const size_t axis = static_cast<size_t>(axisIn);
   const int64_t n = indices.numElements();
   std::vector<int64_t> idx(static_cast<size_t>(n));
   const int64_t axisDim = data.shape[axis];
@@ -534,9 +544,8 @@ Status scatterElements(const TensorView &data, const TensorView &indices,
   return Status::ok();
 }
 
-Status scatterND(const TensorView &data, const TensorView &indices,
-                 const TensorView &updates, const TensorView &y,
-                 ScatterReduction reduction) {
+Status checkScatterND(const TensorView &data, const TensorView &indices,
+                      const TensorView &updates, const TensorView &y) {
   constexpr std::string_view op = "scatter_nd";
   if (Status s = prepareScatter(op, data, updates, y); !s)
     return s;
@@ -557,6 +566,17 @@ Status scatterND(const TensorView &data, const TensorView &indices,
                         shapeStr(expected) + " for data " +
                         shapeStr(data.shape) + " and indices " +
                         shapeStr(indices.shape));
+  return Status::ok();
+}
+
+Status scatterND(const TensorView &data, const TensorView &indices,
+                 const TensorView &updates, const TensorView &y,
+                 ScatterReduction reduction) {
+  constexpr std::string_view op = "scatter_nd";
+  if (Status s = checkScatterND(data, indices, updates, y); !s)
+    return s;
+  const size_t r = data.shape.size(), q = indices.shape.size();
+  const int64_t k = indices.shape[q - 1];
   std::vector<int64_t> offsets;
   if (Status s = tupleOffsets(op, data, indices, 0, offsets); !s)
     return s;

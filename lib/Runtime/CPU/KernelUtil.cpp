@@ -210,6 +210,53 @@ bool overlaps(const void *a, size_t an, const void *b, size_t bn) {
 }
 
 //===----------------------------------------------------------------------===//
+// Batch broadcasting
+//===----------------------------------------------------------------------===//
+
+bool broadcastShapes(const Shape &x, const Shape &y, Shape &out) {
+  size_t r = std::max(x.size(), y.size());
+  out.assign(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t dx = i < r - x.size() ? 1 : x[i - (r - x.size())];
+    int64_t dy = i < r - y.size() ? 1 : y[i - (r - y.size())];
+    if (dx != dy && dx != 1 && dy != 1)
+      return false;
+    out[i] = dx == 1 ? dy : dx;
+  }
+  return true;
+}
+
+std::vector<int64_t> batchOffsets(const Shape &own, const Shape &batch,
+                                  int64_t matrixSize) {
+  size_t r = batch.size();
+  std::vector<int64_t> stride(r, 0);
+  int64_t s = matrixSize;
+  for (size_t i = r; i-- > 0;) {
+    if (i < r - own.size())
+      continue;
+    size_t oi = i - (r - own.size());
+    stride[i] = own[oi] == 1 ? 0 : s;
+    s *= own[oi];
+  }
+  int64_t nb = numElements(batch);
+  std::vector<int64_t> off(static_cast<size_t>(nb), 0);
+  std::vector<int64_t> idx(r, 0);
+  int64_t cur = 0;
+  for (int64_t t = 0; t < nb; ++t) {
+    off[static_cast<size_t>(t)] = cur;
+    for (size_t i = r; i-- > 0;) {
+      ++idx[i];
+      cur += stride[i];
+      if (idx[i] < batch[i])
+        break;
+      cur -= stride[i] * idx[i];
+      idx[i] = 0;
+    }
+  }
+  return off;
+}
+
+//===----------------------------------------------------------------------===//
 // Activations and the epilogue
 //===----------------------------------------------------------------------===//
 

@@ -1,8 +1,9 @@
 //===- KernelUtil.h - private helpers of the CPU kernels ----------*- C++ -*-===//
 //
 // Storage types and conversions, argument checks, the f32 epilogue and the
-// BLAS wrappers shared by the CPU kernels. Not installed; only
-// lib/Runtime/CPU/*.cpp include it.
+// BLAS wrappers shared by the CPU kernels. Not installed; lib/Runtime/CPU/*.cpp
+// include it, and the CUDA backend's planners (lib/Runtime/CUDA) for the
+// argument checks, so that both backends state a rule once.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MP_LIB_RUNTIME_CPU_KERNELUTIL_H
@@ -344,6 +345,18 @@ Status rnnDims(std::string_view op, const Shape &xShape, int64_t hiddenSize,
   d.dirs = bidirectional ? 2 : 1;
   return Status::ok();
 }
+
+//===----------------------------------------------------------------------===//
+// Batch broadcasting (matmul here and in the CUDA backend's planning)
+//===----------------------------------------------------------------------===//
+
+/// numpy broadcasting of two batch shapes into `out`; false when they do not
+/// broadcast.
+bool broadcastShapes(const Shape &x, const Shape &y, Shape &out);
+/// Offsets (in elements, matrixSize per matrix) of each batch entry of a
+/// batch shape `own` broadcast to `batch`, in row-major order of `batch`.
+std::vector<int64_t> batchOffsets(const Shape &own, const Shape &batch,
+                                  int64_t matrixSize);
 
 //===----------------------------------------------------------------------===//
 // Activations and the f32 epilogue

@@ -209,4 +209,24 @@ Status nllLossGrad(const TensorView &input, const TensorView &target,
   return Status::ok();
 }
 
+Status checkSoftmaxCrossEntropyGrad(const TensorView &scores,
+                                    const TensorView &labels,
+                                    const TensorView &dloss,
+                                    const TensorView *weights,
+                                    const TensorView &dscores,
+                                    LossReduction reduction) {
+  Geom g;
+  return check("softmax_cross_entropy_grad",
+               {"scores", "labels", "weights", "dscores"}, scores, labels,
+               dloss, weights, dscores, reduction, g);
+}
+
+Status checkNllLossGrad(const TensorView &input, const TensorView &target,
+                        const TensorView &dloss, const TensorView *weight,
+                        const TensorView &dinput, LossReduction reduction) {
+  Geom g;
+  return check("nll_loss_grad", {"input", "target", "weight", "dinput"}, input,
+               target, dloss, weight, dinput, reduction, g);
+}
+
 } // namespace mp::rt::cpu

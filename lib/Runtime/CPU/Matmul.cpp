@@ -28,52 +28,6 @@ struct Plan {
   bool bBatched = false;
 };
 
-/// numpy broadcasting of two batch shapes.
-bool broadcastShapes(const Shape &x, const Shape &y, Shape &out) {
-  size_t r = std::max(x.size(), y.size());
-  out.assign(r, 1);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t dx = i < r - x.size() ? 1 : x[i - (r - x.size())];
-    int64_t dy = i < r - y.size() ? 1 : y[i - (r - y.size())];
-    if (dx != dy && dx != 1 && dy != 1)
-      return false;
-    out[i] = dx == 1 ? dy : dx;
-  }
-  return true;
-}
-
-/// Offsets (in matrices) of each batch entry of a batch shape `own`
-/// broadcast to `batch`.
-std::vector<int64_t> batchOffsets(const Shape &own, const Shape &batch,
-                                  int64_t matrixSize) {
-  size_t r = batch.size();
-  std::vector<int64_t> stride(r, 0);
-  int64_t s = matrixSize;
-  for (size_t i = r; i-- > 0;) {
-    size_t oi = i - (r - own.size());
-    if (i < r - own.size())
-      continue;
-    stride[i] = own[oi] == 1 ? 0 : s;
-    s *= own[oi];
-  }
-  int64_t nb = numElements(batch);
-  std::vector<int64_t> off(static_cast<size_t>(nb), 0);
-  std::vector<int64_t> idx(r, 0);
-  int64_t cur = 0;
-  for (int64_t t = 0; t < nb; ++t) {
-    off[static_cast<size_t>(t)] = cur;
-    for (size_t i = r; i-- > 0;) {
-      ++idx[i];
-      cur += stride[i];
-      if (idx[i] < batch[i])
-        break;
-      cur -= stride[i] * idx[i];
-      idx[i] = 0;
-    }
-  }
-  return off;
-}
-
 /// Copies src (shape srcShape, broadcastable to dst) into dst, converted.
 template <typename Acc, typename S>
 void broadcastCopy(const S *src, const Shape &srcShape, const Shape &dstShape,
@@ -231,9 +185,10 @@ void run(const Plan &p, const TensorView &a, const TensorView &b,
 
 } // namespace
 
-Status matmul(const TensorView &a, const TensorView &b, const TensorView *c,
-              const TensorView *bias, const TensorView &d,
-              const MatmulOptions &o) {
+Status checkMatmul(const TensorView &a, const TensorView &b,
+                   const TensorView *c, const TensorView *bias,
+                   const TensorView &d, const MatmulOptions &o,
+                   MatmulShape &shape) {
   for (auto [name, v] : {std::pair<const char *, const TensorView *>{"A", &a},
                          {"B", &b}, {"D", &d}, {"C", c}, {"bias", bias}})
     if (v)
@@ -270,35 +225,31 @@ Status matmul(const TensorView &a, const TensorView &b, const TensorView *c,
   if ((o.transA && ra < 2) || (o.transB && rb < 2))
     return fail(kOp, std::string(o.transA && ra < 2 ? "transA" : "transB") +
                          " needs an operand of rank >= 2");
-  Plan p;
+  MatmulShape &p = shape;
   int64_t kb;
   if (ra == 1) {
     p.m = 1;
     p.k = a.shape[0];
-    p.lda = p.k;
   } else {
     int64_t r0 = a.shape[ra - 2], r1 = a.shape[ra - 1];
     p.m = o.transA ? r1 : r0;
     p.k = o.transA ? r0 : r1;
-    p.lda = r1;
   }
   if (rb == 1) {
     kb = b.shape[0];
     p.n = 1;
-    p.ldb = 1;
   } else {
     int64_t r0 = b.shape[rb - 2], r1 = b.shape[rb - 1];
     kb = o.transB ? r1 : r0;
     p.n = o.transB ? r0 : r1;
-    p.ldb = r1;
   }
   if (p.k != kb)
     return fail(kOp, "inner dimensions differ: op(A) of " + shapeStr(a.shape) +
                          " has K=" + std::to_string(p.k) + ", op(B) of " +
                          shapeStr(b.shape) + " has K=" + std::to_string(kb));
-  Shape batchA(a.shape.begin(), a.shape.end() - (ra >= 2 ? 2 : 1));
-  Shape batchB(b.shape.begin(), b.shape.end() - (rb >= 2 ? 2 : 1));
-  if (!broadcastShapes(batchA, batchB, p.batch))
+  p.batchA.assign(a.shape.begin(), a.shape.end() - (ra >= 2 ? 2 : 1));
+  p.batchB.assign(b.shape.begin(), b.shape.end() - (rb >= 2 ? 2 : 1));
+  if (!broadcastShapes(p.batchA, p.batchB, p.batch))
     return fail(kOp, "batch dimensions of A " + shapeStr(a.shape) + " and B " +
                          shapeStr(b.shape) + " do not broadcast");
   Shape expected = p.batch;
@@ -334,6 +285,25 @@ Status matmul(const TensorView &a, const TensorView &b, const TensorView *c,
       return fail(kOp, std::string(name) + " overlaps D");
   if (!std::isfinite(o.alpha) || !std::isfinite(o.beta))
     return fail(kOp, "alpha and beta must be finite");
+  return Status::ok();
+}
+
+Status matmul(const TensorView &a, const TensorView &b, const TensorView *c,
+              const TensorView *bias, const TensorView &d,
+              const MatmulOptions &o) {
+  MatmulShape shape;
+  if (Status s = checkMatmul(a, b, c, bias, d, o, shape); !s)
+    return s;
+  bool f64 = a.dtype == DType::F64;
+  size_t ra = a.shape.size(), rb = b.shape.size();
+  const Shape &batchA = shape.batchA, &batchB = shape.batchB;
+  Plan p;
+  p.m = shape.m;
+  p.n = shape.n;
+  p.k = shape.k;
+  p.lda = ra == 1 ? p.k : a.shape[ra - 1];
+  p.ldb = rb == 1 ? 1 : b.shape[rb - 1];
+  p.batch = shape.batch;
 
   int64_t nb = numElements(p.batch);
   if (d.numElements() == 0)

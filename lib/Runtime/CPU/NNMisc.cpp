@@ -146,9 +146,9 @@ Status nllLossTyped(const TensorView &input, const TensorView &target,
 
 } // namespace
 
-Status nllLoss(const TensorView &input, const TensorView &target,
-               const TensorView *weight, const TensorView &loss,
-               LossReduction reduction, std::optional<int64_t> ignoreIndex) {
+Status checkNllLoss(const TensorView &input, const TensorView &target,
+                    const TensorView *weight, const TensorView &loss,
+                    LossReduction reduction) {
   constexpr std::string_view kOp = "nll_loss";
   for (auto [name, v] :
        {std::pair<const char *, const TensorView *>{"input", &input},
@@ -188,6 +188,15 @@ Status nllLoss(const TensorView &input, const TensorView &target,
   for (const TensorView *in : {&input, &target, weight})
     if (in && overlaps(in->data, in->byteCount(), loss.data, loss.byteCount()))
       return fail(kOp, "loss overlaps an operand");
+  return Status::ok();
+}
+
+Status nllLoss(const TensorView &input, const TensorView &target,
+               const TensorView *weight, const TensorView &loss,
+               LossReduction reduction, std::optional<int64_t> ignoreIndex) {
+  if (Status s = checkNllLoss(input, target, weight, loss, reduction); !s)
+    return s;
+  int64_t n = input.shape[0], c = input.shape[1];
   int64_t inner = numElements(Shape(input.shape.begin() + 2, input.shape.end()));
   Status status = Status::ok();
   withNumeric(input.dtype, [&](auto t) {

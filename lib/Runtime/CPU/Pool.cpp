@@ -252,9 +252,11 @@ void runPool(const Geom &g, const PoolOptions &o, const TensorView &x,
 
 } // namespace
 
-Status pool(const TensorView &x, const TensorView &y, const PoolOptions &o,
-            const TensorView *indices) {
-  Geom g;
+namespace {
+
+/// pool's checks; g gets the window geometry.
+Status checkPool(const TensorView &x, const TensorView &y, const PoolOptions &o,
+                 const TensorView *indices, Geom &g) {
   if (Status s = checkCommon(x, y, o.layout, kOp, g); !s)
     return s;
   if (Status s = checkPoolWindow(kOp, "kernel", o, x.shape, "y", y.shape, g);
@@ -278,6 +280,22 @@ Status pool(const TensorView &x, const TensorView &y, const PoolOptions &o,
         overlaps(indices->data, indices->byteCount(), y.data, y.byteCount()))
       return fail(kOp, "indices overlap x or y");
   }
+  return Status::ok();
+}
+
+} // namespace
+
+Status checkPool(const TensorView &x, const TensorView &y, const PoolOptions &o,
+                 const TensorView *indices) {
+  Geom g;
+  return checkPool(x, y, o, indices, g);
+}
+
+Status pool(const TensorView &x, const TensorView &y, const PoolOptions &o,
+            const TensorView *indices) {
+  Geom g;
+  if (Status s = checkPool(x, y, o, indices, g); !s)
+    return s;
   if (y.numElements() == 0)
     return Status::ok();
   computeTaps(g);

@@ -179,6 +179,12 @@ void run(const Geom &g, const PoolOptions &o, const TensorView &x,
 
 } // namespace
 
+Status checkPoolBackward(const TensorView &x, const TensorView &dy,
+                         const TensorView &dx, const PoolOptions &options) {
+  Geom g;
+  return check(x, dy, dx, options, g);
+}
+
 Status poolBackward(const TensorView &x, const TensorView &dy,
                     const TensorView &dx, const PoolOptions &options) {
   Geom g;

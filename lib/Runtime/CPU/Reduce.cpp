@@ -411,8 +411,9 @@ template <typename F> bool visitNumeric(DType t, F &&f) {
 
 } // namespace
 
-Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
-              const std::vector<int64_t> &axes, const ReduceOptions &options) {
+Status checkReduce(const TensorView &x, const TensorView &y, ReduceFn fn,
+                   const std::vector<int64_t> &axes,
+                   const ReduceOptions &options, std::vector<bool> &reduced) {
   const std::string op = "reduce " + std::string(reduceFnName(fn));
   if (Status s = checkView(op, "x", x); !s)
     return s;
@@ -425,7 +426,7 @@ Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
   if (arg && axes.size() != 1)
     return fail(op,
                 "reduces exactly one axis, got " + std::to_string(axes.size()));
-  std::vector<bool> reduced(x.shape.size(), false);
+  reduced.assign(x.shape.size(), false);
   for (int64_t a : axes) {
     if (a < -rank || a >= rank)
       return fail(op, "axis " + std::to_string(a) + " is out of range for x " +
@@ -461,6 +462,17 @@ Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
                         " is not f32 or f64");
   if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()))
     return fail(op, "y overlaps x");
+  return Status::ok();
+}
+
+Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
+              const std::vector<int64_t> &axes, const ReduceOptions &options) {
+  std::vector<bool> reduced;
+  if (Status s = checkReduce(x, y, fn, axes, options, reduced); !s)
+    return s;
+  const std::string op = "reduce " + std::string(reduceFnName(fn));
+  bool arg = fn == ReduceFn::ArgMax || fn == ReduceFn::ArgMin;
+  int64_t rank = static_cast<int64_t>(x.shape.size());
   int64_t ySize = y.numElements(), xSize = x.numElements();
   if (ySize == 0)
     return Status::ok();

@@ -72,8 +72,11 @@ void run(const S *x, S *y, int64_t outer, int64_t len, int64_t inner,
   }
 }
 
-Status softmaxImpl(std::string_view op, const TensorView &x,
-                   const TensorView &y, int64_t axis, bool log) {
+} // namespace
+
+Status checkSoftmax(const TensorView &x, const TensorView &y, int64_t &axis,
+                    bool log) {
+  std::string_view op = log ? "logSoftmax" : "softmax";
   if (Status s = checkView(op, "x", x); !s)
     return s;
   if (Status s = checkView(op, "y", y); !s)
@@ -97,6 +100,16 @@ Status softmaxImpl(std::string_view op, const TensorView &x,
   if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()) &&
       x.data != y.data)
     return fail(op, "y overlaps x without being x itself");
+  return Status::ok();
+}
+
+namespace {
+
+Status softmaxImpl(const TensorView &x, const TensorView &y, int64_t axis,
+                   bool log) {
+  if (Status s = checkSoftmax(x, y, axis, log); !s)
+    return s;
+  int64_t rank = static_cast<int64_t>(x.shape.size());
   int64_t outer = 1, inner = 1, len = x.shape[static_cast<size_t>(axis)];
   for (int64_t i = 0; i < axis; ++i)
     outer *= x.shape[static_cast<size_t>(i)];
@@ -119,11 +132,11 @@ Status softmaxImpl(std::string_view op, const TensorView &x,
 } // namespace
 
 Status softmax(const TensorView &x, const TensorView &y, int64_t axis) {
-  return softmaxImpl("softmax", x, y, axis, false);
+  return softmaxImpl(x, y, axis, false);
 }
 
 Status logSoftmax(const TensorView &x, const TensorView &y, int64_t axis) {
-  return softmaxImpl("logSoftmax", x, y, axis, true);
+  return softmaxImpl(x, y, axis, true);
 }
 
 } // namespace mp::rt::cpu

@@ -58,20 +58,29 @@ Status checkParamGradStep(std::string_view op, const TensorView &param,
   return checkScalar(op, "step", step, DType::I64);
 }
 
+/// found_inf, when given, is one f32 element.
+Status checkFoundInf(std::string_view op, const TensorView &foundInf) {
+  if (!foundInf.data)
+    return Status::ok();
+  return checkScalar(op, "found_inf", foundInf, DType::F32);
+}
+
 /// True when the step is to be skipped (found_inf given and set).
 Result<bool> skipped(std::string_view op, const TensorView &foundInf) {
-  if (!foundInf.data)
-    return false;
-  if (Status s = checkScalar(op, "found_inf", foundInf, DType::F32); !s)
+  if (Status s = checkFoundInf(op, foundInf); !s)
     return s;
-  return *foundInf.as<float>() != 0.0f;
+  return foundInf.data && *foundInf.as<float>() != 0.0f;
 }
 
 } // namespace
 
+Status checkInverseScale(const TensorView &scale) {
+  return checkScalar("inverse_scale", "scale", scale, DType::F32);
+}
+
 Status inverseScale(const TensorView &scale, const TensorView &invScale) {
   constexpr std::string_view op = "inverse_scale";
-  if (Status s = checkScalar(op, "scale", scale, DType::F32); !s)
+  if (Status s = checkInverseScale(scale); !s)
     return s;
   if (Status s = checkScalar(op, "inv_scale", invScale, DType::F32); !s)
     return s;
@@ -126,9 +135,10 @@ Status unscaleAndCheckFinite(const TensorView &grad, const TensorView &invScale,
   return Status::ok();
 }
 
-Status updateLossScale(const TensorView &scale, const TensorView &growthTracker,
-                       const TensorView &foundInf,
-                       const LossScaleConfig &config) {
+Status checkLossScaleUpdate(const TensorView &scale,
+                            const TensorView &growthTracker,
+                            const TensorView &foundInf,
+                            const LossScaleConfig &config) {
   constexpr std::string_view op = "loss_scale_update";
   if (Status s = checkScalar(op, "scale", scale, DType::F32); !s)
     return s;
@@ -141,6 +151,15 @@ Status updateLossScale(const TensorView &scale, const TensorView &growthTracker,
       !(config.backoffFactor > 0.0 && config.backoffFactor < 1.0))
     return fail(op, "needs growth_interval >= 1, growth_factor > 1 and 0 < "
                     "backoff_factor < 1");
+  return Status::ok();
+}
+
+Status updateLossScale(const TensorView &scale, const TensorView &growthTracker,
+                       const TensorView &foundInf,
+                       const LossScaleConfig &config) {
+  if (Status s = checkLossScaleUpdate(scale, growthTracker, foundInf, config);
+      !s)
+    return s;
   float &current = *scale.as<float>();
   int64_t &tracker = *growthTracker.as<int64_t>();
   if (*foundInf.as<float>() != 0.0f) {
@@ -161,9 +180,9 @@ Status updateLossScale(const TensorView &scale, const TensorView &growthTracker,
   return Status::ok();
 }
 
-Status sgdStep(const TensorView &param, const TensorView &grad,
-               const TensorView &momentumBuffer, const TensorView &step,
-               const TensorView &foundInf, const SGDConfig &config) {
+Status checkSgdStep(const TensorView &param, const TensorView &grad,
+                    const TensorView &momentumBuffer, const TensorView &step,
+                    const TensorView &foundInf, const SGDConfig &config) {
   constexpr std::string_view op = "sgd_step";
   if (Status s = checkParamGradStep(op, param, grad, step); !s)
     return s;
@@ -173,6 +192,17 @@ Status sgdStep(const TensorView &param, const TensorView &grad,
       return s;
   if (config.nesterov && (config.momentum <= 0 || config.dampening != 0))
     return fail(op, "Nesterov momentum needs momentum > 0 and dampening 0");
+  return checkFoundInf(op, foundInf);
+}
+
+Status sgdStep(const TensorView &param, const TensorView &grad,
+               const TensorView &momentumBuffer, const TensorView &step,
+               const TensorView &foundInf, const SGDConfig &config) {
+  constexpr std::string_view op = "sgd_step";
+  if (Status s =
+          checkSgdStep(param, grad, momentumBuffer, step, foundInf, config);
+      !s)
+    return s;
   Result<bool> skip = skipped(op, foundInf);
   if (!skip)
     return skip.status();
@@ -202,10 +232,10 @@ Status sgdStep(const TensorView &param, const TensorView &grad,
   return Status::ok();
 }
 
-Status adamStep(const TensorView &param, const TensorView &grad,
-                const TensorView &expAvg, const TensorView &expAvgSq,
-                const TensorView &step, const TensorView &foundInf,
-                const AdamConfig &config) {
+Status checkAdamStep(const TensorView &param, const TensorView &grad,
+                     const TensorView &expAvg, const TensorView &expAvgSq,
+                     const TensorView &step, const TensorView &foundInf,
+                     const AdamConfig &config) {
   constexpr std::string_view op = "adam_step";
   if (Status s = checkParamGradStep(op, param, grad, step); !s)
     return s;
@@ -216,6 +246,18 @@ Status adamStep(const TensorView &param, const TensorView &grad,
   if (!(config.beta1 >= 0 && config.beta1 < 1 && config.beta2 >= 0 &&
         config.beta2 < 1 && config.eps >= 0))
     return fail(op, "needs 0 <= beta1, beta2 < 1 and eps >= 0");
+  return checkFoundInf(op, foundInf);
+}
+
+Status adamStep(const TensorView &param, const TensorView &grad,
+                const TensorView &expAvg, const TensorView &expAvgSq,
+                const TensorView &step, const TensorView &foundInf,
+                const AdamConfig &config) {
+  constexpr std::string_view op = "adam_step";
+  if (Status s =
+          checkAdamStep(param, grad, expAvg, expAvgSq, step, foundInf, config);
+      !s)
+    return s;
   Result<bool> skip = skipped(op, foundInf);
   if (!skip)
     return skip.status();

@@ -47,8 +47,8 @@ public:
   virtual Status enqueue(const RunContext &ctx) = 0;
 };
 
-/// A call that is one launcher on parameters planned once (the own kernels
-/// of NNCalls.cpp and DataCalls.cpp); `what` names it in launch errors.
+/// A call that is one launcher on parameters planned once (most of the own
+/// kernels' calls); `what` names it in launch errors.
 template <typename Params, cudaError_t (*Launch)(const Params &, cudaStream_t)>
 struct LaunchCall : PreparedCall {
   Params p;

@@ -11,10 +11,8 @@
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <new>
-#include <numeric>
 #include <unordered_map>
 
 namespace mp::rt {
@@ -30,12 +28,6 @@ std::string names(const std::vector<std::string> &v) {
   for (const std::string &n : v)
     out += (out.empty() ? "" : ", ") + n;
   return out.empty() ? "none" : out;
-}
-
-double msSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now() - start)
-      .count();
 }
 
 /// Device memory freed with cudaFree.
@@ -536,54 +528,17 @@ Result<std::vector<NamedTensor>> CudaExecutor::readOutputs() const {
 
 Result<std::vector<NamedTensor>>
 CudaExecutor::run(const std::vector<NamedView> &inputs) {
-  if (Status s = bindInputs(inputs); !s)
-    return s;
-  if (Status s = execute(); !s)
-    return s;
-  return readOutputs();
+  return runOnce(*this, inputs);
 }
 
 Result<BenchmarkStats>
 CudaExecutor::benchmark(const std::vector<NamedView> &inputs, int warmup,
                         int iterations) {
-  if (warmup < 0)
-    return Status::error(
-        "the number of warmup runs must not be negative, got " +
-        std::to_string(warmup));
-  if (iterations < 1)
-    return Status::error("the number of timed runs must be at least 1, got " +
-                         std::to_string(iterations));
-  bool timing = impl_->timing;
-  impl_->timing = false;
-  for (int i = 0; i < warmup; ++i) {
-    Status s = bindInputs(inputs);
-    if (s)
-      s = execute();
-    if (!s) {
-      impl_->timing = timing;
-      return s;
-    }
-  }
-  impl_->timing = timing;
-  BenchmarkStats stats;
-  for (int i = 0; i < iterations; ++i) {
-    auto start = std::chrono::steady_clock::now();
+  return benchmarkRuns(warmup, iterations, impl_->timing, [&]() -> Status {
     if (Status s = bindInputs(inputs); !s)
       return s;
-    if (Status s = execute(); !s)
-      return s;
-    stats.runMs.push_back(msSince(start));
-  }
-  std::vector<double> sorted = stats.runMs;
-  std::sort(sorted.begin(), sorted.end());
-  size_t n = sorted.size();
-  stats.min = sorted.front();
-  stats.max = sorted.back();
-  stats.median =
-      n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  stats.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) /
-               static_cast<double>(n);
-  return stats;
+    return execute();
+  });
 }
 
 //===----------------------------------------------------------------------===//

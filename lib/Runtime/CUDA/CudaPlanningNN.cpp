@@ -22,8 +22,6 @@
 namespace mp::rt::cuda {
 
 using namespace planning;
-using cpu::floatAttr;
-using cpu::intAttr;
 
 //===----------------------------------------------------------------------===//
 // Normalizations

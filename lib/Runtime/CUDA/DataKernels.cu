@@ -22,25 +22,6 @@ namespace {
 
 constexpr int kBlock = 256;
 
-/// Launches KERNEL<E> with E the unsigned type of `elemSize` bytes.
-#define MP_LAUNCH_BY_ELEM(elemSize, KERNEL, blocks, stream, ...)               \
-  do {                                                                         \
-    switch (elemSize) {                                                        \
-    case 1:                                                                    \
-      KERNEL<uint8_t><<<blocks, kBlock, 0, stream>>>(__VA_ARGS__);             \
-      break;                                                                   \
-    case 2:                                                                    \
-      KERNEL<uint16_t><<<blocks, kBlock, 0, stream>>>(__VA_ARGS__);            \
-      break;                                                                   \
-    case 4:                                                                    \
-      KERNEL<uint32_t><<<blocks, kBlock, 0, stream>>>(__VA_ARGS__);            \
-      break;                                                                   \
-    default:                                                                   \
-      KERNEL<uint64_t><<<blocks, kBlock, 0, stream>>>(__VA_ARGS__);            \
-      break;                                                                   \
-    }                                                                          \
-  } while (0)
-
 __device__ inline int64_t indexAt(const void *indices, int32_t t, int64_t i) {
   return t == kI32 ? static_cast<const int32_t *>(indices)[i]
                    : static_cast<const int64_t *>(indices)[i];
@@ -427,21 +408,24 @@ using namespace dev;
 cudaError_t launchTrilu(const TriluParams &p, cudaStream_t stream) {
   if (p.n == 0)
     return cudaSuccess;
-  MP_LAUNCH_BY_ELEM(p.elemSize, triluKernel, blocksFor(p.n, kBlock), stream, p);
+  MP_LAUNCH_BY_ELEM(p.elemSize, triluKernel, blocksFor(p.n, kBlock), kBlock,
+                    stream, p);
   return cudaGetLastError();
 }
 
 cudaError_t launchTile(const TileParams &p, cudaStream_t stream) {
   if (p.n == 0)
     return cudaSuccess;
-  MP_LAUNCH_BY_ELEM(p.elemSize, tileKernel, blocksFor(p.n, kBlock), stream, p);
+  MP_LAUNCH_BY_ELEM(p.elemSize, tileKernel, blocksFor(p.n, kBlock), kBlock,
+                    stream, p);
   return cudaGetLastError();
 }
 
 cudaError_t launchPad(const PadParams &p, cudaStream_t stream) {
   if (p.n == 0)
     return cudaSuccess;
-  MP_LAUNCH_BY_ELEM(p.elemSize, padKernel, blocksFor(p.n, kBlock), stream, p);
+  MP_LAUNCH_BY_ELEM(p.elemSize, padKernel, blocksFor(p.n, kBlock), kBlock,
+                    stream, p);
   return cudaGetLastError();
 }
 
@@ -450,7 +434,7 @@ cudaError_t launchGatherElements(const ElementsParams &p, DeviceError *error,
   if (p.n == 0)
     return cudaSuccess;
   MP_LAUNCH_BY_ELEM(p.elemSize, gatherElementsKernel, blocksFor(p.n, kBlock),
-                    stream, p, error);
+                    kBlock, stream, p, error);
   return cudaGetLastError();
 }
 
@@ -458,8 +442,8 @@ cudaError_t launchGatherND(const GatherNDParams &p, DeviceError *error,
                            cudaStream_t stream) {
   if (p.n == 0)
     return cudaSuccess;
-  MP_LAUNCH_BY_ELEM(p.elemSize, gatherNDKernel, blocksFor(p.n, kBlock), stream,
-                    p, error);
+  MP_LAUNCH_BY_ELEM(p.elemSize, gatherNDKernel, blocksFor(p.n, kBlock), kBlock,
+                    stream, p, error);
   return cudaGetLastError();
 }
 

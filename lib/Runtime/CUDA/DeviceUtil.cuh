@@ -357,6 +357,27 @@ inline unsigned blocksFor(int64_t n, unsigned threads,
   return static_cast<unsigned>(b < 1 ? 1 : b);
 }
 
+/// Launches KERNEL<E><<<blocks, threads, 0, stream>>>(args...) with E the
+/// unsigned integer type of `elemSize` bytes (1, 2, 4, else 8): the kernels
+/// that only move elements are compiled once per element size.
+#define MP_LAUNCH_BY_ELEM(elemSize, KERNEL, blocks, threads, stream, ...)      \
+  do {                                                                         \
+    switch (elemSize) {                                                        \
+    case 1:                                                                    \
+      KERNEL<uint8_t><<<blocks, threads, 0, stream>>>(__VA_ARGS__);            \
+      break;                                                                   \
+    case 2:                                                                    \
+      KERNEL<uint16_t><<<blocks, threads, 0, stream>>>(__VA_ARGS__);           \
+      break;                                                                   \
+    case 4:                                                                    \
+      KERNEL<uint32_t><<<blocks, threads, 0, stream>>>(__VA_ARGS__);           \
+      break;                                                                   \
+    default:                                                                   \
+      KERNEL<uint64_t><<<blocks, threads, 0, stream>>>(__VA_ARGS__);           \
+      break;                                                                   \
+    }                                                                          \
+  } while (0)
+
 /// Sum of a double over the block (every thread gets the result). The
 /// block has at most 1024 threads; `shared` holds 32 doubles.
 __device__ inline double blockSum(double v, double *shared) {

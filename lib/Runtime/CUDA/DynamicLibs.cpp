@@ -36,53 +36,50 @@ void resolve(Api &api, void *handle, const char *name, void *&slot) {
     api.error = std::string("the loaded library has no ") + name;
 }
 
+/// The function table of the first library of `names` that loads, with
+/// every function resolveAll(api, handle) resolves; loaded, or the error.
+template <typename Api, typename ResolveAll>
+Api loadApi(const std::vector<std::string> &names, ResolveAll resolveAll) {
+  Api api;
+  void *handle = openFirst(names, api.error);
+  if (!handle)
+    return api;
+  resolveAll(api, handle);
+  api.loaded = api.error.empty();
+  return api;
+}
+
+#define MP_RESOLVE(name)                                                       \
+  resolve(api, handle, #name, reinterpret_cast<void *&>(api.name));
+
 } // namespace
 
 const CublasLtApi &cublasLt() {
-  static const CublasLtApi api = [] {
-    CublasLtApi a;
-    void *h = openFirst(
-        {"libcublasLt.so." MP_STR(CUBLAS_VER_MAJOR), "libcublasLt.so",
+  static const CublasLtApi api = loadApi<CublasLtApi>(
+      {"libcublasLt.so." MP_STR(CUBLAS_VER_MAJOR), "libcublasLt.so",
 #ifdef MP_CUDA_LIBRARY_DIR
-         MP_CUDA_LIBRARY_DIR "/libcublasLt.so." MP_STR(CUBLAS_VER_MAJOR)
+       MP_CUDA_LIBRARY_DIR "/libcublasLt.so." MP_STR(CUBLAS_VER_MAJOR)
 #else
-         ""
+       ""
 #endif
-        },
-        a.error);
-    if (!h)
-      return a;
-#define MP_RESOLVE(name)                                                       \
-  resolve(a, h, #name, reinterpret_cast<void *&>(a.name));
-    MP_CUBLASLT_FUNCTIONS(MP_RESOLVE)
-#undef MP_RESOLVE
-    a.loaded = a.error.empty();
-    return a;
-  }();
+      },
+      [](CublasLtApi &api, void *handle) { MP_CUBLASLT_FUNCTIONS(MP_RESOLVE) });
   return api;
 }
 
 const CudnnApi &cudnn() {
-  static const CudnnApi api = [] {
-    CudnnApi a;
-    void *h = openFirst({"libcudnn.so." MP_STR(CUDNN_MAJOR), "libcudnn.so",
+  static const CudnnApi api = loadApi<CudnnApi>(
+      {"libcudnn.so." MP_STR(CUDNN_MAJOR), "libcudnn.so",
 #ifdef MP_CUDNN_LIBRARY_PATH
-                         MP_CUDNN_LIBRARY_PATH
+       MP_CUDNN_LIBRARY_PATH
 #else
-                         ""
+       ""
 #endif
-                        },
-                        a.error);
-    if (!h)
-      return a;
-#define MP_RESOLVE(name)                                                       \
-  resolve(a, h, #name, reinterpret_cast<void *&>(a.name));
-    MP_CUDNN_FUNCTIONS(MP_RESOLVE)
-#undef MP_RESOLVE
-    a.loaded = a.error.empty();
-    return a;
-  }();
+      },
+      [](CudnnApi &api, void *handle) { MP_CUDNN_FUNCTIONS(MP_RESOLVE) });
   return api;
 }
+
+#undef MP_RESOLVE
 
 } // namespace mp::rt::cuda

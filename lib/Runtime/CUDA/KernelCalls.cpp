@@ -5,7 +5,7 @@
 // max-pool indices, ceil-mode and asymmetric windows, the first maximum for
 // the gradient, a pool_bwd without y; bf16 softmax). Batch normalization is
 // in BatchNormCalls.cpp. Each prepare
-// function plans the call (CudaPlanning.cpp) and keeps the kernel
+// function plans the call (CudaPlanning*.cpp) and keeps the kernel
 // parameters; enqueue fills in the workspace pointers and launches.
 //
 //===----------------------------------------------------------------------===//
@@ -25,17 +25,6 @@ Status cudaStatus(cudaError_t e, const char *what) {
 
 namespace {
 
-#define MP_TRY_PLAN(var, expr)                                                 \
-  auto var##Result = (expr);                                                   \
-  if (!var##Result)                                                            \
-    return var##Result.status();                                               \
-  auto var = var##Result.take()
-
-template <typename T, typename... A>
-Result<std::unique_ptr<PreparedCall>> made(A &&...args) {
-  return std::unique_ptr<PreparedCall>(new T(std::forward<A>(args)...));
-}
-
 Status arity(const PrepareArgs &a, size_t ops, size_t res) {
   if (a.operands.size() != ops || a.results.size() != res)
     return Status::error("expects " + std::to_string(ops) + " operands and " +
@@ -49,16 +38,8 @@ Status arity(const PrepareArgs &a, size_t ops, size_t res) {
 // Elementwise, cast, copy, transpose
 //===----------------------------------------------------------------------===//
 
-struct ElementwiseCall : PreparedCall {
-  EwParams p;
-  explicit ElementwiseCall(const EwParams &p) : p(p) {}
-  Status enqueue(const RunContext &ctx) override {
-    return cudaStatus(launchElementwise(p, ctx.stream), "elementwise kernel");
-  }
-};
-
 Result<std::unique_ptr<PreparedCall>> prepareElementwise(const PrepareArgs &a) {
-  MP_TRY_PLAN(p, planElementwise(a.call, a.operands, a.results));
+  MP_TRY_PREPARE(p, planElementwise(a.call, a.operands, a.results));
   if (p.compute == kComputeInt && p.op == kEwClip1) {
     // The bounds saturate to the dtype's range and truncate (the CPU's
     // convertValue of alpha / beta).
@@ -103,7 +84,8 @@ Result<std::unique_ptr<PreparedCall>> prepareElementwise(const PrepareArgs &a) {
     p.alpha = sat(p.alpha);
     p.beta = sat(p.beta);
   }
-  return made<ElementwiseCall>(p);
+  return preparedCall<LaunchCall<EwParams, launchElementwise>>(
+      p, "elementwise kernel");
 }
 
 struct CastCall : PreparedCall {
@@ -119,8 +101,8 @@ struct CastCall : PreparedCall {
 Result<std::unique_ptr<PreparedCall>> prepareCast(const PrepareArgs &a) {
   if (Status s = arity(a, 1, 1); !s)
     return s;
-  MP_TRY_PLAN(p, planCast(a.operands[0], a.results[0]));
-  return made<CastCall>(p);
+  MP_TRY_PREPARE(p, planCast(a.operands[0], a.results[0]));
+  return preparedCall<CastCall>(p);
 }
 
 /// kernel.copy: a device-to-device copy; partly overlapping buffers go
@@ -153,40 +135,35 @@ struct CopyCall : PreparedCall {
 Result<std::unique_ptr<PreparedCall>> prepareCopy(const PrepareArgs &a) {
   if (Status s = arity(a, 1, 1); !s)
     return s;
-  MP_TRY_PLAN(bytes, planCopy(a.operands[0], a.results[0]));
+  MP_TRY_PREPARE(bytes, planCopy(a.operands[0], a.results[0]));
   bool staged = bytes && overlapping(a.operands[0], a.results[0]);
-  return made<CopyCall>(a.operands[0].ptr<const void>(),
-                        a.results[0].ptr<void>(), bytes, staged);
+  return preparedCall<CopyCall>(a.operands[0].ptr<const void>(),
+                                a.results[0].ptr<void>(), bytes, staged);
 }
-
-struct GatherCopyCall : PreparedCall {
-  GatherCopyParams p;
-  explicit GatherCopyCall(const GatherCopyParams &p) : p(p) {}
-  Status enqueue(const RunContext &ctx) override {
-    return cudaStatus(launchGatherCopy(p, ctx.stream), "transpose kernel");
-  }
-};
 
 Result<std::unique_ptr<PreparedCall>> prepareTranspose(const PrepareArgs &a) {
   if (Status s = arity(a, 1, 1); !s)
     return s;
-  MP_TRY_PLAN(perm, cpu::intListAttr(a.call, "perm"));
-  MP_TRY_PLAN(p, planTranspose(a.operands[0], a.results[0], perm));
-  return made<GatherCopyCall>(p);
+  MP_TRY_PREPARE(perm, cpu::intListAttr(a.call, "perm"));
+  MP_TRY_PREPARE(p, planTranspose(a.operands[0], a.results[0], perm));
+  return preparedCall<LaunchCall<GatherCopyParams, launchGatherCopy>>(
+      p, "transpose kernel");
 }
 
 Result<std::unique_ptr<PreparedCall>> prepareBroadcast(const PrepareArgs &a) {
   if (Status s = arity(a, 1, 1); !s)
     return s;
-  MP_TRY_PLAN(p, planBroadcast(a.operands[0], a.results[0]));
-  return made<ElementwiseCall>(p);
+  MP_TRY_PREPARE(p, planBroadcast(a.operands[0], a.results[0]));
+  return preparedCall<LaunchCall<EwParams, launchElementwise>>(
+      p, "elementwise kernel");
 }
 
 Result<std::unique_ptr<PreparedCall>> prepareSlice(const PrepareArgs &a) {
   if (Status s = arity(a, 1, 1); !s)
     return s;
-  MP_TRY_PLAN(p, planSlice(a.call, a.operands[0], a.results[0]));
-  return made<GatherCopyCall>(p);
+  MP_TRY_PREPARE(p, planSlice(a.call, a.operands[0], a.results[0]));
+  return preparedCall<LaunchCall<GatherCopyParams, launchGatherCopy>>(
+      p, "transpose kernel");
 }
 
 struct ConcatCall : PreparedCall {
@@ -205,42 +182,28 @@ Result<std::unique_ptr<PreparedCall>> prepareConcat(const PrepareArgs &a) {
     return Status::error("expects 1 or more operands and 1 result, got " +
                          std::to_string(a.operands.size()) + " and " +
                          std::to_string(a.results.size()));
-  MP_TRY_PLAN(p, planConcat(a.call, a.operands, a.results[0]));
-  return made<ConcatCall>(std::move(p));
+  MP_TRY_PREPARE(p, planConcat(a.call, a.operands, a.results[0]));
+  return preparedCall<ConcatCall>(std::move(p));
 }
 
 //===----------------------------------------------------------------------===//
 // Reduce, softmax
 //===----------------------------------------------------------------------===//
 
-struct ReduceCall : PreparedCall {
-  ReduceParams p;
-  explicit ReduceCall(const ReduceParams &p) : p(p) {}
-  Status enqueue(const RunContext &ctx) override {
-    return cudaStatus(launchReduce(p, ctx.stream), "reduce kernel");
-  }
-};
-
 Result<std::unique_ptr<PreparedCall>> prepareReduce(const PrepareArgs &a) {
   if (Status s = arity(a, 1, 1); !s)
     return s;
-  MP_TRY_PLAN(p, planReduce(a.call, a.operands[0], a.results[0]));
-  return made<ReduceCall>(p);
+  MP_TRY_PREPARE(p, planReduce(a.call, a.operands[0], a.results[0]));
+  return preparedCall<LaunchCall<ReduceParams, launchReduce>>(p,
+                                                              "reduce kernel");
 }
-
-struct SoftmaxCall : PreparedCall {
-  SoftmaxParams p;
-  explicit SoftmaxCall(const SoftmaxParams &p) : p(p) {}
-  Status enqueue(const RunContext &ctx) override {
-    return cudaStatus(launchSoftmax(p, ctx.stream), "softmax kernel");
-  }
-};
 
 Result<std::unique_ptr<PreparedCall>> prepareSoftmax(const PrepareArgs &a) {
   if (Status s = arity(a, 1, 1); !s)
     return s;
-  MP_TRY_PLAN(p, planSoftmax(a.call, a.operands[0], a.results[0]));
-  return made<SoftmaxCall>(p);
+  MP_TRY_PREPARE(p, planSoftmax(a.call, a.operands[0], a.results[0]));
+  return preparedCall<LaunchCall<SoftmaxParams, launchSoftmax>>(
+      p, "softmax kernel");
 }
 
 //===----------------------------------------------------------------------===//
@@ -275,9 +238,9 @@ struct PoolCall : PreparedCall {
 
 Result<std::unique_ptr<PreparedCall>> preparePool(const PrepareArgs &a,
                                                   bool backward) {
-  MP_TRY_PLAN(plan, planPool(backward, a.call, a.operands, a.results));
+  MP_TRY_PREPARE(plan, planPool(backward, a.call, a.operands, a.results));
   uint64_t dx = backward ? a.results[0].numElements() : 0;
-  return made<PoolCall>(plan, dx);
+  return preparedCall<PoolCall>(plan, dx);
 }
 Result<std::unique_ptr<PreparedCall>> preparePoolFwd(const PrepareArgs &a) {
   return preparePool(a, false);
@@ -290,17 +253,10 @@ Result<std::unique_ptr<PreparedCall>> preparePoolBwd(const PrepareArgs &a) {
 // Indexing
 //===----------------------------------------------------------------------===//
 
-struct GatherCall : PreparedCall {
-  GatherParams p;
-  explicit GatherCall(const GatherParams &p) : p(p) {}
-  Status enqueue(const RunContext &ctx) override {
-    return cudaStatus(launchGather(p, ctx.error, ctx.stream), "gather kernel");
-  }
-};
-
 Result<std::unique_ptr<PreparedCall>> prepareGather(const PrepareArgs &a) {
-  MP_TRY_PLAN(p, planGather(a.call, a.operands, a.results));
-  return made<GatherCall>(p);
+  MP_TRY_PREPARE(p, planGather(a.call, a.operands, a.results));
+  return preparedCall<CheckedLaunchCall<GatherParams, launchGather>>(
+      p, "gather kernel");
 }
 
 struct ScatterNDCall : PreparedCall {
@@ -319,8 +275,8 @@ struct ScatterNDCall : PreparedCall {
 };
 
 Result<std::unique_ptr<PreparedCall>> prepareScatterND(const PrepareArgs &a) {
-  MP_TRY_PLAN(plan, planScatterND(a.call, a.operands, a.results));
-  return made<ScatterNDCall>(plan, a.operands[0].ptr<const void>());
+  MP_TRY_PREPARE(plan, planScatterND(a.call, a.operands, a.results));
+  return preparedCall<ScatterNDCall>(plan, a.operands[0].ptr<const void>());
 }
 
 //===----------------------------------------------------------------------===//
@@ -345,8 +301,8 @@ struct LossCall : PreparedCall {
 
 Result<std::unique_ptr<PreparedCall>> prepareLoss(const PrepareArgs &a,
                                                   LossKind kind) {
-  MP_TRY_PLAN(p, planLoss(kind, a.call, a.operands, a.results));
-  return made<LossCall>(p, kind);
+  MP_TRY_PREPARE(p, planLoss(kind, a.call, a.operands, a.results));
+  return preparedCall<LossCall>(p, kind);
 }
 Result<std::unique_ptr<PreparedCall>> prepareNll(const PrepareArgs &a) {
   return prepareLoss(a, LossKind::NllLoss);
@@ -372,39 +328,25 @@ struct UnscaleCall : PreparedCall {
 };
 
 Result<std::unique_ptr<PreparedCall>> prepareUnscale(const PrepareArgs &a) {
-  MP_TRY_PLAN(p, planUnscale(a.call, a.operands, a.results));
-  return made<UnscaleCall>(std::move(p));
+  MP_TRY_PREPARE(p, planUnscale(a.call, a.operands, a.results));
+  return preparedCall<UnscaleCall>(std::move(p));
 }
-
-struct LossScaleCall : PreparedCall {
-  LossScaleParams p;
-  explicit LossScaleCall(const LossScaleParams &p) : p(p) {}
-  Status enqueue(const RunContext &ctx) override {
-    return cudaStatus(launchLossScaleUpdate(p, ctx.stream),
-                      "loss_scale_update kernel");
-  }
-};
 
 Result<std::unique_ptr<PreparedCall>> prepareLossScale(const PrepareArgs &a) {
-  MP_TRY_PLAN(p, planLossScaleUpdate(a.call, a.operands, a.results));
-  return made<LossScaleCall>(p);
+  MP_TRY_PREPARE(p, planLossScaleUpdate(a.call, a.operands, a.results));
+  return preparedCall<LaunchCall<LossScaleParams, launchLossScaleUpdate>>(
+      p, "loss_scale_update kernel");
 }
-
-struct OptimizerCall : PreparedCall {
-  OptimizerParams p;
-  explicit OptimizerCall(const OptimizerParams &p) : p(p) {}
-  Status enqueue(const RunContext &ctx) override {
-    return cudaStatus(launchOptimizer(p, ctx.stream), "optimizer kernel");
-  }
-};
 
 Result<std::unique_ptr<PreparedCall>> prepareSgd(const PrepareArgs &a) {
-  MP_TRY_PLAN(p, planOptimizer(false, a.call, a.operands, a.results));
-  return made<OptimizerCall>(p);
+  MP_TRY_PREPARE(p, planOptimizer(false, a.call, a.operands, a.results));
+  return preparedCall<LaunchCall<OptimizerParams, launchOptimizer>>(
+      p, "optimizer kernel");
 }
 Result<std::unique_ptr<PreparedCall>> prepareAdam(const PrepareArgs &a) {
-  MP_TRY_PLAN(p, planOptimizer(true, a.call, a.operands, a.results));
-  return made<OptimizerCall>(p);
+  MP_TRY_PREPARE(p, planOptimizer(true, a.call, a.operands, a.results));
+  return preparedCall<LaunchCall<OptimizerParams, launchOptimizer>>(
+      p, "optimizer kernel");
 }
 
 } // namespace

@@ -1,8 +1,9 @@
 //===- Launch.h - the CUDA backend's kernel launchers -------------*- C++
 //-*-===//
 //
-// Host functions (defined in Kernels.cu, TrainingKernels.cu, NNKernels.cu
-// and DataKernels.cu) that launch the project's kernels on a stream with the
+// Host functions (defined in ElementwiseKernels.cu, ReduceKernels.cu,
+// PoolKernels.cu, TrainingKernels.cu, NNKernels.cu and DataKernels.cu) that
+// launch the project's kernels on a stream with the
 // parameters CudaPlanning made. Each returns the launch's error
 // (cudaGetLastError). Private to lib/Runtime/CUDA.
 //
@@ -16,12 +17,14 @@
 
 namespace mp::rt::cuda {
 
-// Kernels.cu
+// ElementwiseKernels.cu
 cudaError_t launchElementwise(const EwParams &p, cudaStream_t stream);
 cudaError_t launchCast(const CastParams &p, cudaStream_t stream);
 cudaError_t launchGatherCopy(const GatherCopyParams &p, cudaStream_t stream);
+// ReduceKernels.cu
 cudaError_t launchReduce(const ReduceParams &p, cudaStream_t stream);
 cudaError_t launchSoftmax(const SoftmaxParams &p, cudaStream_t stream);
+// PoolKernels.cu
 cudaError_t launchEpilogue(const EpilogueParams &p, cudaStream_t stream);
 /// Pooling forward (y, and indices when p.indices).
 cudaError_t launchPool(const PoolParams &p, cudaStream_t stream);

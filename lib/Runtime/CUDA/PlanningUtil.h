@@ -1,18 +1,23 @@
 //===- PlanningUtil.h - helpers of the CUDA backend's planners ----*- C++
 //-*-===//
 //
-// Small helpers shared by the planner files (CudaPlanning.cpp and the
-// CudaPlanning*.cpp files by topic): error messages in the CPU backend's
-// words, dtype codes and pointers for kernel parameters, shape arithmetic,
-// and TensorViews of descriptors so that a planner can run the CPU kernel's
-// own checks (mp/Runtime/CPU/*Kernels.h check* functions) instead of
-// repeating them. Private to lib/Runtime/CUDA; needs no CUDA.
+// Small helpers shared by the planner files (CudaPlanning.cpp, the
+// dispatcher, and the CudaPlanning*.cpp files by family): error messages in
+// the CPU backend's words, dtype codes and pointers for kernel parameters,
+// shape arithmetic, and TensorViews of descriptors so that a planner can run
+// the CPU kernel's own checks (mp/Runtime/CPU/*Kernels.h check* functions)
+// instead of repeating them. Private to lib/Runtime/CUDA; needs no CUDA.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MP_LIB_RUNTIME_CUDA_PLANNINGUTIL_H
 #define MP_LIB_RUNTIME_CUDA_PLANNINGUTIL_H
 
 #include "mp/Runtime/CUDA/CudaPlanning.h"
+
+// The CPU kernels' private argument checks (spatialAttr, dilatedExtent):
+// the planners state the same rules with the same functions.
+#include "../CPU/KernelUtil.h"
+#include "mp/Runtime/CPU/Calls.h"
 
 #include <array>
 #include <string>
@@ -32,6 +37,51 @@ inline std::string shapeStr(const Shape &s) {
 
 inline Status fail(std::string_view op, const std::string &what) {
   return Status::error(std::string(op) + ": " + what);
+}
+
+inline bool isF32or16(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+
+inline bool isInteger(DType t) {
+  return !isFloat(t) && t != DType::Bool && byteSize(t) != 0;
+}
+
+inline int64_t ceilDiv(int64_t a, int64_t b) {
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+/// The CPU's checkView of the descriptor (non-negative dims, an element
+/// count that does not overflow), and a known dtype.
+Status checkDesc(std::string_view op, std::string_view name,
+                 const TensorDesc &v);
+
+// The CPU calls' attribute readers (mp/Runtime/CPU/Calls.h), the planners'
+// too: both backends read attributes with the same functions.
+using cpu::boolAttr;
+using cpu::channelsLastAttr;
+using cpu::checkComputeType;
+using cpu::dtypeAttr;
+using cpu::floatAttr;
+using cpu::hasBuffer;
+using cpu::intAttr;
+using cpu::intListAttr;
+using cpu::stringAttr;
+
+using cpu::detail::batchOffsets;
+using cpu::detail::broadcastShapes;
+using cpu::detail::dilatedExtent;
+using cpu::detail::spatialAttr;
+
+using Spec = cpu::BufferSpec;
+
+/// The descriptors of a call's buffers in the order of `specs` (null for
+/// absent optional ones), placed by their has_<name> attributes.
+template <size_t N>
+Status bindDescs(const PlanCall &call, const std::vector<TensorDesc> &given,
+                 const char *what, const std::array<Spec, N> &specs,
+                 std::array<const TensorDesc *, N> &out) {
+  return cpu::bindBuffers(call, given, what, specs, out);
 }
 
 inline int32_t code(DType t) { return static_cast<int32_t>(t); }

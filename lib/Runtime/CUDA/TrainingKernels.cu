@@ -534,20 +534,7 @@ cudaError_t launchGather(const GatherParams &p, DeviceError *error,
   if (n == 0)
     return cudaSuccess;
   unsigned blocks = blocksFor(n, kBlock);
-  switch (p.elemSize) {
-  case 1:
-    gatherKernel<uint8_t><<<blocks, kBlock, 0, stream>>>(p, error);
-    break;
-  case 2:
-    gatherKernel<uint16_t><<<blocks, kBlock, 0, stream>>>(p, error);
-    break;
-  case 4:
-    gatherKernel<uint32_t><<<blocks, kBlock, 0, stream>>>(p, error);
-    break;
-  default:
-    gatherKernel<uint64_t><<<blocks, kBlock, 0, stream>>>(p, error);
-    break;
-  }
+  MP_LAUNCH_BY_ELEM(p.elemSize, gatherKernel, blocks, kBlock, stream, p, error);
   return cudaGetLastError();
 }
 
@@ -563,20 +550,8 @@ cudaError_t launchScatterND(const ScatterNDParams &p, DeviceError *error,
   } else if (p.reduction == kSeAdd) {
     scatterNDAddKernel<<<blocks, kBlock, 0, stream>>>(p, error);
   } else {
-    switch (p.elemSize) {
-    case 1:
-      scatterNDSetKernel<uint8_t><<<blocks, kBlock, 0, stream>>>(p, error);
-      break;
-    case 2:
-      scatterNDSetKernel<uint16_t><<<blocks, kBlock, 0, stream>>>(p, error);
-      break;
-    case 4:
-      scatterNDSetKernel<uint32_t><<<blocks, kBlock, 0, stream>>>(p, error);
-      break;
-    default:
-      scatterNDSetKernel<uint64_t><<<blocks, kBlock, 0, stream>>>(p, error);
-      break;
-    }
+    MP_LAUNCH_BY_ELEM(p.elemSize, scatterNDSetKernel, blocks, kBlock, stream, p,
+                      error);
   }
   return cudaGetLastError();
 }

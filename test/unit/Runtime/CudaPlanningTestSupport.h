@@ -9,7 +9,9 @@
 
 #include "mp/Runtime/CUDA/CudaPlanning.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace mp::rt::test {
 
@@ -22,6 +24,20 @@ struct Addr {
     return d;
   }
 };
+
+/// A call of `kind` with the attributes `attrs` (no buffers: the planners
+/// get descriptors).
+inline PlanCall callOf(std::string kind, std::vector<PlanAttr> attrs) {
+  PlanCall c;
+  c.kind = std::move(kind);
+  c.attributes = std::move(attrs);
+  return c;
+}
+
+/// The error message of a planner's Result.
+template <typename T> std::string messageOf(const Result<T> &r) {
+  return r.message();
+}
 
 } // namespace mp::rt::test
 

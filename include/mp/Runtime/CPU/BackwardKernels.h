@@ -64,6 +64,9 @@ Status convBackwardFilter(const TensorView &x, const TensorView &dy,
 /// window get 0.
 Status poolBackward(const TensorView &x, const TensorView &dy,
                     const TensorView &dx, const PoolOptions &options);
+/// poolBackward's checks without running it.
+Status checkPoolBackward(const TensorView &x, const TensorView &dy,
+                         const TensorView &dx, const PoolOptions &options);
 
 //===----------------------------------------------------------------------===//
 // Batch normalization backward (cuDNN, training mode)
@@ -115,6 +118,17 @@ Status nllLossGrad(const TensorView &input, const TensorView &target,
                    const TensorView &dloss, const TensorView *weight,
                    const TensorView &dinput, LossReduction reduction,
                    std::optional<int64_t> ignoreIndex = std::nullopt);
+/// The checks of dtypes and shapes (not of the target values) of
+/// softmaxCrossEntropyGrad and nllLossGrad, without running them.
+Status checkSoftmaxCrossEntropyGrad(const TensorView &scores,
+                                    const TensorView &labels,
+                                    const TensorView &dloss,
+                                    const TensorView *weights,
+                                    const TensorView &dscores,
+                                    LossReduction reduction);
+Status checkNllLossGrad(const TensorView &input, const TensorView &target,
+                        const TensorView &dloss, const TensorView *weight,
+                        const TensorView &dinput, LossReduction reduction);
 
 //===----------------------------------------------------------------------===//
 // LSTM backward (backpropagation through time)

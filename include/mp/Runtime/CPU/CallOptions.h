@@ -2,8 +2,8 @@
 //-*-===//
 //
 // The buffers and attributes of the calls whose options take more than a
-// line or two to read (cudnn.rnn, kernel.lstm_bwd, kernel.pad,
-// kernel.scatter_*, kernel.resize), as the
+// line or two to read (cudnn.rnn, kernel.lstm_bwd, the losses, the
+// optimizers, kernel.pad, kernel.scatter_*, kernel.resize), as the
 // CPU calls read them (lib/Runtime/CPU/Calls/*.cpp). The CUDA backend's
 // planning reads them with the same functions, so both backends accept the
 // same attributes and refuse the others in the same words.
@@ -16,6 +16,7 @@
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/DataKernels.h"
 #include "mp/Runtime/CPU/NNKernels.h"
+#include "mp/Runtime/CPU/TrainingKernels.h"
 
 namespace mp::rt::cpu {
 
@@ -68,6 +69,57 @@ inline constexpr std::array<BufferSpec, 6> kLstmBwdResults = {
 /// for what the backward does not handle (another mode, activations, clip,
 /// input_forget, layout 1, sequence_lens, peepholes).
 Result<LstmBackwardOptions> lstmBackwardOptionsOf(const PlanCall &call);
+
+/// The attributes of kernel.nll_loss and the loss gradients: 'reduction'
+/// (none, sum or mean, the default) and the optional 'ignore_index'.
+struct LossOptions {
+  LossReduction reduction = LossReduction::Mean;
+  std::optional<int64_t> ignoreIndex;
+};
+Result<LossOptions> lossOptionsOf(const PlanCall &call);
+/// kernel.nll_loss: input, target, weight? -> loss.
+inline constexpr std::array<BufferSpec, 3> kNllLossOperands = {
+    {{"input", false}, {"target", false}, {"weight", true}}};
+/// kernel.nll_loss_grad: input, target, dloss, weight? -> dinput.
+inline constexpr std::array<BufferSpec, 4> kNllLossGradOperands = {
+    {{"input", false}, {"target", false}, {"dloss", false}, {"weight", true}}};
+/// kernel.softmax_cross_entropy_grad: scores, labels, dloss, weights? ->
+/// dscores.
+inline constexpr std::array<BufferSpec, 4> kSoftmaxCrossEntropyGradOperands = {
+    {{"scores", false},
+     {"labels", false},
+     {"dloss", false},
+     {"weights", true}}};
+
+/// kernel.sgd_step and kernel.adam_step: grad, found_inf? -> (results).
+inline constexpr std::array<BufferSpec, 2> kOptimizerOperands = {
+    {{"grad", false}, {"found_inf", true}}};
+/// kernel.sgd_step's results: param, momentum_buffer?, step (in place).
+inline constexpr std::array<BufferSpec, 3> kSgdResults = {
+    {{"param", false}, {"momentum_buffer", true}, {"step", false}}};
+/// kernel.sgd_step's attributes: lr, momentum, dampening, weight_decay,
+/// nesterov; an error for a momentum without a momentum_buffer.
+Result<SGDConfig> sgdConfigOf(const PlanCall &call, bool hasMomentumBuffer);
+/// kernel.adam_step's attributes: lr, beta1, beta2, eps, weight_decay,
+/// decoupled_weight_decay (torch's defaults).
+Result<AdamConfig> adamConfigOf(const PlanCall &call);
+
+/// kernel.unscale_check_finite (scale, g_1..g_n -> found_inf, u_1..u_n):
+/// the counts, dtypes and shapes, and no overlap but u_i = g_i in place (f32).
+Status checkUnscaleCheckFinite(const std::vector<TensorView> &operands,
+                               const std::vector<TensorView> &results);
+/// kernel.loss_scale_update's attributes: growth_factor, backoff_factor,
+/// growth_interval (GradScaler's defaults).
+Result<LossScaleConfig> lossScaleConfigOf(const PlanCall &call);
+
+/// cudnn.pool's attributes (mode, window, pads, strides, dilations, layout)
+/// for an x of `spatial` spatial dims; errors for indices (has_indices)
+/// with an average or channels last.
+Result<PoolOptions> poolOptionsOf(const PlanCall &call, size_t spatial,
+                                  bool hasIndices);
+/// cudnn.pool_bwd's: mode, window, and pads, strides, dilations (optional),
+/// layout.
+Result<PoolOptions> poolBackwardOptionsOf(const PlanCall &call, size_t spatial);
 
 /// kernel.pad's attribute 'mode' (default constant).
 Result<PadMode> padModeOf(const PlanCall &call);

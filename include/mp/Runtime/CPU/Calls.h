@@ -21,10 +21,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mp::rt::cpu {
@@ -162,6 +164,21 @@ Status bindBuffers(const PlanCall &call, const std::vector<Buffer> &given,
   if (!var##Result)                                                            \
     return var##Result.status();                                               \
   auto var = var##Result.take()
+
+/// An error naming the first two of the (non-null) views that overlap
+/// ("param overlaps step").
+Status checkDisjoint(
+    std::initializer_list<std::pair<const char *, const TensorView *>> views);
+
+/// Attribute 'compute_type' as the culib verifier checks it: f32 accumulates
+/// any float input, and a type accumulates itself (the CPU kernels
+/// accumulate 16-bit inputs in f32, at least as precise as the GPU). When
+/// not `required`, a left-out compute_type passes.
+Status checkComputeType(const PlanCall &call, DType input, bool required);
+
+/// The number of spatial dims of an [N, C, spatial...] tensor `name`, or an
+/// error (convolutions, pooling).
+Result<size_t> spatialRank(const TensorView &x, std::string_view name);
 
 /// An error unless the call has between minOperands and maxOperands operands
 /// and between minResults and maxResults results.

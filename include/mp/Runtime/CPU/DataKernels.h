@@ -37,14 +37,23 @@ namespace mp::rt::cpu {
 /// 0..rank-1; empty means reversed dims, as ONNX's default). Same dtype.
 Status transpose(const TensorView &x, const TensorView &y,
                  const std::vector<int64_t> &perm);
+/// transpose's checks without running it; `perm` gets the permutation
+/// (permIn, or the reversed dims when it is empty).
+Status checkTranspose(const TensorView &x, const TensorView &y,
+                      const std::vector<int64_t> &permIn,
+                      std::vector<int64_t> &perm);
 
 /// y = x reshaped: the same dtype and number of elements, the bytes copied
 /// (y may be x itself).
 Status copy(const TensorView &x, const TensorView &y);
+/// copy's checks without running it.
+Status checkCopy(const TensorView &x, const TensorView &y);
 
 /// y = x broadcast to y's shape (ONNX Expand, numpy rules: x's dims,
 /// aligned to the right, are 1 or y's; y's rank >= x's).
 Status broadcast(const TensorView &x, const TensorView &y);
+/// broadcast's checks without running it.
+Status checkBroadcast(const TensorView &x, const TensorView &y);
 
 /// y = x tiled: same rank, y's dim i a whole multiple of x's (the repeats).
 Status tile(const TensorView &x, const TensorView &y);
@@ -56,6 +65,9 @@ Status checkTile(const TensorView &x, const TensorView &y);
 /// dims except along axis, where y's is their sum.
 Status concat(const std::vector<TensorView> &inputs, const TensorView &y,
               int64_t axis);
+/// concat's checks without running it; `axis` normalized.
+Status checkConcat(const std::vector<TensorView> &inputs, const TensorView &y,
+                   int64_t &axis);
 
 /// y[i...] = x[starts[d] + i_d * steps[d] ...], one start and one step per
 /// dim of x; y's shape gives the count along each dim. Steps are non-zero
@@ -64,6 +76,10 @@ Status concat(const std::vector<TensorView> &inputs, const TensorView &y,
 Status slice(const TensorView &x, const TensorView &y,
              const std::vector<int64_t> &starts,
              const std::vector<int64_t> &steps);
+/// slice's checks without running it.
+Status checkSlice(const TensorView &x, const TensorView &y,
+                  const std::vector<int64_t> &starts,
+                  const std::vector<int64_t> &steps);
 
 enum class PadMode { Constant, Reflect, Edge, Wrap };
 
@@ -98,6 +114,10 @@ Result<PadGeometry> padGeometry(const TensorView &x, const TensorView &y,
 /// ONNX Gather: y = data.shape[:axis] + indices.shape + data.shape[axis+1:].
 Status gather(const TensorView &data, const TensorView &indices,
               const TensorView &y, int64_t axis);
+/// gather's checks of dtypes and shapes (not of the index values);
+/// `axis` normalized.
+Status checkGather(const TensorView &data, const TensorView &indices,
+                   const TensorView &y, int64_t &axis);
 
 /// ONNX GatherElements: y has indices' shape (same rank as data, each dim
 /// at most data's except along axis); y[i] = data[i with i_axis =
@@ -145,6 +165,9 @@ Status checkScatterElements(const TensorView &data, const TensorView &indices,
 Status scatterND(const TensorView &data, const TensorView &indices,
                  const TensorView &updates, const TensorView &y,
                  ScatterReduction reduction = ScatterReduction::None);
+/// scatterND's checks of shapes and dtypes.
+Status checkScatterND(const TensorView &data, const TensorView &indices,
+                      const TensorView &updates, const TensorView &y);
 
 //===----------------------------------------------------------------------===//
 // Resize (Resize.cpp)

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mp::rt::cpu {
@@ -87,6 +88,11 @@ struct ElementwiseParams {
   std::optional<double> alpha, beta;
 };
 
+/// The alpha and beta fn runs with: the given ones, or ONNX's defaults for
+/// the absent ones (0 where fn takes none). Both backends resolve them here.
+std::pair<double, double> resolveAlphaBeta(ElementwiseFn fn,
+                                           const ElementwiseParams &given);
+
 /// y = fn(inputs...), every input broadcast (numpy rules) to y's shape.
 ///
 /// Dtypes: the inputs and y share one dtype, except: comparisons, is_nan and
@@ -108,6 +114,9 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
 /// is 0 or 1; to f16 / bf16 rounds once to nearest even (f64 and integers go
 /// through f64, f16 <-> bf16 through the exact f32).
 Status cast(const TensorView &x, const TensorView &y);
+/// cast's checks without running it (shared with the CUDA backend's
+/// planning).
+Status checkCast(const TensorView &x, const TensorView &y);
 
 //===----------------------------------------------------------------------===//
 // Reduce
@@ -156,6 +165,12 @@ struct ReduceOptions {
 Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
               const std::vector<int64_t> &axes,
               const ReduceOptions &options = {});
+/// reduce's checks of axes, shapes and dtypes without running it (shared
+/// with the CUDA backend's planning); `reduced` gets which dims of x the
+/// axes name.
+Status checkReduce(const TensorView &x, const TensorView &y, ReduceFn fn,
+                   const std::vector<int64_t> &axes,
+                   const ReduceOptions &options, std::vector<bool> &reduced);
 
 } // namespace mp::rt::cpu
 

@@ -74,6 +74,19 @@ struct MatmulOptions {
 Status matmul(const TensorView &a, const TensorView &b, const TensorView *c,
               const TensorView *bias, const TensorView &d,
               const MatmulOptions &options = {});
+
+/// What checkMatmul derives: op(A) is [M, K] and op(B) [K, N] in each batch
+/// entry; batchA and batchB are the operands' batch dims, `batch` D's.
+struct MatmulShape {
+  int64_t m = 0, n = 0, k = 0;
+  Shape batchA, batchB, batch;
+};
+/// matmul's checks of dtypes, shapes, overlaps and alpha / beta, without
+/// running it (shared with the CUDA backend's planning).
+Status checkMatmul(const TensorView &a, const TensorView &b,
+                   const TensorView *c, const TensorView *bias,
+                   const TensorView &d, const MatmulOptions &o,
+                   MatmulShape &shape);
 inline Status matmul(const TensorView &a, const TensorView &b,
                      const TensorView &d, const MatmulOptions &options = {}) {
   return matmul(a, b, nullptr, nullptr, d, options);
@@ -111,6 +124,12 @@ inline Status conv(const TensorView &x, const TensorView &w,
                    const TensorView &y, const ConvOptions &options) {
   return conv(x, w, nullptr, nullptr, y, options);
 }
+/// conv's checks of dtypes, shapes, attributes and overlaps without running
+/// it (not the BLAS integer range of the CPU's GEMMs; shared with the CUDA
+/// backend's planning).
+Status checkConv(const TensorView &x, const TensorView &w,
+                 const TensorView *bias, const TensorView *residual,
+                 const TensorView &y, const ConvOptions &options);
 
 //===----------------------------------------------------------------------===//
 // Pooling (cuDNN)
@@ -148,6 +167,11 @@ struct PoolOptions {
 /// (-1 for a window without input position).
 Status pool(const TensorView &x, const TensorView &y,
             const PoolOptions &options, const TensorView *indices = nullptr);
+/// pool's checks without running it (shared with the CUDA backend's
+/// planning).
+Status checkPool(const TensorView &x, const TensorView &y,
+                 const PoolOptions &options,
+                 const TensorView *indices = nullptr);
 
 /// GlobalAveragePool / GlobalMaxPool: y is x's shape with every spatial
 /// dimension 1 ([N, C, 1..1] or [N, 1..1, C]); same dtype (f32, f16, bf16).
@@ -190,6 +214,21 @@ Status batchNormTraining(const TensorView &x, const TensorView &scale,
                          const BatchNormOptions &options = {},
                          const TensorView *batchMean = nullptr,
                          const TensorView *batchVar = nullptr);
+/// The checks of batchNormInference and batchNormTraining without running
+/// them (shared with the CUDA backend's planning).
+Status checkBatchNormInference(const TensorView &x, const TensorView &scale,
+                               const TensorView &bias, const TensorView &mean,
+                               const TensorView &var, const TensorView &y,
+                               const BatchNormOptions &options);
+Status checkBatchNormTraining(const TensorView &x, const TensorView &scale,
+                              const TensorView &bias,
+                              const TensorView &inputMean,
+                              const TensorView &inputVar, const TensorView &y,
+                              const TensorView &runningMean,
+                              const TensorView &runningVar,
+                              const BatchNormOptions &options,
+                              const TensorView *batchMean = nullptr,
+                              const TensorView *batchVar = nullptr);
 
 //===----------------------------------------------------------------------===//
 // Softmax (cuDNN)
@@ -201,6 +240,10 @@ Status batchNormTraining(const TensorView &x, const TensorView &scale,
 Status softmax(const TensorView &x, const TensorView &y, int64_t axis = -1);
 /// y = (x - max) - log(sum(exp(x - max))) along `axis`, as ONNX LogSoftmax-13.
 Status logSoftmax(const TensorView &x, const TensorView &y, int64_t axis = -1);
+/// softmax's (log: logSoftmax's) checks without running it; `axis`
+/// normalized (shared with the CUDA backend's planning).
+Status checkSoftmax(const TensorView &x, const TensorView &y, int64_t &axis,
+                    bool log);
 
 } // namespace mp::rt::cpu
 

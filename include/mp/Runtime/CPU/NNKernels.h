@@ -209,6 +209,10 @@ Status nllLoss(const TensorView &input, const TensorView &target,
                const TensorView *weight, const TensorView &loss,
                LossReduction reduction,
                std::optional<int64_t> ignoreIndex = std::nullopt);
+/// nllLoss's checks of dtypes and shapes (not of the target values).
+Status checkNllLoss(const TensorView &input, const TensorView &target,
+                    const TensorView *weight, const TensorView &loss,
+                    LossReduction reduction);
 
 /// ONNX TopK: the k = values.shape[axis] largest (or smallest) entries of x
 /// along `axis` (negative counts from the end), in order when `sorted` (the

@@ -33,6 +33,8 @@ struct LossScaleConfig {
 
 /// 1 / scale computed in f64 and rounded to f32 (GradScaler.unscale_).
 Status inverseScale(const TensorView &scale, const TensorView &invScale);
+/// inverseScale's checks: scale is one f32 element.
+Status checkInverseScale(const TensorView &scale);
 
 /// grad *= inv_scale in place (every element, f32, f16 or bf16), and
 /// found_inf = 1 when any element was NaN or +-Inf before scaling (found_inf
@@ -47,6 +49,12 @@ Status unscaleAndCheckFinite(const TensorView &grad, const TensorView &invScale,
 Status updateLossScale(const TensorView &scale, const TensorView &growthTracker,
                        const TensorView &foundInf,
                        const LossScaleConfig &config);
+/// updateLossScale's checks of the buffers and the config, without running
+/// it (shared with the CUDA backend's planning).
+Status checkLossScaleUpdate(const TensorView &scale,
+                            const TensorView &growthTracker,
+                            const TensorView &foundInf,
+                            const LossScaleConfig &config);
 
 /// torch.optim.SGD (with weight decay, momentum, dampening, Nesterov), one
 /// step in place: skipped entirely when found_inf (a null view: never
@@ -60,6 +68,11 @@ struct SGDConfig {
 Status sgdStep(const TensorView &param, const TensorView &grad,
                const TensorView &momentumBuffer, const TensorView &step,
                const TensorView &foundInf, const SGDConfig &config);
+/// sgdStep's checks of the buffers and the config (found_inf when given)
+/// without running it (shared with the CUDA backend's planning).
+Status checkSgdStep(const TensorView &param, const TensorView &grad,
+                    const TensorView &momentumBuffer, const TensorView &step,
+                    const TensorView &foundInf, const SGDConfig &config);
 
 /// torch.optim.Adam / AdamW (decoupled weight decay), one step in place,
 /// with bias correction; skipped when found_inf. `step` (i64, one element)
@@ -72,6 +85,11 @@ Status adamStep(const TensorView &param, const TensorView &grad,
                 const TensorView &expAvg, const TensorView &expAvgSq,
                 const TensorView &step, const TensorView &foundInf,
                 const AdamConfig &config);
+/// adamStep's checks, as checkSgdStep.
+Status checkAdamStep(const TensorView &param, const TensorView &grad,
+                     const TensorView &expAvg, const TensorView &expAvgSq,
+                     const TensorView &step, const TensorView &foundInf,
+                     const AdamConfig &config);
 
 } // namespace mp::rt::cpu
 

@@ -55,7 +55,7 @@ struct TensorDesc {
 bool overlapping(const TensorDesc &a, const TensorDesc &b);
 
 //===----------------------------------------------------------------------===//
-// Launch sizes, scratch memory
+// Launch sizes, scratch memory (CudaPlanning.cpp)
 //===----------------------------------------------------------------------===//
 
 struct LaunchConfig {
@@ -83,6 +83,7 @@ uint32_t addressAlignment(uint64_t addr);
 
 //===----------------------------------------------------------------------===//
 // The call table of the GPU (what exists), and a whole-plan check
+// (CudaPlanning.cpp)
 //===----------------------------------------------------------------------===//
 
 /// Every call kind the CUDA backend implements, sorted.
@@ -99,7 +100,8 @@ bool isCudaCallKind(const std::string &kind);
 Status checkPlanForCuda(const Plan &plan, const std::string &name = "<plan>");
 
 //===----------------------------------------------------------------------===//
-// Elementwise, cast, copy, transpose
+// Elementwise, cast (CudaPlanningElementwise.cpp); copy, transpose
+// (CudaPlanningDataMovement.cpp)
 //===----------------------------------------------------------------------===//
 
 /// numpy broadcasting of `inputs` to `out` as a merged loop (at most
@@ -152,7 +154,7 @@ Result<GatherCopyParams> planWindowCopy(DType dtype, const Shape &x,
                                         const void *in, void *out);
 
 //===----------------------------------------------------------------------===//
-// Reduce, softmax
+// Reduce, softmax (CudaPlanningReduce.cpp, CudaPlanningSoftmax.cpp)
 //===----------------------------------------------------------------------===//
 
 /// kernel.reduce: sum, mean, max, min, prod, l1, l2, log_sum, sum_square,
@@ -165,7 +167,7 @@ Result<SoftmaxParams> planSoftmax(const PlanCall &call, const TensorDesc &x,
                                   const TensorDesc &y);
 
 //===----------------------------------------------------------------------===//
-// Matmul (cuBLASLt)
+// Matmul (cuBLASLt; CudaPlanningMatmul.cpp)
 //===----------------------------------------------------------------------===//
 
 /// One cuBLASLt matmul (possibly strided-batched) in cuBLASLt's column-major
@@ -226,7 +228,7 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
                               const std::vector<TensorDesc> &results);
 
 //===----------------------------------------------------------------------===//
-// Convolutions (cuDNN)
+// Convolutions (cuDNN; CudaPlanningConv.cpp)
 //===----------------------------------------------------------------------===//
 
 enum class ConvKind { Forward, BackwardData, BackwardFilter };
@@ -280,7 +282,8 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
 std::string convAlgoKey(const ConvPlan &plan, int device);
 
 //===----------------------------------------------------------------------===//
-// Pooling, batch normalization
+// Pooling, batch normalization (CudaPlanningPool.cpp,
+// CudaPlanningBatchNorm.cpp)
 //===----------------------------------------------------------------------===//
 
 /// cudnn.pool (x -> y, indices?) and cudnn.pool_bwd (x, dy -> dx); the
@@ -346,7 +349,8 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
                                     BatchNormImpl impl = BatchNormImpl::Auto);
 
 //===----------------------------------------------------------------------===//
-// Indexing, losses, training
+// Indexing, losses, training (CudaPlanningIndexing.cpp,
+// CudaPlanningTraining.cpp)
 //===----------------------------------------------------------------------===//
 
 Result<GatherParams> planGather(const PlanCall &call,

@@ -179,6 +179,29 @@ Result<bool> hasBuffer(const PlanCall &call, std::string_view name) {
   return boolAttr(call, "has_" + std::string(name));
 }
 
+Status checkComputeType(const PlanCall &call, DType input, bool required) {
+  if (!required && !call.attr("compute_type"))
+    return Status::ok();
+  MP_RT_TRY_ASSIGN(compute, dtypeAttr(call, "compute_type"));
+  if (!isFloat(compute))
+    return Status::error("attribute 'compute_type' must be a float type, got " +
+                         std::string(dtypeName(compute)));
+  if (compute == DType::F32 || compute == input)
+    return Status::ok();
+  return Status::error("compute type " + std::string(dtypeName(compute)) +
+                       " cannot accumulate " + std::string(dtypeName(input)) +
+                       " inputs");
+}
+
+Result<size_t> spatialRank(const TensorView &x, std::string_view name) {
+  if (x.shape.size() < 3)
+    return Status::error(
+        std::string(name) +
+        " must have rank >= 3 ([N, C, spatial...]), got rank " +
+        std::to_string(x.shape.size()));
+  return x.shape.size() - 2;
+}
+
 Status checkArity(const CallArgs &args, size_t minOperands, size_t maxOperands,
                   size_t minResults, size_t maxResults) {
   auto range = [](size_t lo, size_t hi) {

@@ -8,6 +8,7 @@
 // dtype checks to the kernel.
 //
 //===----------------------------------------------------------------------===//
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/Kernels.h"
 
@@ -16,23 +17,6 @@
 namespace mp::rt::cpu {
 
 namespace {
-
-/// Checks `compute_type` as the culib verifier does: f32 accumulates any
-/// float input, f64 accumulates f64, and a type accumulates itself. The CPU
-/// kernels accumulate 16-bit inputs in f32 (at least as precise as the GPU).
-Status checkComputeType(const PlanCall &call, DType input) {
-  Result<DType> compute = dtypeAttr(call, "compute_type");
-  if (!compute)
-    return compute.status();
-  if (!isFloat(*compute))
-    return Status::error("attribute 'compute_type' must be a float type, got " +
-                         std::string(dtypeName(*compute)));
-  if (*compute == DType::F32 || *compute == input)
-    return Status::ok();
-  return Status::error("compute type " + std::string(dtypeName(*compute)) +
-                       " cannot accumulate " + std::string(dtypeName(input)) +
-                       " inputs");
-}
 
 /// The number of operands a call with these optional buffers has, checked.
 Status checkOperandCount(const CallArgs &args, size_t required,
@@ -69,16 +53,6 @@ Status splitPads(const std::vector<int64_t> &pads, size_t spatial,
   return Status::ok();
 }
 
-/// The number of spatial dims of an [N, C, spatial...] tensor, or an error.
-Result<size_t> spatialRank(const TensorView &x, std::string_view name) {
-  if (x.shape.size() < 3)
-    return Status::error(
-        std::string(name) +
-        " must have rank >= 3 ([N, C, spatial...]), got rank " +
-        std::to_string(x.shape.size()));
-  return x.shape.size() - 2;
-}
-
 //===----------------------------------------------------------------------===//
 // cublaslt.matmul: a, b, c?, bias? -> d
 //===----------------------------------------------------------------------===//
@@ -102,7 +76,9 @@ Status matmulCall(const CallArgs &args) {
   options.alpha = alpha;
   options.beta = beta;
   options.epilogue = activation;
-  if (Status s = checkComputeType(call, args.operands[0].dtype); !s)
+  if (Status s =
+          checkComputeType(call, args.operands[0].dtype, /*required=*/true);
+      !s)
     return s;
   size_t next = 2;
   const TensorView *c = hasC ? &args.operands[next++] : nullptr;
@@ -139,7 +115,7 @@ Status convCall(const CallArgs &args) {
   options.dilations = std::move(dilations);
   options.groups = groups;
   options.activation = activation;
-  if (Status s = checkComputeType(call, x.dtype); !s)
+  if (Status s = checkComputeType(call, x.dtype, /*required=*/true); !s)
     return s;
   const TensorView *bias = hasBias ? &args.operands[2] : nullptr;
   return conv(x, args.operands[1], bias, /*residual=*/nullptr, args.results[0],
@@ -158,34 +134,7 @@ Status poolCall(const CallArgs &args) {
     return s;
   const TensorView &x = args.operands[0];
   MP_RT_TRY_ASSIGN(spatial, spatialRank(x, "x"));
-  PoolOptions options;
-  MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode"));
-  MP_RT_TRY_ASSIGN(window, intListAttr(call, "window"));
-  MP_RT_TRY_ASSIGN(pads, intListAttr(call, "pads"));
-  MP_RT_TRY_ASSIGN(strides, intListAttr(call, "strides"));
-  MP_RT_TRY_ASSIGN(dilations, intListAttr(call, "dilations", {}));
-  if (mode == "max") {
-    options.kind = PoolKind::Max;
-  } else if (mode == "avg" || mode == "avg_include_pad") {
-    if (hasIndices)
-      return Status::error("indices are only produced by mode 'max', not '" +
-                           mode + "'");
-    options.kind = PoolKind::Average;
-    options.countIncludePad = mode == "avg_include_pad";
-  } else {
-    return Status::error("attribute 'mode' has unknown value '" + mode +
-                         "' (max, avg, avg_include_pad)");
-  }
-  if (Status s = splitPads(pads, spatial, options.padsBegin, options.padsEnd);
-      !s)
-    return s;
-  options.kernel = std::move(window);
-  options.strides = std::move(strides);
-  options.dilations = std::move(dilations);
-  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
-  options.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
-  if (hasIndices && options.layout != Layout::NCHW)
-    return Status::error("indices (ONNX's NCHW indices) need layout 'nchw'");
+  MP_RT_TRY_ASSIGN(options, poolOptionsOf(call, spatial, hasIndices));
   const TensorView *indices = hasIndices ? &args.results[1] : nullptr;
   return pool(x, args.results[0], options, indices);
 }
@@ -242,6 +191,39 @@ Status softmaxCall(const CallArgs &args) {
 
 
 } // namespace
+
+Result<PoolOptions> poolOptionsOf(const PlanCall &call, size_t spatial,
+                                  bool hasIndices) {
+  PoolOptions options;
+  MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode"));
+  MP_RT_TRY_ASSIGN(window, intListAttr(call, "window"));
+  MP_RT_TRY_ASSIGN(pads, intListAttr(call, "pads"));
+  MP_RT_TRY_ASSIGN(strides, intListAttr(call, "strides"));
+  MP_RT_TRY_ASSIGN(dilations, intListAttr(call, "dilations", {}));
+  if (mode == "max") {
+    options.kind = PoolKind::Max;
+  } else if (mode == "avg" || mode == "avg_include_pad") {
+    if (hasIndices)
+      return Status::error("indices are only produced by mode 'max', not '" +
+                           mode + "'");
+    options.kind = PoolKind::Average;
+    options.countIncludePad = mode == "avg_include_pad";
+  } else {
+    return Status::error("attribute 'mode' has unknown value '" + mode +
+                         "' (max, avg, avg_include_pad)");
+  }
+  if (Status s = splitPads(pads, spatial, options.padsBegin, options.padsEnd);
+      !s)
+    return s;
+  options.kernel = std::move(window);
+  options.strides = std::move(strides);
+  options.dilations = std::move(dilations);
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
+  options.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  if (hasIndices && options.layout != Layout::NCHW)
+    return Status::error("indices (ONNX's NCHW indices) need layout 'nchw'");
+  return options;
+}
 
 void addLibraryCalls(CallTable &table) {
   table.add("cublaslt.matmul", matmulCall);

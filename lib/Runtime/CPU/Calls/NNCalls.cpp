@@ -192,32 +192,15 @@ Status instanceNormCall(const CallArgs &args) {
 Status nllLossCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 3> in;
-  if (Status s = bindBuffers<3>(
-          call, args.operands, "operands",
-          {{{"input", false}, {"target", false}, {"weight", true}}}, in);
+  if (Status s =
+          bindBuffers<3>(call, args.operands, "operands", kNllLossOperands, in);
       !s)
     return s;
   if (Status s = checkArity(args, 0, SIZE_MAX, 1, 1); !s)
     return s;
-  MP_RT_TRY_ASSIGN(reductionName, stringAttr(call, "reduction", "mean"));
-  LossReduction reduction;
-  if (reductionName == "none")
-    reduction = LossReduction::None;
-  else if (reductionName == "sum")
-    reduction = LossReduction::Sum;
-  else if (reductionName == "mean")
-    reduction = LossReduction::Mean;
-  else
-    return Status::error("attribute 'reduction' must be none, sum or mean, "
-                         "got '" +
-                         reductionName + "'");
-  std::optional<int64_t> ignoreIndex;
-  if (call.attr("ignore_index")) {
-    MP_RT_TRY_ASSIGN(ignore, intAttr(call, "ignore_index"));
-    ignoreIndex = ignore;
-  }
-  return nllLoss(*in[0], *in[1], in[2], args.results[0], reduction,
-                 ignoreIndex);
+  MP_RT_TRY_ASSIGN(o, lossOptionsOf(call));
+  return nllLoss(*in[0], *in[1], in[2], args.results[0], o.reduction,
+                 o.ignoreIndex);
 }
 
 Status topkCall(const CallArgs &args) {

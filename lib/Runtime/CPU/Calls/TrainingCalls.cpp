@@ -59,16 +59,6 @@ bool overlapping(const TensorView &a, const TensorView &b) {
   return pa < pb + b.byteCount() && pb < pa + a.byteCount();
 }
 
-/// The number of spatial dims of an [N, C, spatial...] tensor, or an error.
-Result<size_t> spatialRank(const TensorView &x, std::string_view name) {
-  if (x.shape.size() < 3)
-    return Status::error(
-        std::string(name) +
-        " must have rank >= 3 ([N, C, spatial...]), got rank " +
-        std::to_string(x.shape.size()));
-  return x.shape.size() - 2;
-}
-
 /// `pads` (begins, then ends, for `spatial` dims; may be left out: all 0),
 /// `strides` and `dilations` (may be left out: all 1).
 Status readWindowAttrs(const PlanCall &call, size_t spatial,
@@ -93,43 +83,6 @@ Status readWindowAttrs(const PlanCall &call, size_t spatial,
   return Status::ok();
 }
 
-/// `compute_type`, when given, as cudnn.conv_fwd checks it: f32 accumulates
-/// any float input, and a type accumulates itself.
-Status checkComputeType(const PlanCall &call, DType input) {
-  if (!call.attr("compute_type"))
-    return Status::ok();
-  MP_RT_TRY_ASSIGN(compute, dtypeAttr(call, "compute_type"));
-  if (!isFloat(compute))
-    return Status::error("attribute 'compute_type' must be a float type, got " +
-                         dt(compute));
-  if (compute == DType::F32 || compute == input)
-    return Status::ok();
-  return Status::error("compute type " + dt(compute) + " cannot accumulate " +
-                       dt(input) + " inputs");
-}
-
-/// `reduction` (none, sum, mean; default mean) and `ignore_index` (optional).
-Status readLossAttrs(const PlanCall &call, LossReduction &reduction,
-                     std::optional<int64_t> &ignoreIndex) {
-  MP_RT_TRY_ASSIGN(name, stringAttr(call, "reduction", "mean"));
-  if (name == "none")
-    reduction = LossReduction::None;
-  else if (name == "sum")
-    reduction = LossReduction::Sum;
-  else if (name == "mean")
-    reduction = LossReduction::Mean;
-  else
-    return Status::error("attribute 'reduction' must be none, sum or mean, "
-                         "got '" +
-                         name + "'");
-  ignoreIndex.reset();
-  if (call.attr("ignore_index")) {
-    MP_RT_TRY_ASSIGN(ignore, intAttr(call, "ignore_index"));
-    ignoreIndex = ignore;
-  }
-  return Status::ok();
-}
-
 //===----------------------------------------------------------------------===//
 // cudnn.conv_bwd_filter: x, dy -> dw
 //===----------------------------------------------------------------------===//
@@ -147,7 +100,7 @@ Status convBwdFilterCall(const CallArgs &args) {
     return s;
   MP_RT_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
   o.groups = groups;
-  if (Status s = checkComputeType(call, x.dtype); !s)
+  if (Status s = checkComputeType(call, x.dtype, /*required=*/false); !s)
     return s;
   MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
   if (!channelsLast)
@@ -178,25 +131,7 @@ Status poolBwdCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   const TensorView &x = args.operands[0];
   MP_RT_TRY_ASSIGN(spatial, spatialRank(x, "x"));
-  PoolOptions o;
-  MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode"));
-  if (mode == "max") {
-    o.kind = PoolKind::Max;
-  } else if (mode == "avg" || mode == "avg_include_pad") {
-    o.kind = PoolKind::Average;
-    o.countIncludePad = mode == "avg_include_pad";
-  } else {
-    return Status::error("attribute 'mode' has unknown value '" + mode +
-                         "' (max, avg, avg_include_pad)");
-  }
-  MP_RT_TRY_ASSIGN(window, intListAttr(call, "window"));
-  o.kernel = std::move(window);
-  if (Status s = readWindowAttrs(call, spatial, o.padsBegin, o.padsEnd,
-                                 o.strides, o.dilations);
-      !s)
-    return s;
-  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
-  o.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  MP_RT_TRY_ASSIGN(o, poolBackwardOptionsOf(call, spatial));
   return poolBackward(x, args.operands[1], args.results[0], o);
 }
 
@@ -223,46 +158,34 @@ Status batchNormBwdCall(const CallArgs &args) {
 // kernel.nll_loss_grad: input, target, dloss, weight? -> dinput
 //===----------------------------------------------------------------------===//
 
-Status softmaxCrossEntropyGradCall(const CallArgs &args) {
-  const PlanCall &call = args.call;
+/// Both loss gradients: three operands and an optional weight (`operands`
+/// names them), one result, the loss attributes, then the kernel.
+using LossGradFn = Status (*)(const TensorView &, const TensorView &,
+                              const TensorView &, const TensorView *,
+                              const TensorView &, LossReduction,
+                              std::optional<int64_t>);
+Status lossGradCall(const CallArgs &args,
+                    const std::array<BufferSpec, 4> &operands,
+                    LossGradFn kernel) {
   std::array<const TensorView *, 4> in;
-  if (Status s = bindBuffers<4>(call, args.operands, "operands",
-                                {{{"scores", false},
-                                  {"labels", false},
-                                  {"dloss", false},
-                                  {"weights", true}}},
-                                in);
+  if (Status s =
+          bindBuffers<4>(args.call, args.operands, "operands", operands, in);
       !s)
     return s;
   if (Status s = checkArity(args, 0, SIZE_MAX, 1, 1); !s)
     return s;
-  LossReduction reduction;
-  std::optional<int64_t> ignoreIndex;
-  if (Status s = readLossAttrs(call, reduction, ignoreIndex); !s)
-    return s;
-  return softmaxCrossEntropyGrad(*in[0], *in[1], *in[2], in[3], args.results[0],
-                                 reduction, ignoreIndex);
+  MP_RT_TRY_ASSIGN(o, lossOptionsOf(args.call));
+  return kernel(*in[0], *in[1], *in[2], in[3], args.results[0], o.reduction,
+                o.ignoreIndex);
+}
+
+Status softmaxCrossEntropyGradCall(const CallArgs &args) {
+  return lossGradCall(args, kSoftmaxCrossEntropyGradOperands,
+                      softmaxCrossEntropyGrad);
 }
 
 Status nllLossGradCall(const CallArgs &args) {
-  const PlanCall &call = args.call;
-  std::array<const TensorView *, 4> in;
-  if (Status s = bindBuffers<4>(call, args.operands, "operands",
-                                {{{"input", false},
-                                  {"target", false},
-                                  {"dloss", false},
-                                  {"weight", true}}},
-                                in);
-      !s)
-    return s;
-  if (Status s = checkArity(args, 0, SIZE_MAX, 1, 1); !s)
-    return s;
-  LossReduction reduction;
-  std::optional<int64_t> ignoreIndex;
-  if (Status s = readLossAttrs(call, reduction, ignoreIndex); !s)
-    return s;
-  return nllLossGrad(*in[0], *in[1], *in[2], in[3], args.results[0], reduction,
-                     ignoreIndex);
+  return lossGradCall(args, kNllLossGradOperands, nllLossGrad);
 }
 
 //===----------------------------------------------------------------------===//
@@ -334,54 +257,16 @@ Status lstmBwdCall(const CallArgs &args) {
 //===----------------------------------------------------------------------===//
 
 Status unscaleCheckFiniteCall(const CallArgs &args) {
+  // Everything is checked before anything is written.
+  if (Status s = checkUnscaleCheckFinite(args.operands, args.results); !s)
+    return s;
   const size_t n = args.operands.size();
-  if (n < 2 || args.results.size() != n)
-    return Status::error(
-        "expects operands (scale, g_1..g_n) and results (found_inf, "
-        "u_1..u_n) with n >= 1, got " +
-        std::to_string(n) + " operands and " +
-        std::to_string(args.results.size()) + " results");
   const TensorView &scale = args.operands[0];
   const TensorView &foundInf = args.results[0];
   float inv = 0.0f;
   TensorView invView{DType::F32, {1}, &inv};
   if (Status s = inverseScale(scale, invView); !s)
     return s;
-  if (Status s = checkDense("found_inf", foundInf); !s)
-    return s;
-  if (foundInf.dtype != DType::F32 || foundInf.numElements() != 1)
-    return Status::error("found_inf must be one f32 element, got " +
-                         dt(foundInf.dtype) + " with " +
-                         std::to_string(foundInf.numElements()) + " elements");
-  if (overlapping(foundInf, scale))
-    return Status::error("found_inf overlaps scale");
-  // Everything is checked before anything is written.
-  for (size_t i = 1; i < n; ++i) {
-    const TensorView &g = args.operands[i], &u = args.results[i];
-    std::string gi = "g_" + std::to_string(i), ui = "u_" + std::to_string(i);
-    if (!isFloat(g.dtype))
-      return Status::error(gi + " has dtype " + dt(g.dtype) +
-                           "; expected a float type");
-    if (u.dtype != DType::F32 || u.shape != g.shape)
-      return Status::error(ui + " must be f32 with " + gi + "'s shape " +
-                           shapeText(g.shape) + ", got " + dt(u.dtype) + " " +
-                           shapeText(u.shape));
-    for (const auto &[name, v] :
-         {std::pair<const std::string &, const TensorView &>{gi, g}, {ui, u}})
-      if (Status s = checkDense(name, v); !s)
-        return s;
-    if (overlapping(u, foundInf) || overlapping(u, scale) ||
-        overlapping(foundInf, g))
-      return Status::error(ui + " or found_inf overlaps another buffer");
-    for (size_t j = 1; j < n; ++j) {
-      const TensorView &other = args.operands[j];
-      bool inPlace = j == i && u.data == g.data && g.dtype == DType::F32;
-      if (overlapping(u, other) && !inPlace)
-        return Status::error(ui + " overlaps g_" + std::to_string(j));
-      if (j > i && overlapping(u, args.results[j]))
-        return Status::error(ui + " overlaps u_" + std::to_string(j));
-    }
-  }
   *foundInf.as<float>() = 0.0f;
   for (size_t i = 1; i < n; ++i) {
     const TensorView &g = args.operands[i], &u = args.results[i];
@@ -427,17 +312,7 @@ Status unscaleCheckFiniteCall(const CallArgs &args) {
 Status lossScaleUpdateCall(const CallArgs &args) {
   if (Status s = checkArity(args, 1, 1, 2, 2); !s)
     return s;
-  const PlanCall &call = args.call;
-  LossScaleConfig config;
-  MP_RT_TRY_ASSIGN(growth,
-                   floatAttr(call, "growth_factor", config.growthFactor));
-  MP_RT_TRY_ASSIGN(backoff,
-                   floatAttr(call, "backoff_factor", config.backoffFactor));
-  MP_RT_TRY_ASSIGN(interval,
-                   intAttr(call, "growth_interval", config.growthInterval));
-  config.growthFactor = growth;
-  config.backoffFactor = backoff;
-  config.growthInterval = interval;
+  MP_RT_TRY_ASSIGN(config, lossScaleConfigOf(args.call));
   const TensorView &scale = args.results[0], &tracker = args.results[1];
   if (overlapping(scale, tracker) || overlapping(scale, args.operands[0]) ||
       overlapping(tracker, args.operands[0]))
@@ -451,44 +326,19 @@ Status lossScaleUpdateCall(const CallArgs &args) {
 // kernel.adam_step: grad, found_inf? -> param, exp_avg, exp_avg_sq, step
 //===----------------------------------------------------------------------===//
 
-/// An error when two of the (non-null) views overlap.
-Status checkDisjoint(
-    std::initializer_list<std::pair<const char *, const TensorView *>> views) {
-  for (auto a = views.begin(); a != views.end(); ++a)
-    for (auto b = a + 1; b != views.end(); ++b)
-      if (a->second && b->second && overlapping(*a->second, *b->second))
-        return Status::error(std::string(a->first) + " overlaps " + b->first);
-  return Status::ok();
-}
-
 Status sgdStepCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 2> in;
   if (Status s = bindBuffers<2>(call, args.operands, "operands",
-                                {{{"grad", false}, {"found_inf", true}}}, in);
+                                kOptimizerOperands, in);
       !s)
     return s;
   std::array<const TensorView *, 3> out;
-  if (Status s = bindBuffers<3>(
-          call, args.results, "results",
-          {{{"param", false}, {"momentum_buffer", true}, {"step", false}}},
-          out);
+  if (Status s =
+          bindBuffers<3>(call, args.results, "results", kSgdResults, out);
       !s)
     return s;
-  SGDConfig config;
-  MP_RT_TRY_ASSIGN(lr, floatAttr(call, "lr"));
-  MP_RT_TRY_ASSIGN(momentum, floatAttr(call, "momentum", 0.0));
-  MP_RT_TRY_ASSIGN(dampening, floatAttr(call, "dampening", 0.0));
-  MP_RT_TRY_ASSIGN(weightDecay, floatAttr(call, "weight_decay", 0.0));
-  MP_RT_TRY_ASSIGN(nesterov, boolAttr(call, "nesterov", false));
-  config.lr = lr;
-  config.momentum = momentum;
-  config.dampening = dampening;
-  config.weightDecay = weightDecay;
-  config.nesterov = nesterov;
-  if (momentum != 0 && !out[1])
-    return Status::error("momentum " + std::to_string(momentum) +
-                         " needs a momentum_buffer (has_momentum_buffer = 1)");
+  MP_RT_TRY_ASSIGN(config, sgdConfigOf(call, out[1] != nullptr));
   if (Status s = checkDisjoint({{"grad", in[0]},
                                 {"found_inf", in[1]},
                                 {"param", out[0]},
@@ -505,24 +355,12 @@ Status adamStepCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 2> in;
   if (Status s = bindBuffers<2>(call, args.operands, "operands",
-                                {{{"grad", false}, {"found_inf", true}}}, in);
+                                kOptimizerOperands, in);
       !s)
     return s;
   if (Status s = checkArity(args, 0, SIZE_MAX, 4, 4); !s)
     return s;
-  AdamConfig config;
-  MP_RT_TRY_ASSIGN(lr, floatAttr(call, "lr", config.lr));
-  MP_RT_TRY_ASSIGN(beta1, floatAttr(call, "beta1", config.beta1));
-  MP_RT_TRY_ASSIGN(beta2, floatAttr(call, "beta2", config.beta2));
-  MP_RT_TRY_ASSIGN(eps, floatAttr(call, "eps", config.eps));
-  MP_RT_TRY_ASSIGN(weightDecay, floatAttr(call, "weight_decay", 0.0));
-  MP_RT_TRY_ASSIGN(decoupled, boolAttr(call, "decoupled_weight_decay", false));
-  config.lr = lr;
-  config.beta1 = beta1;
-  config.beta2 = beta2;
-  config.eps = eps;
-  config.weightDecay = weightDecay;
-  config.decoupledWeightDecay = decoupled;
+  MP_RT_TRY_ASSIGN(config, adamConfigOf(call));
   const std::vector<TensorView> &out = args.results;
   if (Status s = checkDisjoint({{"grad", in[0]},
                                 {"found_inf", in[1]},
@@ -538,6 +376,158 @@ Status adamStepCall(const CallArgs &args) {
 }
 
 } // namespace
+
+Result<PoolOptions> poolBackwardOptionsOf(const PlanCall &call,
+                                          size_t spatial) {
+  PoolOptions o;
+  MP_RT_TRY_ASSIGN(mode, stringAttr(call, "mode"));
+  if (mode == "max") {
+    o.kind = PoolKind::Max;
+  } else if (mode == "avg" || mode == "avg_include_pad") {
+    o.kind = PoolKind::Average;
+    o.countIncludePad = mode == "avg_include_pad";
+  } else {
+    return Status::error("attribute 'mode' has unknown value '" + mode +
+                         "' (max, avg, avg_include_pad)");
+  }
+  MP_RT_TRY_ASSIGN(window, intListAttr(call, "window"));
+  o.kernel = std::move(window);
+  if (Status s = readWindowAttrs(call, spatial, o.padsBegin, o.padsEnd,
+                                 o.strides, o.dilations);
+      !s)
+    return s;
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
+  o.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  return o;
+}
+
+Status checkDisjoint(
+    std::initializer_list<std::pair<const char *, const TensorView *>> views) {
+  for (auto a = views.begin(); a != views.end(); ++a)
+    for (auto b = a + 1; b != views.end(); ++b)
+      if (a->second && b->second && overlapping(*a->second, *b->second))
+        return Status::error(std::string(a->first) + " overlaps " + b->first);
+  return Status::ok();
+}
+
+Status checkUnscaleCheckFinite(const std::vector<TensorView> &operands,
+                               const std::vector<TensorView> &results) {
+  const size_t n = operands.size();
+  if (n < 2 || results.size() != n)
+    return Status::error(
+        "expects operands (scale, g_1..g_n) and results (found_inf, "
+        "u_1..u_n) with n >= 1, got " +
+        std::to_string(n) + " operands and " + std::to_string(results.size()) +
+        " results");
+  const TensorView &scale = operands[0];
+  const TensorView &foundInf = results[0];
+  if (Status s = checkInverseScale(scale); !s)
+    return s;
+  if (Status s = checkDense("found_inf", foundInf); !s)
+    return s;
+  if (foundInf.dtype != DType::F32 || foundInf.numElements() != 1)
+    return Status::error("found_inf must be one f32 element, got " +
+                         dt(foundInf.dtype) + " with " +
+                         std::to_string(foundInf.numElements()) + " elements");
+  if (overlapping(foundInf, scale))
+    return Status::error("found_inf overlaps scale");
+  for (size_t i = 1; i < n; ++i) {
+    const TensorView &g = operands[i], &u = results[i];
+    std::string gi = "g_" + std::to_string(i), ui = "u_" + std::to_string(i);
+    if (!isFloat(g.dtype))
+      return Status::error(gi + " has dtype " + dt(g.dtype) +
+                           "; expected a float type");
+    if (u.dtype != DType::F32 || u.shape != g.shape)
+      return Status::error(ui + " must be f32 with " + gi + "'s shape " +
+                           shapeText(g.shape) + ", got " + dt(u.dtype) + " " +
+                           shapeText(u.shape));
+    for (const auto &[name, v] :
+         {std::pair<const std::string &, const TensorView &>{gi, g}, {ui, u}})
+      if (Status s = checkDense(name, v); !s)
+        return s;
+    if (overlapping(u, foundInf) || overlapping(u, scale) ||
+        overlapping(foundInf, g))
+      return Status::error(ui + " or found_inf overlaps another buffer");
+    for (size_t j = 1; j < n; ++j) {
+      const TensorView &other = operands[j];
+      bool inPlace = j == i && u.data == g.data && g.dtype == DType::F32;
+      if (overlapping(u, other) && !inPlace)
+        return Status::error(ui + " overlaps g_" + std::to_string(j));
+      if (j > i && overlapping(u, results[j]))
+        return Status::error(ui + " overlaps u_" + std::to_string(j));
+    }
+  }
+  return Status::ok();
+}
+
+Result<LossScaleConfig> lossScaleConfigOf(const PlanCall &call) {
+  LossScaleConfig config;
+  MP_RT_TRY_ASSIGN(growth,
+                   floatAttr(call, "growth_factor", config.growthFactor));
+  MP_RT_TRY_ASSIGN(backoff,
+                   floatAttr(call, "backoff_factor", config.backoffFactor));
+  MP_RT_TRY_ASSIGN(interval,
+                   intAttr(call, "growth_interval", config.growthInterval));
+  config.growthFactor = growth;
+  config.backoffFactor = backoff;
+  config.growthInterval = interval;
+  return config;
+}
+
+Result<SGDConfig> sgdConfigOf(const PlanCall &call, bool hasMomentumBuffer) {
+  SGDConfig config;
+  MP_RT_TRY_ASSIGN(lr, floatAttr(call, "lr"));
+  MP_RT_TRY_ASSIGN(momentum, floatAttr(call, "momentum", 0.0));
+  MP_RT_TRY_ASSIGN(dampening, floatAttr(call, "dampening", 0.0));
+  MP_RT_TRY_ASSIGN(weightDecay, floatAttr(call, "weight_decay", 0.0));
+  MP_RT_TRY_ASSIGN(nesterov, boolAttr(call, "nesterov", false));
+  config.lr = lr;
+  config.momentum = momentum;
+  config.dampening = dampening;
+  config.weightDecay = weightDecay;
+  config.nesterov = nesterov;
+  if (momentum != 0 && !hasMomentumBuffer)
+    return Status::error("momentum " + std::to_string(momentum) +
+                         " needs a momentum_buffer (has_momentum_buffer = 1)");
+  return config;
+}
+
+Result<AdamConfig> adamConfigOf(const PlanCall &call) {
+  AdamConfig config;
+  MP_RT_TRY_ASSIGN(lr, floatAttr(call, "lr", config.lr));
+  MP_RT_TRY_ASSIGN(beta1, floatAttr(call, "beta1", config.beta1));
+  MP_RT_TRY_ASSIGN(beta2, floatAttr(call, "beta2", config.beta2));
+  MP_RT_TRY_ASSIGN(eps, floatAttr(call, "eps", config.eps));
+  MP_RT_TRY_ASSIGN(weightDecay, floatAttr(call, "weight_decay", 0.0));
+  MP_RT_TRY_ASSIGN(decoupled, boolAttr(call, "decoupled_weight_decay", false));
+  config.lr = lr;
+  config.beta1 = beta1;
+  config.beta2 = beta2;
+  config.eps = eps;
+  config.weightDecay = weightDecay;
+  config.decoupledWeightDecay = decoupled;
+  return config;
+}
+
+Result<LossOptions> lossOptionsOf(const PlanCall &call) {
+  LossOptions o;
+  MP_RT_TRY_ASSIGN(name, stringAttr(call, "reduction", "mean"));
+  if (name == "none")
+    o.reduction = LossReduction::None;
+  else if (name == "sum")
+    o.reduction = LossReduction::Sum;
+  else if (name == "mean")
+    o.reduction = LossReduction::Mean;
+  else
+    return Status::error("attribute 'reduction' must be none, sum or mean, "
+                         "got '" +
+                         name + "'");
+  if (call.attr("ignore_index")) {
+    MP_RT_TRY_ASSIGN(ignore, intAttr(call, "ignore_index"));
+    o.ignoreIndex = ignore;
+  }
+  return o;
+}
 
 Result<LstmBackwardOptions> lstmBackwardOptionsOf(const PlanCall &call) {
   LstmBackwardOptions o;

@@ -1,0 +1,194 @@
+//===- CudaPlanningBatchNormTest.cpp - batch norms ------------------------===//
+//
+// The CUDA backend's planning (mp/Runtime/CUDA/CudaPlanning.h) runs without
+// a GPU and without the CUDA toolkit: these tests run in every build. Here:
+// the batch norms, and whether cuDNN or the own kernels run them.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaPlanningTestSupport.h"
+
+#include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CUDA/CudaPlanning.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <limits>
+
+using namespace mp::rt;
+using namespace mp::rt::cuda;
+using mp::rt::test::Addr;
+using mp::rt::test::callOf;
+using mp::rt::test::messageOf;
+
+TEST_CASE("batch norm planning", "[cuda][planning]") {
+  Addr at;
+  TensorDesc x = at(DType::F16, {2, 3, 4, 5});
+  auto param = [&](DType t) { return at(t, {3}); };
+  SECTION("inference: per-channel geometry, any parameter dtype") {
+    Result<BatchNormPlan> p =
+        planBatchNorm(BatchNormKind::Inference,
+                      callOf("cudnn.batch_norm_inference", {{"epsilon", 1e-5}}),
+                      {x, param(DType::F32), param(DType::F16),
+                       param(DType::BF16), param(DType::F32)},
+                      {at(DType::F16, {2, 3, 4, 5})});
+    REQUIRE(p);
+    CHECK(p->params.geom.outer == 2);
+    CHECK(p->params.geom.c == 3);
+    CHECK(p->params.geom.inner == 20);
+    CHECK(p->scratchBytes == 3 * 3 * sizeof(float));
+  }
+  SECTION("training: running statistics in place are fine, other overlaps "
+          "are not") {
+    TensorDesc mean = param(DType::F32), var = param(DType::F32);
+    PlanCall c = callOf("cudnn.batch_norm_training",
+                        {{"epsilon", 1e-5}, {"momentum", 0.9}});
+    Result<BatchNormPlan> p =
+        planBatchNorm(BatchNormKind::Training, c,
+                      {x, param(DType::F32), param(DType::F32), mean, var},
+                      {at(DType::F16, {2, 3, 4, 5}), mean, var});
+    REQUIRE(p);
+    CHECK(p->params.momentum == Approx(0.9f));
+    CHECK(messageOf(planBatchNorm(
+              BatchNormKind::Training, c,
+              {x, param(DType::F32), param(DType::F32), mean, var},
+              {at(DType::F16, {2, 3, 4, 5}), var, mean})) ==
+          "batchNormTraining: runningMean overlaps inputVar");
+  }
+  SECTION("backward: f64 statistics per channel (own kernels)") {
+    Result<BatchNormPlan> p = planBatchNorm(
+        BatchNormKind::Backward, callOf("cudnn.batch_norm_bwd", {}),
+        {x, param(DType::F32), at(DType::F16, {2, 3, 4, 5})},
+        {at(DType::F16, {2, 3, 4, 5}), param(DType::F32), param(DType::F32)},
+        BatchNormImpl::Own);
+    REQUIRE(p);
+    CHECK_FALSE(p->cudnn.use);
+    CHECK(p->scratchBytes == 3 * 4 * sizeof(double));
+    CHECK(p->params.epsilon == Approx(1e-5));
+  }
+}
+
+TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
+  Addr at;
+  auto f32 = [&](int64_t c) { return at(DType::F32, {c}); };
+  PlanCall inference =
+      callOf("cudnn.batch_norm_inference", {{"epsilon", 1e-5}});
+  PlanCall training = callOf("cudnn.batch_norm_training",
+                             {{"epsilon", 1e-5}, {"momentum", 0.9}});
+  PlanCall backward = callOf("cudnn.batch_norm_bwd", {{"epsilon", 1e-5}});
+  auto forward = [&](const PlanCall &call, BatchNormKind kind, DType t, Shape s,
+                     DType paramType = DType::F32,
+                     BatchNormImpl impl = BatchNormImpl::Auto) {
+    int64_t c = s[1];
+    std::vector<TensorDesc> ops{at(t, s), at(paramType, {c}), f32(c), f32(c),
+                                f32(c)};
+    std::vector<TensorDesc> res{at(t, s)};
+    if (kind == BatchNormKind::Training) {
+      res.push_back(ops[3]); // running statistics in place
+      res.push_back(ops[4]);
+    }
+    Result<BatchNormPlan> p = planBatchNorm(kind, call, ops, res, impl);
+    REQUIRE(p);
+    return *p;
+  };
+
+  SECTION("f32 and f16 NCHW: cuDNN, spatial dims folded into [N, C, S, 1]") {
+    for (DType t : {DType::F32, DType::F16}) {
+      BatchNormPlan p =
+          forward(inference, BatchNormKind::Inference, t, {2, 3, 4, 5, 6});
+      CHECK(p.cudnn.use);
+      CHECK_FALSE(p.cudnn.nhwc);
+      CHECK_FALSE(p.cudnn.persistent);
+      CHECK(p.cudnn.dtype == t);
+      CHECK(p.cudnn.dims == std::array<int32_t, 4>{2, 3, 120, 1});
+      CHECK(p.scratchBytes == 0);
+    }
+    BatchNormPlan rank2 =
+        forward(inference, BatchNormKind::Inference, DType::F32, {8, 6});
+    CHECK(rank2.cudnn.dims == std::array<int32_t, 4>{8, 6, 1, 1});
+  }
+  SECTION("training: scratch for the batch mean and unbiased variance") {
+    BatchNormPlan p =
+        forward(training, BatchNormKind::Training, DType::F16, {4, 3, 5, 5});
+    REQUIRE(p.cudnn.use);
+    CHECK(p.scratchBytes == 2 * 3 * sizeof(float));
+    // NCHW never uses the persistent mode.
+    CHECK_FALSE(p.cudnn.persistent);
+  }
+  SECTION("bf16 on cuDNN too, never persistent") {
+    BatchNormPlan bf16 =
+        forward(training, BatchNormKind::Training, DType::BF16, {2, 3, 4});
+    CHECK(bf16.cudnn.use);
+    CHECK(bf16.cudnn.dtype == DType::BF16);
+    CHECK_FALSE(bf16.cudnn.persistent);
+  }
+  SECTION("the own kernels where cuDNN cannot run it") {
+
+    BatchNormPlan halfScale = forward(inference, BatchNormKind::Inference,
+                                      DType::F16, {2, 3, 4}, DType::F16);
+    CHECK_FALSE(halfScale.cudnn.use);
+    CHECK(halfScale.cudnn.whyNot ==
+          "scale is f16 (cuDNN's per-channel tensors are f32)");
+
+    BatchNormPlan one =
+        forward(training, BatchNormKind::Training, DType::F32, {1, 3, 1});
+    CHECK_FALSE(one.cudnn.use);
+    CHECK(one.cudnn.whyNot == "one element per channel (no unbiased variance)");
+    CHECK(one.scratchBytes == 3 * 3 * sizeof(float));
+    // Inference and backward have no running variance: cuDNN runs them.
+    CHECK(forward(inference, BatchNormKind::Inference, DType::F32, {1, 3, 1})
+              .cudnn.use);
+
+    BatchNormPlan own = forward(inference, BatchNormKind::Inference, DType::F32,
+                                {2, 3, 4}, DType::F32, BatchNormImpl::Own);
+    CHECK_FALSE(own.cudnn.use);
+    CHECK(own.cudnn.whyNot == "the own kernels were asked for");
+
+    TensorDesc x = at(DType::F32, {2, 3, 4});
+    Result<BatchNormPlan> inPlace =
+        planBatchNorm(BatchNormKind::Inference, inference,
+                      {x, f32(3), f32(3), f32(3), f32(3)}, {x});
+    REQUIRE(inPlace);
+    CHECK_FALSE(inPlace->cudnn.use);
+    CHECK(inPlace->cudnn.whyNot == "y is x (in place)");
+
+    Result<BatchNormPlan> backwardF64 = planBatchNorm(
+        BatchNormKind::Backward, backward,
+        {at(DType::F64, {2, 3, 4}), f32(3), at(DType::F64, {2, 3, 4})},
+        {at(DType::F64, {2, 3, 4}), f32(3), f32(3)});
+    REQUIRE(backwardF64);
+    CHECK_FALSE(backwardF64->cudnn.use);
+    CHECK(backwardF64->cudnn.whyNot ==
+          "x is f64 (cuDNN's batch norm: f16, bf16 or f32)");
+    CHECK(backwardF64->scratchBytes == 3 * 4 * sizeof(double));
+
+    Result<BatchNormPlan> halfGrad = planBatchNorm(
+        BatchNormKind::Backward, backward,
+        {at(DType::F16, {2, 3, 4}), f32(3), at(DType::F16, {2, 3, 4})},
+        {at(DType::F16, {2, 3, 4}), f32(3), at(DType::F16, {3})});
+    REQUIRE(halfGrad);
+    CHECK_FALSE(halfGrad->cudnn.use);
+    CHECK(halfGrad->cudnn.whyNot ==
+          "dbias is f16 (cuDNN's per-channel tensors are f32)");
+  }
+  SECTION("channels first, a batch beyond cuDNN's limit runs on the own "
+          "kernels") {
+    BatchNormPlan big =
+        forward(inference, BatchNormKind::Inference, DType::F32, {70000, 3});
+    CHECK_FALSE(big.cudnn.use);
+    CHECK(big.cudnn.whyNot ==
+          "a batch of 70000 (cuDNN's batch norm takes up to 65535)");
+    CHECK(forward(training, BatchNormKind::Training, DType::F32, {70000, 3})
+              .cudnn.use);
+  }
+  SECTION("backward on cuDNN needs no scratch") {
+    Result<BatchNormPlan> p = planBatchNorm(
+        BatchNormKind::Backward, backward,
+        {at(DType::F16, {2, 3, 4}), f32(3), at(DType::F16, {2, 3, 4})},
+        {at(DType::F16, {2, 3, 4}), f32(3), f32(3)});
+    REQUIRE(p);
+    CHECK(p->cudnn.use);
+    CHECK(p->cudnn.dims == std::array<int32_t, 4>{2, 3, 4, 1});
+    CHECK(p->scratchBytes == 0);
+  }
+}

@@ -1,0 +1,148 @@
+//===- CudaPlanningTrainingTest.cpp - losses, optimizers ------------------===//
+//
+// The CUDA backend's planning (mp/Runtime/CUDA/CudaPlanning.h) runs without
+// a GPU and without the CUDA toolkit: these tests run in every build. Here:
+// gather, scatter_nd, the losses, loss scaling and the optimizers.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaPlanningTestSupport.h"
+
+#include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CUDA/CudaPlanning.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <limits>
+
+using namespace mp::rt;
+using namespace mp::rt::cuda;
+using mp::rt::test::Addr;
+using mp::rt::test::callOf;
+using mp::rt::test::messageOf;
+
+TEST_CASE("indexing, loss and training planning", "[cuda][planning]") {
+  Addr at;
+  SECTION("gather") {
+    Result<GatherParams> p =
+        planGather(callOf("kernel.gather", {{"axis", int64_t(-2)}}),
+                   {at(DType::F16, {5, 7, 3}), at(DType::I64, {2, 4})},
+                   {at(DType::F16, {5, 2, 4, 3})});
+    REQUIRE(p);
+    CHECK(p->outer == 5);
+    CHECK(p->axisDim == 7);
+    CHECK(p->n == 8);
+    CHECK(p->inner == 3);
+    CHECK(p->elemSize == 2);
+  }
+  SECTION("scatter_nd") {
+    TensorDesc data = at(DType::F32, {4, 5, 6});
+    PlanCall add =
+        callOf("kernel.scatter_nd", {{"reduction", std::string("add")}});
+    Result<ScatterNDPlan> p = planScatterND(
+        add, {data, at(DType::I32, {3, 2}), at(DType::F32, {3, 6})}, {data});
+    REQUIRE(p);
+    CHECK(p->copyBytes == 0); // in place
+    CHECK(p->params.k == 2);
+    CHECK(p->params.tuples == 3);
+    CHECK(p->params.sliceLen == 6);
+    CHECK(p->params.strides[0] == 30);
+    CHECK(p->params.strides[1] == 6);
+    Result<ScatterNDPlan> q = planScatterND(
+        add, {data, at(DType::I32, {3, 2}), at(DType::F32, {3, 6})},
+        {at(DType::F32, {4, 5, 6})});
+    REQUIRE(q);
+    CHECK(q->copyBytes == 480);
+    CHECK_FALSE(p->params.ordered); // atomics
+    // mul, max, min and add without atomics (8 / 16-bit integers, bool):
+    // the updates in tuple order.
+    for (const char *r : {"mul", "max", "min"}) {
+      INFO(r);
+      Result<ScatterNDPlan> o = planScatterND(
+          callOf("kernel.scatter_nd", {{"reduction", std::string(r)}}),
+          {data, at(DType::I32, {3, 2}), at(DType::F32, {3, 6})}, {data});
+      REQUIRE(o);
+      CHECK(o->params.ordered);
+    }
+    TensorDesc bytes = at(DType::I8, {4, 5, 6});
+    Result<ScatterNDPlan> addI8 = planScatterND(
+        add, {bytes, at(DType::I64, {3, 2}), at(DType::I8, {3, 6})}, {bytes});
+    REQUIRE(addI8);
+    CHECK(addI8->params.ordered);
+    Result<ScatterNDPlan> none = planScatterND(
+        callOf("kernel.scatter_nd", {}),
+        {bytes, at(DType::I64, {3, 2}), at(DType::I8, {3, 6})}, {bytes});
+    REQUIRE(none);
+    CHECK_FALSE(none->params.ordered);
+    CHECK(messageOf(planScatterND(
+              callOf("kernel.scatter_nd", {{"reduction", std::string("avg")}}),
+              {data, at(DType::I32, {3, 2}), at(DType::F32, {3, 6})},
+              {data})) == "attribute 'reduction' has an unknown value 'avg'");
+  }
+  SECTION("losses") {
+    PlanCall nll =
+        callOf("kernel.nll_loss", {{"has_weight", int64_t(0)},
+                                   {"reduction", std::string("mean")},
+                                   {"ignore_index", int64_t(-1)}});
+    Result<LossParams> p =
+        planLoss(LossKind::NllLoss, nll,
+                 {at(DType::F32, {4, 10, 3}), at(DType::I64, {4, 3})},
+                 {at(DType::F32, {})});
+    REQUIRE(p);
+    CHECK(p->n == 4);
+    CHECK(p->c == 10);
+    CHECK(p->inner == 3);
+    CHECK(p->reduction == 2);
+    CHECK(p->hasIgnore == 1);
+    CHECK(p->ignoreIndex == -1);
+    PlanCall sce = callOf(
+        "kernel.softmax_cross_entropy_grad",
+        {{"has_weights", int64_t(0)}, {"reduction", std::string("none")}});
+    CHECK(messageOf(planLoss(LossKind::SoftmaxCrossEntropyGrad, sce,
+                             {at(DType::F16, {4, 10}), at(DType::I32, {4}),
+                              at(DType::F32, {1})},
+                             {at(DType::F16, {4, 10})})) ==
+          "softmax_cross_entropy_grad: dloss has shape [1], expected [4] "
+          "(reduction none)");
+  }
+  SECTION("unscale, loss scale, optimizers") {
+    TensorDesc scale = at(DType::F32, {1}), found = at(DType::F32, {1});
+    TensorDesc g1 = at(DType::F16, {10}), u1 = at(DType::F32, {10}),
+               g2 = at(DType::F32, {3});
+    Result<std::vector<UnscaleParams>> u =
+        planUnscale(callOf("kernel.unscale_check_finite", {}), {scale, g1, g2},
+                    {found, u1, g2});
+    REQUIRE(u);
+    REQUIRE(u->size() == 2);
+    CHECK((*u)[0].gDtype == 10);
+    CHECK((*u)[1].u == g2.ptr<float>()); // in place
+    CHECK(messageOf(planUnscale(callOf("kernel.unscale_check_finite", {}),
+                                {scale, g1}, {found, at(DType::F16, {10})})) ==
+          "u_1 must be f32 with g_1's shape [10], got f16 [10]");
+    Result<LossScaleParams> ls = planLossScaleUpdate(
+        callOf("kernel.loss_scale_update", {{"growth_interval", int64_t(3)}}),
+        {found}, {scale, at(DType::I64, {1})});
+    REQUIRE(ls);
+    CHECK(ls->growthInterval == 3);
+    CHECK(ls->growthFactor == 2.0);
+    TensorDesc param = at(DType::F32, {10}), grad = at(DType::F32, {10}),
+               step = at(DType::I64, {1});
+    PlanCall sgd =
+        callOf("kernel.sgd_step", {{"has_found_inf", int64_t(1)},
+                                   {"has_momentum_buffer", int64_t(0)},
+                                   {"lr", 0.1},
+                                   {"momentum", 0.9}});
+    CHECK(
+        messageOf(planOptimizer(false, sgd, {grad, found}, {param, step})) ==
+        "momentum 0.900000 needs a momentum_buffer (has_momentum_buffer = 1)");
+    PlanCall adam = callOf("kernel.adam_step", {{"has_found_inf", int64_t(0)}});
+    TensorDesc m = at(DType::F32, {10}), v = at(DType::F32, {10});
+    Result<OptimizerParams> a =
+        planOptimizer(true, adam, {grad}, {param, m, v, step});
+    REQUIRE(a);
+    CHECK(a->kind == 1);
+    CHECK(a->lr == 1e-3);
+    CHECK(a->foundInf == nullptr);
+    CHECK(a->n == 10);
+  }
+}
