@@ -211,15 +211,12 @@ Status checkTraining(const TensorView &x, const TensorView &scale,
 
 } // namespace
 
-Status checkBatchNormTraining(const TensorView &x, const TensorView &scale,
-                              const TensorView &bias,
-                              const TensorView &inputMean,
-                              const TensorView &inputVar, const TensorView &y,
-                              const TensorView &runningMean,
-                              const TensorView &runningVar,
-                              const BatchNormOptions &o,
-                              const TensorView *batchMean,
-                              const TensorView *batchVar) {
+Status checkBatchNormTraining(
+    const TensorView &x, const TensorView &scale, const TensorView &bias,
+    const TensorView &inputMean, const TensorView &inputVar,
+    const TensorView &y, const TensorView &runningMean,
+    const TensorView &runningVar, const BatchNormOptions &o,
+    const TensorView *batchMean, const TensorView *batchVar) {
   Geom g;
   return checkTraining(x, scale, bias, inputMean, inputVar, y, runningMean,
                        runningVar, o, batchMean, batchVar, g);
@@ -230,13 +227,12 @@ Status batchNormTraining(const TensorView &x, const TensorView &scale,
                          const TensorView &inputVar, const TensorView &y,
                          const TensorView &runningMean,
                          const TensorView &runningVar,
-                         const BatchNormOptions &o,
-                         const TensorView *batchMean,
+                         const BatchNormOptions &o, const TensorView *batchMean,
                          const TensorView *batchVar) {
   Geom g;
-  if (Status s = checkTraining(x, scale, bias, inputMean, inputVar, y,
-                               runningMean, runningVar, o, batchMean, batchVar,
-                               g);
+  if (Status s =
+          checkTraining(x, scale, bias, inputMean, inputVar, y, runningMean,
+                        runningVar, o, batchMean, batchVar, g);
       !s)
     return s;
   int64_t count = g.outer * g.inner;

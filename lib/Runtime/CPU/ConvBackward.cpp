@@ -79,7 +79,8 @@ Status check(const TensorView &x, const TensorView &dy, const TensorView &dw,
   g.groups = o.groups;
   g.cg = g.c / o.groups;
   g.mg = g.m / o.groups;
-  if (Status s = checkConvWeights(kOp, "dw", dw.shape, dw.shape[1], g.cg, g.ker);
+  if (Status s =
+          checkConvWeights(kOp, "dw", dw.shape, dw.shape[1], g.cg, g.ker);
       !s)
     return s;
   size_t k = g.k;

@@ -1,4 +1,5 @@
-//===- KernelUtil.h - private helpers of the CPU kernels ----------*- C++ -*-===//
+//===- KernelUtil.h - private helpers of the CPU kernels ----------*- C++
+//-*-===//
 //
 // Storage types and conversions, argument checks, the f32 epilogue and the
 // BLAS wrappers shared by the CPU kernels. Not installed; lib/Runtime/CPU/*.cpp
@@ -17,9 +18,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <new>
 #include <optional>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -175,10 +176,18 @@ private:
 /// bytes (1, 2, 4, 8).
 template <typename Fn> void withElementType(size_t bytes, Fn &&fn) {
   switch (bytes) {
-  case 1: fn(uint8_t{}); break;
-  case 2: fn(uint16_t{}); break;
-  case 4: fn(uint32_t{}); break;
-  default: fn(uint64_t{}); break;
+  case 1:
+    fn(uint8_t{});
+    break;
+  case 2:
+    fn(uint16_t{});
+    break;
+  case 4:
+    fn(uint32_t{});
+    break;
+  default:
+    fn(uint64_t{});
+    break;
   }
 }
 
@@ -264,8 +273,8 @@ Status windowRoom(std::string_view op, std::string_view what, size_t i,
                   const Shape &xShape, const Geom &g, int64_t &room) {
   int64_t padded = g.in[i] + g.padB[i] + g.padE[i];
   int64_t span;
-  if (Status s = dilatedExtent(op, what, i, xShape, g.ker[i], g.dil[i], padded,
-                               span);
+  if (Status s =
+          dilatedExtent(op, what, i, xShape, g.ker[i], g.dil[i], padded, span);
       !s)
     return s;
   room = padded - span;
@@ -299,8 +308,9 @@ Status checkPoolWindow(std::string_view op, std::string_view windowName,
   const size_t k = static_cast<size_t>(g.k);
   if (o.kernel.size() != k)
     return fail(op, std::string(windowName) + " has " +
-                        std::to_string(o.kernel.size()) + " entries, expected " +
-                        std::to_string(k) + " (one per spatial dimension)");
+                        std::to_string(o.kernel.size()) +
+                        " entries, expected " + std::to_string(k) +
+                        " (one per spatial dimension)");
   if (Status s = spatialAttr(op, windowName, o.kernel, k, 1, 1, g.ker); !s)
     return s;
   if (Status s = windowAttrs(op, o, g); !s)
@@ -312,14 +322,13 @@ Status checkPoolWindow(std::string_view op, std::string_view windowName,
     int64_t lo = room / g.stride[i] + 1;
     int64_t hi = ceilDiv(room, g.stride[i]) + 1;
     if (g.out[i] != lo && g.out[i] != hi)
-      return fail(op, std::string(outName) + " " + shapeStr(outShape) +
-                          " has " + std::to_string(g.out[i]) +
-                          " outputs along spatial dimension " +
-                          std::to_string(i) + ", expected " +
-                          std::to_string(lo) +
-                          (hi != lo ? " (floor) or " + std::to_string(hi) +
-                                          " (ceil)"
-                                    : std::string()));
+      return fail(
+          op, std::string(outName) + " " + shapeStr(outShape) + " has " +
+                  std::to_string(g.out[i]) +
+                  " outputs along spatial dimension " + std::to_string(i) +
+                  ", expected " + std::to_string(lo) +
+                  (hi != lo ? " (floor) or " + std::to_string(hi) + " (ceil)"
+                            : std::string()));
   }
   return Status::ok();
 }

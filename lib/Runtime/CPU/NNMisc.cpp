@@ -50,7 +50,8 @@ Status checkSameAlongAxis(std::string_view op, const TensorView &x,
     return fail(op, "x must have rank >= 1");
   if (Status s = normalizeAxis(op, axis, x.shape.size()); !s)
     return s;
-  if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()) && x.data != y.data)
+  if (overlaps(x.data, x.byteCount(), y.data, y.byteCount()) &&
+      x.data != y.data)
     return fail(op, "y overlaps x without being x itself");
   return Status::ok();
 }

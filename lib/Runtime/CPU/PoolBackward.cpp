@@ -70,8 +70,7 @@ Status check(const TensorView &x, const TensorView &dy, const TensorView &dx,
   g.in.assign(x.shape.begin() + (nhwc ? 1 : 2), x.shape.end() - (nhwc ? 1 : 0));
   g.out.assign(dy.shape.begin() + (nhwc ? 1 : 2),
                dy.shape.end() - (nhwc ? 1 : 0));
-  if (Status s =
-          checkPoolWindow(kOp, "window", o, x.shape, "dy", dy.shape, g);
+  if (Status s = checkPoolWindow(kOp, "window", o, x.shape, "dy", dy.shape, g);
       !s)
     return s;
   for (auto [name, v] :

@@ -64,7 +64,9 @@ inline HostTensor garbage(DType t, Shape s) {
 }
 
 /// The unit roundoff of a compute type (f32 for 16-bit and f32 data).
-inline double unitRoundoff(DType t) { return t == DType::F64 ? 0x1p-53 : 0x1p-24; }
+inline double unitRoundoff(DType t) {
+  return t == DType::F64 ? 0x1p-53 : 0x1p-24;
+}
 
 inline std::string shapeString(const Shape &s) {
   std::string r = "[";
@@ -91,7 +93,8 @@ inline void expectClose(const HostTensor &got, const std::vector<double> &ref,
     else if (exact)
       ok = g == r;
     else if (t == DType::F32 || t == DType::F64)
-      ok = std::fabs(g - r) <= bound[i] + tiny + std::fabs(r) * unitRoundoff(t) * 2;
+      ok = std::fabs(g - r) <=
+           bound[i] + tiny + std::fabs(r) * unitRoundoff(t) * 2;
     else
       ok = g >= roundTo(t, r - bound[i] - tiny) &&
            g <= roundTo(t, r + bound[i] + tiny);
@@ -106,12 +109,16 @@ inline void expectClose(const HostTensor &got, const std::vector<double> &ref,
 
 inline double activateRef(Activation a, double v) {
   switch (a) {
-  case Activation::None: return v;
-  case Activation::Relu: return v > 0 ? v : 0;
-  case Activation::Gelu: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  case Activation::None:
+    return v;
+  case Activation::Relu:
+    return v > 0 ? v : 0;
+  case Activation::Gelu:
+    return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
   case Activation::GeluTanh:
     return 0.5 * v *
-           (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
+           (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) *
+                            (v + 0.044715 * v * v * v)));
   }
   return v;
 }
@@ -127,10 +134,14 @@ inline double activatedBound(Activation a, double preBound, double ref,
 
 inline const char *actName(Activation a) {
   switch (a) {
-  case Activation::None: return "none";
-  case Activation::Relu: return "relu";
-  case Activation::Gelu: return "gelu";
-  case Activation::GeluTanh: return "gelu_tanh";
+  case Activation::None:
+    return "none";
+  case Activation::Relu:
+    return "relu";
+  case Activation::Gelu:
+    return "gelu";
+  case Activation::GeluTanh:
+    return "gelu_tanh";
   }
   return "?";
 }

@@ -59,10 +59,10 @@ Shape convOutSpatial(const ConvCase &c) {
   Shape o;
   for (size_t i = 0; i < c.in.size(); ++i) {
     int64_t span = attr(c.dilations, i, 1) * (c.ker[i] - 1) + 1;
-    o.push_back((c.in[i] + attr(c.padsBegin, i, 0) + attr(c.padsEnd, i, 0) -
-                 span) /
-                    attr(c.strides, i, 1) +
-                1);
+    o.push_back(
+        (c.in[i] + attr(c.padsBegin, i, 0) + attr(c.padsEnd, i, 0) - span) /
+            attr(c.strides, i, 1) +
+        1);
   }
   return o;
 }
@@ -73,14 +73,16 @@ void runConvCase(const ConvCase &cc, uint64_t seed) {
   size_t k = cc.in.size();
   Shape outSp = convOutSpatial(cc);
   int64_t cg = cc.c / cc.groups, mg = cc.m / cc.groups;
-  Shape wShape = cc.layout == Layout::NCHW ? withChannels(Layout::NCHW, cc.m, cg, cc.ker)
-                                           : withChannels(Layout::NHWC, cc.m, cg, cc.ker);
-  HostTensor x = randomTensor(cc.in16, withChannels(cc.layout, cc.n, cc.c, cc.in), rng);
+  Shape wShape = cc.layout == Layout::NCHW
+                     ? withChannels(Layout::NCHW, cc.m, cg, cc.ker)
+                     : withChannels(Layout::NHWC, cc.m, cg, cc.ker);
+  HostTensor x =
+      randomTensor(cc.in16, withChannels(cc.layout, cc.n, cc.c, cc.in), rng);
   HostTensor w = randomTensor(cc.in16, wShape, rng);
   Shape yShape = withChannels(cc.layout, cc.n, cc.m, outSp);
-  HostTensor bias = cc.hasBias ? randomTensor(cc.biasF32 ? DType::F32 : cc.out,
-                                              {cc.m}, rng)
-                               : HostTensor();
+  HostTensor bias =
+      cc.hasBias ? randomTensor(cc.biasF32 ? DType::F32 : cc.out, {cc.m}, rng)
+                 : HostTensor();
   HostTensor res = cc.hasResidual && !cc.residualInPlace
                        ? randomTensor(cc.out, yShape, rng)
                        : HostTensor();
@@ -114,7 +116,8 @@ void runConvCase(const ConvCase &cc, uint64_t seed) {
               p += i * inSt[j];
             }
             if (inside) {
-              double xval = xv[actIndex(cc.layout, n, g * cg + c, p, cc.c, inSize)];
+              double xval =
+                  xv[actIndex(cc.layout, n, g * cg + c, p, cc.c, inSize)];
               double wval = cc.layout == Layout::NCHW
                                 ? wv[(m * cg + c) * kerSize + t]
                                 : wv[(m * kerSize + t) * cg + c];
@@ -169,8 +172,8 @@ TEST_CASE("conv matches ONNX Conv in both layouts and every dtype",
       {1, 6, 3, 3, {13}, {3}, {}, {2}, {2}, {0}},
       {2, 4, 8, 2, {5}, {1}, {}, {}, {}, {}}, // pointwise, groups
       // 2-D
-      {2, 8, 5, 1, {7, 9}, {1, 1}, {}, {}, {}, {}}, // pointwise
-      {1, 8, 6, 2, {4, 5}, {1, 1}, {}, {}, {}, {}}, // pointwise, groups
+      {2, 8, 5, 1, {7, 9}, {1, 1}, {}, {}, {}, {}},     // pointwise
+      {1, 8, 6, 2, {4, 5}, {1, 1}, {}, {}, {}, {}},     // pointwise, groups
       {1, 6, 4, 1, {7, 9}, {1, 1}, {2, 2}, {}, {}, {}}, // 1x1 stride 2
       {2, 5, 7, 1, {9, 10}, {3, 3}, {}, {}, {1, 1}, {1, 1}},
       {1, 3, 4, 1, {11, 8}, {3, 3}, {2, 2}, {}, {0, 2}, {1, 0}},
@@ -181,7 +184,16 @@ TEST_CASE("conv matches ONNX Conv in both layouts and every dtype",
       {1, 2, 3, 1, {1, 1}, {1, 1}, {}, {}, {}, {}},
       {1, 3, 2, 1, {4, 4}, {4, 4}, {}, {}, {}, {}}, // kernel = input
       // 3-D
-      {1, 4, 6, 2, {5, 6, 7}, {2, 3, 3}, {1, 2, 1}, {2, 1, 1}, {1, 0, 1}, {0, 2, 1}},
+      {1,
+       4,
+       6,
+       2,
+       {5, 6, 7},
+       {2, 3, 3},
+       {1, 2, 1},
+       {2, 1, 1},
+       {1, 0, 1},
+       {0, 2, 1}},
       {2, 3, 5, 1, {3, 4, 5}, {1, 1, 1}, {}, {}, {}, {}}, // pointwise
       {1, 2, 2, 2, {4, 5, 3}, {3, 3, 3}, {2, 2, 2}, {}, {1, 1, 1}, {1, 1, 1}},
   };
@@ -226,8 +238,7 @@ TEST_CASE("conv matches ONNX Conv in both layouts and every dtype",
   CHECK(count == static_cast<int>(geos.size() * 2 * types.size()));
 }
 
-TEST_CASE("conv: im2col blocks and larger channels",
-          "[runtime][cpu][conv]") {
+TEST_CASE("conv: im2col blocks and larger channels", "[runtime][cpu][conv]") {
   // Several column blocks per image (NCHW: 28 rows of 64 per block; NHWC:
   // 1820 pixels per block) and a ResNet-like bottleneck 1x1.
   for (Layout layout : {Layout::NCHW, Layout::NHWC})
@@ -262,7 +273,8 @@ TEST_CASE("conv: im2col blocks and larger channels",
 
 TEST_CASE("conv rejects bad arguments", "[runtime][cpu][conv]") {
   auto f32 = [](Shape s) { return HostTensor(DType::F32, std::move(s)); };
-  HostTensor x = f32({1, 4, 8, 8}), w = f32({6, 2, 3, 3}), y = f32({1, 6, 6, 6});
+  HostTensor x = f32({1, 4, 8, 8}), w = f32({6, 2, 3, 3}),
+             y = f32({1, 6, 6, 6});
   cpu::ConvOptions o;
   o.groups = 2;
   auto err = [](const Status &s, const std::string &what) {
@@ -276,10 +288,13 @@ TEST_CASE("conv rejects bad arguments", "[runtime][cpu][conv]") {
   err(cpu::conv(x.view(), w.view(), y.view(), g3), "groups");
   err(cpu::conv(x.view(), f32({6, 3, 3, 3}).view(), y.view(), o),
       "input channels per group");
-  err(cpu::conv(x.view(), w.view(), f32({1, 6, 8, 8}).view(), o), "y has shape");
-  err(cpu::conv(x.view(), HostTensor(DType::F16, {6, 2, 3, 3}).view(), y.view(), o),
+  err(cpu::conv(x.view(), w.view(), f32({1, 6, 8, 8}).view(), o),
+      "y has shape");
+  err(cpu::conv(x.view(), HostTensor(DType::F16, {6, 2, 3, 3}).view(), y.view(),
+                o),
       "must match");
-  err(cpu::conv(HostTensor(DType::I8, {1, 4, 8, 8}).view(), w.view(), y.view(), o),
+  err(cpu::conv(HostTensor(DType::I8, {1, 4, 8, 8}).view(), w.view(), y.view(),
+                o),
       "x has dtype");
   cpu::ConvOptions bad = o;
   bad.strides = {1};
@@ -295,14 +310,16 @@ TEST_CASE("conv rejects bad arguments", "[runtime][cpu][conv]") {
       "bias has shape");
   err(cpu::conv(x.view(), w.view(), nullptr, &res.view(), y.view(), o),
       "residual has shape");
-  err(cpu::conv(f32({1, 4, 2, 2}).view(), w.view(), f32({1, 6, 0, 0}).view(), o),
+  err(cpu::conv(f32({1, 4, 2, 2}).view(), w.view(), f32({1, 6, 0, 0}).view(),
+                o),
       "smaller than the dilated kernel");
   err(cpu::conv(f32({4, 8}).view(), f32({6, 4}).view(), f32({4, 6}).view(), {}),
       "rank >= 3");
   err(cpu::conv(x.view(), w.view(), x.view(), o), "y has shape");
   cpu::ConvOptions nhwc = o;
   nhwc.layout = Layout::NHWC; // NCHW-shaped tensors read as NHWC
-  err(cpu::conv(x.view(), w.view(), y.view(), nhwc), "input channels per group");
+  err(cpu::conv(x.view(), w.view(), y.view(), nhwc),
+      "input channels per group");
 }
 
 } // namespace

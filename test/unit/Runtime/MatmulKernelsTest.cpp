@@ -21,7 +21,6 @@ using namespace mp::rt::test::cpu_kernels;
 
 namespace {
 
-
 //===----------------------------------------------------------------------===//
 // Matmul
 //===----------------------------------------------------------------------===//
@@ -42,8 +41,8 @@ struct MatmulCase {
 std::string describe(const MatmulCase &m) {
   std::ostringstream s;
   s << "A " << shapeString(m.a) << (m.transA ? "^T" : "") << " B "
-    << shapeString(m.b) << (m.transB ? "^T" : "") << " "
-    << dtypeName(m.in) << "->" << dtypeName(m.out) << " alpha " << m.alpha;
+    << shapeString(m.b) << (m.transB ? "^T" : "") << " " << dtypeName(m.in)
+    << "->" << dtypeName(m.out) << " alpha " << m.alpha;
   if (m.hasC)
     s << " C " << (m.cInPlace ? "=D" : shapeString(m.c)) << " beta " << m.beta;
   if (m.hasBias)
@@ -88,19 +87,18 @@ void runMatmulCase(const MatmulCase &m, uint64_t seed) {
   HostTensor a = randomTensor(m.in, m.a, rng);
   HostTensor b = randomTensor(m.in, m.b, rng);
   Shape dShape = matmulShape(m);
-  HostTensor d = m.cInPlace ? randomTensor(m.out, dShape, rng)
-                            : garbage(m.out, dShape);
-  HostTensor c = m.hasC && !m.cInPlace ? randomTensor(m.out, m.c, rng)
-                                       : HostTensor();
+  HostTensor d =
+      m.cInPlace ? randomTensor(m.out, dShape, rng) : garbage(m.out, dShape);
+  HostTensor c =
+      m.hasC && !m.cInPlace ? randomTensor(m.out, m.c, rng) : HostTensor();
   Shape cShape = m.cInPlace ? dShape : m.c;
   std::vector<double> cv = m.cInPlace ? values(d) : values(c);
-  HostTensor bias = m.hasBias
-                        ? randomTensor(m.biasF32 ? DType::F32 : m.out,
-                                       {dShape.empty() || m.b.size() == 1
-                                            ? 1
-                                            : dShape.back()},
-                                       rng)
-                        : HostTensor();
+  HostTensor bias =
+      m.hasBias
+          ? randomTensor(
+                m.biasF32 ? DType::F32 : m.out,
+                {dShape.empty() || m.b.size() == 1 ? 1 : dShape.back()}, rng)
+          : HostTensor();
   std::vector<double> av = values(a), bv = values(b), biasv = values(bias);
 
   // Reference.
@@ -128,12 +126,12 @@ void runMatmulCase(const MatmulCase &m, uint64_t seed) {
     int64_t bBase = bBatch.empty() ? 0 : broadcastIndex(bBatch, bi) * bMat;
     double sum = 0, mag = 0;
     for (int64_t k = 0; k < K; ++k) {
-      double x = ra == 1 ? av[k]
-                         : (m.transA ? av[aBase + k * M + i]
-                                     : av[aBase + i * K + k]);
-      double y = rb == 1 ? bv[k]
-                         : (m.transB ? bv[bBase + j * K + k]
-                                     : bv[bBase + k * N + j]);
+      double x =
+          ra == 1 ? av[k]
+                  : (m.transA ? av[aBase + k * M + i] : av[aBase + i * K + k]);
+      double y =
+          rb == 1 ? bv[k]
+                  : (m.transB ? bv[bBase + j * K + k] : bv[bBase + k * N + j]);
       sum += x * y;
       mag += std::fabs(x * y);
     }
@@ -189,18 +187,18 @@ TEST_CASE("matmul matches numpy.matmul semantics with f32 accumulation",
       {{13, 1}, {1, 17}, false, false},   // K = 1
       {{33, 65}, {65, 17}, false, false}, // odd sizes
       {{64, 300}, {96, 300}, false, true},
-      {{3, 5, 7}, {7, 4}, false, false},  // batch folded into M
-      {{3, 7, 5}, {7, 4}, true, false},   // transA: no folding
+      {{3, 5, 7}, {7, 4}, false, false}, // batch folded into M
+      {{3, 7, 5}, {7, 4}, true, false},  // transA: no folding
       {{3, 5, 7}, {3, 7, 4}, false, false},
       {{2, 1, 5, 7}, {1, 3, 7, 4}, false, false}, // batch broadcasting
       {{2, 1, 5, 7}, {3, 4, 7}, false, true},
       {{5, 7}, {2, 3, 7, 4}, false, false}, // only B batched
       {{1, 5, 7}, {2, 7, 4}, false, false},
-      {{7}, {7, 4}, false, false},          // 1-D A
-      {{2, 3, 5, 7}, {7}, false, false},    // 1-D B
-      {{7}, {7}, false, false},             // scalar result
-      {{7}, {2, 7, 3}, false, false},       // 1-D A, batched B
-      {{4, 0}, {0, 6}, false, false},       // K = 0
+      {{7}, {7, 4}, false, false},       // 1-D A
+      {{2, 3, 5, 7}, {7}, false, false}, // 1-D B
+      {{7}, {7}, false, false},          // scalar result
+      {{7}, {2, 7, 3}, false, false},    // 1-D A, batched B
+      {{4, 0}, {0, 6}, false, false},    // K = 0
       // One row or column of D (the GEMV paths), with transposes.
       {{1, 7}, {4, 7}, false, true},
       {{7, 1}, {7, 4}, true, false},
@@ -211,13 +209,11 @@ TEST_CASE("matmul matches numpy.matmul semantics with f32 accumulation",
   struct Types {
     DType in, out;
   };
-  std::vector<Types> types = {{DType::F32, DType::F32},
-                              {DType::F16, DType::F16},
-                              {DType::BF16, DType::BF16},
-                              {DType::F16, DType::F32},
-                              {DType::BF16, DType::F32},
-                              {DType::F32, DType::F16},
-                              {DType::F64, DType::F64}};
+  std::vector<Types> types = {
+      {DType::F32, DType::F32},   {DType::F16, DType::F16},
+      {DType::BF16, DType::BF16}, {DType::F16, DType::F32},
+      {DType::BF16, DType::F32},  {DType::F32, DType::F16},
+      {DType::F64, DType::F64}};
   const Activation acts[] = {Activation::None, Activation::Relu,
                              Activation::Gelu, Activation::GeluTanh};
   uint64_t seed = 1;
@@ -294,8 +290,8 @@ TEST_CASE("matmul: beta = 0 ignores C and C broadcasts over the batch",
   HostTensor d = garbage(DType::F32, {3, 2});
   cpu::MatmulOptions o;
   o.beta = 0.0;
-  REQUIRE(cpu::matmul(a.view(), b.view(), &c.view(), nullptr, d.view(), o)
-              .isOk());
+  REQUIRE(
+      cpu::matmul(a.view(), b.view(), &c.view(), nullptr, d.view(), o).isOk());
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 2; ++j) {
       double s = 0;
@@ -320,8 +316,8 @@ TEST_CASE("matmul: 16-bit results are rounded once from f32",
   b.as<Half>()[1] = toHalf(1.0f);
   b.as<Half>()[2] = toHalf(0x1p-10f);
   bias.as<float>()[0] = 0.0f;
-  REQUIRE(cpu::matmul(a.view(), b.view(), nullptr, &bias.view(), d.view())
-              .isOk());
+  REQUIRE(
+      cpu::matmul(a.view(), b.view(), nullptr, &bias.view(), d.view()).isOk());
   // 1 + 2^-11 + 2^-20 -> 1 + 2^-10 (a running f16 sum would give 1).
   CHECK(toFloat(d.as<Half>()[0]) == 1.0f + 0x1p-10f);
 }

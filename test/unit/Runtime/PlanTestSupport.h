@@ -30,7 +30,7 @@
 namespace mp::rt::test::plans {
 
 inline constexpr DType kAllDTypes[] = {
-    DType::F32, DType::U8,  DType::I8,  DType::U16, DType::I16,
+    DType::F32, DType::U8,  DType::I8,   DType::U16, DType::I16,
     DType::I32, DType::I64, DType::Bool, DType::F16, DType::F64,
     DType::U32, DType::U64, DType::BF16};
 
@@ -144,8 +144,8 @@ inline Plan makeRichPlan() {
   p.modelName = "every \"kind\" of thing \xce\xbb";
   uint32_t seed = 100;
   for (DType t : kAllDTypes)
-    p.weights.push_back(weight("w_" + std::string(dtypeName(t)), t, {3, 5},
-                               seed++));
+    p.weights.push_back(
+        weight("w_" + std::string(dtypeName(t)), t, {3, 5}, seed++));
   p.weights.push_back(weight("scalar", DType::F64, {}, seed++));
   p.weights.push_back(weight("empty", DType::F16, {0, 7}, seed++));
   p.weights.push_back(weight("odd_size", DType::U8, {67}, seed++));
@@ -190,7 +190,8 @@ inline Plan makeRichPlan() {
       {"s", std::string("hello")},
       {"s_empty", std::string()},
       {"s_nul", std::string("a\0b", 3)},
-      {"ints", std::vector<int64_t>{1, -2, 3, std::numeric_limits<int64_t>::min()}},
+      {"ints",
+       std::vector<int64_t>{1, -2, 3, std::numeric_limits<int64_t>::min()}},
       {"ints_empty", std::vector<int64_t>{}},
       {"floats", std::vector<double>{1.5, -inf, inf, nan, -0.0}},
       {"floats_empty", std::vector<double>{}},
@@ -207,8 +208,7 @@ inline bool sameBits(double a, double b) {
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-inline void requireSameValue(const PlanAttrValue &a,
-                             const PlanAttrValue &b) {
+inline void requireSameValue(const PlanAttrValue &a, const PlanAttrValue &b) {
   REQUIRE(a.index() == b.index());
   if (auto *x = std::get_if<double>(&a)) {
     REQUIRE(sameBits(*x, std::get<double>(b)));

@@ -52,12 +52,12 @@ Plan makeTrainingPlan() {
   p.arenaSize = 256;
   p.weights.push_back(weight("w", DType::F32, {3, 4}, 11));
   const float initialScale = 65536.0f, lr = 0.125f;
-  p.weights.push_back(PlanWeight::copyOf("scale.init", DType::F32, {},
-                                         &initialScale, 4));
+  p.weights.push_back(
+      PlanWeight::copyOf("scale.init", DType::F32, {}, &initialScale, 4));
   p.weights.push_back(PlanWeight::copyOf("lr", DType::F32, {}, &lr, 4));
   std::vector<float> zeros(12, 0.0f);
-  p.weights.push_back(PlanWeight::copyOf("w.momentum", DType::F32, {3, 4},
-                                         zeros.data(), 48));
+  p.weights.push_back(
+      PlanWeight::copyOf("w.momentum", DType::F32, {3, 4}, zeros.data(), 48));
   p.buffers.push_back(arenaBuffer(0, DType::F32, {2, 3}, 0, "x"));
   p.buffers.push_back(arenaBuffer(1, DType::I64, {2}, 64, "y"));
   p.buffers.push_back(stateBuffer(2, p, 0, "w"));
@@ -245,8 +245,7 @@ TEST_CASE("each rule for state buffers and training information is checked",
        [](Plan &p) { p.training->lossOutput = "p"; },
        "training information: loss_output 'p' is f32 [2, 4], but it must be "
        "one float element"},
-      {"an integer loss",
-       [](Plan &p) { p.training->lossOutput = "skipped"; },
+      {"an integer loss", [](Plan &p) { p.training->lossOutput = "skipped"; },
        "training information: loss_output 'skipped' is bool [1], but it must "
        "be one float element"},
       {"a skipped output of several elements",
@@ -261,7 +260,8 @@ TEST_CASE("each rule for state buffers and training information is checked",
   checkRules(makeTrainingPlan(), cases);
 }
 
-TEST_CASE("readers reject a storage kind they do not know", "[plan][training]") {
+TEST_CASE("readers reject a storage kind they do not know",
+          "[plan][training]") {
   // A later minor version may add storage kinds: the error names the value.
   TempDir dir;
   Plan p = makeTrainingPlan();

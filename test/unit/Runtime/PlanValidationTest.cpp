@@ -165,7 +165,9 @@ TEST_CASE("each semantic rule is checked on load and on save", "[plan]") {
        "buffer 2 ('t'): shape [1, -1] has dimension 1 = -1 (plans have "
        "static shapes"},
       {"element count overflow",
-       [](Plan &p) { p.buffers[2].shape = {int64_t(1) << 32, int64_t(1) << 32}; },
+       [](Plan &p) {
+         p.buffers[2].shape = {int64_t(1) << 32, int64_t(1) << 32};
+       },
        "buffer 2 ('t'): shape [4294967296, 4294967296] has more elements "
        "than fit in 64 bits"},
       {"element count overflow behind a zero dim",
@@ -181,8 +183,8 @@ TEST_CASE("each semantic rule is checked on load and on save", "[plan]") {
        "buffer 2 ('t'): f32 [4611686018427387904] has more bytes than fit"},
       {"weight size mismatch",
        [](Plan &p) {
-         p.weights[0] = PlanWeight::copyOf("w", DType::F16, {4, 4},
-                                           p.weights[0].data, 30);
+         p.weights[0] =
+             PlanWeight::copyOf("w", DType::F16, {4, 4}, p.weights[0].data, 30);
        },
        "weight #0 'w' has 30 bytes, but f16 [4, 4] needs 32"},
       {"weight stored as f32 but declared f16",
@@ -195,8 +197,7 @@ TEST_CASE("each semantic rule is checked on load and on save", "[plan]") {
       {"unknown weight dtype",
        [](Plan &p) { p.weights[1].dtype = static_cast<DType>(8); },
        "weight #1 'b': dtype code 8 is not an element type"},
-      {"negative weight dimension",
-       [](Plan &p) { p.weights[1].shape = {-4}; },
+      {"negative weight dimension", [](Plan &p) { p.weights[1].shape = {-4}; },
        "weight #1 'b': shape [-4] has dimension 0 = -4"},
       {"duplicate weight names", [](Plan &p) { p.weights[1].name = "w"; },
        "weights #0 and #1 are both named 'w'"},
@@ -239,8 +240,7 @@ TEST_CASE("each semantic rule is checked on load and on save", "[plan]") {
        "input 'x' uses buffer 17, which does not exist"},
       {"output of a missing buffer", [](Plan &p) { p.outputs[0].buffer = 5; },
        "output 'y' uses buffer 5, which does not exist"},
-      {"input of another type",
-       [](Plan &p) { p.inputs[0].dtype = DType::F16; },
+      {"input of another type", [](Plan &p) { p.inputs[0].dtype = DType::F16; },
        "input 'x' is declared f16 [1, 4], but its buffer 0 ('x') is f32 "
        "[1, 4]"},
       {"output of another shape", [](Plan &p) { p.outputs[0].shape = {4}; },
@@ -289,8 +289,9 @@ TEST_CASE("the weight data layout is checked", "[plan]") {
   CHECK(patched(4224).find("w: weight #1 'b' (64 bytes at byte 4224) does "
                            "not fit in the weight data section of 4224 "
                            "bytes") != std::string::npos);
-  CHECK(patched(~uint64_t(63)).find("does not fit in the weight data "
-                                    "section") != std::string::npos);
+  CHECK(patched(~uint64_t(63))
+            .find("does not fit in the weight data "
+                  "section") != std::string::npos);
   // Sharing bytes with another weight is allowed.
   std::vector<uint8_t> shared = good;
   uint64_t zero = 0;

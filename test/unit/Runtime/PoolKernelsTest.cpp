@@ -50,8 +50,9 @@ std::string describe(const PoolCase &p) {
   vec("dilations", p.dilations);
   vec("padsBegin", p.padsBegin);
   vec("padsEnd", p.padsEnd);
-  s << (p.ceil ? " ceil" : "") << (p.countIncludePad ? " count_include_pad" : "")
-    << " " << dtypeName(p.dtype) << (p.indices ? " indices" : "");
+  s << (p.ceil ? " ceil" : "")
+    << (p.countIncludePad ? " count_include_pad" : "") << " "
+    << dtypeName(p.dtype) << (p.indices ? " indices" : "");
   return s.str();
 }
 
@@ -62,17 +63,20 @@ void runPoolCase(const PoolCase &pc, uint64_t seed) {
   Shape outSp;
   for (size_t i = 0; i < k; ++i) {
     int64_t span = attr(pc.dilations, i, 1) * (pc.ker[i] - 1) + 1;
-    int64_t num = pc.in[i] + attr(pc.padsBegin, i, 0) + attr(pc.padsEnd, i, 0) - span;
+    int64_t num =
+        pc.in[i] + attr(pc.padsBegin, i, 0) + attr(pc.padsEnd, i, 0) - span;
     int64_t s = attr(pc.strides, i, 1);
     outSp.push_back((pc.ceil ? (num + s - 1) / s : num / s) + 1);
   }
-  HostTensor x = randomTensor(pc.dtype, withChannels(pc.layout, pc.n, pc.c, pc.in), rng);
+  HostTensor x =
+      randomTensor(pc.dtype, withChannels(pc.layout, pc.n, pc.c, pc.in), rng);
   HostTensor y = garbage(pc.dtype, withChannels(pc.layout, pc.n, pc.c, outSp));
   HostTensor idx = pc.indices ? garbage(DType::I64, y.shape()) : HostTensor();
   std::vector<double> xv = values(x);
   int64_t inSize = numElements(pc.in), outSize = numElements(outSp);
   std::vector<int64_t> inSt = stridesOf(pc.in);
-  std::vector<double> ref(static_cast<size_t>(y.numElements())), bound(ref.size());
+  std::vector<double> ref(static_cast<size_t>(y.numElements())),
+      bound(ref.size());
   std::vector<int64_t> refIdx(ref.size());
   for (int64_t n = 0; n < pc.n; ++n)
     for (int64_t c = 0; c < pc.c; ++c) {
@@ -84,7 +88,8 @@ void runPoolCase(const PoolCase &pc, uint64_t seed) {
           bool in = true, inPad = true;
           int64_t p = 0;
           for (size_t j = 0; j < k; ++j) {
-            int64_t i = o[j] * attr(pc.strides, j, 1) - attr(pc.padsBegin, j, 0) +
+            int64_t i = o[j] * attr(pc.strides, j, 1) -
+                        attr(pc.padsBegin, j, 0) +
                         t[j] * attr(pc.dilations, j, 1);
             in = in && i >= 0 && i < pc.in[j];
             inPad = inPad && i >= -attr(pc.padsBegin, j, 0) &&
@@ -111,7 +116,8 @@ void runPoolCase(const PoolCase &pc, uint64_t seed) {
         } else {
           int64_t count = pc.countIncludePad ? padded : inside;
           ref[yi] = count ? sum / count : 0.0;
-          bound[yi] = count ? (numElements(pc.ker) + 2) * 0x1p-24 * mag / count : 0.0;
+          bound[yi] =
+              count ? (numElements(pc.ker) + 2) * 0x1p-24 * mag / count : 0.0;
         }
         ++q;
       });
@@ -125,7 +131,8 @@ void runPoolCase(const PoolCase &pc, uint64_t seed) {
   o.padsEnd = pc.padsEnd;
   o.countIncludePad = pc.countIncludePad;
   o.layout = pc.layout;
-  Status s = cpu::pool(x.view(), y.view(), o, pc.indices ? &idx.view() : nullptr);
+  Status s =
+      cpu::pool(x.view(), y.view(), o, pc.indices ? &idx.view() : nullptr);
   INFO(s.message());
   REQUIRE(s.isOk());
   expectClose(y, ref, bound, pc.kind == cpu::PoolKind::Max);
@@ -152,8 +159,20 @@ TEST_CASE("pool matches ONNX MaxPool / AveragePool", "[runtime][cpu][pool]") {
       {{1, 3}, {2, 2}, {}, {}, {2, 1}, {2, 1}, false}, // windows only in pads
       {{17}, {4}, {3}, {}, {2}, {1}, true},            // 1-D
       {{12}, {3}, {1}, {3}, {0}, {4}, false},
-      {{5, 6, 7}, {2, 3, 2}, {2, 1, 2}, {1, 1, 2}, {1, 0, 1}, {0, 1, 1}, true}, // 3-D
-      {{4, 3, 5, 4}, {2, 2, 3, 2}, {1, 2, 2, 1}, {}, {1, 0, 1, 0}, {0, 1, 1, 1}, false}, // 4-D
+      {{5, 6, 7},
+       {2, 3, 2},
+       {2, 1, 2},
+       {1, 1, 2},
+       {1, 0, 1},
+       {0, 1, 1},
+       true}, // 3-D
+      {{4, 3, 5, 4},
+       {2, 2, 3, 2},
+       {1, 2, 2, 1},
+       {},
+       {1, 0, 1, 0},
+       {0, 1, 1, 1},
+       false}, // 4-D
   };
   uint64_t seed = 5000;
   int count = 0;
@@ -182,8 +201,9 @@ TEST_CASE("pool matches ONNX MaxPool / AveragePool", "[runtime][cpu][pool]") {
   CHECK(count == static_cast<int>(geos.size() * 2 * 3 * 3));
 }
 
-TEST_CASE("pool: max ties keep the first index and windows may lie in the padding",
-          "[runtime][cpu][pool]") {
+TEST_CASE(
+    "pool: max ties keep the first index and windows may lie in the padding",
+    "[runtime][cpu][pool]") {
   // x = [[1, 5, 5], [5, 2, 0]]: 2x2 windows, stride 1, pads 1 at the end.
   HostTensor x(DType::F32, {1, 1, 2, 3}), y(DType::F32, {1, 1, 2, 3}),
       idx(DType::I64, {1, 1, 2, 3});
@@ -228,15 +248,18 @@ TEST_CASE("globalPool matches GlobalAveragePool / GlobalMaxPool",
   for (Shape spatial : {Shape{7, 7}, Shape{1, 1}, Shape{13}, Shape{3, 4, 5}})
     for (Layout layout : {Layout::NCHW, Layout::NHWC})
       for (DType t : {DType::F32, DType::F16, DType::BF16})
-        for (cpu::PoolKind kind : {cpu::PoolKind::Max, cpu::PoolKind::Average}) {
+        for (cpu::PoolKind kind :
+             {cpu::PoolKind::Max, cpu::PoolKind::Average}) {
           INFO("spatial " << shapeString(spatial) << " "
                           << (layout == Layout::NCHW ? "NCHW" : "NHWC") << " "
                           << dtypeName(t)
                           << (kind == cpu::PoolKind::Max ? " max" : " avg"));
           Rng rng(seed++);
           int64_t n = 2, c = 5, sz = numElements(spatial);
-          HostTensor x = randomTensor(t, withChannels(layout, n, c, spatial), rng);
-          HostTensor y = garbage(t, withChannels(layout, n, c, Shape(spatial.size(), 1)));
+          HostTensor x =
+              randomTensor(t, withChannels(layout, n, c, spatial), rng);
+          HostTensor y =
+              garbage(t, withChannels(layout, n, c, Shape(spatial.size(), 1)));
           std::vector<double> ref(n * c), bound(n * c);
           for (int64_t b = 0; b < n; ++b)
             for (int64_t ch = 0; ch < c; ++ch) {
@@ -269,7 +292,7 @@ TEST_CASE("pool rejects bad arguments", "[runtime][cpu][pool]") {
     CHECK(s.message().find(what) != std::string::npos);
   };
   REQUIRE(cpu::pool(x.view(), f32({1, 2, 2, 3}).view(), o).isOk()); // floor
-  REQUIRE(cpu::pool(x.view(), y.view(), o).isOk());                  // ceil
+  REQUIRE(cpu::pool(x.view(), y.view(), o).isOk());                 // ceil
   err(cpu::pool(x.view(), f32({1, 2, 4, 3}).view(), o), "floor");
   err(cpu::pool(x.view(), f32({1, 3, 3, 3}).view(), o), "batch or channels");
   err(cpu::pool(x.view(), HostTensor(DType::F16, {1, 2, 3, 3}).view(), o),
@@ -280,7 +303,8 @@ TEST_CASE("pool rejects bad arguments", "[runtime][cpu][pool]") {
   bad = o;
   bad.kernel = {0, 3};
   err(cpu::pool(x.view(), y.view(), bad), "kernel must be >= 1");
-  HostTensor idx32(DType::I32, {1, 2, 3, 3}), idx = HostTensor(DType::I64, {1, 2, 3, 3});
+  HostTensor idx32(DType::I32, {1, 2, 3, 3}),
+      idx = HostTensor(DType::I64, {1, 2, 3, 3});
   err(cpu::pool(x.view(), y.view(), o, &idx32.view()), "i64");
   cpu::PoolOptions avg = o;
   avg.kind = cpu::PoolKind::Average;

@@ -1,4 +1,5 @@
-//===- RuntimeTestSupport.h - helpers shared by the runtime tests -*- C++ -*-===//
+//===- RuntimeTestSupport.h - helpers shared by the runtime tests -*- C++
+//-*-===//
 //
 // Deterministic random data, element access as double for every dtype,
 // tensors made from and read as doubles, the one-rounding reference for

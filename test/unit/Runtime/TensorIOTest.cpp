@@ -860,17 +860,16 @@ TEST_CASE("TensorIO: ONNX test data casts agree with Half.h",
   auto sameFloat = [](float got, float want) {
     return std::isnan(want) ? std::isnan(got) : got == want;
   };
-  checkCast<uint16_t, float>(
-      "test_cast_FLOAT16_to_FLOAT", DType::F16, DType::F32,
-      [&](uint16_t x, float y) {
-        return sameFloat(toFloat(Half::fromBits(x)), y);
-      });
+  checkCast<uint16_t, float>("test_cast_FLOAT16_to_FLOAT", DType::F16,
+                             DType::F32, [&](uint16_t x, float y) {
+                               return sameFloat(toFloat(Half::fromBits(x)), y);
+                             });
   // ONNX 1.12's data keeps bf16 as UINT16 bit patterns.
-  checkCast<uint16_t, float>(
-      "test_cast_BFLOAT16_to_FLOAT", DType::U16, DType::F32,
-      [&](uint16_t x, float y) {
-        return sameFloat(toFloat(BFloat16::fromBits(x)), y);
-      });
+  checkCast<uint16_t, float>("test_cast_BFLOAT16_to_FLOAT", DType::U16,
+                             DType::F32, [&](uint16_t x, float y) {
+                               return sameFloat(toFloat(BFloat16::fromBits(x)),
+                                                y);
+                             });
 }
 
 TEST_CASE("TensorIO: non-tensor protos in the ONNX test data are errors",
