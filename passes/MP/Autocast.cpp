@@ -8,17 +8,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Autocast/AutocastReport.h"
+#include "mp/Autocast/Colouring.h"
 #include "mp/Autocast/PrecisionPolicy.h"
+#include "mp/Autocast/Validation.h"
 #include "mp/Dialect/MP/ConstantData.h"
 #include "mp/Dialect/MP/MPDialect.h"
-#include "mp/Passes/MP/Passes.h"
-#include "mp/Runtime/Half.h"
-
 #include "mp/Passes/Passes.h"
 #include "mp/Passes/Pipelines.h"
-#include "mp/Runtime/Executor.h"
-#include "mp/Runtime/Plan.h"
-#include "mp/Runtime/TensorIO.h"
+#include "mp/Runtime/Half.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -28,15 +25,9 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FileUtilities.h"
-#include "llvm/Support/FormatVariadic.h"
 
-#include <chrono>
-#include <deque>
-#include <functional>
+#include <cmath>
 #include <limits>
-#include <random>
 
 namespace mp {
 #define GEN_PASS_DEF_AUTOCAST
@@ -88,11 +79,6 @@ std::string valueNameOf(Value v) {
   return "arg" + std::to_string(arg.getArgNumber());
 }
 
-bool isF32Tensor(Type t) {
-  auto tensor = dyn_cast<TensorType>(t);
-  return tensor && tensor.getElementType().isF32();
-}
-
 Type withElement(Type t, Type element) {
   return cast<TensorType>(t).clone(element);
 }
@@ -116,378 +102,6 @@ std::string typeName(Type element) {
   os << element;
   return s;
 }
-
-/// Ops whose result does not depend on their input's element type beyond
-/// what they are told (Cast's `to`, Shape and Size): they read a
-/// low-precision value as it is, so they are no boundary.
-bool readsAnyType(Operation *op) { return isa<CastOp, ShapeOp, SizeOp>(op); }
-
-/// One op with floating-point data: a node of the colouring graph.
-struct Node {
-  Operation *op;
-  std::string opType;
-  std::string name;
-  PrecisionClass policyClass; ///< what the policy said
-  PrecisionClass cls;         ///< the colour, as propagation changes it
-  std::string rule;
-  bool fixedByOverride = false;     ///< node overrides beat levels
-  SmallVector<unsigned, 4> inputs;  ///< producers over convertible operands
-  SmallVector<unsigned, 4> outputs; ///< consumers reading a convertible operand
-  /// Some result feeds an op that is not a node and needs the original type
-  /// (return, yield, generic op).
-  bool feedsFixedConsumer = false;
-  /// Per operand: an f32 tensor the op reads in its own precision (not one
-  /// the policy keeps), as the model had it.
-  SmallVector<char, 4> convertible;
-  /// Convertible operands that are not compile-time constants.
-  unsigned nonConstantInputs = 0;
-  bool low = false;
-};
-
-class Colouring {
-public:
-  Colouring(func::FuncOp func, const PrecisionPolicy &policy,
-            const llvm::DenseMap<OperationName, StringRef> &onnxTypes)
-      : policy(policy) {
-    func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      auto it = onnxTypes.find(op->getName());
-      if (it == onnxTypes.end() || readsAnyType(op) || isa<ConstantOp>(op))
-        return;
-      bool hasFloat = llvm::any_of(op->getOperandTypes(), isF32Tensor) ||
-                      llvm::any_of(op->getResultTypes(), isF32Tensor);
-      if (!hasFloat)
-        return;
-      Node n;
-      n.op = op;
-      n.opType = it->second.str();
-      n.name = getNodeName(op);
-      ClassDecision d = policy.classify(n.opType, n.name, op);
-      n.policyClass = n.cls = d.cls;
-      n.rule = d.rule;
-      n.fixedByOverride = d.byNodeOverride;
-      for (OpOperand &use : op->getOpOperands())
-        n.convertible.push_back(
-            isF32Tensor(use.get().getType()) &&
-            !policy.keepsOperand(n.opType, use.getOperandNumber()));
-      index[op] = nodes.size();
-      nodes.push_back(std::move(n));
-    });
-    // Edges over operands that would be converted.
-    for (unsigned i = 0; i < nodes.size(); ++i) {
-      Node &n = nodes[i];
-      for (OpOperand &use : n.op->getOpOperands()) {
-        if (!isConvertibleOperand(n, use.getOperandNumber()))
-          continue;
-        Value v = use.get();
-        Operation *def = v.getDefiningOp();
-        if (def && isa<InitializerOp, ConstantOp>(def))
-          continue;
-        ++n.nonConstantInputs;
-        auto it = def ? index.find(def) : index.end();
-        if (it != index.end()) {
-          n.inputs.push_back(it->second);
-          nodes[it->second].outputs.push_back(i);
-        }
-      }
-      for (Value result : n.op->getResults()) {
-        if (!isF32Tensor(result.getType()))
-          continue;
-        for (OpOperand &use : result.getUses()) {
-          Operation *user = use.getOwner();
-          auto it = index.find(user);
-          if (it == index.end()) {
-            // Cast and Shape read any type; the rest keeps the original.
-            if (!readsAnyType(user))
-              n.feedsFixedConsumer = true;
-          } else if (!isConvertibleOperand(nodes[it->second],
-                                           use.getOperandNumber())) {
-            n.feedsFixedConsumer = true;
-          }
-        }
-      }
-    }
-  }
-
-  static bool isConvertibleOperand(const Node &n, unsigned operand) {
-    return n.convertible[operand];
-  }
-
-  void run() {
-    applyLevel();
-    if (policy.level != Level::UnsafeForceAll) {
-      denyForward();
-      denyBackward();
-      if (policy.level == Level::Default) {
-        allowBetweenAllow();
-        allowFollowingAllow();
-      }
-      allowThroughClear();
-    }
-    for (Node &n : nodes) {
-      n.low = n.cls == PrecisionClass::Allow;
-      if (n.low && !policy.hasLowPrecisionKernel(n.opType)) {
-        n.low = false;
-        n.rule +=
-            "; no " + stringify(policy.target).str() + " kernel, stays f32";
-      }
-      if (!n.low &&
-          (n.cls == PrecisionClass::Infer || n.cls == PrecisionClass::Clear))
-        n.rule += "; not next to low-precision ops, stays f32";
-    }
-  }
-
-  /// Distinct (value, type) pairs where a consumer needs another precision
-  /// than the producer gives, from the colours alone (the report sets it
-  /// next to the casts the rewrite inserted, which must match). Constants
-  /// are converted at compile time and are no boundary.
-  int64_t countBoundaries(func::FuncOp func, bool keepIOTypes) const {
-    int64_t boundaries = 0;
-    auto count = [&](Value v, bool producedLow) {
-      if (!isF32Tensor(v.getType()))
-        return;
-      bool needsLow = false, needsF32 = false;
-      for (OpOperand &use : v.getUses()) {
-        Operation *user = use.getOwner();
-        auto it = index.find(user);
-        if (it != index.end() &&
-            isConvertibleOperand(nodes[it->second], use.getOperandNumber())) {
-          (nodes[it->second].low ? needsLow : needsF32) = true;
-        } else if (!readsAnyType(user) &&
-                   !(!keepIOTypes && isa<func::ReturnOp>(user) &&
-                     user->getParentOp() == func.getOperation())) {
-          needsF32 = true;
-        }
-      }
-      boundaries += producedLow ? needsF32 : needsLow;
-    };
-    Block &entry = func.getBody().front();
-    for (BlockArgument arg : entry.getArguments()) {
-      bool low = false;
-      if (!keepIOTypes)
-        for (OpOperand &use : arg.getUses())
-          if (auto it = index.find(use.getOwner()); it != index.end())
-            low |=
-                nodes[it->second].low &&
-                isConvertibleOperand(nodes[it->second], use.getOperandNumber());
-      count(arg, low);
-    }
-    func.walk([&](Operation *op) {
-      if (op == func.getOperation() || isa<InitializerOp, ConstantOp>(op))
-        return;
-      for (Region &region : op->getRegions())
-        for (Block &block : region)
-          for (BlockArgument arg : block.getArguments())
-            count(arg, false);
-      auto it = index.find(op);
-      bool low = it != index.end() && nodes[it->second].low;
-      for (Value result : op->getResults())
-        count(result, low);
-    });
-    return boundaries;
-  }
-
-  std::vector<Node> nodes;
-  llvm::DenseMap<Operation *, unsigned> index;
-
-private:
-  static bool isInferOrClear(const Node &n) {
-    return n.cls == PrecisionClass::Infer || n.cls == PrecisionClass::Clear;
-  }
-  std::string quoted(unsigned i) const {
-    const Node &n = nodes[i];
-    return n.opType + " '" + n.name + "'";
-  }
-
-  void applyLevel() {
-    for (Node &n : nodes) {
-      if (n.fixedByOverride)
-        continue;
-      switch (policy.level) {
-      case Level::Default:
-        break;
-      case Level::TensorCoresOnly:
-        if (n.cls == PrecisionClass::Allow &&
-            !policy.usesTensorCores(n.opType)) {
-          n.cls = PrecisionClass::Deny;
-          n.rule += "; level tensor-cores-only: no tensor-core kernel, f32";
-        } else if (n.cls == PrecisionClass::Infer) {
-          n.cls = PrecisionClass::Deny;
-          n.rule += "; level tensor-cores-only: f32";
-        }
-        break;
-      case Level::UnsafeForceAll:
-        if (n.cls != PrecisionClass::Allow) {
-          n.cls = PrecisionClass::Allow;
-          n.rule += "; level unsafe-force-all: forced to low precision";
-        }
-        break;
-      }
-    }
-  }
-
-  /// Deny spreads forward through infer/clear ops lying on a path from a deny
-  /// op to a deny or infer op (TensorFlow's
-  /// PropagateDenyFwdThroughClearAndInfer).
-  void denyForward() {
-    size_t n = nodes.size();
-    std::vector<int> root(n, -1); // the deny op a node is reached from
-    std::deque<unsigned> queue;
-    for (unsigned i = 0; i < n; ++i)
-      if (nodes[i].cls == PrecisionClass::Deny) {
-        root[i] = i;
-        queue.push_back(i);
-      }
-    while (!queue.empty()) {
-      unsigned i = queue.front();
-      queue.pop_front();
-      for (unsigned s : nodes[i].outputs)
-        if (root[s] < 0 && isInferOrClear(nodes[s])) {
-          root[s] = root[i];
-          queue.push_back(s);
-        }
-    }
-    std::vector<char> reachesInferOrDeny(n, 0);
-    for (unsigned i = 0; i < n; ++i)
-      if (nodes[i].cls == PrecisionClass::Deny ||
-          nodes[i].cls == PrecisionClass::Infer) {
-        reachesInferOrDeny[i] = 1;
-        queue.push_back(i);
-      }
-    while (!queue.empty()) {
-      unsigned i = queue.front();
-      queue.pop_front();
-      for (unsigned p : nodes[i].inputs)
-        if (!reachesInferOrDeny[p] && isInferOrClear(nodes[p])) {
-          reachesInferOrDeny[p] = 1;
-          queue.push_back(p);
-        }
-    }
-    for (unsigned i = 0; i < n; ++i) {
-      Node &node = nodes[i];
-      if (isInferOrClear(node) && root[i] >= 0 && reachesInferOrDeny[i]) {
-        node.cls = PrecisionClass::Deny;
-        node.rule += "; f32: downstream of f32 " + quoted(root[i]);
-      }
-    }
-  }
-
-  /// Infer/clear ops whose data all goes to f32 consumers join them when that
-  /// moves a cast rather than adding one (at most one non-constant input).
-  /// Consumers come later in program order, so one reverse sweep suffices.
-  void denyBackward() {
-    for (unsigned i = nodes.size(); i-- > 0;) {
-      Node &node = nodes[i];
-      if (!isInferOrClear(node) || node.nonConstantInputs > 1)
-        continue;
-      // Only next to f32 ops: an op feeding just graph outputs follows its
-      // producers (the cast then sits at the output).
-      if (node.outputs.empty())
-        continue;
-      bool allDeny = llvm::all_of(node.outputs, [&](unsigned s) {
-        return nodes[s].cls == PrecisionClass::Deny;
-      });
-      if (!allDeny)
-        continue;
-      node.cls = PrecisionClass::Deny;
-      node.rule +=
-          "; f32: only feeds f32 ops such as " + quoted(node.outputs.front());
-    }
-  }
-
-  /// Infer/clear ops on a path between two allow ops go low.
-  void allowBetweenAllow() {
-    size_t n = nodes.size();
-    std::vector<int> fromAllow(n, -1), toAllow(n, -1);
-    std::deque<unsigned> queue;
-    for (unsigned i = 0; i < n; ++i)
-      if (nodes[i].cls == PrecisionClass::Allow) {
-        fromAllow[i] = i;
-        queue.push_back(i);
-      }
-    while (!queue.empty()) {
-      unsigned i = queue.front();
-      queue.pop_front();
-      for (unsigned s : nodes[i].outputs)
-        if (fromAllow[s] < 0 && isInferOrClear(nodes[s])) {
-          fromAllow[s] = fromAllow[i];
-          queue.push_back(s);
-        }
-    }
-    for (unsigned i = 0; i < n; ++i)
-      if (nodes[i].cls == PrecisionClass::Allow) {
-        toAllow[i] = i;
-        queue.push_back(i);
-      }
-    while (!queue.empty()) {
-      unsigned i = queue.front();
-      queue.pop_front();
-      for (unsigned p : nodes[i].inputs)
-        if (toAllow[p] < 0 && isInferOrClear(nodes[p])) {
-          toAllow[p] = toAllow[i];
-          queue.push_back(p);
-        }
-    }
-    for (unsigned i = 0; i < n; ++i) {
-      Node &node = nodes[i];
-      if (isInferOrClear(node) && fromAllow[i] >= 0 && toAllow[i] >= 0) {
-        node.cls = PrecisionClass::Allow;
-        node.rule += "; low: between low-precision " + quoted(fromAllow[i]) +
-                     " and " + quoted(toAllow[i]);
-      }
-    }
-  }
-
-  /// Infer ops downstream of an allow op (through infer ops) go low: the
-  /// bias add, activation and pooling after a matmul or convolution.
-  void allowFollowingAllow() {
-    std::deque<std::pair<unsigned, unsigned>> queue; // (node, allow root)
-    for (unsigned i = 0; i < nodes.size(); ++i)
-      if (nodes[i].cls == PrecisionClass::Allow)
-        queue.push_back({i, i});
-    std::vector<char> seen(nodes.size(), 0);
-    while (!queue.empty()) {
-      auto [i, rootIndex] = queue.front();
-      queue.pop_front();
-      for (unsigned s : nodes[i].outputs) {
-        Node &succ = nodes[s];
-        if (seen[s] || succ.cls != PrecisionClass::Infer)
-          continue;
-        seen[s] = 1;
-        succ.cls = PrecisionClass::Allow;
-        succ.rule += "; low: follows low-precision " + quoted(rootIndex);
-        queue.push_back({s, rootIndex});
-      }
-    }
-  }
-
-  /// Clear ops connected to allow ops through clear ops (either direction)
-  /// take low precision.
-  void allowThroughClear() {
-    std::deque<std::pair<unsigned, unsigned>> queue;
-    for (unsigned i = 0; i < nodes.size(); ++i)
-      if (nodes[i].cls == PrecisionClass::Allow)
-        queue.push_back({i, i});
-    while (!queue.empty()) {
-      auto [i, rootIndex] = queue.front();
-      queue.pop_front();
-      auto visit = [&](unsigned j) {
-        Node &next = nodes[j];
-        if (next.cls != PrecisionClass::Clear)
-          return;
-        next.cls = PrecisionClass::Allow;
-        next.rule +=
-            "; low: clear op next to low-precision " + quoted(rootIndex);
-        queue.push_back({j, rootIndex});
-      };
-      for (unsigned s : nodes[i].outputs)
-        visit(s);
-      for (unsigned p : nodes[i].inputs)
-        visit(p);
-    }
-  }
-
-  const PrecisionPolicy &policy;
-};
 
 /// Rewrites one function after colouring: operand and result types, casts,
 /// converted constants.
@@ -933,259 +547,8 @@ llvm::cl::opt<double> clValidateTimeLimit(
 /// validate again nor write the reports that --mp-report asks for.
 thread_local int validationDepth = 0;
 
-/// `policy` with the nodes `denied` kept in f32.
-PrecisionPolicy policyDenying(const PrecisionPolicy &policy,
-                              const std::vector<std::string> &denied) {
-  PrecisionPolicy result = policy;
-  for (const std::string &name : denied)
-    llvm::consumeError(result.addNodeOverride(
-        name, PrecisionClass::Deny,
-        "mp-validate (low precision broke the outputs)"));
-  return result;
-}
-
 /// An mp-autocast pass with a ready policy (a validation probe).
 std::unique_ptr<Pass> createProbeAutocast(PrecisionPolicy policy);
-
-/// Runs mixed-precision variants of a module against its fp32 form on the
-/// CPU runtime, and finds nodes whose low precision breaks the outputs.
-class Validator {
-public:
-  Validator(ModuleOp original, PrecisionPolicy policy, double tol,
-            double timeLimit, std::vector<std::string> inputFiles,
-            unsigned seed)
-      : original(original), policy(std::move(policy)), tol(tol),
-        timeLimit(timeLimit), inputFiles(std::move(inputFiles)), seed(seed),
-        start(std::chrono::steady_clock::now()) {}
-
-  /// Nodes to deny (empty when the mixed-precision model passes as it is);
-  /// failure when validation itself cannot run. `notes` explains.
-  FailureOr<std::vector<std::string>>
-  run(const std::function<
-          std::vector<std::string>(const std::vector<std::string> &)> &lowNodes,
-      std::vector<std::string> &notes) {
-    FailureOr<std::vector<rt::NamedTensor>> reference = runVariant(nullptr);
-    if (failed(reference))
-      return failure();
-    referenceOutputs = std::move(*reference);
-    std::vector<std::string> denied;
-    FailureOr<double> error = probe(denied, "the mixed-precision model");
-    if (failed(error))
-      return failure();
-    notes.push_back(llvm::formatv("mixed precision as coloured: error {0:e2} "
-                                  "(limit {1:e2})",
-                                  *error, tol));
-    while (*error > tol) {
-      if (elapsed() > timeLimit) {
-        notes.push_back(llvm::formatv(
-            "stopped after {0:F1} s (validate-time-limit): the error is still "
-            "{1:e2}",
-            elapsed(), *error));
-        break;
-      }
-      std::vector<std::string> candidates = lowNodes(denied);
-      if (candidates.empty()) {
-        notes.push_back("no named low-precision node is left to deny");
-        break;
-      }
-      // The shortest prefix of the low nodes (program order) that, alone in
-      // low precision, breaks the outputs: its last node is responsible.
-      int64_t lo = -1, hi = static_cast<int64_t>(candidates.size()) - 1;
-      std::optional<double> errorAtHi = *error;
-      while (hi - lo > 1 && elapsed() <= timeLimit) {
-        int64_t mid = (lo + hi) / 2;
-        std::vector<std::string> withSuffixDenied = denied;
-        withSuffixDenied.insert(withSuffixDenied.end(),
-                                candidates.begin() + mid + 1, candidates.end());
-        FailureOr<double> e =
-            probe(withSuffixDenied, llvm::formatv("the first {0} of {1} "
-                                                  "low-precision nodes",
-                                                  mid + 1, candidates.size()));
-        if (failed(e))
-          return failure();
-        if (*e > tol) {
-          hi = mid;
-          errorAtHi = *e;
-        } else {
-          lo = mid;
-        }
-      }
-      const std::string &culprit = candidates[hi];
-      denied.push_back(culprit);
-      FailureOr<double> after =
-          probe(denied, "after denying '" + culprit + "'");
-      if (failed(after))
-        return failure();
-      notes.push_back(llvm::formatv(
-          "denied '{0}': in low precision (with the low nodes before it) the "
-          "error is {1:e2}; without it {2:e2}",
-          culprit, errorAtHi.value_or(*error), *after));
-      error = after;
-    }
-    notes.push_back(llvm::formatv("{0} probes in {1:F1} s", probes, elapsed()));
-    return denied;
-  }
-
-private:
-  double elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start)
-        .count();
-  }
-
-  /// The largest output error of the mixed-precision variant with `denied`.
-  FailureOr<double> probe(const std::vector<std::string> &denied,
-                          const std::string &what) {
-    ++probes;
-    FailureOr<std::vector<rt::NamedTensor>> outputs = runVariant(&denied);
-    if (failed(outputs))
-      return failure();
-    double worst = 0;
-    for (auto [ref, got] : llvm::zip(referenceOutputs, *outputs)) {
-      double scale = 0, err = 0;
-      int64_t n = std::min(ref.tensor.numElements(), got.tensor.numElements());
-      for (int64_t i = 0; i < n; ++i) {
-        double a = rt::elementAsDouble(ref.tensor, i);
-        double b = rt::elementAsDouble(got.tensor, i);
-        if (!std::isfinite(b) && std::isfinite(a)) {
-          err = INFINITY;
-          break;
-        }
-        if (std::isfinite(a)) {
-          scale = std::max(scale, std::fabs(a));
-          err = std::max(err, std::fabs(a - b));
-        }
-      }
-      worst = std::max(worst, scale > 0 ? err / scale : err);
-    }
-    llvm::errs() << llvm::formatv(
-        "mp-validate: probe {0} ({1:F1} s): {2}: error {3:e2} {4}\n", probes,
-        elapsed(), what, worst, worst > tol ? "> limit" : "ok");
-    return worst;
-  }
-
-  /// Compiles a clone of the module (fp32 when `denied` is null, else mixed
-  /// precision with those nodes denied) to a plan and runs it.
-  FailureOr<std::vector<rt::NamedTensor>>
-  runVariant(const std::vector<std::string> *denied) {
-    OwningOpRef<ModuleOp> clone = original.clone();
-    MLIRContext *ctx = original.getContext();
-    // Plans need static shapes: dynamic input dims become 1.
-    for (auto func : clone->getOps<func::FuncOp>()) {
-      SmallVector<Type> inputs;
-      for (BlockArgument arg : func.getArguments()) {
-        if (auto t = dyn_cast<RankedTensorType>(arg.getType())) {
-          SmallVector<int64_t> shape(t.getShape());
-          for (int64_t &d : shape)
-            if (ShapedType::isDynamic(d))
-              d = 1;
-          arg.setType(t.clone(shape));
-        }
-        inputs.push_back(arg.getType());
-      }
-      func.setFunctionType(
-          FunctionType::get(ctx, inputs, func.getResultTypes()));
-    }
-    PassManager pm(ctx, ModuleOp::getOperationName());
-    ++validationDepth;
-    llvm::scope_exit restoreDepth([] { --validationDepth; });
-    if (denied) {
-      pm.addPass(createProbeAutocast(policyDenying(policy, *denied)));
-      pm.addNestedPass<func::FuncOp>(createCastCleanup());
-    }
-    buildCompilePipeline(pm);
-    SmallString<128> planPath;
-    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-            "mp-validate", "mpplan", planPath))
-      return original.emitError("mp-validate: cannot create a temporary "
-                                "file: ")
-             << ec.message();
-    llvm::FileRemover removePlan(planPath);
-    ExportPlanOptions exportOptions;
-    exportOptions.outputPath = planPath.str().str();
-    pm.addPass(createExportPlan(exportOptions));
-    // Only the errors of the variant matter (the warnings repeat the ones of
-    // the real run).
-    if (failed(pm.run(*clone)))
-      return original.emitError("mp-validate: cannot compile the ")
-             << (denied ? "mixed-precision" : "fp32")
-             << " model for the CPU runtime (see above)";
-    rt::Result<rt::Plan> plan = rt::loadPlan(planPath.str().str());
-    if (!plan)
-      return original.emitError("mp-validate: ") << plan.status().message();
-    rt::Result<rt::CpuExecutor> exec = rt::CpuExecutor::create(plan.take());
-    if (!exec)
-      return original.emitError("mp-validate: ") << exec.status().message();
-    if (inputs.empty() && failed(makeInputs(exec->plan())))
-      return failure();
-    std::vector<rt::NamedView> views;
-    for (auto [binding, tensor] : llvm::zip(exec->plan().inputs, inputs))
-      views.push_back({binding.name, tensor.view()});
-    rt::Result<std::vector<rt::NamedTensor>> outputs = exec->run(views);
-    if (!outputs)
-      return original.emitError("mp-validate: running the plan: ")
-             << outputs.status().message();
-    return outputs.take();
-  }
-
-  /// The inputs: the given files, else random values (normal floats, small
-  /// non-negative integers) from the seed.
-  LogicalResult makeInputs(const rt::Plan &plan) {
-    if (!inputFiles.empty() && inputFiles.size() != plan.inputs.size())
-      return original.emitError("mp-validate: ")
-             << inputFiles.size() << " input files for " << plan.inputs.size()
-             << " graph inputs";
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> normal;
-    for (auto [i, binding] : llvm::enumerate(plan.inputs)) {
-      if (!inputFiles.empty()) {
-        rt::Result<rt::HostTensor> t = rt::readTensorFile(inputFiles[i]);
-        if (!t)
-          return original.emitError("mp-validate: ") << t.status().message();
-        if (t->dtype() != binding.dtype || t->shape() != binding.shape)
-          return original.emitError("mp-validate: '")
-                 << inputFiles[i] << "' is "
-                 << rt::describeTensorType(t->dtype(), t->shape())
-                 << ", graph input '" << binding.name << "' needs "
-                 << rt::describeTensorType(binding.dtype, binding.shape);
-        inputs.push_back(t.take());
-        continue;
-      }
-      rt::HostTensor t(binding.dtype, binding.shape);
-      for (int64_t j = 0; j < t.numElements(); ++j) {
-        switch (binding.dtype) {
-        case rt::DType::F32:
-          t.as<float>()[j] = normal(rng);
-          break;
-        case rt::DType::F16:
-          t.as<uint16_t>()[j] = rt::toHalf(normal(rng)).bits;
-          break;
-        case rt::DType::I64:
-          t.as<int64_t>()[j] = static_cast<int64_t>(rng() % 4);
-          break;
-        case rt::DType::I32:
-          t.as<int32_t>()[j] = static_cast<int32_t>(rng() % 4);
-          break;
-        default:
-          static_cast<uint8_t *>(t.data())[j] = 0;
-          break;
-        }
-      }
-      inputs.push_back(std::move(t));
-    }
-    return success();
-  }
-
-  ModuleOp original;
-  PrecisionPolicy policy;
-  double tol, timeLimit;
-  std::vector<std::string> inputFiles;
-  unsigned seed;
-  std::chrono::steady_clock::time_point start;
-  std::vector<rt::HostTensor> inputs;
-  std::vector<rt::NamedTensor> referenceOutputs;
-  unsigned probes = 0;
-};
 
 struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
   using AutocastBase::AutocastBase;
@@ -1194,21 +557,7 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
       : presetPolicy(std::move(preset)) {}
 
   LogicalResult initialize(MLIRContext *context) override {
-    auto *mpDialect = context->getOrLoadDialect<MPDialect>();
-    for (const auto &entry : mpDialect->getOnnxOpTable())
-      onnxTypes[entry.getValue().opName] = entry.getKey();
-    // The training ops the policy classifies (MPTrainingOps.td).
-    auto addTrainingOp = [&](auto tag) {
-      using OpTy = typename decltype(tag)::type;
-      onnxTypes[OperationName(OpTy::getOperationName(), context)] =
-          OpTy::kPolicyOpType;
-    };
-    addTrainingOp(llvm::type_identity<ConvGradFilterOp>{});
-    addTrainingOp(llvm::type_identity<PoolGradOp>{});
-    addTrainingOp(llvm::type_identity<BatchNormGradOp>{});
-    addTrainingOp(llvm::type_identity<SoftmaxCrossEntropyGradOp>{});
-    addTrainingOp(llvm::type_identity<NLLLossGradOp>{});
-    addTrainingOp(llvm::type_identity<LSTMGradOp>{});
+    onnxTypes = policyOpTypes(context);
     if (presetPolicy) {
       policy = *presetPolicy;
       return success();
@@ -1266,8 +615,30 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
                                    validateInputs.end());
     if (files.empty())
       files.assign(clValidateInputs.begin(), clValidateInputs.end());
-    Validator validator(getOperation(), policy, tol, limit, files,
-                        validateSeed);
+    ValidationOptions options;
+    options.tol = tol;
+    options.timeLimit = limit;
+    options.inputFiles = std::move(files);
+    options.seed = validateSeed;
+    // A variant: mp-autocast with the probe's policy (none: fp32) and the
+    // compile pipeline, ending in the plan file.
+    auto compile = [](ModuleOp module, const PrecisionPolicy *probePolicy,
+                      StringRef planPath) -> LogicalResult {
+      PassManager pm(module.getContext(), ModuleOp::getOperationName());
+      ++validationDepth;
+      llvm::scope_exit restoreDepth([] { --validationDepth; });
+      if (probePolicy) {
+        pm.addPass(createProbeAutocast(*probePolicy));
+        pm.addNestedPass<func::FuncOp>(createCastCleanup());
+      }
+      buildCompilePipeline(pm);
+      ExportPlanOptions exportOptions;
+      exportOptions.outputPath = planPath.str();
+      pm.addPass(createExportPlan(exportOptions));
+      // Only the errors of the variant matter (the warnings repeat the ones
+      // of the real run).
+      return pm.run(module);
+    };
     // The named low-precision nodes of the current colouring, in program
     // order, with `denied` added to the policy.
     auto lowNodes = [&](const std::vector<std::string> &denied) {
@@ -1282,7 +653,8 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
       }
       return names;
     };
-    FailureOr<std::vector<std::string>> denied = validator.run(lowNodes, notes);
+    FailureOr<std::vector<std::string>> denied = findNodesToDeny(
+        getOperation(), policy, options, compile, lowNodes, notes);
     if (failed(denied))
       return failure();
     policy = policyDenying(policy, *denied);

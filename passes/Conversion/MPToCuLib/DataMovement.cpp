@@ -348,34 +348,26 @@ struct ScatterElementsLowering : OpConversionPattern<ScatterElementsOp> {
   }
 };
 
-struct ScatterNDLowering : OpConversionPattern<ScatterNDOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(ScatterNDOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+struct ScatterNDLowering : OneCallLowering<ScatterNDOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(ScatterNDOp op) const override { return op.getOutput(); }
+  void buildCall(ScatterNDOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     culib::ScatterNDOp::create(
         rewriter, op.getLoc(), adaptor.getData(), adaptor.getIndices(),
         adaptor.getUpdates(), out,
         rewriter.getStringAttr(strAttrOr(op, "reduction", "none")));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 
-struct GatherNDLowering : OpConversionPattern<GatherNDOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(GatherNDOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+struct GatherNDLowering : OneCallLowering<GatherNDOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(GatherNDOp op) const override { return op.getOutput(); }
+  void buildCall(GatherNDOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     culib::GatherNDOp::create(
         rewriter, op.getLoc(), adaptor.getData(), adaptor.getIndices(), out,
         rewriter.getI64IntegerAttr(intAttrOr(op, "batch_dims", 0)));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 

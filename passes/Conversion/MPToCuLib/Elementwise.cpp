@@ -63,16 +63,12 @@ struct ClipLowering : OpConversionPattern<ClipOp> {
   }
 };
 
-struct CastLowering : OpConversionPattern<CastOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(CastOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+struct CastLowering : OneCallLowering<CastOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(CastOp op) const override { return op.getOutput(); }
+  void buildCall(CastOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     culib::CastOp::create(rewriter, op.getLoc(), adaptor.getInput(), out);
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 

@@ -86,20 +86,17 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
   }
 };
 
-struct MatMulLowering : OpConversionPattern<MatMulOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
+struct MatMulLowering : OneCallLowering<MatMulOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(MatMulOp op) const override { return op.getY(); }
+  void buildCall(MatMulOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     culib::MatmulOp::create(
         rewriter, op.getLoc(), adaptor.getA(), adaptor.getB(), Value(), Value(),
         out, rewriter.getBoolAttr(false), rewriter.getBoolAttr(false),
         rewriter.getF32FloatAttr(1.0f), rewriter.getF32FloatAttr(0.0f),
         TypeAttr::get(computeTypeFor(elementOf(op.getY()), op)),
         rewriter.getStringAttr("none"));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 

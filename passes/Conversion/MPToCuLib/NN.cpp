@@ -173,20 +173,17 @@ struct DropoutLowering : OpConversionPattern<DropoutOp> {
   }
 };
 
-struct LRNLowering : OpConversionPattern<LRNOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(LRNOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
+struct LRNLowering : OneCallLowering<LRNOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(LRNOp op) const override { return op.getY(); }
+  void buildCall(LRNOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     culib::LRNOp::create(
         rewriter, op.getLoc(), adaptor.getX(), out,
         rewriter.getI64IntegerAttr(intAttrOr(op, "size", 1)),
         rewriter.getF32FloatAttr(floatAttrOr(op, "alpha", 1e-4f)),
         rewriter.getF32FloatAttr(floatAttrOr(op, "beta", 0.75f)),
         rewriter.getF32FloatAttr(floatAttrOr(op, "bias", 1.0f)));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 
@@ -285,19 +282,17 @@ struct LayerNormLowering : OpConversionPattern<LayerNormalizationOp> {
   }
 };
 
-struct InstanceNormLowering : OpConversionPattern<InstanceNormalizationOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(InstanceNormalizationOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+struct InstanceNormLowering : OneCallLowering<InstanceNormalizationOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(InstanceNormalizationOp op) const override {
+    return op.getOutput();
+  }
+  void buildCall(InstanceNormalizationOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     culib::InstanceNormOp::create(
         rewriter, op.getLoc(), adaptor.getInput(), adaptor.getScale(),
         adaptor.getB(), out,
         rewriter.getF32FloatAttr(floatAttrOr(op, "epsilon", 1e-5f)));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 
@@ -307,20 +302,18 @@ IntegerAttr ignoreIndexOf(Operation *op, OpBuilder &b) {
   return IntegerAttr();
 }
 
-struct NLLLossLowering : OpConversionPattern<NegativeLogLikelihoodLossOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(NegativeLogLikelihoodLossOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getLoss());
+struct NLLLossLowering : OneCallLowering<NegativeLogLikelihoodLossOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(NegativeLogLikelihoodLossOp op) const override {
+    return op.getLoss();
+  }
+  void buildCall(NegativeLogLikelihoodLossOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     culib::NLLLossOp::create(
         rewriter, op.getLoc(), adaptor.getInput(), adaptor.getTarget(),
         isAbsent(adaptor.getWeight()) ? Value() : adaptor.getWeight(), out,
         rewriter.getStringAttr(strAttrOr(op, "reduction", "mean")),
         ignoreIndexOf(op, rewriter));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 

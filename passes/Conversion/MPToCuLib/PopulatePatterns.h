@@ -73,6 +73,30 @@ std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v);
 /// The values of a compile-time constant floating-point operand.
 std::optional<llvm::SmallVector<double>> constantFloats(mlir::Value v);
 
+/// An op whose one result is written by one culib call: the pattern
+/// allocates the result's buffer, `buildCall` creates the call writing it,
+/// and the op is replaced by the buffer.
+template <typename OpTy>
+struct OneCallLowering : mlir::OpConversionPattern<OpTy> {
+  using mlir::OpConversionPattern<OpTy>::OpConversionPattern;
+  using OpAdaptor = typename mlir::OpConversionPattern<OpTy>::OpAdaptor;
+
+  /// The op's result (its named accessor).
+  virtual mlir::Value result(OpTy op) const = 0;
+  virtual void buildCall(OpTy op, OpAdaptor adaptor, mlir::Value out,
+                         mlir::ConversionPatternRewriter &rewriter) const = 0;
+
+  mlir::LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  mlir::ConversionPatternRewriter &rewriter) const final {
+    mlir::Value out =
+        allocFor(rewriter, *this->getTypeConverter(), op.getLoc(), result(op));
+    buildCall(op, adaptor, out, rewriter);
+    rewriter.replaceOp(op, out);
+    return mlir::success();
+  }
+};
+
 /// The ops with one pattern each that needs only the type converter: adds
 /// `Pattern` for `OpTy` and records `OpTy` as lowerable.
 template <typename Pattern, typename OpTy, typename... Args>
