@@ -89,10 +89,10 @@ OPTIONS:
                         and dtypes (the GPU's host-side planning: no GPU is
                         needed)
   --cuda-batch-norm=M   with --backend=cuda, who runs the batch norms: auto
-                        (default: cuDNN where it can, its persistent mode for
-                        the f16 channels-last forward of training), spatial
-                        (cuDNN, never the persistent mode), own (the
-                        project's kernels)
+                        (default: cuDNN for f32 and inference, the project's
+                        kernels for 16-bit training, which are faster),
+                        spatial (cuDNN wherever it can), own (the project's
+                        kernels)
   --weights=DIR|FILE    the bytes of the plan's external weights (a plan
                         saved without them, format 1.2): DIR/<name>.npy per
                         weight, or a plan file that has them; converted to

@@ -42,6 +42,10 @@ CudnnBatchNorm chooseCudnnBatchNorm(const BatchNormPlan &plan, bool nhwc,
   if (x.dtype != DType::F32 && x.dtype != DType::F16 && x.dtype != DType::BF16)
     return no("x is " + dt(x.dtype) +
               " (cuDNN's batch norm: f16, bf16 or f32)");
+  if (impl == BatchNormImpl::Auto && plan.kind != BatchNormKind::Inference &&
+      x.dtype != DType::F32)
+    return no("16-bit training batch norms run on the own kernels (faster "
+              "than cuDNN's: BatchNormImpl::Auto)");
   // cuDNN's per-channel tensors are f32 for 16-bit and f32 data.
   std::vector<std::pair<const char *, const TensorDesc *>> perChannel;
   if (plan.kind == BatchNormKind::Backward) {
@@ -92,10 +96,6 @@ CudnnBatchNorm chooseCudnnBatchNorm(const BatchNormPlan &plan, bool nhwc,
   c.dtype = x.dtype;
   c.dims = {static_cast<int32_t>(n), static_cast<int32_t>(channels),
             static_cast<int32_t>(spatial), 1};
-  // Persistent mode for training only: its backward wants the forward's
-  // saved mean and inverse variance, which the culib op does not carry.
-  c.persistent = impl == BatchNormImpl::Auto && nhwc && x.dtype == DType::F16 &&
-                 plan.kind == BatchNormKind::Training;
   return c;
 }
 

@@ -204,9 +204,9 @@ TEST_CASE("CUDA: cudnn.pool and pool_bwd", "[cuda][device]") {
 }
 
 TEST_CASE("CUDA: batch norm", "[cuda][device]") {
-  // Every variant on cuDNN (Auto: persistent mode for the f16 channels-last
-  // training forward; CudnnSpatial) and on the own kernels; a 16-bit bias
-  // always runs on the own kernels.
+  // Every variant on cuDNN (CudnnSpatial; Auto for f32 and inference) and
+  // on the own kernels (Own; Auto for 16-bit training); a 16-bit bias always
+  // runs on the own kernels.
   using cuda::BatchNormImpl;
   Rng rng(6);
   for (BatchNormImpl impl :

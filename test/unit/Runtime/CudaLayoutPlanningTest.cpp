@@ -151,7 +151,6 @@ TEST_CASE("NHWC batch norm: the channel is the last dim",
     CHECK(p->params.geom.inner == 1);
     CHECK(p->cudnn.use);
     CHECK(p->cudnn.nhwc);
-    CHECK_FALSE(p->cudnn.persistent); // inference: spatial
   }
   SECTION("training and backward") {
     Result<BatchNormPlan> t = planBatchNorm(
@@ -168,24 +167,32 @@ TEST_CASE("NHWC batch norm: the channel is the last dim",
     CHECK(b->params.geom.outer == 24);
     CHECK(b->params.geom.c == 5);
     CHECK(b->params.geom.inner == 1);
-    // cuDNN: [N, C, H * W, 1] channels last; the f16 training forward in
-    // the persistent mode (as PyTorch), unless asked for spatial; not the
-    // backward (persistent, it wants the forward's saved statistics).
+    // Auto: the 16-bit training forward and backward on the own kernels.
     for (const BatchNormPlan *p : {&*t, &*b}) {
+      CHECK_FALSE(p->cudnn.use);
+      CHECK_THAT(p->cudnn.whyNot, Catch::Contains("own kernels"));
+    }
+    // Asked for cuDNN: [N, C, H * W, 1] channels last.
+    for (BatchNormKind kind :
+         {BatchNormKind::Training, BatchNormKind::Backward}) {
+      bool training = kind == BatchNormKind::Training;
+      Result<BatchNormPlan> p = planBatchNorm(
+          kind,
+          bnCall(training ? "cudnn.batch_norm_training"
+                          : "cudnn.batch_norm_bwd",
+                 "nhwc"),
+          training
+              ? std::vector<TensorDesc>{at(DType::F16, toNHWC(x)), stats(5),
+                                        stats(5), stats(5), stats(5)}
+              : std::vector<TensorDesc>{at(DType::F16, toNHWC(x)), stats(5),
+                                        at(DType::F16, toNHWC(x))},
+          {at(DType::F16, toNHWC(x)), stats(5), stats(5)},
+          BatchNormImpl::CudnnSpatial);
+      REQUIRE(p);
       CHECK(p->cudnn.use);
       CHECK(p->cudnn.nhwc);
       CHECK(p->cudnn.dims == std::array<int32_t, 4>{2, 5, 12, 1});
     }
-    CHECK(t->cudnn.persistent);
-    CHECK_FALSE(b->cudnn.persistent);
-    Result<BatchNormPlan> spatial = planBatchNorm(
-        BatchNormKind::Training, bnCall("cudnn.batch_norm_training", "nhwc"),
-        {at(DType::F16, toNHWC(x)), stats(5), stats(5), stats(5), stats(5)},
-        {at(DType::F16, toNHWC(x)), stats(5), stats(5)},
-        BatchNormImpl::CudnnSpatial);
-    REQUIRE(spatial);
-    CHECK(spatial->cudnn.use);
-    CHECK_FALSE(spatial->cudnn.persistent);
     // A batch beyond cuDNN's limit folds into the spatial dim channels
     // last (inference: N <= 65535).
     Shape rows{70000, 5};
@@ -202,7 +209,6 @@ TEST_CASE("NHWC batch norm: the channel is the last dim",
         {at(DType::F32, toNHWC(x)), stats(5), stats(5)});
     REQUIRE(f32);
     CHECK(f32->cudnn.use);
-    CHECK_FALSE(f32->cudnn.persistent);
   }
   SECTION("statistics of dim 1's size are refused in NHWC") {
     Result<BatchNormPlan> p = planBatchNorm(

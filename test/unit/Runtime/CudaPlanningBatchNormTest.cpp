@@ -98,7 +98,6 @@ TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
           forward(inference, BatchNormKind::Inference, t, {2, 3, 4, 5, 6});
       CHECK(p.cudnn.use);
       CHECK_FALSE(p.cudnn.nhwc);
-      CHECK_FALSE(p.cudnn.persistent);
       CHECK(p.cudnn.dtype == t);
       CHECK(p.cudnn.dims == std::array<int32_t, 4>{2, 3, 120, 1});
       CHECK(p.scratchBytes == 0);
@@ -109,18 +108,26 @@ TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
   }
   SECTION("training: scratch for the batch mean and unbiased variance") {
     BatchNormPlan p =
-        forward(training, BatchNormKind::Training, DType::F16, {4, 3, 5, 5});
+        forward(training, BatchNormKind::Training, DType::F16, {4, 3, 5, 5},
+                DType::F32, BatchNormImpl::CudnnSpatial);
     REQUIRE(p.cudnn.use);
     CHECK(p.scratchBytes == 2 * 3 * sizeof(float));
-    // NCHW never uses the persistent mode.
-    CHECK_FALSE(p.cudnn.persistent);
   }
-  SECTION("bf16 on cuDNN too, never persistent") {
-    BatchNormPlan bf16 =
-        forward(training, BatchNormKind::Training, DType::BF16, {2, 3, 4});
-    CHECK(bf16.cudnn.use);
-    CHECK(bf16.cudnn.dtype == DType::BF16);
-    CHECK_FALSE(bf16.cudnn.persistent);
+  SECTION("16-bit training: the own kernels unless cuDNN is asked for") {
+    for (DType t : {DType::F16, DType::BF16}) {
+      BatchNormPlan automatic =
+          forward(training, BatchNormKind::Training, t, {2, 3, 4});
+      CHECK_FALSE(automatic.cudnn.use);
+      CHECK_THAT(automatic.cudnn.whyNot, Catch::Contains("own kernels"));
+      BatchNormPlan cudnn =
+          forward(training, BatchNormKind::Training, t, {2, 3, 4}, DType::F32,
+                  BatchNormImpl::CudnnSpatial);
+      CHECK(cudnn.cudnn.use);
+      CHECK(cudnn.cudnn.dtype == t);
+    }
+    // f32 training stays on cuDNN.
+    CHECK(forward(training, BatchNormKind::Training, DType::F32, {2, 3, 4})
+              .cudnn.use);
   }
   SECTION("the own kernels where cuDNN cannot run it") {
 
@@ -165,7 +172,8 @@ TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
     Result<BatchNormPlan> halfGrad = planBatchNorm(
         BatchNormKind::Backward, backward,
         {at(DType::F16, {2, 3, 4}), f32(3), at(DType::F16, {2, 3, 4})},
-        {at(DType::F16, {2, 3, 4}), f32(3), at(DType::F16, {3})});
+        {at(DType::F16, {2, 3, 4}), f32(3), at(DType::F16, {3})},
+        BatchNormImpl::CudnnSpatial);
     REQUIRE(halfGrad);
     CHECK_FALSE(halfGrad->cudnn.use);
     CHECK(halfGrad->cudnn.whyNot ==
@@ -185,7 +193,8 @@ TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
     Result<BatchNormPlan> p = planBatchNorm(
         BatchNormKind::Backward, backward,
         {at(DType::F16, {2, 3, 4}), f32(3), at(DType::F16, {2, 3, 4})},
-        {at(DType::F16, {2, 3, 4}), f32(3), f32(3)});
+        {at(DType::F16, {2, 3, 4}), f32(3), f32(3)},
+        BatchNormImpl::CudnnSpatial);
     REQUIRE(p);
     CHECK(p->cudnn.use);
     CHECK(p->cudnn.dims == std::array<int32_t, 4>{2, 3, 4, 1});

@@ -56,8 +56,9 @@ struct CudaExecutorOptions {
   /// Workspace limits for the library algorithms (bytes).
   uint64_t convWorkspaceLimit = uint64_t(256) << 20;
   uint64_t matmulWorkspaceLimit = uint64_t(32) << 20;
-  /// Who runs the batch norms: cuDNN where it can (Auto), cuDNN without its
-  /// persistent mode, or the own kernels (CudaPlanning.h).
+  /// Who runs the batch norms: cuDNN for f32 and inference and the own
+  /// kernels for 16-bit training (Auto), cuDNN wherever it can
+  /// (CudnnSpatial), or the own kernels (Own); CudaPlanning.h.
   cuda::BatchNormImpl batchNorm = cuda::BatchNormImpl::Auto;
 };
 
