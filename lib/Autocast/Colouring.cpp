@@ -213,43 +213,41 @@ void Colouring::applyLevel() {
   }
 }
 
-void Colouring::denyForward() {
-  size_t n = nodes.size();
-  std::vector<int> root(n, -1); // the deny op a node is reached from
+std::vector<int>
+Colouring::reachedFrom(llvm::function_ref<bool(const Node &)> isSeed,
+                       bool forward) const {
+  std::vector<int> seed(nodes.size(), -1);
   std::deque<unsigned> queue;
-  for (unsigned i = 0; i < n; ++i)
-    if (nodes[i].cls == PrecisionClass::Deny) {
-      root[i] = i;
+  for (unsigned i = 0; i < nodes.size(); ++i)
+    if (isSeed(nodes[i])) {
+      seed[i] = i;
       queue.push_back(i);
     }
   while (!queue.empty()) {
     unsigned i = queue.front();
     queue.pop_front();
-    for (unsigned s : nodes[i].outputs)
-      if (root[s] < 0 && isInferOrClear(nodes[s])) {
-        root[s] = root[i];
-        queue.push_back(s);
+    for (unsigned next : forward ? nodes[i].outputs : nodes[i].inputs)
+      if (seed[next] < 0 && isInferOrClear(nodes[next])) {
+        seed[next] = seed[i];
+        queue.push_back(next);
       }
   }
-  std::vector<char> reachesInferOrDeny(n, 0);
-  for (unsigned i = 0; i < n; ++i)
-    if (nodes[i].cls == PrecisionClass::Deny ||
-        nodes[i].cls == PrecisionClass::Infer) {
-      reachesInferOrDeny[i] = 1;
-      queue.push_back(i);
-    }
-  while (!queue.empty()) {
-    unsigned i = queue.front();
-    queue.pop_front();
-    for (unsigned p : nodes[i].inputs)
-      if (!reachesInferOrDeny[p] && isInferOrClear(nodes[p])) {
-        reachesInferOrDeny[p] = 1;
-        queue.push_back(p);
-      }
-  }
-  for (unsigned i = 0; i < n; ++i) {
+  return seed;
+}
+
+void Colouring::denyForward() {
+  // The deny op each node is reached from, and whether it reaches a deny or
+  // infer op.
+  std::vector<int> root = reachedFrom(
+      [](const Node &n) { return n.cls == PrecisionClass::Deny; }, true);
+  std::vector<int> reachesInferOrDeny = reachedFrom(
+      [](const Node &n) {
+        return n.cls == PrecisionClass::Deny || n.cls == PrecisionClass::Infer;
+      },
+      false);
+  for (unsigned i = 0; i < nodes.size(); ++i) {
     Node &node = nodes[i];
-    if (isInferOrClear(node) && root[i] >= 0 && reachesInferOrDeny[i]) {
+    if (isInferOrClear(node) && root[i] >= 0 && reachesInferOrDeny[i] >= 0) {
       node.cls = PrecisionClass::Deny;
       node.rule += "; f32: downstream of f32 " + quoted(root[i]);
     }
@@ -277,38 +275,10 @@ void Colouring::denyBackward() {
 }
 
 void Colouring::allowBetweenAllow() {
-  size_t n = nodes.size();
-  std::vector<int> fromAllow(n, -1), toAllow(n, -1);
-  std::deque<unsigned> queue;
-  for (unsigned i = 0; i < n; ++i)
-    if (nodes[i].cls == PrecisionClass::Allow) {
-      fromAllow[i] = i;
-      queue.push_back(i);
-    }
-  while (!queue.empty()) {
-    unsigned i = queue.front();
-    queue.pop_front();
-    for (unsigned s : nodes[i].outputs)
-      if (fromAllow[s] < 0 && isInferOrClear(nodes[s])) {
-        fromAllow[s] = fromAllow[i];
-        queue.push_back(s);
-      }
-  }
-  for (unsigned i = 0; i < n; ++i)
-    if (nodes[i].cls == PrecisionClass::Allow) {
-      toAllow[i] = i;
-      queue.push_back(i);
-    }
-  while (!queue.empty()) {
-    unsigned i = queue.front();
-    queue.pop_front();
-    for (unsigned p : nodes[i].inputs)
-      if (toAllow[p] < 0 && isInferOrClear(nodes[p])) {
-        toAllow[p] = toAllow[i];
-        queue.push_back(p);
-      }
-  }
-  for (unsigned i = 0; i < n; ++i) {
+  auto isAllow = [](const Node &n) { return n.cls == PrecisionClass::Allow; };
+  std::vector<int> fromAllow = reachedFrom(isAllow, true);
+  std::vector<int> toAllow = reachedFrom(isAllow, false);
+  for (unsigned i = 0; i < nodes.size(); ++i) {
     Node &node = nodes[i];
     if (isInferOrClear(node) && fromAllow[i] >= 0 && toAllow[i] >= 0) {
       node.cls = PrecisionClass::Allow;

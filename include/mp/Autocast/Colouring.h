@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <string>
@@ -90,6 +91,11 @@ public:
 
 private:
   static bool isInferOrClear(const Node &n);
+  /// For each node, the first seed (in program order of the search) it is
+  /// reached from through infer / clear nodes, along consumers (`forward`)
+  /// or producers; -1 where none. Seeds reach themselves.
+  std::vector<int> reachedFrom(llvm::function_ref<bool(const Node &)> isSeed,
+                               bool forward) const;
   std::string quoted(unsigned i) const;
 
   /// The policy's level: tensor-cores-only keeps all but tensor-core ops in

@@ -94,20 +94,16 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
   }
 };
 
-struct GatherLowering : OpConversionPattern<GatherOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(GatherOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+struct GatherLowering : OneCallLowering<GatherOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(GatherOp op) const override { return op.getOutput(); }
+  void buildCall(GatherOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     int64_t rank = cast<ShapedType>(op.getData().getType()).getRank();
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
     culib::GatherOp::create(rewriter, op.getLoc(), adaptor.getData(),
                             adaptor.getIndices(), out,
                             rewriter.getI64IntegerAttr(
                                 normalizeAxis(op.getAxis().value_or(0), rank)));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 
@@ -152,22 +148,18 @@ void sliceParams(ArrayRef<int64_t> dims, ArrayRef<int64_t> starts,
   }
 }
 
-struct SliceLowering : OpConversionPattern<SliceOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+struct SliceLowering : OneCallLowering<SliceOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(SliceOp op) const override { return op.getOutput(); }
+  void buildCall(SliceOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     SmallVector<int64_t> starts, steps;
     sliceParams(shapeOf(op.getData()), *constantInts(op.getStarts()),
                 constantInts(op.getAxes()), constantInts(op.getSteps()), starts,
                 steps);
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
     culib::SliceOp::create(rewriter, op.getLoc(), adaptor.getData(), out,
                            rewriter.getDenseI64ArrayAttr(starts),
                            rewriter.getDenseI64ArrayAttr(steps));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 
@@ -195,11 +187,11 @@ struct SplitLowering : OpConversionPattern<SplitOp> {
   }
 };
 
-struct PadLowering : OpConversionPattern<PadOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(PadOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+struct PadLowering : OneCallLowering<PadOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(PadOp op) const override { return op.getOutput(); }
+  void buildCall(PadOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     SmallVector<int64_t> pads = *constantInts(op.getPads());
     double value = 0;
     if (!isAbsent(op.getConstantValue())) {
@@ -209,14 +201,10 @@ struct PadLowering : OpConversionPattern<PadOp> {
       else if (auto i = dyn_cast<DenseIntElementsAttr>(attr))
         value = (*i.getValues<APInt>().begin()).getSExtValue();
     }
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
     culib::PadOp::create(
         rewriter, op.getLoc(), adaptor.getData(), out,
         rewriter.getStringAttr(strAttrOr(op, "mode", "constant")),
         rewriter.getDenseI64ArrayAttr(pads), rewriter.getF64FloatAttr(value));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 
@@ -294,57 +282,45 @@ struct BlockRearrangeLowering : OpConversionPattern<OpTy> {
   }
 };
 
-struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(GatherElementsOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+struct GatherElementsLowering : OneCallLowering<GatherElementsOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(GatherElementsOp op) const override { return op.getOutput(); }
+  void buildCall(GatherElementsOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     int64_t rank = shapeOf(op.getData()).size();
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
     culib::GatherElementsOp::create(rewriter, op.getLoc(), adaptor.getData(),
                                     adaptor.getIndices(), out,
                                     rewriter.getI64IntegerAttr(normalizeAxis(
                                         op.getAxis().value_or(0), rank)));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 
-struct TriluLowering : OpConversionPattern<TriluOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(TriluOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+struct TriluLowering : OneCallLowering<TriluOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(TriluOp op) const override { return op.getOutput(); }
+  void buildCall(TriluOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     int64_t k = 0;
     if (auto given = constantInts(op.getK()))
       k = (*given)[0];
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
     culib::TriluOp::create(rewriter, op.getLoc(), adaptor.getInput(), out,
                            rewriter.getBoolAttr(intAttrOr(op, "upper", 1) != 0),
                            rewriter.getI64IntegerAttr(k));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 
-struct ScatterElementsLowering : OpConversionPattern<ScatterElementsOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(ScatterElementsOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+struct ScatterElementsLowering : OneCallLowering<ScatterElementsOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(ScatterElementsOp op) const override { return op.getOutput(); }
+  void buildCall(ScatterElementsOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     int64_t rank = shapeOf(op.getData()).size();
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
     culib::ScatterElementsOp::create(
         rewriter, op.getLoc(), adaptor.getData(), adaptor.getIndices(),
         adaptor.getUpdates(), out,
         rewriter.getI64IntegerAttr(
             normalizeAxis(intAttrOr(op, "axis", 0), rank)),
         rewriter.getStringAttr(strAttrOr(op, "reduction", "none")));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 

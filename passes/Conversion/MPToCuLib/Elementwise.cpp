@@ -204,21 +204,18 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
   }
 };
 
-struct CumSumLowering : OpConversionPattern<CumSumOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(CumSumOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+struct CumSumLowering : OneCallLowering<CumSumOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(CumSumOp op) const override { return op.getY(); }
+  void buildCall(CumSumOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     int64_t rank = shapeOf(op.getX()).size();
     int64_t axis = normalizeAxis((*constantInts(op.getAxis()))[0], rank);
-    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
     culib::CumSumOp::create(
         rewriter, op.getLoc(), adaptor.getX(), out,
         rewriter.getI64IntegerAttr(axis),
         rewriter.getBoolAttr(intAttrOr(op, "exclusive", 0) != 0),
         rewriter.getBoolAttr(intAttrOr(op, "reverse", 0) != 0));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 

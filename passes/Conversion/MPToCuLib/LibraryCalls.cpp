@@ -16,11 +16,11 @@ using namespace mp::mptoculib;
 
 namespace {
 
-struct ConvLowering : OpConversionPattern<ConvOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(ConvOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+struct ConvLowering : OneCallLowering<ConvOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(ConvOp op) const override { return op.getY(); }
+  void buildCall(ConvOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     auto x = cast<ShapedType>(op.getX().getType());
     auto w = cast<ShapedType>(op.getW().getType());
     auto y = cast<ShapedType>(op.getY().getType());
@@ -31,7 +31,6 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
         windowPads(op.getAutoPad().value_or("NOTSET"), op.getPads(),
                    x.getShape().drop_front(2), y.getShape().drop_front(2),
                    w.getShape().drop_front(2), strides, dilations);
-    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
     Value bias = isAbsent(adaptor.getB()) ? Value() : adaptor.getB();
     culib::ConvFwdOp::create(
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getW(), bias, out,
@@ -41,20 +40,17 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
         rewriter.getI64IntegerAttr(op.getGroup().value_or(1)),
         TypeAttr::get(computeTypeFor(x.getElementType(), op)),
         rewriter.getStringAttr("nchw"), rewriter.getStringAttr("none"));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 
-struct GemmLowering : OpConversionPattern<GemmOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(GemmOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+struct GemmLowering : OneCallLowering<GemmOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(GemmOp op) const override { return op.getY(); }
+  void buildCall(GemmOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     float alpha = op.getAlpha() ? op.getAlpha()->convertToFloat() : 1.0f;
     float beta = op.getBeta() ? op.getBeta()->convertToFloat() : 1.0f;
     auto y = cast<ShapedType>(op.getY().getType());
-    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
     Value c, bias;
     if (!isAbsent(adaptor.getC()) && beta != 0.0f) {
       auto cType = cast<ShapedType>(op.getC().getType());
@@ -81,8 +77,6 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
         rewriter.getF32FloatAttr(c ? beta : 0.0f),
         TypeAttr::get(computeTypeFor(y.getElementType(), op)),
         rewriter.getStringAttr("none"));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 
@@ -100,11 +94,11 @@ struct MatMulLowering : OneCallLowering<MatMulOp> {
   }
 };
 
-struct ConvTransposeLowering : OpConversionPattern<ConvTransposeOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(ConvTransposeOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+struct ConvTransposeLowering : OneCallLowering<ConvTransposeOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(ConvTransposeOp op) const override { return op.getY(); }
+  void buildCall(ConvTransposeOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
     ArrayRef<int64_t> x = shapeOf(op.getX()), w = shapeOf(op.getW()),
                       y = shapeOf(op.getY());
     size_t spatial = x.size() - 2;
@@ -141,7 +135,6 @@ struct ConvTransposeLowering : OpConversionPattern<ConvTransposeOp> {
       // the kernel's output padding (y's size already includes them).
       pads[i + spatial] = std::max<int64_t>(pads[i + spatial], 0);
     }
-    Value out = allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getY());
     Value bias = isAbsent(adaptor.getB()) ? Value() : adaptor.getB();
     culib::ConvBwdDataOp::create(
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getW(), bias, out,
@@ -150,8 +143,6 @@ struct ConvTransposeLowering : OpConversionPattern<ConvTransposeOp> {
         rewriter.getDenseI64ArrayAttr(dilations),
         rewriter.getI64IntegerAttr(op.getGroup().value_or(1)),
         TypeAttr::get(computeTypeFor(elementOf(op.getY()), op)));
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 

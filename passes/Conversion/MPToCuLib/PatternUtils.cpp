@@ -79,30 +79,29 @@ std::string strAttrOr(Operation *op, StringRef name, StringRef fallback) {
   return fallback.str();
 }
 
-/// The integer values of a compile-time constant operand.
-std::optional<SmallVector<int64_t>> constantInts(Value v) {
+/// The values of a compile-time constant operand whose attribute is an
+/// `AttrT`, each converted by `convert`.
+template <typename AttrT, typename T, typename Element, typename Convert>
+static std::optional<SmallVector<T>> constantValues(Value v, Convert convert) {
   if (isAbsent(v))
     return std::nullopt;
-  auto attr = dyn_cast_or_null<DenseIntElementsAttr>(getConstantValue(v));
+  auto attr = dyn_cast_or_null<AttrT>(getConstantValue(v));
   if (!attr)
     return std::nullopt;
-  SmallVector<int64_t> values;
-  for (const APInt &i : attr.getValues<APInt>())
-    values.push_back(i.getSExtValue());
+  SmallVector<T> values;
+  for (const Element &e : attr.template getValues<Element>())
+    values.push_back(convert(e));
   return values;
 }
 
-/// The values of a compile-time constant floating-point operand.
+std::optional<SmallVector<int64_t>> constantInts(Value v) {
+  return constantValues<DenseIntElementsAttr, int64_t, APInt>(
+      v, [](const APInt &i) { return i.getSExtValue(); });
+}
+
 std::optional<SmallVector<double>> constantFloats(Value v) {
-  if (isAbsent(v))
-    return std::nullopt;
-  auto attr = dyn_cast_or_null<DenseFPElementsAttr>(getConstantValue(v));
-  if (!attr)
-    return std::nullopt;
-  SmallVector<double> values;
-  for (const APFloat &f : attr.getValues<APFloat>())
-    values.push_back(f.convertToDouble());
-  return values;
+  return constantValues<DenseFPElementsAttr, double, APFloat>(
+      v, [](const APFloat &f) { return f.convertToDouble(); });
 }
 
 ArrayRef<int64_t> shapeOf(Value v) {
