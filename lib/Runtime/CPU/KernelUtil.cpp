@@ -175,6 +175,18 @@ Status checkSpatialRank(std::string_view op, const Shape &xShape) {
   return Status::ok();
 }
 
+Status checkConvRanks(std::string_view op, const Shape &x,
+                      std::string_view aName, const Shape &a,
+                      std::string_view bName, const Shape &b) {
+  if (Status s = checkSpatialRank(op, x); !s)
+    return s;
+  if (a.size() != x.size() || b.size() != x.size())
+    return fail(op, "x " + shapeStr(x) + ", " + std::string(aName) + " " +
+                        shapeStr(a) + " and " + std::string(bName) + " " +
+                        shapeStr(b) + " must have the same rank");
+  return Status::ok();
+}
+
 Status checkConvGroups(std::string_view op, int64_t groups, int64_t inChannels,
                        int64_t outChannels) {
   if (groups < 1 || inChannels % groups || outChannels % groups)

@@ -241,6 +241,11 @@ inline int64_t ceilDiv(int64_t a, int64_t b) {
 
 /// x has N, C and at least one spatial dimension.
 Status checkSpatialRank(std::string_view op, const Shape &xShape);
+/// checkSpatialRank of x, and the tensors `aName` (shape `a`) and `bName`
+/// (shape `b`) have x's rank (conv and its backward / transpose).
+Status checkConvRanks(std::string_view op, const Shape &x,
+                      std::string_view aName, const Shape &a,
+                      std::string_view bName, const Shape &b);
 /// "groups" divides both channel counts (conv and its backward).
 Status checkConvGroups(std::string_view op, int64_t groups, int64_t inChannels,
                        int64_t outChannels);

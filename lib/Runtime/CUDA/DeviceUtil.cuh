@@ -143,50 +143,49 @@ __device__ inline int64_t loadI64(const void *p, int32_t t, int64_t i) {
   }
 }
 
-/// Stores an f32 value rounded once to dtype t (floats; integers truncate).
-__device__ inline void storeF32(void *p, int32_t t, int64_t i, float v) {
+/// An f32 or f64 value rounded once to f16 / bf16.
+__device__ inline __half toHalf(float v) { return __float2half_rn(v); }
+__device__ inline __half toHalf(double v) { return __double2half(v); }
+__device__ inline __nv_bfloat16 toBF16(float v) {
+  return __float2bfloat16_rn(v);
+}
+__device__ inline __nv_bfloat16 toBF16(double v) {
+  return __double2bfloat16(v);
+}
+
+/// Stores an f32 or f64 value (V) rounded once to dtype t (floats; bool:
+/// != 0; other dtypes are not written).
+template <typename V>
+__device__ inline void storeFloat(void *p, int32_t t, int64_t i, V v) {
   switch (t) {
   case kF32:
-    static_cast<float *>(p)[i] = v;
-    return;
-  case kF16:
-    static_cast<__half *>(p)[i] = __float2half_rn(v);
-    return;
-  case kBF16:
-    static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(v);
+    static_cast<float *>(p)[i] = static_cast<float>(v);
     return;
   case kF64:
     static_cast<double *>(p)[i] = v;
     return;
+  case kF16:
+    static_cast<__half *>(p)[i] = toHalf(v);
+    return;
+  case kBF16:
+    static_cast<__nv_bfloat16 *>(p)[i] = toBF16(v);
+    return;
   case kBool:
-    static_cast<uint8_t *>(p)[i] = v != 0.0f;
+    static_cast<uint8_t *>(p)[i] = v != V(0);
     return;
   default:
     return;
   }
 }
 
+/// Stores an f32 value rounded once to dtype t (floats; integers truncate).
+__device__ inline void storeF32(void *p, int32_t t, int64_t i, float v) {
+  storeFloat(p, t, i, v);
+}
+
 /// Stores an f64 value rounded once to dtype t.
 __device__ inline void storeF64(void *p, int32_t t, int64_t i, double v) {
-  switch (t) {
-  case kF64:
-    static_cast<double *>(p)[i] = v;
-    return;
-  case kF32:
-    static_cast<float *>(p)[i] = static_cast<float>(v);
-    return;
-  case kF16:
-    static_cast<__half *>(p)[i] = __double2half(v);
-    return;
-  case kBF16:
-    static_cast<__nv_bfloat16 *>(p)[i] = __double2bfloat16(v);
-    return;
-  case kBool:
-    static_cast<uint8_t *>(p)[i] = v != 0.0;
-    return;
-  default:
-    return;
-  }
+  storeFloat(p, t, i, v);
 }
 
 /// Stores a 64-bit integer wrapped to dtype t (bool: != 0).

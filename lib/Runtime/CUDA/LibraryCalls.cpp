@@ -423,6 +423,22 @@ public:
     return false;
   }
 
+  /// Runs one of cuDNN's _v7 algorithm queries (fn: forward, backward data
+  /// or backward filter, with its Perf struct and algorithm count) on the
+  /// descriptors in its order (the convolution descriptor third) and picks
+  /// into `algo` the first algorithm that fits `limit`; `ok`: whether one
+  /// did.
+  template <typename Perf, int Count, typename Fn, typename D0, typename D1,
+            typename D2>
+  Status query(Fn fn, const char *what, cudnnHandle_t dnn, D0 d0, D1 d1, D2 d2,
+               uint64_t limit, bool &ok) {
+    Perf perf[Count];
+    int n = 0;
+    MP_CUDNN_TRY(fn(dnn, d0, d1, cD, d2, Count, &n, perf), what);
+    ok = pick(perf, n, limit, algo);
+    return Status::ok();
+  }
+
   Status chooseAlgo(const PrepareArgs &a, cudnnMathType_t math) {
     std::string key = convAlgoKey(plan, a.device) + " limit" +
                       std::to_string(a.convWorkspaceLimit);
@@ -440,42 +456,30 @@ public:
     (void)math;
     bool ok = false;
     uint64_t limit = a.convWorkspaceLimit;
+    // One _v7 algorithm query, by the names' parts, with its descriptors in
+    // cuDNN's order. Backward data: w, the incoming gradient (yD), the data
+    // gradient (xD).
+#define MP_CONV_ALGO_QUERY(Perf, Fn, COUNT, d0, d1, d2)                        \
+  query<cudnnConvolution##Perf##AlgoPerf_t,                                    \
+        CUDNN_CONVOLUTION_##COUNT##_ALGO_COUNT>(                               \
+      cudnn().cudnnGetConvolution##Fn##Algorithm_v7,                           \
+      "cudnnGetConvolution" #Fn "Algorithm_v7", a.dnn, d0, d1, d2, limit, ok)
+    Status queried = Status::ok();
     switch (plan.kind) {
-    case ConvKind::Forward: {
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      int n = 0;
-      MP_CUDNN_TRY(cudnn().cudnnGetConvolutionForwardAlgorithm_v7(
-                       a.dnn, xD, wD, cD, yD, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                       &n, perf),
-                   "cudnnGetConvolutionForwardAlgorithm_v7");
-      ok = pick(perf, n, limit, algo);
+    case ConvKind::Forward:
+      queried = MP_CONV_ALGO_QUERY(Fwd, Forward, FWD, xD, wD, yD);
+      break;
+    case ConvKind::BackwardData:
+      queried = MP_CONV_ALGO_QUERY(BwdData, BackwardData, BWD_DATA, wD, yD, xD);
+      break;
+    case ConvKind::BackwardFilter:
+      queried = MP_CONV_ALGO_QUERY(BwdFilter, BackwardFilter, BWD_FILTER, xD,
+                                   yD, wD);
       break;
     }
-    case ConvKind::BackwardData: {
-      cudnnConvolutionBwdDataAlgoPerf_t
-          perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      int n = 0;
-      // Backward data: w, the incoming gradient (yD), the data gradient
-      // (xD).
-      MP_CUDNN_TRY(cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                       a.dnn, wD, yD, cD, xD,
-                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf),
-                   "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      ok = pick(perf, n, limit, algo);
-      break;
-    }
-    case ConvKind::BackwardFilter: {
-      cudnnConvolutionBwdFilterAlgoPerf_t
-          perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      int n = 0;
-      MP_CUDNN_TRY(cudnn().cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                       a.dnn, xD, yD, cD, wD,
-                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf),
-                   "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      ok = pick(perf, n, limit, algo);
-      break;
-    }
-    }
+#undef MP_CONV_ALGO_QUERY
+    if (!queried)
+      return queried;
     if (!ok)
       return Status::error("cuDNN has no algorithm for this convolution "
                            "within the workspace limit of " +
