@@ -190,31 +190,20 @@ __device__ inline void storeF64(void *p, int32_t t, int64_t i, double v) {
 
 /// Stores a 64-bit integer wrapped to dtype t (bool: != 0).
 __device__ inline void storeI64(void *p, int32_t t, int64_t i, int64_t v) {
+  // The integer dtypes, each with its C++ type: v converted to it.
+#define MP_STORE_INT(code, T)                                                  \
+  case code:                                                                   \
+    static_cast<T *>(p)[i] = static_cast<T>(v);                                \
+    return;
   switch (t) {
-  case kI64:
-    static_cast<int64_t *>(p)[i] = v;
-    return;
-  case kU64:
-    static_cast<uint64_t *>(p)[i] = static_cast<uint64_t>(v);
-    return;
-  case kI32:
-    static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
-    return;
-  case kU32:
-    static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v);
-    return;
-  case kI16:
-    static_cast<int16_t *>(p)[i] = static_cast<int16_t>(v);
-    return;
-  case kU16:
-    static_cast<uint16_t *>(p)[i] = static_cast<uint16_t>(v);
-    return;
-  case kI8:
-    static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
-    return;
-  case kU8:
-    static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
-    return;
+    MP_STORE_INT(kI64, int64_t)
+    MP_STORE_INT(kU64, uint64_t)
+    MP_STORE_INT(kI32, int32_t)
+    MP_STORE_INT(kU32, uint32_t)
+    MP_STORE_INT(kI16, int16_t)
+    MP_STORE_INT(kU16, uint16_t)
+    MP_STORE_INT(kI8, int8_t)
+    MP_STORE_INT(kU8, uint8_t)
   case kBool:
     static_cast<uint8_t *>(p)[i] = v != 0;
     return;
@@ -222,6 +211,7 @@ __device__ inline void storeI64(void *p, int32_t t, int64_t i, int64_t v) {
     storeF64(p, t, i, static_cast<double>(v));
     return;
   }
+#undef MP_STORE_INT
 }
 
 // Typed load / store for the compute types of templated kernels.

@@ -40,17 +40,25 @@ Status cudnnStatus(cudnnStatus_t s, const char *what) {
                        cudnn().cudnnGetErrorString(s));
 }
 
-cudnnDataType_t cudnnTypeOf(DType t) {
+/// A library's code (cuDNN's, CUDA's) of the float dtype t: f16, bf16, f64,
+/// and f32 for any other.
+template <typename Code>
+static Code floatTypeCode(DType t, Code f16, Code bf16, Code f64, Code f32) {
   switch (t) {
   case DType::F16:
-    return CUDNN_DATA_HALF;
+    return f16;
   case DType::BF16:
-    return CUDNN_DATA_BFLOAT16;
+    return bf16;
   case DType::F64:
-    return CUDNN_DATA_DOUBLE;
+    return f64;
   default:
-    return CUDNN_DATA_FLOAT;
+    return f32;
   }
+}
+
+cudnnDataType_t cudnnTypeOf(DType t) {
+  return floatTypeCode(t, CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16,
+                       CUDNN_DATA_DOUBLE, CUDNN_DATA_FLOAT);
 }
 
 namespace {
@@ -62,16 +70,7 @@ namespace {
   auto var = var##Result.take()
 
 cudaDataType_t cudaTypeOf(DType t) {
-  switch (t) {
-  case DType::F16:
-    return CUDA_R_16F;
-  case DType::BF16:
-    return CUDA_R_16BF;
-  case DType::F64:
-    return CUDA_R_64F;
-  default:
-    return CUDA_R_32F;
-  }
+  return floatTypeCode(t, CUDA_R_16F, CUDA_R_16BF, CUDA_R_64F, CUDA_R_32F);
 }
 
 //===----------------------------------------------------------------------===//
