@@ -1,4 +1,4 @@
-//===- PlanBuilding.h - appending buffers to a Plan in code -------*- C++ -*-===//
+//===- PlanBuilding.h - appending buffers to a Plan in code ---*- C++ -*-===//
 //
 // Small helpers for code that builds plans by hand (the runtime's unit tests,
 // mp-make-test-plans): append an arena buffer at the end of the arena, or an

@@ -188,8 +188,7 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
                          std::string(dtypeName(residual->dtype)) +
                          "; expected y's dtype " +
                          std::string(dtypeName(y.dtype)));
-  if (Status s = checkConvRanks(kOp, x.shape, "w", w.shape, "y", y.shape);
-      !s)
+  if (Status s = checkConvRanks(kOp, x.shape, "w", w.shape, "y", y.shape); !s)
     return s;
   size_t rank = x.shape.size();
   g.k = static_cast<int>(rank - 2);

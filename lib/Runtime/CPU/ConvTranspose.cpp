@@ -49,8 +49,7 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
   if (bias && bias->dtype != y.dtype && bias->dtype != DType::F32)
     return fail(kOp, "bias has dtype " + std::string(dtypeName(bias->dtype)) +
                          "; expected y's dtype or f32");
-  if (Status s = checkConvRanks(kOp, x.shape, "w", w.shape, "y", y.shape);
-      !s)
+  if (Status s = checkConvRanks(kOp, x.shape, "w", w.shape, "y", y.shape); !s)
     return s;
   size_t rank = x.shape.size();
   g.k = static_cast<int>(rank - 2);

@@ -242,12 +242,9 @@ planScatterElements(const PlanCall &call, const std::vector<TensorDesc> &ops,
 Result<ResizeParams> planResize(const PlanCall &call,
                                 const std::vector<TensorDesc> &ops,
                                 const std::vector<TensorDesc> &res) {
-  if (Status s = arity(ops, res, 1, 1, 1, 1); !s)
-    return s;
-  MP_TRY(o, cpu::resizeOptionsOf(call));
+  MP_TRY(o, checkedUnaryOptions(call, ops, res, cpu::resizeOptionsOf,
+                                cpu::checkResize));
   const TensorDesc &x = ops[0], &y = res[0];
-  if (Status s = cpu::checkResize(viewOf(x), viewOf(y), o); !s)
-    return s;
   if (Status s = checkRank("resize", x.shape); !s)
     return s;
   ResizeParams p;

@@ -12,8 +12,8 @@
 // Bad indices are recorded in the call's DeviceError.
 //
 //===----------------------------------------------------------------------===//
-#include "DeviceUtil.cuh"
 #include "../ResizeMath.h"
+#include "DeviceUtil.cuh"
 
 #include <cmath>
 

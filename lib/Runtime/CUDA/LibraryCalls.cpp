@@ -472,8 +472,8 @@ public:
       queried = MP_CONV_ALGO_QUERY(BwdData, BackwardData, BWD_DATA, wD, yD, xD);
       break;
     case ConvKind::BackwardFilter:
-      queried = MP_CONV_ALGO_QUERY(BwdFilter, BackwardFilter, BWD_FILTER, xD,
-                                   yD, wD);
+      queried =
+          MP_CONV_ALGO_QUERY(BwdFilter, BackwardFilter, BWD_FILTER, xD, yD, wD);
       break;
     }
 #undef MP_CONV_ALGO_QUERY

@@ -157,6 +157,21 @@ Status bindBuffers(const PlanCall &call, const std::vector<Buffer> &given,
   return Status::ok();
 }
 
+/// bindBuffers of a call's operands (into `in`) and results (into `out`).
+template <size_t N, size_t M, typename Buffer>
+Status bindCallBuffers(const PlanCall &call,
+                       const std::vector<Buffer> &operands,
+                       const std::array<BufferSpec, N> &operandSpecs,
+                       std::array<const Buffer *, N> &in,
+                       const std::vector<Buffer> &results,
+                       const std::array<BufferSpec, M> &resultSpecs,
+                       std::array<const Buffer *, M> &out) {
+  if (Status s = bindBuffers<N>(call, operands, "operands", operandSpecs, in);
+      !s)
+    return s;
+  return bindBuffers<M>(call, results, "results", resultSpecs, out);
+}
+
 /// In a function returning Status: `auto var = *expr` for a Result `expr`,
 /// or return its error.
 #define MP_RT_TRY_ASSIGN(var, expr)                                            \

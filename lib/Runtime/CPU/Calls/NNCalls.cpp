@@ -80,12 +80,9 @@ namespace {
 Status rnnCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 8> in;
-  if (Status s =
-          bindBuffers<8>(call, args.operands, "operands", kRnnOperands, in);
-      !s)
-    return s;
   std::array<const TensorView *, 3> out;
-  if (Status s = bindBuffers<3>(call, args.results, "results", kRnnResults, out);
+  if (Status s = bindCallBuffers(call, args.operands, kRnnOperands, in,
+                                 args.results, kRnnResults, out);
       !s)
     return s;
   MP_RT_TRY_ASSIGN(o, rnnOptionsOf(call));
@@ -160,14 +157,10 @@ Status lrnCall(const CallArgs &args) {
 Status layerNormCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 3> in;
-  if (Status s = bindBuffers<3>(
-          call, args.operands, "operands",
-          {{{"x", false}, {"scale", false}, {"bias", true}}}, in);
-      !s)
-    return s;
   std::array<const TensorView *, 3> out;
-  if (Status s = bindBuffers<3>(
-          call, args.results, "results",
+  if (Status s = bindCallBuffers(
+          call, args.operands,
+          {{{"x", false}, {"scale", false}, {"bias", true}}}, in, args.results,
           {{{"y", false}, {"mean", true}, {"inv_std_dev", true}}}, out);
       !s)
     return s;

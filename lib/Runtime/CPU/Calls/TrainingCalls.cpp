@@ -237,13 +237,9 @@ Status checkPlainLstm(const PlanCall &call, size_t dirs) {
 Status lstmBwdCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 9> in;
-  if (Status s = bindBuffers<9>(call, args.operands, "operands",
-                                kLstmBwdOperands, in);
-      !s)
-    return s;
   std::array<const TensorView *, 6> out;
-  if (Status s =
-          bindBuffers<6>(call, args.results, "results", kLstmBwdResults, out);
+  if (Status s = bindCallBuffers(call, args.operands, kLstmBwdOperands, in,
+                                 args.results, kLstmBwdResults, out);
       !s)
     return s;
   MP_RT_TRY_ASSIGN(o, lstmBackwardOptionsOf(call));
@@ -329,13 +325,9 @@ Status lossScaleUpdateCall(const CallArgs &args) {
 Status sgdStepCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 2> in;
-  if (Status s = bindBuffers<2>(call, args.operands, "operands",
-                                kOptimizerOperands, in);
-      !s)
-    return s;
   std::array<const TensorView *, 3> out;
-  if (Status s =
-          bindBuffers<3>(call, args.results, "results", kSgdResults, out);
+  if (Status s = bindCallBuffers(call, args.operands, kOptimizerOperands, in,
+                                 args.results, kSgdResults, out);
       !s)
     return s;
   MP_RT_TRY_ASSIGN(config, sgdConfigOf(call, out[1] != nullptr));
