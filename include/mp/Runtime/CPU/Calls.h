@@ -63,6 +63,10 @@ private:
   std::map<std::string, CallFn> fns_;
 };
 
+/// One line of a family's registration list, in add*Calls(CallTable
+/// &table): `fn` implements the call kind `kind`.
+#define MP_ADD_CALL(kind, fn) table.add((kind), (fn))
+
 /// All CPU call implementations.
 const CallTable &cpuCallTable();
 

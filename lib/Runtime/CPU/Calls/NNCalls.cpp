@@ -234,16 +234,16 @@ Status hardmaxCall(const CallArgs &args) {
 } // namespace
 
 void addNNCalls(CallTable &table) {
-  table.add("cudnn.rnn", rnnCall);
-  table.add("cudnn.conv_bwd_data", convBwdDataCall);
-  table.add("cudnn.lrn", lrnCall);
-  table.add("kernel.layer_norm", layerNormCall);
-  table.add("kernel.instance_norm", instanceNormCall);
-  table.add("kernel.nll_loss", nllLossCall);
-  table.add("kernel.topk", topkCall);
-  table.add("kernel.cumsum", cumsumCall);
-  table.add("kernel.trilu", triluCall);
-  table.add("kernel.hardmax", hardmaxCall);
+  MP_ADD_CALL("cudnn.rnn", rnnCall);
+  MP_ADD_CALL("cudnn.conv_bwd_data", convBwdDataCall);
+  MP_ADD_CALL("cudnn.lrn", lrnCall);
+  MP_ADD_CALL("kernel.layer_norm", layerNormCall);
+  MP_ADD_CALL("kernel.instance_norm", instanceNormCall);
+  MP_ADD_CALL("kernel.nll_loss", nllLossCall);
+  MP_ADD_CALL("kernel.topk", topkCall);
+  MP_ADD_CALL("kernel.cumsum", cumsumCall);
+  MP_ADD_CALL("kernel.trilu", triluCall);
+  MP_ADD_CALL("kernel.hardmax", hardmaxCall);
 }
 
 } // namespace mp::rt::cpu

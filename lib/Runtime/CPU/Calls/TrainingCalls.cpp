@@ -535,16 +535,16 @@ Result<LstmBackwardOptions> lstmBackwardOptionsOf(const PlanCall &call) {
 }
 
 void addTrainingCalls(CallTable &table) {
-  table.add("cudnn.conv_bwd_filter", convBwdFilterCall);
-  table.add("cudnn.pool_bwd", poolBwdCall);
-  table.add("cudnn.batch_norm_bwd", batchNormBwdCall);
-  table.add("kernel.softmax_cross_entropy_grad", softmaxCrossEntropyGradCall);
-  table.add("kernel.nll_loss_grad", nllLossGradCall);
-  table.add("kernel.lstm_bwd", lstmBwdCall);
-  table.add("kernel.unscale_check_finite", unscaleCheckFiniteCall);
-  table.add("kernel.loss_scale_update", lossScaleUpdateCall);
-  table.add("kernel.sgd_step", sgdStepCall);
-  table.add("kernel.adam_step", adamStepCall);
+  MP_ADD_CALL("cudnn.conv_bwd_filter", convBwdFilterCall);
+  MP_ADD_CALL("cudnn.pool_bwd", poolBwdCall);
+  MP_ADD_CALL("cudnn.batch_norm_bwd", batchNormBwdCall);
+  MP_ADD_CALL("kernel.softmax_cross_entropy_grad", softmaxCrossEntropyGradCall);
+  MP_ADD_CALL("kernel.nll_loss_grad", nllLossGradCall);
+  MP_ADD_CALL("kernel.lstm_bwd", lstmBwdCall);
+  MP_ADD_CALL("kernel.unscale_check_finite", unscaleCheckFiniteCall);
+  MP_ADD_CALL("kernel.loss_scale_update", lossScaleUpdateCall);
+  MP_ADD_CALL("kernel.sgd_step", sgdStepCall);
+  MP_ADD_CALL("kernel.adam_step", adamStepCall);
 }
 
 } // namespace mp::rt::cpu
