@@ -291,13 +291,13 @@ Result<ResizeParams> planResize(const PlanCall &call,
 
 const std::vector<TopicPlanner> &planning::dataPlanners() {
   static const std::vector<TopicPlanner> planners = {
-      {"kernel.trilu", statusOf<planTrilu>},
-      {"kernel.tile", statusOf<planTile>},
-      {"kernel.pad", statusOf<planPad>},
-      {"kernel.gather_elements", statusOf<planGatherElements>},
-      {"kernel.gather_nd", statusOf<planGatherND>},
-      {"kernel.scatter_elements", statusOf<planScatterElements>},
-      {"kernel.resize", statusOf<planResize>},
+      MP_TOPIC_PLANNER("kernel.trilu", planTrilu),
+      MP_TOPIC_PLANNER("kernel.tile", planTile),
+      MP_TOPIC_PLANNER("kernel.pad", planPad),
+      MP_TOPIC_PLANNER("kernel.gather_elements", planGatherElements),
+      MP_TOPIC_PLANNER("kernel.gather_nd", planGatherND),
+      MP_TOPIC_PLANNER("kernel.scatter_elements", planScatterElements),
+      MP_TOPIC_PLANNER("kernel.resize", planResize),
   };
   return planners;
 }

@@ -370,14 +370,14 @@ Result<ScanParams> planHardmax(const PlanCall &call,
 
 const std::vector<TopicPlanner> &planning::nnPlanners() {
   static const std::vector<TopicPlanner> planners = {
-      {"kernel.layer_norm", statusOf<planLayerNorm>},
-      {"kernel.instance_norm", statusOf<planInstanceNorm>},
-      {"cudnn.lrn", statusOf<planLrn>},
-      {"cudnn.rnn", statusOf<planRnn>},
-      {"kernel.lstm_bwd", statusOf<planLstmBwd>},
-      {"kernel.topk", statusOf<planTopk>},
-      {"kernel.cumsum", statusOf<planCumsum>},
-      {"kernel.hardmax", statusOf<planHardmax>},
+      MP_TOPIC_PLANNER("kernel.layer_norm", planLayerNorm),
+      MP_TOPIC_PLANNER("kernel.instance_norm", planInstanceNorm),
+      MP_TOPIC_PLANNER("cudnn.lrn", planLrn),
+      MP_TOPIC_PLANNER("cudnn.rnn", planRnn),
+      MP_TOPIC_PLANNER("kernel.lstm_bwd", planLstmBwd),
+      MP_TOPIC_PLANNER("kernel.topk", planTopk),
+      MP_TOPIC_PLANNER("kernel.cumsum", planCumsum),
+      MP_TOPIC_PLANNER("kernel.hardmax", planHardmax),
   };
   return planners;
 }

@@ -352,26 +352,26 @@ Result<std::unique_ptr<PreparedCall>> prepareAdam(const PrepareArgs &a) {
 } // namespace
 
 void addKernelCalls(std::map<std::string, PrepareFn> &t) {
-  t["kernel.elementwise"] = prepareElementwise;
-  t["kernel.cast"] = prepareCast;
-  t["kernel.copy"] = prepareCopy;
-  t["kernel.transpose"] = prepareTranspose;
-  t["kernel.broadcast"] = prepareBroadcast;
-  t["kernel.slice"] = prepareSlice;
-  t["kernel.concat"] = prepareConcat;
-  t["kernel.reduce"] = prepareReduce;
-  t["cudnn.softmax"] = prepareSoftmax;
-  t["cudnn.pool"] = preparePoolFwd;
-  t["cudnn.pool_bwd"] = preparePoolBwd;
-  t["kernel.gather"] = prepareGather;
-  t["kernel.scatter_nd"] = prepareScatterND;
-  t["kernel.nll_loss"] = prepareNll;
-  t["kernel.nll_loss_grad"] = prepareNllGrad;
-  t["kernel.softmax_cross_entropy_grad"] = prepareSceGrad;
-  t["kernel.unscale_check_finite"] = prepareUnscale;
-  t["kernel.loss_scale_update"] = prepareLossScale;
-  t["kernel.sgd_step"] = prepareSgd;
-  t["kernel.adam_step"] = prepareAdam;
+  MP_ADD_PREPARE("kernel.elementwise", prepareElementwise);
+  MP_ADD_PREPARE("kernel.cast", prepareCast);
+  MP_ADD_PREPARE("kernel.copy", prepareCopy);
+  MP_ADD_PREPARE("kernel.transpose", prepareTranspose);
+  MP_ADD_PREPARE("kernel.broadcast", prepareBroadcast);
+  MP_ADD_PREPARE("kernel.slice", prepareSlice);
+  MP_ADD_PREPARE("kernel.concat", prepareConcat);
+  MP_ADD_PREPARE("kernel.reduce", prepareReduce);
+  MP_ADD_PREPARE("cudnn.softmax", prepareSoftmax);
+  MP_ADD_PREPARE("cudnn.pool", preparePoolFwd);
+  MP_ADD_PREPARE("cudnn.pool_bwd", preparePoolBwd);
+  MP_ADD_PREPARE("kernel.gather", prepareGather);
+  MP_ADD_PREPARE("kernel.scatter_nd", prepareScatterND);
+  MP_ADD_PREPARE("kernel.nll_loss", prepareNll);
+  MP_ADD_PREPARE("kernel.nll_loss_grad", prepareNllGrad);
+  MP_ADD_PREPARE("kernel.softmax_cross_entropy_grad", prepareSceGrad);
+  MP_ADD_PREPARE("kernel.unscale_check_finite", prepareUnscale);
+  MP_ADD_PREPARE("kernel.loss_scale_update", prepareLossScale);
+  MP_ADD_PREPARE("kernel.sgd_step", prepareSgd);
+  MP_ADD_PREPARE("kernel.adam_step", prepareAdam);
 }
 
 const std::map<std::string, PrepareFn> &cudaCallTable() {

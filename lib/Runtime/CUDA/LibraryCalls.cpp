@@ -627,10 +627,10 @@ ConvAlgoCacheStats convAlgoCacheStats() {
 }
 
 void addLibraryCalls(std::map<std::string, PrepareFn> &t) {
-  t["cublaslt.matmul"] = prepareMatmul;
-  t["cudnn.conv_fwd"] = prepareConvFwd;
-  t["cudnn.conv_bwd_data"] = prepareConvBwdData;
-  t["cudnn.conv_bwd_filter"] = prepareConvBwdFilter;
+  MP_ADD_PREPARE("cublaslt.matmul", prepareMatmul);
+  MP_ADD_PREPARE("cudnn.conv_fwd", prepareConvFwd);
+  MP_ADD_PREPARE("cudnn.conv_bwd_data", prepareConvBwdData);
+  MP_ADD_PREPARE("cudnn.conv_bwd_filter", prepareConvBwdFilter);
 }
 
 } // namespace mp::rt::cuda

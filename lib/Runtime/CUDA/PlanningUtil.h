@@ -202,6 +202,9 @@ struct TopicPlanner {
                  const std::vector<TensorDesc> &results);
 };
 const std::vector<TopicPlanner> &nnPlanners();
+/// One entry of nnPlanners() / dataPlanners(): the call kind `kind` is
+/// planned by `planner`.
+#define MP_TOPIC_PLANNER(kind, planner) {(kind), statusOf<planner>}
 const std::vector<TopicPlanner> &dataPlanners();
 
 /// A planner's Result as a Status (for TopicPlanner tables).
