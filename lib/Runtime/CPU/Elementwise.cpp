@@ -768,109 +768,64 @@ BlockFn identityFn(DType t) {
 BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
   using F = ElementwiseFn;
   constexpr unsigned kFloatsSigned = kFloats | kSigned;
+  // fn computed by select<Op, dtypes>(t): one a line.
+#define MP_SELECT(fn, select, Op, dtypes)                                      \
+  case F::fn:                                                                  \
+    return select<Op, dtypes>(t);
   switch (fn) {
   case F::Identity:
     return identityFn(t);
-  case F::Abs:
-    return unaryFn<OpAbs, kNumeric>(t);
-  case F::Neg:
-    return unaryFn<OpNeg, kFloatsSigned>(t);
-  case F::Exp:
-    return unaryFn<OpExp, kFloats>(t);
-  case F::Log:
-    return unaryFn<OpLog, kFloats>(t);
-  case F::Sqrt:
-    return unaryFn<OpSqrt, kFloats>(t);
-  case F::Reciprocal:
-    return unaryFn<OpReciprocal, kFloats>(t);
-  case F::Relu:
-    return unaryFn<OpRelu, kFloatsSigned>(t);
-  case F::Sigmoid:
-    return unaryFn<OpSigmoid, kFloats>(t);
-  case F::Tanh:
-    return unaryFn<OpTanh, kFloats>(t);
-  case F::Erf:
-    return unaryFn<OpErf, kFloats>(t);
-  case F::Floor:
-    return unaryFn<OpFloor, kFloats>(t);
-  case F::Ceil:
-    return unaryFn<OpCeil, kFloats>(t);
-  case F::Round:
-    return unaryFn<OpRound, kFloats>(t);
-  case F::Sign:
-    return unaryFn<OpSign, kNumeric>(t);
-  case F::Sin:
-    return unaryFn<OpSin, kFloats>(t);
-  case F::Cos:
-    return unaryFn<OpCos, kFloats>(t);
-  case F::Tan:
-    return unaryFn<OpTan, kFloats>(t);
-  case F::Asin:
-    return unaryFn<OpAsin, kFloats>(t);
-  case F::Acos:
-    return unaryFn<OpAcos, kFloats>(t);
-  case F::Atan:
-    return unaryFn<OpAtan, kFloats>(t);
-  case F::Sinh:
-    return unaryFn<OpSinh, kFloats>(t);
-  case F::Cosh:
-    return unaryFn<OpCosh, kFloats>(t);
-  case F::Asinh:
-    return unaryFn<OpAsinh, kFloats>(t);
-  case F::Acosh:
-    return unaryFn<OpAcosh, kFloats>(t);
-  case F::Atanh:
-    return unaryFn<OpAtanh, kFloats>(t);
-  case F::Softplus:
-    return unaryFn<OpSoftplus, kFloats>(t);
-  case F::Softsign:
-    return unaryFn<OpSoftsign, kFloats>(t);
-  case F::HardSwish:
-    return unaryFn<OpHardSwish, kFloats>(t);
-  case F::Gelu:
-    return unaryFn<OpGelu, kFloats>(t);
-  case F::GeluTanh:
-    return unaryFn<OpGeluTanh, kFloats>(t);
-  case F::Not:
-    return unaryFn<OpNot, kBool>(t);
-  case F::IsNan:
-    return unaryFn<OpIsNan, kFloats>(t);
-  case F::IsInf:
-    return unaryFn<OpIsInf, kFloats>(t);
-  case F::LeakyRelu:
-    return unaryFn<OpLeakyRelu, kFloats>(t);
-  case F::Elu:
-    return unaryFn<OpElu, kFloats>(t);
-  case F::Celu:
-    return unaryFn<OpCelu, kFloats>(t);
-  case F::Selu:
-    return unaryFn<OpSelu, kFloats>(t);
-  case F::HardSigmoid:
-    return unaryFn<OpHardSigmoid, kFloats>(t);
-  case F::ThresholdedRelu:
-    return unaryFn<OpThresholdedRelu, kFloats>(t);
-  case F::Shrink:
-    return unaryFn<OpShrink, kNumeric>(t);
-  case F::Add:
-    return binaryFn<OpAdd, kNumeric>(t);
-  case F::Sub:
-    return binaryFn<OpSub, kNumeric>(t);
-  case F::Mul:
-    return binaryFn<OpMul, kNumeric>(t);
-  case F::Div:
-    return binaryFn<OpDiv, kNumeric>(t);
+    MP_SELECT(Abs, unaryFn, OpAbs, kNumeric)
+    MP_SELECT(Neg, unaryFn, OpNeg, kFloatsSigned)
+    MP_SELECT(Exp, unaryFn, OpExp, kFloats)
+    MP_SELECT(Log, unaryFn, OpLog, kFloats)
+    MP_SELECT(Sqrt, unaryFn, OpSqrt, kFloats)
+    MP_SELECT(Reciprocal, unaryFn, OpReciprocal, kFloats)
+    MP_SELECT(Relu, unaryFn, OpRelu, kFloatsSigned)
+    MP_SELECT(Sigmoid, unaryFn, OpSigmoid, kFloats)
+    MP_SELECT(Tanh, unaryFn, OpTanh, kFloats)
+    MP_SELECT(Erf, unaryFn, OpErf, kFloats)
+    MP_SELECT(Floor, unaryFn, OpFloor, kFloats)
+    MP_SELECT(Ceil, unaryFn, OpCeil, kFloats)
+    MP_SELECT(Round, unaryFn, OpRound, kFloats)
+    MP_SELECT(Sign, unaryFn, OpSign, kNumeric)
+    MP_SELECT(Sin, unaryFn, OpSin, kFloats)
+    MP_SELECT(Cos, unaryFn, OpCos, kFloats)
+    MP_SELECT(Tan, unaryFn, OpTan, kFloats)
+    MP_SELECT(Asin, unaryFn, OpAsin, kFloats)
+    MP_SELECT(Acos, unaryFn, OpAcos, kFloats)
+    MP_SELECT(Atan, unaryFn, OpAtan, kFloats)
+    MP_SELECT(Sinh, unaryFn, OpSinh, kFloats)
+    MP_SELECT(Cosh, unaryFn, OpCosh, kFloats)
+    MP_SELECT(Asinh, unaryFn, OpAsinh, kFloats)
+    MP_SELECT(Acosh, unaryFn, OpAcosh, kFloats)
+    MP_SELECT(Atanh, unaryFn, OpAtanh, kFloats)
+    MP_SELECT(Softplus, unaryFn, OpSoftplus, kFloats)
+    MP_SELECT(Softsign, unaryFn, OpSoftsign, kFloats)
+    MP_SELECT(HardSwish, unaryFn, OpHardSwish, kFloats)
+    MP_SELECT(Gelu, unaryFn, OpGelu, kFloats)
+    MP_SELECT(GeluTanh, unaryFn, OpGeluTanh, kFloats)
+    MP_SELECT(Not, unaryFn, OpNot, kBool)
+    MP_SELECT(IsNan, unaryFn, OpIsNan, kFloats)
+    MP_SELECT(IsInf, unaryFn, OpIsInf, kFloats)
+    MP_SELECT(LeakyRelu, unaryFn, OpLeakyRelu, kFloats)
+    MP_SELECT(Elu, unaryFn, OpElu, kFloats)
+    MP_SELECT(Celu, unaryFn, OpCelu, kFloats)
+    MP_SELECT(Selu, unaryFn, OpSelu, kFloats)
+    MP_SELECT(HardSigmoid, unaryFn, OpHardSigmoid, kFloats)
+    MP_SELECT(ThresholdedRelu, unaryFn, OpThresholdedRelu, kFloats)
+    MP_SELECT(Shrink, unaryFn, OpShrink, kNumeric)
+    MP_SELECT(Add, binaryFn, OpAdd, kNumeric)
+    MP_SELECT(Sub, binaryFn, OpSub, kNumeric)
+    MP_SELECT(Mul, binaryFn, OpMul, kNumeric)
+    MP_SELECT(Div, binaryFn, OpDiv, kNumeric)
   case F::Pow:
     return powFn(t);
-  case F::Mod:
-    return binaryFn<OpMod, kNumeric>(t);
-  case F::Fmod:
-    return binaryFn<OpFmod, kNumeric>(t);
-  case F::PRelu:
-    return binaryFn<OpPRelu, kNumeric>(t);
-  case F::BitShiftLeft:
-    return binaryFn<OpShl, kUnsigned>(t);
-  case F::BitShiftRight:
-    return binaryFn<OpShr, kUnsigned>(t);
+    MP_SELECT(Mod, binaryFn, OpMod, kNumeric)
+    MP_SELECT(Fmod, binaryFn, OpFmod, kNumeric)
+    MP_SELECT(PRelu, binaryFn, OpPRelu, kNumeric)
+    MP_SELECT(BitShiftLeft, binaryFn, OpShl, kUnsigned)
+    MP_SELECT(BitShiftRight, binaryFn, OpShr, kUnsigned)
   case F::Equal:
     return compareFn<OpEqual>(t);
   case F::Less:
@@ -881,12 +836,9 @@ BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
     return compareFn<OpLessEqual>(t);
   case F::GreaterEqual:
     return compareFn<OpGreaterEqual>(t);
-  case F::And:
-    return binaryFn<OpAnd, kBool>(t);
-  case F::Or:
-    return binaryFn<OpOr, kBool>(t);
-  case F::Xor:
-    return binaryFn<OpXor, kBool>(t);
+    MP_SELECT(And, binaryFn, OpAnd, kBool)
+    MP_SELECT(Or, binaryFn, OpOr, kBool)
+    MP_SELECT(Xor, binaryFn, OpXor, kBool)
   case F::Where:
     return whereFn(t);
   case F::Clip:
@@ -901,6 +853,7 @@ BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
     return variadicFn<OpMin, false, kNumeric>(t);
   }
   return nullptr;
+#undef MP_SELECT
 }
 
 enum class Kind { Unary, Binary, Compare, BoolResult, Where, Clip, Variadic };
