@@ -856,7 +856,7 @@ BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
 #undef MP_SELECT
 }
 
-enum class Kind { Unary, Binary, Compare, BoolResult, Where, Clip, Variadic };
+using Kind = ElementwiseKind;
 
 Kind kindOf(ElementwiseFn fn) {
   using F = ElementwiseFn;
@@ -991,32 +991,9 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
                    const TensorView &y, const ElementwiseParams &params) {
   const std::string op = "elementwise " + std::string(elementwiseFnName(fn));
   Kind kind = kindOf(fn);
-  size_t minIn = 1, maxIn = 1;
-  switch (kind) {
-  case Kind::Unary:
-  case Kind::BoolResult:
-    break;
-  case Kind::Binary:
-  case Kind::Compare:
-    minIn = maxIn = 2;
-    break;
-  case Kind::Where:
-    minIn = maxIn = 3;
-    break;
-  case Kind::Clip:
-    maxIn = 3;
-    break;
-  case Kind::Variadic:
-    maxIn = std::numeric_limits<size_t>::max();
-    break;
-  }
   size_t n = inputs.size();
-  if (n < minIn || n > maxIn || (kind == Kind::Clip && n == 2))
-    return fail(op, std::string("expects ") +
-                        (kind == Kind::Variadic ? "1 or more"
-                         : kind == Kind::Clip   ? "1 (x) or 3 (x, min, max)"
-                                                : std::to_string(minIn)) +
-                        " inputs, got " + std::to_string(n));
+  if (Status s = checkElementwiseInputCount(op, kind, n); !s)
+    return s;
   for (size_t k = 0; k < n; ++k)
     if (Status s = checkView(op, "input " + std::to_string(k), inputs[k]); !s)
       return s;
@@ -1024,25 +1001,14 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
     return s;
 
   // Dtypes: t is the dtype the function computes on.
-  DType t = kind == Kind::Where ? inputs[1].dtype : inputs[0].dtype;
-  bool boolY = kind == Kind::Compare || kind == Kind::BoolResult;
-  for (size_t k = 0; k < n; ++k) {
-    DType want = t;
-    if (kind == Kind::Where && k == 0)
-      want = DType::Bool;
-    if (fn == ElementwiseFn::Pow && k == 1) {
-      if (inputs[1].dtype == DType::Bool || byteSize(inputs[1].dtype) == 0)
-        return fail(op, "the exponent has dtype " + dt(inputs[1].dtype) +
-                            "; expected a numeric dtype");
-      continue;
-    }
-    if (inputs[k].dtype != want)
-      return fail(op, "input " + std::to_string(k) + " has dtype " +
-                          dt(inputs[k].dtype) + "; expected " + dt(want));
-  }
-  DType yWant = boolY ? DType::Bool : t;
-  if (y.dtype != yWant)
-    return fail(op, "y has dtype " + dt(y.dtype) + "; expected " + dt(yWant));
+  std::vector<DType> inDtypes;
+  for (const TensorView &v : inputs)
+    inDtypes.push_back(v.dtype);
+  Result<DType> computed =
+      checkElementwiseDtypes(op, fn, kind, inDtypes, y.dtype);
+  if (!computed)
+    return computed.status();
+  DType t = *computed;
   BlockFn block = selectBlockFn(fn, t, n);
   if (!block)
     return fail(op, "does not take dtype " + dt(t));

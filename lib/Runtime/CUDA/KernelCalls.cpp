@@ -45,36 +45,25 @@ Result<std::unique_ptr<PreparedCall>> prepareElementwise(const PrepareArgs &a) {
     // convertValue of alpha / beta).
     DType t = a.operands[0].dtype;
     double lo = 0, hi = 0;
+    // The range [lo, hi] of each integer dtype (i64: the doubles within it).
+#define MP_RANGE(dtype, lower, upper)                                              \
+  case DType::dtype:                                                           \
+    lo = lower;                                                                \
+    hi = upper;                                                                \
+    break;
     switch (t) {
-    case DType::I8:
-      lo = -128;
-      hi = 127;
-      break;
-    case DType::I16:
-      lo = -32768;
-      hi = 32767;
-      break;
-    case DType::I32:
-      lo = -2147483648.0;
-      hi = 2147483647.0;
-      break;
-    case DType::U8:
-      lo = 0;
-      hi = 255;
-      break;
-    case DType::U16:
-      lo = 0;
-      hi = 65535;
-      break;
-    case DType::U32:
-      lo = 0;
-      hi = 4294967295.0;
-      break;
+      MP_RANGE(I8, -128, 127)
+      MP_RANGE(I16, -32768, 32767)
+      MP_RANGE(I32, -2147483648.0, 2147483647.0)
+      MP_RANGE(U8, 0, 255)
+      MP_RANGE(U16, 0, 65535)
+      MP_RANGE(U32, 0, 4294967295.0)
     default:
       lo = -9223372036854775808.0;
       hi = 9223372036854774784.0;
       break;
     }
+#undef MP_RANGE
     auto sat = [&](double v) {
       if (!(v == v))
         return 0.0;
