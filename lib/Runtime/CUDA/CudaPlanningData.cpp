@@ -285,21 +285,4 @@ Result<ResizeParams> planResize(const PlanCall &call,
   return p;
 }
 
-//===----------------------------------------------------------------------===//
-// The planners of this file
-//===----------------------------------------------------------------------===//
-
-const std::vector<TopicPlanner> &planning::dataPlanners() {
-  static const std::vector<TopicPlanner> planners = {
-      MP_TOPIC_PLANNER("kernel.trilu", planTrilu),
-      MP_TOPIC_PLANNER("kernel.tile", planTile),
-      MP_TOPIC_PLANNER("kernel.pad", planPad),
-      MP_TOPIC_PLANNER("kernel.gather_elements", planGatherElements),
-      MP_TOPIC_PLANNER("kernel.gather_nd", planGatherND),
-      MP_TOPIC_PLANNER("kernel.scatter_elements", planScatterElements),
-      MP_TOPIC_PLANNER("kernel.resize", planResize),
-  };
-  return planners;
-}
-
 } // namespace mp::rt::cuda

@@ -364,22 +364,4 @@ Result<ScanParams> planHardmax(const PlanCall &call,
   return p;
 }
 
-//===----------------------------------------------------------------------===//
-// The planners of this file
-//===----------------------------------------------------------------------===//
-
-const std::vector<TopicPlanner> &planning::nnPlanners() {
-  static const std::vector<TopicPlanner> planners = {
-      MP_TOPIC_PLANNER("kernel.layer_norm", planLayerNorm),
-      MP_TOPIC_PLANNER("kernel.instance_norm", planInstanceNorm),
-      MP_TOPIC_PLANNER("cudnn.lrn", planLrn),
-      MP_TOPIC_PLANNER("cudnn.rnn", planRnn),
-      MP_TOPIC_PLANNER("kernel.lstm_bwd", planLstmBwd),
-      MP_TOPIC_PLANNER("kernel.topk", planTopk),
-      MP_TOPIC_PLANNER("kernel.cumsum", planCumsum),
-      MP_TOPIC_PLANNER("kernel.hardmax", planHardmax),
-  };
-  return planners;
-}
-
 } // namespace mp::rt::cuda

@@ -195,17 +195,12 @@ auto bindAndCheck(const PlanCall &call, const std::vector<TensorDesc> &ops,
 
 /// The planners of the files by topic (CudaPlanningNN.cpp,
 /// CudaPlanningData.cpp): cudaCallKinds() lists their kinds and planCall()
-/// runs them.
+/// runs them (topicPlanners(), CudaPlanning.cpp).
 struct TopicPlanner {
   const char *kind;
   Status (*plan)(const PlanCall &call, const std::vector<TensorDesc> &operands,
                  const std::vector<TensorDesc> &results);
 };
-const std::vector<TopicPlanner> &nnPlanners();
-/// One entry of nnPlanners() / dataPlanners(): the call kind `kind` is
-/// planned by `planner`.
-#define MP_TOPIC_PLANNER(kind, planner) {(kind), statusOf<planner>}
-const std::vector<TopicPlanner> &dataPlanners();
 
 /// A planner's Result as a Status (for TopicPlanner tables).
 template <auto Planner>
