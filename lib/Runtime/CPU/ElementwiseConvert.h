@@ -91,10 +91,10 @@ template <typename S, typename C> struct Ty {
 /// f64 in f64); false for other dtypes.
 template <typename F> bool visitFloat(DType t, F &&f) {
   switch (t) {
-  MP_VISIT_CASE(F32, float, float)
-  MP_VISIT_CASE(F16, Half, float)
-  MP_VISIT_CASE(BF16, BFloat16, float)
-  MP_VISIT_CASE(F64, double, double)
+    MP_VISIT_CASE(F32, float, float)
+    MP_VISIT_CASE(F16, Half, float)
+    MP_VISIT_CASE(BF16, BFloat16, float)
+    MP_VISIT_CASE(F64, double, double)
   default:
     return false;
   }
@@ -106,20 +106,20 @@ template <bool Signed, bool Unsigned, typename F>
 bool visitInt(DType t, F &&f) {
   if constexpr (Signed) {
     switch (t) {
-    MP_VISIT_CASE(I8, int8_t, int8_t)
-    MP_VISIT_CASE(I16, int16_t, int16_t)
-    MP_VISIT_CASE(I32, int32_t, int32_t)
-    MP_VISIT_CASE(I64, int64_t, int64_t)
+      MP_VISIT_CASE(I8, int8_t, int8_t)
+      MP_VISIT_CASE(I16, int16_t, int16_t)
+      MP_VISIT_CASE(I32, int32_t, int32_t)
+      MP_VISIT_CASE(I64, int64_t, int64_t)
     default:
       break;
     }
   }
   if constexpr (Unsigned) {
     switch (t) {
-    MP_VISIT_CASE(U8, uint8_t, uint8_t)
-    MP_VISIT_CASE(U16, uint16_t, uint16_t)
-    MP_VISIT_CASE(U32, uint32_t, uint32_t)
-    MP_VISIT_CASE(U64, uint64_t, uint64_t)
+      MP_VISIT_CASE(U8, uint8_t, uint8_t)
+      MP_VISIT_CASE(U16, uint16_t, uint16_t)
+      MP_VISIT_CASE(U32, uint32_t, uint32_t)
+      MP_VISIT_CASE(U64, uint64_t, uint64_t)
     default:
       break;
     }

@@ -129,8 +129,8 @@ Result<NormParams> planInstanceNorm(const PlanCall &call,
 Result<LrnParams> planLrn(const PlanCall &call,
                           const std::vector<TensorDesc> &ops,
                           const std::vector<TensorDesc> &res) {
-  MP_TRY(o, checkedUnaryOptions(call, ops, res, cpu::lrnOptionsOf,
-                                cpu::checkLrn));
+  MP_TRY(o,
+         checkedUnaryOptions(call, ops, res, cpu::lrnOptionsOf, cpu::checkLrn));
   const TensorDesc &x = ops[0], &y = res[0];
   LrnParams p;
   p.dtype = code(x.dtype);
@@ -219,16 +219,15 @@ Result<LstmBwdPlan> planLstmBwd(const PlanCall &call,
                                 const std::vector<TensorDesc> &res) {
   std::array<const TensorDesc *, 9> in;
   std::array<const TensorDesc *, 6> out;
-  MP_TRY(o, bindAndCheck(
-                call, ops, cpu::kLstmBwdOperands, in, res,
-                cpu::kLstmBwdResults, out, cpu::lstmBackwardOptionsOf,
-                [](const Views<9> &vi, const Views<6> &vo,
-                   const cpu::LstmBackwardOptions &o) {
-                  return cpu::checkLstmBackward(
-                      *vi[0], *vi[1], *vi[2], vi[3], vi[4], vi[5], vi[6],
-                      vi[7], vi[8], *vo[0], *vo[1], *vo[2], vo[3], vo[4],
-                      vo[5], o);
-                }));
+  MP_TRY(o, bindAndCheck(call, ops, cpu::kLstmBwdOperands, in, res,
+                         cpu::kLstmBwdResults, out, cpu::lstmBackwardOptionsOf,
+                         [](const Views<9> &vi, const Views<6> &vo,
+                            const cpu::LstmBackwardOptions &o) {
+                           return cpu::checkLstmBackward(
+                               *vi[0], *vi[1], *vi[2], vi[3], vi[4], vi[5],
+                               vi[6], vi[7], vi[8], *vo[0], *vo[1], *vo[2],
+                               vo[3], vo[4], vo[5], o);
+                         }));
   const TensorDesc &x = *in[0];
   LstmBwdPlan plan;
   LstmBwdParams &p = plan.params;

@@ -46,7 +46,7 @@ Result<std::unique_ptr<PreparedCall>> prepareElementwise(const PrepareArgs &a) {
     DType t = a.operands[0].dtype;
     double lo = 0, hi = 0;
     // The range [lo, hi] of each integer dtype (i64: the doubles within it).
-#define MP_RANGE(dtype, lower, upper)                                              \
+#define MP_RANGE(dtype, lower, upper)                                          \
   case DType::dtype:                                                           \
     lo = lower;                                                                \
     hi = upper;                                                                \

@@ -108,7 +108,8 @@ TEST_CASE("convolution planning: cuDNN descriptors", "[cuda][planning]") {
     TensorDesc x = at(DType::F16, {2, 4, 6, 6}),
                w = at(DType::F16, {8, 4, 3, 3}), b = at(DType::F32, {8}),
                y = at(DType::F16, {2, 8, 4, 4});
-    Result<ConvPlan> p = planBiasConv(x, w, b, y, {{"activation", std::string("relu")}});
+    Result<ConvPlan> p =
+        planBiasConv(x, w, b, y, {{"activation", std::string("relu")}});
     REQUIRE(p);
     CHECK(p->epilogue);
     CHECK(p->epi.act == kActRelu);
@@ -122,7 +123,8 @@ TEST_CASE("convolution planning: cuDNN descriptors", "[cuda][planning]") {
     TensorDesc x = at(DType::F16, {2, 6, 6, 4}),
                w = at(DType::F16, {8, 3, 3, 4}), b = at(DType::F16, {8}),
                y = at(DType::F16, {2, 4, 4, 8});
-    Result<ConvPlan> p = planBiasConv(x, w, b, y, {{"layout", std::string("nhwc")}});
+    Result<ConvPlan> p =
+        planBiasConv(x, w, b, y, {{"layout", std::string("nhwc")}});
     REQUIRE(p);
     CHECK(p->nhwc);
     CHECK(p->xDims == std::vector<int>{2, 4, 6, 6});
