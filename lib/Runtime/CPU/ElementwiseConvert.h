@@ -136,9 +136,8 @@ template <typename F> bool visitAny(DType t, F &&f) {
     MP_VISIT_CASE(F16, Half, Half)
     MP_VISIT_CASE(BF16, BFloat16, BFloat16)
   default:
-    break;
+    return visitInt<true, true>(t, f);
   }
-  return visitInt<true, true>(t, f);
 }
 
 #undef MP_VISIT_CASE

@@ -152,19 +152,30 @@ Result<LrnParams> planLrn(const PlanCall &call,
 // Recurrent networks
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// The CPU's checks of the recurrent calls on the bound views.
+Status checkRnn(const Views<8> &vi, const Views<3> &vo,
+                const cpu::RnnOptions &o) {
+  return cpu::checkRnn(*vi[0], *vi[1], *vi[2], vi[3], vi[4], vi[5], vi[6],
+                       vi[7], vo[0], vo[1], vo[2], o);
+}
+Status checkLstmBackward(const Views<9> &vi, const Views<6> &vo,
+                         const cpu::LstmBackwardOptions &o) {
+  return cpu::checkLstmBackward(*vi[0], *vi[1], *vi[2], vi[3], vi[4], vi[5],
+                                vi[6], vi[7], vi[8], *vo[0], *vo[1], *vo[2],
+                                vo[3], vo[4], vo[5], o);
+}
+
+} // namespace
+
 Result<RnnPlan> planRnn(const PlanCall &call,
                         const std::vector<TensorDesc> &ops,
                         const std::vector<TensorDesc> &res) {
   std::array<const TensorDesc *, 8> in;
   std::array<const TensorDesc *, 3> out;
   MP_TRY(o, bindAndCheck(call, ops, cpu::kRnnOperands, in, res,
-                         cpu::kRnnResults, out, cpu::rnnOptionsOf,
-                         [](const Views<8> &vi, const Views<3> &vo,
-                            const cpu::RnnOptions &o) {
-                           return cpu::checkRnn(*vi[0], *vi[1], *vi[2], vi[3],
-                                                vi[4], vi[5], vi[6], vi[7],
-                                                vo[0], vo[1], vo[2], o);
-                         }));
+                         cpu::kRnnResults, out, cpu::rnnOptionsOf, checkRnn));
   const TensorDesc &x = *in[0];
   RnnPlan plan;
   RnnParams &p = plan.params;
@@ -221,13 +232,7 @@ Result<LstmBwdPlan> planLstmBwd(const PlanCall &call,
   std::array<const TensorDesc *, 6> out;
   MP_TRY(o, bindAndCheck(call, ops, cpu::kLstmBwdOperands, in, res,
                          cpu::kLstmBwdResults, out, cpu::lstmBackwardOptionsOf,
-                         [](const Views<9> &vi, const Views<6> &vo,
-                            const cpu::LstmBackwardOptions &o) {
-                           return cpu::checkLstmBackward(
-                               *vi[0], *vi[1], *vi[2], vi[3], vi[4], vi[5],
-                               vi[6], vi[7], vi[8], *vo[0], *vo[1], *vo[2],
-                               vo[3], vo[4], vo[5], o);
-                         }));
+                         checkLstmBackward));
   const TensorDesc &x = *in[0];
   LstmBwdPlan plan;
   LstmBwdParams &p = plan.params;
