@@ -47,6 +47,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/Plan.h"
+#include "mp/Runtime/PlanBuilding.h"
 #include "mp/Runtime/TensorIO.h"
 
 #include <algorithm>
@@ -64,28 +65,12 @@ namespace {
 struct Builder {
   Plan plan;
   uint32_t arena(Shape shape, std::string name, DType dtype = DType::F32) {
-    PlanBuffer b;
-    b.id = static_cast<uint32_t>(plan.buffers.size());
-    b.dtype = dtype;
-    b.shape = std::move(shape);
-    b.offset = plan.arenaSize;
-    b.name = std::move(name);
-    plan.arenaSize += (b.byteCount() + 255) / 256 * 256;
-    plan.buffers.push_back(b);
-    return b.id;
+    return appendArenaBuffer(plan, dtype, std::move(shape), std::move(name));
   }
   uint32_t weight(const std::string &name, Shape shape,
                   const std::vector<float> &values) {
-    plan.weights.push_back(PlanWeight::copyOf(
-        name, DType::F32, shape, values.data(), values.size() * sizeof(float)));
-    PlanBuffer b;
-    b.id = static_cast<uint32_t>(plan.buffers.size());
-    b.shape = std::move(shape);
-    b.storage = BufferStorage::Weight;
-    b.weight = static_cast<uint32_t>(plan.weights.size() - 1);
-    b.name = name;
-    plan.buffers.push_back(b);
-    return b.id;
+    return appendWeightBuffer(plan, BufferStorage::Weight, name, name,
+                              std::move(shape), values);
   }
   /// A state buffer named `name`, initially the weight `name` (or
   /// `weightName`) with `values`.

@@ -188,13 +188,9 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
                          std::string(dtypeName(residual->dtype)) +
                          "; expected y's dtype " +
                          std::string(dtypeName(y.dtype)));
-  size_t rank = x.shape.size();
-  if (Status s = checkSpatialRank(kOp, x.shape); !s)
+  if (Status s = checkConvRanks(kOp, x.shape, "w", w.shape, "y", y.shape); !s)
     return s;
-  if (w.shape.size() != rank || y.shape.size() != rank)
-    return fail(kOp, "x " + shapeStr(x.shape) + ", w " + shapeStr(w.shape) +
-                         " and y " + shapeStr(y.shape) +
-                         " must have the same rank");
+  size_t rank = x.shape.size();
   g.k = static_cast<int>(rank - 2);
   g.layout = o.layout;
   bool nhwc = o.layout == Layout::NHWC;

@@ -61,13 +61,10 @@ Status check(const TensorView &x, const TensorView &dy, const TensorView &dw,
     return fail(kOp, "dw has dtype " + dt(dw.dtype) + "; expected " +
                          (x.dtype == DType::F64 ? "f64 for f64 x"
                                                 : "f32, f16 or bf16"));
-  size_t rank = x.shape.size();
-  if (Status s = checkSpatialRank(kOp, x.shape); !s)
+  if (Status s = checkConvRanks(kOp, x.shape, "dy", dy.shape, "dw", dw.shape);
+      !s)
     return s;
-  if (dy.shape.size() != rank || dw.shape.size() != rank)
-    return fail(kOp, "x " + shapeStr(x.shape) + ", dy " + shapeStr(dy.shape) +
-                         " and dw " + shapeStr(dw.shape) +
-                         " must have the same rank");
+  size_t rank = x.shape.size();
   g.k = static_cast<int>(rank - 2);
   g.n = x.shape[0];
   g.c = x.shape[1];

@@ -49,13 +49,9 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
   if (bias && bias->dtype != y.dtype && bias->dtype != DType::F32)
     return fail(kOp, "bias has dtype " + std::string(dtypeName(bias->dtype)) +
                          "; expected y's dtype or f32");
-  size_t rank = x.shape.size();
-  if (Status s = checkSpatialRank(kOp, x.shape); !s)
+  if (Status s = checkConvRanks(kOp, x.shape, "w", w.shape, "y", y.shape); !s)
     return s;
-  if (w.shape.size() != rank || y.shape.size() != rank)
-    return fail(kOp, "x " + shapeStr(x.shape) + ", w " + shapeStr(w.shape) +
-                         " and y " + shapeStr(y.shape) +
-                         " must have the same rank");
+  size_t rank = x.shape.size();
   g.k = static_cast<int>(rank - 2);
   g.n = x.shape[0];
   g.c = x.shape[1];

@@ -768,109 +768,64 @@ BlockFn identityFn(DType t) {
 BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
   using F = ElementwiseFn;
   constexpr unsigned kFloatsSigned = kFloats | kSigned;
+  // fn computed by select<Op, dtypes>(t): one a line.
+#define MP_SELECT(fn, select, Op, dtypes)                                      \
+  case F::fn:                                                                  \
+    return select<Op, dtypes>(t);
   switch (fn) {
   case F::Identity:
     return identityFn(t);
-  case F::Abs:
-    return unaryFn<OpAbs, kNumeric>(t);
-  case F::Neg:
-    return unaryFn<OpNeg, kFloatsSigned>(t);
-  case F::Exp:
-    return unaryFn<OpExp, kFloats>(t);
-  case F::Log:
-    return unaryFn<OpLog, kFloats>(t);
-  case F::Sqrt:
-    return unaryFn<OpSqrt, kFloats>(t);
-  case F::Reciprocal:
-    return unaryFn<OpReciprocal, kFloats>(t);
-  case F::Relu:
-    return unaryFn<OpRelu, kFloatsSigned>(t);
-  case F::Sigmoid:
-    return unaryFn<OpSigmoid, kFloats>(t);
-  case F::Tanh:
-    return unaryFn<OpTanh, kFloats>(t);
-  case F::Erf:
-    return unaryFn<OpErf, kFloats>(t);
-  case F::Floor:
-    return unaryFn<OpFloor, kFloats>(t);
-  case F::Ceil:
-    return unaryFn<OpCeil, kFloats>(t);
-  case F::Round:
-    return unaryFn<OpRound, kFloats>(t);
-  case F::Sign:
-    return unaryFn<OpSign, kNumeric>(t);
-  case F::Sin:
-    return unaryFn<OpSin, kFloats>(t);
-  case F::Cos:
-    return unaryFn<OpCos, kFloats>(t);
-  case F::Tan:
-    return unaryFn<OpTan, kFloats>(t);
-  case F::Asin:
-    return unaryFn<OpAsin, kFloats>(t);
-  case F::Acos:
-    return unaryFn<OpAcos, kFloats>(t);
-  case F::Atan:
-    return unaryFn<OpAtan, kFloats>(t);
-  case F::Sinh:
-    return unaryFn<OpSinh, kFloats>(t);
-  case F::Cosh:
-    return unaryFn<OpCosh, kFloats>(t);
-  case F::Asinh:
-    return unaryFn<OpAsinh, kFloats>(t);
-  case F::Acosh:
-    return unaryFn<OpAcosh, kFloats>(t);
-  case F::Atanh:
-    return unaryFn<OpAtanh, kFloats>(t);
-  case F::Softplus:
-    return unaryFn<OpSoftplus, kFloats>(t);
-  case F::Softsign:
-    return unaryFn<OpSoftsign, kFloats>(t);
-  case F::HardSwish:
-    return unaryFn<OpHardSwish, kFloats>(t);
-  case F::Gelu:
-    return unaryFn<OpGelu, kFloats>(t);
-  case F::GeluTanh:
-    return unaryFn<OpGeluTanh, kFloats>(t);
-  case F::Not:
-    return unaryFn<OpNot, kBool>(t);
-  case F::IsNan:
-    return unaryFn<OpIsNan, kFloats>(t);
-  case F::IsInf:
-    return unaryFn<OpIsInf, kFloats>(t);
-  case F::LeakyRelu:
-    return unaryFn<OpLeakyRelu, kFloats>(t);
-  case F::Elu:
-    return unaryFn<OpElu, kFloats>(t);
-  case F::Celu:
-    return unaryFn<OpCelu, kFloats>(t);
-  case F::Selu:
-    return unaryFn<OpSelu, kFloats>(t);
-  case F::HardSigmoid:
-    return unaryFn<OpHardSigmoid, kFloats>(t);
-  case F::ThresholdedRelu:
-    return unaryFn<OpThresholdedRelu, kFloats>(t);
-  case F::Shrink:
-    return unaryFn<OpShrink, kNumeric>(t);
-  case F::Add:
-    return binaryFn<OpAdd, kNumeric>(t);
-  case F::Sub:
-    return binaryFn<OpSub, kNumeric>(t);
-  case F::Mul:
-    return binaryFn<OpMul, kNumeric>(t);
-  case F::Div:
-    return binaryFn<OpDiv, kNumeric>(t);
+    MP_SELECT(Abs, unaryFn, OpAbs, kNumeric)
+    MP_SELECT(Neg, unaryFn, OpNeg, kFloatsSigned)
+    MP_SELECT(Exp, unaryFn, OpExp, kFloats)
+    MP_SELECT(Log, unaryFn, OpLog, kFloats)
+    MP_SELECT(Sqrt, unaryFn, OpSqrt, kFloats)
+    MP_SELECT(Reciprocal, unaryFn, OpReciprocal, kFloats)
+    MP_SELECT(Relu, unaryFn, OpRelu, kFloatsSigned)
+    MP_SELECT(Sigmoid, unaryFn, OpSigmoid, kFloats)
+    MP_SELECT(Tanh, unaryFn, OpTanh, kFloats)
+    MP_SELECT(Erf, unaryFn, OpErf, kFloats)
+    MP_SELECT(Floor, unaryFn, OpFloor, kFloats)
+    MP_SELECT(Ceil, unaryFn, OpCeil, kFloats)
+    MP_SELECT(Round, unaryFn, OpRound, kFloats)
+    MP_SELECT(Sign, unaryFn, OpSign, kNumeric)
+    MP_SELECT(Sin, unaryFn, OpSin, kFloats)
+    MP_SELECT(Cos, unaryFn, OpCos, kFloats)
+    MP_SELECT(Tan, unaryFn, OpTan, kFloats)
+    MP_SELECT(Asin, unaryFn, OpAsin, kFloats)
+    MP_SELECT(Acos, unaryFn, OpAcos, kFloats)
+    MP_SELECT(Atan, unaryFn, OpAtan, kFloats)
+    MP_SELECT(Sinh, unaryFn, OpSinh, kFloats)
+    MP_SELECT(Cosh, unaryFn, OpCosh, kFloats)
+    MP_SELECT(Asinh, unaryFn, OpAsinh, kFloats)
+    MP_SELECT(Acosh, unaryFn, OpAcosh, kFloats)
+    MP_SELECT(Atanh, unaryFn, OpAtanh, kFloats)
+    MP_SELECT(Softplus, unaryFn, OpSoftplus, kFloats)
+    MP_SELECT(Softsign, unaryFn, OpSoftsign, kFloats)
+    MP_SELECT(HardSwish, unaryFn, OpHardSwish, kFloats)
+    MP_SELECT(Gelu, unaryFn, OpGelu, kFloats)
+    MP_SELECT(GeluTanh, unaryFn, OpGeluTanh, kFloats)
+    MP_SELECT(Not, unaryFn, OpNot, kBool)
+    MP_SELECT(IsNan, unaryFn, OpIsNan, kFloats)
+    MP_SELECT(IsInf, unaryFn, OpIsInf, kFloats)
+    MP_SELECT(LeakyRelu, unaryFn, OpLeakyRelu, kFloats)
+    MP_SELECT(Elu, unaryFn, OpElu, kFloats)
+    MP_SELECT(Celu, unaryFn, OpCelu, kFloats)
+    MP_SELECT(Selu, unaryFn, OpSelu, kFloats)
+    MP_SELECT(HardSigmoid, unaryFn, OpHardSigmoid, kFloats)
+    MP_SELECT(ThresholdedRelu, unaryFn, OpThresholdedRelu, kFloats)
+    MP_SELECT(Shrink, unaryFn, OpShrink, kNumeric)
+    MP_SELECT(Add, binaryFn, OpAdd, kNumeric)
+    MP_SELECT(Sub, binaryFn, OpSub, kNumeric)
+    MP_SELECT(Mul, binaryFn, OpMul, kNumeric)
+    MP_SELECT(Div, binaryFn, OpDiv, kNumeric)
   case F::Pow:
     return powFn(t);
-  case F::Mod:
-    return binaryFn<OpMod, kNumeric>(t);
-  case F::Fmod:
-    return binaryFn<OpFmod, kNumeric>(t);
-  case F::PRelu:
-    return binaryFn<OpPRelu, kNumeric>(t);
-  case F::BitShiftLeft:
-    return binaryFn<OpShl, kUnsigned>(t);
-  case F::BitShiftRight:
-    return binaryFn<OpShr, kUnsigned>(t);
+    MP_SELECT(Mod, binaryFn, OpMod, kNumeric)
+    MP_SELECT(Fmod, binaryFn, OpFmod, kNumeric)
+    MP_SELECT(PRelu, binaryFn, OpPRelu, kNumeric)
+    MP_SELECT(BitShiftLeft, binaryFn, OpShl, kUnsigned)
+    MP_SELECT(BitShiftRight, binaryFn, OpShr, kUnsigned)
   case F::Equal:
     return compareFn<OpEqual>(t);
   case F::Less:
@@ -881,12 +836,9 @@ BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
     return compareFn<OpLessEqual>(t);
   case F::GreaterEqual:
     return compareFn<OpGreaterEqual>(t);
-  case F::And:
-    return binaryFn<OpAnd, kBool>(t);
-  case F::Or:
-    return binaryFn<OpOr, kBool>(t);
-  case F::Xor:
-    return binaryFn<OpXor, kBool>(t);
+    MP_SELECT(And, binaryFn, OpAnd, kBool)
+    MP_SELECT(Or, binaryFn, OpOr, kBool)
+    MP_SELECT(Xor, binaryFn, OpXor, kBool)
   case F::Where:
     return whereFn(t);
   case F::Clip:
@@ -901,9 +853,10 @@ BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
     return variadicFn<OpMin, false, kNumeric>(t);
   }
   return nullptr;
+#undef MP_SELECT
 }
 
-enum class Kind { Unary, Binary, Compare, BoolResult, Where, Clip, Variadic };
+using Kind = ElementwiseKind;
 
 Kind kindOf(ElementwiseFn fn) {
   using F = ElementwiseFn;
@@ -1038,32 +991,9 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
                    const TensorView &y, const ElementwiseParams &params) {
   const std::string op = "elementwise " + std::string(elementwiseFnName(fn));
   Kind kind = kindOf(fn);
-  size_t minIn = 1, maxIn = 1;
-  switch (kind) {
-  case Kind::Unary:
-  case Kind::BoolResult:
-    break;
-  case Kind::Binary:
-  case Kind::Compare:
-    minIn = maxIn = 2;
-    break;
-  case Kind::Where:
-    minIn = maxIn = 3;
-    break;
-  case Kind::Clip:
-    maxIn = 3;
-    break;
-  case Kind::Variadic:
-    maxIn = std::numeric_limits<size_t>::max();
-    break;
-  }
   size_t n = inputs.size();
-  if (n < minIn || n > maxIn || (kind == Kind::Clip && n == 2))
-    return fail(op, std::string("expects ") +
-                        (kind == Kind::Variadic ? "1 or more"
-                         : kind == Kind::Clip   ? "1 (x) or 3 (x, min, max)"
-                                                : std::to_string(minIn)) +
-                        " inputs, got " + std::to_string(n));
+  if (Status s = checkElementwiseInputCount(op, kind, n); !s)
+    return s;
   for (size_t k = 0; k < n; ++k)
     if (Status s = checkView(op, "input " + std::to_string(k), inputs[k]); !s)
       return s;
@@ -1071,25 +1001,14 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
     return s;
 
   // Dtypes: t is the dtype the function computes on.
-  DType t = kind == Kind::Where ? inputs[1].dtype : inputs[0].dtype;
-  bool boolY = kind == Kind::Compare || kind == Kind::BoolResult;
-  for (size_t k = 0; k < n; ++k) {
-    DType want = t;
-    if (kind == Kind::Where && k == 0)
-      want = DType::Bool;
-    if (fn == ElementwiseFn::Pow && k == 1) {
-      if (inputs[1].dtype == DType::Bool || byteSize(inputs[1].dtype) == 0)
-        return fail(op, "the exponent has dtype " + dt(inputs[1].dtype) +
-                            "; expected a numeric dtype");
-      continue;
-    }
-    if (inputs[k].dtype != want)
-      return fail(op, "input " + std::to_string(k) + " has dtype " +
-                          dt(inputs[k].dtype) + "; expected " + dt(want));
-  }
-  DType yWant = boolY ? DType::Bool : t;
-  if (y.dtype != yWant)
-    return fail(op, "y has dtype " + dt(y.dtype) + "; expected " + dt(yWant));
+  std::vector<DType> inDtypes;
+  for (const TensorView &v : inputs)
+    inDtypes.push_back(v.dtype);
+  Result<DType> computed =
+      checkElementwiseDtypes(op, fn, kind, inDtypes, y.dtype);
+  if (!computed)
+    return computed.status();
+  DType t = *computed;
   BlockFn block = selectBlockFn(fn, t, n);
   if (!block)
     return fail(op, "does not take dtype " + dt(t));

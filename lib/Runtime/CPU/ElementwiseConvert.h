@@ -75,6 +75,12 @@ template <typename To, typename From> inline To convertValue(From v) {
   }
 }
 
+/// One case of the visitors' switches: dtype `code` calls f(Ty<S, C>{}).
+#define MP_VISIT_CASE(code, S, C)                                              \
+  case DType::code:                                                            \
+    f(Ty<S, C>{});                                                             \
+    return true;
+
 /// A storage type S and the type C the kernels compute in for it.
 template <typename S, typename C> struct Ty {
   using Storage = S;
@@ -85,18 +91,10 @@ template <typename S, typename C> struct Ty {
 /// f64 in f64); false for other dtypes.
 template <typename F> bool visitFloat(DType t, F &&f) {
   switch (t) {
-  case DType::F32:
-    f(Ty<float, float>{});
-    return true;
-  case DType::F16:
-    f(Ty<Half, float>{});
-    return true;
-  case DType::BF16:
-    f(Ty<BFloat16, float>{});
-    return true;
-  case DType::F64:
-    f(Ty<double, double>{});
-    return true;
+    MP_VISIT_CASE(F32, float, float)
+    MP_VISIT_CASE(F16, Half, float)
+    MP_VISIT_CASE(BF16, BFloat16, float)
+    MP_VISIT_CASE(F64, double, double)
   default:
     return false;
   }
@@ -108,36 +106,20 @@ template <bool Signed, bool Unsigned, typename F>
 bool visitInt(DType t, F &&f) {
   if constexpr (Signed) {
     switch (t) {
-    case DType::I8:
-      f(Ty<int8_t, int8_t>{});
-      return true;
-    case DType::I16:
-      f(Ty<int16_t, int16_t>{});
-      return true;
-    case DType::I32:
-      f(Ty<int32_t, int32_t>{});
-      return true;
-    case DType::I64:
-      f(Ty<int64_t, int64_t>{});
-      return true;
+      MP_VISIT_CASE(I8, int8_t, int8_t)
+      MP_VISIT_CASE(I16, int16_t, int16_t)
+      MP_VISIT_CASE(I32, int32_t, int32_t)
+      MP_VISIT_CASE(I64, int64_t, int64_t)
     default:
       break;
     }
   }
   if constexpr (Unsigned) {
     switch (t) {
-    case DType::U8:
-      f(Ty<uint8_t, uint8_t>{});
-      return true;
-    case DType::U16:
-      f(Ty<uint16_t, uint16_t>{});
-      return true;
-    case DType::U32:
-      f(Ty<uint32_t, uint32_t>{});
-      return true;
-    case DType::U64:
-      f(Ty<uint64_t, uint64_t>{});
-      return true;
+      MP_VISIT_CASE(U8, uint8_t, uint8_t)
+      MP_VISIT_CASE(U16, uint16_t, uint16_t)
+      MP_VISIT_CASE(U32, uint32_t, uint32_t)
+      MP_VISIT_CASE(U64, uint64_t, uint64_t)
     default:
       break;
     }
@@ -147,28 +129,18 @@ bool visitInt(DType t, F &&f) {
 
 /// Calls f(Ty<S, S>{}) with S the storage type of any dtype (Bool8 for bool).
 template <typename F> bool visitAny(DType t, F &&f) {
-  if (t == DType::Bool) {
-    f(Ty<Bool8, Bool8>{});
-    return true;
+  switch (t) {
+    MP_VISIT_CASE(Bool, Bool8, Bool8)
+    MP_VISIT_CASE(F32, float, float)
+    MP_VISIT_CASE(F64, double, double)
+    MP_VISIT_CASE(F16, Half, Half)
+    MP_VISIT_CASE(BF16, BFloat16, BFloat16)
+  default:
+    return visitInt<true, true>(t, f);
   }
-  if (t == DType::F32) {
-    f(Ty<float, float>{});
-    return true;
-  }
-  if (t == DType::F64) {
-    f(Ty<double, double>{});
-    return true;
-  }
-  if (t == DType::F16) {
-    f(Ty<Half, Half>{});
-    return true;
-  }
-  if (t == DType::BF16) {
-    f(Ty<BFloat16, BFloat16>{});
-    return true;
-  }
-  return visitInt<true, true>(t, f);
 }
+
+#undef MP_VISIT_CASE
 
 } // namespace mp::rt::cpu::detail
 

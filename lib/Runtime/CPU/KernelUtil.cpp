@@ -175,6 +175,76 @@ Status checkSpatialRank(std::string_view op, const Shape &xShape) {
   return Status::ok();
 }
 
+Status checkElementwiseInputCount(std::string_view op, ElementwiseKind kind,
+                                  size_t n) {
+  using Kind = ElementwiseKind;
+  size_t minIn = 1, maxIn = 1;
+  switch (kind) {
+  case Kind::Unary:
+  case Kind::BoolResult:
+    break;
+  case Kind::Binary:
+  case Kind::Compare:
+    minIn = maxIn = 2;
+    break;
+  case Kind::Where:
+    minIn = maxIn = 3;
+    break;
+  case Kind::Clip:
+    maxIn = 3;
+    break;
+  case Kind::Variadic:
+    maxIn = std::numeric_limits<size_t>::max();
+    break;
+  }
+  if (n < minIn || n > maxIn || (kind == Kind::Clip && n == 2))
+    return fail(op, std::string("expects ") +
+                        (kind == Kind::Variadic ? "1 or more"
+                         : kind == Kind::Clip   ? "1 (x) or 3 (x, min, max)"
+                                                : std::to_string(minIn)) +
+                        " inputs, got " + std::to_string(n));
+  return Status::ok();
+}
+
+Result<DType> checkElementwiseDtypes(std::string_view op, ElementwiseFn fn,
+                                     ElementwiseKind kind,
+                                     const std::vector<DType> &ins, DType y) {
+  using Kind = ElementwiseKind;
+  auto dt = [](DType t) { return std::string(dtypeName(t)); };
+  DType t = kind == Kind::Where ? ins[1] : ins[0];
+  bool boolY = kind == Kind::Compare || kind == Kind::BoolResult;
+  for (size_t k = 0; k < ins.size(); ++k) {
+    DType want = t;
+    if (kind == Kind::Where && k == 0)
+      want = DType::Bool;
+    if (fn == ElementwiseFn::Pow && k == 1) {
+      if (ins[1] == DType::Bool || byteSize(ins[1]) == 0)
+        return fail(op, "the exponent has dtype " + dt(ins[1]) +
+                            "; expected a numeric dtype");
+      continue;
+    }
+    if (ins[k] != want)
+      return fail(op, "input " + std::to_string(k) + " has dtype " +
+                          dt(ins[k]) + "; expected " + dt(want));
+  }
+  DType yWant = boolY ? DType::Bool : t;
+  if (y != yWant)
+    return fail(op, "y has dtype " + dt(y) + "; expected " + dt(yWant));
+  return t;
+}
+
+Status checkConvRanks(std::string_view op, const Shape &x,
+                      std::string_view aName, const Shape &a,
+                      std::string_view bName, const Shape &b) {
+  if (Status s = checkSpatialRank(op, x); !s)
+    return s;
+  if (a.size() != x.size() || b.size() != x.size())
+    return fail(op, "x " + shapeStr(x) + ", " + std::string(aName) + " " +
+                        shapeStr(a) + " and " + std::string(bName) + " " +
+                        shapeStr(b) + " must have the same rank");
+  return Status::ok();
+}
+
 Status checkConvGroups(std::string_view op, int64_t groups, int64_t inChannels,
                        int64_t outChannels) {
   if (groups < 1 || inChannels % groups || outChannels % groups)

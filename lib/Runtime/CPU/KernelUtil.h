@@ -10,6 +10,7 @@
 #ifndef MP_LIB_RUNTIME_CPU_KERNELUTIL_H
 #define MP_LIB_RUNTIME_CPU_KERNELUTIL_H
 
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/CPU/Kernels.h"
 #include "mp/Runtime/Half.h"
 
@@ -241,6 +242,33 @@ inline int64_t ceilDiv(int64_t a, int64_t b) {
 
 /// x has N, C and at least one spatial dimension.
 Status checkSpatialRank(std::string_view op, const Shape &xShape);
+/// The elementwise functions by the inputs they take (CPU kernels and CUDA
+/// planning alike).
+enum class ElementwiseKind {
+  Unary,
+  Binary,
+  Compare,
+  BoolResult,
+  Where,
+  Clip,
+  Variadic
+};
+/// An elementwise function of `kind` (`op` in messages) takes n inputs.
+Status checkElementwiseInputCount(std::string_view op, ElementwiseKind kind,
+                                  size_t n);
+/// The dtypes of elementwise function fn of `kind` with inputs of dtypes
+/// `ins` and result dtype `y`: every input has the dtype the function
+/// computes on (where: a bool condition first; pow: any numeric exponent)
+/// and y has it too (bool for comparisons and bool results). Returns the
+/// dtype the function computes on.
+Result<DType> checkElementwiseDtypes(std::string_view op, ElementwiseFn fn,
+                                     ElementwiseKind kind,
+                                     const std::vector<DType> &ins, DType y);
+/// checkSpatialRank of x, and the tensors `aName` (shape `a`) and `bName`
+/// (shape `b`) have x's rank (conv and its backward / transpose).
+Status checkConvRanks(std::string_view op, const Shape &x,
+                      std::string_view aName, const Shape &a,
+                      std::string_view bName, const Shape &b);
 /// "groups" divides both channel counts (conv and its backward).
 Status checkConvGroups(std::string_view op, int64_t groups, int64_t inChannels,
                        int64_t outChannels);

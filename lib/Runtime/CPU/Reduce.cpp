@@ -32,20 +32,23 @@ using namespace detail;
 
 namespace {
 
+// {"spelling", ReduceFn::fn}, one a line.
+#define MP_REDUCE_NAME(spelling, fn) {spelling, ReduceFn::fn}
 constexpr std::pair<std::string_view, ReduceFn> kReduceNames[] = {
-    {"sum", ReduceFn::Sum},
-    {"mean", ReduceFn::Mean},
-    {"max", ReduceFn::Max},
-    {"min", ReduceFn::Min},
-    {"prod", ReduceFn::Prod},
-    {"l1", ReduceFn::L1},
-    {"l2", ReduceFn::L2},
-    {"log_sum", ReduceFn::LogSum},
-    {"log_sum_exp", ReduceFn::LogSumExp},
-    {"sum_square", ReduceFn::SumSquare},
-    {"argmax", ReduceFn::ArgMax},
-    {"argmin", ReduceFn::ArgMin},
+    MP_REDUCE_NAME("sum", Sum),
+    MP_REDUCE_NAME("mean", Mean),
+    MP_REDUCE_NAME("max", Max),
+    MP_REDUCE_NAME("min", Min),
+    MP_REDUCE_NAME("prod", Prod),
+    MP_REDUCE_NAME("l1", L1),
+    MP_REDUCE_NAME("l2", L2),
+    MP_REDUCE_NAME("log_sum", LogSum),
+    MP_REDUCE_NAME("log_sum_exp", LogSumExp),
+    MP_REDUCE_NAME("sum_square", SumSquare),
+    MP_REDUCE_NAME("argmax", ArgMax),
+    MP_REDUCE_NAME("argmin", ArgMin),
 };
+#undef MP_REDUCE_NAME
 
 } // namespace
 

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/DataKernels.h"
 
+#include "../ResizeMath.h"
 #include "KernelUtil.h"
 
 #include <cmath>
@@ -75,16 +76,6 @@ struct DimTaps {
   std::vector<Tap> taps;
   std::vector<char> outside;
 };
-
-/// The cubic convolution weights (Keys, coefficient a) of the four input
-/// points at distances 1 + t, t, 1 - t, 2 - t from the coordinate.
-void cubicWeights(double t, double a, double w[4]) {
-  const double s = t + 1, u = 1 - t, v = 2 - t;
-  w[0] = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
-  w[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
-  w[2] = ((a + 2) * u - (a + 3)) * u * u + 1;
-  w[3] = ((a * v - 5 * a) * v + 8 * a) * v - 4 * a;
-}
 
 Status computeTaps(const ResizeOptions &o, size_t dim, size_t rank,
                    int64_t inLen, int64_t outLen, int64_t stride,
@@ -173,29 +164,17 @@ Status computeTaps(const ResizeOptions &o, size_t dim, size_t rank,
       n = 2;
       break;
     case ResizeMode::Cubic:
-      cubicWeights(t, o.cubicCoeffA, w);
+      resize::cubicWeights(t, o.cubicCoeffA, w);
       first = base - 1;
       n = 4;
       break;
     }
-    if (o.excludeOutside) {
-      // Drop the points outside the input and renormalize; when none is
-      // inside (possible only for nearest), keep the weights as they are,
-      // so that every output has a tap.
-      double kept[4], sum = 0;
-      for (int k = 0; k < n; ++k) {
-        const int64_t idx = first + k;
-        kept[k] = (idx < 0 || idx >= inLen) ? 0 : w[k];
-        sum += kept[k];
-      }
-      if (sum != 0)
-        for (int k = 0; k < n; ++k)
-          w[k] = kept[k] / sum;
-    }
+    if (o.excludeOutside)
+      resize::excludeOutside(first, n, inLen, w);
     for (int k = 0; k < n; ++k) {
       if (w[k] == 0)
         continue;
-      const int64_t idx = std::min(std::max<int64_t>(first + k, 0), inLen - 1);
+      const int64_t idx = resize::clampIndex(first + k, inLen);
       dt.taps.push_back({idx * stride, w[k]});
     }
     dt.begin[i + 1] = static_cast<int64_t>(dt.taps.size());

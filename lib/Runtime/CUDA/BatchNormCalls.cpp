@@ -155,9 +155,9 @@ prepareBatchNormBackward(const PrepareArgs &a) {
 } // namespace
 
 void addBatchNormCalls(std::map<std::string, PrepareFn> &t) {
-  t["cudnn.batch_norm_inference"] = prepareBatchNormInference;
-  t["cudnn.batch_norm_training"] = prepareBatchNormTraining;
-  t["cudnn.batch_norm_bwd"] = prepareBatchNormBackward;
+  MP_ADD_PREPARE("cudnn.batch_norm_inference", prepareBatchNormInference);
+  MP_ADD_PREPARE("cudnn.batch_norm_training", prepareBatchNormTraining);
+  MP_ADD_PREPARE("cudnn.batch_norm_bwd", prepareBatchNormBackward);
 }
 
 } // namespace mp::rt::cuda

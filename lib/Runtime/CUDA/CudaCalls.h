@@ -84,6 +84,9 @@ using PrepareFn =
 
 /// Call kind -> prepare function (every kind of cudaCallKinds()).
 const std::map<std::string, PrepareFn> &cudaCallTable();
+/// One line of a family's registration list, in add*Calls(std::map<...>
+/// &t): `prepare` prepares the call kind `kind`.
+#define MP_ADD_PREPARE(kind, prepare) t[(kind)] = (prepare)
 
 void addKernelCalls(std::map<std::string, PrepareFn> &table);
 void addLibraryCalls(std::map<std::string, PrepareFn> &table);

@@ -60,6 +60,39 @@ uint32_t addressAlignment(uint64_t addr) {
 // The call table of the GPU
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// One entry of topicPlanners(): the call kind `kind` is planned by
+/// `planner`.
+#define MP_TOPIC_PLANNER(kind, planner) {(kind), statusOf<planner>}
+
+/// The planners of the files by topic: CudaPlanningNN.cpp, then
+/// CudaPlanningData.cpp.
+const std::vector<TopicPlanner> &topicPlanners() {
+  static const std::vector<TopicPlanner> planners = {
+      MP_TOPIC_PLANNER("kernel.layer_norm", planLayerNorm),
+      MP_TOPIC_PLANNER("kernel.instance_norm", planInstanceNorm),
+      MP_TOPIC_PLANNER("cudnn.lrn", planLrn),
+      MP_TOPIC_PLANNER("cudnn.rnn", planRnn),
+      MP_TOPIC_PLANNER("kernel.lstm_bwd", planLstmBwd),
+      MP_TOPIC_PLANNER("kernel.topk", planTopk),
+      MP_TOPIC_PLANNER("kernel.cumsum", planCumsum),
+      MP_TOPIC_PLANNER("kernel.hardmax", planHardmax),
+      MP_TOPIC_PLANNER("kernel.trilu", planTrilu),
+      MP_TOPIC_PLANNER("kernel.tile", planTile),
+      MP_TOPIC_PLANNER("kernel.pad", planPad),
+      MP_TOPIC_PLANNER("kernel.gather_elements", planGatherElements),
+      MP_TOPIC_PLANNER("kernel.gather_nd", planGatherND),
+      MP_TOPIC_PLANNER("kernel.scatter_elements", planScatterElements),
+      MP_TOPIC_PLANNER("kernel.resize", planResize),
+  };
+  return planners;
+}
+
+#undef MP_TOPIC_PLANNER
+
+} // namespace
+
 const std::vector<std::string> &cudaCallKinds() {
   static const std::vector<std::string> kinds = [] {
     std::vector<std::string> k = {
@@ -91,9 +124,8 @@ const std::vector<std::string> &cudaCallKinds() {
         "kernel.transpose",
         "kernel.unscale_check_finite",
     };
-    for (const auto *topic : {&nnPlanners(), &dataPlanners()})
-      for (const TopicPlanner &t : *topic)
-        k.push_back(t.kind);
+    for (const TopicPlanner &t : topicPlanners())
+      k.push_back(t.kind);
     std::sort(k.begin(), k.end());
     return k;
   }();
@@ -182,10 +214,9 @@ Status planCall(const PlanCall &call, const std::vector<TensorDesc> &ops,
     return st(planOptimizer(false, call, ops, res));
   if (k == "kernel.adam_step")
     return st(planOptimizer(true, call, ops, res));
-  for (const auto *topic : {&nnPlanners(), &dataPlanners()})
-    for (const TopicPlanner &t : *topic)
-      if (k == t.kind)
-        return t.plan(call, ops, res);
+  for (const TopicPlanner &t : topicPlanners())
+    if (k == t.kind)
+      return t.plan(call, ops, res);
   return Status::error("no CUDA implementation of '" + k + "'");
 }
 

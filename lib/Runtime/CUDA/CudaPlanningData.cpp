@@ -242,12 +242,9 @@ planScatterElements(const PlanCall &call, const std::vector<TensorDesc> &ops,
 Result<ResizeParams> planResize(const PlanCall &call,
                                 const std::vector<TensorDesc> &ops,
                                 const std::vector<TensorDesc> &res) {
-  if (Status s = arity(ops, res, 1, 1, 1, 1); !s)
-    return s;
-  MP_TRY(o, cpu::resizeOptionsOf(call));
+  MP_TRY(o, checkedUnaryOptions(call, ops, res, cpu::resizeOptionsOf,
+                                cpu::checkResize));
   const TensorDesc &x = ops[0], &y = res[0];
-  if (Status s = cpu::checkResize(viewOf(x), viewOf(y), o); !s)
-    return s;
   if (Status s = checkRank("resize", x.shape); !s)
     return s;
   ResizeParams p;
@@ -286,23 +283,6 @@ Result<ResizeParams> planResize(const PlanCall &call,
   p.x = cptr(x);
   p.y = mptr(y);
   return p;
-}
-
-//===----------------------------------------------------------------------===//
-// The planners of this file
-//===----------------------------------------------------------------------===//
-
-const std::vector<TopicPlanner> &planning::dataPlanners() {
-  static const std::vector<TopicPlanner> planners = {
-      {"kernel.trilu", statusOf<planTrilu>},
-      {"kernel.tile", statusOf<planTile>},
-      {"kernel.pad", statusOf<planPad>},
-      {"kernel.gather_elements", statusOf<planGatherElements>},
-      {"kernel.gather_nd", statusOf<planGatherND>},
-      {"kernel.scatter_elements", statusOf<planScatterElements>},
-      {"kernel.resize", statusOf<planResize>},
-  };
-  return planners;
 }
 
 } // namespace mp::rt::cuda

@@ -89,7 +89,7 @@ namespace {
 
 using cpu::ElementwiseFn;
 
-enum class EwKind { Unary, Binary, Compare, BoolResult, Where, Clip, Variadic };
+using EwKind = cpu::detail::ElementwiseKind;
 
 struct EwInfo {
   EwOp op;
@@ -267,32 +267,8 @@ Result<EwParams> planElementwise(const PlanCall &call,
     return fail(op, "is not implemented on the GPU");
   const TensorDesc &y = res[0];
   size_t n = ins.size();
-  size_t minIn = 1, maxIn = 1;
-  switch (info->kind) {
-  case EwKind::Unary:
-  case EwKind::BoolResult:
-    break;
-  case EwKind::Binary:
-  case EwKind::Compare:
-    minIn = maxIn = 2;
-    break;
-  case EwKind::Where:
-    minIn = maxIn = 3;
-    break;
-  case EwKind::Clip:
-    maxIn = 3;
-    break;
-  case EwKind::Variadic:
-    maxIn = std::numeric_limits<size_t>::max();
-    break;
-  }
-  if (n < minIn || n > maxIn || (info->kind == EwKind::Clip && n == 2))
-    return fail(op,
-                std::string("expects ") +
-                    (info->kind == EwKind::Variadic ? "1 or more"
-                     : info->kind == EwKind::Clip   ? "1 (x) or 3 (x, min, max)"
-                                                    : std::to_string(minIn)) +
-                    " inputs, got " + std::to_string(n));
+  if (Status s = cpu::detail::checkElementwiseInputCount(op, info->kind, n); !s)
+    return s;
   for (size_t k = 0; k < n; ++k)
     if (Status s = checkDesc(op, "input " + std::to_string(k), ins[k]); !s)
       return s;
@@ -303,27 +279,11 @@ Result<EwParams> planElementwise(const PlanCall &call,
   p.op = info->op;
   if (info->kind == EwKind::Clip && n == 1)
     p.op = kEwClip1;
-  DType t = info->kind == EwKind::Where ? ins[1].dtype : ins[0].dtype;
-  bool boolY =
-      info->kind == EwKind::Compare || info->kind == EwKind::BoolResult;
-  for (size_t k = 0; k < n; ++k) {
-    DType want = t;
-    if (info->kind == EwKind::Where && k == 0)
-      want = DType::Bool;
-    if (*fn == ElementwiseFn::Pow && k == 1) {
-      if (ins[1].dtype == DType::Bool || byteSize(ins[1].dtype) == 0)
-        return fail(op, "the exponent has dtype " + dt(ins[1].dtype) +
-                            "; expected a numeric dtype");
-      continue;
-    }
-    if (ins[k].dtype != want)
-      return fail(op, "input " + std::to_string(k) + " has dtype " +
-                          dt(ins[k].dtype) + "; expected " + dt(want));
-  }
-  DType yWant = boolY ? DType::Bool : t;
-  if (y.dtype != yWant)
-    return fail(op, "y has dtype " + dt(y.dtype) + "; expected " + dt(yWant));
-
+  std::vector<DType> inDtypes;
+  for (const TensorDesc &d : ins)
+    inDtypes.push_back(d.dtype);
+  MP_TRY(t, cpu::detail::checkElementwiseDtypes(op, *fn, info->kind, inDtypes,
+                                                y.dtype));
   // How the GPU computes it.
   bool isUnsigned =
       t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;

@@ -56,14 +56,9 @@ Result<NormParams> planLayerNorm(const PlanCall &call,
                                  const std::vector<TensorDesc> &ops,
                                  const std::vector<TensorDesc> &res) {
   std::array<const TensorDesc *, 3> in, out;
-  if (Status s = cpu::bindBuffers<3>(
-          call, ops, "operands",
-          {{{"x", false}, {"scale", false}, {"bias", true}}}, in);
-      !s)
-    return s;
-  if (Status s = cpu::bindBuffers<3>(
-          call, res, "results",
-          {{{"y", false}, {"mean", true}, {"inv_std_dev", true}}}, out);
+  if (Status s = cpu::bindCallBuffers(
+          call, ops, {{{"x", false}, {"scale", false}, {"bias", true}}}, in,
+          res, {{{"y", false}, {"mean", true}, {"inv_std_dev", true}}}, out);
       !s)
     return s;
   MP_TRY(axis, intAttr(call, "axis", -1));
@@ -134,12 +129,9 @@ Result<NormParams> planInstanceNorm(const PlanCall &call,
 Result<LrnParams> planLrn(const PlanCall &call,
                           const std::vector<TensorDesc> &ops,
                           const std::vector<TensorDesc> &res) {
-  if (Status s = arity(ops, res, 1, 1, 1, 1); !s)
-    return s;
-  MP_TRY(o, cpu::lrnOptionsOf(call));
+  MP_TRY(o,
+         checkedUnaryOptions(call, ops, res, cpu::lrnOptionsOf, cpu::checkLrn));
   const TensorDesc &x = ops[0], &y = res[0];
-  if (Status s = cpu::checkLrn(viewOf(x), viewOf(y), o); !s)
-    return s;
   LrnParams p;
   p.dtype = code(x.dtype);
   p.n = x.shape[0];
@@ -160,26 +152,30 @@ Result<LrnParams> planLrn(const PlanCall &call,
 // Recurrent networks
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// The CPU's checks of the recurrent calls on the bound views.
+Status checkRnn(const Views<8> &vi, const Views<3> &vo,
+                const cpu::RnnOptions &o) {
+  return cpu::checkRnn(*vi[0], *vi[1], *vi[2], vi[3], vi[4], vi[5], vi[6],
+                       vi[7], vo[0], vo[1], vo[2], o);
+}
+Status checkLstmBackward(const Views<9> &vi, const Views<6> &vo,
+                         const cpu::LstmBackwardOptions &o) {
+  return cpu::checkLstmBackward(*vi[0], *vi[1], *vi[2], vi[3], vi[4], vi[5],
+                                vi[6], vi[7], vi[8], *vo[0], *vo[1], *vo[2],
+                                vo[3], vo[4], vo[5], o);
+}
+
+} // namespace
+
 Result<RnnPlan> planRnn(const PlanCall &call,
                         const std::vector<TensorDesc> &ops,
                         const std::vector<TensorDesc> &res) {
   std::array<const TensorDesc *, 8> in;
   std::array<const TensorDesc *, 3> out;
-  if (Status s =
-          cpu::bindBuffers<8>(call, ops, "operands", cpu::kRnnOperands, in);
-      !s)
-    return s;
-  if (Status s =
-          cpu::bindBuffers<3>(call, res, "results", cpu::kRnnResults, out);
-      !s)
-    return s;
-  MP_TRY(o, cpu::rnnOptionsOf(call));
-  Views<8> vi(in);
-  Views<3> vo(out);
-  if (Status s = cpu::checkRnn(*vi[0], *vi[1], *vi[2], vi[3], vi[4], vi[5],
-                               vi[6], vi[7], vo[0], vo[1], vo[2], o);
-      !s)
-    return s;
+  MP_TRY(o, bindAndCheck(call, ops, cpu::kRnnOperands, in, res,
+                         cpu::kRnnResults, out, cpu::rnnOptionsOf, checkRnn));
   const TensorDesc &x = *in[0];
   RnnPlan plan;
   RnnParams &p = plan.params;
@@ -234,22 +230,9 @@ Result<LstmBwdPlan> planLstmBwd(const PlanCall &call,
                                 const std::vector<TensorDesc> &res) {
   std::array<const TensorDesc *, 9> in;
   std::array<const TensorDesc *, 6> out;
-  if (Status s =
-          cpu::bindBuffers<9>(call, ops, "operands", cpu::kLstmBwdOperands, in);
-      !s)
-    return s;
-  if (Status s =
-          cpu::bindBuffers<6>(call, res, "results", cpu::kLstmBwdResults, out);
-      !s)
-    return s;
-  MP_TRY(o, cpu::lstmBackwardOptionsOf(call));
-  Views<9> vi(in);
-  Views<6> vo(out);
-  if (Status s = cpu::checkLstmBackward(*vi[0], *vi[1], *vi[2], vi[3], vi[4],
-                                        vi[5], vi[6], vi[7], vi[8], *vo[0],
-                                        *vo[1], *vo[2], vo[3], vo[4], vo[5], o);
-      !s)
-    return s;
+  MP_TRY(o, bindAndCheck(call, ops, cpu::kLstmBwdOperands, in, res,
+                         cpu::kLstmBwdResults, out, cpu::lstmBackwardOptionsOf,
+                         checkLstmBackward));
   const TensorDesc &x = *in[0];
   LstmBwdPlan plan;
   LstmBwdParams &p = plan.params;
@@ -383,24 +366,6 @@ Result<ScanParams> planHardmax(const PlanCall &call,
   p.x = cptr(ops[0]);
   p.y = mptr(res[0]);
   return p;
-}
-
-//===----------------------------------------------------------------------===//
-// The planners of this file
-//===----------------------------------------------------------------------===//
-
-const std::vector<TopicPlanner> &planning::nnPlanners() {
-  static const std::vector<TopicPlanner> planners = {
-      {"kernel.layer_norm", statusOf<planLayerNorm>},
-      {"kernel.instance_norm", statusOf<planInstanceNorm>},
-      {"cudnn.lrn", statusOf<planLrn>},
-      {"cudnn.rnn", statusOf<planRnn>},
-      {"kernel.lstm_bwd", statusOf<planLstmBwd>},
-      {"kernel.topk", statusOf<planTopk>},
-      {"kernel.cumsum", statusOf<planCumsum>},
-      {"kernel.hardmax", statusOf<planHardmax>},
-  };
-  return planners;
 }
 
 } // namespace mp::rt::cuda

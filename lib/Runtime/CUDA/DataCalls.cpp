@@ -72,13 +72,13 @@ Result<std::unique_ptr<PreparedCall>> prepareResize(const PrepareArgs &a) {
 } // namespace
 
 void addDataCalls(std::map<std::string, PrepareFn> &t) {
-  t["kernel.trilu"] = prepareTrilu;
-  t["kernel.tile"] = prepareTile;
-  t["kernel.pad"] = preparePad;
-  t["kernel.gather_elements"] = prepareGatherElements;
-  t["kernel.gather_nd"] = prepareGatherND;
-  t["kernel.scatter_elements"] = prepareScatterElements;
-  t["kernel.resize"] = prepareResize;
+  MP_ADD_PREPARE("kernel.trilu", prepareTrilu);
+  MP_ADD_PREPARE("kernel.tile", prepareTile);
+  MP_ADD_PREPARE("kernel.pad", preparePad);
+  MP_ADD_PREPARE("kernel.gather_elements", prepareGatherElements);
+  MP_ADD_PREPARE("kernel.gather_nd", prepareGatherND);
+  MP_ADD_PREPARE("kernel.scatter_elements", prepareScatterElements);
+  MP_ADD_PREPARE("kernel.resize", prepareResize);
 }
 
 } // namespace mp::rt::cuda

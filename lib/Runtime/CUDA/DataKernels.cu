@@ -12,6 +12,7 @@
 // Bad indices are recorded in the call's DeviceError.
 //
 //===----------------------------------------------------------------------===//
+#include "../ResizeMath.h"
 #include "DeviceUtil.cuh"
 
 #include <cmath>
@@ -205,15 +206,6 @@ struct Taps {
   double weight[4];
 };
 
-/// The cubic convolution weights (Keys, coefficient a), as the CPU.
-__device__ inline void cubicWeights(double t, double a, double w[4]) {
-  const double s = t + 1, u = 1 - t, v = 2 - t;
-  w[0] = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
-  w[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
-  w[2] = ((a + 2) * u - (a + 3)) * u * u + 1;
-  w[3] = ((a * v - 5 * a) * v + 8 * a) * v - 4 * a;
-}
-
 // cpu::ResizeMode, cpu::CoordinateTransform, cpu::NearestMode codes.
 enum : int32_t { kNearest = 0, kLinear = 1, kCubic = 2 };
 enum : int32_t {
@@ -297,26 +289,16 @@ __device__ inline Taps resizeTaps(const ResizeParams &p, int d, int64_t o) {
     w[0] = 1 - t;
     w[1] = t;
   } else {
-    cubicWeights(t, p.cubicA, w);
+    resize::cubicWeights(t, p.cubicA, w);
     first = base - 1;
     n = 4;
   }
-  if (p.excludeOutside) {
-    double kept[4], sum = 0;
-    for (int k = 0; k < n; ++k) {
-      const int64_t idx = first + k;
-      kept[k] = (idx < 0 || idx >= inLen) ? 0 : w[k];
-      sum += kept[k];
-    }
-    if (sum != 0)
-      for (int k = 0; k < n; ++k)
-        w[k] = kept[k] / sum;
-  }
+  if (p.excludeOutside)
+    resize::excludeOutside(first, n, inLen, w);
   for (int k = 0; k < n; ++k) {
     if (w[k] == 0)
       continue;
-    int64_t idx = first + k;
-    idx = idx < 0 ? 0 : (idx > inLen - 1 ? inLen - 1 : idx);
+    const int64_t idx = resize::clampIndex(first + k, inLen);
     taps.offset[taps.n] = idx * p.xStrides[d];
     taps.weight[taps.n] = w[k];
     ++taps.n;

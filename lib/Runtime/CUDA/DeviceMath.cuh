@@ -78,32 +78,19 @@ struct Val {
 
 __device__ inline Val loadVal(const void *p, int32_t t, int64_t i) {
   Val v{0, 0.0f, 0.0, 0, 0};
-  switch (t) {
-  case kF32:
-  case kF16:
-  case kBF16:
+  if (t == kF32 || t == kF16 || t == kBF16) {
     v.kind = 0;
     v.f = loadF32(p, t, i);
-    break;
-  case kF64:
+  } else if (t == kF64) {
     v.kind = 1;
     v.d = static_cast<const double *>(p)[i];
-    break;
-  case kI8:
-  case kI16:
-  case kI32:
-  case kI64:
+  } else if (t == kI8 || t == kI16 || t == kI32 || t == kI64) {
     v.kind = 2;
     v.s = loadI64(p, t, i);
-    break;
-  case kU64:
+  } else { // u8, u16, u32, u64, bool
     v.kind = 3;
-    v.u = static_cast<const uint64_t *>(p)[i];
-    break;
-  default: // u8, u16, u32, bool
-    v.kind = 3;
-    v.u = static_cast<uint64_t>(loadI64(p, t, i));
-    break;
+    v.u = t == kU64 ? static_cast<const uint64_t *>(p)[i]
+                    : static_cast<uint64_t>(loadI64(p, t, i));
   }
   return v;
 }

@@ -143,79 +143,67 @@ __device__ inline int64_t loadI64(const void *p, int32_t t, int64_t i) {
   }
 }
 
-/// Stores an f32 value rounded once to dtype t (floats; integers truncate).
-__device__ inline void storeF32(void *p, int32_t t, int64_t i, float v) {
+/// An f32 or f64 value rounded once to f16 / bf16.
+__device__ inline __half toHalf(float v) { return __float2half_rn(v); }
+__device__ inline __half toHalf(double v) { return __double2half(v); }
+__device__ inline __nv_bfloat16 toBF16(float v) {
+  return __float2bfloat16_rn(v);
+}
+__device__ inline __nv_bfloat16 toBF16(double v) {
+  return __double2bfloat16(v);
+}
+
+/// Stores an f32 or f64 value (V) rounded once to dtype t (floats; bool:
+/// != 0; other dtypes are not written).
+template <typename V>
+__device__ inline void storeFloat(void *p, int32_t t, int64_t i, V v) {
   switch (t) {
   case kF32:
-    static_cast<float *>(p)[i] = v;
-    return;
-  case kF16:
-    static_cast<__half *>(p)[i] = __float2half_rn(v);
-    return;
-  case kBF16:
-    static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(v);
+    static_cast<float *>(p)[i] = static_cast<float>(v);
     return;
   case kF64:
     static_cast<double *>(p)[i] = v;
     return;
+  case kF16:
+    static_cast<__half *>(p)[i] = toHalf(v);
+    return;
+  case kBF16:
+    static_cast<__nv_bfloat16 *>(p)[i] = toBF16(v);
+    return;
   case kBool:
-    static_cast<uint8_t *>(p)[i] = v != 0.0f;
+    static_cast<uint8_t *>(p)[i] = v != V(0);
     return;
   default:
     return;
   }
+}
+
+/// Stores an f32 value rounded once to dtype t (floats; integers truncate).
+__device__ inline void storeF32(void *p, int32_t t, int64_t i, float v) {
+  storeFloat(p, t, i, v);
 }
 
 /// Stores an f64 value rounded once to dtype t.
 __device__ inline void storeF64(void *p, int32_t t, int64_t i, double v) {
-  switch (t) {
-  case kF64:
-    static_cast<double *>(p)[i] = v;
-    return;
-  case kF32:
-    static_cast<float *>(p)[i] = static_cast<float>(v);
-    return;
-  case kF16:
-    static_cast<__half *>(p)[i] = __double2half(v);
-    return;
-  case kBF16:
-    static_cast<__nv_bfloat16 *>(p)[i] = __double2bfloat16(v);
-    return;
-  case kBool:
-    static_cast<uint8_t *>(p)[i] = v != 0.0;
-    return;
-  default:
-    return;
-  }
+  storeFloat(p, t, i, v);
 }
 
 /// Stores a 64-bit integer wrapped to dtype t (bool: != 0).
 __device__ inline void storeI64(void *p, int32_t t, int64_t i, int64_t v) {
+  // The integer dtypes, each with its C++ type: v converted to it.
+#define MP_STORE_INT(code, T)                                                  \
+  case code:                                                                   \
+    static_cast<T *>(p)[i] = static_cast<T>(v);                                \
+    return;
   switch (t) {
-  case kI64:
-    static_cast<int64_t *>(p)[i] = v;
-    return;
-  case kU64:
-    static_cast<uint64_t *>(p)[i] = static_cast<uint64_t>(v);
-    return;
-  case kI32:
-    static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
-    return;
-  case kU32:
-    static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v);
-    return;
-  case kI16:
-    static_cast<int16_t *>(p)[i] = static_cast<int16_t>(v);
-    return;
-  case kU16:
-    static_cast<uint16_t *>(p)[i] = static_cast<uint16_t>(v);
-    return;
-  case kI8:
-    static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
-    return;
-  case kU8:
-    static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
-    return;
+    MP_STORE_INT(kI64, int64_t)
+    MP_STORE_INT(kU64, uint64_t)
+    MP_STORE_INT(kI32, int32_t)
+    MP_STORE_INT(kU32, uint32_t)
+    MP_STORE_INT(kI16, int16_t)
+    MP_STORE_INT(kU16, uint16_t)
+    MP_STORE_INT(kI8, int8_t)
+    MP_STORE_INT(kU8, uint8_t)
   case kBool:
     static_cast<uint8_t *>(p)[i] = v != 0;
     return;
@@ -223,6 +211,7 @@ __device__ inline void storeI64(void *p, int32_t t, int64_t i, int64_t v) {
     storeF64(p, t, i, static_cast<double>(v));
     return;
   }
+#undef MP_STORE_INT
 }
 
 // Typed load / store for the compute types of templated kernels.

@@ -21,61 +21,51 @@ namespace {
 
 /// A unary or binary float function (C = float or double), as the CPU's Op
 /// structs (Elementwise.cpp) compute it.
+/// x clipped to [a, b] (a NaN x stays NaN).
+template <typename T> __device__ inline T clipTo(T x, T a, T b) {
+  T v = x < a ? a : x;
+  return v > b ? b : v;
+}
+
 template <typename C>
 __device__ inline C floatOp(int32_t op, C x, C y, C a, C b) {
+  // The functions that are one math function of x, one a line.
+#define MP_EW_OF_X(code, fn)                                                   \
+  case code:                                                                   \
+    return fn(x);
   switch (op) {
   case kEwIdentity:
     return x;
-  case kEwAbs:
-    return mFabs(x);
+    MP_EW_OF_X(kEwAbs, mFabs)
   case kEwNeg:
     return -x;
-  case kEwExp:
-    return mExp(x);
-  case kEwLog:
-    return mLog(x);
-  case kEwSqrt:
-    return mSqrt(x);
+    MP_EW_OF_X(kEwExp, mExp)
+    MP_EW_OF_X(kEwLog, mLog)
+    MP_EW_OF_X(kEwSqrt, mSqrt)
   case kEwReciprocal:
     return C(1) / x;
   case kEwRelu:
     return x > C(0) ? x : C(0);
   case kEwSigmoid:
     return C(1) / (C(1) + mExp(-x));
-  case kEwTanh:
-    return mTanh(x);
-  case kEwErf:
-    return mErf(x);
-  case kEwFloor:
-    return mFloor(x);
-  case kEwCeil:
-    return mCeil(x);
-  case kEwRound:
-    return mRint(x);
+    MP_EW_OF_X(kEwTanh, mTanh)
+    MP_EW_OF_X(kEwErf, mErf)
+    MP_EW_OF_X(kEwFloor, mFloor)
+    MP_EW_OF_X(kEwCeil, mCeil)
+    MP_EW_OF_X(kEwRound, mRint)
   case kEwSign:
     return x > C(0) ? C(1) : (x < C(0) ? C(-1) : x);
-  case kEwSin:
-    return mSin(x);
-  case kEwCos:
-    return mCos(x);
-  case kEwTan:
-    return mTan(x);
-  case kEwAsin:
-    return mAsin(x);
-  case kEwAcos:
-    return mAcos(x);
-  case kEwAtan:
-    return mAtan(x);
-  case kEwSinh:
-    return mSinh(x);
-  case kEwCosh:
-    return mCosh(x);
-  case kEwAsinh:
-    return mAsinh(x);
-  case kEwAcosh:
-    return mAcosh(x);
-  case kEwAtanh:
-    return mAtanh(x);
+    MP_EW_OF_X(kEwSin, mSin)
+    MP_EW_OF_X(kEwCos, mCos)
+    MP_EW_OF_X(kEwTan, mTan)
+    MP_EW_OF_X(kEwAsin, mAsin)
+    MP_EW_OF_X(kEwAcos, mAcos)
+    MP_EW_OF_X(kEwAtan, mAtan)
+    MP_EW_OF_X(kEwSinh, mSinh)
+    MP_EW_OF_X(kEwCosh, mCosh)
+    MP_EW_OF_X(kEwAsinh, mAsinh)
+    MP_EW_OF_X(kEwAcosh, mAcosh)
+    MP_EW_OF_X(kEwAtanh, mAtanh)
   case kEwSoftplus:
     return x > C(0) ? x + mLog1p(mExp(-x)) : mLog1p(mExp(x));
   case kEwSoftsign:
@@ -102,10 +92,8 @@ __device__ inline C floatOp(int32_t op, C x, C y, C a, C b) {
     return x > a ? x : C(0);
   case kEwShrink:
     return x < -a ? x + b : (x > a ? x - b : C(0));
-  case kEwClip1: {
-    C v = x < a ? a : x;
-    return v > b ? b : v;
-  }
+  case kEwClip1:
+    return clipTo(x, a, b);
   // Binary.
   case kEwAdd:
   case kEwSum:
@@ -132,6 +120,7 @@ __device__ inline C floatOp(int32_t op, C x, C y, C a, C b) {
     return nanMin(x, y);
   }
   return x;
+#undef MP_EW_OF_X
 }
 
 /// The integer functions, on 64-bit values (narrower dtypes wrap at the
@@ -168,10 +157,8 @@ __device__ inline int64_t intOp(int32_t op, int64_t x, int64_t y, int64_t a,
     return x > 0 ? 1 : (x < 0 ? -1 : 0);
   case kEwNot:
     return x == 0;
-  case kEwClip1: {
-    int64_t v = x < a ? a : x;
-    return v > b ? b : v;
-  }
+  case kEwClip1:
+    return clipTo(x, a, b);
   case kEwAdd:
   case kEwSum:
     return static_cast<int64_t>(u(x) + u(y));
@@ -204,16 +191,14 @@ __device__ inline int64_t intOp(int32_t op, int64_t x, int64_t y, int64_t a,
 __device__ inline uint64_t uintOp(int32_t op, uint64_t x, uint64_t y,
                                   uint64_t a, uint64_t b, int bits) {
   switch (op) {
+  case kEwClip1:
+    return clipTo(x, a, b);
   case kEwAbs:
     return x;
   case kEwSign:
     return x > 0 ? 1 : 0;
   case kEwNot:
     return x == 0;
-  case kEwClip1: {
-    uint64_t v = x < a ? a : x;
-    return v > b ? b : v;
-  }
   case kEwAdd:
   case kEwSum:
     return x + y;

@@ -45,36 +45,25 @@ Result<std::unique_ptr<PreparedCall>> prepareElementwise(const PrepareArgs &a) {
     // convertValue of alpha / beta).
     DType t = a.operands[0].dtype;
     double lo = 0, hi = 0;
+    // The range [lo, hi] of each integer dtype (i64: the doubles within it).
+#define MP_RANGE(dtype, lower, upper)                                          \
+  case DType::dtype:                                                           \
+    lo = lower;                                                                \
+    hi = upper;                                                                \
+    break;
     switch (t) {
-    case DType::I8:
-      lo = -128;
-      hi = 127;
-      break;
-    case DType::I16:
-      lo = -32768;
-      hi = 32767;
-      break;
-    case DType::I32:
-      lo = -2147483648.0;
-      hi = 2147483647.0;
-      break;
-    case DType::U8:
-      lo = 0;
-      hi = 255;
-      break;
-    case DType::U16:
-      lo = 0;
-      hi = 65535;
-      break;
-    case DType::U32:
-      lo = 0;
-      hi = 4294967295.0;
-      break;
+      MP_RANGE(I8, -128, 127)
+      MP_RANGE(I16, -32768, 32767)
+      MP_RANGE(I32, -2147483648.0, 2147483647.0)
+      MP_RANGE(U8, 0, 255)
+      MP_RANGE(U16, 0, 65535)
+      MP_RANGE(U32, 0, 4294967295.0)
     default:
       lo = -9223372036854775808.0;
       hi = 9223372036854774784.0;
       break;
     }
+#undef MP_RANGE
     auto sat = [&](double v) {
       if (!(v == v))
         return 0.0;
@@ -352,26 +341,26 @@ Result<std::unique_ptr<PreparedCall>> prepareAdam(const PrepareArgs &a) {
 } // namespace
 
 void addKernelCalls(std::map<std::string, PrepareFn> &t) {
-  t["kernel.elementwise"] = prepareElementwise;
-  t["kernel.cast"] = prepareCast;
-  t["kernel.copy"] = prepareCopy;
-  t["kernel.transpose"] = prepareTranspose;
-  t["kernel.broadcast"] = prepareBroadcast;
-  t["kernel.slice"] = prepareSlice;
-  t["kernel.concat"] = prepareConcat;
-  t["kernel.reduce"] = prepareReduce;
-  t["cudnn.softmax"] = prepareSoftmax;
-  t["cudnn.pool"] = preparePoolFwd;
-  t["cudnn.pool_bwd"] = preparePoolBwd;
-  t["kernel.gather"] = prepareGather;
-  t["kernel.scatter_nd"] = prepareScatterND;
-  t["kernel.nll_loss"] = prepareNll;
-  t["kernel.nll_loss_grad"] = prepareNllGrad;
-  t["kernel.softmax_cross_entropy_grad"] = prepareSceGrad;
-  t["kernel.unscale_check_finite"] = prepareUnscale;
-  t["kernel.loss_scale_update"] = prepareLossScale;
-  t["kernel.sgd_step"] = prepareSgd;
-  t["kernel.adam_step"] = prepareAdam;
+  MP_ADD_PREPARE("kernel.elementwise", prepareElementwise);
+  MP_ADD_PREPARE("kernel.cast", prepareCast);
+  MP_ADD_PREPARE("kernel.copy", prepareCopy);
+  MP_ADD_PREPARE("kernel.transpose", prepareTranspose);
+  MP_ADD_PREPARE("kernel.broadcast", prepareBroadcast);
+  MP_ADD_PREPARE("kernel.slice", prepareSlice);
+  MP_ADD_PREPARE("kernel.concat", prepareConcat);
+  MP_ADD_PREPARE("kernel.reduce", prepareReduce);
+  MP_ADD_PREPARE("cudnn.softmax", prepareSoftmax);
+  MP_ADD_PREPARE("cudnn.pool", preparePoolFwd);
+  MP_ADD_PREPARE("cudnn.pool_bwd", preparePoolBwd);
+  MP_ADD_PREPARE("kernel.gather", prepareGather);
+  MP_ADD_PREPARE("kernel.scatter_nd", prepareScatterND);
+  MP_ADD_PREPARE("kernel.nll_loss", prepareNll);
+  MP_ADD_PREPARE("kernel.nll_loss_grad", prepareNllGrad);
+  MP_ADD_PREPARE("kernel.softmax_cross_entropy_grad", prepareSceGrad);
+  MP_ADD_PREPARE("kernel.unscale_check_finite", prepareUnscale);
+  MP_ADD_PREPARE("kernel.loss_scale_update", prepareLossScale);
+  MP_ADD_PREPARE("kernel.sgd_step", prepareSgd);
+  MP_ADD_PREPARE("kernel.adam_step", prepareAdam);
 }
 
 const std::map<std::string, PrepareFn> &cudaCallTable() {

@@ -40,17 +40,25 @@ Status cudnnStatus(cudnnStatus_t s, const char *what) {
                        cudnn().cudnnGetErrorString(s));
 }
 
-cudnnDataType_t cudnnTypeOf(DType t) {
+/// A library's code (cuDNN's, CUDA's) of the float dtype t: f16, bf16, f64,
+/// and f32 for any other.
+template <typename Code>
+static Code floatTypeCode(DType t, Code f16, Code bf16, Code f64, Code f32) {
   switch (t) {
   case DType::F16:
-    return CUDNN_DATA_HALF;
+    return f16;
   case DType::BF16:
-    return CUDNN_DATA_BFLOAT16;
+    return bf16;
   case DType::F64:
-    return CUDNN_DATA_DOUBLE;
+    return f64;
   default:
-    return CUDNN_DATA_FLOAT;
+    return f32;
   }
+}
+
+cudnnDataType_t cudnnTypeOf(DType t) {
+  return floatTypeCode(t, CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16,
+                       CUDNN_DATA_DOUBLE, CUDNN_DATA_FLOAT);
 }
 
 namespace {
@@ -62,16 +70,7 @@ namespace {
   auto var = var##Result.take()
 
 cudaDataType_t cudaTypeOf(DType t) {
-  switch (t) {
-  case DType::F16:
-    return CUDA_R_16F;
-  case DType::BF16:
-    return CUDA_R_16BF;
-  case DType::F64:
-    return CUDA_R_64F;
-  default:
-    return CUDA_R_32F;
-  }
+  return floatTypeCode(t, CUDA_R_16F, CUDA_R_16BF, CUDA_R_64F, CUDA_R_32F);
 }
 
 //===----------------------------------------------------------------------===//
@@ -423,6 +422,22 @@ public:
     return false;
   }
 
+  /// Runs one of cuDNN's _v7 algorithm queries (fn: forward, backward data
+  /// or backward filter, with its Perf struct and algorithm count) on the
+  /// descriptors in its order (the convolution descriptor third) and picks
+  /// into `algo` the first algorithm that fits `limit`; `ok`: whether one
+  /// did.
+  template <typename Perf, int Count, typename Fn, typename D0, typename D1,
+            typename D2>
+  Status query(Fn fn, const char *what, cudnnHandle_t dnn, D0 d0, D1 d1, D2 d2,
+               uint64_t limit, bool &ok) {
+    Perf perf[Count];
+    int n = 0;
+    MP_CUDNN_TRY(fn(dnn, d0, d1, cD, d2, Count, &n, perf), what);
+    ok = pick(perf, n, limit, algo);
+    return Status::ok();
+  }
+
   Status chooseAlgo(const PrepareArgs &a, cudnnMathType_t math) {
     std::string key = convAlgoKey(plan, a.device) + " limit" +
                       std::to_string(a.convWorkspaceLimit);
@@ -440,42 +455,30 @@ public:
     (void)math;
     bool ok = false;
     uint64_t limit = a.convWorkspaceLimit;
+    // One _v7 algorithm query, by the names' parts, with its descriptors in
+    // cuDNN's order. Backward data: w, the incoming gradient (yD), the data
+    // gradient (xD).
+#define MP_CONV_ALGO_QUERY(Perf, Fn, COUNT, d0, d1, d2)                        \
+  query<cudnnConvolution##Perf##AlgoPerf_t,                                    \
+        CUDNN_CONVOLUTION_##COUNT##_ALGO_COUNT>(                               \
+      cudnn().cudnnGetConvolution##Fn##Algorithm_v7,                           \
+      "cudnnGetConvolution" #Fn "Algorithm_v7", a.dnn, d0, d1, d2, limit, ok)
+    Status queried = Status::ok();
     switch (plan.kind) {
-    case ConvKind::Forward: {
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      int n = 0;
-      MP_CUDNN_TRY(cudnn().cudnnGetConvolutionForwardAlgorithm_v7(
-                       a.dnn, xD, wD, cD, yD, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                       &n, perf),
-                   "cudnnGetConvolutionForwardAlgorithm_v7");
-      ok = pick(perf, n, limit, algo);
+    case ConvKind::Forward:
+      queried = MP_CONV_ALGO_QUERY(Fwd, Forward, FWD, xD, wD, yD);
+      break;
+    case ConvKind::BackwardData:
+      queried = MP_CONV_ALGO_QUERY(BwdData, BackwardData, BWD_DATA, wD, yD, xD);
+      break;
+    case ConvKind::BackwardFilter:
+      queried =
+          MP_CONV_ALGO_QUERY(BwdFilter, BackwardFilter, BWD_FILTER, xD, yD, wD);
       break;
     }
-    case ConvKind::BackwardData: {
-      cudnnConvolutionBwdDataAlgoPerf_t
-          perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      int n = 0;
-      // Backward data: w, the incoming gradient (yD), the data gradient
-      // (xD).
-      MP_CUDNN_TRY(cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                       a.dnn, wD, yD, cD, xD,
-                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf),
-                   "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      ok = pick(perf, n, limit, algo);
-      break;
-    }
-    case ConvKind::BackwardFilter: {
-      cudnnConvolutionBwdFilterAlgoPerf_t
-          perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      int n = 0;
-      MP_CUDNN_TRY(cudnn().cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                       a.dnn, xD, yD, cD, wD,
-                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf),
-                   "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      ok = pick(perf, n, limit, algo);
-      break;
-    }
-    }
+#undef MP_CONV_ALGO_QUERY
+    if (!queried)
+      return queried;
     if (!ok)
       return Status::error("cuDNN has no algorithm for this convolution "
                            "within the workspace limit of " +
@@ -624,10 +627,10 @@ ConvAlgoCacheStats convAlgoCacheStats() {
 }
 
 void addLibraryCalls(std::map<std::string, PrepareFn> &t) {
-  t["cublaslt.matmul"] = prepareMatmul;
-  t["cudnn.conv_fwd"] = prepareConvFwd;
-  t["cudnn.conv_bwd_data"] = prepareConvBwdData;
-  t["cudnn.conv_bwd_filter"] = prepareConvBwdFilter;
+  MP_ADD_PREPARE("cublaslt.matmul", prepareMatmul);
+  MP_ADD_PREPARE("cudnn.conv_fwd", prepareConvFwd);
+  MP_ADD_PREPARE("cudnn.conv_bwd_data", prepareConvBwdData);
+  MP_ADD_PREPARE("cudnn.conv_bwd_filter", prepareConvBwdFilter);
 }
 
 } // namespace mp::rt::cuda

@@ -263,14 +263,14 @@ Result<std::unique_ptr<PreparedCall>> prepareHardmax(const PrepareArgs &a) {
 } // namespace
 
 void addNNCalls(std::map<std::string, PrepareFn> &t) {
-  t["kernel.layer_norm"] = prepareLayerNorm;
-  t["kernel.instance_norm"] = prepareInstanceNorm;
-  t["cudnn.lrn"] = prepareLrn;
-  t["cudnn.rnn"] = prepareRnn;
-  t["kernel.lstm_bwd"] = prepareLstmBwd;
-  t["kernel.topk"] = prepareTopk;
-  t["kernel.cumsum"] = prepareCumsum;
-  t["kernel.hardmax"] = prepareHardmax;
+  MP_ADD_PREPARE("kernel.layer_norm", prepareLayerNorm);
+  MP_ADD_PREPARE("kernel.instance_norm", prepareInstanceNorm);
+  MP_ADD_PREPARE("cudnn.lrn", prepareLrn);
+  MP_ADD_PREPARE("cudnn.rnn", prepareRnn);
+  MP_ADD_PREPARE("kernel.lstm_bwd", prepareLstmBwd);
+  MP_ADD_PREPARE("kernel.topk", prepareTopk);
+  MP_ADD_PREPARE("kernel.cumsum", prepareCumsum);
+  MP_ADD_PREPARE("kernel.hardmax", prepareHardmax);
 }
 
 } // namespace mp::rt::cuda

@@ -14,6 +14,7 @@
 #include "DeviceUtil.cuh"
 
 #include <cmath>
+#include <type_traits>
 
 namespace mp::rt::cuda {
 namespace dev {
@@ -459,19 +460,10 @@ cudaError_t launchLstmBwdT(const LstmBwdParams &p, int stage,
 template <typename K> __device__ inline bool keyIsNan(K v) { return false; }
 template <> __device__ inline bool keyIsNan<double>(double v) { return v != v; }
 
+/// TopK's keys: double (floats), int64_t (signed), uint64_t (unsigned).
 template <typename K>
-__device__ inline K topkKey(const TopkParams &p, int64_t i);
-template <>
-__device__ inline double topkKey<double>(const TopkParams &p, int64_t i) {
-  return loadF64(p.x, p.dtype, i);
-}
-template <>
-__device__ inline int64_t topkKey<int64_t>(const TopkParams &p, int64_t i) {
-  return loadI64(p.x, p.dtype, i);
-}
-template <>
-__device__ inline uint64_t topkKey<uint64_t>(const TopkParams &p, int64_t i) {
-  return static_cast<uint64_t>(loadI64(p.x, p.dtype, i));
+__device__ inline K topkKey(const TopkParams &p, int64_t i) {
+  return loadAs<K>(p.x, p.dtype, i);
 }
 
 /// a ranks above b: NaN above every number (the CPU's order).
@@ -533,22 +525,13 @@ template <typename K> __global__ void topkKernel(TopkParams p) {
 /// CumSum's accumulator types: float (f32, f16, bf16), double, and the
 /// CPU's wrap-around integer sums in uint32_t (i32) / uint64_t (i64).
 template <typename A>
-__device__ inline A scanLoad(const ScanParams &p, int64_t i);
-template <>
-__device__ inline float scanLoad<float>(const ScanParams &p, int64_t i) {
-  return loadF32(p.x, p.dtype, i);
-}
-template <>
-__device__ inline double scanLoad<double>(const ScanParams &p, int64_t i) {
-  return loadF64(p.x, p.dtype, i);
-}
-template <>
-__device__ inline uint32_t scanLoad<uint32_t>(const ScanParams &p, int64_t i) {
-  return static_cast<uint32_t>(static_cast<const int32_t *>(p.x)[i]);
-}
-template <>
-__device__ inline uint64_t scanLoad<uint64_t>(const ScanParams &p, int64_t i) {
-  return static_cast<uint64_t>(static_cast<const int64_t *>(p.x)[i]);
+__device__ inline A scanLoad(const ScanParams &p, int64_t i) {
+  if constexpr (std::is_same_v<A, uint32_t>)
+    return static_cast<uint32_t>(static_cast<const int32_t *>(p.x)[i]);
+  else if constexpr (std::is_same_v<A, uint64_t>)
+    return static_cast<uint64_t>(static_cast<const int64_t *>(p.x)[i]);
+  else
+    return loadAs<A>(p.x, p.dtype, i);
 }
 __device__ inline void scanStore(const ScanParams &p, int64_t i, float v) {
   storeF32(p.y, p.dtype, i, v);

@@ -147,16 +147,60 @@ template <size_t N> struct Views {
   const TensorView *operator[](size_t i) const { return ptr[i]; }
 };
 
+/// The preamble of a planner of one operand x and one result y with
+/// options: the arity, the options (optionsOf(call)) and the CPU kernel's
+/// check (check(view of x, view of y, options)). Returns the options.
+template <typename OptionsOf, typename Check>
+auto checkedUnaryOptions(const PlanCall &call,
+                         const std::vector<TensorDesc> &ops,
+                         const std::vector<TensorDesc> &res,
+                         OptionsOf optionsOf, Check check)
+    -> decltype(optionsOf(call)) {
+  if (Status s = arity(ops, res, 1, 1, 1, 1); !s)
+    return s;
+  auto o = optionsOf(call);
+  if (!o)
+    return o;
+  if (Status s = check(viewOf(ops[0]), viewOf(res[0]), *o); !s)
+    return s;
+  return o;
+}
+
+/// The preamble of a planner whose operands and results are named
+/// (cpu::BufferSpec lists): binds them into `in` and `out`
+/// (cpu::bindCallBuffers), reads the options (optionsOf(call)) and runs the
+/// CPU kernel's check (check(operand Views, result Views, options)).
+/// Returns the options.
+template <size_t N, size_t M, typename OptionsOf, typename Check>
+auto bindAndCheck(const PlanCall &call, const std::vector<TensorDesc> &ops,
+                  const std::array<cpu::BufferSpec, N> &operandSpecs,
+                  std::array<const TensorDesc *, N> &in,
+                  const std::vector<TensorDesc> &res,
+                  const std::array<cpu::BufferSpec, M> &resultSpecs,
+                  std::array<const TensorDesc *, M> &out, OptionsOf optionsOf,
+                  Check check) -> decltype(optionsOf(call)) {
+  if (Status s = cpu::bindCallBuffers(call, ops, operandSpecs, in, res,
+                                      resultSpecs, out);
+      !s)
+    return s;
+  auto o = optionsOf(call);
+  if (!o)
+    return o;
+  Views<N> vi(in);
+  Views<M> vo(out);
+  if (Status s = check(vi, vo, *o); !s)
+    return s;
+  return o;
+}
+
 /// The planners of the files by topic (CudaPlanningNN.cpp,
 /// CudaPlanningData.cpp): cudaCallKinds() lists their kinds and planCall()
-/// runs them.
+/// runs them (topicPlanners(), CudaPlanning.cpp).
 struct TopicPlanner {
   const char *kind;
   Status (*plan)(const PlanCall &call, const std::vector<TensorDesc> &operands,
                  const std::vector<TensorDesc> &results);
 };
-const std::vector<TopicPlanner> &nnPlanners();
-const std::vector<TopicPlanner> &dataPlanners();
 
 /// A planner's Result as a Status (for TopicPlanner tables).
 template <auto Planner>

@@ -43,6 +43,16 @@ PlanCall convCall(std::vector<int64_t> pads, std::vector<PlanAttr> extra = {},
   return callOf("cudnn.conv_fwd", std::move(a));
 }
 
+/// The forward convolution with bias of x, w, b into y, no padding, with
+/// the `extra` attributes.
+Result<ConvPlan> planBiasConv(const TensorDesc &x, const TensorDesc &w,
+                              const TensorDesc &b, const TensorDesc &y,
+                              std::vector<PlanAttr> extra) {
+  return planConv(ConvKind::Forward,
+                  convCall({0, 0, 0, 0}, std::move(extra), true), {x, w, b},
+                  {y});
+}
+
 } // namespace
 
 TEST_CASE("convolution planning: cuDNN descriptors", "[cuda][planning]") {
@@ -98,10 +108,8 @@ TEST_CASE("convolution planning: cuDNN descriptors", "[cuda][planning]") {
     TensorDesc x = at(DType::F16, {2, 4, 6, 6}),
                w = at(DType::F16, {8, 4, 3, 3}), b = at(DType::F32, {8}),
                y = at(DType::F16, {2, 8, 4, 4});
-    Result<ConvPlan> p = planConv(
-        ConvKind::Forward,
-        convCall({0, 0, 0, 0}, {{"activation", std::string("relu")}}, true),
-        {x, w, b}, {y});
+    Result<ConvPlan> p =
+        planBiasConv(x, w, b, y, {{"activation", std::string("relu")}});
     REQUIRE(p);
     CHECK(p->epilogue);
     CHECK(p->epi.act == kActRelu);
@@ -115,10 +123,8 @@ TEST_CASE("convolution planning: cuDNN descriptors", "[cuda][planning]") {
     TensorDesc x = at(DType::F16, {2, 6, 6, 4}),
                w = at(DType::F16, {8, 3, 3, 4}), b = at(DType::F16, {8}),
                y = at(DType::F16, {2, 4, 4, 8});
-    Result<ConvPlan> p = planConv(
-        ConvKind::Forward,
-        convCall({0, 0, 0, 0}, {{"layout", std::string("nhwc")}}, true),
-        {x, w, b}, {y});
+    Result<ConvPlan> p =
+        planBiasConv(x, w, b, y, {{"layout", std::string("nhwc")}});
     REQUIRE(p);
     CHECK(p->nhwc);
     CHECK(p->xDims == std::vector<int>{2, 4, 6, 6});

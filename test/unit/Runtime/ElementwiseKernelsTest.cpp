@@ -114,66 +114,43 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 // Unary
 //===----------------------------------------------------------------------===//
 
+// checkUnary of F::fn against the expression `ref` of x over [lo, hi].
+#define MP_CHECK_UNARY(fn, ref, lo, hi)                                        \
+  checkUnary(F::fn, [](double x) { return ref; }, lo, hi)
+
 TEST_CASE("elementwise unary float functions match their definitions",
           "[runtime][cpu][elementwise]") {
   using F = ElementwiseFn;
   const double selA = 1.67326319217681884765625,
                selG = 1.05070102214813232421875;
-  checkUnary(
-      F::Identity, [](double x) { return x; }, -4, 4);
-  checkUnary(
-      F::Abs, [](double x) { return std::fabs(x); }, -4, 4);
-  checkUnary(
-      F::Neg, [](double x) { return -x; }, -4, 4);
-  checkUnary(
-      F::Exp, [](double x) { return std::exp(x); }, -5, 5);
-  checkUnary(
-      F::Log, [](double x) { return std::log(x); }, 0.1, 4);
-  checkUnary(
-      F::Sqrt, [](double x) { return std::sqrt(x); }, 0, 4);
-  checkUnary(
-      F::Reciprocal, [](double x) { return 1 / x; }, 0.2, 3);
-  checkUnary(
-      F::Relu, [](double x) { return x > 0 ? x : 0; }, -4, 4);
+  MP_CHECK_UNARY(Identity, x, -4, 4);
+  MP_CHECK_UNARY(Abs, std::fabs(x), -4, 4);
+  MP_CHECK_UNARY(Neg, -x, -4, 4);
+  MP_CHECK_UNARY(Exp, std::exp(x), -5, 5);
+  MP_CHECK_UNARY(Log, std::log(x), 0.1, 4);
+  MP_CHECK_UNARY(Sqrt, std::sqrt(x), 0, 4);
+  MP_CHECK_UNARY(Reciprocal, 1 / x, 0.2, 3);
+  MP_CHECK_UNARY(Relu, x > 0 ? x : 0, -4, 4);
   checkUnary(F::Sigmoid, sigmoid, -6, 6);
-  checkUnary(
-      F::Tanh, [](double x) { return std::tanh(x); }, -4, 4);
-  checkUnary(
-      F::Erf, [](double x) { return std::erf(x); }, -3, 3);
-  checkUnary(
-      F::Floor, [](double x) { return std::floor(x); }, -4, 4);
-  checkUnary(
-      F::Ceil, [](double x) { return std::ceil(x); }, -4, 4);
-  checkUnary(
-      F::Round, [](double x) { return std::nearbyint(x); }, -4, 4);
-  checkUnary(
-      F::Sign, [](double x) { return double((x > 0) - (x < 0)); }, -4, 4);
-  checkUnary(
-      F::Sin, [](double x) { return std::sin(x); }, -4, 4);
-  checkUnary(
-      F::Cos, [](double x) { return std::cos(x); }, -4, 4);
-  checkUnary(
-      F::Tan, [](double x) { return std::tan(x); }, -1.2, 1.2);
-  checkUnary(
-      F::Asin, [](double x) { return std::asin(x); }, -0.9, 0.9);
-  checkUnary(
-      F::Acos, [](double x) { return std::acos(x); }, -0.9, 0.9);
-  checkUnary(
-      F::Atan, [](double x) { return std::atan(x); }, -4, 4);
-  checkUnary(
-      F::Sinh, [](double x) { return std::sinh(x); }, -4, 4);
-  checkUnary(
-      F::Cosh, [](double x) { return std::cosh(x); }, -4, 4);
-  checkUnary(
-      F::Asinh, [](double x) { return std::asinh(x); }, -4, 4);
-  checkUnary(
-      F::Acosh, [](double x) { return std::acosh(x); }, 1.1, 4);
-  checkUnary(
-      F::Atanh, [](double x) { return std::atanh(x); }, -0.9, 0.9);
-  checkUnary(
-      F::Softplus, [](double x) { return std::log(1 + std::exp(x)); }, -6, 6);
-  checkUnary(
-      F::Softsign, [](double x) { return x / (1 + std::fabs(x)); }, -4, 4);
+  MP_CHECK_UNARY(Tanh, std::tanh(x), -4, 4);
+  MP_CHECK_UNARY(Erf, std::erf(x), -3, 3);
+  MP_CHECK_UNARY(Floor, std::floor(x), -4, 4);
+  MP_CHECK_UNARY(Ceil, std::ceil(x), -4, 4);
+  MP_CHECK_UNARY(Round, std::nearbyint(x), -4, 4);
+  MP_CHECK_UNARY(Sign, double((x > 0) - (x < 0)), -4, 4);
+  MP_CHECK_UNARY(Sin, std::sin(x), -4, 4);
+  MP_CHECK_UNARY(Cos, std::cos(x), -4, 4);
+  MP_CHECK_UNARY(Tan, std::tan(x), -1.2, 1.2);
+  MP_CHECK_UNARY(Asin, std::asin(x), -0.9, 0.9);
+  MP_CHECK_UNARY(Acos, std::acos(x), -0.9, 0.9);
+  MP_CHECK_UNARY(Atan, std::atan(x), -4, 4);
+  MP_CHECK_UNARY(Sinh, std::sinh(x), -4, 4);
+  MP_CHECK_UNARY(Cosh, std::cosh(x), -4, 4);
+  MP_CHECK_UNARY(Asinh, std::asinh(x), -4, 4);
+  MP_CHECK_UNARY(Acosh, std::acosh(x), 1.1, 4);
+  MP_CHECK_UNARY(Atanh, std::atanh(x), -0.9, 0.9);
+  MP_CHECK_UNARY(Softplus, std::log(1 + std::exp(x)), -6, 6);
+  MP_CHECK_UNARY(Softsign, x / (1 + std::fabs(x)), -4, 4);
   checkUnary(
       F::HardSwish,
       [](double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); },
@@ -191,12 +168,10 @@ TEST_CASE("elementwise unary float functions match their definitions",
       },
       -4, 4);
   // Parameters: ONNX's defaults, then given values.
-  checkUnary(
-      F::LeakyRelu, [](double x) { return x < 0 ? 0.01 * x : x; }, -4, 4);
+  MP_CHECK_UNARY(LeakyRelu, x < 0 ? 0.01 * x : x, -4, 4);
   checkUnary(F::LeakyRelu, [](double x) { return x < 0 ? 0.25 * x : x; }, -4, 4,
              {0.25, std::nullopt});
-  checkUnary(
-      F::Elu, [](double x) { return x < 0 ? std::exp(x) - 1 : x; }, -4, 4);
+  MP_CHECK_UNARY(Elu, x < 0 ? std::exp(x) - 1 : x, -4, 4);
   checkUnary(F::Elu,
              [](double x) { return x < 0 ? 0.7 * (std::exp(x) - 1) : x; }, -4,
              4, {0.7, std::nullopt});
@@ -225,8 +200,7 @@ TEST_CASE("elementwise unary float functions match their definitions",
       F::HardSigmoid,
       [](double x) { return std::max(0.0, std::min(1.0, 0.3 * x + 0.4)); }, -5,
       5, {0.3, 0.4});
-  checkUnary(
-      F::ThresholdedRelu, [](double x) { return x > 1.0 ? x : 0; }, -4, 4);
+  MP_CHECK_UNARY(ThresholdedRelu, x > 1.0 ? x : 0, -4, 4);
   checkUnary(F::ThresholdedRelu, [](double x) { return x > 0.25 ? x : 0; }, -4,
              4, {0.25, std::nullopt});
   checkUnary(
@@ -239,6 +213,7 @@ TEST_CASE("elementwise unary float functions match their definitions",
   checkUnary(F::Clip, [](double x) { return std::min(1.0, std::max(-0.5, x)); },
              -2, 2, {-0.5, 1.0});
 }
+#undef MP_CHECK_UNARY
 
 TEST_CASE("elementwise: special values of round, sign, is_nan, is_inf",
           "[runtime][cpu][elementwise]") {

@@ -6,6 +6,7 @@
 // benchmarks account for every call.
 #include "mp/Runtime/Executor.h"
 #include "mp/Runtime/Plan.h"
+#include "mp/Runtime/PlanBuilding.h"
 
 #include "RuntimeTestSupport.h"
 
@@ -32,30 +33,12 @@ struct PlanBuilder {
   Plan plan;
 
   uint32_t arena(DType dtype, Shape shape, std::string name = "") {
-    PlanBuffer b;
-    b.id = static_cast<uint32_t>(plan.buffers.size());
-    b.dtype = dtype;
-    b.shape = std::move(shape);
-    b.storage = BufferStorage::Arena;
-    b.offset = plan.arenaSize;
-    b.name = std::move(name);
-    plan.arenaSize += (b.byteCount() + 255) / 256 * 256;
-    plan.buffers.push_back(b);
-    return b.id;
+    return appendArenaBuffer(plan, dtype, std::move(shape), std::move(name));
   }
   uint32_t weight(const std::string &name, Shape shape,
                   const std::vector<float> &values) {
-    plan.weights.push_back(PlanWeight::copyOf(
-        name, DType::F32, shape, values.data(), values.size() * sizeof(float)));
-    PlanBuffer b;
-    b.id = static_cast<uint32_t>(plan.buffers.size());
-    b.dtype = DType::F32;
-    b.shape = std::move(shape);
-    b.storage = BufferStorage::Weight;
-    b.weight = static_cast<uint32_t>(plan.weights.size() - 1);
-    b.name = name;
-    plan.buffers.push_back(b);
-    return b.id;
+    return appendWeightBuffer(plan, BufferStorage::Weight, name, name,
+                              std::move(shape), values);
   }
   void input(const std::string &name, uint32_t id) {
     const PlanBuffer &b = plan.buffers[id];

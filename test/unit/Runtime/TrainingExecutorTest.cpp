@@ -9,6 +9,7 @@
 #include "mp/Runtime/Executor.h"
 #include "mp/Runtime/Half.h"
 #include "mp/Runtime/Plan.h"
+#include "mp/Runtime/PlanBuilding.h"
 
 #include "RuntimeTestSupport.h"
 
@@ -30,31 +31,13 @@ struct Builder {
   Plan plan;
 
   uint32_t arena(DType dtype, Shape shape, std::string name) {
-    PlanBuffer b;
-    b.id = static_cast<uint32_t>(plan.buffers.size());
-    b.dtype = dtype;
-    b.shape = std::move(shape);
-    b.offset = plan.arenaSize;
-    b.name = std::move(name);
-    plan.arenaSize += (b.byteCount() + 255) / 256 * 256;
-    plan.buffers.push_back(b);
-    return b.id;
+    return appendArenaBuffer(plan, dtype, std::move(shape), std::move(name));
   }
   uint32_t weightOf(BufferStorage storage, const std::string &weightName,
                     std::string bufferName, Shape shape,
                     const std::vector<float> &values) {
-    plan.weights.push_back(PlanWeight::copyOf(weightName, DType::F32, shape,
-                                              values.data(),
-                                              values.size() * sizeof(float)));
-    PlanBuffer b;
-    b.id = static_cast<uint32_t>(plan.buffers.size());
-    b.dtype = DType::F32;
-    b.shape = std::move(shape);
-    b.storage = storage;
-    b.weight = static_cast<uint32_t>(plan.weights.size() - 1);
-    b.name = std::move(bufferName);
-    plan.buffers.push_back(b);
-    return b.id;
+    return appendWeightBuffer(plan, storage, weightName, std::move(bufferName),
+                              std::move(shape), values);
   }
   uint32_t weight(const std::string &name, Shape shape,
                   const std::vector<float> &values) {

@@ -63,6 +63,10 @@ private:
   std::map<std::string, CallFn> fns_;
 };
 
+/// One line of a family's registration list, in add*Calls(CallTable
+/// &table): `fn` implements the call kind `kind`.
+#define MP_ADD_CALL(kind, fn) table.add((kind), (fn))
+
 /// All CPU call implementations.
 const CallTable &cpuCallTable();
 
@@ -155,6 +159,21 @@ Status bindBuffers(const PlanCall &call, const std::vector<Buffer> &given,
   for (size_t i = 0, next = 0; i < N; ++i)
     out[i] = present[i] ? &given[next++] : nullptr;
   return Status::ok();
+}
+
+/// bindBuffers of a call's operands (into `in`) and results (into `out`).
+template <size_t N, size_t M, typename Buffer>
+Status bindCallBuffers(const PlanCall &call,
+                       const std::vector<Buffer> &operands,
+                       const std::array<BufferSpec, N> &operandSpecs,
+                       std::array<const Buffer *, N> &in,
+                       const std::vector<Buffer> &results,
+                       const std::array<BufferSpec, M> &resultSpecs,
+                       std::array<const Buffer *, M> &out) {
+  if (Status s = bindBuffers<N>(call, operands, "operands", operandSpecs, in);
+      !s)
+    return s;
+  return bindBuffers<M>(call, results, "results", resultSpecs, out);
 }
 
 /// In a function returning Status: `auto var = *expr` for a Result `expr`,

@@ -99,6 +99,14 @@ bool isCudaCallKind(const std::string &kind);
 /// that fails is named.
 Status checkPlanForCuda(const Plan &plan, const std::string &name = "<plan>");
 
+/// The type of a call's planner: `PlannerFn<R> planX;` declares
+/// Result<R> planX(const PlanCall &call, const std::vector<TensorDesc>
+/// &operands, const std::vector<TensorDesc> &results).
+template <typename R>
+using PlannerFn = Result<R>(const PlanCall &call,
+                            const std::vector<TensorDesc> &operands,
+                            const std::vector<TensorDesc> &results);
+
 //===----------------------------------------------------------------------===//
 // Elementwise, cast (CudaPlanningElementwise.cpp); copy, transpose
 // (CudaPlanningDataMovement.cpp)
@@ -112,9 +120,7 @@ Result<BroadcastLoop> makeBroadcastLoop(const std::vector<Shape> &inputs,
 
 /// kernel.elementwise: fn, alpha, beta; the CPU's dtype and shape rules.
 /// Functions or dtypes the GPU does not implement are errors naming them.
-Result<EwParams> planElementwise(const PlanCall &call,
-                                 const std::vector<TensorDesc> &operands,
-                                 const std::vector<TensorDesc> &results);
+PlannerFn<EwParams> planElementwise;
 
 /// y = x broadcast to y's shape and converted to y's dtype (an elementwise
 /// identity with a conversion: C of matmul, bias of convolutions). x's
@@ -223,9 +229,7 @@ struct MatmulPlan {
 };
 
 /// cublaslt.matmul: a, b, c?, bias? -> d (the CPU's rules).
-Result<MatmulPlan> planMatmul(const PlanCall &call,
-                              const std::vector<TensorDesc> &operands,
-                              const std::vector<TensorDesc> &results);
+PlannerFn<MatmulPlan> planMatmul;
 
 //===----------------------------------------------------------------------===//
 // Convolutions (cuDNN; CudaPlanningConv.cpp)
@@ -353,9 +357,7 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
 // CudaPlanningTraining.cpp)
 //===----------------------------------------------------------------------===//
 
-Result<GatherParams> planGather(const PlanCall &call,
-                                const std::vector<TensorDesc> &operands,
-                                const std::vector<TensorDesc> &results);
+PlannerFn<GatherParams> planGather;
 
 /// kernel.scatter_nd with reduction none or add: y = data (a copy unless
 /// in place), then the updates.
@@ -363,9 +365,7 @@ struct ScatterNDPlan {
   ScatterNDParams params;
   uint64_t copyBytes = 0; ///< data -> y first (0: in place)
 };
-Result<ScatterNDPlan> planScatterND(const PlanCall &call,
-                                    const std::vector<TensorDesc> &operands,
-                                    const std::vector<TensorDesc> &results);
+PlannerFn<ScatterNDPlan> planScatterND;
 
 /// kernel.nll_loss, kernel.nll_loss_grad,
 /// kernel.softmax_cross_entropy_grad.
@@ -375,13 +375,9 @@ Result<LossParams> planLoss(LossKind kind, const PlanCall &call,
                             const std::vector<TensorDesc> &results);
 
 /// kernel.unscale_check_finite: one entry per gradient.
-Result<std::vector<UnscaleParams>>
-planUnscale(const PlanCall &call, const std::vector<TensorDesc> &operands,
-            const std::vector<TensorDesc> &results);
+PlannerFn<std::vector<UnscaleParams>> planUnscale;
 
-Result<LossScaleParams> planLossScaleUpdate(const PlanCall &call,
-                                            const std::vector<TensorDesc> &ops,
-                                            const std::vector<TensorDesc> &res);
+PlannerFn<LossScaleParams> planLossScaleUpdate;
 
 /// kernel.sgd_step (kind 0) and kernel.adam_step (kind 1).
 Result<OptimizerParams> planOptimizer(bool adam, const PlanCall &call,
@@ -394,17 +390,11 @@ Result<OptimizerParams> planOptimizer(bool adam, const PlanCall &call,
 
 /// kernel.layer_norm: x, scale, bias? -> y, mean?, inv_std_dev? (the CPU's
 /// checks: cpu::checkLayerNorm).
-Result<NormParams> planLayerNorm(const PlanCall &call,
-                                 const std::vector<TensorDesc> &operands,
-                                 const std::vector<TensorDesc> &results);
+PlannerFn<NormParams> planLayerNorm;
 /// kernel.instance_norm: x, scale, bias -> y.
-Result<NormParams> planInstanceNorm(const PlanCall &call,
-                                    const std::vector<TensorDesc> &operands,
-                                    const std::vector<TensorDesc> &results);
+PlannerFn<NormParams> planInstanceNorm;
 /// cudnn.lrn: x -> y.
-Result<LrnParams> planLrn(const PlanCall &call,
-                          const std::vector<TensorDesc> &operands,
-                          const std::vector<TensorDesc> &results);
+PlannerFn<LrnParams> planLrn;
 
 //===----------------------------------------------------------------------===//
 // Recurrent networks (CudaPlanningNN.cpp)
@@ -421,9 +411,7 @@ struct RnnPlan {
            workspaceBytes = 0;
   void *yH = nullptr, *yC = nullptr; ///< the final state (optional)
 };
-Result<RnnPlan> planRnn(const PlanCall &call,
-                        const std::vector<TensorDesc> &operands,
-                        const std::vector<TensorDesc> &results);
+PlannerFn<RnnPlan> planRnn;
 
 /// kernel.lstm_bwd: the parameters, the scratch layout (offsets into the
 /// call's workspace, in the order of LstmBwdParams' scratch) and the
@@ -437,59 +425,36 @@ struct LstmBwdPlan {
   void *out[6] = {};
   int64_t outElements[6] = {};
 };
-Result<LstmBwdPlan> planLstmBwd(const PlanCall &call,
-                                const std::vector<TensorDesc> &operands,
-                                const std::vector<TensorDesc> &results);
+PlannerFn<LstmBwdPlan> planLstmBwd;
 
 //===----------------------------------------------------------------------===//
 // Selection and scans (CudaPlanningNN.cpp)
 //===----------------------------------------------------------------------===//
 
 /// kernel.topk: x -> values, indices.
-Result<TopkParams> planTopk(const PlanCall &call,
-                            const std::vector<TensorDesc> &operands,
-                            const std::vector<TensorDesc> &results);
+PlannerFn<TopkParams> planTopk;
 /// kernel.cumsum: x -> y.
-Result<ScanParams> planCumsum(const PlanCall &call,
-                              const std::vector<TensorDesc> &operands,
-                              const std::vector<TensorDesc> &results);
+PlannerFn<ScanParams> planCumsum;
 /// kernel.hardmax: x -> y.
-Result<ScanParams> planHardmax(const PlanCall &call,
-                               const std::vector<TensorDesc> &operands,
-                               const std::vector<TensorDesc> &results);
+PlannerFn<ScanParams> planHardmax;
 
 //===----------------------------------------------------------------------===//
 // Data movement and indexing (CudaPlanningData.cpp)
 //===----------------------------------------------------------------------===//
 
-Result<TriluParams> planTrilu(const PlanCall &call,
-                              const std::vector<TensorDesc> &operands,
-                              const std::vector<TensorDesc> &results);
-Result<TileParams> planTile(const PlanCall &call,
-                            const std::vector<TensorDesc> &operands,
-                            const std::vector<TensorDesc> &results);
-Result<PadParams> planPad(const PlanCall &call,
-                          const std::vector<TensorDesc> &operands,
-                          const std::vector<TensorDesc> &results);
-Result<ElementsParams> planGatherElements(const PlanCall &call,
-                                          const std::vector<TensorDesc> &ops,
-                                          const std::vector<TensorDesc> &res);
-Result<GatherNDParams> planGatherND(const PlanCall &call,
-                                    const std::vector<TensorDesc> &operands,
-                                    const std::vector<TensorDesc> &results);
+PlannerFn<TriluParams> planTrilu;
+PlannerFn<TileParams> planTile;
+PlannerFn<PadParams> planPad;
+PlannerFn<ElementsParams> planGatherElements;
+PlannerFn<GatherNDParams> planGatherND;
 /// kernel.scatter_elements: y = data (a copy unless in place), then the
 /// updates line by line.
 struct ScatterElementsPlan {
   ElementsParams params;
   uint64_t copyBytes = 0; ///< data -> y first (0: in place or empty)
 };
-Result<ScatterElementsPlan>
-planScatterElements(const PlanCall &call,
-                    const std::vector<TensorDesc> &operands,
-                    const std::vector<TensorDesc> &results);
-Result<ResizeParams> planResize(const PlanCall &call,
-                                const std::vector<TensorDesc> &operands,
-                                const std::vector<TensorDesc> &results);
+PlannerFn<ScatterElementsPlan> planScatterElements;
+PlannerFn<ResizeParams> planResize;
 
 /// Runs the planner of `call`'s kind on the descriptors (used by
 /// checkPlanForCuda and the tests): an error for unknown kinds and

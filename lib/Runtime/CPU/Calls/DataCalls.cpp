@@ -169,19 +169,19 @@ Status resizeCall(const CallArgs &a) {
 } // namespace
 
 void addDataCalls(CallTable &table) {
-  table.add("kernel.transpose", transposeCall);
-  table.add("kernel.copy", copyCall);
-  table.add("kernel.broadcast", broadcastCall);
-  table.add("kernel.tile", tileCall);
-  table.add("kernel.concat", concatCall);
-  table.add("kernel.slice", sliceCall);
-  table.add("kernel.pad", padCall);
-  table.add("kernel.gather", gatherCall);
-  table.add("kernel.gather_elements", gatherElementsCall);
-  table.add("kernel.gather_nd", gatherNDCall);
-  table.add("kernel.scatter_elements", scatterElementsCall);
-  table.add("kernel.scatter_nd", scatterNDCall);
-  table.add("kernel.resize", resizeCall);
+  MP_ADD_CALL("kernel.transpose", transposeCall);
+  MP_ADD_CALL("kernel.copy", copyCall);
+  MP_ADD_CALL("kernel.broadcast", broadcastCall);
+  MP_ADD_CALL("kernel.tile", tileCall);
+  MP_ADD_CALL("kernel.concat", concatCall);
+  MP_ADD_CALL("kernel.slice", sliceCall);
+  MP_ADD_CALL("kernel.pad", padCall);
+  MP_ADD_CALL("kernel.gather", gatherCall);
+  MP_ADD_CALL("kernel.gather_elements", gatherElementsCall);
+  MP_ADD_CALL("kernel.gather_nd", gatherNDCall);
+  MP_ADD_CALL("kernel.scatter_elements", scatterElementsCall);
+  MP_ADD_CALL("kernel.scatter_nd", scatterNDCall);
+  MP_ADD_CALL("kernel.resize", resizeCall);
 }
 
 } // namespace mp::rt::cpu

@@ -87,9 +87,9 @@ Status reduceCall(const CallArgs &args) {
 } // namespace
 
 void addElementwiseCalls(CallTable &table) {
-  table.add("kernel.elementwise", &elementwiseCall);
-  table.add("kernel.cast", &castCall);
-  table.add("kernel.reduce", &reduceCall);
+  MP_ADD_CALL("kernel.elementwise", &elementwiseCall);
+  MP_ADD_CALL("kernel.cast", &castCall);
+  MP_ADD_CALL("kernel.reduce", &reduceCall);
 }
 
 } // namespace mp::rt::cpu

@@ -226,12 +226,12 @@ Result<PoolOptions> poolOptionsOf(const PlanCall &call, size_t spatial,
 }
 
 void addLibraryCalls(CallTable &table) {
-  table.add("cublaslt.matmul", matmulCall);
-  table.add("cudnn.conv_fwd", convCall);
-  table.add("cudnn.pool", poolCall);
-  table.add("cudnn.batch_norm_inference", batchNormInferenceCall);
-  table.add("cudnn.batch_norm_training", batchNormTrainingCall);
-  table.add("cudnn.softmax", softmaxCall);
+  MP_ADD_CALL("cublaslt.matmul", matmulCall);
+  MP_ADD_CALL("cudnn.conv_fwd", convCall);
+  MP_ADD_CALL("cudnn.pool", poolCall);
+  MP_ADD_CALL("cudnn.batch_norm_inference", batchNormInferenceCall);
+  MP_ADD_CALL("cudnn.batch_norm_training", batchNormTrainingCall);
+  MP_ADD_CALL("cudnn.softmax", softmaxCall);
 }
 
 } // namespace mp::rt::cpu

@@ -80,12 +80,9 @@ namespace {
 Status rnnCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 8> in;
-  if (Status s =
-          bindBuffers<8>(call, args.operands, "operands", kRnnOperands, in);
-      !s)
-    return s;
   std::array<const TensorView *, 3> out;
-  if (Status s = bindBuffers<3>(call, args.results, "results", kRnnResults, out);
+  if (Status s = bindCallBuffers(call, args.operands, kRnnOperands, in,
+                                 args.results, kRnnResults, out);
       !s)
     return s;
   MP_RT_TRY_ASSIGN(o, rnnOptionsOf(call));
@@ -160,14 +157,10 @@ Status lrnCall(const CallArgs &args) {
 Status layerNormCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 3> in;
-  if (Status s = bindBuffers<3>(
-          call, args.operands, "operands",
-          {{{"x", false}, {"scale", false}, {"bias", true}}}, in);
-      !s)
-    return s;
   std::array<const TensorView *, 3> out;
-  if (Status s = bindBuffers<3>(
-          call, args.results, "results",
+  if (Status s = bindCallBuffers(
+          call, args.operands,
+          {{{"x", false}, {"scale", false}, {"bias", true}}}, in, args.results,
           {{{"y", false}, {"mean", true}, {"inv_std_dev", true}}}, out);
       !s)
     return s;
@@ -241,16 +234,16 @@ Status hardmaxCall(const CallArgs &args) {
 } // namespace
 
 void addNNCalls(CallTable &table) {
-  table.add("cudnn.rnn", rnnCall);
-  table.add("cudnn.conv_bwd_data", convBwdDataCall);
-  table.add("cudnn.lrn", lrnCall);
-  table.add("kernel.layer_norm", layerNormCall);
-  table.add("kernel.instance_norm", instanceNormCall);
-  table.add("kernel.nll_loss", nllLossCall);
-  table.add("kernel.topk", topkCall);
-  table.add("kernel.cumsum", cumsumCall);
-  table.add("kernel.trilu", triluCall);
-  table.add("kernel.hardmax", hardmaxCall);
+  MP_ADD_CALL("cudnn.rnn", rnnCall);
+  MP_ADD_CALL("cudnn.conv_bwd_data", convBwdDataCall);
+  MP_ADD_CALL("cudnn.lrn", lrnCall);
+  MP_ADD_CALL("kernel.layer_norm", layerNormCall);
+  MP_ADD_CALL("kernel.instance_norm", instanceNormCall);
+  MP_ADD_CALL("kernel.nll_loss", nllLossCall);
+  MP_ADD_CALL("kernel.topk", topkCall);
+  MP_ADD_CALL("kernel.cumsum", cumsumCall);
+  MP_ADD_CALL("kernel.trilu", triluCall);
+  MP_ADD_CALL("kernel.hardmax", hardmaxCall);
 }
 
 } // namespace mp::rt::cpu

@@ -237,13 +237,9 @@ Status checkPlainLstm(const PlanCall &call, size_t dirs) {
 Status lstmBwdCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 9> in;
-  if (Status s = bindBuffers<9>(call, args.operands, "operands",
-                                kLstmBwdOperands, in);
-      !s)
-    return s;
   std::array<const TensorView *, 6> out;
-  if (Status s =
-          bindBuffers<6>(call, args.results, "results", kLstmBwdResults, out);
+  if (Status s = bindCallBuffers(call, args.operands, kLstmBwdOperands, in,
+                                 args.results, kLstmBwdResults, out);
       !s)
     return s;
   MP_RT_TRY_ASSIGN(o, lstmBackwardOptionsOf(call));
@@ -329,13 +325,9 @@ Status lossScaleUpdateCall(const CallArgs &args) {
 Status sgdStepCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   std::array<const TensorView *, 2> in;
-  if (Status s = bindBuffers<2>(call, args.operands, "operands",
-                                kOptimizerOperands, in);
-      !s)
-    return s;
   std::array<const TensorView *, 3> out;
-  if (Status s =
-          bindBuffers<3>(call, args.results, "results", kSgdResults, out);
+  if (Status s = bindCallBuffers(call, args.operands, kOptimizerOperands, in,
+                                 args.results, kSgdResults, out);
       !s)
     return s;
   MP_RT_TRY_ASSIGN(config, sgdConfigOf(call, out[1] != nullptr));
@@ -543,16 +535,16 @@ Result<LstmBackwardOptions> lstmBackwardOptionsOf(const PlanCall &call) {
 }
 
 void addTrainingCalls(CallTable &table) {
-  table.add("cudnn.conv_bwd_filter", convBwdFilterCall);
-  table.add("cudnn.pool_bwd", poolBwdCall);
-  table.add("cudnn.batch_norm_bwd", batchNormBwdCall);
-  table.add("kernel.softmax_cross_entropy_grad", softmaxCrossEntropyGradCall);
-  table.add("kernel.nll_loss_grad", nllLossGradCall);
-  table.add("kernel.lstm_bwd", lstmBwdCall);
-  table.add("kernel.unscale_check_finite", unscaleCheckFiniteCall);
-  table.add("kernel.loss_scale_update", lossScaleUpdateCall);
-  table.add("kernel.sgd_step", sgdStepCall);
-  table.add("kernel.adam_step", adamStepCall);
+  MP_ADD_CALL("cudnn.conv_bwd_filter", convBwdFilterCall);
+  MP_ADD_CALL("cudnn.pool_bwd", poolBwdCall);
+  MP_ADD_CALL("cudnn.batch_norm_bwd", batchNormBwdCall);
+  MP_ADD_CALL("kernel.softmax_cross_entropy_grad", softmaxCrossEntropyGradCall);
+  MP_ADD_CALL("kernel.nll_loss_grad", nllLossGradCall);
+  MP_ADD_CALL("kernel.lstm_bwd", lstmBwdCall);
+  MP_ADD_CALL("kernel.unscale_check_finite", unscaleCheckFiniteCall);
+  MP_ADD_CALL("kernel.loss_scale_update", lossScaleUpdateCall);
+  MP_ADD_CALL("kernel.sgd_step", sgdStepCall);
+  MP_ADD_CALL("kernel.adam_step", adamStepCall);
 }
 
 } // namespace mp::rt::cpu
