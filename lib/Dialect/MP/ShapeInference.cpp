@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ShapeInferenceInternal.h"
-#include "mp/Dialect/MP/MPDialect.h"
 #include "mp/Dialect/MP/ConstantData.h"
+#include "mp/Dialect/MP/MPDialect.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -340,9 +340,8 @@ ShapeContext::getConstantFloats(unsigned i) const {
 //===----------------------------------------------------------------------===//
 
 /// Normalizes a possibly negative axis; failure when out of [-rank, rank).
-FailureOr<int64_t> shape_detail::normalizeAxis(ShapeContext &ctx,
-                                               int64_t axis, int64_t rank,
-                                               StringRef what) {
+FailureOr<int64_t> shape_detail::normalizeAxis(ShapeContext &ctx, int64_t axis,
+                                               int64_t rank, StringRef what) {
   if (axis < -rank || axis >= rank)
     return ctx.emitError(Twine(what) + " " + Twine(axis) +
                          " is out of range for rank " + Twine(rank));
@@ -374,7 +373,7 @@ bool shape_detail::dimsConflict(int64_t a, int64_t b) {
 
 /// The length of a 1-D operand (a shape, axes or pads vector), if known.
 std::optional<int64_t> shape_detail::vectorLength(ShapeContext &ctx,
-                                                   unsigned i) {
+                                                  unsigned i) {
   Dims d = ctx.getDims(i);
   if (!d || d->size() != 1 || ShapedType::isDynamic((*d)[0]))
     return std::nullopt;

@@ -309,8 +309,10 @@ LogicalResult shape::inferSlice(ShapeContext &ctx,
         ctx.makeTensor(SmallVector<int64_t, 6>(rank, kDynamic), element));
     return success();
   }
-  size_t count = starts ? starts->size() : ends ? ends->size()
-                 : axes ? axes->size() : vectorLength(ctx, 1).value_or(rank);
+  size_t count = starts ? starts->size()
+                 : ends ? ends->size()
+                 : axes ? axes->size()
+                        : vectorLength(ctx, 1).value_or(rank);
   if ((starts && ends && starts->size() != ends->size()) ||
       (axes && axes->size() != count) || (steps && steps->size() != count))
     return ctx.emitError("starts, ends, axes and steps differ in length");
@@ -356,7 +358,8 @@ LogicalResult shape::inferGather(ShapeContext &ctx,
   }
   if (x->empty())
     return ctx.emitError("data must have rank >= 1");
-  FailureOr<int64_t> axis = normalizeAxis(ctx, ctx.getInt("axis", 0), x->size());
+  FailureOr<int64_t> axis =
+      normalizeAxis(ctx, ctx.getInt("axis", 0), x->size());
   if (failed(axis))
     return failure();
   SmallVector<int64_t, 6> out(x->begin(), x->begin() + *axis);
@@ -405,8 +408,7 @@ LogicalResult shape::inferShape(ShapeContext &ctx,
   Dims x = ctx.getDims(0);
   Type i64 = IntegerType::get(ctx.getContext(), 64);
   if (!x) {
-    results.push_back(
-        ctx.makeTensor(SmallVector<int64_t, 6>{kDynamic}, i64));
+    results.push_back(ctx.makeTensor(SmallVector<int64_t, 6>{kDynamic}, i64));
     return success();
   }
   int64_t rank = x->size();
@@ -592,8 +594,8 @@ LogicalResult shape::inferSpaceToDepth(ShapeContext &ctx,
 LogicalResult shape::inferDropout(ShapeContext &ctx,
                                   SmallVectorImpl<Type> &results) {
   results.push_back(ctx.getOperandType(0));
-  results.push_back(ctx.makeTensor(ctx.getDims(0),
-                                   IntegerType::get(ctx.getContext(), 1)));
+  results.push_back(
+      ctx.makeTensor(ctx.getDims(0), IntegerType::get(ctx.getContext(), 1)));
   return success();
 }
 

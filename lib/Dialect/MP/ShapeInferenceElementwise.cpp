@@ -28,8 +28,8 @@ LogicalResult shape::inferSameAsFirst(ShapeContext &ctx,
 
 LogicalResult shape::inferSameShapeBool(ShapeContext &ctx,
                                         SmallVectorImpl<Type> &results) {
-  results.push_back(ctx.makeTensor(ctx.getDims(0),
-                                   IntegerType::get(ctx.getContext(), 1)));
+  results.push_back(
+      ctx.makeTensor(ctx.getDims(0), IntegerType::get(ctx.getContext(), 1)));
   return success();
 }
 

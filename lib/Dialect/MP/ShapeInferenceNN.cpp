@@ -102,8 +102,8 @@ LogicalResult shape::inferConv(ShapeContext &ctx,
       failed(requireRank(ctx, 1, w, 3, "W")))
     return failure();
   if (x && w && x->size() != w->size())
-    return ctx.emitError("X has rank " + Twine(x->size()) +
-                         " but W has rank " + Twine(w->size()));
+    return ctx.emitError("X has rank " + Twine(x->size()) + " but W has rank " +
+                         Twine(w->size()));
   Dims rankSource = x ? x : w;
   if (!rankSource) {
     results.push_back(ctx.makeTensor(std::nullopt, element));
@@ -115,8 +115,9 @@ LogicalResult shape::inferConv(ShapeContext &ctx,
     return ctx.emitError("group must be positive");
   if (x && w && !ShapedType::isDynamic((*x)[1]) &&
       !ShapedType::isDynamic((*w)[1]) && (*x)[1] != (*w)[1] * group)
-    return ctx.emitError("X has " + Twine((*x)[1]) + " channels but W expects " +
-                         Twine((*w)[1]) + " x group " + Twine(group));
+    return ctx.emitError("X has " + Twine((*x)[1]) +
+                         " channels but W expects " + Twine((*w)[1]) +
+                         " x group " + Twine(group));
   if (w && !ShapedType::isDynamic((*w)[0]) && (*w)[0] % group != 0)
     return ctx.emitError("output channels " + Twine((*w)[0]) +
                          " are not divisible by group " + Twine(group));
@@ -195,10 +196,10 @@ LogicalResult shape::inferConvTranspose(ShapeContext &ctx,
                     (p.kernel[i] - 1) * p.dilations[i] + 1 - p.pads[i] -
                     p.pads[i + spatial]);
       if (out.back() < 0)
-        return ctx.emitError("pads remove more than the " +
-                             Twine(out.back() + p.pads[i] +
-                                   p.pads[i + spatial]) +
-                             " elements of output dim " + Twine(i + 2));
+        return ctx.emitError(
+            "pads remove more than the " +
+            Twine(out.back() + p.pads[i] + p.pads[i + spatial]) +
+            " elements of output dim " + Twine(i + 2));
     }
   }
   results.push_back(ctx.makeTensor(out, element));
@@ -267,11 +268,9 @@ LogicalResult shape::inferBatchNorm(ShapeContext &ctx,
   for (unsigned i = 1; i < 5; ++i) {
     Dims d = ctx.getDims(i);
     if (d && (d->size() != 1 || dimsConflict((*d)[0], channels)))
-      return ctx.emitError(Twine(names[i - 1]) +
-                           " must be a vector of the channel count " +
-                           (ShapedType::isDynamic(channels)
-                                ? Twine("C")
-                                : Twine(channels)));
+      return ctx.emitError(
+          Twine(names[i - 1]) + " must be a vector of the channel count " +
+          (ShapedType::isDynamic(channels) ? Twine("C") : Twine(channels)));
   }
   results.push_back(ctx.getOperandType(0));
   results.push_back(ctx.getOperandType(3));
@@ -282,8 +281,8 @@ LogicalResult shape::inferBatchNorm(ShapeContext &ctx,
 LogicalResult shape::inferLayerNorm(ShapeContext &ctx,
                                     SmallVectorImpl<Type> &results) {
   Dims x = ctx.getDims(0);
-  Type stash = getTypeForOnnxDataType(ctx.getContext(),
-                                      ctx.getInt("stash_type", 1));
+  Type stash =
+      getTypeForOnnxDataType(ctx.getContext(), ctx.getInt("stash_type", 1));
   if (!stash)
     return ctx.emitError("unknown stash_type");
   results.push_back(ctx.getOperandType(0));

@@ -75,7 +75,8 @@ LogicalResult shape::inferArgReduce(ShapeContext &ctx,
     results.push_back(ctx.makeTensor(std::nullopt, i64));
     return success();
   }
-  FailureOr<int64_t> axis = normalizeAxis(ctx, ctx.getInt("axis", 0), x->size());
+  FailureOr<int64_t> axis =
+      normalizeAxis(ctx, ctx.getInt("axis", 0), x->size());
   if (failed(axis))
     return failure();
   SmallVector<int64_t, 6> out = *x;

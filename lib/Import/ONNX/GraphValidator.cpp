@@ -35,16 +35,28 @@ std::string describeNode(const onnx::NodeProto &node) {
 /// Bytes per element of a fixed-size ONNX data type, 0 for others.
 size_t elementByteSize(int dataType) {
   switch (dataType) {
-  case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32:
-  case onnx::TensorProto::UINT32: return 4;
-  case onnx::TensorProto::UINT8: case onnx::TensorProto::INT8:
-  case onnx::TensorProto::BOOL: return 1;
-  case onnx::TensorProto::UINT16: case onnx::TensorProto::INT16:
-  case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16: return 2;
-  case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64:
-  case onnx::TensorProto::DOUBLE: case onnx::TensorProto::COMPLEX64: return 8;
-  case onnx::TensorProto::COMPLEX128: return 16;
-  default: return (dataType >= 17 && dataType <= 20) ? 1 : 0; // float8
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+    return 4;
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::BOOL:
+    return 1;
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+    return 2;
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::COMPLEX64:
+    return 8;
+  case onnx::TensorProto::COMPLEX128:
+    return 16;
+  default:
+    return (dataType >= 17 && dataType <= 20) ? 1 : 0; // float8
   }
 }
 
@@ -78,9 +90,9 @@ FailureOr<int64_t> checkTensor(const onnx::TensorProto &tensor, Location loc,
   size_t byteSize = static_cast<size_t>(count) * elementByteSize(dataType);
   if (tensor.has_raw_data()) {
     if (tensor.raw_data().size() != byteSize)
-      return emitError(loc) << what << " has " << tensor.raw_data().size()
-                            << " bytes of data, its shape and type need "
-                            << byteSize;
+      return emitError(loc)
+             << what << " has " << tensor.raw_data().size()
+             << " bytes of data, its shape and type need " << byteSize;
     return count;
   }
   int64_t have, need = count;
@@ -120,9 +132,8 @@ LogicalResult GraphValidator::validate(
     const onnx::GraphProto &graph, const llvm::StringSet<> &outer, int depth,
     llvm::DenseMap<const onnx::GraphProto *, std::vector<int>> &orders) {
   if (depth > kMaxGraphDepth)
-    return emitError(UnknownLoc::get(ctx))
-           << "subgraphs are nested more than " << kMaxGraphDepth
-           << " levels deep";
+    return emitError(UnknownLoc::get(ctx)) << "subgraphs are nested more than "
+                                           << kMaxGraphDepth << " levels deep";
   llvm::StringSet<> defined = outer; // names usable in this graph
   llvm::StringSet<> local;           // names defined in this graph
   auto define = [&](const std::string &name, Location loc,
@@ -205,8 +216,8 @@ LogicalResult GraphValidator::validate(
       if (it != producer.end()) {
         if (it->second == i)
           return emitError(nodeLoc(node))
-                 << describeNode(node) << " node uses its own output '"
-                 << name << "' (a cycle)";
+                 << describeNode(node) << " node uses its own output '" << name
+                 << "' (a cycle)";
         users[it->second].push_back(i);
         ++pending[i];
       }
@@ -235,8 +246,9 @@ LogicalResult GraphValidator::validate(
     for (int i = 0; i < numNodes; ++i)
       if (pending[i] != 0)
         return emitError(nodeLoc(graph.node(i)))
-               << "the graph has a cycle through " << describeNode(graph.node(i))
-               << " node '" << graph.node(i).name() << "'";
+               << "the graph has a cycle through "
+               << describeNode(graph.node(i)) << " node '"
+               << graph.node(i).name() << "'";
   }
   for (const onnx::ValueInfoProto &output : graph.output())
     if (!defined.count(output.name()))
@@ -260,7 +272,7 @@ LogicalResult GraphValidator::validate(
 }
 
 LogicalResult GraphValidator::checkDomain(const onnx::NodeProto &node,
-                                            Location loc) {
+                                          Location loc) {
   llvm::StringRef domain = node.domain();
   auto it = opsets.find(isDefaultDomain(domain) ? llvm::StringRef() : domain);
   if (it == opsets.end())
@@ -276,7 +288,7 @@ LogicalResult GraphValidator::checkDomain(const onnx::NodeProto &node,
 /// (it crashes on e.g. a Scan without `body`). Custom domains only get the
 /// checks that need no schema.
 LogicalResult GraphValidator::checkSchema(const onnx::NodeProto &node,
-                                            Location loc) {
+                                          Location loc) {
   llvm::StringSet<> attrNames;
   for (const onnx::AttributeProto &attr : node.attribute()) {
     if (attr.name().empty())
@@ -287,16 +299,16 @@ LogicalResult GraphValidator::checkSchema(const onnx::NodeProto &node,
                             << attr.name() << "' more than once";
     if ((attr.type() == onnx::AttributeProto::TENSOR && !attr.has_t()) ||
         (attr.type() == onnx::AttributeProto::GRAPH && !attr.has_g()))
-      return emitError(loc) << describeNode(node) << " node: attribute '"
-                            << attr.name() << "' is of type "
-                            << onnx::AttributeProto::AttributeType_Name(
-                                   attr.type())
-                            << " but has no value";
+      return emitError(loc)
+             << describeNode(node) << " node: attribute '" << attr.name()
+             << "' is of type "
+             << onnx::AttributeProto::AttributeType_Name(attr.type())
+             << " but has no value";
     if (attr.type() == onnx::AttributeProto::SPARSE_TENSOR ||
         attr.type() == onnx::AttributeProto::SPARSE_TENSORS)
-      return emitError(loc) << describeNode(node) << " node: attribute '"
-                            << attr.name()
-                            << "' is a sparse tensor, which is not supported";
+      return emitError(loc)
+             << describeNode(node) << " node: attribute '" << attr.name()
+             << "' is a sparse tensor, which is not supported";
     std::string what = "attribute '" + attr.name() + "'";
     if (attr.type() == onnx::AttributeProto::TENSOR &&
         failed(checkTensor(attr.t(), loc, what)))
@@ -320,8 +332,7 @@ LogicalResult GraphValidator::checkSchema(const onnx::NodeProto &node,
                           << "' is not an operator of domain '" << shown
                           << "' at opset " << version;
   std::string opName =
-      node.op_type() + " (" + shown + " opset " + std::to_string(version) +
-      ")";
+      node.op_type() + " (" + shown + " opset " + std::to_string(version) + ")";
   auto countError = [&](llvm::StringRef what, int have, int min, int max) {
     InFlightDiagnostic diag = emitError(loc);
     diag << describeNode(node) << " node has " << have << " " << what
@@ -345,19 +356,21 @@ LogicalResult GraphValidator::checkSchema(const onnx::NodeProto &node,
   const auto &formalInputs = schema->inputs();
   for (int i = 0, e = std::min<int>(node.input_size(), formalInputs.size());
        i < e; ++i)
-    if (node.input(i).empty() && formalInputs[i].GetOption() ==
-                                     onnx::OpSchema::FormalParameterOption::Single)
-      return emitError(loc) << describeNode(node) << " node: input " << i
-                            << " ('" << formalInputs[i].GetName()
-                            << "') is required but not given";
+    if (node.input(i).empty() &&
+        formalInputs[i].GetOption() ==
+            onnx::OpSchema::FormalParameterOption::Single)
+      return emitError(loc)
+             << describeNode(node) << " node: input " << i << " ('"
+             << formalInputs[i].GetName() << "') is required but not given";
   const auto &formalOutputs = schema->outputs();
   for (int i = 0, e = std::min<int>(node.output_size(), formalOutputs.size());
        i < e; ++i)
-    if (node.output(i).empty() && formalOutputs[i].GetOption() ==
-                                      onnx::OpSchema::FormalParameterOption::Single)
-      return emitError(loc) << describeNode(node) << " node: output " << i
-                            << " ('" << formalOutputs[i].GetName()
-                            << "') is required but has no name";
+    if (node.output(i).empty() &&
+        formalOutputs[i].GetOption() ==
+            onnx::OpSchema::FormalParameterOption::Single)
+      return emitError(loc)
+             << describeNode(node) << " node: output " << i << " ('"
+             << formalOutputs[i].GetName() << "') is required but has no name";
   for (const onnx::AttributeProto &attr : node.attribute()) {
     auto it = schema->attributes().find(attr.name());
     if (it == schema->attributes().end() || !attr.ref_attr_name().empty())
@@ -372,9 +385,9 @@ LogicalResult GraphValidator::checkSchema(const onnx::NodeProto &node,
   }
   for (const auto &[name, attr] : schema->attributes())
     if (attr.required && !attrNames.count(name))
-      return emitError(loc) << describeNode(node)
-                            << " node: required attribute '" << name
-                            << "' is missing";
+      return emitError(loc)
+             << describeNode(node) << " node: required attribute '" << name
+             << "' is missing";
   return success();
 }
 

@@ -23,7 +23,8 @@ namespace mp::onnx_import {
 LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
                                    Scope &scope) {
   Location loc = nodeLoc(node);
-  std::string domain = isDefaultDomain(node.domain()) ? std::string() : node.domain();
+  std::string domain =
+      isDefaultDomain(node.domain()) ? std::string() : node.domain();
   int64_t version = opsets.lookup(domain);
 
   // Pick a typed op when the schema version and attributes fit it.
@@ -36,24 +37,22 @@ LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
                        << "' is not an ONNX operator at opset " << version
                        << "; it is kept as a generic op";
     auto info = dialect->getOnnxOpTable().find(node.op_type());
-    if (schema && options.typedOps &&
-        info != dialect->getOnnxOpTable().end() &&
+    if (schema && options.typedOps && info != dialect->getOnnxOpTable().end() &&
         schema->SinceVersion() >= info->second.sinceVersion) {
       typed = &info->second;
       ArrayRef<StringAttr> known = typed->opName.getAttributeNames();
       for (const auto &attr : node.attribute())
         if (!llvm::is_contained(known, builder.getStringAttr(attr.name())))
           typed = nullptr;
-      if (typed && ((typed->numInputs >= 0 &&
-                     node.input_size() > typed->numInputs) ||
-                    (typed->numOutputs >= 0 &&
-                     node.output_size() > typed->numOutputs)))
+      if (typed &&
+          ((typed->numInputs >= 0 && node.input_size() > typed->numInputs) ||
+           (typed->numOutputs >= 0 && node.output_size() > typed->numOutputs)))
         typed = nullptr;
     }
   }
 
   OperationState state(loc, typed ? typed->opName.getStringRef()
-                                   : OnnxGenericOp::getOperationName());
+                                  : OnnxGenericOp::getOperationName());
   for (const std::string &input : node.input())
     state.operands.push_back(input.empty() ? getNone(block)
                                            : scope.lookup(input));
@@ -77,9 +76,9 @@ LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
       continue;
     }
     if (attr.type() == onnx::AttributeProto::GRAPHS)
-      return emitError(loc) << describeNode(node) << " node: attribute '"
-                            << attr.name()
-                            << "' is a list of graphs, which is not supported";
+      return emitError(loc)
+             << describeNode(node) << " node: attribute '" << attr.name()
+             << "' is a list of graphs, which is not supported";
     auto value = importAttribute(attr, loc);
     if (failed(value))
       return failure();
@@ -248,10 +247,9 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
       if (failed(declared))
         return failure();
       if (!isCompatibleType(*declared, value->getType()))
-        return emitError(diagLoc) << "initializer '" << name << "' has type "
-                              << value->getType()
-                              << " but the graph input of that name is "
-                              << *declared;
+        return emitError(diagLoc)
+               << "initializer '" << name << "' has type " << value->getType()
+               << " but the graph input of that name is " << *declared;
     }
     auto op = InitializerOp::create(
         builder, loc, builder.getStringAttr(name), *value, index,
@@ -315,7 +313,8 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
     // Shape inference only reads small initializers (shapes, axes): large
     // weights are moved aside while it runs, which keeps it fast.
     std::vector<std::pair<onnx::TensorProto *, std::string>> parked;
-    for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer())
+    for (onnx::TensorProto &init :
+         *model.mutable_graph()->mutable_initializer())
       if (init.raw_data().size() > 4096 &&
           init.data_location() != onnx::TensorProto::EXTERNAL) {
         parked.emplace_back(&init, std::string());
@@ -332,9 +331,8 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
     });
     // Where it fails, types come from the model and the ops' own inference.
     std::string message;
-    switch ((options.isolateShapeInference
-                ? inferShapesIsolated(model, message)
-                : inferShapesHere(model, message))) {
+    switch ((options.isolateShapeInference ? inferShapesIsolated(model, message)
+                                           : inferShapesHere(model, message))) {
     case InferenceOutcome::Done:
       break;
     case InferenceOutcome::Failed:
@@ -378,8 +376,8 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
     SmallVector<NamedAttribute> props;
     for (const auto &p : model.metadata_props())
       if (!p.key().empty())
-        props.push_back(builder.getNamedAttr(p.key(),
-                                             builder.getStringAttr(p.value())));
+        props.push_back(
+            builder.getNamedAttr(p.key(), builder.getStringAttr(p.value())));
     m->setAttr("mp.metadata_props", builder.getDictionaryAttr(props));
   }
   // Parts of the model the IR does not represent are kept verbatim.
@@ -404,8 +402,8 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
   for (const auto &input : graph.input()) {
     if (initializerNames.count(input.name()))
       continue;
-    auto type = importType(input.type(), fileLoc,
-                           "graph input '" + input.name() + "'");
+    auto type =
+        importType(input.type(), fileLoc, "graph input '" + input.name() + "'");
     if (failed(type))
       return {};
     argTypes.push_back(*type);
@@ -415,8 +413,9 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
     if (ArrayAttr params = dimParamsAttr(input.type()))
       attrs.push_back(builder.getNamedAttr("mp.dim_params", params));
     if (!input.doc_string().empty())
-      attrs.push_back(builder.getNamedAttr(
-          MPDialect::kDocStringAttr, builder.getStringAttr(input.doc_string())));
+      attrs.push_back(
+          builder.getNamedAttr(MPDialect::kDocStringAttr,
+                               builder.getStringAttr(input.doc_string())));
     argAttrs.push_back(builder.getDictionaryAttr(attrs));
   }
   std::string funcName = graph.name().empty() ? "main_graph" : graph.name();
@@ -450,8 +449,9 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
     if (ArrayAttr params = dimParamsAttr(declaredType))
       attrs.push_back(builder.getNamedAttr("mp.dim_params", params));
     if (!output.doc_string().empty())
-      attrs.push_back(builder.getNamedAttr(
-          MPDialect::kDocStringAttr, builder.getStringAttr(output.doc_string())));
+      attrs.push_back(
+          builder.getNamedAttr(MPDialect::kDocStringAttr,
+                               builder.getStringAttr(output.doc_string())));
     resultAttrs.push_back(builder.getDictionaryAttr(attrs));
   }
   func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));

@@ -36,8 +36,8 @@ LogicalResult Importer::specializeInputs(onnx::GraphProto &graph,
         return &input;
     return nullptr;
   };
-  auto tensorShape = [](onnx::ValueInfoProto &value)
-      -> onnx::TensorShapeProto * {
+  auto tensorShape =
+      [](onnx::ValueInfoProto &value) -> onnx::TensorShapeProto * {
     if (!value.type().has_tensor_type() ||
         !value.type().tensor_type().has_shape())
       return nullptr;
@@ -51,8 +51,8 @@ LogicalResult Importer::specializeInputs(onnx::GraphProto &graph,
                                    "input named '"
                                 << name << "'";
     if (!input->type().has_tensor_type())
-      return emitError(fileLoc) << "--input-shape: graph input '" << name
-                                << "' is not a tensor";
+      return emitError(fileLoc)
+             << "--input-shape: graph input '" << name << "' is not a tensor";
     for (int64_t d : dims)
       if (d < 0)
         return emitError(fileLoc) << "--input-shape: graph input '" << name
@@ -99,8 +99,8 @@ LogicalResult Importer::specializeInputs(onnx::GraphProto &graph,
       apply(output);
     for (const auto &[param, size] : options.dimParams) {
       if (size < 0)
-        return emitError(fileLoc) << "--dim-param: '" << param
-                                  << "' must be >= 0";
+        return emitError(fileLoc)
+               << "--dim-param: '" << param << "' must be >= 0";
       if (!used.contains(param))
         return emitError(fileLoc) << "--dim-param: no graph input or output "
                                      "has a dim named '"
@@ -120,8 +120,8 @@ LogicalResult Importer::specializeInputs(onnx::GraphProto &graph,
     const rt::HostTensor &tensor = *value;
     const auto &type = input->type();
     if (!type.has_tensor_type())
-      return emitError(fileLoc) << "--freeze-input: graph input '" << name
-                                << "' is not a tensor";
+      return emitError(fileLoc)
+             << "--freeze-input: graph input '" << name << "' is not a tensor";
     int32_t declared = type.tensor_type().elem_type();
     if (declared != static_cast<int32_t>(tensor.dtype()))
       return emitError(fileLoc)
@@ -136,9 +136,9 @@ LogicalResult Importer::specializeInputs(onnx::GraphProto &graph,
             shape.dim(i).dim_value() != tensor.shape()[i])
           fits = false;
       if (!fits)
-        return emitError(fileLoc) << "--freeze-input: the shape of '" << file
-                                  << "' does not fit graph input '" << name
-                                  << "'";
+        return emitError(fileLoc)
+               << "--freeze-input: the shape of '" << file
+               << "' does not fit graph input '" << name << "'";
     }
     onnx::TensorProto *init = graph.add_initializer();
     init->set_name(name);
@@ -157,8 +157,8 @@ LogicalResult Importer::specializeInputs(onnx::GraphProto &graph,
 }
 
 LogicalResult Importer::readOpsets(const onnx::ModelProto &model) {
-  const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
-                           .Map();
+  const auto &ranges =
+      onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   for (const onnx::OperatorSetIdProto &opset : model.opset_import()) {
     std::string domain = isDefaultDomain(opset.domain()) ? "" : opset.domain();
     int64_t version = opset.version();
@@ -200,8 +200,8 @@ ArrayAttr Importer::dimParamsAttr(const onnx::TypeProto &type) {
   SmallVector<Attribute> params;
   for (const auto &dim : type.tensor_type().shape().dim()) {
     any |= dim.has_dim_param();
-    params.push_back(builder.getStringAttr(dim.has_dim_param() ? dim.dim_param()
-                                                               : ""));
+    params.push_back(
+        builder.getStringAttr(dim.has_dim_param() ? dim.dim_param() : ""));
   }
   return any ? builder.getArrayAttr(params) : ArrayAttr();
 }
@@ -215,8 +215,8 @@ FailureOr<Type> Importer::importType(const onnx::TypeProto &type, Location loc,
       return UnknownType::get(ctx);
     Type element = getTypeForOnnxDataType(ctx, tensor.elem_type());
     if (!element)
-      return emitError(loc) << what << " has unsupported element type "
-                            << tensor.elem_type();
+      return emitError(loc)
+             << what << " has unsupported element type " << tensor.elem_type();
     if (!tensor.has_shape())
       return Type(UnrankedTensorType::get(element));
     SmallVector<int64_t> dims;
@@ -226,8 +226,8 @@ FailureOr<Type> Importer::importType(const onnx::TypeProto &type, Location loc,
         int64_t d = dim.dim_value();
         if (d < 0 || d > kMaxElements)
           return emitError(loc) << what << " has invalid dim " << d;
-        count = (d != 0 && count > kMaxElements / d) ? kMaxElements + 1
-                                                     : count * d;
+        count =
+            (d != 0 && count > kMaxElements / d) ? kMaxElements + 1 : count * d;
         dims.push_back(d);
       } else {
         dims.push_back(ShapedType::kDynamic);
@@ -354,9 +354,9 @@ FailureOr<ElementsAttr> Importer::importTensor(onnx::TensorProto &tensor,
   if (auto it = mappedData.find(&tensor); it != mappedData.end()) {
     ArrayRef<char> data = it->second;
     if (data.size() != byteSize)
-      return emitError(loc) << what << " has " << data.size()
-                            << " bytes of data, its shape and type need "
-                            << byteSize;
+      return emitError(loc)
+             << what << " has " << data.size()
+             << " bytes of data, its shape and type need " << byteSize;
     if (!llvm::isAddrAligned(llvm::Align(align), data.data()))
       align = 1;
     std::shared_ptr<llvm::MemoryBuffer> owner = mappedFile;
@@ -380,14 +380,14 @@ FailureOr<ElementsAttr> Importer::importTensor(onnx::TensorProto &tensor,
   // Gather the little-endian bytes of the tensor.
   std::string bytes;
   auto countMismatch = [&](int64_t have, int64_t need) {
-    return emitError(loc) << what << " has " << have << " values for "
-                          << need << " elements of its shape";
+    return emitError(loc) << what << " has " << have << " values for " << need
+                          << " elements of its shape";
   };
   if (tensor.has_raw_data()) {
     if (tensor.raw_data().size() != byteSize)
-      return emitError(loc) << what << " has " << tensor.raw_data().size()
-                            << " bytes of data, its shape and type need "
-                            << byteSize;
+      return emitError(loc)
+             << what << " has " << tensor.raw_data().size()
+             << " bytes of data, its shape and type need " << byteSize;
     if (dataType == onnx::TensorProto::BOOL) {
       SmallVector<bool> values;
       for (char c : tensor.raw_data())
@@ -426,7 +426,8 @@ FailureOr<ElementsAttr> Importer::importTensor(onnx::TensorProto &tensor,
     }
     case onnx::TensorProto::DOUBLE:
     case onnx::TensorProto::COMPLEX128: {
-      int64_t need = count * (dataType == onnx::TensorProto::COMPLEX128 ? 2 : 1);
+      int64_t need =
+          count * (dataType == onnx::TensorProto::COMPLEX128 ? 2 : 1);
       if (tensor.double_data_size() != need)
         return countMismatch(tensor.double_data_size(), need);
       append(tensor.double_data().data(), need * 8);

@@ -69,8 +69,7 @@ mlir::FailureOr<int64_t> checkTensor(const onnx::TensorProto &tensor,
 /// Checks a (sub)graph and computes a topological order of its nodes.
 class GraphValidator {
 public:
-  GraphValidator(mlir::MLIRContext *ctx,
-                 const llvm::StringMap<int64_t> &opsets)
+  GraphValidator(mlir::MLIRContext *ctx, const llvm::StringMap<int64_t> &opsets)
       : ctx(ctx), opsets(opsets) {}
 
   /// `outer` holds the names visible from enclosing graphs.
@@ -109,8 +108,7 @@ private:
 enum class InferenceOutcome { Done, Failed, Crashed, OutOfMemory };
 
 /// Runs ONNX shape inference on `model` in this process.
-InferenceOutcome inferShapesHere(onnx::ModelProto &model,
-                                 std::string &message);
+InferenceOutcome inferShapesHere(onnx::ModelProto &model, std::string &message);
 
 /// Runs ONNX shape inference on `model` in a child process and copies the
 /// types it infers into `model`. ONNX 1.12 crashes on some malformed nodes
@@ -180,7 +178,7 @@ private:
   mlir::LogicalResult readOpsets(const onnx::ModelProto &model);
   /// Applies options.inputShapes, dimParams and frozenInputs to the graph.
   mlir::LogicalResult specializeInputs(onnx::GraphProto &graph,
-                                      mlir::Location fileLoc);
+                                       mlir::Location fileLoc);
   mlir::LogicalResult importGraph(onnx::GraphProto &graph, mlir::Block *block,
                                   Scope &scope,
                                   llvm::SmallVectorImpl<mlir::Value> &outputs);
@@ -191,14 +189,14 @@ private:
                                          llvm::StringRef what);
   /// `blobName` names the resource blob if the tensor becomes one.
   mlir::FailureOr<mlir::ElementsAttr> importTensor(onnx::TensorProto &tensor,
-                                       mlir::Location loc, llvm::StringRef what,
-                                       llvm::StringRef blobName);
+                                                   mlir::Location loc,
+                                                   llvm::StringRef what,
+                                                   llvm::StringRef blobName);
   mlir::FailureOr<mlir::Attribute> importAttribute(onnx::AttributeProto &attr,
                                                    mlir::Location loc);
   mlir::FailureOr<mlir::AsmResourceBlob>
   loadExternalData(const onnx::TensorProto &tensor, size_t byteSize,
-                   size_t align, mlir::Location loc,
-                                              llvm::StringRef what);
+                   size_t align, mlir::Location loc, llvm::StringRef what);
   mlir::Value getNone(mlir::Block *block);
   mlir::Location nodeLoc(const onnx::NodeProto &node) {
     return mlir::NameLoc::get(builder.getStringAttr(node.name()));

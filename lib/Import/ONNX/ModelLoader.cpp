@@ -130,8 +130,8 @@ bool stripTensor(ArrayRef<char> in, size_t threshold, StringRef fileName,
       return false;
     kept.append(f.whole.data(), f.whole.size());
   }
-  bool numeric = dataType != 0 && dataType != 8 /*STRING*/ &&
-                 dataType != 9 /*BOOL*/;
+  bool numeric =
+      dataType != 0 && dataType != 8 /*STRING*/ && dataType != 9 /*BOOL*/;
   if (!numeric || raw.size() < threshold) {
     out.assign(in.data(), in.size());
     return true;
@@ -246,8 +246,8 @@ bool loadBinary(llvm::StringRef path, llvm::StringRef contents, bool fromFile,
       google::protobuf::io::CodedInputStream coded(&input);
       coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
       coded.SetRecursionLimit(kMaxMessageDepth);
-      parsed = model.ParseFromCodedStream(&coded) &&
-               coded.ConsumedEntireMessage();
+      parsed =
+          model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
     }
     // A read error looks like the end of the input to protobuf.
     if (input.GetErrno() != 0) {
@@ -264,8 +264,8 @@ bool loadBinary(llvm::StringRef path, llvm::StringRef contents, bool fromFile,
         reinterpret_cast<const uint8_t *>(contents.data()), contents.size());
     coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
     coded.SetRecursionLimit(kMaxMessageDepth);
-    parsed = model.ParseFromCodedStream(&coded) &&
-             coded.ConsumedEntireMessage();
+    parsed =
+        model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
   }
   if (!parsed) {
     emitError(loc) << "not a valid ONNX model: the protobuf data is truncated "

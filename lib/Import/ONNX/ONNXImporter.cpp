@@ -18,8 +18,8 @@
 // exception, and ONNXDiagnosticHandler.
 //
 //===----------------------------------------------------------------------===//
-#include "ImporterInternal.h"
 #include "mp/Import/ONNXImporter.h"
+#include "ImporterInternal.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/MemoryBuffer.h"
