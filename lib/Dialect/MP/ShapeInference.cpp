@@ -1,4 +1,4 @@
-//===- ShapeInference.cpp - result types of typed mp ops -----------------===//
+//===- ShapeInference.cpp - result types of typed mp ops ------------------===//
 //
 // Implements the ONNX shape/type rules of the typed ops. Each rule computes
 // what is statically known and leaves the rest dynamic: a dim that cannot be

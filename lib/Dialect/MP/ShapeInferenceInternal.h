@@ -1,4 +1,4 @@
-//===- ShapeInferenceInternal.h - helpers of the shape rules -- -*- C++ -*-===//
+//===- ShapeInferenceInternal.h - helpers of the shape rules ----*- C++ -*-===//
 //
 // What the shape rules of ShapeInference*.cpp share. Not installed: the
 // rules themselves are declared in mp/Dialect/MP/ShapeInference.h.

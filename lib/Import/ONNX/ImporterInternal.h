@@ -1,4 +1,4 @@
-//===- ImporterInternal.h - what the importer's files share --- -*- C++ -*-===//
+//===- ImporterInternal.h - what the importer's files share -----*- C++ -*-===//
 //
 // Declarations shared by the importer's files (not installed): limits, the
 // checks of GraphValidator.cpp, the loaders of ModelLoader.cpp, ONNX shape

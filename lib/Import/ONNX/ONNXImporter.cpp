@@ -1,4 +1,4 @@
-//===- ONNXImporter.cpp - ONNX models to the mp dialect ------------------===//
+//===- ONNXImporter.cpp - ONNX models to the mp dialect -------------------===//
 //
 // The importer works in three steps:
 //  1. load: parse the protobuf or the textual syntax into an onnx::ModelProto;
