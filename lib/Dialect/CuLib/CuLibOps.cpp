@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CuLibDialect.h"
+#include "mp/Runtime/ElementwiseFunctions.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
@@ -293,44 +294,6 @@ LogicalResult SoftmaxOp::verify() {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Arity of each elementwise function (0: one or more), and whether it
-/// yields bool. docs/plan-format.md lists their semantics.
-struct ElementwiseFn {
-  StringRef name;
-  unsigned arity;
-  bool boolResult;
-};
-constexpr ElementwiseFn kElementwiseFns[] = {
-    // Unary.
-    {"identity", 1, false}, {"abs", 1, false}, {"neg", 1, false},
-    {"exp", 1, false}, {"log", 1, false}, {"sqrt", 1, false},
-    {"reciprocal", 1, false}, {"relu", 1, false}, {"sigmoid", 1, false},
-    {"tanh", 1, false}, {"erf", 1, false}, {"floor", 1, false},
-    {"ceil", 1, false}, {"round", 1, false}, {"sign", 1, false},
-    {"sin", 1, false}, {"cos", 1, false}, {"tan", 1, false},
-    {"asin", 1, false}, {"acos", 1, false}, {"atan", 1, false},
-    {"sinh", 1, false}, {"cosh", 1, false}, {"asinh", 1, false},
-    {"acosh", 1, false}, {"atanh", 1, false}, {"softplus", 1, false},
-    {"softsign", 1, false}, {"hard_swish", 1, false}, {"gelu", 1, false},
-    {"gelu_tanh", 1, false}, {"not", 1, true}, {"is_nan", 1, true},
-    {"is_inf", 1, true}, {"leaky_relu", 1, false}, {"elu", 1, false},
-    {"celu", 1, false}, {"selu", 1, false}, {"hard_sigmoid", 1, false},
-    {"thresholded_relu", 1, false}, {"shrink", 1, false},
-    // Binary.
-    {"add", 2, false}, {"sub", 2, false}, {"mul", 2, false},
-    {"div", 2, false}, {"pow", 2, false}, {"prelu", 2, false},
-    {"mod", 2, false}, {"fmod", 2, false}, {"bitshift_left", 2, false},
-    {"bitshift_right", 2, false}, {"equal", 2, true}, {"less", 2, true},
-    {"greater", 2, true}, {"less_equal", 2, true},
-    {"greater_equal", 2, true}, {"and", 2, true}, {"or", 2, true},
-    {"xor", 2, true},
-    // Ternary.
-    {"where", 3, false}, {"clip", 3, false},
-    // Variadic.
-    {"sum", 0, false}, {"mean", 0, false}, {"max", 0, false},
-    {"min", 0, false},
-};
-
 /// True when `from` broadcasts (numpy rules) to exactly `to`.
 bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
   if (from.size() > to.size())
@@ -344,9 +307,14 @@ bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
 } // namespace
 
 LogicalResult ElementwiseOp::verify() {
-  const ElementwiseFn *fn = llvm::find_if(
-      kElementwiseFns, [&](const ElementwiseFn &f) { return f.name == getFn(); });
-  if (fn == std::end(kElementwiseFns))
+  // The functions, their arity and result type: ElementwiseFunctions.def
+  // (docs/plan-format.md lists their semantics).
+  const mp::rt::cpu::ElementwiseFnInfo *fn = llvm::find_if(
+      mp::rt::cpu::kElementwiseFnInfo,
+      [&](const mp::rt::cpu::ElementwiseFnInfo &f) {
+        return llvm::StringRef(f.name.data(), f.name.size()) == getFn();
+      });
+  if (fn == std::end(mp::rt::cpu::kElementwiseFnInfo))
     return emitOpError() << "unknown elementwise function '" << getFn() << "'";
   if (fn->arity ? getInputs().size() != fn->arity : getInputs().empty())
     return emitOpError() << "'" << getFn() << "' takes "

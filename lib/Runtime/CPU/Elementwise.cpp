@@ -38,71 +38,9 @@ using namespace detail;
 namespace {
 
 constexpr std::pair<std::string_view, ElementwiseFn> kFnNames[] = {
-    {"identity", ElementwiseFn::Identity},
-    {"abs", ElementwiseFn::Abs},
-    {"neg", ElementwiseFn::Neg},
-    {"exp", ElementwiseFn::Exp},
-    {"log", ElementwiseFn::Log},
-    {"sqrt", ElementwiseFn::Sqrt},
-    {"reciprocal", ElementwiseFn::Reciprocal},
-    {"relu", ElementwiseFn::Relu},
-    {"sigmoid", ElementwiseFn::Sigmoid},
-    {"tanh", ElementwiseFn::Tanh},
-    {"erf", ElementwiseFn::Erf},
-    {"floor", ElementwiseFn::Floor},
-    {"ceil", ElementwiseFn::Ceil},
-    {"round", ElementwiseFn::Round},
-    {"sign", ElementwiseFn::Sign},
-    {"sin", ElementwiseFn::Sin},
-    {"cos", ElementwiseFn::Cos},
-    {"tan", ElementwiseFn::Tan},
-    {"asin", ElementwiseFn::Asin},
-    {"acos", ElementwiseFn::Acos},
-    {"atan", ElementwiseFn::Atan},
-    {"sinh", ElementwiseFn::Sinh},
-    {"cosh", ElementwiseFn::Cosh},
-    {"asinh", ElementwiseFn::Asinh},
-    {"acosh", ElementwiseFn::Acosh},
-    {"atanh", ElementwiseFn::Atanh},
-    {"softplus", ElementwiseFn::Softplus},
-    {"softsign", ElementwiseFn::Softsign},
-    {"hard_swish", ElementwiseFn::HardSwish},
-    {"gelu", ElementwiseFn::Gelu},
-    {"gelu_tanh", ElementwiseFn::GeluTanh},
-    {"not", ElementwiseFn::Not},
-    {"is_nan", ElementwiseFn::IsNan},
-    {"is_inf", ElementwiseFn::IsInf},
-    {"leaky_relu", ElementwiseFn::LeakyRelu},
-    {"elu", ElementwiseFn::Elu},
-    {"celu", ElementwiseFn::Celu},
-    {"selu", ElementwiseFn::Selu},
-    {"hard_sigmoid", ElementwiseFn::HardSigmoid},
-    {"thresholded_relu", ElementwiseFn::ThresholdedRelu},
-    {"shrink", ElementwiseFn::Shrink},
-    {"add", ElementwiseFn::Add},
-    {"sub", ElementwiseFn::Sub},
-    {"mul", ElementwiseFn::Mul},
-    {"div", ElementwiseFn::Div},
-    {"pow", ElementwiseFn::Pow},
-    {"mod", ElementwiseFn::Mod},
-    {"fmod", ElementwiseFn::Fmod},
-    {"prelu", ElementwiseFn::PRelu},
-    {"bitshift_left", ElementwiseFn::BitShiftLeft},
-    {"bitshift_right", ElementwiseFn::BitShiftRight},
-    {"equal", ElementwiseFn::Equal},
-    {"less", ElementwiseFn::Less},
-    {"greater", ElementwiseFn::Greater},
-    {"less_equal", ElementwiseFn::LessEqual},
-    {"greater_equal", ElementwiseFn::GreaterEqual},
-    {"and", ElementwiseFn::And},
-    {"or", ElementwiseFn::Or},
-    {"xor", ElementwiseFn::Xor},
-    {"where", ElementwiseFn::Where},
-    {"clip", ElementwiseFn::Clip},
-    {"sum", ElementwiseFn::Sum},
-    {"mean", ElementwiseFn::Mean},
-    {"max", ElementwiseFn::Max},
-    {"min", ElementwiseFn::Min},
+#define MP_ELEMENTWISE_FN(Enumerator, name, ...)                               \
+  {name, ElementwiseFn::Enumerator},
+#include "mp/Runtime/ElementwiseFunctions.def"
 };
 
 } // namespace
@@ -1067,42 +1005,8 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
 
 std::pair<double, double> resolveAlphaBeta(ElementwiseFn fn,
                                            const ElementwiseParams &given) {
-  using F = ElementwiseFn;
-  double a = 0, b = 0;
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  switch (fn) {
-  case F::LeakyRelu:
-    a = 0.01;
-    break;
-  case F::Elu:
-  case F::Celu:
-  case F::ThresholdedRelu:
-    a = 1.0;
-    break;
-  case F::Selu:
-    a = 1.67326319217681884765625;
-    b = 1.05070102214813232421875;
-    break;
-  case F::HardSigmoid:
-    a = 0.2;
-    b = 0.5;
-    break;
-  case F::Shrink:
-    a = 0.5;
-    b = 0.0;
-    break;
-  case F::IsInf:
-    a = 1.0;
-    b = 1.0;
-    break;
-  case F::Clip:
-    a = -inf;
-    b = inf;
-    break;
-  default:
-    break;
-  }
-  return {given.alpha.value_or(a), given.beta.value_or(b)};
+  const ElementwiseFnInfo &info = infoOf(fn);
+  return {given.alpha.value_or(info.alpha), given.beta.value_or(info.beta)};
 }
 
 } // namespace mp::rt::cpu

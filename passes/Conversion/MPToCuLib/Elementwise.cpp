@@ -6,12 +6,19 @@
 //
 //===----------------------------------------------------------------------===//
 #include "PopulatePatterns.h"
+#include "mp/Runtime/ElementwiseFunctions.h"
 
 using namespace mlir;
 using namespace mp;
 using namespace mp::mptoculib;
 
 namespace {
+
+/// The culib.elementwise `fn` of a function (ElementwiseFunctions.def).
+StringRef spellingOf(rt::cpu::ElementwiseFn fn) {
+  std::string_view name = rt::cpu::infoOf(fn).name;
+  return StringRef(name.data(), name.size());
+}
 
 /// Ops that map one-to-one onto a culib.elementwise function.
 template <typename OpTy>
@@ -123,13 +130,16 @@ template <typename OpTy> struct ReduceLowering : OpConversionPattern<OpTy> {
 /// Unary activations with ONNX float attributes as alpha (and beta).
 template <typename OpTy>
 struct ParamElementwiseLowering : OpConversionPattern<OpTy> {
+  /// `fn`'s spelling and ONNX defaults come from ElementwiseFunctions.def;
+  /// the op's attributes `alphaName` (and `betaName`) override them.
   ParamElementwiseLowering(const TypeConverter &tc, MLIRContext *ctx,
-                           StringRef fn, StringRef alphaName,
-                           float alphaDefault, StringRef betaName = "",
-                           float betaDefault = 0.0f)
-      : OpConversionPattern<OpTy>(tc, ctx), fn(fn.str()),
-        alphaName(alphaName.str()), betaName(betaName.str()),
-        alphaDefault(alphaDefault), betaDefault(betaDefault) {}
+                           rt::cpu::ElementwiseFn fn, StringRef alphaName,
+                           StringRef betaName = "")
+      : OpConversionPattern<OpTy>(tc, ctx),
+        fn(std::string(rt::cpu::infoOf(fn).name)), alphaName(alphaName.str()),
+        betaName(betaName.str()),
+        alphaDefault(static_cast<float>(rt::cpu::infoOf(fn).alpha)),
+        betaDefault(static_cast<float>(rt::cpu::infoOf(fn).beta)) {}
   using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
   LogicalResult
   matchAndRewrite(OpTy op, OpAdaptor adaptor,
@@ -260,70 +270,72 @@ struct CastLikeLowering : OpConversionPattern<CastLikeOp> {
 void mp::populateElementwisePatterns(const TypeConverter &tc,
                                      RewritePatternSet &patterns,
                                      LowerableOps &lowerable) {
-#define MP_ELEMENTWISE(OpTy, fn)                                               \
-  addLowering<ElementwiseLowering<OpTy>, OpTy>(tc, patterns, lowerable, fn);
-  MP_ELEMENTWISE(AbsOp, "abs")
-  MP_ELEMENTWISE(NegOp, "neg")
-  MP_ELEMENTWISE(ExpOp, "exp")
-  MP_ELEMENTWISE(LogOp, "log")
-  MP_ELEMENTWISE(SqrtOp, "sqrt")
-  MP_ELEMENTWISE(ReciprocalOp, "reciprocal")
-  MP_ELEMENTWISE(ReluOp, "relu")
-  MP_ELEMENTWISE(SigmoidOp, "sigmoid")
-  MP_ELEMENTWISE(TanhOp, "tanh")
-  MP_ELEMENTWISE(ErfOp, "erf")
-  MP_ELEMENTWISE(FloorOp, "floor")
-  MP_ELEMENTWISE(CeilOp, "ceil")
-  MP_ELEMENTWISE(RoundOp, "round")
-  MP_ELEMENTWISE(SignOp, "sign")
-  MP_ELEMENTWISE(SinOp, "sin")
-  MP_ELEMENTWISE(CosOp, "cos")
-  MP_ELEMENTWISE(NotOp, "not")
-  MP_ELEMENTWISE(AddOp, "add")
-  MP_ELEMENTWISE(SubOp, "sub")
-  MP_ELEMENTWISE(MulOp, "mul")
-  MP_ELEMENTWISE(DivOp, "div")
-  MP_ELEMENTWISE(PowOp, "pow")
-  MP_ELEMENTWISE(PReluOp, "prelu")
-  MP_ELEMENTWISE(EqualOp, "equal")
-  MP_ELEMENTWISE(LessOp, "less")
-  MP_ELEMENTWISE(GreaterOp, "greater")
-  MP_ELEMENTWISE(LessOrEqualOp, "less_equal")
-  MP_ELEMENTWISE(GreaterOrEqualOp, "greater_equal")
-  MP_ELEMENTWISE(AndOp, "and")
-  MP_ELEMENTWISE(OrOp, "or")
-  MP_ELEMENTWISE(XorOp, "xor")
-  MP_ELEMENTWISE(WhereOp, "where")
-  MP_ELEMENTWISE(TanOp, "tan")
-  MP_ELEMENTWISE(AsinOp, "asin")
-  MP_ELEMENTWISE(AcosOp, "acos")
-  MP_ELEMENTWISE(AtanOp, "atan")
-  MP_ELEMENTWISE(SinhOp, "sinh")
-  MP_ELEMENTWISE(CoshOp, "cosh")
-  MP_ELEMENTWISE(AsinhOp, "asinh")
-  MP_ELEMENTWISE(AcoshOp, "acosh")
-  MP_ELEMENTWISE(AtanhOp, "atanh")
-  MP_ELEMENTWISE(SoftplusOp, "softplus")
-  MP_ELEMENTWISE(SoftsignOp, "softsign")
-  MP_ELEMENTWISE(HardSwishOp, "hard_swish")
-  MP_ELEMENTWISE(IsNaNOp, "is_nan")
-  MP_ELEMENTWISE(SumOp, "sum")
-  MP_ELEMENTWISE(MeanOp, "mean")
-  MP_ELEMENTWISE(MaxOp, "max")
-  MP_ELEMENTWISE(MinOp, "min")
+#define MP_ELEMENTWISE(OpTy, Fn)                                               \
+  addLowering<ElementwiseLowering<OpTy>, OpTy>(                                \
+      tc, patterns, lowerable, spellingOf(rt::cpu::ElementwiseFn::Fn));
+  MP_ELEMENTWISE(AbsOp, Abs)
+  MP_ELEMENTWISE(NegOp, Neg)
+  MP_ELEMENTWISE(ExpOp, Exp)
+  MP_ELEMENTWISE(LogOp, Log)
+  MP_ELEMENTWISE(SqrtOp, Sqrt)
+  MP_ELEMENTWISE(ReciprocalOp, Reciprocal)
+  MP_ELEMENTWISE(ReluOp, Relu)
+  MP_ELEMENTWISE(SigmoidOp, Sigmoid)
+  MP_ELEMENTWISE(TanhOp, Tanh)
+  MP_ELEMENTWISE(ErfOp, Erf)
+  MP_ELEMENTWISE(FloorOp, Floor)
+  MP_ELEMENTWISE(CeilOp, Ceil)
+  MP_ELEMENTWISE(RoundOp, Round)
+  MP_ELEMENTWISE(SignOp, Sign)
+  MP_ELEMENTWISE(SinOp, Sin)
+  MP_ELEMENTWISE(CosOp, Cos)
+  MP_ELEMENTWISE(NotOp, Not)
+  MP_ELEMENTWISE(AddOp, Add)
+  MP_ELEMENTWISE(SubOp, Sub)
+  MP_ELEMENTWISE(MulOp, Mul)
+  MP_ELEMENTWISE(DivOp, Div)
+  MP_ELEMENTWISE(PowOp, Pow)
+  MP_ELEMENTWISE(PReluOp, PRelu)
+  MP_ELEMENTWISE(EqualOp, Equal)
+  MP_ELEMENTWISE(LessOp, Less)
+  MP_ELEMENTWISE(GreaterOp, Greater)
+  MP_ELEMENTWISE(LessOrEqualOp, LessEqual)
+  MP_ELEMENTWISE(GreaterOrEqualOp, GreaterEqual)
+  MP_ELEMENTWISE(AndOp, And)
+  MP_ELEMENTWISE(OrOp, Or)
+  MP_ELEMENTWISE(XorOp, Xor)
+  MP_ELEMENTWISE(WhereOp, Where)
+  MP_ELEMENTWISE(TanOp, Tan)
+  MP_ELEMENTWISE(AsinOp, Asin)
+  MP_ELEMENTWISE(AcosOp, Acos)
+  MP_ELEMENTWISE(AtanOp, Atan)
+  MP_ELEMENTWISE(SinhOp, Sinh)
+  MP_ELEMENTWISE(CoshOp, Cosh)
+  MP_ELEMENTWISE(AsinhOp, Asinh)
+  MP_ELEMENTWISE(AcoshOp, Acosh)
+  MP_ELEMENTWISE(AtanhOp, Atanh)
+  MP_ELEMENTWISE(SoftplusOp, Softplus)
+  MP_ELEMENTWISE(SoftsignOp, Softsign)
+  MP_ELEMENTWISE(HardSwishOp, HardSwish)
+  MP_ELEMENTWISE(IsNaNOp, IsNan)
+  MP_ELEMENTWISE(SumOp, Sum)
+  MP_ELEMENTWISE(MeanOp, Mean)
+  MP_ELEMENTWISE(MaxOp, Max)
+  MP_ELEMENTWISE(MinOp, Min)
 #undef MP_ELEMENTWISE
 
-#define MP_PARAM(OpTy, fn, ...)                                                \
-  addLowering<ParamElementwiseLowering<OpTy>, OpTy>(tc, patterns, lowerable,   \
-                                                    fn, __VA_ARGS__);
-  MP_PARAM(LeakyReluOp, "leaky_relu", "alpha", 0.01f)
-  MP_PARAM(EluOp, "elu", "alpha", 1.0f)
-  MP_PARAM(CeluOp, "celu", "alpha", 1.0f)
-  MP_PARAM(SeluOp, "selu", "alpha", 1.67326319217681884765625f, "gamma",
-           1.05070102214813232421875f)
-  MP_PARAM(HardSigmoidOp, "hard_sigmoid", "alpha", 0.2f, "beta", 0.5f)
-  MP_PARAM(ThresholdedReluOp, "thresholded_relu", "alpha", 1.0f)
-  MP_PARAM(ShrinkOp, "shrink", "lambd", 0.5f, "bias", 0.0f)
+#define MP_PARAM(OpTy, Fn, ...)                                                \
+  addLowering<ParamElementwiseLowering<OpTy>, OpTy>(                           \
+      tc, patterns, lowerable, rt::cpu::ElementwiseFn::Fn, __VA_ARGS__);
+  // The ONNX attributes that set alpha and beta (their defaults:
+  // ElementwiseFunctions.def).
+  MP_PARAM(LeakyReluOp, LeakyRelu, "alpha")
+  MP_PARAM(EluOp, Elu, "alpha")
+  MP_PARAM(CeluOp, Celu, "alpha")
+  MP_PARAM(SeluOp, Selu, "alpha", "gamma")
+  MP_PARAM(HardSigmoidOp, HardSigmoid, "alpha", "beta")
+  MP_PARAM(ThresholdedReluOp, ThresholdedRelu, "alpha")
+  MP_PARAM(ShrinkOp, Shrink, "lambd", "bias")
 #undef MP_PARAM
 
   addLowering<ClipLowering, ClipOp>(tc, patterns, lowerable);

@@ -17,6 +17,7 @@
 #ifndef MP_RUNTIME_CPU_ELEMENTWISEKERNELS_H
 #define MP_RUNTIME_CPU_ELEMENTWISEKERNELS_H
 
+#include "mp/Runtime/ElementwiseFunctions.h"
 #include "mp/Runtime/Status.h"
 #include "mp/Runtime/Tensor.h"
 
@@ -31,52 +32,6 @@ namespace mp::rt::cpu {
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
-
-/// The functions of kernel.elementwise, each as the ONNX operator it comes
-/// from. Parameters (alpha, beta) default to the ONNX attribute defaults.
-enum class ElementwiseFn {
-  // clang-format off
-  // Unary. Float only unless noted.
-  Identity,        ///< any dtype (a bit-exact copy)
-  Abs,             ///< floats, integers
-  Neg,             ///< floats, signed integers
-  Exp, Log, Sqrt, Reciprocal,
-  Relu,            ///< floats, signed integers
-  Sigmoid, Tanh, Erf, Floor, Ceil,
-  Round,           ///< half to even
-  Sign,            ///< floats, integers
-  Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
-  Softplus, Softsign,
-  HardSwish,       ///< x * max(0, min(1, x / 6 + 0.5))
-  Gelu,            ///< exact, with erf
-  GeluTanh,        ///< the tanh approximation
-  Not,             ///< bool
-  IsNan,           ///< float x, bool y
-  IsInf,           ///< float x, bool y; alpha = detect_negative, beta = detect_positive (1, 1)
-  LeakyRelu,       ///< alpha (0.01)
-  Elu,             ///< alpha (1)
-  Celu,            ///< alpha (1)
-  Selu,            ///< alpha (1.6732632...), beta = gamma (1.0507010...)
-  HardSigmoid,     ///< alpha (0.2), beta (0.5)
-  ThresholdedRelu, ///< alpha (1)
-  Shrink,          ///< alpha = lambd (0.5), beta = bias (0); floats, integers
-  // Binary. Floats and integers unless noted.
-  Add, Sub, Mul,
-  Div,             ///< integers truncate; x / 0 gives 0 for integers
-  Pow,             ///< y has the base's dtype; the exponent any numeric dtype
-  Mod,             ///< the sign of the divisor (Python); x mod 0 gives 0 for integers
-  Fmod,            ///< C fmod: the sign of the dividend
-  PRelu,           ///< (x, slope)
-  BitShiftLeft, BitShiftRight, ///< unsigned integers; shifts >= the width give 0
-  Equal, Less, Greater, LessEqual, GreaterEqual, ///< same-dtype inputs (any), bool y
-  And, Or, Xor,    ///< bool
-  // Ternary.
-  Where,           ///< (bool condition, x, y): any dtype for x, y
-  Clip,            ///< (x, min, max), or (x) with alpha = min, beta = max
-  // Variadic (one or more inputs). Mean: floats only.
-  Sum, Mean, Max, Min,
-  // clang-format on
-};
 
 /// The fn of a plan call ("add", "gelu_tanh", ...), if it is one.
 std::optional<ElementwiseFn> parseElementwiseFn(std::string_view name);
