@@ -134,6 +134,23 @@ def run_timed(mp_run, plan, backend, iters, warmup, inputs, extra_args, timeout)
     return (float(m.group(1)) if m else None), None
 
 
+def torch_step_times(step, device, iters, warmup):
+    """Milliseconds of each of `iters` calls of `step` after `warmup` untimed
+    ones, the device synchronised after each."""
+    import torch
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    for _ in range(warmup):
+        step()
+    sync()
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        step()
+        sync()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
 def torch_measure(name, batch, phase, mode, device, iters, warmup):
     """Median ms per step and FLOPs per step of one PyTorch configuration."""
     import torch
@@ -184,16 +201,7 @@ def torch_measure(name, batch, phase, mode, device, iters, warmup):
     model.train(phase == "train")
     if phase == "infer":
         model.eval()
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    for _ in range(warmup):
-        step()
-    sync()
-    times = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        step()
-        sync()
-        times.append((time.perf_counter() - start) * 1e3)
+    times = torch_step_times(step, device, iters, warmup)
     try:  # PyTorch 2.1 and later
         from torch.utils.flop_counter import FlopCounterMode
     except ImportError:

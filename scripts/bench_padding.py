@@ -24,7 +24,9 @@ import re
 import statistics
 import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_gpu  # noqa: E402  (torch_step_times)
 
 # name: (batch or rows, widths); every width but the 3x3 kernel misaligned.
 MLP_ROWS, MLP_WIDTH = 16384, 1001
@@ -136,18 +138,9 @@ def time_torch(name, width_or_channels, device, iters, warmup):
 
         def step():
             return conv2(torch.relu(conv1(x)))
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     with torch.no_grad():
-        for _ in range(warmup):
-            step()
-        sync()
-        times = []
-        for _ in range(iters):
-            start = time.perf_counter()
-            step()
-            sync()
-            times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+        return statistics.median(
+            bench_gpu.torch_step_times(step, device, iters, warmup))
 
 
 def cmd_run(args):
