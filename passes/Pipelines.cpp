@@ -24,55 +24,10 @@ void mp::buildAutocastPipeline(mlir::OpPassManager &pm,
 }
 
 namespace {
-/// The options of mp-autocast-pipeline: those of mp-autocast.
-struct AutocastPipelineOptions
-    : mlir::PassPipelineOptions<AutocastPipelineOptions> {
-  Option<std::string> target{*this, "target",
-                             llvm::cl::desc("f16 (default) or bf16")};
-  Option<std::string> level{
-      *this, "level",
-      llvm::cl::desc("default, tensor-cores-only or unsafe-force-all")};
-  Option<std::string> policyFile{*this, "policy-file",
-                                 llvm::cl::desc("A JSON policy file")};
-  Option<std::string> keepIOTypes{
-      *this, "keep-io-types",
-      llvm::cl::desc("true (default) or false: graph inputs/outputs keep "
-                     "their types")};
-  ListOption<std::string> allowOps{*this, "allow",
-                                   llvm::cl::desc("Op types to make ALLOW")};
-  ListOption<std::string> inferOps{*this, "infer",
-                                   llvm::cl::desc("Op types to make INFER")};
-  ListOption<std::string> clearOps{*this, "clear",
-                                   llvm::cl::desc("Op types to make CLEAR")};
-  ListOption<std::string> denyOps{*this, "deny",
-                                  llvm::cl::desc("Op types to make DENY")};
-  ListOption<std::string> allowNodes{
-      *this, "allow-nodes",
-      llvm::cl::desc("Node names or globs in low precision")};
-  ListOption<std::string> denyNodes{
-      *this, "deny-nodes", llvm::cl::desc("Node names or globs kept in f32")};
-  ListOption<std::string> reportFiles{
-      *this, "report",
-      llvm::cl::desc("Report files (.txt, .json, .dot, .svg)")};
-  Option<bool> validate{
-      *this, "validate",
-      llvm::cl::desc("Validate on the CPU runtime and deny the nodes that "
-                     "break the outputs (mp-autocast validate)"),
-      llvm::cl::init(false)};
-  ListOption<std::string> validateInputs{
-      *this, "validate-inputs",
-      llvm::cl::desc("Validation input files, in graph input order")};
-  Option<unsigned> validateSeed{*this, "validate-seed",
-                                llvm::cl::desc("Seed of random inputs"),
-                                llvm::cl::init(0)};
-  Option<double> validateTol{
-      *this, "validate-tol",
-      llvm::cl::desc("Largest max |error| / max |fp32 output|"),
-      llvm::cl::init(1e-2)};
-  Option<double> validateTimeLimit{
-      *this, "validate-time-limit",
-      llvm::cl::desc("Seconds after which validation stops searching"),
-      llvm::cl::init(300)};
+/// mp-autocast-pipeline's own options: the padding. Every other option is
+/// mp-autocast's, declared once in Passes.td and parsed by the pass itself.
+struct PaddingPipelineOptions
+    : mlir::PassPipelineOptions<PaddingPipelineOptions> {
   Option<bool> pad{*this, "pad",
                    llvm::cl::desc("Pad low-precision GEMMs/convolutions for "
                                   "tensor cores (mp-pad-tensor-cores)"),
@@ -96,28 +51,41 @@ struct AutocastPipelineOptions
     o.reportFile = padReport;
     return o;
   }
-
-  mp::AutocastOptions toPassOptions() const {
-    mp::AutocastOptions o;
-    o.target = target;
-    o.level = level;
-    o.policyFile = policyFile;
-    o.keepIOTypes = keepIOTypes;
-    o.allowOps.assign(allowOps.begin(), allowOps.end());
-    o.inferOps.assign(inferOps.begin(), inferOps.end());
-    o.clearOps.assign(clearOps.begin(), clearOps.end());
-    o.denyOps.assign(denyOps.begin(), denyOps.end());
-    o.allowNodes.assign(allowNodes.begin(), allowNodes.end());
-    o.denyNodes.assign(denyNodes.begin(), denyNodes.end());
-    o.reportFiles.assign(reportFiles.begin(), reportFiles.end());
-    o.validate = validate;
-    o.validateInputs.assign(validateInputs.begin(), validateInputs.end());
-    o.validateSeed = validateSeed;
-    o.validateTol = validateTol;
-    o.validateTimeLimit = validateTimeLimit;
-    return o;
-  }
 };
+
+/// Splits a pass-options string ("a=1 b={x,y} c='p q'") into the options
+/// whose name starts with "pad" and the others, each as an options string.
+void splitPaddingOptions(llvm::StringRef options, std::string &padding,
+                         std::string &others) {
+  size_t start = 0;
+  int depth = 0;
+  char quote = 0;
+  auto flush = [&](size_t end) {
+    llvm::StringRef token = options.slice(start, end).trim();
+    start = end + 1;
+    if (token.empty())
+      return;
+    std::string &into = token.starts_with("pad") ? padding : others;
+    if (!into.empty())
+      into += ' ';
+    into += token.str();
+  };
+  for (size_t i = 0; i < options.size(); ++i) {
+    char c = options[i];
+    if (quote) {
+      quote = c == quote ? 0 : quote;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}') {
+      --depth;
+    } else if (c == ' ' && depth == 0) {
+      flush(i);
+    }
+  }
+  flush(options.size());
+}
 } // namespace
 
 void mp::registerPipelines() {
@@ -127,12 +95,30 @@ void mp::registerPipelines() {
       "mp-infer-shapes, mp-fold-constants, convert-mp-to-culib, "
       "culib-nhwc-layout, culib-plan-memory",
       [](mlir::OpPassManager &pm) { buildCompilePipeline(pm); });
-  mlir::PassPipelineRegistration<AutocastPipelineOptions>(
+  mlir::registerPassPipeline(
       "mp-autocast-pipeline",
       "Mixed precision: mp-autocast (policy, four-colour algorithm, casts, "
-      "constants, report), mp-pad-tensor-cores, mp-cast-cleanup",
-      [](mlir::OpPassManager &pm, const AutocastPipelineOptions &options) {
-        buildAutocastPipeline(pm, options.toPassOptions(),
-                              options.toPadOptions());
-      });
+      "constants, report), mp-pad-tensor-cores, mp-cast-cleanup; takes every "
+      "mp-autocast option and the pad options below",
+      [](mlir::OpPassManager &pm, llvm::StringRef options,
+         llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>
+             errorHandler) -> mlir::LogicalResult {
+        std::string paddingOptions, autocastOptions;
+        splitPaddingOptions(options, paddingOptions, autocastOptions);
+        PaddingPipelineOptions padding;
+        if (mlir::failed(padding.parseFromString(paddingOptions)))
+          return mlir::failure();
+        std::unique_ptr<mlir::Pass> autocast = mp::createAutocast();
+        if (mlir::failed(
+                autocast->initializeOptions(autocastOptions, errorHandler)))
+          return mlir::failure();
+        pm.addPass(std::move(autocast));
+        if (std::optional<mp::PadTensorCoresOptions> pad =
+                padding.toPadOptions())
+          pm.addNestedPass<mlir::func::FuncOp>(mp::createPadTensorCores(*pad));
+        pm.addNestedPass<mlir::func::FuncOp>(mp::createCastCleanup());
+        return mlir::success();
+      },
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)>
+             printOptions) { printOptions(PaddingPipelineOptions()); });
 }
