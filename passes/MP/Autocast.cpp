@@ -24,7 +24,6 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/ScopeExit.h"
-#include "llvm/Support/CommandLine.h"
 
 #include <cmath>
 #include <limits>
@@ -37,14 +36,6 @@ namespace mp {
 using namespace mlir;
 using namespace mp;
 using namespace mp::autocast;
-
-/// mp-opt's --mp-report: report files for every mp-autocast run whose own
-/// `report` option is empty.
-static llvm::cl::list<std::string> clReportFiles(
-    "mp-report",
-    llvm::cl::desc("Write the mp-autocast report to these files (.txt, .json, "
-                   ".dot, .svg; comma-separated)"),
-    llvm::cl::CommaSeparated);
 
 namespace {
 
@@ -522,26 +513,15 @@ void drawPicture(func::FuncOp func, const Colouring &colouring,
 // Validation: fp32 against mixed precision on the CPU runtime
 //===----------------------------------------------------------------------===//
 
-llvm::cl::opt<bool> clValidate(
-    "mp-validate",
-    llvm::cl::desc("mp-autocast: run fp32 and mixed precision on sample inputs "
-                   "on the CPU runtime and deny the nodes responsible for "
-                   "errors over --mp-validate-tol"),
-    llvm::cl::init(false));
-llvm::cl::list<std::string> clValidateInputs(
-    "mp-validate-inputs",
-    llvm::cl::desc("Validation inputs (.npy/.pb), in graph input order"),
-    llvm::cl::CommaSeparated);
-llvm::cl::opt<double> clValidateTol(
-    "mp-validate-tol",
-    llvm::cl::desc("Validation: largest max |error| / max |fp32 output| "
-                   "(default 1e-2)"),
-    llvm::cl::init(-1.0));
-llvm::cl::opt<double> clValidateTimeLimit(
-    "mp-validate-time-limit",
-    llvm::cl::desc("Validation: seconds after which the search stops "
-                   "(default 300)"),
-    llvm::cl::init(-1.0));
+/// Where the tool's defaults come from (mp::setAutocastToolDefaults).
+std::function<AutocastToolDefaults()> &toolDefaultsSource() {
+  static std::function<AutocastToolDefaults()> source;
+  return source;
+}
+
+AutocastToolDefaults toolDefaults() {
+  return toolDefaultsSource() ? toolDefaultsSource()() : AutocastToolDefaults();
+}
 
 /// Set while validation probes run their own mp-autocast: those neither
 /// validate again nor write the reports that --mp-report asks for.
@@ -608,13 +588,14 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
   /// With validation on: the nodes to deny, added to the policy, and the
   /// notes for the report. Failure when validation cannot run.
   LogicalResult runValidation(std::vector<std::string> &notes) {
-    double tol = clValidateTol >= 0 ? clValidateTol : validateTol;
-    double limit =
-        clValidateTimeLimit >= 0 ? clValidateTimeLimit : validateTimeLimit;
+    AutocastToolDefaults tool = toolDefaults();
+    double tol = tool.validateTol >= 0 ? tool.validateTol : validateTol;
+    double limit = tool.validateTimeLimit >= 0 ? tool.validateTimeLimit
+                                               : validateTimeLimit;
     std::vector<std::string> files(validateInputs.begin(),
                                    validateInputs.end());
     if (files.empty())
-      files.assign(clValidateInputs.begin(), clValidateInputs.end());
+      files = tool.validateInputs;
     ValidationOptions options;
     options.tol = tol;
     options.timeLimit = limit;
@@ -670,12 +651,13 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
 
   void runOnOperation() override {
     std::vector<std::string> validationNotes;
-    if ((validate || clValidate) && validationDepth == 0 &&
+    AutocastToolDefaults tool = toolDefaults();
+    if ((validate || tool.validate) && validationDepth == 0 &&
         failed(runValidation(validationNotes)))
       return signalPassFailure();
     std::vector<std::string> files(reportFiles.begin(), reportFiles.end());
     if (files.empty() && validationDepth == 0)
-      files.assign(clReportFiles.begin(), clReportFiles.end());
+      files = tool.reportFiles;
     // The picture costs a label per op: only drawn when a file shows it.
     bool wantsPicture = llvm::any_of(files, [](const std::string &f) {
       return StringRef(f).ends_with(".dot") || StringRef(f).ends_with(".gv") ||
@@ -726,3 +708,7 @@ std::unique_ptr<Pass> createProbeAutocast(PrecisionPolicy policy) {
 }
 
 } // namespace
+
+void mp::setAutocastToolDefaults(std::function<AutocastToolDefaults()> source) {
+  toolDefaultsSource() = std::move(source);
+}

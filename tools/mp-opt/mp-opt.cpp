@@ -35,6 +35,34 @@ enum class InputFormat { Auto, MLIR, ONNX, ONNXText };
 
 llvm::cl::OptionCategory onnxCategory("ONNX input options");
 
+// Defaults for every mp-autocast run whose own options leave them unset
+// (mp::setAutocastToolDefaults).
+llvm::cl::list<std::string> autocastReportFiles(
+    "mp-report",
+    llvm::cl::desc("Write the mp-autocast report to these files (.txt, .json, "
+                   ".dot, .svg; comma-separated)"),
+    llvm::cl::CommaSeparated);
+llvm::cl::opt<bool> autocastValidate(
+    "mp-validate",
+    llvm::cl::desc("mp-autocast: run fp32 and mixed precision on sample inputs "
+                   "on the CPU runtime and deny the nodes responsible for "
+                   "errors over --mp-validate-tol"),
+    llvm::cl::init(false));
+llvm::cl::list<std::string> autocastValidateInputs(
+    "mp-validate-inputs",
+    llvm::cl::desc("Validation inputs (.npy/.pb), in graph input order"),
+    llvm::cl::CommaSeparated);
+llvm::cl::opt<double> autocastValidateTol(
+    "mp-validate-tol",
+    llvm::cl::desc("Validation: largest max |error| / max |fp32 output| "
+                   "(default 1e-2)"),
+    llvm::cl::init(-1.0));
+llvm::cl::opt<double> autocastValidateTimeLimit(
+    "mp-validate-time-limit",
+    llvm::cl::desc("Validation: seconds after which the search stops "
+                   "(default 300)"),
+    llvm::cl::init(-1.0));
+
 llvm::cl::opt<InputFormat> inputFormat(
     "input-format", llvm::cl::desc("Format of the input file"),
     llvm::cl::values(
@@ -342,6 +370,17 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   mp::registerAllDialects(registry);
   mp::registerAllPasses();
+  mp::setAutocastToolDefaults([] {
+    mp::AutocastToolDefaults d;
+    d.reportFiles.assign(autocastReportFiles.begin(),
+                         autocastReportFiles.end());
+    d.validate = autocastValidate;
+    d.validateInputs.assign(autocastValidateInputs.begin(),
+                            autocastValidateInputs.end());
+    d.validateTol = autocastValidateTol;
+    d.validateTimeLimit = autocastValidateTimeLimit;
+    return d;
+  });
 
   llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
     os << "MixPrec " << MP_VERSION << " (CUDA toolkit: "
