@@ -49,6 +49,9 @@ std::optional<rt::PlanAttrValue> convertAttr(Attribute attr) {
     return rt::PlanAttrValue(f.getValueAsDouble());
   if (auto s = dyn_cast<StringAttr>(attr))
     return rt::PlanAttrValue(s.str());
+  // Enum attributes go into the plan as the words the IR prints.
+  if (std::optional<StringRef> spelling = culib::enumSpelling(attr))
+    return rt::PlanAttrValue(spelling->str());
   if (auto a = dyn_cast<DenseI64ArrayAttr>(attr))
     return rt::PlanAttrValue(
         std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end()));

@@ -79,7 +79,7 @@ bool isSingleElement(Value v) {
 std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
   using Result = std::optional<SmallVector<OpOperand *>>;
   auto ifNCHW = [](auto o, SmallVector<OpOperand *> operands) -> Result {
-    if (!isStatic4D(o.getX()) || o.getLayout() != "nchw")
+    if (!isStatic4D(o.getX()) || o.getLayout() != culib::Layout::nchw)
       return std::nullopt;
     return operands;
   };
@@ -354,7 +354,8 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
         if (isa<culib::ConcatOp, culib::SliceOp>(op))
           remapAttributes(op);
         else if (!isa<culib::ElementwiseOp, culib::CastOp>(op))
-          op->setAttr("layout", builder.getStringAttr("nhwc"));
+          op->setAttr("layout", culib::LayoutAttr::get(op->getContext(),
+                                                       culib::Layout::nhwc));
         continue;
       }
       for (OpOperand &operand : op->getOpOperands())

@@ -586,9 +586,10 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
   }
 
   /// With validation on: the nodes to deny, added to the policy, and the
-  /// notes for the report. Failure when validation cannot run.
-  LogicalResult runValidation(std::vector<std::string> &notes) {
-    AutocastToolDefaults tool = toolDefaults();
+  /// notes for the report; the tool's defaults fill the options not given.
+  /// Failure when validation cannot run.
+  LogicalResult runValidation(const AutocastToolDefaults &tool,
+                              std::vector<std::string> &notes) {
     double tol = tool.validateTol >= 0 ? tool.validateTol : validateTol;
     double limit = tool.validateTimeLimit >= 0 ? tool.validateTimeLimit
                                                : validateTimeLimit;
@@ -653,7 +654,7 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
     std::vector<std::string> validationNotes;
     AutocastToolDefaults tool = toolDefaults();
     if ((validate || tool.validate) && validationDepth == 0 &&
-        failed(runValidation(validationNotes)))
+        failed(runValidation(tool, validationNotes)))
       return signalPassFailure();
     std::vector<std::string> files(reportFiles.begin(), reportFiles.end());
     if (files.empty() && validationDepth == 0)

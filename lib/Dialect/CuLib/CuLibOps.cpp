@@ -119,18 +119,7 @@ LogicalResult MatmulOp::verify() {
     return failure();
   if (getBias() && failed(verifyChannelVector(*this, getBias(), "bias", n)))
     return failure();
-  if (getEpilogue() != "none" && getEpilogue() != "relu" &&
-      getEpilogue() != "gelu")
-    return emitOpError() << "unknown epilogue '" << getEpilogue()
-                         << "' (none, relu, gelu)";
   return success();
-}
-
-/// `layout` of conv_fwd, pool and the batch norms: true for channels last.
-static FailureOr<bool> parseLayout(Operation *op, StringRef layout) {
-  if (layout == "nchw" || layout == "nhwc")
-    return layout == "nhwc";
-  return op->emitOpError() << "unknown layout '" << layout << "' (nchw, nhwc)";
 }
 
 LogicalResult ConvFwdOp::verify() {
@@ -151,13 +140,10 @@ LogicalResult ConvFwdOp::verify() {
       getDilations().size() != spatial)
     return emitOpError() << "needs " << 2 * spatial << " pads and "
                          << spatial << " strides and dilations";
-  FailureOr<bool> nhwcOrFailure = parseLayout(*this, getLayout());
-  if (failed(nhwcOrFailure))
-    return failure();
-  bool nhwc = *nhwcOrFailure;
-  if (getActivation() != "none" && getActivation() != "relu")
-    return emitOpError() << "unknown activation '" << getActivation()
-                         << "' (none, relu)";
+  bool nhwc = getLayout() == Layout::nhwc;
+  // cuDNN's fused convolution-bias-activation has no GELU.
+  if (getActivation() == Epilogue::gelu)
+    return emitOpError("activation must be none or relu");
   int64_t groups = static_cast<int64_t>(getGroups());
   auto channelDim = [&](MemRefType t) { return nhwc ? t.getRank() - 1 : 1; };
   auto spatialDim = [&](int64_t i) { return nhwc ? 1 + i : 2 + i; };
@@ -210,19 +196,17 @@ LogicalResult PoolOp::verify() {
                          << "and dilations and " << 2 * spatial << " pads";
   if (getDilations() && mode != "max")
     return emitOpError("only max pooling takes dilations");
-  FailureOr<bool> nhwc = parseLayout(*this, getLayout());
-  if (failed(nhwc))
-    return failure();
-  int64_t channelDim = *nhwc ? x.getRank() - 1 : 1;
+  bool nhwc = getLayout() == Layout::nhwc;
+  int64_t channelDim = nhwc ? x.getRank() - 1 : 1;
   if (x.getDimSize(0) != y.getDimSize(0) ||
       x.getDimSize(channelDim) != y.getDimSize(channelDim))
     return emitOpError("X and Y must agree in batch and channels");
   if (getIndices()) {
     if (mode != "max")
       return emitOpError("only max pooling has indices");
-    if (*nhwc)
+    if (nhwc)
       return emitOpError("indices are ONNX's NCHW indices: layout must be "
-                         "'nchw'");
+                         "nchw");
     if (failed(verifySameShape(*this, getIndices(), "indices", getY(), "Y")))
       return failure();
   }
@@ -230,7 +214,7 @@ LogicalResult PoolOp::verify() {
 }
 
 static LogicalResult verifyBatchNorm(Operation *op, Value x, Value y,
-                                     StringRef layout, ValueRange statistics) {
+                                     Layout layout, ValueRange statistics) {
   if (failed(verifyBuffer(op, x, "X")) || failed(verifyBuffer(op, y, "Y")))
     return failure();
   MemRefType xType = memrefOf(x);
@@ -238,10 +222,8 @@ static LogicalResult verifyBatchNorm(Operation *op, Value x, Value y,
     return op->emitOpError("X must have rank >= 2");
   if (failed(verifySameShape(op, x, "X", y, "Y")))
     return failure();
-  FailureOr<bool> nhwc = parseLayout(op, layout);
-  if (failed(nhwc))
-    return failure();
-  int64_t channels = xType.getDimSize(*nhwc ? xType.getRank() - 1 : 1);
+  bool nhwc = layout == Layout::nhwc;
+  int64_t channels = xType.getDimSize(nhwc ? xType.getRank() - 1 : 1);
   for (Value v : statistics)
     if (failed(verifyChannelVector(op, v, "scale, bias and statistics",
                                    channels)))
@@ -258,21 +240,6 @@ LogicalResult BatchNormTrainingOp::verify() {
   return verifyBatchNorm(*this, getX(), getY(), getLayout(),
                          {getScale(), getBias(), getMean(), getVariance(),
                           getRunningMean(), getRunningVariance()});
-}
-
-// The backward calls: the runtime checks their shapes; the IR checks the
-// layout, which culib-nhwc-layout sets.
-LogicalResult ConvBwdDataOp::verify() {
-  return success(succeeded(parseLayout(*this, getLayout())));
-}
-LogicalResult ConvBwdFilterOp::verify() {
-  return success(succeeded(parseLayout(*this, getLayout())));
-}
-LogicalResult PoolBwdOp::verify() {
-  return success(succeeded(parseLayout(*this, getLayout())));
-}
-LogicalResult BatchNormBwdOp::verify() {
-  return success(succeeded(parseLayout(*this, getLayout())));
 }
 
 LogicalResult SoftmaxOp::verify() {
@@ -307,19 +274,15 @@ bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
 } // namespace
 
 LogicalResult ElementwiseOp::verify() {
-  // The functions, their arity and result type: ElementwiseFunctions.def
+  // The functions, their inputs and result type: ElementwiseFunctions.def
   // (docs/plan-format.md lists their semantics).
-  const mp::rt::cpu::ElementwiseFnInfo *fn = llvm::find_if(
-      mp::rt::cpu::kElementwiseFnInfo,
-      [&](const mp::rt::cpu::ElementwiseFnInfo &f) {
-        return llvm::StringRef(f.name.data(), f.name.size()) == getFn();
-      });
-  if (fn == std::end(mp::rt::cpu::kElementwiseFnInfo))
-    return emitOpError() << "unknown elementwise function '" << getFn() << "'";
-  if (fn->arity ? getInputs().size() != fn->arity : getInputs().empty())
-    return emitOpError() << "'" << getFn() << "' takes "
-                         << (fn->arity ? std::to_string(fn->arity)
-                                       : std::string("one or more"))
+  const mp::rt::cpu::ElementwiseFnInfo &fn = mp::rt::cpu::infoOf(getFn());
+  StringRef name = spellingOf(getFn());
+  unsigned arity = fn.arity();
+  if (arity ? getInputs().size() != arity : getInputs().empty())
+    return emitOpError() << "'" << name << "' takes "
+                         << (arity ? std::to_string(arity)
+                                   : std::string("one or more"))
                          << " inputs, got " << getInputs().size();
   if (failed(verifyBuffer(*this, getY(), "y")))
     return failure();
@@ -331,13 +294,15 @@ LogicalResult ElementwiseOp::verify() {
       return emitOpError() << "input " << memrefOf(input)
                            << " does not broadcast to " << y;
   }
-  if (fn->boolResult && !y.getElementType().isInteger(1))
-    return emitOpError() << "'" << getFn() << "' writes a bool (i1) buffer";
+  if (fn.boolResult() && !y.getElementType().isInteger(1))
+    return emitOpError() << "'" << name << "' writes a bool (i1) buffer";
   // The data inputs (all but where's condition and pow's exponent) have
   // y's element type.
-  if (!fn->boolResult)
+  using mp::rt::cpu::ElementwiseFn;
+  if (!fn.boolResult())
     for (auto [i, input] : llvm::enumerate(getInputs())) {
-      if ((getFn() == "where" && i == 0) || (getFn() == "pow" && i == 1))
+      if ((getFn() == ElementwiseFn::Where && i == 0) ||
+          (getFn() == ElementwiseFn::Pow && i == 1))
         continue;
       if (memrefOf(input).getElementType() != y.getElementType())
         return emitOpError() << "input #" << i << " has element type "
@@ -355,11 +320,6 @@ LogicalResult CastOp::verify() {
 }
 
 LogicalResult ReduceOp::verify() {
-  static constexpr StringLiteral fns[] = {
-      "sum", "mean", "max", "min", "prod", "l1", "l2", "log_sum",
-      "log_sum_exp", "sum_square", "argmax", "argmin"};
-  if (!llvm::is_contained(fns, getFn()))
-    return emitOpError() << "unknown reduction '" << getFn() << "'";
   if (failed(verifyBuffer(*this, getX(), "x")) ||
       failed(verifyBuffer(*this, getY(), "y")))
     return failure();
@@ -381,7 +341,8 @@ LogicalResult ReduceOp::verify() {
   if (y.getShape() != ArrayRef<int64_t>(kept) &&
       y.getShape() != ArrayRef<int64_t>(dropped))
     return emitOpError() << "y " << y << " is not x reduced over the axes";
-  bool arg = getFn().starts_with("arg");
+  bool arg = getFn() == mp::rt::cpu::ReduceFn::ArgMax ||
+             getFn() == mp::rt::cpu::ReduceFn::ArgMin;
   if (arg && (getAxes().size() != 1 || !y.getElementType().isInteger(64)))
     return emitOpError("argmax/argmin reduce one axis into an i64 buffer");
   if (!arg && y.getElementType() != x.getElementType())

@@ -35,23 +35,14 @@ using namespace detail;
 // Names
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-constexpr std::pair<std::string_view, ElementwiseFn> kFnNames[] = {
-#define MP_ELEMENTWISE_FN(Enumerator, name, ...)                               \
-  {name, ElementwiseFn::Enumerator},
-#include "mp/Runtime/ElementwiseFunctions.def"
-};
-
-} // namespace
-
 std::optional<ElementwiseFn> parseElementwiseFn(std::string_view name) {
-  return findName(name, kFnNames);
+  for (const ElementwiseFnInfo &info : kElementwiseFnInfo)
+    if (info.name == name)
+      return info.fn;
+  return std::nullopt;
 }
 
-std::string_view elementwiseFnName(ElementwiseFn fn) {
-  return spellingOf(fn, kFnNames);
-}
+std::string_view elementwiseFnName(ElementwiseFn fn) { return infoOf(fn).name; }
 
 namespace {
 
@@ -794,48 +785,6 @@ BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
 #undef MP_SELECT
 }
 
-using Kind = ElementwiseKind;
-
-Kind kindOf(ElementwiseFn fn) {
-  using F = ElementwiseFn;
-  switch (fn) {
-  case F::IsNan:
-  case F::IsInf:
-    return Kind::BoolResult;
-  case F::Add:
-  case F::Sub:
-  case F::Mul:
-  case F::Div:
-  case F::Pow:
-  case F::Mod:
-  case F::Fmod:
-  case F::PRelu:
-  case F::BitShiftLeft:
-  case F::BitShiftRight:
-  case F::And:
-  case F::Or:
-  case F::Xor:
-    return Kind::Binary;
-  case F::Equal:
-  case F::Less:
-  case F::Greater:
-  case F::LessEqual:
-  case F::GreaterEqual:
-    return Kind::Compare;
-  case F::Where:
-    return Kind::Where;
-  case F::Clip:
-    return Kind::Clip;
-  case F::Sum:
-  case F::Mean:
-  case F::Max:
-  case F::Min:
-    return Kind::Variadic;
-  default:
-    return Kind::Unary;
-  }
-}
-
 /// alpha and beta of fn: the given values or ONNX's defaults.
 void resolveParams(ElementwiseFn fn, const ElementwiseParams &p, Ctx &ctx) {
   std::tie(ctx.alpha, ctx.beta) = resolveAlphaBeta(fn, p);
@@ -928,7 +877,7 @@ std::string dt(DType t) { return std::string(dtypeName(t)); }
 Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
                    const TensorView &y, const ElementwiseParams &params) {
   const std::string op = "elementwise " + std::string(elementwiseFnName(fn));
-  Kind kind = kindOf(fn);
+  ElementwiseKind kind = infoOf(fn).kind;
   size_t n = inputs.size();
   if (Status s = checkElementwiseInputCount(op, kind, n); !s)
     return s;

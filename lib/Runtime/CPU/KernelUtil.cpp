@@ -212,7 +212,7 @@ Result<DType> checkElementwiseDtypes(std::string_view op, ElementwiseFn fn,
   using Kind = ElementwiseKind;
   auto dt = [](DType t) { return std::string(dtypeName(t)); };
   DType t = kind == Kind::Where ? ins[1] : ins[0];
-  bool boolY = kind == Kind::Compare || kind == Kind::BoolResult;
+  bool boolY = infoOf(fn).boolResult();
   for (size_t k = 0; k < ins.size(); ++k) {
     DType want = t;
     if (kind == Kind::Where && k == 0)

@@ -242,17 +242,6 @@ inline int64_t ceilDiv(int64_t a, int64_t b) {
 
 /// x has N, C and at least one spatial dimension.
 Status checkSpatialRank(std::string_view op, const Shape &xShape);
-/// The elementwise functions by the inputs they take (CPU kernels and CUDA
-/// planning alike).
-enum class ElementwiseKind {
-  Unary,
-  Binary,
-  Compare,
-  BoolResult,
-  Where,
-  Clip,
-  Variadic
-};
 /// An elementwise function of `kind` (`op` in messages) takes n inputs.
 Status checkElementwiseInputCount(std::string_view op, ElementwiseKind kind,
                                   size_t n);

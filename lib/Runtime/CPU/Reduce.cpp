@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -30,34 +31,11 @@ namespace mp::rt::cpu {
 
 using namespace detail;
 
-namespace {
-
-// {"spelling", ReduceFn::fn}, one a line.
-#define MP_REDUCE_NAME(spelling, fn) {spelling, ReduceFn::fn}
-constexpr std::pair<std::string_view, ReduceFn> kReduceNames[] = {
-    MP_REDUCE_NAME("sum", Sum),
-    MP_REDUCE_NAME("mean", Mean),
-    MP_REDUCE_NAME("max", Max),
-    MP_REDUCE_NAME("min", Min),
-    MP_REDUCE_NAME("prod", Prod),
-    MP_REDUCE_NAME("l1", L1),
-    MP_REDUCE_NAME("l2", L2),
-    MP_REDUCE_NAME("log_sum", LogSum),
-    MP_REDUCE_NAME("log_sum_exp", LogSumExp),
-    MP_REDUCE_NAME("sum_square", SumSquare),
-    MP_REDUCE_NAME("argmax", ArgMax),
-    MP_REDUCE_NAME("argmin", ArgMin),
-};
-#undef MP_REDUCE_NAME
-
-} // namespace
-
 std::optional<ReduceFn> parseReduceFn(std::string_view name) {
-  return findName(name, kReduceNames);
-}
-
-std::string_view reduceFnName(ReduceFn fn) {
-  return spellingOf(fn, kReduceNames);
+  for (size_t i = 0; i < std::size(kReduceFnNames); ++i)
+    if (kReduceFnNames[i] == name)
+      return static_cast<ReduceFn>(i);
+  return std::nullopt;
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <tuple>
@@ -87,156 +88,12 @@ Result<BroadcastLoop> makeBroadcastLoop(const std::vector<Shape> &inputs,
 
 namespace {
 
+using cpu::ElementwiseDtypes;
 using cpu::ElementwiseFn;
+using cpu::ElementwiseKind;
 
-using EwKind = cpu::detail::ElementwiseKind;
-
-struct EwInfo {
-  EwOp op;
-  EwKind kind;
-  bool floats;   ///< takes float dtypes
-  bool ints;     ///< takes integer dtypes (computed in 64 bits)
-  bool boolOnly; ///< takes bool only
-};
-
-std::optional<EwInfo> ewInfo(ElementwiseFn fn) {
-  using F = ElementwiseFn;
-  using K = EwKind;
-  switch (fn) {
-  case F::Identity:
-    return EwInfo{kEwIdentity, K::Unary, true, true, false};
-  case F::Abs:
-    return EwInfo{kEwAbs, K::Unary, true, true, false};
-  case F::Neg:
-    return EwInfo{kEwNeg, K::Unary, true, true, false};
-  case F::Exp:
-    return EwInfo{kEwExp, K::Unary, true, false, false};
-  case F::Log:
-    return EwInfo{kEwLog, K::Unary, true, false, false};
-  case F::Sqrt:
-    return EwInfo{kEwSqrt, K::Unary, true, false, false};
-  case F::Reciprocal:
-    return EwInfo{kEwReciprocal, K::Unary, true, false, false};
-  case F::Relu:
-    return EwInfo{kEwRelu, K::Unary, true, true, false};
-  case F::Sigmoid:
-    return EwInfo{kEwSigmoid, K::Unary, true, false, false};
-  case F::Tanh:
-    return EwInfo{kEwTanh, K::Unary, true, false, false};
-  case F::Erf:
-    return EwInfo{kEwErf, K::Unary, true, false, false};
-  case F::Floor:
-    return EwInfo{kEwFloor, K::Unary, true, false, false};
-  case F::Ceil:
-    return EwInfo{kEwCeil, K::Unary, true, false, false};
-  case F::Round:
-    return EwInfo{kEwRound, K::Unary, true, false, false};
-  case F::Sign:
-    return EwInfo{kEwSign, K::Unary, true, true, false};
-  case F::Sin:
-    return EwInfo{kEwSin, K::Unary, true, false, false};
-  case F::Cos:
-    return EwInfo{kEwCos, K::Unary, true, false, false};
-  case F::Tan:
-    return EwInfo{kEwTan, K::Unary, true, false, false};
-  case F::Asin:
-    return EwInfo{kEwAsin, K::Unary, true, false, false};
-  case F::Acos:
-    return EwInfo{kEwAcos, K::Unary, true, false, false};
-  case F::Atan:
-    return EwInfo{kEwAtan, K::Unary, true, false, false};
-  case F::Sinh:
-    return EwInfo{kEwSinh, K::Unary, true, false, false};
-  case F::Cosh:
-    return EwInfo{kEwCosh, K::Unary, true, false, false};
-  case F::Asinh:
-    return EwInfo{kEwAsinh, K::Unary, true, false, false};
-  case F::Acosh:
-    return EwInfo{kEwAcosh, K::Unary, true, false, false};
-  case F::Atanh:
-    return EwInfo{kEwAtanh, K::Unary, true, false, false};
-  case F::Softplus:
-    return EwInfo{kEwSoftplus, K::Unary, true, false, false};
-  case F::Softsign:
-    return EwInfo{kEwSoftsign, K::Unary, true, false, false};
-  case F::HardSwish:
-    return EwInfo{kEwHardSwish, K::Unary, true, false, false};
-  case F::Gelu:
-    return EwInfo{kEwGelu, K::Unary, true, false, false};
-  case F::GeluTanh:
-    return EwInfo{kEwGeluTanh, K::Unary, true, false, false};
-  case F::Not:
-    return EwInfo{kEwNot, K::Unary, false, false, true};
-  case F::IsNan:
-    return EwInfo{kEwIsNan, K::BoolResult, true, false, false};
-  case F::IsInf:
-    return EwInfo{kEwIsInf, K::BoolResult, true, false, false};
-  case F::LeakyRelu:
-    return EwInfo{kEwLeakyRelu, K::Unary, true, false, false};
-  case F::Elu:
-    return EwInfo{kEwElu, K::Unary, true, false, false};
-  case F::Celu:
-    return EwInfo{kEwCelu, K::Unary, true, false, false};
-  case F::Selu:
-    return EwInfo{kEwSelu, K::Unary, true, false, false};
-  case F::HardSigmoid:
-    return EwInfo{kEwHardSigmoid, K::Unary, true, false, false};
-  case F::ThresholdedRelu:
-    return EwInfo{kEwThresholdedRelu, K::Unary, true, false, false};
-  case F::Shrink:
-    return EwInfo{kEwShrink, K::Unary, true, true, false};
-  case F::Add:
-    return EwInfo{kEwAdd, K::Binary, true, true, false};
-  case F::Sub:
-    return EwInfo{kEwSub, K::Binary, true, true, false};
-  case F::Mul:
-    return EwInfo{kEwMul, K::Binary, true, true, false};
-  case F::Div:
-    return EwInfo{kEwDiv, K::Binary, true, true, false};
-  case F::Pow:
-    return EwInfo{kEwPow, K::Binary, true, true, false};
-  case F::Mod:
-    return EwInfo{kEwMod, K::Binary, true, true, false};
-  case F::Fmod:
-    return EwInfo{kEwFmod, K::Binary, true, true, false};
-  case F::PRelu:
-    return EwInfo{kEwPRelu, K::Binary, true, true, false};
-  case F::BitShiftLeft:
-    return EwInfo{kEwShl, K::Binary, false, true, false};
-  case F::BitShiftRight:
-    return EwInfo{kEwShr, K::Binary, false, true, false};
-  case F::Equal:
-    return EwInfo{kEwEqual, K::Compare, true, true, false};
-  case F::Less:
-    return EwInfo{kEwLess, K::Compare, true, true, false};
-  case F::Greater:
-    return EwInfo{kEwGreater, K::Compare, true, true, false};
-  case F::LessEqual:
-    return EwInfo{kEwLessEqual, K::Compare, true, true, false};
-  case F::GreaterEqual:
-    return EwInfo{kEwGreaterEqual, K::Compare, true, true, false};
-  case F::And:
-    return EwInfo{kEwAnd, K::Binary, false, false, true};
-  case F::Or:
-    return EwInfo{kEwOr, K::Binary, false, false, true};
-  case F::Xor:
-    return EwInfo{kEwXor, K::Binary, false, false, true};
-  case F::Where:
-    return EwInfo{kEwWhere, K::Where, true, true, false};
-  case F::Clip:
-    return EwInfo{kEwClip3, K::Clip, true, true, false};
-  case F::Sum:
-    return EwInfo{kEwSum, K::Variadic, true, true, false};
-  case F::Mean:
-    return EwInfo{kEwMean, K::Variadic, true, false, false};
-  case F::Max:
-    return EwInfo{kEwMax, K::Variadic, true, true, false};
-  case F::Min:
-    return EwInfo{kEwMin, K::Variadic, true, true, false};
-  default:
-    return std::nullopt; // bit shifts
-  }
-}
+// EwOp's codes are ElementwiseFn's values, then kEwClip1.
+static_assert(kEwClip1 == std::size(cpu::kElementwiseFnInfo));
 
 Result<std::optional<double>> optionalFloat(const PlanCall &call,
                                             std::string_view name) {
@@ -262,12 +119,10 @@ Result<EwParams> planElementwise(const PlanCall &call,
   MP_TRY(alpha, optionalFloat(call, "alpha"));
   MP_TRY(beta, optionalFloat(call, "beta"));
   const std::string op = "elementwise " + name;
-  std::optional<EwInfo> info = ewInfo(*fn);
-  if (!info)
-    return fail(op, "is not implemented on the GPU");
+  const cpu::ElementwiseFnInfo &info = cpu::infoOf(*fn);
   const TensorDesc &y = res[0];
   size_t n = ins.size();
-  if (Status s = cpu::detail::checkElementwiseInputCount(op, info->kind, n); !s)
+  if (Status s = cpu::detail::checkElementwiseInputCount(op, info.kind, n); !s)
     return s;
   for (size_t k = 0; k < n; ++k)
     if (Status s = checkDesc(op, "input " + std::to_string(k), ins[k]); !s)
@@ -276,33 +131,32 @@ Result<EwParams> planElementwise(const PlanCall &call,
     return s;
 
   EwParams p;
-  p.op = info->op;
-  if (info->kind == EwKind::Clip && n == 1)
+  p.op = static_cast<EwOp>(*fn);
+  if (info.kind == ElementwiseKind::Clip && n == 1)
     p.op = kEwClip1;
   std::vector<DType> inDtypes;
   for (const TensorDesc &d : ins)
     inDtypes.push_back(d.dtype);
-  MP_TRY(t, cpu::detail::checkElementwiseDtypes(op, *fn, info->kind, inDtypes,
+  MP_TRY(t, cpu::detail::checkElementwiseDtypes(op, *fn, info.kind, inDtypes,
                                                 y.dtype));
   // How the GPU computes it.
+  using D = ElementwiseDtypes;
   bool isUnsigned =
       t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
-  if (p.op == kEwWhere || p.op == kEwIdentity) {
+  if (info.dtypes == D::Any) {
     p.compute = kComputeRaw;
   } else if (t == DType::Bool) {
-    if (!info->boolOnly && info->kind != EwKind::Compare)
+    if (info.dtypes != D::Bool && info.kind != ElementwiseKind::Compare)
       return fail(op, "does not take dtype " + dt(t));
     p.compute = kComputeInt;
   } else if (isFloat(t)) {
-    if (!info->floats)
+    if (info.dtypes != D::Floats && info.dtypes != D::Numeric)
       return fail(op, "does not take dtype " + dt(t));
     p.compute = t == DType::F64 ? kComputeF64 : kComputeF32;
   } else {
-    if (info->boolOnly || *fn == ElementwiseFn::Mean ||
-        (isUnsigned && (p.op == kEwNeg || p.op == kEwRelu)) ||
-        (!isUnsigned && (p.op == kEwShl || p.op == kEwShr)))
-      return fail(op, "does not take dtype " + dt(t));
-    if (!info->ints)
+    bool takes =
+        info.dtypes == D::Numeric || (info.dtypes == D::Integers && isUnsigned);
+    if (!takes || (isUnsigned && (p.op == kEwNeg || p.op == kEwRelu)))
       return fail(op, "does not take dtype " + dt(t));
     p.compute = t == DType::U64 ? kComputeU64 : kComputeInt;
   }

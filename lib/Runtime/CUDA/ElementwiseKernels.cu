@@ -143,9 +143,9 @@ __device__ inline int64_t intOp(int32_t op, int64_t x, int64_t y, int64_t a,
   }
   case kEwPRelu:
     return x < 0 ? static_cast<int64_t>(u(x) * u(y)) : x;
-  case kEwShl:
+  case kEwBitShiftLeft:
     return y >= bits ? 0 : static_cast<int64_t>(u(x) << y);
-  case kEwShr:
+  case kEwBitShiftRight:
     return y >= bits ? 0 : static_cast<int64_t>(u(x) >> y);
   case kEwAbs:
     return x < 0 ? static_cast<int64_t>(0 - u(x)) : x;
@@ -213,9 +213,9 @@ __device__ inline uint64_t uintOp(int32_t op, uint64_t x, uint64_t y,
     return y == 0 ? 0 : x % y;
   case kEwPRelu:
     return x;
-  case kEwShl:
+  case kEwBitShiftLeft:
     return y >= static_cast<uint64_t>(bits) ? 0 : x << y;
-  case kEwShr:
+  case kEwBitShiftRight:
     return y >= static_cast<uint64_t>(bits) ? 0 : x >> y;
   case kEwMax:
     return x > y ? x : y;
@@ -286,7 +286,7 @@ template <typename C> __global__ void ewKernel(EwParams p) {
     if constexpr (std::is_integral_v<C>) {
       C a = static_cast<C>(p.alpha), b = static_cast<C>(p.beta);
       const int bits = 8 * p.elemSize;
-      if (p.op == kEwClip3) {
+      if (p.op == kEwClip) {
         C lo = loadAs<C>(p.in[1], p.inDtype[1], off[1]);
         C hi = loadAs<C>(p.in[2], p.inDtype[2], off[2]);
         C v = x < lo ? lo : x;
@@ -314,7 +314,7 @@ template <typename C> __global__ void ewKernel(EwParams p) {
             mIsInf(x) && ((pos && x > C(0)) || (neg && x < C(0)));
         continue;
       }
-      if (p.op == kEwClip3) {
+      if (p.op == kEwClip) {
         C lo = loadAs<C>(p.in[1], p.inDtype[1], off[1]);
         C hi = loadAs<C>(p.in[2], p.inDtype[2], off[2]);
         C v = x < lo ? lo : x;

@@ -320,7 +320,8 @@ struct ScatterElementsLowering : OneCallLowering<ScatterElementsOp> {
         adaptor.getUpdates(), out,
         rewriter.getI64IntegerAttr(
             normalizeAxis(intAttrOr(op, "axis", 0), rank)),
-        rewriter.getStringAttr(strAttrOr(op, "reduction", "none")));
+        culib::ScatterReductionAttr::get(
+            rewriter.getContext(), *scatterReductionOf(op))); // see the rule
   }
 };
 
@@ -332,7 +333,8 @@ struct ScatterNDLowering : OneCallLowering<ScatterNDOp> {
     culib::ScatterNDOp::create(
         rewriter, op.getLoc(), adaptor.getData(), adaptor.getIndices(),
         adaptor.getUpdates(), out,
-        rewriter.getStringAttr(strAttrOr(op, "reduction", "none")));
+        culib::ScatterReductionAttr::get(
+            rewriter.getContext(), *scatterReductionOf(op))); // see the rule
   }
 };
 
@@ -427,4 +429,10 @@ void mp::populateDataMovementPatterns(const TypeConverter &tc,
   addLowering<ScatterElementsLowering, ScatterElementsOp>(tc, patterns,
                                                           lowerable);
   addLowering<ScatterNDLowering, ScatterNDOp>(tc, patterns, lowerable);
+  addRule<ScatterElementsOp, ScatterNDOp>(
+      lowerable, [](Operation *op, raw_ostream &os) {
+        if (!scatterReductionOf(op))
+          os << "unknown reduction '" << strAttrOr(op, "reduction", "")
+             << "' (none, add, mul, max, min)";
+      });
 }

@@ -14,30 +14,29 @@ using namespace mp::mptoculib;
 
 namespace {
 
-/// The culib.elementwise `fn` of a function (ElementwiseFunctions.def).
-StringRef spellingOf(rt::cpu::ElementwiseFn fn) {
-  std::string_view name = rt::cpu::infoOf(fn).name;
-  return StringRef(name.data(), name.size());
-}
+using rt::cpu::ElementwiseFn;
+using rt::cpu::ReduceFn;
 
 /// Ops that map one-to-one onto a culib.elementwise function.
 template <typename OpTy>
 struct ElementwiseLowering : OpConversionPattern<OpTy> {
-  ElementwiseLowering(const TypeConverter &tc, MLIRContext *ctx, StringRef fn)
-      : OpConversionPattern<OpTy>(tc, ctx), fn(fn.str()) {}
+  ElementwiseLowering(const TypeConverter &tc, MLIRContext *ctx,
+                      ElementwiseFn fn)
+      : OpConversionPattern<OpTy>(tc, ctx), fn(fn) {}
   using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
   LogicalResult
   matchAndRewrite(OpTy op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Value out = allocFor(rewriter, *this->getTypeConverter(), op.getLoc(),
                          op->getResult(0));
-    culib::ElementwiseOp::create(rewriter, op.getLoc(), adaptor.getOperands(),
-                                 out, rewriter.getStringAttr(fn), FloatAttr(),
-                                 FloatAttr());
+    culib::ElementwiseOp::create(
+        rewriter, op.getLoc(), adaptor.getOperands(), out,
+        culib::ElementwiseFnAttr::get(rewriter.getContext(), fn), FloatAttr(),
+        FloatAttr());
     rewriter.replaceOp(op, out);
     return success();
   }
-  std::string fn;
+  ElementwiseFn fn;
 };
 
 struct ClipLowering : OpConversionPattern<ClipOp> {
@@ -64,7 +63,9 @@ struct ClipLowering : OpConversionPattern<ClipOp> {
         allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
     culib::ElementwiseOp::create(
         rewriter, op.getLoc(), ValueRange{adaptor.getInput(), lo, hi}, out,
-        rewriter.getStringAttr("clip"), FloatAttr(), FloatAttr());
+        culib::ElementwiseFnAttr::get(rewriter.getContext(),
+                                      ElementwiseFn::Clip),
+        FloatAttr(), FloatAttr());
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -82,8 +83,8 @@ struct CastLowering : OneCallLowering<CastOp> {
 /// Reductions with `axes` as an attribute (ReduceMean, ...) and ReduceSum
 /// (axes as a constant input).
 template <typename OpTy> struct ReduceLowering : OpConversionPattern<OpTy> {
-  ReduceLowering(const TypeConverter &tc, MLIRContext *ctx, StringRef fn)
-      : OpConversionPattern<OpTy>(tc, ctx), fn(fn.str()) {}
+  ReduceLowering(const TypeConverter &tc, MLIRContext *ctx, ReduceFn fn)
+      : OpConversionPattern<OpTy>(tc, ctx), fn(fn) {}
   using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
   LogicalResult
   matchAndRewrite(OpTy op, OpAdaptor adaptor,
@@ -118,13 +119,14 @@ template <typename OpTy> struct ReduceLowering : OpConversionPattern<OpTy> {
                          op.getReduced());
     culib::ReduceOp::create(
         rewriter, op.getLoc(), adaptor.getData(), out,
-        rewriter.getStringAttr(fn), rewriter.getDenseI64ArrayAttr(axes),
+        culib::ReduceFnAttr::get(rewriter.getContext(), fn),
+        rewriter.getDenseI64ArrayAttr(axes),
         TypeAttr::get(computeTypeFor(x.getElementType(), op)),
         rewriter.getBoolAttr(false));
     rewriter.replaceOp(op, out);
     return success();
   }
-  std::string fn;
+  ReduceFn fn;
 };
 
 /// Unary activations with ONNX float attributes as alpha (and beta).
@@ -133,10 +135,9 @@ struct ParamElementwiseLowering : OpConversionPattern<OpTy> {
   /// `fn`'s spelling and ONNX defaults come from ElementwiseFunctions.def;
   /// the op's attributes `alphaName` (and `betaName`) override them.
   ParamElementwiseLowering(const TypeConverter &tc, MLIRContext *ctx,
-                           rt::cpu::ElementwiseFn fn, StringRef alphaName,
+                           ElementwiseFn fn, StringRef alphaName,
                            StringRef betaName = "")
-      : OpConversionPattern<OpTy>(tc, ctx),
-        fn(std::string(rt::cpu::infoOf(fn).name)), alphaName(alphaName.str()),
+      : OpConversionPattern<OpTy>(tc, ctx), fn(fn), alphaName(alphaName.str()),
         betaName(betaName.str()),
         alphaDefault(static_cast<float>(rt::cpu::infoOf(fn).alpha)),
         betaDefault(static_cast<float>(rt::cpu::infoOf(fn).beta)) {}
@@ -151,13 +152,14 @@ struct ParamElementwiseLowering : OpConversionPattern<OpTy> {
       beta = rewriter.getF32FloatAttr(floatAttrOr(op, betaName, betaDefault));
     culib::ElementwiseOp::create(
         rewriter, op.getLoc(), adaptor.getOperands(), out,
-        rewriter.getStringAttr(fn),
+        culib::ElementwiseFnAttr::get(rewriter.getContext(), fn),
         rewriter.getF32FloatAttr(floatAttrOr(op, alphaName, alphaDefault)),
         beta);
     rewriter.replaceOp(op, out);
     return success();
   }
-  std::string fn, alphaName, betaName;
+  ElementwiseFn fn;
+  std::string alphaName, betaName;
   float alphaDefault, betaDefault;
 };
 
@@ -170,7 +172,8 @@ struct IsInfLowering : OpConversionPattern<IsInfOp> {
         allocFor(rewriter, *getTypeConverter(), op.getLoc(), op->getResult(0));
     culib::ElementwiseOp::create(
         rewriter, op.getLoc(), adaptor.getOperands(), out,
-        rewriter.getStringAttr("is_inf"),
+        culib::ElementwiseFnAttr::get(rewriter.getContext(),
+                                      ElementwiseFn::IsInf),
         rewriter.getF32FloatAttr(intAttrOr(op, "detect_negative", 1)),
         rewriter.getF32FloatAttr(intAttrOr(op, "detect_positive", 1)));
     rewriter.replaceOp(op, out);
@@ -186,10 +189,12 @@ struct ModLowering : OpConversionPattern<ModOp> {
     Value out =
         allocFor(rewriter, *getTypeConverter(), op.getLoc(), op->getResult(0));
     bool fmod = intAttrOr(op, "fmod", 0) != 0;
-    culib::ElementwiseOp::create(rewriter, op.getLoc(), adaptor.getOperands(),
-                                 out,
-                                 rewriter.getStringAttr(fmod ? "fmod" : "mod"),
-                                 FloatAttr(), FloatAttr());
+    culib::ElementwiseOp::create(
+        rewriter, op.getLoc(), adaptor.getOperands(), out,
+        culib::ElementwiseFnAttr::get(rewriter.getContext(),
+                                      fmod ? ElementwiseFn::Fmod
+                                           : ElementwiseFn::Mod),
+        FloatAttr(), FloatAttr());
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -230,8 +235,8 @@ struct CumSumLowering : OneCallLowering<CumSumOp> {
 };
 
 template <typename OpTy> struct ArgReduceLowering : OpConversionPattern<OpTy> {
-  ArgReduceLowering(const TypeConverter &tc, MLIRContext *ctx, StringRef fn)
-      : OpConversionPattern<OpTy>(tc, ctx), fn(fn.str()) {}
+  ArgReduceLowering(const TypeConverter &tc, MLIRContext *ctx, ReduceFn fn)
+      : OpConversionPattern<OpTy>(tc, ctx), fn(fn) {}
   using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
   LogicalResult
   matchAndRewrite(OpTy op, OpAdaptor adaptor,
@@ -242,13 +247,14 @@ template <typename OpTy> struct ArgReduceLowering : OpConversionPattern<OpTy> {
                          op.getReduced());
     culib::ReduceOp::create(
         rewriter, op.getLoc(), adaptor.getData(), out,
-        rewriter.getStringAttr(fn), rewriter.getDenseI64ArrayAttr({axis}),
+        culib::ReduceFnAttr::get(rewriter.getContext(), fn),
+        rewriter.getDenseI64ArrayAttr({axis}),
         TypeAttr::get(computeTypeFor(x.getElementType(), op)),
         rewriter.getBoolAttr(op.getSelectLastIndex().value_or(0) != 0));
     rewriter.replaceOp(op, out);
     return success();
   }
-  std::string fn;
+  ReduceFn fn;
 };
 
 /// CastLike: a cast to the type of the second operand.
@@ -271,8 +277,8 @@ void mp::populateElementwisePatterns(const TypeConverter &tc,
                                      RewritePatternSet &patterns,
                                      LowerableOps &lowerable) {
 #define MP_ELEMENTWISE(OpTy, Fn)                                               \
-  addLowering<ElementwiseLowering<OpTy>, OpTy>(                                \
-      tc, patterns, lowerable, spellingOf(rt::cpu::ElementwiseFn::Fn));
+  addLowering<ElementwiseLowering<OpTy>, OpTy>(tc, patterns, lowerable,        \
+                                               ElementwiseFn::Fn);
   MP_ELEMENTWISE(AbsOp, Abs)
   MP_ELEMENTWISE(NegOp, Neg)
   MP_ELEMENTWISE(ExpOp, Exp)
@@ -326,7 +332,7 @@ void mp::populateElementwisePatterns(const TypeConverter &tc,
 
 #define MP_PARAM(OpTy, Fn, ...)                                                \
   addLowering<ParamElementwiseLowering<OpTy>, OpTy>(                           \
-      tc, patterns, lowerable, rt::cpu::ElementwiseFn::Fn, __VA_ARGS__);
+      tc, patterns, lowerable, ElementwiseFn::Fn, __VA_ARGS__);
   // The ONNX attributes that set alpha and beta (their defaults:
   // ElementwiseFunctions.def).
   MP_PARAM(LeakyReluOp, LeakyRelu, "alpha")
@@ -348,18 +354,19 @@ void mp::populateElementwisePatterns(const TypeConverter &tc,
   addLowering<CastLowering, CastOp>(tc, patterns, lowerable);
   addLowering<CastLikeLowering, CastLikeOp>(tc, patterns, lowerable);
 
-#define MP_REDUCE(OpTy, fn)                                                    \
-  addLowering<ReduceLowering<OpTy>, OpTy>(tc, patterns, lowerable, fn);
-  MP_REDUCE(ReduceSumOp, "sum")
-  MP_REDUCE(ReduceMeanOp, "mean")
-  MP_REDUCE(ReduceMaxOp, "max")
-  MP_REDUCE(ReduceMinOp, "min")
-  MP_REDUCE(ReduceProdOp, "prod")
-  MP_REDUCE(ReduceL1Op, "l1")
-  MP_REDUCE(ReduceL2Op, "l2")
-  MP_REDUCE(ReduceLogSumOp, "log_sum")
-  MP_REDUCE(ReduceLogSumExpOp, "log_sum_exp")
-  MP_REDUCE(ReduceSumSquareOp, "sum_square")
+#define MP_REDUCE(OpTy, Fn)                                                    \
+  addLowering<ReduceLowering<OpTy>, OpTy>(tc, patterns, lowerable,             \
+                                          ReduceFn::Fn);
+  MP_REDUCE(ReduceSumOp, Sum)
+  MP_REDUCE(ReduceMeanOp, Mean)
+  MP_REDUCE(ReduceMaxOp, Max)
+  MP_REDUCE(ReduceMinOp, Min)
+  MP_REDUCE(ReduceProdOp, Prod)
+  MP_REDUCE(ReduceL1Op, L1)
+  MP_REDUCE(ReduceL2Op, L2)
+  MP_REDUCE(ReduceLogSumOp, LogSum)
+  MP_REDUCE(ReduceLogSumExpOp, LogSumExp)
+  MP_REDUCE(ReduceSumSquareOp, SumSquare)
 #undef MP_REDUCE
   addRule<ReduceSumOp>(lowerable, [](Operation *op, raw_ostream &os) {
     auto sum = cast<ReduceSumOp>(op);
@@ -368,9 +375,9 @@ void mp::populateElementwisePatterns(const TypeConverter &tc,
       os << "axes must be a compile-time constant";
   });
   addLowering<ArgReduceLowering<ArgMaxOp>, ArgMaxOp>(tc, patterns, lowerable,
-                                                     "argmax");
+                                                     ReduceFn::ArgMax);
   addLowering<ArgReduceLowering<ArgMinOp>, ArgMinOp>(tc, patterns, lowerable,
-                                                     "argmin");
+                                                     ReduceFn::ArgMin);
   addLowering<TopKLowering, TopKOp>(tc, patterns, lowerable);
   addLowering<CumSumLowering, CumSumOp>(tc, patterns, lowerable);
   addRule<CumSumOp>(lowerable, [](Operation *op, raw_ostream &os) {

@@ -39,7 +39,8 @@ struct ConvLowering : OneCallLowering<ConvOp> {
         rewriter.getDenseI64ArrayAttr(dilations),
         rewriter.getI64IntegerAttr(op.getGroup().value_or(1)),
         TypeAttr::get(computeTypeFor(x.getElementType(), op)),
-        rewriter.getStringAttr("nchw"), rewriter.getStringAttr("none"));
+        culib::LayoutAttr::get(rewriter.getContext(), culib::Layout::nchw),
+        culib::EpilogueAttr::get(rewriter.getContext(), culib::Epilogue::none));
   }
 };
 
@@ -76,7 +77,7 @@ struct GemmLowering : OneCallLowering<GemmOp> {
         rewriter.getF32FloatAttr(alpha),
         rewriter.getF32FloatAttr(c ? beta : 0.0f),
         TypeAttr::get(computeTypeFor(y.getElementType(), op)),
-        rewriter.getStringAttr("none"));
+        culib::EpilogueAttr::get(rewriter.getContext(), culib::Epilogue::none));
   }
 };
 
@@ -90,7 +91,7 @@ struct MatMulLowering : OneCallLowering<MatMulOp> {
         out, rewriter.getBoolAttr(false), rewriter.getBoolAttr(false),
         rewriter.getF32FloatAttr(1.0f), rewriter.getF32FloatAttr(0.0f),
         TypeAttr::get(computeTypeFor(elementOf(op.getY()), op)),
-        rewriter.getStringAttr("none"));
+        culib::EpilogueAttr::get(rewriter.getContext(), culib::Epilogue::none));
   }
 };
 
@@ -232,7 +233,8 @@ struct EinsumLowering : OpConversionPattern<EinsumOp> {
         continue;
       Value reduced = buffer(rewriter, loc, shapeFor(kept, size), element);
       culib::ReduceOp::create(rewriter, loc, values[k], reduced,
-                              rewriter.getStringAttr("sum"),
+                              culib::ReduceFnAttr::get(rewriter.getContext(),
+                                                       rt::cpu::ReduceFn::Sum),
                               rewriter.getDenseI64ArrayAttr(axes),
                               TypeAttr::get(computeTypeFor(element, op)),
                               rewriter.getBoolAttr(false));
@@ -278,7 +280,8 @@ struct EinsumLowering : OpConversionPattern<EinsumOp> {
           rewriter.getBoolAttr(false), rewriter.getBoolAttr(false),
           rewriter.getF32FloatAttr(1.0f), rewriter.getF32FloatAttr(0.0f),
           TypeAttr::get(computeTypeFor(element, op)),
-          rewriter.getStringAttr("none"));
+          culib::EpilogueAttr::get(rewriter.getContext(),
+                                   culib::Epilogue::none));
       resultNames = batch + left + right;
       result =
           reshapeBuffer(rewriter, loc, product, shapeFor(resultNames, size));

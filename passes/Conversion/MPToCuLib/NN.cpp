@@ -312,7 +312,8 @@ struct NLLLossLowering : OneCallLowering<NegativeLogLikelihoodLossOp> {
     culib::NLLLossOp::create(
         rewriter, op.getLoc(), adaptor.getInput(), adaptor.getTarget(),
         isAbsent(adaptor.getWeight()) ? Value() : adaptor.getWeight(), out,
-        rewriter.getStringAttr(strAttrOr(op, "reduction", "mean")),
+        culib::LossReductionAttr::get(rewriter.getContext(),
+                                      *lossReductionOf(op)), // see the rule
         ignoreIndexOf(op, rewriter));
   }
 };
@@ -334,7 +335,8 @@ struct SoftmaxCrossEntropyLowering
     culib::NLLLossOp::create(
         rewriter, op.getLoc(), logProb, adaptor.getLabels(),
         isAbsent(adaptor.getWeights()) ? Value() : adaptor.getWeights(), loss,
-        rewriter.getStringAttr(strAttrOr(op, "reduction", "mean")),
+        culib::LossReductionAttr::get(rewriter.getContext(),
+                                      *lossReductionOf(op)), // see the rule
         ignoreIndexOf(op, rewriter));
     rewriter.replaceOp(op, {loss, logProb});
     return success();
@@ -402,15 +404,14 @@ template <typename OpTy> struct LpPoolLowering : OpConversionPattern<OpTy> {
       return culib::AllocOp::create(
           rewriter, loc, MemRefType::get(shape, element), IntegerAttr());
     };
-    auto apply = [&](StringRef fn, ValueRange inputs, Value out) {
-      culib::ElementwiseOp::create(rewriter, loc, inputs, out,
-                                   rewriter.getStringAttr(fn), FloatAttr(),
+    auto apply = [&](rt::cpu::ElementwiseFn fn, ValueRange inputs, Value out) {
+      culib::ElementwiseOp::create(rewriter, loc, inputs, out, fn, FloatAttr(),
                                    FloatAttr());
     };
     Value magnitude = buffer(x.getShape());
-    apply("abs", {adaptor.getX()}, magnitude);
+    apply(rt::cpu::ElementwiseFn::Abs, {adaptor.getX()}, magnitude);
     Value powered = buffer(x.getShape());
-    apply("pow", {magnitude, scalar("p", p)}, powered);
+    apply(rt::cpu::ElementwiseFn::Pow, {magnitude, scalar("p", p)}, powered);
     Value mean = buffer(y.getShape());
     culib::PoolOp::create(rewriter, loc, powered, mean, Value(),
                           rewriter.getStringAttr("avg_include_pad"),
@@ -419,9 +420,11 @@ template <typename OpTy> struct LpPoolLowering : OpConversionPattern<OpTy> {
                           rewriter.getDenseI64ArrayAttr(strides),
                           DenseI64ArrayAttr());
     Value sum = buffer(y.getShape());
-    apply("mul", {mean, scalar("window", windowSize)}, sum);
+    apply(rt::cpu::ElementwiseFn::Mul, {mean, scalar("window", windowSize)},
+          sum);
     Value out = allocFor(rewriter, *this->getTypeConverter(), loc, op.getY());
-    apply("pow", {sum, scalar("inverse_p", 1.0 / p)}, out);
+    apply(rt::cpu::ElementwiseFn::Pow, {sum, scalar("inverse_p", 1.0 / p)},
+          out);
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -494,6 +497,8 @@ void mp::populateNNPatterns(const TypeConverter &tc,
                                                             lowerable);
   addLowering<SoftmaxCrossEntropyLowering, SoftmaxCrossEntropyLossOp>(
       tc, patterns, lowerable);
+  addRule<NegativeLogLikelihoodLossOp, SoftmaxCrossEntropyLossOp>(
+      lowerable, explainLossReduction);
   addLowering<DropoutLowering, DropoutOp>(tc, patterns, lowerable);
   addRule<DropoutOp>(lowerable, [](Operation *op, raw_ostream &os) {
     auto dropout = cast<DropoutOp>(op);

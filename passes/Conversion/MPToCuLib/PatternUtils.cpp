@@ -79,6 +79,20 @@ std::string strAttrOr(Operation *op, StringRef name, StringRef fallback) {
   return fallback.str();
 }
 
+std::optional<culib::LossReduction> lossReductionOf(Operation *op) {
+  return culib::symbolizeLossReduction(strAttrOr(op, "reduction", "mean"));
+}
+
+void explainLossReduction(Operation *op, raw_ostream &os) {
+  if (!lossReductionOf(op))
+    os << "unknown reduction '" << strAttrOr(op, "reduction", "")
+       << "' (none, sum, mean)";
+}
+
+std::optional<culib::ScatterReduction> scatterReductionOf(Operation *op) {
+  return culib::symbolizeScatterReduction(strAttrOr(op, "reduction", "none"));
+}
+
 /// The values of a compile-time constant operand whose attribute is an
 /// `AttrT`, each converted by `convert`.
 template <typename AttrT, typename T, typename Element, typename Convert>

@@ -68,6 +68,14 @@ int64_t intAttrOr(mlir::Operation *op, llvm::StringRef name, int64_t fallback);
 std::string strAttrOr(mlir::Operation *op, llvm::StringRef name,
                       llvm::StringRef fallback);
 
+/// ONNX's `reduction` attribute of a loss (default "mean") or a scatter
+/// (default "none") as culib's enum; nullopt when it names none of its
+/// values (the ops' rules report it).
+std::optional<culib::LossReduction> lossReductionOf(mlir::Operation *op);
+std::optional<culib::ScatterReduction> scatterReductionOf(mlir::Operation *op);
+/// The rule of ops with a loss `reduction` (addRule): it is one of culib's.
+void explainLossReduction(mlir::Operation *op, llvm::raw_ostream &os);
+
 /// The integer values of a compile-time constant operand.
 std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v);
 /// The values of a compile-time constant floating-point operand.

@@ -116,9 +116,12 @@ struct LossGradLowering : OpConversionPattern<OpTy> {
                          op->getResult(0));
     ValueRange operands = adaptor.getOperands();
     Value weights = isAbsent(operands[3]) ? Value() : operands[3];
-    CallTy::create(rewriter, op.getLoc(), operands[0], operands[1], operands[2],
-                   weights, out, op.getReductionAttr(),
-                   op.getIgnoreIndexAttr());
+    CallTy::create(
+        rewriter, op.getLoc(), operands[0], operands[1], operands[2], weights,
+        out,
+        culib::LossReductionAttr::get(rewriter.getContext(),
+                                      *lossReductionOf(op)), // see the rule
+        op.getIgnoreIndexAttr());
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -290,6 +293,8 @@ void mp::populateTrainingPatterns(const TypeConverter &tc,
               SoftmaxCrossEntropyGradOp>(tc, patterns, lowerable);
   addLowering<LossGradLowering<NLLLossGradOp, culib::NLLLossGradOp>,
               NLLLossGradOp>(tc, patterns, lowerable);
+  addRule<SoftmaxCrossEntropyGradOp, NLLLossGradOp>(lowerable,
+                                                    explainLossReduction);
   addLowering<LSTMGradLowering, LSTMGradOp>(tc, patterns, lowerable);
   addLowering<UnscaleCheckFiniteLowering, UnscaleCheckFiniteOp>(tc, patterns,
                                                                 lowerable);

@@ -13,7 +13,7 @@ func.func @cnn(%x: tensor<1x3x8x8xf16>) -> (tensor<1x10xf32>, tensor<1x4x2x2xi64
   // CHECK: %[[C:.*]] = culib.alloc : memref<1x4x4x4xf16>
   // CHECK: culib.conv_fwd ins(%[[X]], %[[W]]) outs(%[[C]]) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 1, 1>, strides = array<i64: 2, 2>}
   %c = mp.conv %x, %w, %none {auto_pad = "SAME_UPPER", strides = array<i64: 2, 2>} : (tensor<1x3x8x8xf16>, tensor<4x3x3x3xf16>, none) -> tensor<1x4x4x4xf16>
-  // CHECK: culib.elementwise "relu" ins(%[[C]])
+  // CHECK: culib.elementwise relu ins(%[[C]])
   %r = mp.relu %c : (tensor<1x4x4x4xf16>) -> tensor<1x4x4x4xf16>
   // CHECK: culib.pool ins(%{{.*}}) outs(%{{.*}}) {mode = "avg_include_pad", pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, window = array<i64: 3, 3>}
   %a = mp.average_pool %r {count_include_pad = 1 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x4x4xf16>) -> tensor<1x4x4x4xf16>
@@ -43,10 +43,10 @@ func.func @cnn(%x: tensor<1x3x8x8xf16>) -> (tensor<1x10xf32>, tensor<1x4x2x2xi64
 func.func @norms_and_kernels(%x: tensor<2x3x4xf32>, %v: tensor<3xf32>, %i: tensor<5xi64>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<2x3x1xf32>, tensor<3xf32>, tensor<4x3x2xf32>, tensor<2x6x4xf32>, tensor<5x3x4xf32>, tensor<2x3x4xf32>, tensor<2x12xf32>) {
   // CHECK: culib.batch_norm_training ins({{.*}}) outs({{.*}}) {epsilon = 1.000000e-03 : f32, momentum = 0.899999976 : f32}
   %y, %rm, %rv = mp.batch_normalization %x, %v, %v, %v, %v {epsilon = 1.0e-3 : f32, training_mode = 1 : i64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
-  // CHECK: culib.reduce "mean" ins(%{{.*}}) outs(%{{.*}}) {axes = array<i64: 2>, compute_type = f32} : memref<2x3x4xf32>, memref<2x3x1xf32>
+  // CHECK: culib.reduce mean ins(%{{.*}}) outs(%{{.*}}) {axes = array<i64: 2>, compute_type = f32} : memref<2x3x4xf32>, memref<2x3x1xf32>
   %mean = mp.reduce_mean %x {axes = array<i64: -1>} : (tensor<2x3x4xf32>) -> tensor<2x3x1xf32>
   // ReduceSum takes its axes from a constant input.
-  // CHECK: culib.reduce "sum" ins(%{{.*}}) outs(%{{.*}}) {axes = array<i64: 0, 2>, compute_type = f32} : memref<2x3x4xf32>, memref<3xf32>
+  // CHECK: culib.reduce sum ins(%{{.*}}) outs(%{{.*}}) {axes = array<i64: 0, 2>, compute_type = f32} : memref<2x3x4xf32>, memref<3xf32>
   %axes = mp.constant {value = dense<[0, -1]> : tensor<2xi64>} : () -> tensor<2xi64>
   %sum = mp.reduce_sum %x, %axes {keepdims = 0 : i64} : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<3xf32>
   // CHECK: culib.transpose ins(%{{.*}}) outs(%{{.*}}) {perm = array<i64: 2, 1, 0>}
@@ -57,7 +57,7 @@ func.func @norms_and_kernels(%x: tensor<2x3x4xf32>, %v: tensor<3xf32>, %i: tenso
   %g = mp.gather %x, %i : (tensor<2x3x4xf32>, tensor<5xi64>) -> tensor<5x3x4xf32>
   // Clip without max: the upper bound is +inf.
   // CHECK: %[[INF:.*]] = culib.weight "+inf" dense<0x7F800000> : tensor<f32> : memref<f32>
-  // CHECK: culib.elementwise "clip" ins(%{{.*}}, %{{.*}}, %[[INF]])
+  // CHECK: culib.elementwise clip ins(%{{.*}}, %{{.*}}, %[[INF]])
   %lo = mp.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
   %none = mp.none
   %clip = mp.clip %x, %lo, %none : (tensor<2x3x4xf32>, tensor<f32>, none) -> tensor<2x3x4xf32>

@@ -58,8 +58,9 @@ func.func @matmul_compute(%a: memref<2x3xf32>, %b: memref<3x5xf32>, %d: memref<2
 // -----
 
 func.func @matmul_epilogue(%a: memref<2x3xf32>, %b: memref<3x5xf32>, %bias: memref<5xf32>, %d: memref<2x5xf32>) {
-  // expected-error @+1 {{unknown epilogue 'tanh' (none, relu, gelu)}}
-  culib.matmul ins(%a, %b) bias(%bias) outs(%d) {compute_type = f32, epilogue = "tanh"} : memref<2x3xf32>, memref<3x5xf32>, memref<5xf32>, memref<2x5xf32>
+  // expected-error @+2 {{expected ::mp::culib::Epilogue to be one of: none, relu, gelu}}
+  // expected-error @+1 {{failed to parse CuLib_EpilogueAttr parameter 'value'}}
+  culib.matmul ins(%a, %b) bias(%bias) outs(%d) {compute_type = f32, epilogue = #culib.epilogue<tanh>} : memref<2x3xf32>, memref<3x5xf32>, memref<5xf32>, memref<2x5xf32>
   return
 }
 
@@ -98,8 +99,26 @@ func.func @conv_attrs(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memr
 // -----
 
 func.func @conv_layout(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<1x4x6x6xf32>) {
-  // expected-error @+1 {{unknown layout 'chwn' (nchw, nhwc)}}
-  culib.conv_fwd ins(%x, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, layout = "chwn", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf32>
+  // expected-error @+2 {{expected ::mp::culib::Layout to be one of: nchw, nhwc}}
+  // expected-error @+1 {{failed to parse CuLib_LayoutAttr parameter 'value'}}
+  culib.conv_fwd ins(%x, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, layout = #culib.layout<chwn>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+// A layout given as a string (the form before enum attributes).
+func.func @conv_layout_string(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<1x4x6x6xf32>) {
+  // expected-error @+1 {{attribute 'layout' failed to satisfy constraint: the layout of an activation}}
+  culib.conv_fwd ins(%x, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, layout = "nhwc", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_activation(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<1x4x6x6xf32>) {
+  // expected-error @+1 {{activation must be none or relu}}
+  culib.conv_fwd ins(%x, %w) outs(%y) {activation = #culib.epilogue<gelu>, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf32>
   return
 }
 
@@ -154,8 +173,9 @@ func.func @softmax_shape(%x: memref<2x10xf32>, %y: memref<2x9xf32>) {
 // -----
 
 func.func @unknown_fn(%a: memref<2xf32>, %y: memref<2xf32>) {
-  // expected-error @+1 {{unknown elementwise function 'frobnicate'}}
-  culib.elementwise "frobnicate" ins(%a) outs(%y) : memref<2xf32>, memref<2xf32>
+  // expected-error @+2 {{unknown elementwise function 'frobnicate'}}
+  // expected-error @+1 {{failed to parse CuLib_ElementwiseFnAttr parameter 'value'}}
+  culib.elementwise frobnicate ins(%a) outs(%y) : memref<2xf32>, memref<2xf32>
   return
 }
 
@@ -163,7 +183,7 @@ func.func @unknown_fn(%a: memref<2xf32>, %y: memref<2xf32>) {
 
 func.func @arity(%a: memref<2xf32>, %y: memref<2xf32>) {
   // expected-error @+1 {{'add' takes 2 inputs, got 1}}
-  culib.elementwise "add" ins(%a) outs(%y) : memref<2xf32>, memref<2xf32>
+  culib.elementwise add ins(%a) outs(%y) : memref<2xf32>, memref<2xf32>
   return
 }
 
@@ -171,7 +191,7 @@ func.func @arity(%a: memref<2xf32>, %y: memref<2xf32>) {
 
 func.func @broadcast(%a: memref<4xf32>, %y: memref<2x3xf32>) {
   // expected-error @+1 {{input 'memref<4xf32>' does not broadcast to 'memref<2x3xf32>'}}
-  culib.elementwise "relu" ins(%a) outs(%y) : memref<4xf32>, memref<2x3xf32>
+  culib.elementwise relu ins(%a) outs(%y) : memref<4xf32>, memref<2x3xf32>
   return
 }
 
@@ -179,7 +199,7 @@ func.func @broadcast(%a: memref<4xf32>, %y: memref<2x3xf32>) {
 
 func.func @compare_result(%a: memref<2xf32>, %y: memref<2xf32>) {
   // expected-error @+1 {{'equal' writes a bool (i1) buffer}}
-  culib.elementwise "equal" ins(%a, %a) outs(%y) : memref<2xf32>, memref<2xf32>, memref<2xf32>
+  culib.elementwise equal ins(%a, %a) outs(%y) : memref<2xf32>, memref<2xf32>, memref<2xf32>
   return
 }
 
@@ -187,7 +207,7 @@ func.func @compare_result(%a: memref<2xf32>, %y: memref<2xf32>) {
 
 func.func @reduce_shape(%a: memref<2x3xf32>, %y: memref<3xf32>) {
   // expected-error @+1 {{is not x reduced over the axes}}
-  culib.reduce "sum" ins(%a) outs(%y) {axes = array<i64: 1>, compute_type = f32} : memref<2x3xf32>, memref<3xf32>
+  culib.reduce sum ins(%a) outs(%y) {axes = array<i64: 1>, compute_type = f32} : memref<2x3xf32>, memref<3xf32>
   return
 }
 
@@ -212,5 +232,14 @@ func.func @copy_count(%a: memref<2x3xf32>, %y: memref<5xf32>) {
 func.func @concat_total(%a: memref<2x3xf32>, %y: memref<2x7xf32>) {
   // expected-error @+1 {{inputs add up to 6 along the axis, y has 7}}
   culib.concat ins(%a, %a) outs(%y) {axis = 1 : i64} : memref<2x3xf32>, memref<2x3xf32>, memref<2x7xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_reduction(%x: memref<2x3xf32>, %y: memref<2xf32>) {
+  // expected-error @+2 {{unknown reduction 'median'}}
+  // expected-error @+1 {{failed to parse CuLib_ReduceFnAttr parameter 'value'}}
+  culib.reduce median ins(%x) outs(%y) {axes = array<i64: 1>, compute_type = f32} : memref<2x3xf32>, memref<2xf32>
   return
 }

@@ -4,12 +4,12 @@
 // RUN: mp-opt %s | mp-opt | FileCheck %s
 
 // CHECK-LABEL: func.func @kernels
-// CHECK: culib.elementwise "add" ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) : memref<2x3xf16>, memref<3xf16>, memref<2x3xf16>
-// CHECK: culib.elementwise "less" ins(
-// CHECK: culib.elementwise "where" ins(
+// CHECK: culib.elementwise add ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) : memref<2x3xf16>, memref<3xf16>, memref<2x3xf16>
+// CHECK: culib.elementwise less ins(
+// CHECK: culib.elementwise where ins(
 // CHECK: culib.cast ins(%{{.*}}) outs(%{{.*}}) : memref<2x3xf16>, memref<2x3xf32>
-// CHECK: culib.reduce "mean" ins(%{{.*}}) outs(%{{.*}}) {axes = array<i64: 1>, compute_type = f32} : memref<2x3xf16>, memref<2x1xf16>
-// CHECK: culib.reduce "argmax" ins(
+// CHECK: culib.reduce mean ins(%{{.*}}) outs(%{{.*}}) {axes = array<i64: 1>, compute_type = f32} : memref<2x3xf16>, memref<2x1xf16>
+// CHECK: culib.reduce argmax ins(
 // CHECK: culib.transpose ins(%{{.*}}) outs(%{{.*}}) {perm = array<i64: 1, 0>}
 // CHECK: culib.copy
 // CHECK: culib.gather ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) {axis = 0 : i64}
@@ -17,12 +17,12 @@
 func.func @kernels(%a: memref<2x3xf16>, %b: memref<3xf16>, %c: memref<2x3xf16>, %m: memref<2x3xi1>,
                    %f: memref<2x3xf32>, %r: memref<2x1xf16>, %i: memref<2xi64>, %t: memref<3x2xf16>,
                    %flat: memref<6xf16>, %idx: memref<4xi64>, %g: memref<4x2xf16>, %cat: memref<2x6xf16>) {
-  culib.elementwise "add" ins(%a, %b) outs(%c) : memref<2x3xf16>, memref<3xf16>, memref<2x3xf16>
-  culib.elementwise "less" ins(%a, %b) outs(%m) : memref<2x3xf16>, memref<3xf16>, memref<2x3xi1>
-  culib.elementwise "where" ins(%m, %a, %b) outs(%c) : memref<2x3xi1>, memref<2x3xf16>, memref<3xf16>, memref<2x3xf16>
+  culib.elementwise add ins(%a, %b) outs(%c) : memref<2x3xf16>, memref<3xf16>, memref<2x3xf16>
+  culib.elementwise less ins(%a, %b) outs(%m) : memref<2x3xf16>, memref<3xf16>, memref<2x3xi1>
+  culib.elementwise where ins(%m, %a, %b) outs(%c) : memref<2x3xi1>, memref<2x3xf16>, memref<3xf16>, memref<2x3xf16>
   culib.cast ins(%a) outs(%f) : memref<2x3xf16>, memref<2x3xf32>
-  culib.reduce "mean" ins(%a) outs(%r) {axes = array<i64: 1>, compute_type = f32} : memref<2x3xf16>, memref<2x1xf16>
-  culib.reduce "argmax" ins(%a) outs(%i) {axes = array<i64: 1>, compute_type = f32} : memref<2x3xf16>, memref<2xi64>
+  culib.reduce mean ins(%a) outs(%r) {axes = array<i64: 1>, compute_type = f32} : memref<2x3xf16>, memref<2x1xf16>
+  culib.reduce argmax ins(%a) outs(%i) {axes = array<i64: 1>, compute_type = f32} : memref<2x3xf16>, memref<2xi64>
   culib.transpose ins(%a) outs(%t) {perm = array<i64: 1, 0>} : memref<2x3xf16>, memref<3x2xf16>
   culib.copy ins(%a) outs(%flat) : memref<2x3xf16>, memref<6xf16>
   culib.gather ins(%t, %idx) outs(%g) {axis = 0 : i64} : memref<3x2xf16>, memref<4xi64>, memref<4x2xf16>

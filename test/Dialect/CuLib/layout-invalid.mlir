@@ -2,16 +2,17 @@
 // RUN: mp-opt %s -verify-diagnostics -split-input-file
 
 func.func @pool_indices_nhwc(%x: memref<1x4x4x3xf16>, %y: memref<1x2x2x3xf16>, %i: memref<1x2x2x3xi64>) {
-  // expected-error @+1 {{indices are ONNX's NCHW indices: layout must be 'nchw'}}
-  culib.pool ins(%x) outs(%y) indices(%i) {layout = "nhwc", mode = "max", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<1x4x4x3xf16>, memref<1x2x2x3xf16>, memref<1x2x2x3xi64>
+  // expected-error @+1 {{indices are ONNX's NCHW indices: layout must be nchw}}
+  culib.pool ins(%x) outs(%y) indices(%i) {layout = #culib.layout<nhwc>, mode = "max", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<1x4x4x3xf16>, memref<1x2x2x3xf16>, memref<1x2x2x3xi64>
   return
 }
 
 // -----
 
 func.func @batch_norm_layout(%x: memref<2x4x4x3xf16>, %s: memref<3xf32>) {
-  // expected-error @+1 {{unknown layout 'hwcn' (nchw, nhwc)}}
-  culib.batch_norm_inference ins(%x, %s, %s, %s, %s) outs(%x) {epsilon = 1.0e-5 : f32, layout = "hwcn"} : memref<2x4x4x3xf16>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<2x4x4x3xf16>
+  // expected-error @+2 {{expected ::mp::culib::Layout to be one of: nchw, nhwc}}
+  // expected-error @+1 {{failed to parse CuLib_LayoutAttr parameter 'value'}}
+  culib.batch_norm_inference ins(%x, %s, %s, %s, %s) outs(%x) {epsilon = 1.0e-5 : f32, layout = #culib.layout<hwcn>} : memref<2x4x4x3xf16>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<2x4x4x3xf16>
   return
 }
 
@@ -20,7 +21,7 @@ func.func @batch_norm_layout(%x: memref<2x4x4x3xf16>, %s: memref<3xf32>) {
 // NHWC: the channels are the last dim (3), not dim 1 (4).
 func.func @batch_norm_channels(%x: memref<2x3x4x4xf16>, %s: memref<3xf32>) {
   // expected-error @+1 {{scale, bias and statistics}}
-  culib.batch_norm_inference ins(%x, %s, %s, %s, %s) outs(%x) {epsilon = 1.0e-5 : f32, layout = "nhwc"} : memref<2x3x4x4xf16>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<2x3x4x4xf16>
+  culib.batch_norm_inference ins(%x, %s, %s, %s, %s) outs(%x) {epsilon = 1.0e-5 : f32, layout = #culib.layout<nhwc>} : memref<2x3x4x4xf16>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<2x3x4x4xf16>
   return
 }
 
@@ -28,6 +29,6 @@ func.func @batch_norm_channels(%x: memref<2x3x4x4xf16>, %s: memref<3xf32>) {
 
 func.func @pool_channels(%x: memref<1x4x4x3xf16>, %y: memref<1x2x2x4xf16>) {
   // expected-error @+1 {{X and Y must agree in batch and channels}}
-  culib.pool ins(%x) outs(%y) {layout = "nhwc", mode = "avg", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<1x4x4x3xf16>, memref<1x2x2x4xf16>
+  culib.pool ins(%x) outs(%y) {layout = #culib.layout<nhwc>, mode = "avg", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<1x4x4x3xf16>, memref<1x2x2x4xf16>
   return
 }

@@ -12,8 +12,8 @@ func.func @resnet_block(%x: memref<1x3x8x8xf16>, %out: memref<1x10xf32>) {
   %b = culib.weight "conv1.bias" dense<0.0> : tensor<4xf16> : memref<4xf16>
   // CHECK: %[[Y:.*]] = culib.alloc {offset = 0 : i64} : memref<1x4x8x8xf16>
   %y = culib.alloc {offset = 0 : i64} : memref<1x4x8x8xf16>
-  // CHECK: culib.conv_fwd ins(%{{.*}}, %[[W]]) bias(%[[B]]) outs(%[[Y]]) {activation = "relu", compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf16>, memref<4x3x3x3xf16>, memref<4xf16>, memref<1x4x8x8xf16>
-  culib.conv_fwd ins(%x, %w) bias(%b) outs(%y) {activation = "relu", compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf16>, memref<4x3x3x3xf16>, memref<4xf16>, memref<1x4x8x8xf16>
+  // CHECK: culib.conv_fwd ins(%{{.*}}, %[[W]]) bias(%[[B]]) outs(%[[Y]]) {activation = #culib.epilogue<relu>, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf16>, memref<4x3x3x3xf16>, memref<4xf16>, memref<1x4x8x8xf16>
+  culib.conv_fwd ins(%x, %w) bias(%b) outs(%y) {activation = #culib.epilogue<relu>, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf16>, memref<4x3x3x3xf16>, memref<4xf16>, memref<1x4x8x8xf16>
   %s = culib.weight "bn.scale" dense<1.0> : tensor<4xf32> : memref<4xf32>
   %z = culib.alloc {offset = 512 : i64} : memref<1x4x8x8xf16>
   // CHECK: culib.batch_norm_inference ins(%[[Y]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) outs(%{{.*}}) {epsilon = 9.99999974E-6 : f32}
@@ -26,8 +26,8 @@ func.func @resnet_block(%x: memref<1x3x8x8xf16>, %out: memref<1x10xf32>) {
   %fc = culib.weight "fc.weight" dense<0.5> : tensor<10x64xf16> : memref<10x64xf16>
   %fcb = culib.weight "fc.bias" dense<0.5> : tensor<10xf32> : memref<10xf32>
   %logits = culib.alloc : memref<1x10xf32>
-  // CHECK: culib.matmul ins(%{{.*}}, %{{.*}}) bias(%{{.*}}) outs(%{{.*}}) {compute_type = f32, epilogue = "relu", trans_b = true} : memref<1x64xf16>, memref<10x64xf16>, memref<10xf32>, memref<1x10xf32>
-  culib.matmul ins(%flat, %fc) bias(%fcb) outs(%logits) {compute_type = f32, epilogue = "relu", trans_b = true} : memref<1x64xf16>, memref<10x64xf16>, memref<10xf32>, memref<1x10xf32>
+  // CHECK: culib.matmul ins(%{{.*}}, %{{.*}}) bias(%{{.*}}) outs(%{{.*}}) {compute_type = f32, epilogue = #culib.epilogue<relu>, trans_b = true} : memref<1x64xf16>, memref<10x64xf16>, memref<10xf32>, memref<1x10xf32>
+  culib.matmul ins(%flat, %fc) bias(%fcb) outs(%logits) {compute_type = f32, epilogue = #culib.epilogue<relu>, trans_b = true} : memref<1x64xf16>, memref<10x64xf16>, memref<10xf32>, memref<1x10xf32>
   // CHECK: culib.softmax ins(%{{.*}}) outs(%{{.*}}) {axis = 1 : i64, log = true} : memref<1x10xf32>, memref<1x10xf32>
   culib.softmax ins(%logits) outs(%out) {axis = 1 : i64, log = true} : memref<1x10xf32>, memref<1x10xf32>
   return
@@ -44,10 +44,10 @@ func.func @batched(%a: memref<4x1x8x3xbf16>, %b: memref<5x8x6xbf16>, %c: memref<
 // Training-mode batch norm and NHWC grouped convolution.
 // CHECK-LABEL: func.func @training
 // CHECK: culib.batch_norm_training
-// CHECK: culib.conv_fwd {{.*}}groups = 2 : i64, layout = "nhwc"
+// CHECK: culib.conv_fwd {{.*}}groups = 2 : i64, layout = #culib.layout<nhwc>
 func.func @training(%x: memref<2x3x4x4xf32>, %v: memref<3xf32>, %y: memref<2x3x4x4xf32>, %r1: memref<3xf32>, %r2: memref<3xf32>,
                     %xh: memref<1x6x6x4xf16>, %wh: memref<8x3x3x2xf16>, %yh: memref<1x4x4x8xf16>) {
   culib.batch_norm_training ins(%x, %v, %v, %v, %v) outs(%y, %r1, %r2) {epsilon = 1.0e-5 : f32, momentum = 0.9 : f32} : memref<2x3x4x4xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<2x3x4x4xf32>, memref<3xf32>, memref<3xf32>
-  culib.conv_fwd ins(%xh, %wh) outs(%yh) {compute_type = f32, dilations = array<i64: 1, 1>, groups = 2 : i64, layout = "nhwc", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x6x6x4xf16>, memref<8x3x3x2xf16>, memref<1x4x4x8xf16>
+  culib.conv_fwd ins(%xh, %wh) outs(%yh) {compute_type = f32, dilations = array<i64: 1, 1>, groups = 2 : i64, layout = #culib.layout<nhwc>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x6x6x4xf16>, memref<8x3x3x2xf16>, memref<1x4x4x8xf16>
   return
 }

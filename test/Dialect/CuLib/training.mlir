@@ -42,14 +42,14 @@ func.func @state_and_backward(%x: memref<2x3x8x8xf16>, %dy: memref<2x4x8x8xf16>,
   culib.batch_norm_bwd ins(%dy, %scale, %dp) outs(%dx, %dscale, %dbias) {epsilon = 1.0e-5 : f32} : memref<2x4x8x8xf16>, memref<4xf32>, memref<2x4x8x8xf16>, memref<2x4x8x8xf16>, memref<4xf32>, memref<4xf32>
   %dlogits = culib.alloc : memref<2x5xf32>
   %cw = culib.weight "class_weights" dense<1.0> : tensor<5xf32> : memref<5xf32>
-  // CHECK: culib.softmax_cross_entropy_grad ins(%[[LOGITS]], %[[LABELS]], %[[DLOSS]]) outs(%{{.*}}) {reduction = "mean"} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<2x5xf32>
-  culib.softmax_cross_entropy_grad ins(%logits, %labels, %dloss) outs(%dlogits) {reduction = "mean"} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<2x5xf32>
-  // CHECK: culib.softmax_cross_entropy_grad ins(%[[LOGITS]], %[[LABELS]], %[[DLOSS]]) weights(%{{.*}}) outs(%{{.*}}) {ignore_index = -100 : i64, reduction = "sum"} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<5xf32>, memref<2x5xf32>
-  culib.softmax_cross_entropy_grad ins(%logits, %labels, %dloss) weights(%cw) outs(%dlogits) {ignore_index = -100 : i64, reduction = "sum"} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<5xf32>, memref<2x5xf32>
-  // CHECK: culib.nll_loss_grad ins(%[[LOGITS]], %[[LABELS]], %[[DLOSS]]) outs(%{{.*}}) {reduction = "mean"} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<2x5xf32>
-  culib.nll_loss_grad ins(%logits, %labels, %dloss) outs(%dlogits) {reduction = "mean"} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<2x5xf32>
-  // CHECK: culib.nll_loss_grad ins(%[[LOGITS]], %[[LABELS]], %[[DLOSS]]) weight(%{{.*}}) outs(%{{.*}}) {ignore_index = 0 : i64, reduction = "none"}
-  culib.nll_loss_grad ins(%logits, %labels, %dloss) weight(%cw) outs(%dlogits) {ignore_index = 0 : i64, reduction = "none"} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<5xf32>, memref<2x5xf32>
+  // CHECK: culib.softmax_cross_entropy_grad ins(%[[LOGITS]], %[[LABELS]], %[[DLOSS]]) outs(%{{.*}}) {reduction = #culib.loss_reduction<mean>} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<2x5xf32>
+  culib.softmax_cross_entropy_grad ins(%logits, %labels, %dloss) outs(%dlogits) {reduction = #culib.loss_reduction<mean>} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<2x5xf32>
+  // CHECK: culib.softmax_cross_entropy_grad ins(%[[LOGITS]], %[[LABELS]], %[[DLOSS]]) weights(%{{.*}}) outs(%{{.*}}) {ignore_index = -100 : i64, reduction = #culib.loss_reduction<sum>} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<5xf32>, memref<2x5xf32>
+  culib.softmax_cross_entropy_grad ins(%logits, %labels, %dloss) weights(%cw) outs(%dlogits) {ignore_index = -100 : i64, reduction = #culib.loss_reduction<sum>} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<5xf32>, memref<2x5xf32>
+  // CHECK: culib.nll_loss_grad ins(%[[LOGITS]], %[[LABELS]], %[[DLOSS]]) outs(%{{.*}}) {reduction = #culib.loss_reduction<mean>} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<2x5xf32>
+  culib.nll_loss_grad ins(%logits, %labels, %dloss) outs(%dlogits) {reduction = #culib.loss_reduction<mean>} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<2x5xf32>
+  // CHECK: culib.nll_loss_grad ins(%[[LOGITS]], %[[LABELS]], %[[DLOSS]]) weight(%{{.*}}) outs(%{{.*}}) {ignore_index = 0 : i64, reduction = #culib.loss_reduction<none>}
+  culib.nll_loss_grad ins(%logits, %labels, %dloss) weight(%cw) outs(%dlogits) {ignore_index = 0 : i64, reduction = #culib.loss_reduction<none>} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<5xf32>, memref<2x5xf32>
   return
 }
 

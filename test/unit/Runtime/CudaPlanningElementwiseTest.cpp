@@ -9,6 +9,7 @@
 #include "CudaPlanningTestSupport.h"
 
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/CUDA/CudaPlanning.h"
 
 #include <catch2/catch.hpp>
@@ -203,7 +204,7 @@ TEST_CASE("elementwise planning", "[cuda][planning]") {
     Result<EwParams> shr = planElementwise(
         callOf("kernel.elementwise", attrs("bitshift_right")), {u8, u8}, {u8});
     REQUIRE(shr);
-    CHECK(shr->op == kEwShr);
+    CHECK(shr->op == kEwBitShiftRight);
     CHECK(shr->compute == kComputeInt);
     CHECK(shr->elemSize == 1); // shifts by >= 8 give 0
     TensorDesc i = at(DType::I32, {3});
@@ -234,6 +235,73 @@ TEST_CASE("elementwise planning", "[cuda][planning]") {
               planElementwise(callOf("kernel.elementwise", attrs("neg")), {big},
                               {TensorDesc{DType::F32, {8}, big.addr + 4}})) ==
           "elementwise neg: y overlaps input 0");
+  }
+}
+
+TEST_CASE("each elementwise function takes the dtypes ElementwiseFunctions.def "
+          "lists, on the CPU and on the GPU",
+          "[cuda][planning][cpu]") {
+  using cpu::ElementwiseDtypes;
+  using cpu::ElementwiseKind;
+  const DType dtypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64,
+                          DType::I8,  DType::I32, DType::I64,  DType::U8,
+                          DType::U32, DType::U64, DType::Bool};
+  for (const cpu::ElementwiseFnInfo &info : cpu::kElementwiseFnInfo) {
+    for (DType t : dtypes) {
+      std::string name(info.name);
+      INFO(name << " on " << dtypeName(t));
+      bool isUnsigned = t == DType::U8 || t == DType::U32 || t == DType::U64;
+      bool expected = false;
+      switch (info.dtypes) {
+      case ElementwiseDtypes::Floats:
+        expected = isFloat(t);
+        break;
+      case ElementwiseDtypes::Numeric:
+        // neg and relu have no unsigned form (the .def's comments say so).
+        expected = t != DType::Bool &&
+                   !(isUnsigned && (info.fn == cpu::ElementwiseFn::Neg ||
+                                    info.fn == cpu::ElementwiseFn::Relu));
+        break;
+      case ElementwiseDtypes::Integers:
+        expected = isUnsigned;
+        break;
+      case ElementwiseDtypes::Bool:
+        expected = t == DType::Bool;
+        break;
+      case ElementwiseDtypes::Any:
+        expected = true;
+        break;
+      }
+      if (info.kind == ElementwiseKind::Compare && t == DType::Bool)
+        expected = true;
+
+      // One element per tensor; variadic functions get two inputs.
+      size_t n = info.arity() ? info.arity() : 2;
+      std::vector<DType> inDtypes(n, t);
+      if (info.kind == ElementwiseKind::Where)
+        inDtypes[0] = DType::Bool;
+      DType yDtype = info.boolResult() ? DType::Bool : t;
+      std::vector<uint64_t> storage(n + 1, 0);
+      std::vector<TensorView> views;
+      Addr at;
+      std::vector<TensorDesc> descs;
+      for (size_t k = 0; k < n; ++k) {
+        views.push_back(TensorView{inDtypes[k], {1}, &storage[k]});
+        descs.push_back(at(inDtypes[k], {1}));
+      }
+      TensorView y{yDtype, {1}, &storage[n]};
+      Status onCpu = cpu::elementwise(info.fn, views, y);
+      CHECK(static_cast<bool>(onCpu) == expected);
+      Result<EwParams> onGpu =
+          planElementwise(callOf("kernel.elementwise", {{"fn", name}}), descs,
+                          {at(yDtype, {1})});
+      CHECK(static_cast<bool>(onGpu) == expected);
+      if (onGpu) {
+        CHECK(onGpu->op == static_cast<int32_t>(info.fn));
+      } else {
+        CHECK(onCpu.message() == onGpu.message());
+      }
+    }
   }
 }
 

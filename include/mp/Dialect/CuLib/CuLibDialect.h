@@ -10,7 +10,28 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "mp/Runtime/ElementwiseFunctions.h"
+#include "mp/Runtime/ReduceFunctions.h"
+
 #include "mp/Dialect/CuLib/CuLibOpsDialect.h.inc"
+
+#include "mp/Dialect/CuLib/CuLibEnums.h.inc"
+
+namespace mp::culib {
+/// The runtime's function enums as culib attributes spell them (the plan's
+/// words): parse a keyword, or the spelling of a value.
+mlir::FailureOr<rt::cpu::ElementwiseFn>
+parseElementwiseFn(mlir::AsmParser &parser);
+mlir::FailureOr<rt::cpu::ReduceFn> parseReduceFn(mlir::AsmParser &parser);
+llvm::StringRef spellingOf(rt::cpu::ElementwiseFn fn);
+llvm::StringRef spellingOf(rt::cpu::ReduceFn fn);
+/// The plan's spelling of a culib enum attribute (layout, epilogue, the
+/// reductions, the functions); nullopt for other attributes.
+std::optional<llvm::StringRef> enumSpelling(mlir::Attribute attr);
+} // namespace mp::culib
+
+#define GET_ATTRDEF_CLASSES
+#include "mp/Dialect/CuLib/CuLibAttrs.h.inc"
 
 #define GET_OP_CLASSES
 #include "mp/Dialect/CuLib/CuLibOps.h.inc"

@@ -9,26 +9,11 @@
 #ifndef MP_DIALECT_CULIB_CULIBOPS_TD
 #define MP_DIALECT_CULIB_CULIBOPS_TD
 
+include "mp/Dialect/CuLib/CuLibAttrs.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
-
-def CuLib_Dialect : Dialect {
-  let name = "culib";
-  let cppNamespace = "::mp::culib";
-  let summary = "library calls (cuBLASLt, cuDNN) and kernels on explicit buffers";
-  let description = [{
-    The `culib` dialect is what `convert-mp-to-culib` produces and what the
-    plan serializer reads. Values are buffers (`memref`s with the identity
-    layout): activations come from `culib.alloc` (their offsets in the
-    activation arena are set by the memory planner), weights from
-    `culib.weight`, and graph inputs/outputs are function arguments. Each op
-    is one call the runtime makes, with the data types and the compute
-    (accumulation) type it uses: 16-bit inputs with an `f32` compute type is
-    the tensor-core contract.
-  }];
-}
 
 class CuLib_Op<string mnemonic, list<Trait> traits = []>
     : Op<CuLib_Dialect, mnemonic, traits>;
@@ -88,7 +73,7 @@ def CuLib_MatmulOp : CuLib_Op<"matmul", [AttrSizedOperandSegments]> {
                        DefaultValuedAttr<F32Attr, "1.0">:$alpha,
                        DefaultValuedAttr<F32Attr, "0.0">:$beta,
                        CuLib_ComputeTypeAttr:$compute_type,
-                       DefaultValuedStrAttr<StrAttr, "none">:$epilogue);
+                       CuLib_EpilogueOrNone:$epilogue);
   let assemblyFormat = [{
     `ins` `(` $a `,` $b `)` (`c` `(` $c^ `)`)? (`bias` `(` $bias^ `)`)?
     `outs` `(` $d `)` attr-dict `:` type(operands)
@@ -113,8 +98,8 @@ def CuLib_ConvFwdOp : CuLib_Op<"conv_fwd"> {
                        DenseI64ArrayAttr:$dilations,
                        DefaultValuedAttr<I64Attr, "1">:$groups,
                        CuLib_ComputeTypeAttr:$compute_type,
-                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout,
-                       DefaultValuedStrAttr<StrAttr, "none">:$activation);
+                       CuLib_LayoutOrNCHW:$layout,
+                       CuLib_EpilogueOrNone:$activation);
   let assemblyFormat = [{
     `ins` `(` $x `,` $w `)` (`bias` `(` $bias^ `)`)? `outs` `(` $y `)`
     attr-dict `:` type(operands)
@@ -137,7 +122,7 @@ def CuLib_PoolOp : CuLib_Op<"pool"> {
                        DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$strides,
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
-                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
+                       CuLib_LayoutOrNCHW:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `)` `outs` `(` $y `)` (`indices` `(` $indices^ `)`)?
     attr-dict `:` type(operands)
@@ -156,7 +141,7 @@ def CuLib_BatchNormInferenceOp : CuLib_Op<"batch_norm_inference"> {
                        MemRefOf<[F32]>:$bias, MemRefOf<[F32]>:$mean,
                        MemRefOf<[F32]>:$variance, CuLib_FloatBuffer:$y,
                        F32Attr:$epsilon,
-                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
+                       CuLib_LayoutOrNCHW:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $scale `,` $bias `,` $mean `,` $variance `)`
     `outs` `(` $y `)` attr-dict `:` type(operands)
@@ -178,7 +163,7 @@ def CuLib_BatchNormTrainingOp : CuLib_Op<"batch_norm_training"> {
                        MemRefOf<[F32]>:$running_mean,
                        MemRefOf<[F32]>:$running_variance, F32Attr:$epsilon,
                        F32Attr:$momentum,
-                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
+                       CuLib_LayoutOrNCHW:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $scale `,` $bias `,` $mean `,` $variance `)`
     `outs` `(` $y `,` $running_mean `,` $running_variance `)` attr-dict
@@ -213,12 +198,11 @@ def CuLib_ConvBwdDataOp : CuLib_Op<"conv_bwd_data"> {
                        DenseI64ArrayAttr:$dilations,
                        DefaultValuedAttr<I64Attr, "1">:$groups,
                        CuLib_ComputeTypeAttr:$compute_type,
-                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
+                       CuLib_LayoutOrNCHW:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $w `)` (`bias` `(` $bias^ `)`)? `outs` `(` $y `)`
     attr-dict `:` type(operands)
   }];
-  let hasVerifier = 1;
 }
 
 def CuLib_LRNOp : CuLib_Op<"lrn"> {
@@ -281,7 +265,7 @@ def CuLib_ElementwiseOp : CuLib_Op<"elementwise"> {
     with one rounding at the store.
   }];
   let arguments = (ins Variadic<CuLib_Buffer>:$inputs, CuLib_Buffer:$y,
-                       StrAttr:$fn, OptionalAttr<F32Attr>:$alpha,
+                       CuLib_ElementwiseFnAttr:$fn, OptionalAttr<F32Attr>:$alpha,
                        OptionalAttr<F32Attr>:$beta);
   let assemblyFormat = [{
     $fn `ins` `(` $inputs `)` `outs` `(` $y `)` attr-dict `:` type(operands)
@@ -306,7 +290,7 @@ def CuLib_ReduceOp : CuLib_Op<"reduce"> {
     dims as 1 or drops them. Accumulates in `compute_type` (f32 for 16-bit
     data).
   }];
-  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y, StrAttr:$fn,
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y, CuLib_ReduceFnAttr:$fn,
                        DenseI64ArrayAttr:$axes,
                        CuLib_ComputeTypeAttr:$compute_type,
                        DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
@@ -433,7 +417,7 @@ def CuLib_ScatterElementsOp : CuLib_Op<"scatter_elements"> {
   let summary = "ONNX ScatterElements: y = data with updates scattered along axis";
   let arguments = (ins CuLib_Buffer:$data, MemRefOf<[I32, I64]>:$indices,
                        CuLib_Buffer:$updates, CuLib_Buffer:$y, I64Attr:$axis,
-                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+                       CuLib_ScatterReductionOrNone:$reduction);
   let assemblyFormat = [{
     `ins` `(` $data `,` $indices `,` $updates `)` `outs` `(` $y `)` attr-dict
     `:` type(operands)
@@ -443,7 +427,8 @@ def CuLib_ScatterElementsOp : CuLib_Op<"scatter_elements"> {
 def CuLib_ScatterNDOp : CuLib_Op<"scatter_nd"> {
   let summary = "ONNX ScatterND: y = data with updates scattered";
   let arguments = (ins CuLib_Buffer:$data, MemRefOf<[I32, I64]>:$indices,
-                       CuLib_Buffer:$updates, CuLib_Buffer:$y, DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+                       CuLib_Buffer:$updates, CuLib_Buffer:$y,
+                       CuLib_ScatterReductionOrNone:$reduction);
   let assemblyFormat = [{
     `ins` `(` $data `,` $indices `,` $updates `)` `outs` `(` $y `)` attr-dict
     `:` type(operands)
@@ -479,7 +464,7 @@ def CuLib_NLLLossOp : CuLib_Op<"nll_loss"> {
   let summary = "ONNX NegativeLogLikelihoodLoss on log-probabilities";
   let arguments = (ins CuLib_FloatBuffer:$input, MemRefOf<[I32, I64]>:$target,
                        Optional<CuLib_FloatBuffer>:$weight,
-                       CuLib_FloatBuffer:$loss, StrAttr:$reduction,
+                       CuLib_FloatBuffer:$loss, CuLib_LossReductionAttr:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index);
   let assemblyFormat = [{
     `ins` `(` $input `,` $target `)` (`weight` `(` $weight^ `)`)?
@@ -558,11 +543,10 @@ def CuLib_ConvBwdFilterOp : CuLib_Op<"conv_bwd_filter"> {
                        DenseI64ArrayAttr:$dilations,
                        DefaultValuedAttr<I64Attr, "1">:$groups,
                        CuLib_ComputeTypeAttr:$compute_type,
-                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
+                       CuLib_LayoutOrNCHW:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $dy `)` `outs` `(` $dw `)` attr-dict `:` type(operands)
   }];
-  let hasVerifier = 1;
 }
 
 def CuLib_PoolBwdOp : CuLib_Op<"pool_bwd"> {
@@ -572,11 +556,10 @@ def CuLib_PoolBwdOp : CuLib_Op<"pool_bwd"> {
                        DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$strides,
                        DenseI64ArrayAttr:$dilations,
-                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
+                       CuLib_LayoutOrNCHW:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $dy `)` `outs` `(` $dx `)` attr-dict `:` type(operands)
   }];
-  let hasVerifier = 1;
 }
 
 def CuLib_BatchNormBwdOp : CuLib_Op<"batch_norm_bwd"> {
@@ -585,12 +568,11 @@ def CuLib_BatchNormBwdOp : CuLib_Op<"batch_norm_bwd"> {
                        CuLib_FloatBuffer:$dy, CuLib_FloatBuffer:$dx,
                        MemRefOf<[F32]>:$dscale, MemRefOf<[F32]>:$dbias,
                        F32Attr:$epsilon,
-                       DefaultValuedStrAttr<StrAttr, "nchw">:$layout);
+                       CuLib_LayoutOrNCHW:$layout);
   let assemblyFormat = [{
     `ins` `(` $x `,` $scale `,` $dy `)` `outs` `(` $dx `,` $dscale `,` $dbias `)`
     attr-dict `:` type(operands)
   }];
-  let hasVerifier = 1;
 }
 
 def CuLib_SoftmaxCrossEntropyGradOp : CuLib_Op<"softmax_cross_entropy_grad"> {
@@ -598,7 +580,7 @@ def CuLib_SoftmaxCrossEntropyGradOp : CuLib_Op<"softmax_cross_entropy_grad"> {
   let arguments = (ins CuLib_FloatBuffer:$scores, MemRefOf<[I32, I64]>:$labels,
                        CuLib_FloatBuffer:$dloss,
                        Optional<CuLib_FloatBuffer>:$weights,
-                       CuLib_FloatBuffer:$dscores, StrAttr:$reduction,
+                       CuLib_FloatBuffer:$dscores, CuLib_LossReductionAttr:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index);
   let assemblyFormat = [{
     `ins` `(` $scores `,` $labels `,` $dloss `)` (`weights` `(` $weights^ `)`)?
@@ -611,7 +593,7 @@ def CuLib_NLLLossGradOp : CuLib_Op<"nll_loss_grad"> {
   let arguments = (ins CuLib_FloatBuffer:$input, MemRefOf<[I32, I64]>:$target,
                        CuLib_FloatBuffer:$dloss,
                        Optional<CuLib_FloatBuffer>:$weight,
-                       CuLib_FloatBuffer:$dinput, StrAttr:$reduction,
+                       CuLib_FloatBuffer:$dinput, CuLib_LossReductionAttr:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index);
   let assemblyFormat = [{
     `ins` `(` $input `,` $target `,` $dloss `)` (`weight` `(` $weight^ `)`)?

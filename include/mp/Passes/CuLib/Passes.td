@@ -12,7 +12,7 @@ def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
     layout at compile time, so no run-time layout conversions surround each
     convolution: every 2-D convolution (`culib.conv_fwd`, and in training
     steps `conv_bwd_data` and `conv_bwd_filter`) whose input element type
-    is in `dtypes` becomes `layout = "nhwc"`, and so do the ops that follow
+    is in `dtypes` becomes `layout = #culib.layout<nhwc>`, and so do the ops that follow
     it and can work channels last (pooling without indices and its
     backward, the batch norms and their backward, convolutions of any type,
     elementwise kernels and casts whose operands are 4-D or scalars): their

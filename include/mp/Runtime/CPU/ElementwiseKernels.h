@@ -18,6 +18,7 @@
 #define MP_RUNTIME_CPU_ELEMENTWISEKERNELS_H
 
 #include "mp/Runtime/ElementwiseFunctions.h"
+#include "mp/Runtime/ReduceFunctions.h"
 #include "mp/Runtime/Status.h"
 #include "mp/Runtime/Tensor.h"
 
@@ -77,24 +78,9 @@ Status checkCast(const TensorView &x, const TensorView &y);
 // Reduce
 //===----------------------------------------------------------------------===//
 
-enum class ReduceFn {
-  Sum,
-  Mean,
-  Max,
-  Min,
-  Prod,
-  L1,        ///< sum |x|
-  L2,        ///< sqrt(sum x^2)
-  LogSum,    ///< log(sum x)
-  LogSumExp, ///< log(sum exp x), computed as max + log(sum exp(x - max))
-  SumSquare, ///< sum x^2
-  ArgMax,    ///< one axis, i64 y
-  ArgMin,    ///< one axis, i64 y
-};
-
-/// The fn of a plan call ("sum", "log_sum_exp", "argmax", ...), if it is one.
+/// The fn of a plan call ("sum", "log_sum_exp", "argmax", ...), if it is one
+/// (ReduceFunctions.h has the enum and reduceFnName).
 std::optional<ReduceFn> parseReduceFn(std::string_view name);
-std::string_view reduceFnName(ReduceFn fn);
 
 struct ReduceOptions {
   /// f32 (for f32, f16, bf16 data) or f64. Floating-point data never

@@ -41,78 +41,14 @@ enum EwCompute : int32_t {
   kComputeU64 = 4,
 };
 
-/// The functions of kernel.elementwise the GPU implements
-/// (mp::rt::cpu::ElementwiseFn has them all; CudaPlanning maps them).
+/// The functions of kernel.elementwise as the GPU kernels switch on them:
+/// kEw<Enumerator> for each entry of ElementwiseFunctions.def, in its order
+/// (so the code is the mp::rt::cpu::ElementwiseFn value), then kEwClip1:
+/// clip of x alone, with alpha = min and beta = max.
 enum EwOp : int32_t {
-  kEwIdentity = 0,
-  kEwAbs,
-  kEwNeg,
-  kEwExp,
-  kEwLog,
-  kEwSqrt,
-  kEwReciprocal,
-  kEwRelu,
-  kEwSigmoid,
-  kEwTanh,
-  kEwErf,
-  kEwFloor,
-  kEwCeil,
-  kEwRound,
-  kEwSign,
-  kEwSin,
-  kEwCos,
-  kEwSoftplus,
-  kEwSoftsign,
-  kEwHardSwish,
-  kEwGelu,
-  kEwGeluTanh,
-  kEwLeakyRelu,
-  kEwElu,
-  kEwSelu,
-  kEwHardSigmoid,
-  kEwClip1, ///< (x) with alpha = min, beta = max
-  kEwIsNan,
-  kEwIsInf,
-  kEwNot,
-  kEwTan,
-  kEwAsin,
-  kEwAcos,
-  kEwAtan,
-  kEwSinh,
-  kEwCosh,
-  kEwAsinh,
-  kEwAcosh,
-  kEwAtanh,
-  kEwCelu,
-  kEwThresholdedRelu,
-  kEwShrink,
-  // binary
-  kEwAdd,
-  kEwSub,
-  kEwMul,
-  kEwDiv,
-  kEwPow,
-  kEwPRelu,
-  kEwMax, ///< NaN-propagating (binary and variadic)
-  kEwMin,
-  kEwEqual,
-  kEwLess,
-  kEwGreater,
-  kEwLessEqual,
-  kEwGreaterEqual,
-  kEwAnd,
-  kEwOr,
-  kEwXor,
-  kEwMod,
-  kEwFmod,
-  kEwShl, ///< unsigned integers
-  kEwShr,
-  // ternary
-  kEwWhere, ///< raw elements
-  kEwClip3, ///< (x, min, max)
-  // variadic
-  kEwSum,
-  kEwMean,
+#define MP_ELEMENTWISE_FN(Enumerator, ...) kEw##Enumerator,
+#include "mp/Runtime/ElementwiseFunctions.def"
+  kEwClip1,
   kEwOpCount
 };
 

@@ -30,7 +30,7 @@ func.func @gemm_broadcast_c(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tensor
 // matmul [batch, left, contracted] x [batch, contracted, right], and a
 // transpose into the output's order.
 // CHECK-LABEL: func.func @einsum
-// CHECK: culib.reduce "sum" {{.*}} {axes = array<i64: 3>, compute_type = f32} : memref<2x3x4x5xf32>, memref<2x3x4xf32>
+// CHECK: culib.reduce sum {{.*}} {axes = array<i64: 3>, compute_type = f32} : memref<2x3x4x5xf32>, memref<2x3x4xf32>
 // CHECK-NEXT: culib.alloc
 // CHECK-NEXT: culib.matmul ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) {compute_type = f32} : memref<2x3x4xf32>, memref<2x4x6xf32>, memref<2x3x6xf32>
 // CHECK: culib.transpose {{.*}} outs(%[[E:.*]]) {perm = array<i64: 0, 2, 1>} : memref<2x3x6xf32>, memref<2x6x3xf32>

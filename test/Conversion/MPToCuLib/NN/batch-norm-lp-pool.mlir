@@ -21,11 +21,11 @@ func.func @batch_norm_f16_statistics(%x: tensor<1x2x3xf16>, %s: tensor<2xf16>, %
 // LpPool: |x|^p, an average pool counting padding times the window size,
 // then ^(1/p); the constants are weights of the data's type.
 // CHECK-LABEL: func.func @lp_pool
-// CHECK: culib.elementwise "abs" ins(%{{.*}}) outs(%[[A:.*]]) : memref<1x2x7x7xf32>, memref<1x2x7x7xf32>
-// CHECK: culib.elementwise "pow" ins(%[[A]], %{{.*}}) outs(%[[P:.*]])
+// CHECK: culib.elementwise abs ins(%{{.*}}) outs(%[[A:.*]]) : memref<1x2x7x7xf32>, memref<1x2x7x7xf32>
+// CHECK: culib.elementwise pow ins(%[[A]], %{{.*}}) outs(%[[P:.*]])
 // CHECK: culib.pool ins(%[[P]]) outs(%[[M:.*]]) {mode = "avg_include_pad", pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, window = array<i64: 3, 3>}
-// CHECK: culib.elementwise "mul" ins(%[[M]], %{{.*}}) outs(%[[S:.*]])
-// CHECK: culib.elementwise "pow" ins(%[[S]], %{{.*}}) outs(%{{.*}}) : memref<1x2x4x4xf32>, memref<f32>, memref<1x2x4x4xf32>
+// CHECK: culib.elementwise mul ins(%[[M]], %{{.*}}) outs(%[[S:.*]])
+// CHECK: culib.elementwise pow ins(%[[S]], %{{.*}}) outs(%{{.*}}) : memref<1x2x4x4xf32>, memref<f32>, memref<1x2x4x4xf32>
 func.func @lp_pool(%x: tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32> {
   %0 = mp.lp_pool %x {kernel_shape = array<i64: 3, 3>, p = 3 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32>
   return %0 : tensor<1x2x4x4xf32>

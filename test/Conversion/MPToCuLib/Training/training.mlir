@@ -90,8 +90,8 @@ module {
 // CHECK-SAME: %[[X:[^:]*]]: memref<2x4x8x8xf32>, %[[DY:[^:]*]]: memref<2x4x4x4xf32>, %[[S:[^:]*]]: memref<2x5xf32>, %[[L:[^:]*]]: memref<2xi64>, %[[DL:[^:]*]]: memref<f32>, %[[CW:[^:]*]]: memref<5xf32>)
 // CHECK:      culib.pool_bwd ins(%[[X]], %[[DY]]) outs(%{{.*}}) {dilations = array<i64: 1, 1>, mode = "max", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<2x4x8x8xf32>, memref<2x4x4x4xf32>, memref<2x4x8x8xf32>
 // CHECK:      culib.pool_bwd ins(%[[X]], %[[DY]]) outs(%{{.*}}) {dilations = array<i64: 1, 1>, mode = "avg_include_pad", pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, window = array<i64: 3, 3>}
-// CHECK:      culib.softmax_cross_entropy_grad ins(%[[S]], %[[L]], %[[DL]]) weights(%[[CW]]) outs(%{{.*}}) {ignore_index = -1 : i64, reduction = "sum"} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<5xf32>, memref<2x5xf32>
-// CHECK:      culib.nll_loss_grad ins(%[[S]], %[[L]], %[[DL]]) outs(%{{.*}}) {reduction = "mean"} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<2x5xf32>
+// CHECK:      culib.softmax_cross_entropy_grad ins(%[[S]], %[[L]], %[[DL]]) weights(%[[CW]]) outs(%{{.*}}) {ignore_index = -1 : i64, reduction = #culib.loss_reduction<sum>} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<5xf32>, memref<2x5xf32>
+// CHECK:      culib.nll_loss_grad ins(%[[S]], %[[L]], %[[DL]]) outs(%{{.*}}) {reduction = #culib.loss_reduction<mean>} : memref<2x5xf32>, memref<2xi64>, memref<f32>, memref<2x5xf32>
 // CHECK-NOT:  mp.
 func.func @backward_calls(%x: tensor<2x4x8x8xf32>, %dy: tensor<2x4x4x4xf32>, %scores: tensor<2x5xf32>, %labels: tensor<2xi64>, %dloss: tensor<f32>, %cw: tensor<5xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x5xf32>, tensor<2x5xf32>) {
   %dmax = mp.pool_grad %x, %dy {dilations = array<i64: 1, 1>, mode = "max", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : (tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32>) -> tensor<2x4x8x8xf32> loc("maxpool/grad")

@@ -17,13 +17,13 @@
 // CHECK-NEXT: culib.transpose ins(%arg0) outs(%[[XT]]) {perm = array<i64: 0, 2, 3, 1>}
 // CHECK-NEXT: %[[WT:.*]] = culib.alloc : memref<2x1x2x2xf16>
 // CHECK-NEXT: culib.transpose ins(%[[W]]) outs(%[[WT]]) {perm = array<i64: 0, 2, 3, 1>}
-// CHECK: culib.conv_fwd ins(%[[XT]], %[[WT]]) outs(%[[Y:.*]]) {{.*}}layout = "nhwc"{{.*}} : memref<1x4x3x2xf16>, memref<2x1x2x2xf16>, memref<1x4x2x2xf16>
-// CHECK: culib.batch_norm_inference ins(%[[Y]], {{.*}}) outs(%[[B:[^)]*]]) {{.*}}layout = "nhwc"{{.*}} : memref<1x4x2x2xf16>, {{.*}}, memref<1x4x2x2xf16>
-// CHECK: culib.elementwise "relu" ins(%[[B]]) outs(%[[R:[^)]*]]) : memref<1x4x2x2xf16>, memref<1x4x2x2xf16>
+// CHECK: culib.conv_fwd ins(%[[XT]], %[[WT]]) outs(%[[Y:.*]]) {{.*}}layout = #culib.layout<nhwc>{{.*}} : memref<1x4x3x2xf16>, memref<2x1x2x2xf16>, memref<1x4x2x2xf16>
+// CHECK: culib.batch_norm_inference ins(%[[Y]], {{.*}}) outs(%[[B:[^)]*]]) {{.*}}layout = #culib.layout<nhwc>{{.*}} : memref<1x4x2x2xf16>, {{.*}}, memref<1x4x2x2xf16>
+// CHECK: culib.elementwise relu ins(%[[B]]) outs(%[[R:[^)]*]]) : memref<1x4x2x2xf16>, memref<1x4x2x2xf16>
 // The softmax reads a copy transposed back right after the relu.
 // CHECK-NEXT: %[[RC:.*]] = culib.alloc : memref<1x2x4x2xf16>
 // CHECK-NEXT: culib.transpose ins(%[[R]]) outs(%[[RC]]) {perm = array<i64: 0, 3, 1, 2>}
-// CHECK: culib.pool ins(%[[R]]) outs(%[[P:[^)]*]]) {layout = "nhwc", mode = "max"{{.*}} : memref<1x4x2x2xf16>, memref<1x2x2x2xf16>
+// CHECK: culib.pool ins(%[[R]]) outs(%[[P:[^)]*]]) {layout = #culib.layout<nhwc>, mode = "max"{{.*}} : memref<1x4x2x2xf16>, memref<1x2x2x2xf16>
 // CHECK-NEXT: %[[PC:.*]] = culib.alloc : memref<1x2x2x2xf16>
 // CHECK-NEXT: culib.transpose ins(%[[P]]) outs(%[[PC]]) {perm = array<i64: 0, 3, 1, 2>}
 // CHECK: culib.softmax ins(%[[RC]])
@@ -36,7 +36,7 @@ func.func @block(%x: memref<1x2x4x3xf16>) -> (memref<1x2x2x2xf16>, memref<1x2x4x
   %b = culib.alloc : memref<1x2x4x2xf16>
   culib.batch_norm_inference ins(%y, %s, %s, %s, %s) outs(%b) {epsilon = 1.0e-5 : f32} : memref<1x2x4x2xf16>, memref<2xf32>, memref<2xf32>, memref<2xf32>, memref<2xf32>, memref<1x2x4x2xf16>
   %r = culib.alloc : memref<1x2x4x2xf16>
-  culib.elementwise "relu" ins(%b) outs(%r) : memref<1x2x4x2xf16>, memref<1x2x4x2xf16>
+  culib.elementwise relu ins(%b) outs(%r) : memref<1x2x4x2xf16>, memref<1x2x4x2xf16>
   %p = culib.alloc : memref<1x2x2x2xf16>
   culib.pool ins(%r) outs(%p) {mode = "max", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 1>, window = array<i64: 2, 1>} : memref<1x2x4x2xf16>, memref<1x2x2x2xf16>
   %sm = culib.alloc : memref<1x2x4x2xf16>
@@ -54,10 +54,10 @@ func.func @block(%x: memref<1x2x4x3xf16>) -> (memref<1x2x2x2xf16>, memref<1x2x4x
 // CHECK-NEXT: culib.conv_fwd ins(%{{.*}}, %[[WT]])
 // CHECK-NEXT: culib.alloc
 // CHECK-NEXT: culib.conv_fwd ins(%{{.*}}, %[[WT]])
-// CHECK: culib.elementwise "add" ins(%{{.*}}, %{{.*}}) outs(%[[SUM:[^)]*]]) : memref<1x3x3x2xf16>, memref<1x3x3x2xf16>, memref<1x3x3x2xf16>
+// CHECK: culib.elementwise add ins(%{{.*}}, %{{.*}}) outs(%[[SUM:[^)]*]]) : memref<1x3x3x2xf16>, memref<1x3x3x2xf16>, memref<1x3x3x2xf16>
 // CHECK: %[[BT:.*]] = culib.alloc : memref<1x1x1x2xf16>
 // CHECK-NEXT: culib.transpose ins(%{{.*}}) outs(%[[BT]]) {perm = array<i64: 0, 2, 3, 1>}
-// CHECK: culib.elementwise "clip" ins(%[[SUM]], %[[BT]], %{{.*}}) outs({{.*}}) : memref<1x3x3x2xf16>, memref<1x1x1x2xf16>, memref<f16>, memref<1x3x3x2xf16>
+// CHECK: culib.elementwise clip ins(%[[SUM]], %[[BT]], %{{.*}}) outs({{.*}}) : memref<1x3x3x2xf16>, memref<1x1x1x2xf16>, memref<f16>, memref<1x3x3x2xf16>
 // CHECK: culib.transpose
 // CHECK-SAME: perm = array<i64: 0, 3, 1, 2>
 // CHECK-NOT: culib.transpose
@@ -69,11 +69,11 @@ func.func @residual(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
   %c = culib.alloc : memref<1x2x3x3xf16>
   culib.conv_fwd ins(%a, %w) outs(%c) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf16>, memref<2x2x1x1xf16>, memref<1x2x3x3xf16>
   %sum = culib.alloc : memref<1x2x3x3xf16>
-  culib.elementwise "add" ins(%a, %c) outs(%sum) : memref<1x2x3x3xf16>, memref<1x2x3x3xf16>, memref<1x2x3x3xf16>
+  culib.elementwise add ins(%a, %c) outs(%sum) : memref<1x2x3x3xf16>, memref<1x2x3x3xf16>, memref<1x2x3x3xf16>
   %bias = culib.weight "bias" dense<[[[[1.0]], [[2.0]]]]> : tensor<1x2x1x1xf16> : memref<1x2x1x1xf16>
   %two = culib.weight "two" dense<2.0> : tensor<f16> : memref<f16>
   %out = culib.alloc : memref<1x2x3x3xf16>
-  culib.elementwise "clip" ins(%sum, %bias, %two) outs(%out) : memref<1x2x3x3xf16>, memref<1x2x1x1xf16>, memref<f16>, memref<1x2x3x3xf16>
+  culib.elementwise clip ins(%sum, %bias, %two) outs(%out) : memref<1x2x3x3xf16>, memref<1x2x1x1xf16>, memref<f16>, memref<1x2x3x3xf16>
   return %out : memref<1x2x3x3xf16>
 }
 
@@ -84,7 +84,7 @@ func.func @residual(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
 // CHECK-NOT: culib.transpose
 // CHECK: return
 // F32-LABEL: func.func @f32_conv
-// F32: culib.conv_fwd {{.*}}layout = "nhwc"
+// F32: culib.conv_fwd {{.*}}layout = #culib.layout<nhwc>
 // F32: culib.transpose {{.*}}perm = array<i64: 0, 3, 1, 2>
 // F32: culib.pool ins({{.*}}) outs({{.*}}) indices({{.*}}) {mode = "max"
 // F32-NOT: nhwc
@@ -106,24 +106,24 @@ func.func @f32_conv(%x: memref<1x1x2x2xf32>) -> (memref<1x1x1x1xf32>, memref<1x1
 // everywhere (here zeros, for relu's gradient) is re-shaped, not
 // transposed.
 // CHECK-LABEL: func.func @backward
-// CHECK: culib.conv_fwd ins(%{{.*}}, %{{.*}}) outs(%[[Y:[^)]*]]) {{.*}}layout = "nhwc"
+// CHECK: culib.conv_fwd ins(%{{.*}}, %{{.*}}) outs(%[[Y:[^)]*]]) {{.*}}layout = #culib.layout<nhwc>
 // CHECK: %[[ZERO:.*]] = culib.weight "zero" dense<0.000000e+00> : tensor<2x5x5x4xf16> : memref<2x5x5x4xf16>
-// CHECK: culib.elementwise "where" ins(%{{.*}}, %{{.*}}, %[[ZERO]]) outs(%[[DR:[^)]*]]) : memref<2x5x5x4xi1>, memref<2x5x5x4xf16>, memref<2x5x5x4xf16>, memref<2x5x5x4xf16>
-// CHECK: culib.batch_norm_bwd ins(%[[Y]], %{{.*}}, %[[DR]]) outs(%[[DB:[^,]*]], {{.*}}layout = "nhwc"
-// CHECK: culib.pool_bwd ins(%[[Y]], %{{.*}}) outs(%{{.*}}) {{.*}}layout = "nhwc"
-// CHECK: culib.conv_bwd_filter ins(%{{.*}}, %[[DB]]) outs(%[[DW:[^)]*]]) {{.*}}layout = "nhwc"{{.*}} : memref<2x5x5x3xf16>, memref<2x5x5x4xf16>, memref<4x1x1x3xf16>
+// CHECK: culib.elementwise where ins(%{{.*}}, %{{.*}}, %[[ZERO]]) outs(%[[DR:[^)]*]]) : memref<2x5x5x4xi1>, memref<2x5x5x4xf16>, memref<2x5x5x4xf16>, memref<2x5x5x4xf16>
+// CHECK: culib.batch_norm_bwd ins(%[[Y]], %{{.*}}, %[[DR]]) outs(%[[DB:[^,]*]], {{.*}}layout = #culib.layout<nhwc>
+// CHECK: culib.pool_bwd ins(%[[Y]], %{{.*}}) outs(%{{.*}}) {{.*}}layout = #culib.layout<nhwc>
+// CHECK: culib.conv_bwd_filter ins(%{{.*}}, %[[DB]]) outs(%[[DW:[^)]*]]) {{.*}}layout = #culib.layout<nhwc>{{.*}} : memref<2x5x5x3xf16>, memref<2x5x5x4xf16>, memref<4x1x1x3xf16>
 // CHECK-NEXT: %[[DWC:.*]] = culib.alloc : memref<4x3x1x1xf16>
 // CHECK-NEXT: culib.transpose ins(%[[DW]]) outs(%[[DWC]]) {perm = array<i64: 0, 3, 1, 2>}
-// CHECK: culib.conv_bwd_data ins(%[[DB]], %{{.*}}) outs(%{{.*}}) {{.*}}layout = "nhwc"{{.*}} : memref<2x5x5x4xf16>, memref<4x1x1x3xf16>, memref<2x5x5x3xf16>
+// CHECK: culib.conv_bwd_data ins(%[[DB]], %{{.*}}) outs(%{{.*}}) {{.*}}layout = #culib.layout<nhwc>{{.*}} : memref<2x5x5x4xf16>, memref<4x1x1x3xf16>, memref<2x5x5x3xf16>
 // CHECK: return %[[DWC]]
 func.func @backward(%x: memref<2x3x5x5xf16>, %w: memref<4x3x1x1xf16>, %dy: memref<2x4x5x5xf16>, %dp: memref<2x4x2x2xf16>) -> (memref<4x3x1x1xf16>, memref<2x3x5x5xf16>, memref<2x4x5x5xf16>) {
   %y = culib.alloc : memref<2x4x5x5xf16>
   culib.conv_fwd ins(%x, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<2x3x5x5xf16>, memref<4x3x1x1xf16>, memref<2x4x5x5xf16>
   %zero = culib.weight "zero" dense<0.0> : tensor<2x4x5x5xf16> : memref<2x4x5x5xf16>
   %positive = culib.alloc : memref<2x4x5x5xi1>
-  culib.elementwise "greater" ins(%y, %zero) outs(%positive) : memref<2x4x5x5xf16>, memref<2x4x5x5xf16>, memref<2x4x5x5xi1>
+  culib.elementwise greater ins(%y, %zero) outs(%positive) : memref<2x4x5x5xf16>, memref<2x4x5x5xf16>, memref<2x4x5x5xi1>
   %dr = culib.alloc : memref<2x4x5x5xf16>
-  culib.elementwise "where" ins(%positive, %dy, %zero) outs(%dr) : memref<2x4x5x5xi1>, memref<2x4x5x5xf16>, memref<2x4x5x5xf16>, memref<2x4x5x5xf16>
+  culib.elementwise where ins(%positive, %dy, %zero) outs(%dr) : memref<2x4x5x5xi1>, memref<2x4x5x5xf16>, memref<2x4x5x5xf16>, memref<2x4x5x5xf16>
   %s = culib.weight "s" dense<1.0> : tensor<4xf32> : memref<4xf32>
   %db = culib.alloc : memref<2x4x5x5xf16>
   %ds = culib.alloc : memref<4xf32>

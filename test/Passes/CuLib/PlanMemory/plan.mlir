@@ -18,13 +18,13 @@
 // REPORT: remark: activation arena of @chain: 8192 bytes for 5 buffers (20480 bytes without reuse)
 func.func @chain(%x: memref<1024xf32>) -> memref<1024xf32> {
   %a = culib.alloc : memref<1024xf32>
-  culib.elementwise "relu" ins(%x) outs(%a) : memref<1024xf32>, memref<1024xf32>
+  culib.elementwise relu ins(%x) outs(%a) : memref<1024xf32>, memref<1024xf32>
   %b = culib.alloc : memref<1024xf32>
-  culib.elementwise "exp" ins(%a) outs(%b) : memref<1024xf32>, memref<1024xf32>
+  culib.elementwise exp ins(%a) outs(%b) : memref<1024xf32>, memref<1024xf32>
   %c = culib.alloc : memref<1024xf32>
-  culib.elementwise "neg" ins(%b) outs(%c) : memref<1024xf32>, memref<1024xf32>
+  culib.elementwise neg ins(%b) outs(%c) : memref<1024xf32>, memref<1024xf32>
   %d = culib.alloc : memref<1024xf32>
-  culib.elementwise "abs" ins(%c) outs(%d) : memref<1024xf32>, memref<1024xf32>
+  culib.elementwise abs ins(%c) outs(%d) : memref<1024xf32>, memref<1024xf32>
   return %d : memref<1024xf32>
 }
 
@@ -45,12 +45,12 @@ func.func @chain(%x: memref<1024xf32>) -> memref<1024xf32> {
 // REPORT: remark: activation arena of @skip: 12288 bytes for 6 buffers (16896 bytes without reuse)
 func.func @skip(%x: memref<1024xf32>, %h: memref<3xf16>) -> memref<1024xf32> {
   %s = culib.alloc : memref<1024xf32>
-  culib.elementwise "relu" ins(%x) outs(%s) : memref<1024xf32>, memref<1024xf32>
+  culib.elementwise relu ins(%x) outs(%s) : memref<1024xf32>, memref<1024xf32>
   %small = culib.alloc : memref<3xf16>
-  culib.elementwise "neg" ins(%h) outs(%small) : memref<3xf16>, memref<3xf16>
+  culib.elementwise neg ins(%h) outs(%small) : memref<3xf16>, memref<3xf16>
   %t = culib.alloc : memref<1024xf32>
-  culib.elementwise "exp" ins(%s) outs(%t) : memref<1024xf32>, memref<1024xf32>
+  culib.elementwise exp ins(%s) outs(%t) : memref<1024xf32>, memref<1024xf32>
   %u = culib.alloc : memref<1024xf32>
-  culib.elementwise "add" ins(%s, %t) outs(%u) : memref<1024xf32>, memref<1024xf32>, memref<1024xf32>
+  culib.elementwise add ins(%s, %t) outs(%u) : memref<1024xf32>, memref<1024xf32>, memref<1024xf32>
   return %u : memref<1024xf32>
 }

@@ -1,0 +1,30 @@
+//===- CuLibDialect.td - the culib dialect ------------------*- tablegen -*-===//
+//
+// The dialect definition, shared by its attributes (CuLibAttrs.td) and its
+// ops (CuLibOps.td).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_DIALECT_CULIB_CULIBDIALECT_TD
+#define MP_DIALECT_CULIB_CULIBDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def CuLib_Dialect : Dialect {
+  let name = "culib";
+  let cppNamespace = "::mp::culib";
+  let summary = "library calls (cuBLASLt, cuDNN) and kernels on explicit buffers";
+  let description = [{
+    The `culib` dialect is what `convert-mp-to-culib` produces and what the
+    plan serializer reads. Values are buffers (`memref`s with the identity
+    layout): activations come from `culib.alloc` (their offsets in the
+    activation arena are set by the memory planner), weights from
+    `culib.weight`, and graph inputs/outputs are function arguments. Each op
+    is one call the runtime makes, with the data types and the compute
+    (accumulation) type it uses: 16-bit inputs with an `f32` compute type is
+    the tensor-core contract.
+  }];
+  // The enum attributes (CuLibAttrs.td) print as #culib.<mnemonic><...>.
+  let useDefaultAttributePrinterParser = 1;
+}
+
+#endif // MP_DIALECT_CULIB_CULIBDIALECT_TD
