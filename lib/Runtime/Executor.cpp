@@ -104,7 +104,9 @@ std::vector<size_t> CallTimes::slowest(size_t n) const {
   return order;
 }
 
-std::string CallTimes::format(const Plan &plan, size_t top) const {
+std::string CallTimes::format(
+    const Plan &plan, size_t top,
+    const std::function<std::string(size_t)> &implementationOf) const {
   std::string out;
   char line[512];
   double perRun = msPerRun();
@@ -134,9 +136,12 @@ std::string CallTimes::format(const Plan &plan, size_t top) const {
     double ms = runs ? totalMs[i] / static_cast<double>(runs) : 0;
     std::string what = i < plan.calls.size() ? plan.calls[i].describe(i)
                                              : "call #" + std::to_string(i);
-    std::snprintf(line, sizeof line, "  %-56s %12.3f %6.1f%%\n", what.c_str(),
-                  ms, perRun > 0 ? 100.0 * ms / perRun : 0.0);
+    std::snprintf(line, sizeof line, "  %-56s %12.3f %6.1f%%", what.c_str(), ms,
+                  perRun > 0 ? 100.0 * ms / perRun : 0.0);
     out += line;
+    if (implementationOf)
+      out += "  " + implementationOf(i);
+    out += "\n";
   }
   return out;
 }
@@ -147,7 +152,8 @@ std::string CallTimes::format(const Plan &plan, size_t top) const {
 
 void CpuExecutor::AlignedFree::operator()(void *p) const { std::free(p); }
 
-Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name) {
+Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
+                                        const CpuExecutorOptions &options) {
   // After validatePlan every buffer lies in the arena or in its weight and
   // every call names existing buffers: the views below are in bounds.
   if (Status s = validatePlan(plan, name); !s)
@@ -240,14 +246,39 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name) {
     v.data = exec.bufferData_[id];
     return v;
   };
+  size_t fastScratch = 0;
   for (size_t i = 0; i < plan.calls.size(); ++i) {
-    for (uint32_t id : plan.calls[i].operands)
-      exec.prepared_[i].operands.push_back(viewOf(id));
+    Prepared &p = exec.prepared_[i];
+    std::vector<bool> constant;
+    for (uint32_t id : plan.calls[i].operands) {
+      p.operands.push_back(viewOf(id));
+      constant.push_back(plan.buffer(id)->storage == BufferStorage::Weight);
+    }
     for (uint32_t id : plan.calls[i].results)
-      exec.prepared_[i].results.push_back(viewOf(id));
+      p.results.push_back(viewOf(id));
+    if (options.kernels == cpu::CpuKernels::Fast) {
+      cpu::FastCallChoice choice =
+          cpu::prepareFastCall(plan.calls[i], p.operands, p.results, constant);
+      p.fast = std::move(choice.call);
+      p.whyOwn = std::move(choice.why);
+      if (p.fast)
+        fastScratch = std::max(fastScratch, p.fast->scratchBytes());
+    } else {
+      p.whyOwn = "the reference kernels were asked for";
+    }
+  }
+  // The library's scratch memory is the workspace too (one call runs at a
+  // time).
+  if (fastScratch > exec.workspaceSize_) {
+    exec.workspace_.reset(allocateZeroed(fastScratch));
+    if (!exec.workspace_)
+      return Status::error(name + ": cannot allocate the workspace of " +
+                           std::to_string(fastScratch) + " bytes");
+    exec.workspaceSize_ = fastScratch;
   }
   exec.plan_ = std::move(plan);
   exec.name_ = name;
+  exec.options_ = options;
   exec.times_.totalMs.assign(exec.plan_.calls.size(), 0.0);
   return exec;
 }
@@ -292,7 +323,7 @@ Status CpuExecutor::execute() {
     cpu::CallArgs args{plan_.calls[i], p.operands, p.results, workspace_.get(),
                        workspaceSize_};
     auto start = std::chrono::steady_clock::now();
-    Status s = p.fn(args);
+    Status s = p.fast ? p.fast->run(workspace_.get()) : p.fn(args);
     if (timing_)
       times_.totalMs[i] += msSince(start);
     if (!s)
@@ -301,6 +332,15 @@ Status CpuExecutor::execute() {
   if (timing_)
     ++times_.runs;
   return Status::ok();
+}
+
+std::string CpuExecutor::implementationOf(size_t call) const {
+  if (call >= prepared_.size())
+    return "";
+  const Prepared &p = prepared_[call];
+  if (p.fast)
+    return p.fast->implementation();
+  return p.whyOwn.empty() ? "own" : "own: " + p.whyOwn;
 }
 
 Result<std::vector<NamedTensor>> CpuExecutor::readOutputs() const {

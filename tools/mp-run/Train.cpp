@@ -614,7 +614,7 @@ Result<Exec> evalExecutor(const Exec &train, const EvalSet &eval,
         "not evaluate the model being trained");
   if (copied)
     *copied = n;
-  return Exec::create(std::move(plan), eval.planPath);
+  return Exec::create(std::move(plan), eval.planPath, train.options());
 }
 
 /// Runs the eval set through the eval plan in its batches (the last one
@@ -700,7 +700,8 @@ int runTraining(const TrainOptions &opts, Failure &failure) {
     return train(opts, failure, created.take());
   }
 #endif
-  Result<CpuExecutor> created = CpuExecutor::create(loaded.take(), planPath);
+  Result<CpuExecutor> created = CpuExecutor::create(
+      loaded.take(), planPath, cpuExecutorOptions(opts.backend));
   if (!created)
     return fail(planPath, created.message());
   return train(opts, failure, created.take());
@@ -978,7 +979,7 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
     return 2;
 
   if (opts.timing)
-    std::fputs(exec.callTimes().format(plan).c_str(), stdout);
+    std::fputs(timingReport(exec).c_str(), stdout);
   if (!opts.savePath.empty()) {
     Result<Plan> trained = exec.planWithState();
     if (!trained)

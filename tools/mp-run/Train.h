@@ -44,7 +44,7 @@ struct TrainOptions {
   std::string stepLogPath;     ///< one CSV row per step
   bool printPlan = false;      ///< print the plan first (mp-run's --print-plan)
   bool timing = false;         ///< print the time per call kind at the end
-  std::string backend = "cpu"; ///< cpu or cuda (mp-run --backend)
+  std::string backend = "cpu"; ///< cpu, cpu-ref or cuda (mp-run --backend)
   std::string cudaBatchNorm = "auto"; ///< mp-run --cuda-batch-norm
   /// mp-run --weights / --unchecked-weights: fill the plan's external
   /// weights from this directory or plan file first.
@@ -64,6 +64,19 @@ bool fillWeights(rt::Plan &plan, const std::string &planPath,
 /// The CUDA executor's options for a --cuda-batch-norm value that mp-run
 /// checked (auto, spatial, own). Defined in mp-run.cpp.
 rt::CudaExecutorOptions cudaExecutorOptions(const std::string &batchNorm);
+#endif
+
+/// The CPU executor's options for a --backend value (cpu: the fast kernels
+/// where they apply; cpu-ref: the reference kernels only). Defined in
+/// mp-run.cpp.
+rt::CpuExecutorOptions cpuExecutorOptions(const std::string &backend);
+
+/// --timing's report of an executor: the time per call kind and the slowest
+/// calls, for the CPU each with what runs it, after the CPU's instruction
+/// set. Defined in mp-run.cpp.
+std::string timingReport(const rt::CpuExecutor &exec);
+#if MP_HAVE_CUDA_BACKEND
+std::string timingReport(const rt::CudaExecutor &exec);
 #endif
 
 /// Prints a plan's inputs, outputs, buffers, calls and training information

@@ -81,8 +81,12 @@ OPTIONS:
                         (without inputs, only print it)
   --zero-inputs         bind the inputs not given to zeros (to check that a
                         plan runs, or time it, without data)
-  --backend=B           cpu (default) or cuda: run on the GPU (needs an
-                        mp-run built with the CUDA backend and a GPU)
+  --backend=B           cpu (default: oneDNN's primitives for the calls it
+                        covers, bf16 on CPUs with bf16 dot products, the
+                        reference kernels for the rest), cpu-ref (the exact
+                        reference kernels only) or cuda: run on the GPU
+                        (needs an mp-run built with the CUDA backend and a
+                        GPU)
   --check               only check that the backend accepts the plan, and
                         exit: the plan's structure and call kinds; with
                         --backend=cuda also every call's attributes, shapes
@@ -154,7 +158,7 @@ struct Options {
   double scaleTol = 0; // > 0: compare against the output's scale
   bool timing = false, printPlan = false, zeroInputs = false, help = false;
   int repeat = 0, warmup = -1;   ///< 0 / -1: not given
-  std::string backend = "cpu";   ///< cpu or cuda
+  std::string backend = "cpu";   ///< cpu, cpu-ref or cuda
   std::string cudaBatchNorm;     ///< --cuda-batch-norm (empty: not given)
   bool check = false;            ///< --check: validate for the backend only
   std::string weightsPath;       ///< --weights
@@ -281,8 +285,10 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
         return fail("--seed needs an integer >= 0, got '" + value + "'");
       opts.trainOnly.push_back(key);
     } else if (key == "--backend") {
-      if (!takeValue() || (value != "cpu" && value != "cuda"))
-        return fail("--backend must be cpu or cuda, got '" + value + "'");
+      if (!takeValue() ||
+          (value != "cpu" && value != "cpu-ref" && value != "cuda"))
+        return fail("--backend must be cpu, cpu-ref or cuda, got '" + value +
+                    "'");
       opts.backend = value;
     } else if (key == "--cuda-batch-norm") {
       if (!takeValue() ||
@@ -771,7 +777,7 @@ template <typename Exec> int runInference(Exec &exec, const Options &opts) {
     outputs = out.take();
   }
   if (opts.timing)
-    std::fputs(exec.callTimes().format(p).c_str(), stdout);
+    std::fputs(mp::tools::timingReport(exec).c_str(), stdout);
 
   if (!opts.outputDir.empty() && !writeOutputs(outputs, opts, failure))
     return report(failure);
@@ -801,7 +807,8 @@ int runOnBackend(Plan plan, const Options &opts) {
 #endif
   }
   Result<CpuExecutor> exec =
-      CpuExecutor::create(std::move(plan), opts.planPath);
+      CpuExecutor::create(std::move(plan), opts.planPath,
+                          mp::tools::cpuExecutorOptions(opts.backend));
   if (!exec)
     return report({opts.planPath, exec.message()});
   return runInference(*exec, opts);
@@ -818,6 +825,29 @@ CudaExecutorOptions cudaExecutorOptions(const std::string &batchNorm) {
                 : batchNorm == "spatial" ? rt::cuda::BatchNormImpl::CudnnSpatial
                                          : rt::cuda::BatchNormImpl::Auto;
   return o;
+}
+#endif
+
+CpuExecutorOptions cpuExecutorOptions(const std::string &backend) {
+  CpuExecutorOptions o;
+  o.kernels = backend == "cpu-ref" ? rt::cpu::CpuKernels::Reference
+                                   : rt::cpu::CpuKernels::Fast;
+  return o;
+}
+
+std::string timingReport(const CpuExecutor &exec) {
+  std::string isa = rt::cpu::haveFastKernels()
+                        ? "oneDNN on " + rt::cpu::fastKernelIsa()
+                        : "reference kernels only (built without oneDNN)";
+  return "CPU kernels: " + isa + "\n" +
+         exec.callTimes().format(exec.plan(), 10, [&](size_t i) {
+           return exec.implementationOf(i);
+         });
+}
+
+#if MP_HAVE_CUDA_BACKEND
+std::string timingReport(const CudaExecutor &exec) {
+  return exec.callTimes().format(exec.plan());
 }
 #endif
 

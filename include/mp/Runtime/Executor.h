@@ -32,6 +32,7 @@
 #define MP_RUNTIME_EXECUTOR_H
 
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/FastCalls.h"
 #include "mp/Runtime/Plan.h"
 #include "mp/Runtime/Status.h"
 #include "mp/Runtime/Tensor.h"
@@ -76,7 +77,9 @@ struct CallTimes {
   double msPerRun() const;
   /// The table mp-run --timing prints: by kind, then the `top` slowest calls
   /// with their locations.
-  std::string format(const Plan &plan, size_t top = 10) const;
+  std::string format(const Plan &plan, size_t top = 10,
+                     const std::function<std::string(size_t)>
+                         &implementationOf = nullptr) const;
 };
 
 /// Statistics of timed runs (CpuExecutor::benchmark), in milliseconds.
@@ -105,16 +108,31 @@ Result<std::vector<NamedTensor>> runOnce(ExecutorT &executor,
   return executor.readOutputs();
 }
 
+struct CpuExecutorOptions {
+  /// Fast: the calls oneDNN covers run on its primitives, prepared here
+  /// (FastCalls.h); Reference: the exact reference kernels run every call.
+  cpu::CpuKernels kernels = cpu::CpuKernels::Fast;
+};
+
 class CpuExecutor {
 public:
   /// Validates `plan` (validatePlan, messages prefixed with `name`) and that
   /// every call kind has a CPU implementation ("call #3 (kernel.foo at node
   /// 'x'): no CPU implementation of 'kernel.foo'"), allocates the arena and
-  /// the workspace and prepares every call's views.
+  /// the workspace, prepares every call's views and, with fast kernels, the
+  /// library primitives of the calls they cover.
   static Result<CpuExecutor> create(Plan plan,
-                                    const std::string &name = "<plan>");
+                                    const std::string &name = "<plan>",
+                                    const CpuExecutorOptions &options = {});
+
+  /// What runs call i: the library's implementation (e.g.
+  /// "onednn:brg:avx512_core_bf16") or "own" with the reason the reference
+  /// kernel runs it ("own: a C operand (beta * C)"); "own" alone for calls
+  /// no library covers.
+  std::string implementationOf(size_t call) const;
 
   const Plan &plan() const { return plan_; }
+  const CpuExecutorOptions &options() const { return options_; }
 
   /// Runs the plan: binds `inputs` (every graph input exactly once, by name,
   /// with the binding's dtype and shape), runs the calls in order and returns
@@ -175,6 +193,9 @@ private:
   struct Prepared {
     cpu::CallFn fn = nullptr;
     std::vector<TensorView> operands, results;
+    /// The library primitive that runs the call instead of fn, if any.
+    std::unique_ptr<cpu::PreparedCall> fast;
+    std::string whyOwn; ///< without `fast`: why the reference runs it
   };
   struct AlignedFree {
     void operator()(void *p) const;
@@ -191,6 +212,7 @@ private:
 
   Plan plan_;
   std::string name_;
+  CpuExecutorOptions options_;
   std::unique_ptr<void, AlignedFree> arena_;
   std::vector<StateSlot> state_; ///< in buffer id order
   /// Per buffer id: where its bytes are (arena, weight or state memory).

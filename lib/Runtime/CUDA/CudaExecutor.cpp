@@ -443,6 +443,9 @@ Result<CudaExecutor> CudaExecutor::create(Plan plan, const std::string &name,
 }
 
 const Plan &CudaExecutor::plan() const { return impl_->plan; }
+const CudaExecutorOptions &CudaExecutor::options() const {
+  return impl_->options;
+}
 size_t CudaExecutor::arenaSize() const { return impl_->plan.arenaSize; }
 size_t CudaExecutor::workspaceSize() const { return impl_->workspaceSize; }
 bool CudaExecutor::usesGraph() const { return impl_->graphExec != nullptr; }

@@ -112,6 +112,12 @@ Status checkUnscaleCheckFinite(const std::vector<TensorView> &operands,
 /// growth_interval (GradScaler's defaults).
 Result<LossScaleConfig> lossScaleConfigOf(const PlanCall &call);
 
+/// cublaslt.matmul's attributes (trans_a, trans_b, alpha, beta, epilogue).
+Result<MatmulOptions> matmulOptionsOf(const PlanCall &call);
+/// cudnn.conv_fwd's attributes (pads, strides, dilations, groups, layout,
+/// activation) for an x of `spatial` spatial dims.
+Result<ConvOptions> convOptionsOf(const PlanCall &call, size_t spatial);
+
 /// cudnn.pool's attributes (mode, window, pads, strides, dilations, layout)
 /// for an x of `spatial` spatial dims; errors for indices (has_indices)
 /// with an average or channels last.

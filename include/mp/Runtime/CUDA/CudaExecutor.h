@@ -86,6 +86,7 @@ public:
   ~CudaExecutor();
 
   const Plan &plan() const;
+  const CudaExecutorOptions &options() const;
 
   /// bindInputs + execute + readOutputs, as CpuExecutor::run.
   Result<std::vector<NamedTensor>> run(const std::vector<NamedView> &inputs);

@@ -64,18 +64,7 @@ Status matmulCall(const CallArgs &args) {
   if (Status s = checkOperandCount(args, 2, size_t(hasC) + size_t(hasBias), 1);
       !s)
     return s;
-  MatmulOptions options;
-  MP_RT_TRY_ASSIGN(transA, intAttr(call, "trans_a", 0));
-  MP_RT_TRY_ASSIGN(transB, intAttr(call, "trans_b", 0));
-  MP_RT_TRY_ASSIGN(alpha, floatAttr(call, "alpha", 1.0));
-  MP_RT_TRY_ASSIGN(beta, floatAttr(call, "beta", 0.0));
-  MP_RT_TRY_ASSIGN(epilogue, stringAttr(call, "epilogue", "none"));
-  MP_RT_TRY_ASSIGN(activation, parseActivation(epilogue, "epilogue", true));
-  options.transA = transA != 0;
-  options.transB = transB != 0;
-  options.alpha = alpha;
-  options.beta = beta;
-  options.epilogue = activation;
+  MP_RT_TRY_ASSIGN(options, matmulOptionsOf(call));
   if (Status s =
           checkComputeType(call, args.operands[0].dtype, /*required=*/true);
       !s)
@@ -98,23 +87,7 @@ Status convCall(const CallArgs &args) {
     return s;
   const TensorView &x = args.operands[0];
   MP_RT_TRY_ASSIGN(spatial, spatialRank(x, "x"));
-  ConvOptions options;
-  MP_RT_TRY_ASSIGN(pads, intListAttr(call, "pads"));
-  MP_RT_TRY_ASSIGN(strides, intListAttr(call, "strides"));
-  MP_RT_TRY_ASSIGN(dilations, intListAttr(call, "dilations"));
-  MP_RT_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
-  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
-  MP_RT_TRY_ASSIGN(activationName, stringAttr(call, "activation", "none"));
-  MP_RT_TRY_ASSIGN(activation, parseActivation(activationName, "activation",
-                                            /*allowGelu=*/false));
-  if (Status s = splitPads(pads, spatial, options.padsBegin, options.padsEnd);
-      !s)
-    return s;
-  options.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
-  options.strides = std::move(strides);
-  options.dilations = std::move(dilations);
-  options.groups = groups;
-  options.activation = activation;
+  MP_RT_TRY_ASSIGN(options, convOptionsOf(call, spatial));
   if (Status s = checkComputeType(call, x.dtype, /*required=*/true); !s)
     return s;
   const TensorView *bias = hasBias ? &args.operands[2] : nullptr;
@@ -191,6 +164,43 @@ Status softmaxCall(const CallArgs &args) {
 
 
 } // namespace
+
+Result<MatmulOptions> matmulOptionsOf(const PlanCall &call) {
+  MatmulOptions options;
+  MP_RT_TRY_ASSIGN(transA, intAttr(call, "trans_a", 0));
+  MP_RT_TRY_ASSIGN(transB, intAttr(call, "trans_b", 0));
+  MP_RT_TRY_ASSIGN(alpha, floatAttr(call, "alpha", 1.0));
+  MP_RT_TRY_ASSIGN(beta, floatAttr(call, "beta", 0.0));
+  MP_RT_TRY_ASSIGN(epilogue, stringAttr(call, "epilogue", "none"));
+  MP_RT_TRY_ASSIGN(activation, parseActivation(epilogue, "epilogue", true));
+  options.transA = transA != 0;
+  options.transB = transB != 0;
+  options.alpha = alpha;
+  options.beta = beta;
+  options.epilogue = activation;
+  return options;
+}
+
+Result<ConvOptions> convOptionsOf(const PlanCall &call, size_t spatial) {
+  ConvOptions options;
+  MP_RT_TRY_ASSIGN(pads, intListAttr(call, "pads"));
+  MP_RT_TRY_ASSIGN(strides, intListAttr(call, "strides"));
+  MP_RT_TRY_ASSIGN(dilations, intListAttr(call, "dilations"));
+  MP_RT_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
+  MP_RT_TRY_ASSIGN(activationName, stringAttr(call, "activation", "none"));
+  MP_RT_TRY_ASSIGN(activation, parseActivation(activationName, "activation",
+                                               /*allowGelu=*/false));
+  if (Status s = splitPads(pads, spatial, options.padsBegin, options.padsEnd);
+      !s)
+    return s;
+  options.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  options.strides = std::move(strides);
+  options.dilations = std::move(dilations);
+  options.groups = groups;
+  options.activation = activation;
+  return options;
+}
 
 Result<PoolOptions> poolOptionsOf(const PlanCall &call, size_t spatial,
                                   bool hasIndices) {

@@ -1,0 +1,69 @@
+//===- FastCalls.h - plan calls prepared on a CPU library -------*- C++ -*-===//
+//
+// The CPU backend has two kinds of kernels. The reference kernels (Calls.h,
+// Kernels.h) are exact and portable: they run every call. The fast ones are
+// library primitives (oneDNN) prepared once when a plan is loaded, for the
+// calls, shapes and dtypes the library covers on this CPU: matmul and
+// convolution forward in f32 and, where the CPU has bf16 dot products
+// (avx512_core_bf16, AMX), in bf16 with f32 accumulation and one rounding.
+// A call the library does not cover keeps its reference kernel, and says
+// why.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_RUNTIME_CPU_FASTCALLS_H
+#define MP_RUNTIME_CPU_FASTCALLS_H
+
+#include "mp/Runtime/Plan.h"
+#include "mp/Runtime/Status.h"
+#include "mp/Runtime/Tensor.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mp::rt::cpu {
+
+/// Which kernels a CPU executor runs.
+enum class CpuKernels {
+  Fast,     ///< library primitives where they apply, else the reference
+  Reference ///< the exact reference kernels only (mp-run --backend=cpu-ref)
+};
+
+/// A call bound to its buffers with a library primitive made for them.
+class PreparedCall {
+public:
+  virtual ~PreparedCall() = default;
+  /// Scratch memory run() needs (the executor's workspace).
+  virtual size_t scratchBytes() const = 0;
+  /// Runs the call on the buffers it was prepared with.
+  virtual Status run(void *scratch) = 0;
+  /// The library's name of the implementation, e.g.
+  /// "onednn:brg:avx512_core_bf16".
+  virtual const std::string &implementation() const = 0;
+};
+
+/// What prepareFastCall found for a call.
+struct FastCallChoice {
+  std::unique_ptr<PreparedCall> call; ///< null: the reference kernel runs it
+  std::string why; ///< with no call: the reason (for --timing / --print-plan)
+};
+
+/// A fast implementation of `call` on these views, made once. `constant[k]`
+/// says that operand k never changes while the plan is loaded (a weight):
+/// the library may then keep it reordered into its own layout. The views
+/// must stay valid (the executor's buffers) for the prepared call's life.
+/// Never fails: a call it cannot prepare gets a reason instead.
+FastCallChoice prepareFastCall(const PlanCall &call,
+                               const std::vector<TensorView> &operands,
+                               const std::vector<TensorView> &results,
+                               const std::vector<bool> &constant);
+
+/// Whether this build has the fast kernels (oneDNN), and the instruction
+/// set they use on this CPU (e.g. "avx512_core_bf16"; "none" without).
+bool haveFastKernels();
+std::string fastKernelIsa();
+
+} // namespace mp::rt::cpu
+
+#endif // MP_RUNTIME_CPU_FASTCALLS_H

@@ -1,0 +1,64 @@
+//===- FastCalls.cpp - which calls run on oneDNN --------------------------===//
+#include "mp/Runtime/CPU/FastCalls.h"
+
+#ifdef MP_RUNTIME_HAVE_ONEDNN
+#include "OneDNN/OneDnn.h"
+#endif
+
+namespace mp::rt::cpu {
+
+#ifdef MP_RUNTIME_HAVE_ONEDNN
+
+FastCallChoice prepareFastCall(const PlanCall &call,
+                               const std::vector<TensorView> &operands,
+                               const std::vector<TensorView> &results,
+                               const std::vector<bool> &constant) {
+  if (call.kind == "cublaslt.matmul")
+    return onednn::prepareMatmul(call, operands, results, constant);
+  if (call.kind == "cudnn.conv_fwd")
+    return onednn::prepareConv(call, operands, results, constant);
+  if (call.kind == "cudnn.pool")
+    return onednn::preparePool(call, operands, results);
+  return {nullptr, "no oneDNN primitive for " + call.kind + " yet"};
+}
+
+bool haveFastKernels() { return true; }
+
+std::string fastKernelIsa() {
+  switch (dnnl::get_effective_cpu_isa()) {
+  case dnnl::cpu_isa::sse41:
+    return "sse41";
+  case dnnl::cpu_isa::avx:
+    return "avx";
+  case dnnl::cpu_isa::avx2:
+    return "avx2";
+  case dnnl::cpu_isa::avx2_vnni:
+    return "avx2_vnni";
+  case dnnl::cpu_isa::avx512_core:
+    return "avx512_core";
+  case dnnl::cpu_isa::avx512_core_vnni:
+    return "avx512_core_vnni";
+  case dnnl::cpu_isa::avx512_core_bf16:
+    return "avx512_core_bf16";
+  case dnnl::cpu_isa::avx512_core_amx:
+    return "avx512_core_amx";
+  default:
+    return "other";
+  }
+}
+
+#else // no oneDNN: the reference kernels run everything.
+
+FastCallChoice prepareFastCall(const PlanCall &,
+                               const std::vector<TensorView> &,
+                               const std::vector<TensorView> &,
+                               const std::vector<bool> &) {
+  return {nullptr, "built without oneDNN"};
+}
+
+bool haveFastKernels() { return false; }
+std::string fastKernelIsa() { return "none"; }
+
+#endif
+
+} // namespace mp::rt::cpu

@@ -1,0 +1,144 @@
+//===- OneDnn.cpp - the CPU backend's oneDNN primitives -------------------===//
+#include "OneDnn.h"
+
+#include <cstring>
+
+namespace mp::rt::cpu::onednn {
+
+const dnnl::engine &engine() {
+  static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
+  return cpu;
+}
+
+std::optional<dnnl::memory::data_type> dataTypeOf(DType t) {
+  using dt = dnnl::memory::data_type;
+  switch (t) {
+  case DType::F32:
+    return dt::f32;
+  case DType::F16:
+    return dt::f16;
+  case DType::BF16:
+    return dt::bf16;
+  default:
+    return std::nullopt;
+  }
+}
+
+dnnl::memory::desc plainDesc(const dnnl::memory::dims &dims,
+                             dnnl::memory::data_type t) {
+  return dnnl::memory::desc(dims, t, rowMajorStrides(dims));
+}
+
+dnnl::memory::desc stridedDesc(const dnnl::memory::dims &dims,
+                               dnnl::memory::data_type t,
+                               const dnnl::memory::dims &strides) {
+  return dnnl::memory::desc(dims, t, strides);
+}
+
+/// Row-major strides of `shape`.
+dnnl::memory::dims rowMajorStrides(const Shape &shape) {
+  dnnl::memory::dims strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+/// An activation [N, C, D...] (NCHW) or [N, D..., C] (NHWC) as oneDNN's
+/// logical [N, C, D...] with the strides of its data.
+dnnl::memory::desc activationDesc(const TensorView &t, Layout layout,
+                                  dnnl::memory::data_type type) {
+  const Shape &s = t.shape;
+  dnnl::memory::dims physical = rowMajorStrides(s);
+  if (layout == Layout::NCHW)
+    return stridedDesc(dnnl::memory::dims(s.begin(), s.end()), type, physical);
+  size_t rank = s.size();
+  dnnl::memory::dims logical{s[0], s[rank - 1]},
+      strides{physical[0], physical[rank - 1]};
+  for (size_t i = 1; i + 1 < rank; ++i) {
+    logical.push_back(s[i]);
+    strides.push_back(physical[i]);
+  }
+  return stridedDesc(logical, type, strides);
+}
+
+dnnl::post_ops postOpsOf(Activation activation) {
+  dnnl::post_ops ops;
+  switch (activation) {
+  case Activation::None:
+    break;
+  case Activation::Relu:
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    break;
+  case Activation::Gelu:
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
+    break;
+  case Activation::GeluTanh:
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+    break;
+  }
+  return ops;
+}
+
+std::string implementationName(const dnnl::primitive_desc_base &pd) {
+  return std::string("onednn:") + pd.impl_info_str();
+}
+
+bool isReferenceImplementation(const dnnl::primitive_desc_base &pd) {
+  return std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
+}
+
+Result<std::unique_ptr<PrimitiveCall>> PrimitiveCall::create(
+    const dnnl::primitive_desc_base &pd, dnnl::primitive primitive,
+    const std::unordered_map<int, dnnl::memory> &userArgs,
+    const std::unordered_map<int, dnnl::memory::desc> &wantedDescs,
+    const std::vector<int> &constantArgs) {
+  auto call = std::unique_ptr<PrimitiveCall>(new PrimitiveCall());
+  call->primitive_ = std::move(primitive);
+  call->name_ = implementationName(pd);
+  dnnl::stream stream(engine());
+  for (const auto &[arg, user] : userArgs) {
+    auto wanted = wantedDescs.find(arg);
+    if (wanted == wantedDescs.end() || wanted->second == user.get_desc()) {
+      call->args_[arg] = user;
+      continue;
+    }
+    // The primitive wants this operand in its own layout: memory the call
+    // owns, filled now (a constant) or before every run.
+    dnnl::memory own(wanted->second, engine());
+    dnnl::reorder reorder(user, own);
+    bool constant = false;
+    for (int c : constantArgs)
+      constant |= c == arg;
+    if (constant) {
+      reorder.execute(stream, const_cast<dnnl::memory &>(user), own);
+      stream.wait();
+    } else {
+      call->perRun_.push_back({reorder, user, own});
+    }
+    call->args_[arg] = own;
+  }
+  call->stream_ = dnnl::stream(engine());
+  dnnl::memory::desc scratch = pd.scratchpad_desc();
+  call->scratchBytes_ = scratch.get_size();
+  if (call->scratchBytes_) {
+    call->scratch_ = dnnl::memory(scratch, engine(), nullptr);
+    call->args_[DNNL_ARG_SCRATCHPAD] = call->scratch_;
+  }
+  return call;
+}
+
+Status PrimitiveCall::run(void *scratch) {
+  try {
+    for (Reorder &r : perRun_)
+      r.primitive.execute(stream_, r.from, r.to);
+    if (scratchBytes_)
+      scratch_.set_data_handle(scratch);
+    primitive_.execute(stream_, args_);
+    stream_.wait();
+  } catch (const dnnl::error &e) {
+    return Status::error(name_ + ": " + e.what());
+  }
+  return Status::ok();
+}
+
+} // namespace mp::rt::cpu::onednn

@@ -1,0 +1,141 @@
+//===- OneDnnConv.cpp - cudnn.conv_fwd on oneDNN's convolution ------------===//
+//
+// y = activation(conv(x, w) + bias) as one oneDNN forward convolution, for
+// 1-3 spatial dims, grouped and depthwise, channels first or last. x and y
+// stay in the plan's layout (they are arena buffers other calls read); the
+// filter goes into the layout the primitive wants: once for a weight,
+// before every run for a filter that changes (a training step's state).
+// Channels-last (culib-nhwc-layout) is what oneDNN's fastest bf16 kernels
+// take; channels-first gets its gemm kernels.
+//
+//===----------------------------------------------------------------------===//
+#include "OneDnn.h"
+
+#include "mp/Runtime/CPU/CallOptions.h"
+#include "mp/Runtime/CPU/Calls.h"
+
+namespace mp::rt::cpu::onednn {
+
+namespace {
+
+using dims = dnnl::memory::dims;
+
+/// The filter w ([M, C/g, K...] or, NHWC, [M, K..., C/g]) as oneDNN's
+/// logical [M, C/g, K...] or, grouped, [g, M/g, C/g, K...].
+dnnl::memory::desc filterDesc(const TensorView &w, Layout layout,
+                              int64_t groups, dnnl::memory::data_type type) {
+  const Shape &s = w.shape;
+  size_t rank = s.size();
+  dims physical = rowMajorStrides(s);
+  // [M, C/g, K...] with the strides of each of them.
+  dims logical{s[0]}, strides{physical[0]};
+  if (layout == Layout::NCHW) {
+    for (size_t i = 1; i < rank; ++i) {
+      logical.push_back(s[i]);
+      strides.push_back(physical[i]);
+    }
+  } else {
+    logical.push_back(s[rank - 1]);
+    strides.push_back(physical[rank - 1]);
+    for (size_t i = 1; i + 1 < rank; ++i) {
+      logical.push_back(s[i]);
+      strides.push_back(physical[i]);
+    }
+  }
+  if (groups > 1) {
+    // M = g * (M/g), the group outermost.
+    logical[0] /= groups;
+    logical.insert(logical.begin(), groups);
+    strides.insert(strides.begin(), strides[0] * logical[1]);
+  }
+  return stridedDesc(logical, type, strides);
+}
+
+} // namespace
+
+FastCallChoice prepareConv(const PlanCall &call,
+                           const std::vector<TensorView> &operands,
+                           const std::vector<TensorView> &results,
+                           const std::vector<bool> &constant) {
+  auto own = [](std::string why) { return FastCallChoice{nullptr, why}; };
+  Result<bool> hasBias = hasBuffer(call, "bias");
+  if (!hasBias || operands.size() != 2 + size_t(*hasBias) ||
+      results.size() != 1)
+    return own("the reference kernel reports the call's error");
+  const TensorView &x = operands[0], &w = operands[1], &y = results[0];
+  const TensorView *bias = *hasBias ? &operands[2] : nullptr;
+  Result<size_t> spatial = spatialRank(x, "x");
+  if (!spatial)
+    return own("the reference kernel reports the call's error");
+  Result<ConvOptions> options = convOptionsOf(call, *spatial);
+  if (!options || !checkComputeType(call, x.dtype, /*required=*/true) ||
+      !checkConv(x, w, bias, nullptr, y, *options))
+    return own("the reference kernel reports the call's error");
+  if (*spatial > 3)
+    return own(std::to_string(*spatial) + " spatial dims");
+  std::optional<dnnl::memory::data_type> in = dataTypeOf(x.dtype),
+                                         out = dataTypeOf(y.dtype);
+  std::optional<dnnl::memory::data_type> biasType =
+      bias ? dataTypeOf(bias->dtype) : in;
+  if (!in || !out || !biasType)
+    return own("dtype " + std::string(dtypeName(x.dtype)));
+
+  try {
+    const ConvOptions &o = *options;
+    size_t k = *spatial;
+    dims strides(k, 1), dilates(k, 0), padsBegin(k, 0), padsEnd(k, 0);
+    for (size_t i = 0; i < k; ++i) {
+      if (!o.strides.empty())
+        strides[i] = o.strides[i];
+      if (!o.dilations.empty())
+        dilates[i] = o.dilations[i] - 1; // oneDNN counts the gaps
+      if (!o.padsBegin.empty()) {
+        padsBegin[i] = o.padsBegin[i];
+        padsEnd[i] = o.padsEnd[i];
+      }
+    }
+    dnnl::memory::desc xDesc = activationDesc(x, o.layout, *in);
+    dnnl::memory::desc yDesc = activationDesc(y, o.layout, *out);
+    dnnl::memory::desc wUser = filterDesc(w, o.layout, o.groups, *in);
+    dnnl::memory::desc wAny(wUser.dims(), *in, dnnl::memory::format_tag::any);
+    dnnl::memory::desc biasDesc;
+    if (bias)
+      biasDesc = plainDesc({bias->shape[0]}, *biasType);
+
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_post_ops(postOpsOf(o.activation));
+    auto algorithm = dnnl::algorithm::convolution_direct;
+    auto kind = dnnl::prop_kind::forward_inference;
+    dnnl::convolution_forward::desc desc =
+        bias ? dnnl::convolution_forward::desc(kind, algorithm, xDesc, wAny,
+                                               biasDesc, yDesc, strides,
+                                               dilates, padsBegin, padsEnd)
+             : dnnl::convolution_forward::desc(kind, algorithm, xDesc, wAny,
+                                               yDesc, strides, dilates,
+                                               padsBegin, padsEnd);
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
+    if (isReferenceImplementation(pd))
+      return own("oneDNN has only its reference implementation (" +
+                 implementationName(pd) + ")");
+
+    std::unordered_map<int, dnnl::memory> user = {
+        {DNNL_ARG_SRC, dnnl::memory(xDesc, engine(), x.data)},
+        {DNNL_ARG_WEIGHTS, dnnl::memory(wUser, engine(), w.data)},
+        {DNNL_ARG_DST, dnnl::memory(yDesc, engine(), y.data)}};
+    if (bias)
+      user[DNNL_ARG_BIAS] = dnnl::memory(biasDesc, engine(), bias->data);
+    bool constantW = constant.size() > 1 && constant[1];
+    Result<std::unique_ptr<PrimitiveCall>> prepared = PrimitiveCall::create(
+        pd, dnnl::convolution_forward(pd), user,
+        {{DNNL_ARG_WEIGHTS, pd.weights_desc()}},
+        constantW ? std::vector<int>{DNNL_ARG_WEIGHTS} : std::vector<int>{});
+    if (!prepared)
+      return own(prepared.message());
+    return FastCallChoice{prepared.take(), ""};
+  } catch (const dnnl::error &e) {
+    return own(std::string("oneDNN: ") + e.what());
+  }
+}
+
+} // namespace mp::rt::cpu::onednn

@@ -1,0 +1,132 @@
+//===- OneDnnMatmul.cpp - cublaslt.matmul on oneDNN's matmul --------------===//
+//
+// D = epilogue(alpha * op(A) op(B) + bias) as one oneDNN matmul: batch dims
+// broadcast (numpy rules, ranks aligned with leading 1s), transposes as
+// strides, the bias and the epilogue fused (a bias vector, an eltwise
+// post-op), alpha as the output scale. A constant B (a weight) is reordered
+// once into the layout the primitive wants. What it leaves to the reference
+// kernel: a C operand (beta * C), alpha with a bias (oneDNN scales after
+// the bias), 1-D operands, f64, and whatever the library has no fast
+// implementation of on this CPU (e.g. f16 without avx512_core_fp16).
+//
+//===----------------------------------------------------------------------===//
+#include "OneDnn.h"
+
+#include "mp/Runtime/CPU/CallOptions.h"
+#include "mp/Runtime/CPU/Calls.h"
+
+namespace mp::rt::cpu::onednn {
+
+namespace {
+
+using dims = dnnl::memory::dims;
+
+/// The logical dims [batch..., rows, cols] of `t` with its batch padded to
+/// `batchRank` leading dims, and the strides (elements) of its row-major
+/// data, with the last two swapped when `transposed`.
+void logicalOf(const TensorView &t, size_t batchRank, bool transposed,
+               dims &logical, dims &strides) {
+  const Shape &s = t.shape;
+  size_t rank = s.size();
+  dims physicalStrides = rowMajorStrides(s);
+  logical.assign(batchRank + 2, 1);
+  strides.assign(batchRank + 2, 0);
+  size_t pad = batchRank + 2 - rank;
+  for (size_t i = 0; i < rank; ++i) {
+    logical[pad + i] = s[i];
+    strides[pad + i] = physicalStrides[i];
+  }
+  for (size_t i = 0; i < pad; ++i)
+    strides[i] = strides[pad] * logical[pad];
+  if (transposed) {
+    std::swap(logical[batchRank], logical[batchRank + 1]);
+    std::swap(strides[batchRank], strides[batchRank + 1]);
+  }
+}
+
+} // namespace
+
+FastCallChoice prepareMatmul(const PlanCall &call,
+                             const std::vector<TensorView> &operands,
+                             const std::vector<TensorView> &results,
+                             const std::vector<bool> &constant) {
+  auto own = [](std::string why) { return FastCallChoice{nullptr, why}; };
+  Result<bool> hasC = hasBuffer(call, "c");
+  Result<bool> hasBias = hasBuffer(call, "bias");
+  Result<MatmulOptions> options = matmulOptionsOf(call);
+  if (!hasC || !hasBias || !options ||
+      operands.size() != 2 + size_t(*hasC) + size_t(*hasBias) ||
+      results.size() != 1)
+    return own("the reference kernel reports the call's error");
+  const TensorView &a = operands[0], &b = operands[1], &d = results[0];
+  const TensorView *bias = *hasBias ? &operands[2 + size_t(*hasC)] : nullptr;
+  MatmulShape shape;
+  if (!checkComputeType(call, a.dtype, /*required=*/true) ||
+      !checkMatmul(a, b, nullptr, bias, d, *options, shape))
+    return own("the reference kernel reports the call's error");
+  if (*hasC)
+    return own("a C operand (beta * C)");
+  if (bias && options->alpha != 1.0)
+    return own("alpha with a bias (oneDNN scales after the bias)");
+  if (a.shape.size() < 2 || b.shape.size() < 2)
+    return own("a 1-D operand");
+  std::optional<dnnl::memory::data_type> in = dataTypeOf(a.dtype),
+                                         out = dataTypeOf(d.dtype);
+  std::optional<dnnl::memory::data_type> biasType =
+      bias ? dataTypeOf(bias->dtype) : in;
+  if (!in || !out || !biasType)
+    return own("dtype " + std::string(dtypeName(a.dtype)));
+
+  try {
+    size_t batchRank = d.shape.size() - 2;
+    dims aDims, aStrides, bDims, bStrides, dDims, dStrides;
+    logicalOf(a, batchRank, options->transA, aDims, aStrides);
+    logicalOf(b, batchRank, options->transB, bDims, bStrides);
+    logicalOf(d, batchRank, false, dDims, dStrides);
+    dnnl::memory::desc aDesc = stridedDesc(aDims, *in, aStrides);
+    dnnl::memory::desc bUser = stridedDesc(bDims, *in, bStrides);
+    dnnl::memory::desc dDesc = stridedDesc(dDims, *out, dStrides);
+    // A weight may go into whatever layout the primitive likes best.
+    bool constantB = constant.size() > 1 && constant[1];
+    dnnl::memory::desc bWanted =
+        constantB
+            ? dnnl::memory::desc(bDims, *in, dnnl::memory::format_tag::any)
+            : bUser;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (options->alpha != 1.0)
+      attr.set_output_scales(0, {static_cast<float>(options->alpha)});
+    attr.set_post_ops(postOpsOf(options->epilogue));
+
+    dnnl::memory::desc biasDesc;
+    if (bias) {
+      dims biasDims(dDims.size(), 1);
+      biasDims.back() = dDims.back();
+      biasDesc = plainDesc(biasDims, *biasType);
+    }
+    dnnl::matmul::desc desc =
+        bias ? dnnl::matmul::desc(aDesc, bWanted, biasDesc, dDesc)
+             : dnnl::matmul::desc(aDesc, bWanted, dDesc);
+    dnnl::matmul::primitive_desc pd(desc, attr, engine());
+    if (isReferenceImplementation(pd))
+      return own("oneDNN has only its reference implementation (" +
+                 implementationName(pd) + ")");
+
+    std::unordered_map<int, dnnl::memory> user = {
+        {DNNL_ARG_SRC, dnnl::memory(aDesc, engine(), a.data)},
+        {DNNL_ARG_WEIGHTS, dnnl::memory(bUser, engine(), b.data)},
+        {DNNL_ARG_DST, dnnl::memory(dDesc, engine(), d.data)}};
+    if (bias)
+      user[DNNL_ARG_BIAS] = dnnl::memory(biasDesc, engine(), bias->data);
+    Result<std::unique_ptr<PrimitiveCall>> prepared = PrimitiveCall::create(
+        pd, dnnl::matmul(pd), user, {{DNNL_ARG_WEIGHTS, pd.weights_desc()}},
+        constantB ? std::vector<int>{DNNL_ARG_WEIGHTS} : std::vector<int>{});
+    if (!prepared)
+      return own(prepared.message());
+    return FastCallChoice{prepared.take(), ""};
+  } catch (const dnnl::error &e) {
+    return own(std::string("oneDNN: ") + e.what());
+  }
+}
+
+} // namespace mp::rt::cpu::onednn

@@ -1,0 +1,82 @@
+//===- OneDnnPool.cpp - cudnn.pool on oneDNN's pooling --------------------===//
+//
+// Max and average pooling (padding excluded from or included in the
+// average) as one oneDNN forward pooling, channels first or last, x and y in
+// the plan's layout. Max pooling that also writes ONNX's indices stays on
+// the reference kernel (oneDNN's workspace is not ONNX's flattened index).
+//
+//===----------------------------------------------------------------------===//
+#include "OneDnn.h"
+
+#include "mp/Runtime/CPU/CallOptions.h"
+#include "mp/Runtime/CPU/Calls.h"
+
+namespace mp::rt::cpu::onednn {
+
+FastCallChoice preparePool(const PlanCall &call,
+                           const std::vector<TensorView> &operands,
+                           const std::vector<TensorView> &results) {
+  auto own = [](std::string why) { return FastCallChoice{nullptr, why}; };
+  Result<bool> hasIndices = hasBuffer(call, "indices");
+  if (!hasIndices || operands.size() != 1 ||
+      results.size() != 1 + size_t(*hasIndices))
+    return own("the reference kernel reports the call's error");
+  if (*hasIndices)
+    return own("ONNX's indices");
+  const TensorView &x = operands[0], &y = results[0];
+  Result<size_t> spatial = spatialRank(x, "x");
+  if (!spatial)
+    return own("the reference kernel reports the call's error");
+  Result<PoolOptions> options = poolOptionsOf(call, *spatial, false);
+  if (!options || !checkPool(x, y, *options))
+    return own("the reference kernel reports the call's error");
+  if (*spatial > 3)
+    return own(std::to_string(*spatial) + " spatial dims");
+  std::optional<dnnl::memory::data_type> type = dataTypeOf(x.dtype);
+  if (!type || y.dtype != x.dtype)
+    return own("dtype " + std::string(dtypeName(x.dtype)));
+
+  try {
+    const PoolOptions &o = *options;
+    size_t k = *spatial;
+    dnnl::memory::dims strides(k, 1), kernel(o.kernel.begin(), o.kernel.end()),
+        dilation(k, 0), padsBegin(k, 0), padsEnd(k, 0);
+    for (size_t i = 0; i < k; ++i) {
+      if (!o.strides.empty())
+        strides[i] = o.strides[i];
+      if (!o.dilations.empty())
+        dilation[i] = o.dilations[i] - 1; // oneDNN counts the gaps
+      if (!o.padsBegin.empty()) {
+        padsBegin[i] = o.padsBegin[i];
+        padsEnd[i] = o.padsEnd[i];
+      }
+    }
+    auto algorithm = o.kind == PoolKind::Max ? dnnl::algorithm::pooling_max
+                     : o.countIncludePad
+                         ? dnnl::algorithm::pooling_avg_include_padding
+                         : dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::memory::desc xDesc = activationDesc(x, o.layout, *type);
+    dnnl::memory::desc yDesc = activationDesc(y, o.layout, *type);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                        algorithm, xDesc, yDesc, strides,
+                                        kernel, dilation, padsBegin, padsEnd);
+    dnnl::pooling_v2_forward::primitive_desc pd(desc, attr, engine());
+    if (isReferenceImplementation(pd))
+      return own("oneDNN has only its reference implementation (" +
+                 implementationName(pd) + ")");
+    std::unordered_map<int, dnnl::memory> user = {
+        {DNNL_ARG_SRC, dnnl::memory(xDesc, engine(), x.data)},
+        {DNNL_ARG_DST, dnnl::memory(yDesc, engine(), y.data)}};
+    Result<std::unique_ptr<PrimitiveCall>> prepared =
+        PrimitiveCall::create(pd, dnnl::pooling_v2_forward(pd), user, {}, {});
+    if (!prepared)
+      return own(prepared.message());
+    return FastCallChoice{prepared.take(), ""};
+  } catch (const dnnl::error &e) {
+    return own(std::string("oneDNN: ") + e.what());
+  }
+}
+
+} // namespace mp::rt::cpu::onednn

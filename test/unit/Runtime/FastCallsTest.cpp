@@ -1,0 +1,370 @@
+//===- FastCallsTest.cpp - oneDNN calls against the reference kernels -----===//
+//
+// The fast CPU calls (FastCalls.h) must compute what the reference kernels
+// compute: the same call, on the same buffers, once prepared on oneDNN and
+// once through the reference CallFn. f32 results agree to summation order;
+// bf16 results, both accumulated in f32 and rounded once, to a bf16 ulp or
+// two of the output's magnitude. What oneDNN runs differs by CPU (bf16 needs
+// bf16 dot products), so a call that is not prepared fast is skipped, except
+// f32, which every oneDNN build runs.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Runtime/CPU/FastCalls.h"
+#include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
+#include "mp/Runtime/Tensor.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace mp::rt;
+
+namespace {
+
+/// A tensor of `dtype` filled with seeded normal values (rounded to dtype).
+HostTensor randomTensor(DType dtype, Shape shape, unsigned seed) {
+  HostTensor f32(DType::F32, shape);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (int64_t i = 0; i < f32.numElements(); ++i)
+    f32.as<float>()[i] = normal(rng);
+  if (dtype == DType::F32)
+    return f32;
+  HostTensor t(dtype, std::move(shape));
+  REQUIRE(cpu::cast(f32.view(), t.view()));
+  return t;
+}
+
+std::vector<float> asFloats(const HostTensor &t) {
+  HostTensor f32(DType::F32, t.shape());
+  REQUIRE(cpu::cast(t.view(), f32.view()));
+  return std::vector<float>(f32.as<float>(),
+                            f32.as<float>() + f32.numElements());
+}
+
+struct Case {
+  PlanCall call;
+  std::vector<HostTensor> operands;
+  DType yDtype;
+  Shape yShape;
+  std::vector<bool> constant; ///< per operand
+};
+
+/// Runs `c` fast (if prepared) and with the reference; false when the fast
+/// kernels did not take it (with the reason in INFO).
+bool compareWithReference(const Case &c) {
+  std::vector<TensorView> operands;
+  for (const HostTensor &t : c.operands)
+    operands.push_back(t.view());
+  HostTensor fastY(c.yDtype, c.yShape), refY(c.yDtype, c.yShape);
+  cpu::FastCallChoice fast =
+      cpu::prepareFastCall(c.call, operands, {fastY.view()}, c.constant);
+  if (!fast.call) {
+    WARN(c.call.kind << " not prepared fast: " << fast.why);
+    return false;
+  }
+  INFO("implementation " << fast.call->implementation());
+  std::vector<unsigned char> scratch(fast.call->scratchBytes() + 64);
+  REQUIRE(fast.call->run(scratch.data()));
+  cpu::CallFn reference = cpu::cpuCallTable().find(c.call.kind);
+  REQUIRE(reference);
+  cpu::CallArgs args{c.call, operands, {refY.view()}, nullptr, 0};
+  REQUIRE(reference(args));
+
+  std::vector<float> got = asFloats(fastY), want = asFloats(refY);
+  float scale = 0;
+  for (float v : want)
+    scale = std::max(scale, std::fabs(v));
+  // f32: summation order; bf16 (8 significant bits): both round once from
+  // f32 sums that differ in order, so one result may round the other way.
+  float tol = (c.yDtype == DType::F32 ? 1e-5f : 1.0f / 64) * (scale + 1);
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    bad += !(std::fabs(got[i] - want[i]) <= tol);
+  CHECK(bad == 0);
+  return true;
+}
+
+PlanCall callOf(std::string kind, std::vector<PlanAttr> attrs) {
+  PlanCall c;
+  c.kind = std::move(kind);
+  c.attributes = std::move(attrs);
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("fast matmul calls compute what the reference computes",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  struct MatmulCase {
+    const char *what;
+    Shape a, b, d;
+    bool transA, transB, bias;
+    std::string epilogue;
+    double alpha;
+  };
+  const MatmulCase cases[] = {
+      {"2-D", {7, 5}, {5, 9}, {7, 9}, false, false, false, "none", 1.0},
+      {"bias and relu",
+       {7, 5},
+       {5, 9},
+       {7, 9},
+       false,
+       false,
+       true,
+       "relu",
+       1.0},
+      {"gelu", {4, 16}, {16, 8}, {4, 8}, false, false, true, "gelu", 1.0},
+      {"transposed B (a Gemm)",
+       {3, 6},
+       {10, 6},
+       {3, 10},
+       false,
+       true,
+       true,
+       "none",
+       1.0},
+      {"transposed A, alpha",
+       {6, 3},
+       {6, 4},
+       {3, 4},
+       true,
+       false,
+       false,
+       "none",
+       0.5},
+      {"batched, weights broadcast",
+       {2, 3, 5},
+       {5, 4},
+       {2, 3, 4},
+       false,
+       false,
+       false,
+       "none",
+       1.0},
+      {"batch broadcast both ways",
+       {2, 1, 3, 5},
+       {3, 5, 4},
+       {2, 3, 3, 4},
+       false,
+       false,
+       false,
+       "none",
+       1.0},
+  };
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (const MatmulCase &m : cases)
+      for (bool constantB : {true, false}) {
+        INFO(m.what << ", " << dtypeName(dtype)
+                    << (constantB ? ", constant B" : ", B an activation"));
+        Case c;
+        c.call =
+            callOf("cublaslt.matmul", {{"has_c", int64_t(0)},
+                                       {"has_bias", int64_t(m.bias)},
+                                       {"trans_a", int64_t(m.transA)},
+                                       {"trans_b", int64_t(m.transB)},
+                                       {"alpha", m.alpha},
+                                       {"epilogue", m.epilogue},
+                                       {"compute_type", int64_t(DType::F32)}});
+        c.operands.push_back(randomTensor(dtype, m.a, 1));
+        c.operands.push_back(randomTensor(dtype, m.b, 2));
+        if (m.bias)
+          c.operands.push_back(randomTensor(DType::F32, {m.d.back()}, 3));
+        c.constant = {false, constantB, true};
+        c.yDtype = dtype;
+        c.yShape = m.d;
+        bool ran = compareWithReference(c);
+        if (dtype == DType::F32)
+          CHECK(ran);
+      }
+}
+
+TEST_CASE("fast matmul calls leave what oneDNN cannot do to the reference",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  HostTensor a = randomTensor(DType::F32, {3, 4}, 1),
+             b = randomTensor(DType::F32, {4, 5}, 2),
+             cT = randomTensor(DType::F32, {3, 5}, 3),
+             bias = randomTensor(DType::F32, {5}, 4), y(DType::F32, {3, 5});
+  auto prepare = [&](std::vector<PlanAttr> attrs,
+                     std::vector<TensorView> operands) {
+    attrs.push_back({"compute_type", int64_t(DType::F32)});
+    return cpu::prepareFastCall(callOf("cublaslt.matmul", attrs), operands,
+                                {y.view()}, {false, true, true});
+  };
+  cpu::FastCallChoice withC =
+      prepare({{"has_c", int64_t(1)}, {"has_bias", int64_t(0)}, {"beta", 1.0}},
+              {a.view(), b.view(), cT.view()});
+  CHECK_FALSE(withC.call);
+  CHECK(withC.why == "a C operand (beta * C)");
+  cpu::FastCallChoice alphaBias =
+      prepare({{"has_c", int64_t(0)}, {"has_bias", int64_t(1)}, {"alpha", 2.0}},
+              {a.view(), b.view(), bias.view()});
+  CHECK_FALSE(alphaBias.call);
+  CHECK_THAT(alphaBias.why, Catch::Contains("alpha with a bias"));
+  // A call the reference rejects is left to it, so its message is the one.
+  cpu::FastCallChoice bad = prepare(
+      {{"has_c", int64_t(0)}, {"has_bias", int64_t(0)}}, {a.view(), a.view()});
+  CHECK_FALSE(bad.call);
+  CHECK_THAT(bad.why, Catch::Contains("reference kernel reports"));
+}
+
+TEST_CASE("fast convolutions compute what the reference computes",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  struct ConvCase {
+    const char *what;
+    int64_t n, c, h, w, m, k, groups, stride, dilation;
+    std::vector<int64_t> pads; // begin h, w, end h, w
+    bool bias;
+    std::string activation;
+  };
+  const ConvCase cases[] = {
+      {"3x3", 2, 8, 9, 9, 16, 3, 1, 1, 1, {1, 1, 1, 1}, true, "relu"},
+      {"1x1 stride 2", 1, 16, 8, 8, 8, 1, 1, 2, 1, {0, 0, 0, 0}, false, "none"},
+      {"grouped", 1, 8, 7, 7, 12, 3, 4, 1, 1, {1, 1, 1, 1}, true, "none"},
+      {"depthwise, stride 2",
+       2,
+       8,
+       10,
+       10,
+       8,
+       3,
+       8,
+       2,
+       1,
+       {1, 1, 0, 0},
+       true,
+       "relu"},
+      {"dilated, asymmetric pads",
+       1,
+       4,
+       11,
+       11,
+       6,
+       3,
+       1,
+       1,
+       2,
+       {2, 1, 0, 2},
+       false,
+       "none"},
+      {"7x7 stride 2 (a stem)",
+       1,
+       3,
+       20,
+       20,
+       8,
+       7,
+       1,
+       2,
+       1,
+       {3, 3, 3, 3},
+       true,
+       "relu"},
+  };
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (bool nhwc : {false, true})
+      for (const ConvCase &v : cases)
+        for (bool constantW : {true, false}) {
+          INFO(v.what << ", " << dtypeName(dtype)
+                      << (nhwc ? ", nhwc" : ", nchw")
+                      << (constantW ? ", constant filter"
+                                    : ", filter reordered per run"));
+          int64_t span = v.dilation * (v.k - 1) + 1;
+          int64_t oh = (v.h + v.pads[0] + v.pads[2] - span) / v.stride + 1;
+          int64_t ow = (v.w + v.pads[1] + v.pads[3] - span) / v.stride + 1;
+          int64_t cg = v.c / v.groups;
+          Case c;
+          c.call = callOf(
+              "cudnn.conv_fwd",
+              {{"has_bias", int64_t(v.bias)},
+               {"pads", v.pads},
+               {"strides", std::vector<int64_t>{v.stride, v.stride}},
+               {"dilations", std::vector<int64_t>{v.dilation, v.dilation}},
+               {"groups", v.groups},
+               {"layout", std::string(nhwc ? "nhwc" : "nchw")},
+               {"activation", v.activation},
+               {"compute_type", int64_t(DType::F32)}});
+          Shape x =
+              nhwc ? Shape{v.n, v.h, v.w, v.c} : Shape{v.n, v.c, v.h, v.w};
+          Shape w = nhwc ? Shape{v.m, v.k, v.k, cg} : Shape{v.m, cg, v.k, v.k};
+          c.operands.push_back(randomTensor(dtype, x, 5));
+          c.operands.push_back(randomTensor(dtype, w, 6));
+          if (v.bias)
+            c.operands.push_back(randomTensor(DType::F32, {v.m}, 7));
+          c.constant = {false, constantW, true};
+          c.yDtype = dtype;
+          c.yShape = nhwc ? Shape{v.n, oh, ow, v.m} : Shape{v.n, v.m, oh, ow};
+          bool ran = compareWithReference(c);
+          if (dtype == DType::F32)
+            CHECK(ran);
+        }
+}
+
+TEST_CASE("fast pooling computes what the reference computes", "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  struct PoolCase {
+    const char *what;
+    std::string mode;
+    int64_t k, stride, dilation;
+    std::vector<int64_t> pads; // begin h, w, end h, w
+  };
+  const PoolCase cases[] = {
+      {"max 3x3/2 (a ResNet stem)", "max", 3, 2, 1, {1, 1, 1, 1}},
+      {"max 2x2/2", "max", 2, 2, 1, {0, 0, 0, 0}},
+      {"max dilated", "max", 2, 1, 2, {0, 0, 0, 0}},
+      {"average, padding excluded", "avg", 3, 1, 1, {1, 1, 1, 1}},
+      {"average, padding included", "avg_include_pad", 3, 2, 1, {1, 0, 1, 1}},
+  };
+  const int64_t n = 2, c = 8, h = 9, w = 9;
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (bool nhwc : {false, true})
+      for (const PoolCase &p : cases) {
+        INFO(p.what << ", " << dtypeName(dtype)
+                    << (nhwc ? ", nhwc" : ", nchw"));
+        int64_t span = p.dilation * (p.k - 1) + 1;
+        int64_t oh = (h + p.pads[0] + p.pads[2] - span) / p.stride + 1;
+        int64_t ow = (w + p.pads[1] + p.pads[3] - span) / p.stride + 1;
+        Case cs;
+        std::vector<PlanAttr> attrs = {
+            {"has_indices", int64_t(0)},
+            {"mode", p.mode},
+            {"window", std::vector<int64_t>{p.k, p.k}},
+            {"pads", p.pads},
+            {"strides", std::vector<int64_t>{p.stride, p.stride}},
+            {"layout", std::string(nhwc ? "nhwc" : "nchw")}};
+        if (p.dilation != 1)
+          attrs.push_back(
+              {"dilations", std::vector<int64_t>{p.dilation, p.dilation}});
+        cs.call = callOf("cudnn.pool", attrs);
+        cs.operands.push_back(randomTensor(
+            dtype, nhwc ? Shape{n, h, w, c} : Shape{n, c, h, w}, 8));
+        cs.constant = {false};
+        cs.yDtype = dtype;
+        cs.yShape = nhwc ? Shape{n, oh, ow, c} : Shape{n, c, oh, ow};
+        bool ran = compareWithReference(cs);
+        // oneDNN 2.6 has only a reference kernel for dilated pooling, which
+        // the project's own kernel beats.
+        if (dtype == DType::F32 && p.dilation == 1)
+          CHECK(ran);
+      }
+}
