@@ -22,7 +22,9 @@
 # CPU can execute) on the subset: what scripts/run-tests.sh does on every CI
 # run.
 # Where mp-run links oneDNN, each family is also run under lowered oneDNN
-# ISAs (ONEDNN_MAX_CPU_ISA = AVX2, AVX512_CORE).
+# ISAs (ONEDNN_MAX_CPU_ISA = AVX2, AVX512_CORE); with --ci those runs are
+# mp-runtime-tests (FastCallsTest: every oneDNN call against the reference
+# kernels) and the gradient checks only, to keep CI short.
 #
 # Every family is checked to be the one OpenBLAS actually selected
 # (openblas_get_corename): OpenBLAS silently keeps its default for a name it
@@ -110,7 +112,11 @@ run_one() { # FAMILY ISA
   echo
   echo "== $label"
   start=$(date +%s)
-  if [ $full = 1 ]; then
+  if [ $ci = 1 ] && [ -n "$isa" ]; then
+    what="mp-runtime-tests, gradient checks"
+    env "${env[@]}" "$BUILD/test/unit/mp-runtime-tests" || rc=1
+    env "${env[@]}" "$BUILD/test/unit/mp-unit-tests" "[gradcheck]" || rc=1
+  elif [ $full = 1 ]; then
     what="ctest (whole suite)"
     (cd "$BUILD" && env "${env[@]}" ctest -j2 --output-on-failure) || rc=1
   else

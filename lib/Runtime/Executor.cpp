@@ -246,6 +246,29 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
     v.data = exec.bufferData_[id];
     return v;
   };
+  // Filters a plan transposes from a weight on every run (channels-last
+  // convolutions read [K, R, S, C] made from the weight's [K, C, R, S]):
+  // when the transposed buffer's one reader gets a fast call, the transpose
+  // runs once here, into memory the executor keeps, the fast call takes that
+  // as a constant (reordered once), and the transpose is skipped at run time.
+  std::vector<size_t> readers(plan.buffers.size(), 0),
+      writers(plan.buffers.size(), 0);
+  for (const PlanCall &call : plan.calls) {
+    for (uint32_t id : call.operands)
+      ++readers[id];
+    for (uint32_t id : call.results)
+      ++writers[id];
+  }
+  std::map<uint32_t, size_t> transposedWeight; // buffer -> its transpose call
+  for (size_t i = 0; i < plan.calls.size(); ++i) {
+    const PlanCall &call = plan.calls[i];
+    if (call.kind == "kernel.transpose" && call.operands.size() == 1 &&
+        call.results.size() == 1 &&
+        plan.buffer(call.operands[0])->storage == BufferStorage::Weight &&
+        writers[call.results[0]] == 1 && readers[call.results[0]] == 1)
+      transposedWeight[call.results[0]] = i;
+  }
+
   size_t fastScratch = 0;
   for (size_t i = 0; i < plan.calls.size(); ++i) {
     Prepared &p = exec.prepared_[i];
@@ -256,16 +279,49 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
     }
     for (uint32_t id : plan.calls[i].results)
       p.results.push_back(viewOf(id));
-    if (options.kernels == cpu::CpuKernels::Fast) {
-      cpu::FastCallChoice choice =
-          cpu::prepareFastCall(plan.calls[i], p.operands, p.results, constant);
-      p.fast = std::move(choice.call);
-      p.whyOwn = std::move(choice.why);
-      if (p.fast)
-        fastScratch = std::max(fastScratch, p.fast->scratchBytes());
-    } else {
+    if (options.kernels != cpu::CpuKernels::Fast) {
       p.whyOwn = "the reference kernels were asked for";
+      continue;
     }
+    // Transposed weights, made now for this call.
+    std::vector<TensorView> operands = p.operands;
+    std::vector<std::unique_ptr<void, AlignedFree>> madeNow;
+    std::vector<size_t> transposes;
+    for (size_t k = 0; k < operands.size(); ++k) {
+      auto it = transposedWeight.find(plan.calls[i].operands[k]);
+      if (it == transposedWeight.end() || it->second >= i)
+        continue;
+      Prepared &t = exec.prepared_[it->second];
+      std::unique_ptr<void, AlignedFree> memory(
+          allocateZeroed(operands[k].byteCount()));
+      TensorView once = operands[k];
+      once.data = memory.get();
+      cpu::CallArgs args{plan.calls[it->second],
+                         t.operands,
+                         {once},
+                         exec.workspace_.get(),
+                         exec.workspaceSize_};
+      if (!memory || !t.fn(args))
+        continue; // the transpose runs every time and reports its error
+      operands[k] = once;
+      constant[k] = true;
+      madeNow.push_back(std::move(memory));
+      transposes.push_back(it->second);
+    }
+    cpu::FastCallChoice choice =
+        cpu::prepareFastCall(plan.calls[i], operands, p.results, constant);
+    p.fast = std::move(choice.call);
+    p.whyOwn = std::move(choice.why);
+    if (!p.fast)
+      continue;
+    fastScratch = std::max(fastScratch, p.fast->scratchBytes());
+    for (size_t t : transposes) {
+      exec.prepared_[t].skipped = true;
+      exec.prepared_[t].whyOwn = "done once when the plan was loaded, for " +
+                                 plan.calls[i].describe(i);
+    }
+    for (auto &memory : madeNow)
+      exec.loadTimeBuffers_.push_back(std::move(memory));
   }
   // The library's scratch memory is the workspace too (one call runs at a
   // time).
@@ -320,6 +376,8 @@ Status CpuExecutor::bindInputs(const std::vector<NamedView> &inputs) {
 Status CpuExecutor::execute() {
   for (size_t i = 0; i < prepared_.size(); ++i) {
     const Prepared &p = prepared_[i];
+    if (p.skipped)
+      continue;
     cpu::CallArgs args{plan_.calls[i], p.operands, p.results, workspace_.get(),
                        workspaceSize_};
     auto start = std::chrono::steady_clock::now();
@@ -340,6 +398,8 @@ std::string CpuExecutor::implementationOf(size_t call) const {
   const Prepared &p = prepared_[call];
   if (p.fast)
     return p.fast->implementation();
+  if (p.skipped)
+    return "skipped: " + p.whyOwn;
   return p.whyOwn.empty() ? "own" : "own: " + p.whyOwn;
 }
 

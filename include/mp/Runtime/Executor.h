@@ -196,6 +196,9 @@ private:
     /// The library primitive that runs the call instead of fn, if any.
     std::unique_ptr<cpu::PreparedCall> fast;
     std::string whyOwn; ///< without `fast`: why the reference runs it
+    /// Done once when the plan was loaded (a weight's transpose that only a
+    /// fast call reads): not run again.
+    bool skipped = false;
   };
   struct AlignedFree {
     void operator()(void *p) const;
@@ -218,6 +221,8 @@ private:
   /// Per buffer id: where its bytes are (arena, weight or state memory).
   std::vector<void *> bufferData_;
   std::unique_ptr<void, AlignedFree> workspace_;
+  /// Weights transposed once at load for the fast calls that read them.
+  std::vector<std::unique_ptr<void, AlignedFree>> loadTimeBuffers_;
   size_t workspaceSize_ = 0;
   std::vector<Prepared> prepared_; ///< one per call, in plan order
   bool timing_ = false;

@@ -611,3 +611,59 @@ TEST_CASE("per-call timing and benchmarks", "[executor]") {
   REQUIRE(out);
   checkClose(valuesOf((*out)[0].tensor), m.expected(ramp(6, 1)));
 }
+
+TEST_CASE("a weight's transpose that only a fast call reads runs once, at "
+          "load",
+          "[executor][fast]") {
+  // x [1, 5, 5, 4] (NHWC) conv with the weight w [8, 4, 3, 3] transposed to
+  // [8, 3, 3, 4] on the way, as culib-nhwc-layout writes channels-last
+  // plans.
+  PlanBuilder b;
+  std::vector<float> w = ramp(8 * 4 * 3 * 3, 3);
+  uint32_t x = b.arena(DType::F32, {1, 5, 5, 4}, "x");
+  uint32_t wid = b.weight("w", {8, 4, 3, 3}, w);
+  uint32_t wT = b.arena(DType::F32, {8, 3, 3, 4}, "w_nhwc");
+  uint32_t y = b.arena(DType::F32, {1, 3, 3, 8}, "y");
+  b.input("x", x);
+  b.output("y", y);
+  b.call("kernel.transpose", {wid}, {wT},
+         {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}, "conv");
+  b.call("cudnn.conv_fwd", {x, wT}, {y},
+         {{"has_bias", int64_t(0)},
+          {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+          {"strides", std::vector<int64_t>{1, 1}},
+          {"dilations", std::vector<int64_t>{1, 1}},
+          {"layout", std::string("nhwc")},
+          {"compute_type", int64_t(DType::F32)}},
+         "conv");
+  HostTensor in = tensorOf({1, 5, 5, 4}, ramp(100, 4));
+
+  CpuExecutorOptions reference;
+  reference.kernels = cpu::CpuKernels::Reference;
+  Result<CpuExecutor> ref = CpuExecutor::create(b.plan, "ref", reference);
+  Result<CpuExecutor> fast = CpuExecutor::create(b.plan, "fast");
+  REQUIRE(ref);
+  REQUIRE(fast);
+  CHECK(ref->implementationOf(0) ==
+        "own: the reference kernels were asked for");
+  if (!cpu::haveFastKernels()) {
+    CHECK(fast->implementationOf(1) == "own: built without oneDNN");
+    return;
+  }
+  CHECK_THAT(fast->implementationOf(1), Catch::StartsWith("onednn:"));
+  CHECK(fast->implementationOf(0) ==
+        "skipped: done once when the plan was loaded, for call #1 "
+        "(cudnn.conv_fwd at node 'conv')");
+  // Twice: the second run must not depend on the first's arena.
+  for (int run = 0; run < 2; ++run) {
+    Result<std::vector<NamedTensor>> want = ref->run({{"x", in.view()}});
+    Result<std::vector<NamedTensor>> got = fast->run({{"x", in.view()}});
+    REQUIRE(want);
+    REQUIRE(got);
+    std::vector<float> g = valuesOf((*got)[0].tensor);
+    std::vector<double> expected;
+    for (float v : valuesOf((*want)[0].tensor))
+      expected.push_back(v);
+    checkClose(g, expected, 1e-5);
+  }
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Our CPU plans against ONNX Runtime and PyTorch, side by side, in one run.
+
+For each model (the exported test architectures, build/models; `ninja -C
+build mp-models` makes them): compiles an fp32, a bf16 and an f16 plan with
+mp-opt (`--mp-autocast-pipeline=target=...`), times them with mp-run on the
+CPU backend (oneDNN where it applies) and the fp32 plan also on the
+reference kernels (`--backend=cpu-ref`), and in the same run ONNX Runtime's
+CPU provider on the fp32 model and PyTorch (Debian's, run by /usr/bin/python3)
+on the same architecture in fp32 and under bf16 autocast (the weights are
+seeded anew: they do not change the time). Same threads for all; median ms
+of --repeat runs after --warmup. Prints a table of ms and one of ratios to
+ONNX Runtime, and the CPU's ISA as oneDNN sees it. docs/benchmarks.md
+records results with this command.
+
+  .venv/bin/python scripts/bench_cpu.py [--models resnet50,mobilenet_v2]
+      [--repeat 10] [--warmup 2] [--threads N] [--no-torch]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_MODELS = ["resnet50", "resnet18_bn", "mobilenet_v2", "squeezenet",
+                  "bert_encoder", "lstm_lm"]
+PLANS = [("fp32", None), ("bf16", "bf16"), ("f16", "f16")]
+
+# Timed in a child: Debian's torch lives in the system python, onnxruntime in
+# the project's venv.
+TORCH_TIMER = r"""
+import json, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+import export_models as em
+name, batch, threads, warmup, repeat = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+torch.set_num_threads(threads)
+ctor, make_input, _ = {**em.MODELS, **em.EXTRA_MODELS}[name]
+torch.manual_seed(0)
+model = em.randomize_defaults(ctor()).eval()
+x = make_input(batch, torch.Generator().manual_seed(1))
+def times(run):
+    for _ in range(warmup):
+        run()
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter(); run(); out.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(out)
+result = {}
+with torch.no_grad():
+    result["fp32"] = times(lambda: model(x))
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            result["bf16"] = times(lambda: model(x))
+    except Exception as e:  # an op without a bf16 CPU kernel in this torch
+        result["bf16_error"] = str(e).splitlines()[0][:120]
+print(json.dumps(result))
+"""
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def median_ms(output):
+    m = re.search(r"median ([0-9.]+) ms", output)
+    if not m:
+        raise RuntimeError("no median in mp-run's output:\n" + output)
+    return float(m.group(1))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--no-torch", action="store_true")
+    args = parser.parse_args()
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        sys.exit("bench_cpu.py: onnxruntime is missing: run it with the "
+                 "project's .venv (scripts/install-deps.sh creates it)")
+    bindir = os.path.join(args.build, "bin")
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
+               OPENBLAS_NUM_THREADS=str(args.threads))
+
+    rows = []
+    isa = "?"
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models.split(","):
+            model = os.path.join(args.build, "models", name + ".onnx")
+            inp = os.path.join(args.build, "models", name + ".input.npy")
+            if not os.path.exists(model):
+                sys.exit(f"bench_cpu.py: no {model} (ninja -C build mp-models)")
+            x = np.load(inp)
+            batch = x.shape[0]
+            row = {"model": f"{name} b{batch}"}
+            for label, target in PLANS:
+                plan = os.path.join(tmp, f"{name}.{label}.mpplan")
+                cmd = [os.path.join(bindir, "mp-opt"), model,
+                       f"--dim-param=batch={batch}", "--emit=plan", "-o", plan]
+                if target:
+                    cmd.insert(2, f"--mp-autocast-pipeline=target={target}")
+                run(cmd)
+                backends = ["cpu", "cpu-ref"] if label == "fp32" else ["cpu"]
+                for backend in backends:
+                    out = run([os.path.join(bindir, "mp-run"), plan,
+                               f"input={inp}", f"--backend={backend}",
+                               f"--repeat={args.repeat}",
+                               f"--warmup={args.warmup}", "--timing"],
+                              env=env).stdout
+                    key = label if backend == "cpu" else "fp32 ref"
+                    row[key] = median_ms(out)
+                    m = re.search(r"CPU kernels: oneDNN on (\S+)", out)
+                    if m:
+                        isa = m.group(1)
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = args.threads
+            options.inter_op_num_threads = 1
+            session = ort.InferenceSession(model, options,
+                                           providers=["CPUExecutionProvider"])
+            feed = {session.get_inputs()[0].name: x}
+            for _ in range(args.warmup):
+                session.run(None, feed)
+            times = []
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                session.run(None, feed)
+                times.append((time.perf_counter() - start) * 1e3)
+            row["ORT fp32"] = statistics.median(times)
+
+            if not args.no_torch:
+                result = json.loads(run(
+                    ["/usr/bin/python3", "-c", TORCH_TIMER,
+                     os.path.join(ROOT, "scripts"), name, str(batch),
+                     str(args.threads), str(args.warmup),
+                     str(args.repeat)]).stdout)
+                row["torch fp32"] = result.get("fp32")
+                row["torch bf16"] = result.get("bf16")
+            rows.append(row)
+            print(f"  {name}: done", file=sys.stderr)
+
+    columns = ["ORT fp32", "torch fp32", "torch bf16", "fp32", "bf16", "f16",
+               "fp32 ref"]
+    heads = ["ORT fp32", "torch fp32", "torch bf16", "our fp32", "our bf16",
+             "our f16", "our fp32 (cpu-ref)"]
+    fmt = lambda v: "–" if v is None else f"{v:.1f}"
+    print(f"CPU: oneDNN ISA {isa}, {args.threads} threads, median of "
+          f"{args.repeat} runs after {args.warmup} (ms)\n")
+    print("| model | " + " | ".join(heads) + " |")
+    print("|---|" + "---|" * len(heads))
+    for r in rows:
+        print(f"| {r['model']} | " +
+              " | ".join(fmt(r.get(c)) for c in columns) + " |")
+    print("\nRatios (time / ONNX Runtime fp32; below 1 is faster):\n")
+    ratio_cols = ["torch fp32", "torch bf16", "fp32", "bf16", "f16"]
+    print("| model | " + " | ".join(
+        h for c, h in zip(columns, heads) if c in ratio_cols) +
+        " | our bf16 / our fp32 |")
+    print("|---|" + "---|" * (len(ratio_cols) + 1))
+    for r in rows:
+        ort_ms = r["ORT fp32"]
+        cells = [fmt(None) if r.get(c) is None else f"{r[c] / ort_ms:.2f}"
+                 for c in ratio_cols]
+        cells.append(f"{r['bf16'] / r['fp32']:.2f}")
+        print(f"| {r['model']} | " + " | ".join(cells) + " |")
+    for c in ["fp32", "bf16", "f16"]:
+        med = statistics.median(r[c] / r["ORT fp32"] for r in rows)
+        print(f"median our {c} / ORT fp32: {med:.2f}")
+
+
+if __name__ == "__main__":
+    main()
