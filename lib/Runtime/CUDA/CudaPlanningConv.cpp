@@ -8,6 +8,7 @@
 
 #include "PlanningUtil.h"
 
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/Kernels.h"
 
@@ -69,30 +70,15 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
   // Attributes.
   ConvAttrs at;
   if (kind == ConvKind::Forward) {
-    MP_TRY(pads, intListAttr(call, "pads"));
-    MP_TRY(strides, intListAttr(call, "strides"));
-    MP_TRY(dilations, intListAttr(call, "dilations"));
-    MP_TRY(groups, intAttr(call, "groups", 1));
-    MP_TRY(channelsLast, channelsLastAttr(call));
-    MP_TRY(activation, stringAttr(call, "activation", "none"));
-    if (activation == "none")
-      at.act = kActNone;
-    else if (activation == "relu")
-      at.act = kActRelu;
-    else
-      return Status::error("attribute 'activation' has unknown value '" +
-                           activation + "' (none, relu)");
-    if (pads.size() != 2 * spatial)
-      return Status::error(
-          "attribute 'pads' must have " + std::to_string(2 * spatial) +
-          " values (begins, then ends, for " + std::to_string(spatial) +
-          " spatial dims), got " + std::to_string(pads.size()));
-    at.padsBegin.assign(pads.begin(), pads.begin() + spatial);
-    at.padsEnd.assign(pads.begin() + spatial, pads.end());
-    at.nhwc = channelsLast;
-    at.strides = strides;
-    at.dilations = dilations;
-    at.groups = groups;
+    // The attributes as the CPU reads them (none or relu activations).
+    MP_TRY(options, cpu::convOptionsOf(call, spatial));
+    at.act = options.activation == cpu::Activation::Relu ? kActRelu : kActNone;
+    at.padsBegin = options.padsBegin;
+    at.padsEnd = options.padsEnd;
+    at.nhwc = options.layout == cpu::Layout::NHWC;
+    at.strides = options.strides;
+    at.dilations = options.dilations;
+    at.groups = options.groups;
     if (Status s = checkComputeType(call, x->dtype, /*required=*/true); !s)
       return s;
   } else {

@@ -8,6 +8,7 @@
 
 #include "PlanningUtil.h"
 
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/Kernels.h"
 
@@ -50,21 +51,14 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
   size_t nOps = 2 + size_t(hasC) + size_t(hasBias);
   if (Status s = arity(ops, res, nOps, nOps, 1, 1); !s)
     return s;
-  MP_TRY(transA, intAttr(call, "trans_a", 0));
-  MP_TRY(transB, intAttr(call, "trans_b", 0));
-  MP_TRY(alpha, floatAttr(call, "alpha", 1.0));
-  MP_TRY(beta, floatAttr(call, "beta", 0.0));
-  MP_TRY(epilogueName, stringAttr(call, "epilogue", "none"));
+  // The attributes as the CPU reads them (none, relu or gelu epilogues).
+  MP_TRY(options, cpu::matmulOptionsOf(call));
+  const bool transA = options.transA, transB = options.transB;
+  const double alpha = options.alpha, beta = options.beta;
   MatmulPlan p;
-  if (epilogueName == "none")
-    p.act = kActNone;
-  else if (epilogueName == "relu")
-    p.act = kActRelu;
-  else if (epilogueName == "gelu")
-    p.act = kActGelu;
-  else
-    return Status::error("attribute 'epilogue' has unknown value '" +
-                         epilogueName + "' (none, relu, gelu)");
+  p.act = options.epilogue == cpu::Activation::Relu   ? kActRelu
+          : options.epilogue == cpu::Activation::Gelu ? kActGelu
+                                                      : kActNone;
   const TensorDesc &a = ops[0], &b = ops[1], &d = res[0];
   if (Status s = checkComputeType(call, a.dtype, /*required=*/true); !s)
     return s;
@@ -81,11 +75,6 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
       if (Status s = checkDesc(kOp, name, *v); !s)
         return s;
   // The CPU kernel's checks, on views of the descriptors.
-  cpu::MatmulOptions options;
-  options.transA = transA != 0;
-  options.transB = transB != 0;
-  options.alpha = alpha;
-  options.beta = beta;
   TensorView cView, biasView;
   if (c)
     cView = viewOf(*c);

@@ -83,48 +83,46 @@ std::string implementationName(const dnnl::primitive_desc_base &pd) {
   return std::string("onednn:") + pd.impl_info_str();
 }
 
-bool isReferenceImplementation(const dnnl::primitive_desc_base &pd) {
-  return std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
-}
-
-Result<std::unique_ptr<PrimitiveCall>> PrimitiveCall::create(
-    const dnnl::primitive_desc_base &pd, dnnl::primitive primitive,
-    const std::unordered_map<int, dnnl::memory> &userArgs,
-    const std::unordered_map<int, dnnl::memory::desc> &wantedDescs,
-    const std::vector<int> &constantArgs) {
+FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
+                                      dnnl::primitive primitive,
+                                      const std::vector<Binding> &buffers,
+                                      bool constantWeights) {
+  // oneDNN's reference implementations are generic C++ loops that the
+  // project's own kernels beat.
+  if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0)
+    return referenceKernel("oneDNN has only its reference implementation (" +
+                           implementationName(pd) + ")");
   auto call = std::unique_ptr<PrimitiveCall>(new PrimitiveCall());
   call->primitive_ = std::move(primitive);
   call->name_ = implementationName(pd);
-  dnnl::stream stream(engine());
-  for (const auto &[arg, user] : userArgs) {
-    auto wanted = wantedDescs.find(arg);
-    if (wanted == wantedDescs.end() || wanted->second == user.get_desc()) {
-      call->args_[arg] = user;
+  call->stream_ = dnnl::stream(engine());
+  for (const Binding &b : buffers) {
+    dnnl::memory user(b.desc, engine(), b.data);
+    dnnl::memory::desc wanted =
+        b.arg == DNNL_ARG_WEIGHTS ? pd.weights_desc() : b.desc;
+    if (wanted == b.desc) {
+      call->args_[b.arg] = user;
       continue;
     }
-    // The primitive wants this operand in its own layout: memory the call
+    // The primitive wants the weights in its own layout: memory the call
     // owns, filled now (a constant) or before every run.
-    dnnl::memory own(wanted->second, engine());
+    dnnl::memory own(wanted, engine());
     dnnl::reorder reorder(user, own);
-    bool constant = false;
-    for (int c : constantArgs)
-      constant |= c == arg;
-    if (constant) {
-      reorder.execute(stream, const_cast<dnnl::memory &>(user), own);
-      stream.wait();
+    if (constantWeights) {
+      reorder.execute(call->stream_, user, own);
+      call->stream_.wait();
     } else {
       call->perRun_.push_back({reorder, user, own});
     }
-    call->args_[arg] = own;
+    call->args_[b.arg] = own;
   }
-  call->stream_ = dnnl::stream(engine());
   dnnl::memory::desc scratch = pd.scratchpad_desc();
   call->scratchBytes_ = scratch.get_size();
   if (call->scratchBytes_) {
     call->scratch_ = dnnl::memory(scratch, engine(), nullptr);
     call->args_[DNNL_ARG_SCRATCHPAD] = call->scratch_;
   }
-  return call;
+  return FastCallChoice{std::move(call), ""};
 }
 
 Status PrimitiveCall::run(void *scratch) {

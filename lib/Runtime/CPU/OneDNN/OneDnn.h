@@ -47,16 +47,38 @@ dnnl::post_ops postOpsOf(Activation activation);
 /// A primitive bound to the call's buffers. Operands that the primitive
 /// wants in another layout are reordered: constant ones once, here, into
 /// memory the call owns; the others before every run.
+/// A buffer of the call as a primitive's argument: its layout and data.
+struct Binding {
+  int arg; ///< DNNL_ARG_SRC, ...
+  dnnl::memory::desc desc;
+  void *data;
+};
+
+/// No fast call: the reference kernel runs it, for this reason.
+inline FastCallChoice referenceKernel(std::string why) {
+  return FastCallChoice{nullptr, std::move(why)};
+}
+
+/// `prepare()`'s result, or the reason when oneDNN throws (a combination
+/// it has no implementation of on this CPU).
+template <typename Prepare> FastCallChoice catchingErrors(Prepare prepare) {
+  try {
+    return prepare();
+  } catch (const dnnl::error &e) {
+    return referenceKernel(std::string("oneDNN: ") + e.what());
+  }
+}
+
 class PrimitiveCall final : public PreparedCall {
 public:
-  /// `pd` made the primitive; `args` binds its arguments to the call's
-  /// buffers in the layouts the call's tensors have (`userDescs` gives them
-  /// by argument); `constant` the arguments whose buffers never change.
-  static Result<std::unique_ptr<PrimitiveCall>>
-  create(const dnnl::primitive_desc_base &pd, dnnl::primitive primitive,
-         const std::unordered_map<int, dnnl::memory> &userArgs,
-         const std::unordered_map<int, dnnl::memory::desc> &wantedDescs,
-         const std::vector<int> &constantArgs);
+  /// The call running `pd`'s primitive on `buffers`, or the reference kernel
+  /// when oneDNN's best is its own reference code. The weights (if bound)
+  /// go into the layout `pd` chose: once when `constantWeights`, else
+  /// before every run.
+  static FastCallChoice prepare(const dnnl::primitive_desc_base &pd,
+                                dnnl::primitive primitive,
+                                const std::vector<Binding> &buffers,
+                                bool constantWeights);
 
   size_t scratchBytes() const override { return scratchBytes_; }
   Status run(void *scratch) override;
@@ -76,11 +98,8 @@ private:
   std::string name_;
 };
 
-/// The implementation name of `pd` ("onednn:" + impl_info_str), and whether
-/// it is a reference (slow, generic C++) implementation that the project's
-/// own kernels beat.
+/// The implementation name of `pd` ("onednn:" + impl_info_str).
 std::string implementationName(const dnnl::primitive_desc_base &pd);
-bool isReferenceImplementation(const dnnl::primitive_desc_base &pd);
 
 /// The calls (FastCalls.cpp dispatches to them). A result with no call
 /// carries the reason.

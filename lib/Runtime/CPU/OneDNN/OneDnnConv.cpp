@@ -57,30 +57,29 @@ FastCallChoice prepareConv(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results,
                            const std::vector<bool> &constant) {
-  auto own = [](std::string why) { return FastCallChoice{nullptr, why}; };
   Result<bool> hasBias = hasBuffer(call, "bias");
   if (!hasBias || operands.size() != 2 + size_t(*hasBias) ||
       results.size() != 1)
-    return own("the reference kernel reports the call's error");
+    return referenceKernel("the reference kernel reports the call's error");
   const TensorView &x = operands[0], &w = operands[1], &y = results[0];
   const TensorView *bias = *hasBias ? &operands[2] : nullptr;
   Result<size_t> spatial = spatialRank(x, "x");
   if (!spatial)
-    return own("the reference kernel reports the call's error");
+    return referenceKernel("the reference kernel reports the call's error");
   Result<ConvOptions> options = convOptionsOf(call, *spatial);
   if (!options || !checkComputeType(call, x.dtype, /*required=*/true) ||
       !checkConv(x, w, bias, nullptr, y, *options))
-    return own("the reference kernel reports the call's error");
+    return referenceKernel("the reference kernel reports the call's error");
   if (*spatial > 3)
-    return own(std::to_string(*spatial) + " spatial dims");
+    return referenceKernel(std::to_string(*spatial) + " spatial dims");
   std::optional<dnnl::memory::data_type> in = dataTypeOf(x.dtype),
                                          out = dataTypeOf(y.dtype);
   std::optional<dnnl::memory::data_type> biasType =
       bias ? dataTypeOf(bias->dtype) : in;
   if (!in || !out || !biasType)
-    return own("dtype " + std::string(dtypeName(x.dtype)));
+    return referenceKernel("dtype " + std::string(dtypeName(x.dtype)));
 
-  try {
+  return catchingErrors([&] {
     const ConvOptions &o = *options;
     size_t k = *spatial;
     dims strides(k, 1), dilates(k, 0), padsBegin(k, 0), padsEnd(k, 0);
@@ -115,27 +114,15 @@ FastCallChoice prepareConv(const PlanCall &call,
                                                yDesc, strides, dilates,
                                                padsBegin, padsEnd);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
-    if (isReferenceImplementation(pd))
-      return own("oneDNN has only its reference implementation (" +
-                 implementationName(pd) + ")");
-
-    std::unordered_map<int, dnnl::memory> user = {
-        {DNNL_ARG_SRC, dnnl::memory(xDesc, engine(), x.data)},
-        {DNNL_ARG_WEIGHTS, dnnl::memory(wUser, engine(), w.data)},
-        {DNNL_ARG_DST, dnnl::memory(yDesc, engine(), y.data)}};
+    std::vector<Binding> buffers = {{DNNL_ARG_SRC, xDesc, x.data},
+                                    {DNNL_ARG_WEIGHTS, wUser, w.data},
+                                    {DNNL_ARG_DST, yDesc, y.data}};
     if (bias)
-      user[DNNL_ARG_BIAS] = dnnl::memory(biasDesc, engine(), bias->data);
+      buffers.push_back({DNNL_ARG_BIAS, biasDesc, bias->data});
     bool constantW = constant.size() > 1 && constant[1];
-    Result<std::unique_ptr<PrimitiveCall>> prepared = PrimitiveCall::create(
-        pd, dnnl::convolution_forward(pd), user,
-        {{DNNL_ARG_WEIGHTS, pd.weights_desc()}},
-        constantW ? std::vector<int>{DNNL_ARG_WEIGHTS} : std::vector<int>{});
-    if (!prepared)
-      return own(prepared.message());
-    return FastCallChoice{prepared.take(), ""};
-  } catch (const dnnl::error &e) {
-    return own(std::string("oneDNN: ") + e.what());
-  }
+    return PrimitiveCall::prepare(pd, dnnl::convolution_forward(pd), buffers,
+                                  constantW);
+  });
 }
 
 } // namespace mp::rt::cpu::onednn

@@ -50,34 +50,33 @@ FastCallChoice prepareMatmul(const PlanCall &call,
                              const std::vector<TensorView> &operands,
                              const std::vector<TensorView> &results,
                              const std::vector<bool> &constant) {
-  auto own = [](std::string why) { return FastCallChoice{nullptr, why}; };
   Result<bool> hasC = hasBuffer(call, "c");
   Result<bool> hasBias = hasBuffer(call, "bias");
   Result<MatmulOptions> options = matmulOptionsOf(call);
   if (!hasC || !hasBias || !options ||
       operands.size() != 2 + size_t(*hasC) + size_t(*hasBias) ||
       results.size() != 1)
-    return own("the reference kernel reports the call's error");
+    return referenceKernel("the reference kernel reports the call's error");
   const TensorView &a = operands[0], &b = operands[1], &d = results[0];
   const TensorView *bias = *hasBias ? &operands[2 + size_t(*hasC)] : nullptr;
   MatmulShape shape;
   if (!checkComputeType(call, a.dtype, /*required=*/true) ||
       !checkMatmul(a, b, nullptr, bias, d, *options, shape))
-    return own("the reference kernel reports the call's error");
+    return referenceKernel("the reference kernel reports the call's error");
   if (*hasC)
-    return own("a C operand (beta * C)");
+    return referenceKernel("a C operand (beta * C)");
   if (bias && options->alpha != 1.0)
-    return own("alpha with a bias (oneDNN scales after the bias)");
+    return referenceKernel("alpha with a bias (oneDNN scales after the bias)");
   if (a.shape.size() < 2 || b.shape.size() < 2)
-    return own("a 1-D operand");
+    return referenceKernel("a 1-D operand");
   std::optional<dnnl::memory::data_type> in = dataTypeOf(a.dtype),
                                          out = dataTypeOf(d.dtype);
   std::optional<dnnl::memory::data_type> biasType =
       bias ? dataTypeOf(bias->dtype) : in;
   if (!in || !out || !biasType)
-    return own("dtype " + std::string(dtypeName(a.dtype)));
+    return referenceKernel("dtype " + std::string(dtypeName(a.dtype)));
 
-  try {
+  return catchingErrors([&] {
     size_t batchRank = d.shape.size() - 2;
     dims aDims, aStrides, bDims, bStrides, dDims, dStrides;
     logicalOf(a, batchRank, options->transA, aDims, aStrides);
@@ -108,25 +107,13 @@ FastCallChoice prepareMatmul(const PlanCall &call,
         bias ? dnnl::matmul::desc(aDesc, bWanted, biasDesc, dDesc)
              : dnnl::matmul::desc(aDesc, bWanted, dDesc);
     dnnl::matmul::primitive_desc pd(desc, attr, engine());
-    if (isReferenceImplementation(pd))
-      return own("oneDNN has only its reference implementation (" +
-                 implementationName(pd) + ")");
-
-    std::unordered_map<int, dnnl::memory> user = {
-        {DNNL_ARG_SRC, dnnl::memory(aDesc, engine(), a.data)},
-        {DNNL_ARG_WEIGHTS, dnnl::memory(bUser, engine(), b.data)},
-        {DNNL_ARG_DST, dnnl::memory(dDesc, engine(), d.data)}};
+    std::vector<Binding> buffers = {{DNNL_ARG_SRC, aDesc, a.data},
+                                    {DNNL_ARG_WEIGHTS, bUser, b.data},
+                                    {DNNL_ARG_DST, dDesc, d.data}};
     if (bias)
-      user[DNNL_ARG_BIAS] = dnnl::memory(biasDesc, engine(), bias->data);
-    Result<std::unique_ptr<PrimitiveCall>> prepared = PrimitiveCall::create(
-        pd, dnnl::matmul(pd), user, {{DNNL_ARG_WEIGHTS, pd.weights_desc()}},
-        constantB ? std::vector<int>{DNNL_ARG_WEIGHTS} : std::vector<int>{});
-    if (!prepared)
-      return own(prepared.message());
-    return FastCallChoice{prepared.take(), ""};
-  } catch (const dnnl::error &e) {
-    return own(std::string("oneDNN: ") + e.what());
-  }
+      buffers.push_back({DNNL_ARG_BIAS, biasDesc, bias->data});
+    return PrimitiveCall::prepare(pd, dnnl::matmul(pd), buffers, constantB);
+  });
 }
 
 } // namespace mp::rt::cpu::onednn

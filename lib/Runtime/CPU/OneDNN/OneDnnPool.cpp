@@ -16,27 +16,26 @@ namespace mp::rt::cpu::onednn {
 FastCallChoice preparePool(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results) {
-  auto own = [](std::string why) { return FastCallChoice{nullptr, why}; };
   Result<bool> hasIndices = hasBuffer(call, "indices");
   if (!hasIndices || operands.size() != 1 ||
       results.size() != 1 + size_t(*hasIndices))
-    return own("the reference kernel reports the call's error");
+    return referenceKernel("the reference kernel reports the call's error");
   if (*hasIndices)
-    return own("ONNX's indices");
+    return referenceKernel("ONNX's indices");
   const TensorView &x = operands[0], &y = results[0];
   Result<size_t> spatial = spatialRank(x, "x");
   if (!spatial)
-    return own("the reference kernel reports the call's error");
+    return referenceKernel("the reference kernel reports the call's error");
   Result<PoolOptions> options = poolOptionsOf(call, *spatial, false);
   if (!options || !checkPool(x, y, *options))
-    return own("the reference kernel reports the call's error");
+    return referenceKernel("the reference kernel reports the call's error");
   if (*spatial > 3)
-    return own(std::to_string(*spatial) + " spatial dims");
+    return referenceKernel(std::to_string(*spatial) + " spatial dims");
   std::optional<dnnl::memory::data_type> type = dataTypeOf(x.dtype);
   if (!type || y.dtype != x.dtype)
-    return own("dtype " + std::string(dtypeName(x.dtype)));
+    return referenceKernel("dtype " + std::string(dtypeName(x.dtype)));
 
-  try {
+  return catchingErrors([&] {
     const PoolOptions &o = *options;
     size_t k = *spatial;
     dnnl::memory::dims strides(k, 1), kernel(o.kernel.begin(), o.kernel.end()),
@@ -63,20 +62,11 @@ FastCallChoice preparePool(const PlanCall &call,
                                         algorithm, xDesc, yDesc, strides,
                                         kernel, dilation, padsBegin, padsEnd);
     dnnl::pooling_v2_forward::primitive_desc pd(desc, attr, engine());
-    if (isReferenceImplementation(pd))
-      return own("oneDNN has only its reference implementation (" +
-                 implementationName(pd) + ")");
-    std::unordered_map<int, dnnl::memory> user = {
-        {DNNL_ARG_SRC, dnnl::memory(xDesc, engine(), x.data)},
-        {DNNL_ARG_DST, dnnl::memory(yDesc, engine(), y.data)}};
-    Result<std::unique_ptr<PrimitiveCall>> prepared =
-        PrimitiveCall::create(pd, dnnl::pooling_v2_forward(pd), user, {}, {});
-    if (!prepared)
-      return own(prepared.message());
-    return FastCallChoice{prepared.take(), ""};
-  } catch (const dnnl::error &e) {
-    return own(std::string("oneDNN: ") + e.what());
-  }
+    return PrimitiveCall::prepare(
+        pd, dnnl::pooling_v2_forward(pd),
+        {{DNNL_ARG_SRC, xDesc, x.data}, {DNNL_ARG_DST, yDesc, y.data}},
+        /*constantWeights=*/false);
+  });
 }
 
 } // namespace mp::rt::cpu::onednn
