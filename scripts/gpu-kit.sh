@@ -300,9 +300,11 @@ build_step() {
   echo "cuDNN: ${CUDNN_INC:-?} ${CUDNN_LIB:-?}; cuBLASLt: ${CUBLASLT_LIB:-?} ${CUBLAS_INC}"
   # libstdc++ and libgcc linked in: the binaries built here run on the GPU
   # machine's other distribution (the CUDA runtime is static and cuBLASLt /
-  # cuDNN are opened with dlopen, so nothing else is needed there).
+  # cuDNN are opened with dlopen, so nothing else is needed there). No
+  # oneDNN either: the GPU machine has no libdnnl, and the CPU backend there
+  # is only the reference for the CUDA results.
   cmake -S "$ROOT/lib/Runtime" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DMP_RUNTIME_BLAS=builtin -DMP_RUNTIME_WITH_ONNX=OFF \
+    -DMP_RUNTIME_BLAS=builtin -DMP_RUNTIME_WITH_ONNX=OFF -DMP_RUNTIME_ONEDNN=OFF \
     -DFLATBUFFERS_INCLUDE_DIR="$KIT/include" -DFLATBUFFERS_FLATC_EXECUTABLE=OFF \
     -DMP_RUNTIME_BUILD_TESTS=ON -DMP_CATCH2_INCLUDE_DIR="$KIT/include" \
     -DCMAKE_CXX_FLAGS="$extra_flags" -DCMAKE_CUDA_FLAGS="$extra_flags" \
