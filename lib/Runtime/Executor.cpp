@@ -378,10 +378,11 @@ Status CpuExecutor::execute() {
     const Prepared &p = prepared_[i];
     if (p.skipped)
       continue;
-    cpu::CallArgs args{plan_.calls[i], p.operands, p.results, workspace_.get(),
-                       workspaceSize_};
     auto start = std::chrono::steady_clock::now();
-    Status s = p.fast ? p.fast->run(workspace_.get()) : p.fn(args);
+    Status s = p.fast
+                   ? p.fast->run(workspace_.get())
+                   : p.fn(cpu::CallArgs{plan_.calls[i], p.operands, p.results,
+                                        workspace_.get(), workspaceSize_});
     if (timing_)
       times_.totalMs[i] += msSince(start);
     if (!s)

@@ -1,6 +1,7 @@
 //===- OneDnn.cpp - the CPU backend's oneDNN primitives -------------------===//
 #include "OneDnn.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace mp::rt::cpu::onednn {
@@ -29,12 +30,6 @@ dnnl::memory::desc plainDesc(const dnnl::memory::dims &dims,
   return dnnl::memory::desc(dims, t, rowMajorStrides(dims));
 }
 
-dnnl::memory::desc stridedDesc(const dnnl::memory::dims &dims,
-                               dnnl::memory::data_type t,
-                               const dnnl::memory::dims &strides) {
-  return dnnl::memory::desc(dims, t, strides);
-}
-
 /// Row-major strides of `shape`.
 dnnl::memory::dims rowMajorStrides(const Shape &shape) {
   dnnl::memory::dims strides(shape.size(), 1);
@@ -43,22 +38,23 @@ dnnl::memory::dims rowMajorStrides(const Shape &shape) {
   return strides;
 }
 
-/// An activation [N, C, D...] (NCHW) or [N, D..., C] (NHWC) as oneDNN's
-/// logical [N, C, D...] with the strides of its data.
+void channelsFirst(const Shape &shape, Layout layout, dnnl::memory::dims &dims,
+                   dnnl::memory::dims &strides) {
+  dnnl::memory::dims physical = rowMajorStrides(shape);
+  dims.assign(shape.begin(), shape.end());
+  strides = physical;
+  if (layout == Layout::NCHW || shape.size() < 3)
+    return;
+  // The channels (last) move to position 1, the spatial dims after them.
+  std::rotate(dims.begin() + 1, dims.end() - 1, dims.end());
+  std::rotate(strides.begin() + 1, strides.end() - 1, strides.end());
+}
+
 dnnl::memory::desc activationDesc(const TensorView &t, Layout layout,
                                   dnnl::memory::data_type type) {
-  const Shape &s = t.shape;
-  dnnl::memory::dims physical = rowMajorStrides(s);
-  if (layout == Layout::NCHW)
-    return stridedDesc(dnnl::memory::dims(s.begin(), s.end()), type, physical);
-  size_t rank = s.size();
-  dnnl::memory::dims logical{s[0], s[rank - 1]},
-      strides{physical[0], physical[rank - 1]};
-  for (size_t i = 1; i + 1 < rank; ++i) {
-    logical.push_back(s[i]);
-    strides.push_back(physical[i]);
-  }
-  return stridedDesc(logical, type, strides);
+  dnnl::memory::dims dims, strides;
+  channelsFirst(t.shape, layout, dims, strides);
+  return dnnl::memory::desc(dims, type, strides);
 }
 
 dnnl::post_ops postOpsOf(Activation activation) {

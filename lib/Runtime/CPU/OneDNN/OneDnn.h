@@ -27,17 +27,18 @@ const dnnl::engine &engine();
 /// oneDNN's data type of a runtime dtype (f32, f16, bf16), if it has one.
 std::optional<dnnl::memory::data_type> dataTypeOf(DType t);
 
-/// A row-major descriptor of `dims` (strides in elements) of dtype t.
+/// A row-major descriptor of `dims` of dtype t.
 dnnl::memory::desc plainDesc(const dnnl::memory::dims &dims,
                              dnnl::memory::data_type t);
-dnnl::memory::desc stridedDesc(const dnnl::memory::dims &dims,
-                               dnnl::memory::data_type t,
-                               const dnnl::memory::dims &strides);
 
 /// Row-major strides of `shape`, in elements.
 dnnl::memory::dims rowMajorStrides(const Shape &shape);
-/// An activation [N, C, D...] (NCHW) or [N, D..., C] (NHWC) as oneDNN's
-/// logical [N, C, D...] with the strides of its data.
+/// A tensor [A, C, D...] (NCHW) or [A, D..., C] (NHWC) as oneDNN's logical
+/// [A, C, D...] dims with the strides (elements) of its row-major data:
+/// activations (A = N) and filters (A = M, C = C/groups) alike.
+void channelsFirst(const Shape &shape, Layout layout, dnnl::memory::dims &dims,
+                   dnnl::memory::dims &strides);
+/// An activation's descriptor in that logical order.
 dnnl::memory::desc activationDesc(const TensorView &t, Layout layout,
                                   dnnl::memory::data_type type);
 

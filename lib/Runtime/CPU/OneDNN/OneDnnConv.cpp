@@ -24,31 +24,15 @@ using dims = dnnl::memory::dims;
 /// logical [M, C/g, K...] or, grouped, [g, M/g, C/g, K...].
 dnnl::memory::desc filterDesc(const TensorView &w, Layout layout,
                               int64_t groups, dnnl::memory::data_type type) {
-  const Shape &s = w.shape;
-  size_t rank = s.size();
-  dims physical = rowMajorStrides(s);
-  // [M, C/g, K...] with the strides of each of them.
-  dims logical{s[0]}, strides{physical[0]};
-  if (layout == Layout::NCHW) {
-    for (size_t i = 1; i < rank; ++i) {
-      logical.push_back(s[i]);
-      strides.push_back(physical[i]);
-    }
-  } else {
-    logical.push_back(s[rank - 1]);
-    strides.push_back(physical[rank - 1]);
-    for (size_t i = 1; i + 1 < rank; ++i) {
-      logical.push_back(s[i]);
-      strides.push_back(physical[i]);
-    }
-  }
+  dims logical, strides;
+  channelsFirst(w.shape, layout, logical, strides);
   if (groups > 1) {
     // M = g * (M/g), the group outermost.
     logical[0] /= groups;
     logical.insert(logical.begin(), groups);
     strides.insert(strides.begin(), strides[0] * logical[1]);
   }
-  return stridedDesc(logical, type, strides);
+  return dnnl::memory::desc(logical, type, strides);
 }
 
 } // namespace

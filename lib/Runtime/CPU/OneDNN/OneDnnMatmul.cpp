@@ -82,9 +82,9 @@ FastCallChoice prepareMatmul(const PlanCall &call,
     logicalOf(a, batchRank, options->transA, aDims, aStrides);
     logicalOf(b, batchRank, options->transB, bDims, bStrides);
     logicalOf(d, batchRank, false, dDims, dStrides);
-    dnnl::memory::desc aDesc = stridedDesc(aDims, *in, aStrides);
-    dnnl::memory::desc bUser = stridedDesc(bDims, *in, bStrides);
-    dnnl::memory::desc dDesc = stridedDesc(dDims, *out, dStrides);
+    dnnl::memory::desc aDesc = dnnl::memory::desc(aDims, *in, aStrides);
+    dnnl::memory::desc bUser = dnnl::memory::desc(bDims, *in, bStrides);
+    dnnl::memory::desc dDesc = dnnl::memory::desc(dDims, *out, dStrides);
     // A weight may go into whatever layout the primitive likes best.
     bool constantB = constant.size() > 1 && constant[1];
     dnnl::memory::desc bWanted =
