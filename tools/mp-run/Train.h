@@ -14,6 +14,7 @@
 #ifndef MP_TOOLS_MP_RUN_TRAIN_H
 #define MP_TOOLS_MP_RUN_TRAIN_H
 
+#include "mp/Runtime/Executor.h"
 #include "mp/Runtime/Plan.h"
 #if MP_HAVE_CUDA_BACKEND
 #include "mp/Runtime/CUDA/CudaExecutor.h"
