@@ -93,8 +93,9 @@ OPTIONS:
                         and dtypes (the GPU's host-side planning: no GPU is
                         needed)
   --cuda-batch-norm=M   with --backend=cuda, who runs the batch norms: auto
-                        (default: cuDNN for f32 and inference, the project's
-                        kernels for 16-bit training, which are faster),
+                        (default: cuDNN for inference and f32 channels-first
+                        training, the project's kernels for 16-bit or
+                        channels-last training, which are faster),
                         spatial (cuDNN wherever it can), own (the project's
                         kernels)
   --weights=DIR|FILE    the bytes of the plan's external weights (a plan

@@ -42,10 +42,13 @@ CudnnBatchNorm chooseCudnnBatchNorm(const BatchNormPlan &plan, bool nhwc,
   if (x.dtype != DType::F32 && x.dtype != DType::F16 && x.dtype != DType::BF16)
     return no("x is " + dt(x.dtype) +
               " (cuDNN's batch norm: f16, bf16 or f32)");
+  // Measured on an H100 (docs/benchmarks.md, GPU results): cuDNN 9's
+  // channels-last training batch norm took 3-16 ms a call on ResNet-50's
+  // batch-64 shapes, f32 and f16 alike, its channels-first one a tenth of it.
   if (impl == BatchNormImpl::Auto && plan.kind != BatchNormKind::Inference &&
-      x.dtype != DType::F32)
-    return no("16-bit training batch norms run on the own kernels (faster "
-              "than cuDNN's: BatchNormImpl::Auto)");
+      (x.dtype != DType::F32 || nhwc))
+    return no("16-bit and channels-last training batch norms run on the own "
+              "kernels (faster than cuDNN's: BatchNormImpl::Auto)");
   // cuDNN's per-channel tensors are f32 for 16-bit and f32 data.
   std::vector<std::pair<const char *, const TensorDesc *>> perChannel;
   if (plan.kind == BatchNormKind::Backward) {
@@ -97,6 +100,31 @@ CudnnBatchNorm chooseCudnnBatchNorm(const BatchNormPlan &plan, bool nhwc,
   c.dims = {static_cast<int32_t>(n), static_cast<int32_t>(channels),
             static_cast<int32_t>(spatial), 1};
   return c;
+}
+
+/// The own kernels' scratch: 3 floats per channel for the normalisation
+/// (inference, training), 4 doubles per channel for the statistics
+/// (backward; training channels last), and channels last the partial sums
+/// of the row slices (rowSlices x C x 2 doubles). The slices give about 512
+/// blocks of 32 channels x 8 rows, at least 8 rows each.
+void planOwnScratch(BatchNormPlan &plan) {
+  BatchNormParams &p = plan.params;
+  const uint64_t c = static_cast<uint64_t>(p.geom.c);
+  const bool rows = p.geom.inner == 1 && plan.kind != BatchNormKind::Inference;
+  uint64_t floats = plan.kind == BatchNormKind::Backward ? 0 : 3 * c;
+  plan.doublesOffset = (floats * sizeof(float) + 7) / 8 * 8;
+  uint64_t doubles = plan.kind == BatchNormKind::Backward || rows ? 4 * c : 0;
+  if (rows) {
+    int64_t channelBlocks = (p.geom.c + 31) / 32;
+    int64_t rowGroups = (p.geom.outer + 7) / 8;
+    int64_t slices =
+        std::max<int64_t>(1, 512 / std::max<int64_t>(1, channelBlocks));
+    p.rowSlices = static_cast<int32_t>(
+        std::max<int64_t>(1, std::min<int64_t>(slices, rowGroups)));
+    doubles += static_cast<uint64_t>(p.rowSlices) * c * 2;
+  }
+  plan.scratchBytes = doubles ? plan.doublesOffset + doubles * sizeof(double)
+                              : floats * sizeof(float);
 }
 
 } // namespace
@@ -203,8 +231,8 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
     p.dscale = mptr(dscale);
     p.dbias = mptr(dbias);
     plan.cudnn = chooseCudnnBatchNorm(plan, nhwc, ops, res, impl);
-    plan.scratchBytes =
-        plan.cudnn.use ? 0 : static_cast<uint64_t>(c) * 4 * sizeof(double);
+    if (!plan.cudnn.use)
+      planOwnScratch(plan);
     return plan;
   }
   const TensorDesc &y = res[0];
@@ -257,7 +285,7 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
   }
   plan.cudnn = chooseCudnnBatchNorm(plan, nhwc, ops, res, impl);
   if (!plan.cudnn.use)
-    plan.scratchBytes = static_cast<uint64_t>(c) * 3 * sizeof(float);
+    planOwnScratch(plan);
   else if (kind == BatchNormKind::Training)
     plan.scratchBytes = static_cast<uint64_t>(c) * 2 * sizeof(float);
   return plan;

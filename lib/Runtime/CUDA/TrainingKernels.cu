@@ -155,6 +155,102 @@ __global__ void bnBackwardStats(BatchNormParams p) {
   }
 }
 
+//===--- Channels last (geom.inner == 1): row slices
+//-----------------------===//
+//
+// Element (r, c) is at r * C + c. The one-block-per-channel kernels above
+// would read it with a stride of C (one element per memory transaction) in
+// C blocks; here a block of 32 x 8 threads sums 32 adjacent channels over
+// every (rowSlices * 8)-th row from its slice's start, so that a warp reads
+// 32 adjacent elements, and a second kernel sums the slices per channel.
+// Each pass is the matching pass of the kernels above, in f64.
+
+constexpr int kSliceChannels = 32, kSliceRows = 8;
+
+/// What a pass sums per channel: x; (x - mean)^2; dy and dy * xhat.
+enum RowPass : int { kSumX = 0, kSumSqDev = 1, kSumDy = 2 };
+
+__global__ void bnRowsPartial(BatchNormParams p, int pass) {
+  __shared__ double sums[2][kSliceRows][kSliceChannels];
+  const int64_t channels = p.geom.c, rows = p.geom.outer;
+  const int64_t c = blockIdx.x * int64_t(kSliceChannels) + threadIdx.x;
+  double a = 0, b = 0;
+  if (c < channels) {
+    const double mean = pass == kSumX ? 0.0 : p.chanD[4 * c];
+    const double invStd = pass == kSumDy ? p.chanD[4 * c + 1] : 0.0;
+    const int64_t step = int64_t(gridDim.y) * kSliceRows;
+    for (int64_t r = blockIdx.y * int64_t(kSliceRows) + threadIdx.y; r < rows;
+         r += step) {
+      const int64_t e = r * channels + c;
+      const double x = loadF64(p.x, p.xDtype, e);
+      if (pass == kSumX) {
+        a += x;
+      } else if (pass == kSumSqDev) {
+        a += (x - mean) * (x - mean);
+      } else {
+        const double dy = loadF64(p.dy, p.dyDtype, e);
+        a += dy;
+        b += dy * (x - mean) * invStd;
+      }
+    }
+  }
+  sums[0][threadIdx.y][threadIdx.x] = a;
+  sums[1][threadIdx.y][threadIdx.x] = b;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < channels) {
+    for (int l = 1; l < kSliceRows; ++l) {
+      a += sums[0][l][threadIdx.x];
+      b += sums[1][l][threadIdx.x];
+    }
+    double *out = p.partial + 2 * (blockIdx.y * channels + c);
+    out[0] = a;
+    out[1] = b;
+  }
+}
+
+/// The slices' sums per channel, and what the pass yields: the mean; the
+/// inverse standard deviation (training: the coefficients and running
+/// statistics, as bnTrainingStats); sum(dy), sum(dy * xhat), dscale, dbias.
+__global__ void bnRowsFinish(BatchNormParams p, int pass, bool training) {
+  const int64_t channels = p.geom.c;
+  const double n = static_cast<double>(p.geom.outer);
+  MP_GRID_LOOP(c, channels) {
+    double a = 0, b = 0;
+    for (int s = 0; s < p.rowSlices; ++s) {
+      a += p.partial[2 * (s * channels + c)];
+      b += p.partial[2 * (s * channels + c) + 1];
+    }
+    double *d = p.chanD + 4 * c;
+    if (pass == kSumX) {
+      d[0] = a / n;
+    } else if (pass == kSumSqDev) {
+      const double v = a / n;
+      d[1] = 1.0 / sqrt(v + p.epsilon);
+      if (training) {
+        const double mean = d[0], mom = p.momentum;
+        float sc = loadF32(p.scale, p.scaleDtype, c);
+        float im = loadF32(p.mean, p.meanDtype, c);
+        float iv = loadF32(p.var, p.varDtype, c);
+        p.chanMean[c] = static_cast<float>(mean);
+        p.chanFactor[c] =
+            static_cast<float>(static_cast<double>(sc) / sqrt(v + p.epsilon));
+        p.chanBias[c] = loadF32(p.bias, p.biasDtype, c);
+        storeF32(p.runMean, p.runMeanDtype, c,
+                 static_cast<float>(static_cast<double>(im) * mom +
+                                    mean * (1.0 - mom)));
+        storeF32(p.runVar, p.runVarDtype, c,
+                 static_cast<float>(static_cast<double>(iv) * mom +
+                                    v * (1.0 - mom)));
+      }
+    } else {
+      d[2] = a;
+      d[3] = b;
+      storeF64(p.dscale, p.dscaleDtype, c, b);
+      storeF64(p.dbias, p.dbiasDtype, c, a);
+    }
+  }
+}
+
 __global__ void bnBackwardDx(BatchNormParams p) {
   const ChannelGeom &g = p.geom;
   double count = static_cast<double>(g.outer * g.inner);
@@ -497,6 +593,27 @@ cudaError_t launchBatchNorm(int kind, const BatchNormParams &p,
   if (p.geom.c == 0)
     return cudaSuccess;
   unsigned chanBlocks = blocksFor(p.geom.c, 1, 65535);
+  // Channels last: the statistics' passes over row slices (kind 1: sum,
+  // squared deviations; kind 2: and the dy sums), then the elementwise
+  // kernel as below.
+  if (p.rowSlices > 0 && kind != 0) {
+    const dim3 grid(blocksFor(p.geom.c, kSliceChannels),
+                    static_cast<unsigned>(p.rowSlices));
+    const dim3 block(kSliceChannels, kSliceRows);
+    const unsigned finishBlocks = blocksFor(p.geom.c, kBlock);
+    const int passes = kind == 1 ? 2 : 3;
+    for (int pass = 0; pass < passes; ++pass) {
+      bnRowsPartial<<<grid, block, 0, stream>>>(p, pass);
+      bnRowsFinish<<<finishBlocks, kBlock, 0, stream>>>(p, pass, kind == 1);
+    }
+    if (n) {
+      if (kind == 1)
+        bnNormalize<<<blocksFor(n, kBlock), kBlock, 0, stream>>>(p);
+      else
+        bnBackwardDx<<<blocksFor(n, kBlock), kBlock, 0, stream>>>(p);
+    }
+    return cudaGetLastError();
+  }
   switch (kind) {
   case 0:
     bnInferenceParams<<<blocksFor(p.geom.c, kBlock), kBlock, 0, stream>>>(p);

@@ -204,9 +204,9 @@ TEST_CASE("CUDA: cudnn.pool and pool_bwd", "[cuda][device]") {
 }
 
 TEST_CASE("CUDA: batch norm", "[cuda][device]") {
-  // Every variant on cuDNN (CudnnSpatial; Auto for f32 and inference) and
-  // on the own kernels (Own; Auto for 16-bit training); a 16-bit bias always
-  // runs on the own kernels.
+  // Every variant on cuDNN (CudnnSpatial; Auto for inference and f32
+  // channels-first training) and on the own kernels (Own; Auto for 16-bit or
+  // channels-last training); a 16-bit bias always runs on the own kernels.
   using cuda::BatchNormImpl;
   Rng rng(6);
   for (BatchNormImpl impl :
@@ -217,7 +217,11 @@ TEST_CASE("CUDA: batch norm", "[cuda][device]") {
             {{8, 6}, "nchw"},
             {{2, 3, 4, 2, 3}, "nchw"},
             {{4, 5, 5, 3}, "nhwc"},
-            {{2, 4, 3, 8}, "nhwc"}}) {
+            {{2, 4, 3, 8}, "nhwc"},
+            // Channels last, the own kernels' row slices: 40 channels (a
+            // block of 32 and a partial one), 3,000 rows in 256 slices of
+            // which some sum two groups of 8 rows.
+            {{30, 10, 10, 40}, "nhwc"}}) {
         INFO("impl " << static_cast<int>(impl) << ", dtype " << dtypeName(t)
                      << ", layout " << layout << ", rank " << s.size());
         int64_t c = std::string(layout) == "nhwc" ? s.back() : s[1];

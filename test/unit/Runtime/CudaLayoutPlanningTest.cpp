@@ -208,7 +208,16 @@ TEST_CASE("NHWC batch norm: the channel is the last dim",
         {at(DType::F32, toNHWC(x)), stats(5), at(DType::F32, toNHWC(x))},
         {at(DType::F32, toNHWC(x)), stats(5), stats(5)});
     REQUIRE(f32);
-    CHECK(f32->cudnn.use);
+    // Auto: channels-last training backward on the own kernels in f32 too
+    // (cuDNN 9's is slow channels last); inference stays on cuDNN.
+    CHECK_FALSE(f32->cudnn.use);
+    CHECK(f32->params.rowSlices == 3); // 24 rows: a slice per 8
+    Result<BatchNormPlan> f32Inference = planBatchNorm(
+        BatchNormKind::Inference, bnCall("cudnn.batch_norm_inference", "nhwc"),
+        {at(DType::F32, toNHWC(x)), stats(5), stats(5), stats(5), stats(5)},
+        {at(DType::F32, toNHWC(x))});
+    REQUIRE(f32Inference);
+    CHECK(f32Inference->cudnn.use);
   }
   SECTION("statistics of dim 1's size are refused in NHWC") {
     Result<BatchNormPlan> p = planBatchNorm(

@@ -129,6 +129,58 @@ TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
     CHECK(forward(training, BatchNormKind::Training, DType::F32, {2, 3, 4})
               .cudnn.use);
   }
+  SECTION("channels-last training and backward: the own kernels, row "
+          "slices") {
+    PlanCall nhwcTraining =
+        callOf("cudnn.batch_norm_training", {{"epsilon", 1e-5},
+                                             {"momentum", 0.9},
+                                             {"layout", std::string("nhwc")}});
+    PlanCall nhwcBackward =
+        callOf("cudnn.batch_norm_bwd",
+               {{"epsilon", 1e-5}, {"layout", std::string("nhwc")}});
+    // ResNet-50's first batch norm at batch 64: 64 * 112 * 112 rows of 64
+    // channels: 2 blocks of 32 channels, 256 slices.
+    Shape s{64, 112, 112, 64};
+    TensorDesc xs = at(DType::F32, s);
+    std::vector<TensorDesc> ops{xs, f32(64), f32(64), f32(64), f32(64)};
+    Result<BatchNormPlan> t =
+        planBatchNorm(BatchNormKind::Training, nhwcTraining, ops,
+                      {at(DType::F32, s), ops[3], ops[4]});
+    REQUIRE(t);
+    CHECK_FALSE(t->cudnn.use);
+    CHECK_THAT(t->cudnn.whyNot, Catch::Contains("channels-last"));
+    CHECK(t->params.geom.inner == 1);
+    CHECK(t->params.rowSlices == 256);
+    CHECK(t->doublesOffset == 3 * 64 * sizeof(float));
+    CHECK(t->scratchBytes ==
+          3 * 64 * sizeof(float) + (4 * 64 + 256 * 64 * 2) * sizeof(double));
+    Result<BatchNormPlan> b = planBatchNorm(
+        BatchNormKind::Backward, nhwcBackward, {xs, f32(64), at(DType::F32, s)},
+        {at(DType::F32, s), f32(64), f32(64)});
+    REQUIRE(b);
+    CHECK_FALSE(b->cudnn.use);
+    CHECK(b->params.rowSlices == 256);
+    CHECK(b->doublesOffset == 0);
+    CHECK(b->scratchBytes == (4 * 64 + 256 * 64 * 2) * sizeof(double));
+    // Few rows: a slice per 8 rows; cuDNN when asked for.
+    Result<BatchNormPlan> few = planBatchNorm(
+        BatchNormKind::Backward, nhwcBackward,
+        {at(DType::F32, {2, 3, 64}), f32(64), at(DType::F32, {2, 3, 64})},
+        {at(DType::F32, {2, 3, 64}), f32(64), f32(64)});
+    REQUIRE(few);
+    CHECK(few->params.rowSlices == 1);
+    CHECK(planBatchNorm(BatchNormKind::Training, nhwcTraining, ops,
+                        {at(DType::F32, s), ops[3], ops[4]},
+                        BatchNormImpl::CudnnSpatial)
+              ->cudnn.use);
+    // Inference stays on cuDNN.
+    CHECK(planBatchNorm(
+              BatchNormKind::Inference,
+              callOf("cudnn.batch_norm_inference",
+                     {{"epsilon", 1e-5}, {"layout", std::string("nhwc")}}),
+              ops, {at(DType::F32, s)})
+              ->cudnn.use);
+  }
   SECTION("the own kernels where cuDNN cannot run it") {
 
     BatchNormPlan halfScale = forward(inference, BatchNormKind::Inference,
@@ -141,7 +193,11 @@ TEST_CASE("batch norm: cuDNN or the own kernels", "[cuda][planning]") {
         forward(training, BatchNormKind::Training, DType::F32, {1, 3, 1});
     CHECK_FALSE(one.cudnn.use);
     CHECK(one.cudnn.whyNot == "one element per channel (no unbiased variance)");
-    CHECK(one.scratchBytes == 3 * 3 * sizeof(float));
+    // [1, 3, 1]: one element per channel, so one row of channels: the
+    // row-slice statistics, 1 slice (floats rounded up to 8 bytes, then 4
+    // doubles per channel and 2 per slice and channel).
+    CHECK(one.params.rowSlices == 1);
+    CHECK(one.scratchBytes == 40 + (3 * 4 + 1 * 3 * 2) * sizeof(double));
     // Inference and backward have no running variance: cuDNN runs them.
     CHECK(forward(inference, BatchNormKind::Inference, DType::F32, {1, 3, 1})
               .cudnn.use);

@@ -340,8 +340,11 @@ struct BatchNormPlan {
   BatchNormParams params;
   CudnnBatchNorm cudnn;
   /// Scratch: with cuDNN, training's batch mean and unbiased variance (2 C
-  /// floats); otherwise the own kernels' per-channel floats / doubles.
+  /// floats); otherwise the own kernels' per-channel floats (not in the
+  /// backward), then at `doublesOffset` their doubles (the backward's, and
+  /// channels last the statistics and the slices' partial sums).
   uint64_t scratchBytes = 0;
+  uint64_t doublesOffset = 0;
 };
 /// cudnn.batch_norm_inference / _training / _bwd: the checks and the own
 /// kernels' parameters, and whether cuDNN runs it (`impl`; cuDNN takes f16,

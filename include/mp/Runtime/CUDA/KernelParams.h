@@ -217,7 +217,13 @@ struct BatchNormParams {
   /// Scratch: per channel, float shift (mean) and float factor (a) for the
   /// normalisation, and doubles for the backward.
   float *chanMean = nullptr, *chanFactor = nullptr, *chanBias = nullptr;
-  double *chanD = nullptr; ///< backward: 4 doubles per channel
+  double *chanD = nullptr; ///< backward (and channels-last training): 4
+                           ///< doubles per channel
+  /// Channels last (geom.inner == 1): the statistics are summed over
+  /// `rowSlices` slices of the rows in parallel (coalesced: a warp reads 32
+  /// adjacent channels), 2 doubles per slice and channel in `partial`.
+  int32_t rowSlices = 0;
+  double *partial = nullptr;
 };
 
 /// Losses over [N, C, inner] scores with [N, inner] targets.
