@@ -2,7 +2,9 @@
 """Our CPU plans against ONNX Runtime and PyTorch, side by side, in one run.
 
 For each model (the exported test architectures, build/models; `ninja -C
-build mp-models` makes them): compiles an fp32, a bf16 and an f16 plan with
+build mp-models` makes them, and the script exports the benchmark-only ones,
+scripts/export_models.py's EXTRA_MODELS, when they are missing): compiles an
+fp32, a bf16 and an f16 plan with
 mp-opt (`--mp-autocast-pipeline=target=...`), times them with mp-run on the
 CPU backend (oneDNN where it applies) and the fp32 plan also on the
 reference kernels (`--backend=cpu-ref`), and in the same run ONNX Runtime's
@@ -10,11 +12,19 @@ CPU provider on the fp32 model and PyTorch (Debian's, run by /usr/bin/python3)
 on the same architecture in fp32 and under bf16 autocast (the weights are
 seeded anew: they do not change the time). Same threads for all; median ms
 of --repeat runs after --warmup. Prints a table of ms and one of ratios to
-ONNX Runtime, and the CPU's ISA as oneDNN sees it. docs/benchmarks.md
-records results with this command.
+ONNX Runtime, and the CPU's ISA as oneDNN sees it.
+
+Then training steps (--train-models, default ResNet-18 with its batch norms
+and the BERT-style encoder): our fp32 training plan (mp-training, SGD with
+momentum) and our bf16 mixed one (autocast to bf16 + f32 master weights, no
+loss scaling: bf16 has f32's exponent range) against PyTorch's fp32 step and
+its bf16-autocast step with the same optimizer (scripts/bench_gpu.py's
+torch_measure on the CPU). docs/benchmarks.md records results with this
+command.
 
   .venv/bin/python scripts/bench_cpu.py [--models resnet50,mobilenet_v2]
-      [--repeat 10] [--warmup 2] [--threads N] [--no-torch]
+      [--train-models resnet18_bn,bert_encoder] [--repeat 10] [--warmup 2]
+      [--threads N] [--no-torch]
 """
 import argparse
 import json
@@ -30,7 +40,32 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODELS = ["resnet50", "resnet18_bn", "mobilenet_v2", "squeezenet",
-                  "bert_encoder", "lstm_lm"]
+                  "bert_encoder", "lstm_lm", "efficientnet_b0",
+                  "convnext_tiny", "vit_b_16", "densenet121", "gpt_decoder"]
+# The batch the benchmark-only models are exported with when missing (the
+# issue's table: the large ones at batch 1).
+EXPORT_BATCH = {"efficientnet_b0": 2, "convnext_tiny": 1, "vit_b_16": 1,
+                "densenet121": 1, "gpt_decoder": 2}
+DEFAULT_TRAIN_MODELS = ["resnet18_bn", "bert_encoder"]
+TRAINING = "--mp-training=loss=cross-entropy optimizer=sgd lr=0.01 momentum=0.9"
+
+# PyTorch's training steps, in a child (Debian's torch): bench_gpu.py's
+# torch_measure on the CPU, fp32 and bf16 autocast ("amp" there).
+TORCH_TRAIN_TIMER = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import torch
+import bench_gpu
+name, batch, threads, warmup, repeat = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+torch.set_num_threads(threads)
+result = {}
+for mode, key in (("fp32", "fp32"), ("amp", "bf16")):
+    try:
+        result[key] = bench_gpu.torch_measure(name, batch, "train", mode, "cpu", repeat, warmup)[0]
+    except Exception as e:
+        result[key + "_error"] = str(e).splitlines()[0][:120]
+print(json.dumps(result))
+"""
 PLANS = [("fp32", None), ("bf16", "bf16"), ("f16", "f16")]
 
 # Timed in a child: Debian's torch lives in the system python, onnxruntime in
@@ -83,6 +118,9 @@ def main():
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--train-models",
+                        default=",".join(DEFAULT_TRAIN_MODELS),
+                        help="training steps to time ('' for none)")
     parser.add_argument("--no-torch", action="store_true")
     args = parser.parse_args()
     try:
@@ -100,6 +138,13 @@ def main():
         for name in args.models.split(","):
             model = os.path.join(args.build, "models", name + ".onnx")
             inp = os.path.join(args.build, "models", name + ".input.npy")
+            if not os.path.exists(model) and name in EXPORT_BATCH:
+                print(f"  {name}: exporting (scripts/export_models.py)",
+                      file=sys.stderr)
+                run(["/usr/bin/python3",
+                     os.path.join(ROOT, "scripts", "export_models.py"),
+                     "--out", os.path.join(args.build, "models"),
+                     "--only", name, "--batch", str(EXPORT_BATCH[name])])
             if not os.path.exists(model):
                 sys.exit(f"bench_cpu.py: no {model} (ninja -C build mp-models)")
             x = np.load(inp)
@@ -178,6 +223,59 @@ def main():
     for c in ["fp32", "bf16", "f16"]:
         med = statistics.median(r[c] / r["ORT fp32"] for r in rows)
         print(f"median our {c} / ORT fp32: {med:.2f}")
+    print(f"our f16 / our fp32: at most "
+          f"{max(r['f16'] / r['fp32'] for r in rows):.2f}")
+
+    train_models = [m for m in args.train_models.split(",") if m]
+    if train_models:
+        time_training(args, bindir, env, train_models)
+
+
+def time_training(args, bindir, env, names):
+    """Training steps: ours fp32 and bf16 mixed, PyTorch fp32 and bf16."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            model = os.path.join(args.build, "models", name + ".onnx")
+            inp = os.path.join(args.build, "models", name + ".input.npy")
+            batch = np.load(inp).shape[0]
+            row = {"model": f"{name} b{batch}"}
+            for label, extra in (("fp32", []),
+                                 ("bf16", ["--mp-autocast-pipeline=target=bf16",
+                                           "--mp-master-weights"])):
+                plan = os.path.join(tmp, f"{name}.{label}.train.mpplan")
+                run([os.path.join(bindir, "mp-opt"), model,
+                     f"--dim-param=batch={batch}", TRAINING] + extra +
+                    ["--emit=plan", "-o", plan])
+                # The data: the model's sample input; class ids 0
+                # (--zero-inputs); the state persists from step to step.
+                out = run([os.path.join(bindir, "mp-run"), plan,
+                           f"input={inp}", "--zero-inputs",
+                           f"--repeat={args.repeat}",
+                           f"--warmup={args.warmup}"], env=env).stdout
+                row[label] = median_ms(out)
+            if not args.no_torch:
+                result = json.loads(run(
+                    ["/usr/bin/python3", "-c", TORCH_TRAIN_TIMER,
+                     os.path.join(ROOT, "scripts"), name, str(batch),
+                     str(args.threads), str(args.warmup),
+                     str(args.repeat)]).stdout)
+                row["torch fp32"] = result.get("fp32")
+                row["torch bf16"] = result.get("bf16")
+            rows.append(row)
+            print(f"  {name} training: done", file=sys.stderr)
+    fmt = lambda v: "–" if v is None else f"{v:.1f}"
+    ratio = lambda a, b: "–" if a is None or b is None else f"{a / b:.2f}"
+    print("\nTraining steps (SGD with momentum; ms per step, median of "
+          f"{args.repeat} after {args.warmup}):\n")
+    print("| model | torch fp32 | torch bf16 | our fp32 | our bf16 mixed | "
+          "our fp32 / torch fp32 | our bf16 / torch bf16 |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['model']} | {fmt(r.get('torch fp32'))} | "
+              f"{fmt(r.get('torch bf16'))} | {fmt(r['fp32'])} | "
+              f"{fmt(r['bf16'])} | {ratio(r['fp32'], r.get('torch fp32'))} | "
+              f"{ratio(r['bf16'], r.get('torch bf16'))} |")
 
 
 if __name__ == "__main__":

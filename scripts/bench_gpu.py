@@ -50,7 +50,8 @@ PEAK_FP16_TFLOPS = [("H200", 989.4), ("H100 PCIe", 756.0), ("H100 NVL", 835.0),
 
 # How each model trains, as mp-training builds its plan.
 LOSS = {"resnet50": "cross-entropy", "resnet50_bn": "cross-entropy",
-        "bert_encoder": "cross-entropy", "lstm_lm": "mse"}
+        "resnet18_bn": "cross-entropy", "bert_encoder": "cross-entropy",
+        "lstm_lm": "mse"}
 CNNS = {"resnet50", "resnet50_bn"}
 # The phases a model is benchmarked in (default both): ResNet-50 infers as
 # deployed, batch norm folded into the convolutions (resnet50), and trains

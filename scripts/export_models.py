@@ -100,6 +100,52 @@ class LstmLM(nn.Module):
         return torch.log_softmax(self.proj(x), dim=-1)
 
 
+class GptDecoder(nn.Module):
+    """GPT-style language model: token + learned positional embedding, 2
+    pre-norm causal self-attention layers (GELU), a final LayerNorm and a
+    Linear head over the vocabulary (next-token logits at every position)."""
+
+    def __init__(self, vocab=1000, d_model=128, seq_len=32, nhead=4,
+                 dim_ff=512, num_layers=2):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d_model)
+        self.pos = nn.Parameter(torch.randn(1, seq_len, d_model) * 0.02)
+        layer = nn.TransformerEncoderLayer(
+            d_model=d_model, nhead=nhead, dim_feedforward=dim_ff,
+            activation="gelu", batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(
+            layer, num_layers=num_layers, enable_nested_tensor=False)
+        for l in self.blocks.layers:  # the decomposed path (see BertEncoder)
+            l.activation_relu_or_gelu = 0
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab)
+        self.register_buffer(
+            "causal", torch.triu(torch.full((seq_len, seq_len), float("-inf")),
+                                 diagonal=1))
+
+    def forward(self, ids):
+        x = self.tok(ids) + self.pos
+        x = self.blocks(x, mask=self.causal)
+        return self.head(self.norm(x))
+
+
+def vit_b_16():
+    """torchvision's ViT-B/16 with attention the exporter takes: torch 1.13's
+    MultiheadAttention runs a fused kernel (aten::_native_multi_head_attention,
+    which has no ONNX export) in eval mode when no gradient is wanted; with
+    gradients enabled it takes the decomposed path, the same arithmetic."""
+    model = torchvision.models.vit_b_16(weights=None)
+    for block in model.encoder.layers:
+        attention = block.self_attention
+        forward = attention.forward
+
+        def decomposed(query, key, value, _forward=forward, **kwargs):
+            with torch.enable_grad():
+                return _forward(query, key, value, **kwargs)
+        attention.forward = decomposed
+    return model
+
+
 def randomize_defaults(model):
     """Replace the constant default initialisations with seeded random values.
 
@@ -173,6 +219,16 @@ EXTRA_MODELS = collections.OrderedDict([
                                         seq_len=128, nhead=16, dim_ff=4096,
                                         num_layers=24),
                     _token_input(30522, 128), {})),
+    # The CPU benchmark's other architectures (scripts/bench_cpu.py), each as
+    # torchvision builds it, or (gpt_decoder) a small causal Transformer.
+    ("efficientnet_b0", (lambda: torchvision.models.efficientnet_b0(weights=None),
+                         _image_input, {})),
+    ("convnext_tiny", (lambda: torchvision.models.convnext_tiny(weights=None),
+                       _image_input, {})),
+    ("vit_b_16", (vit_b_16, _image_input, {})),
+    ("densenet121", (lambda: torchvision.models.densenet121(weights=None),
+                     _image_input, {})),
+    ("gpt_decoder", (GptDecoder, _token_input(1000, 32), {})),
 ])
 
 

@@ -158,6 +158,11 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
   // every call names existing buffers: the views below are in bounds.
   if (Status s = validatePlan(plan, name); !s)
     return s;
+  if (options.threads < 0)
+    return Status::error(name +
+                         ": threads must be >= 0 (0: the default), "
+                         "got " +
+                         std::to_string(options.threads));
   const cpu::CallTable &table = cpu::cpuCallTable();
   CpuExecutor exec;
   exec.prepared_.reserve(plan.calls.size());
@@ -374,6 +379,8 @@ Status CpuExecutor::bindInputs(const std::vector<NamedView> &inputs) {
 }
 
 Status CpuExecutor::execute() {
+  if (options_.threads > 0)
+    cpu::useCpuThreads(options_.threads);
   for (size_t i = 0; i < prepared_.size(); ++i) {
     const Prepared &p = prepared_[i];
     if (p.skipped)

@@ -701,7 +701,7 @@ int runTraining(const TrainOptions &opts, Failure &failure) {
   }
 #endif
   Result<CpuExecutor> created = CpuExecutor::create(
-      loaded.take(), planPath, cpuExecutorOptions(opts.backend));
+      loaded.take(), planPath, cpuExecutorOptions(opts.backend, opts.threads));
   if (!created)
     return fail(planPath, created.message());
   return train(opts, failure, created.take());

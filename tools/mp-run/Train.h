@@ -46,6 +46,7 @@ struct TrainOptions {
   bool printPlan = false;      ///< print the plan first (mp-run's --print-plan)
   bool timing = false;         ///< print the time per call kind at the end
   std::string backend = "cpu"; ///< cpu, cpu-ref or cuda (mp-run --backend)
+  int threads = 0;             ///< mp-run --threads (0: not given)
   std::string cudaBatchNorm = "auto"; ///< mp-run --cuda-batch-norm
   /// mp-run --weights / --unchecked-weights: fill the plan's external
   /// weights from this directory or plan file first.
@@ -68,9 +69,10 @@ rt::CudaExecutorOptions cudaExecutorOptions(const std::string &batchNorm);
 #endif
 
 /// The CPU executor's options for a --backend value (cpu: the fast kernels
-/// where they apply; cpu-ref: the reference kernels only). Defined in
-/// mp-run.cpp.
-rt::CpuExecutorOptions cpuExecutorOptions(const std::string &backend);
+/// where they apply; cpu-ref: the reference kernels only) and --threads (0:
+/// not given). Defined in mp-run.cpp.
+rt::CpuExecutorOptions cpuExecutorOptions(const std::string &backend,
+                                          int threads);
 
 /// --timing's report of an executor: the time per call kind and the slowest
 /// calls, for the CPU each with what runs it, after the CPU's instruction

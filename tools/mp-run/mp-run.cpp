@@ -92,6 +92,9 @@ OPTIONS:
                         --backend=cuda also every call's attributes, shapes
                         and dtypes (the GPU's host-side planning: no GPU is
                         needed)
+  --threads=N           with the CPU backend, the threads of oneDNN and the
+                        elementwise kernels (default: OMP_NUM_THREADS, else
+                        the cores)
   --cuda-batch-norm=M   with --backend=cuda, who runs the batch norms: auto
                         (default: cuDNN for inference and f32 channels-first
                         training, the project's kernels for 16-bit or
@@ -160,6 +163,7 @@ struct Options {
   bool timing = false, printPlan = false, zeroInputs = false, help = false;
   int repeat = 0, warmup = -1;   ///< 0 / -1: not given
   std::string backend = "cpu";   ///< cpu, cpu-ref or cuda
+  int threads = 0;               ///< --threads (0: not given)
   std::string cudaBatchNorm;     ///< --cuda-batch-norm (empty: not given)
   bool check = false;            ///< --check: validate for the backend only
   std::string weightsPath;       ///< --weights
@@ -291,6 +295,11 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
         return fail("--backend must be cpu, cpu-ref or cuda, got '" + value +
                     "'");
       opts.backend = value;
+    } else if (key == "--threads") {
+      int v;
+      if (!takeValue() || !parseCount(value, v) || v < 1)
+        return fail("--threads needs a count >= 1, got '" + value + "'");
+      opts.threads = v;
     } else if (key == "--cuda-batch-norm") {
       if (!takeValue() ||
           (value != "auto" && value != "spatial" && value != "own"))
@@ -666,6 +675,9 @@ int runMain(int argc, char **argv) {
     return report({"", "--unchecked-weights needs --weights"});
   if (!opts.cudaBatchNorm.empty() && opts.backend != "cuda")
     return report({"", "--cuda-batch-norm needs --backend=cuda"});
+  if (opts.threads > 0 && opts.backend == "cuda")
+    return report({"", "--threads is for the CPU backend (--backend=cpu or "
+                       "cpu-ref)"});
   if (opts.cudaBatchNorm.empty())
     opts.cudaBatchNorm = "auto";
   if (opts.check)
@@ -698,6 +710,7 @@ int runMain(int argc, char **argv) {
     t.printPlan = opts.printPlan;
     t.timing = opts.timing;
     t.backend = opts.backend;
+    t.threads = opts.threads;
     t.cudaBatchNorm = opts.cudaBatchNorm;
     t.weightsPath = opts.weightsPath;
     t.uncheckedWeights = opts.uncheckedWeights;
@@ -807,9 +820,9 @@ int runOnBackend(Plan plan, const Options &opts) {
     return runInference(*exec, opts);
 #endif
   }
-  Result<CpuExecutor> exec =
-      CpuExecutor::create(std::move(plan), opts.planPath,
-                          mp::tools::cpuExecutorOptions(opts.backend));
+  Result<CpuExecutor> exec = CpuExecutor::create(
+      std::move(plan), opts.planPath,
+      mp::tools::cpuExecutorOptions(opts.backend, opts.threads));
   if (!exec)
     return report({opts.planPath, exec.message()});
   return runInference(*exec, opts);
@@ -829,10 +842,11 @@ CudaExecutorOptions cudaExecutorOptions(const std::string &batchNorm) {
 }
 #endif
 
-CpuExecutorOptions cpuExecutorOptions(const std::string &backend) {
+CpuExecutorOptions cpuExecutorOptions(const std::string &backend, int threads) {
   CpuExecutorOptions o;
   o.kernels = backend == "cpu-ref" ? rt::cpu::CpuKernels::Reference
                                    : rt::cpu::CpuKernels::Fast;
+  o.threads = threads;
   return o;
 }
 
@@ -840,7 +854,10 @@ std::string timingReport(const CpuExecutor &exec) {
   std::string isa = rt::cpu::haveFastKernels()
                         ? "oneDNN on " + rt::cpu::fastKernelIsa()
                         : "reference kernels only (built without oneDNN)";
-  return "CPU kernels: " + isa + "\n" +
+  int threads = exec.options().threads > 0 ? exec.options().threads
+                                           : rt::cpu::cpuThreads();
+  return "CPU kernels: " + isa + ", " + std::to_string(threads) +
+         (threads == 1 ? " thread\n" : " threads\n") +
          exec.callTimes().format(exec.plan(), 10, [&](size_t i) {
            return exec.implementationOf(i);
          });

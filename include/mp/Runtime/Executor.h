@@ -112,6 +112,11 @@ struct CpuExecutorOptions {
   /// Fast: the calls oneDNN covers run on its primitives, prepared here
   /// (FastCalls.h); Reference: the exact reference kernels run every call.
   cpu::CpuKernels kernels = cpu::CpuKernels::Fast;
+  /// The threads of oneDNN and of the elementwise kernels (OpenMP's) for
+  /// the runs of this executor, set on the thread that runs it; 0 leaves
+  /// OpenMP's default (OMP_NUM_THREADS, else the cores). Results do not
+  /// depend on it beyond oneDNN's summation order.
+  int threads = 0;
 };
 
 class CpuExecutor {

@@ -10,6 +10,7 @@
 
 #include "ElementwiseConvert.h"
 #include "KernelUtil.h"
+#include "Parallel.h"
 
 #include <cstring>
 
@@ -87,13 +88,19 @@ Status cast(const TensorView &x, const TensorView &y) {
       std::memcpy(y.data, x.data, x.byteCount());
     return Status::ok();
   }
-  if (bulkCast(x.dtype, y.dtype, x.data, y.data, static_cast<size_t>(n)))
-    return Status::ok();
-  visitAny(x.dtype, [&](auto from) {
-    using From = typename decltype(from)::Storage;
-    visitAny(y.dtype, [&](auto to) {
-      using To = typename decltype(to)::Storage;
-      castLoop<To, From>(x.data, y.data, n);
+  // Element by element, so split over the CPU threads (Parallel.h).
+  const size_t xSize = byteSize(x.dtype), ySize = byteSize(y.dtype);
+  parallelRanges(n, [&](int64_t begin, int64_t end) {
+    const void *src = static_cast<const char *>(x.data) + begin * xSize;
+    void *dst = static_cast<char *>(y.data) + begin * ySize;
+    if (bulkCast(x.dtype, y.dtype, src, dst, static_cast<size_t>(end - begin)))
+      return;
+    visitAny(x.dtype, [&](auto from) {
+      using From = typename decltype(from)::Storage;
+      visitAny(y.dtype, [&](auto to) {
+        using To = typename decltype(to)::Storage;
+        castLoop<To, From>(src, dst, end - begin);
+      });
     });
   });
   return Status::ok();

@@ -19,6 +19,7 @@
 
 #include "ElementwiseConvert.h"
 #include "KernelUtil.h"
+#include "Parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -841,23 +842,33 @@ BroadcastLoop makeLoop(const std::vector<TensorView> &inputs,
 }
 
 /// Runs block over every block of y.
-void runLoop(const BroadcastLoop &loop, BlockFn block,
-             const std::vector<const char *> &bases,
-             const std::vector<int64_t> &elemSizes, char *out,
-             int64_t outElemSize, const Ctx &ctx) {
+/// y's elements [begin, end) (row-major): the blocks of `inner` elements
+/// that the range covers, the first and last possibly in part.
+void runRange(const BroadcastLoop &loop, BlockFn block,
+              const std::vector<const char *> &bases,
+              const std::vector<int64_t> &elemSizes, char *out,
+              int64_t outElemSize, const Ctx &ctx, int64_t begin, int64_t end) {
   size_t numIn = bases.size(), outerRank = loop.dims.size() - 1;
-  int64_t inner = loop.dims.back(), outer = 1;
-  for (size_t d = 0; d < outerRank; ++d)
-    outer *= loop.dims[d];
+  int64_t inner = loop.dims.back();
   std::vector<int64_t> idx(outerRank, 0), offset(numIn, 0), innerStride(numIn);
   std::vector<const char *> ptrs(numIn);
   for (size_t k = 0; k < numIn; ++k)
     innerStride[k] = loop.strides[k].back();
-  for (int64_t o = 0; o < outer; ++o) {
+  // The outer index of `begin`'s block, and each input's offset there.
+  int64_t o = begin / inner, first = begin % inner;
+  for (size_t d = outerRank; d-- > 0;) {
+    idx[d] = o % loop.dims[d];
+    o /= loop.dims[d];
     for (size_t k = 0; k < numIn; ++k)
-      ptrs[k] = bases[k] + offset[k] * elemSizes[k];
-    block(inner, ptrs.data(), innerStride.data(), out + o * inner * outElemSize,
-          ctx);
+      offset[k] += idx[d] * loop.strides[k][d];
+  }
+  for (int64_t at = begin; at < end;) {
+    int64_t n = std::min(inner - first, end - at);
+    for (size_t k = 0; k < numIn; ++k)
+      ptrs[k] = bases[k] + (offset[k] + first * innerStride[k]) * elemSizes[k];
+    block(n, ptrs.data(), innerStride.data(), out + at * outElemSize, ctx);
+    at += n;
+    first = 0;
     for (size_t d = outerRank; d-- > 0;) {
       for (size_t k = 0; k < numIn; ++k)
         offset[k] += loop.strides[k][d];
@@ -868,6 +879,19 @@ void runLoop(const BroadcastLoop &loop, BlockFn block,
       idx[d] = 0;
     }
   }
+}
+
+/// Every element of y, split over the CPU threads (Parallel.h).
+void runLoop(const BroadcastLoop &loop, BlockFn block,
+             const std::vector<const char *> &bases,
+             const std::vector<int64_t> &elemSizes, char *out,
+             int64_t outElemSize, const Ctx &ctx) {
+  int64_t total = 1;
+  for (int64_t d : loop.dims)
+    total *= d;
+  parallelRanges(total, [&](int64_t begin, int64_t end) {
+    runRange(loop, block, bases, elemSizes, out, outElemSize, ctx, begin, end);
+  });
 }
 
 std::string dt(DType t) { return std::string(dtypeName(t)); }

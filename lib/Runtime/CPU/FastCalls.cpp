@@ -5,7 +5,28 @@
 #include "OneDNN/OneDnn.h"
 #endif
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 namespace mp::rt::cpu {
+
+int cpuThreads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+void useCpuThreads(int n) {
+#ifdef _OPENMP
+  if (n >= 1)
+    omp_set_num_threads(n);
+#else
+  (void)n;
+#endif
+}
 
 #ifdef MP_RUNTIME_HAVE_ONEDNN
 
@@ -17,6 +38,8 @@ FastCallChoice prepareFastCall(const PlanCall &call,
     return onednn::prepareMatmul(call, operands, results, constant);
   if (call.kind == "cudnn.conv_fwd")
     return onednn::prepareConv(call, operands, results, constant);
+  if (call.kind == "kernel.elementwise")
+    return onednn::prepareElementwise(call, operands, results, constant);
   if (call.kind == "cudnn.pool")
     return onednn::preparePool(call, operands, results);
   return {nullptr, "no oneDNN primitive for " + call.kind + " yet"};

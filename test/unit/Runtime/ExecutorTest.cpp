@@ -667,3 +667,52 @@ TEST_CASE("a weight's transpose that only a fast call reads runs once, at "
     checkClose(g, expected, 1e-5);
   }
 }
+
+TEST_CASE("the elementwise and cast kernels give the same bits on any number "
+          "of threads",
+          "[executor]") {
+  // Large enough to be split over the threads (CPU/Parallel.h), with blocks
+  // (20,001 elements, b broadcast along them) that the ranges cut anywhere.
+  PlanBuilder b;
+  const int64_t rows = 7, cols = 20001;
+  uint32_t x = b.arena(DType::F32, {rows, cols}, "x");
+  uint32_t bias = b.weight("b", {rows, 1}, ramp(rows, 5));
+  uint32_t s = b.arena(DType::F32, {rows, cols}, "s");
+  uint32_t d = b.arena(DType::F32, {rows, cols}, "d");
+  uint32_t h = b.arena(DType::BF16, {rows, cols}, "h");
+  b.input("x", x);
+  b.output("d", d);
+  b.output("h", h);
+  b.call("kernel.elementwise", {x}, {s}, {{"fn", std::string("sin")}}, "sin");
+  b.call("kernel.elementwise", {s, bias}, {d}, {{"fn", std::string("sub")}},
+         "sub");
+  b.call("kernel.cast", {d}, {h}, {}, "cast");
+  HostTensor in = tensorOf({rows, cols}, ramp(rows * cols, 7));
+  std::vector<std::vector<NamedTensor>> results;
+  for (int threads : {1, 2, 3}) {
+    CpuExecutorOptions options;
+    options.kernels = cpu::CpuKernels::Reference;
+    options.threads = threads;
+    Result<CpuExecutor> exec = CpuExecutor::create(b.plan, "plan", options);
+    REQUIRE(exec);
+    Result<std::vector<NamedTensor>> out = exec->run({{"x", in.view()}});
+    REQUIRE(out);
+    results.push_back(out.take());
+  }
+  for (size_t r = 1; r < results.size(); ++r)
+    for (size_t o = 0; o < 2; ++o) {
+      const HostTensor &want = results[0][o].tensor,
+                       &got = results[r][o].tensor;
+      REQUIRE(got.byteCount() == want.byteCount());
+      CHECK(std::memcmp(got.data(), want.data(), want.byteCount()) == 0);
+    }
+  // And they are the values: d = sin(x) - b[row].
+  std::vector<float> dv = valuesOf(results[0][0].tensor), xv = valuesOf(in),
+                     bv = ramp(rows, 5);
+  for (int64_t i = 0; i < rows * cols; i += 997)
+    CHECK(std::fabs(dv[i] - (std::sin(xv[i]) - bv[i / cols])) <= 1e-5f);
+  CpuExecutorOptions negative;
+  negative.threads = -1;
+  CHECK_THAT(CpuExecutor::create(b.plan, "plan", negative).message(),
+             Catch::Contains("threads must be >= 0"));
+}

@@ -3,10 +3,10 @@
 // The fast CPU calls (FastCalls.h) must compute what the reference kernels
 // compute: the same call, on the same buffers, once prepared on oneDNN and
 // once through the reference CallFn. f32 results agree to summation order;
-// bf16 results, both accumulated in f32 and rounded once, to a bf16 ulp or
-// two of the output's magnitude. What oneDNN runs differs by CPU (bf16 needs
-// bf16 dot products), so a call that is not prepared fast is skipped, except
-// f32, which every oneDNN build runs.
+// bf16 and f16 results, both accumulated in f32 and rounded once, to a 16-bit
+// ulp or two of the output's magnitude. What oneDNN runs differs by CPU (bf16
+// needs bf16 dot products), so a call that is not prepared fast is skipped,
+// except f32 and f16 (computed on f32 copies), which every oneDNN build runs.
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/FastCalls.h"
@@ -82,7 +82,11 @@ bool compareWithReference(const Case &c) {
     scale = std::max(scale, std::fabs(v));
   // f32: summation order; bf16 (8 significant bits): both round once from
   // f32 sums that differ in order, so one result may round the other way.
-  float tol = (c.yDtype == DType::F32 ? 1e-5f : 1.0f / 64) * (scale + 1);
+  // f16 (11 bits) likewise, to an f16 ulp or two.
+  float tol = (c.yDtype == DType::F32   ? 1e-5f
+               : c.yDtype == DType::F16 ? 1.0f / 512
+                                        : 1.0f / 64) *
+              (scale + 1);
   size_t bad = 0;
   for (size_t i = 0; i < got.size(); ++i)
     bad += !(std::fabs(got[i] - want[i]) <= tol);
@@ -161,7 +165,7 @@ TEST_CASE("fast matmul calls compute what the reference computes",
        "none",
        1.0},
   };
-  for (DType dtype : {DType::F32, DType::BF16})
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
     for (const MatmulCase &m : cases)
       for (bool constantB : {true, false}) {
         INFO(m.what << ", " << dtypeName(dtype)
@@ -177,13 +181,15 @@ TEST_CASE("fast matmul calls compute what the reference computes",
                                        {"compute_type", int64_t(DType::F32)}});
         c.operands.push_back(randomTensor(dtype, m.a, 1));
         c.operands.push_back(randomTensor(dtype, m.b, 2));
+        // An f16 plan's bias is f16 too (widened once, as a constant).
         if (m.bias)
-          c.operands.push_back(randomTensor(DType::F32, {m.d.back()}, 3));
+          c.operands.push_back(randomTensor(
+              dtype == DType::F16 ? DType::F16 : DType::F32, {m.d.back()}, 3));
         c.constant = {false, constantB, true};
         c.yDtype = dtype;
         c.yShape = m.d;
         bool ran = compareWithReference(c);
-        if (dtype == DType::F32)
+        if (dtype != DType::BF16)
           CHECK(ran);
       }
 }
@@ -278,7 +284,7 @@ TEST_CASE("fast convolutions compute what the reference computes",
        true,
        "relu"},
   };
-  for (DType dtype : {DType::F32, DType::BF16})
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
     for (bool nhwc : {false, true})
       for (const ConvCase &v : cases)
         for (bool constantW : {true, false}) {
@@ -307,12 +313,13 @@ TEST_CASE("fast convolutions compute what the reference computes",
           c.operands.push_back(randomTensor(dtype, x, 5));
           c.operands.push_back(randomTensor(dtype, w, 6));
           if (v.bias)
-            c.operands.push_back(randomTensor(DType::F32, {v.m}, 7));
+            c.operands.push_back(randomTensor(
+                dtype == DType::F16 ? DType::F16 : DType::F32, {v.m}, 7));
           c.constant = {false, constantW, true};
           c.yDtype = dtype;
           c.yShape = nhwc ? Shape{v.n, oh, ow, v.m} : Shape{v.n, v.m, oh, ow};
           bool ran = compareWithReference(c);
-          if (dtype == DType::F32)
+          if (dtype != DType::BF16)
             CHECK(ran);
         }
 }
@@ -336,7 +343,7 @@ TEST_CASE("fast pooling computes what the reference computes", "[cpu][fast]") {
       {"average, padding included", "avg_include_pad", 3, 2, 1, {1, 0, 1, 1}},
   };
   const int64_t n = 2, c = 8, h = 9, w = 9;
-  for (DType dtype : {DType::F32, DType::BF16})
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
     for (bool nhwc : {false, true})
       for (const PoolCase &p : cases) {
         INFO(p.what << ", " << dtypeName(dtype)
@@ -364,7 +371,131 @@ TEST_CASE("fast pooling computes what the reference computes", "[cpu][fast]") {
         bool ran = compareWithReference(cs);
         // oneDNN 2.6 has only a reference kernel for dilated pooling, which
         // the project's own kernel beats.
-        if (dtype == DType::F32 && p.dilation == 1)
+        if (dtype != DType::BF16 && p.dilation == 1)
           CHECK(ran);
       }
+}
+
+TEST_CASE("fast elementwise calls compute what the reference computes",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  const Shape shape{2, 3, 5, 7};
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    auto unary = [&](std::string fn, std::vector<PlanAttr> attrs = {}) {
+      INFO(fn << ", " << dtypeName(dtype));
+      attrs.push_back({"fn", fn});
+      Case c;
+      c.call = callOf("kernel.elementwise", attrs);
+      c.operands.push_back(randomTensor(dtype, shape, 9));
+      c.constant = {false};
+      c.yDtype = dtype;
+      c.yShape = shape;
+      bool ran = compareWithReference(c);
+      if (dtype == DType::F32) // bf16 needs avx512_core (oneDNN 2.6)
+        CHECK(ran);
+    };
+    for (const char *fn : {"relu", "exp", "tanh", "sigmoid", "gelu",
+                           "gelu_tanh", "hard_swish", "abs", "neg"})
+      unary(fn);
+    unary("leaky_relu", {{"alpha", 0.1}});
+    unary("elu", {{"alpha", 0.5}});
+    unary("clip", {{"alpha", -0.5}, {"beta", 0.75}});
+
+    // clip(x, lo, hi) with constant scalar bounds (ReLU6).
+    {
+      INFO("clip with constant bounds, " << dtypeName(dtype));
+      Case c;
+      c.call = callOf("kernel.elementwise", {{"fn", std::string("clip")}});
+      c.operands.push_back(randomTensor(dtype, shape, 10));
+      HostTensor lo(dtype, {}), hi(dtype, {});
+      HostTensor loF(DType::F32, {}), hiF(DType::F32, {});
+      *loF.as<float>() = -0.25f;
+      *hiF.as<float>() = 0.5f;
+      REQUIRE(cpu::cast(loF.view(), lo.view()));
+      REQUIRE(cpu::cast(hiF.view(), hi.view()));
+      c.operands.push_back(std::move(lo));
+      c.operands.push_back(std::move(hi));
+      c.constant = {false, true, true};
+      c.yDtype = dtype;
+      c.yShape = shape;
+      bool ran = compareWithReference(c);
+      if (dtype == DType::F32)
+        CHECK(ran);
+    }
+
+    // Binary, with the second operand broadcast, or the first (commutative
+    // add and mul swap them).
+    // oneDNN 2.6 has jit kernels for a second operand that is whole, one
+    // value, per channel (dim 1) or per (N, C); others (e.g. [3, 1, 7]) get
+    // its reference code, which the project's kernel beats, so they stay
+    // there.
+    struct BinaryCase {
+      std::string fn;
+      Shape a, b;
+      bool jit;
+    };
+    for (const BinaryCase &bc :
+         std::vector<BinaryCase>{{"add", shape, shape, true},
+                                 {"sub", shape, {3, 1, 7}, false},
+                                 {"mul", {5, 7}, shape, false},
+                                 {"mul", {1}, shape, true},
+                                 {"div", shape, {1}, true},
+                                 {"sub", shape, {3, 1, 1}, true},
+                                 {"add", shape, {2, 3, 1, 1}, true}}) {
+      INFO(bc.fn << ", " << dtypeName(dtype));
+      Case c;
+      c.call = callOf("kernel.elementwise", {{"fn", bc.fn}});
+      c.operands.push_back(randomTensor(dtype, bc.a, 11));
+      c.operands.push_back(randomTensor(dtype, bc.b, 12));
+      c.constant = {false, false};
+      c.yDtype = dtype;
+      c.yShape = shape;
+      bool ran = compareWithReference(c);
+      if (bc.jit && dtype == DType::F32)
+        CHECK(ran);
+    }
+  }
+}
+
+TEST_CASE("fast elementwise calls leave the rest to the reference",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  HostTensor x = randomTensor(DType::F32, {4, 5}, 1),
+             row = randomTensor(DType::F32, {5}, 2), y(DType::F32, {4, 5});
+  auto why = [&](std::vector<PlanAttr> attrs, std::vector<TensorView> ops,
+                 std::vector<bool> constant) {
+    cpu::FastCallChoice c = cpu::prepareFastCall(
+        callOf("kernel.elementwise", attrs), ops, {y.view()}, constant);
+    CHECK_FALSE(c.call);
+    return c.why;
+  };
+  CHECK_THAT(why({{"fn", std::string("sin")}}, {x.view()}, {false}),
+             Catch::Contains("no oneDNN eltwise for sin"));
+  // A broadcast first operand of a function that does not commute.
+  CHECK_THAT(
+      why({{"fn", std::string("sub")}}, {row.view(), x.view()}, {false, false}),
+      Catch::Contains("broadcast first operand"));
+  // Clip bounds that change between runs.
+  HostTensor lo(DType::F32, {}), hi(DType::F32, {});
+  *lo.as<float>() = 0;
+  *hi.as<float>() = 6;
+  CHECK_THAT(why({{"fn", std::string("clip")}},
+                 {x.view(), lo.view(), hi.view()}, {false, false, false}),
+             Catch::Contains("not constant scalars"));
+  *lo.as<float>() = 7;
+  CHECK_THAT(why({{"fn", std::string("clip")}},
+                 {x.view(), lo.view(), hi.view()}, {false, true, true}),
+             Catch::Contains("min > max"));
+  HostTensor h(DType::F16, {4, 5}), hy(DType::F16, {4, 5});
+  cpu::FastCallChoice f16 = cpu::prepareFastCall(
+      callOf("kernel.elementwise", {{"fn", std::string("relu")}}), {h.view()},
+      {hy.view()}, {false});
+  CHECK_FALSE(f16.call);
+  CHECK_THAT(f16.why, Catch::Contains("F16C"));
 }

@@ -3,11 +3,12 @@
 // The CPU backend has two kinds of kernels. The reference kernels (Calls.h,
 // Kernels.h) are exact and portable: they run every call. The fast ones are
 // library primitives (oneDNN) prepared once when a plan is loaded, for the
-// calls, shapes and dtypes the library covers on this CPU: matmul and
-// convolution forward in f32 and, where the CPU has bf16 dot products
-// (avx512_core_bf16, AMX), in bf16 with f32 accumulation and one rounding.
+// calls, shapes and dtypes the library covers on this CPU: matmul,
+// convolution forward, pooling and the common elementwise functions, in f32,
+// in bf16 where the CPU has bf16 dot products (avx512_core_bf16, AMX; f32
+// accumulation, one rounding) and, for f16 storage, in f32 on f32 copies.
 // A call the library does not cover keeps its reference kernel, and says
-// why.
+// why (docs/runtime.md, "Fast CPU kernels").
 //
 //===----------------------------------------------------------------------===//
 #ifndef MP_RUNTIME_CPU_FASTCALLS_H
@@ -63,6 +64,12 @@ FastCallChoice prepareFastCall(const PlanCall &call,
 /// set they use on this CPU (e.g. "avx512_core_bf16"; "none" without).
 bool haveFastKernels();
 std::string fastKernelIsa();
+
+/// The threads the CPU kernels use on the calling thread (OpenMP's
+/// omp_get_max_threads; 1 in a build without OpenMP), and setting them for
+/// the calling thread (n >= 1; no effect without OpenMP).
+int cpuThreads();
+void useCpuThreads(int n);
 
 } // namespace mp::rt::cpu
 

@@ -1,6 +1,10 @@
 //===- OneDnn.cpp - the CPU backend's oneDNN primitives -------------------===//
 #include "OneDnn.h"
 
+#include "mp/Runtime/Half.h"
+
+#include "../Parallel.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -11,13 +15,12 @@ const dnnl::engine &engine() {
   return cpu;
 }
 
-std::optional<dnnl::memory::data_type> dataTypeOf(DType t) {
+std::optional<dnnl::memory::data_type> computeTypeOf(DType t) {
   using dt = dnnl::memory::data_type;
   switch (t) {
   case DType::F32:
+  case DType::F16: // widened (Binding::f16Storage)
     return dt::f32;
-  case DType::F16:
-    return dt::f16;
   case DType::BF16:
     return dt::bf16;
   default:
@@ -79,10 +82,14 @@ std::string implementationName(const dnnl::primitive_desc_base &pd) {
   return std::string("onednn:") + pd.impl_info_str();
 }
 
+namespace {
+/// Offsets in the scratch: 64-byte aligned (oneDNN's and AVX-512's line).
+size_t alignedBytes(size_t n) { return (n + 63) / 64 * 64; }
+} // namespace
+
 FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
                                       dnnl::primitive primitive,
-                                      const std::vector<Binding> &buffers,
-                                      bool constantWeights) {
+                                      const std::vector<Binding> &buffers) {
   // oneDNN's reference implementations are generic C++ loops that the
   // project's own kernels beat.
   if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0)
@@ -92,43 +99,109 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
   call->primitive_ = std::move(primitive);
   call->name_ = implementationName(pd);
   call->stream_ = dnnl::stream(engine());
+  dnnl::memory::desc scratch = pd.scratchpad_desc();
+  call->primitiveScratchBytes_ = scratch.get_size();
+  size_t scratchEnd = alignedBytes(call->primitiveScratchBytes_);
+  // Memory for a per-run copy in the scratch, at the next aligned offset.
+  auto inScratch = [&](const dnnl::memory::desc &desc) {
+    dnnl::memory m(desc, engine(), nullptr);
+    call->inScratch_.push_back({m, scratchEnd});
+    scratchEnd += alignedBytes(desc.get_size());
+    return m;
+  };
   for (const Binding &b : buffers) {
-    dnnl::memory user(b.desc, engine(), b.data);
-    dnnl::memory::desc wanted =
-        b.arg == DNNL_ARG_WEIGHTS ? pd.weights_desc() : b.desc;
+    const bool output = b.arg == DNNL_ARG_DST;
+    dnnl::memory user;
+    if (!b.f16Storage) {
+      user = dnnl::memory(b.desc, engine(), b.data);
+    } else {
+      size_t count = b.desc.get_size() / sizeof(float);
+      auto *f16 = static_cast<uint16_t *>(b.data);
+      if (b.constant) {
+        user = dnnl::memory(b.desc, engine());
+        convertF16ToF32(f16, static_cast<float *>(user.get_data_handle()),
+                        count);
+      } else {
+        user = inScratch(b.desc);
+        call->copies_.push_back({f16, user, count, output});
+      }
+    }
+    // The layout the primitive chose for the operand (weights, and
+    // activations given as `any`), else the buffer's own.
+    dnnl::memory::desc wanted = b.desc;
+    if (b.arg == DNNL_ARG_WEIGHTS)
+      wanted = pd.weights_desc();
+    else if (b.arg == DNNL_ARG_SRC && !pd.src_desc().is_zero())
+      wanted = pd.src_desc();
+    else if (output && !pd.dst_desc().is_zero())
+      wanted = pd.dst_desc();
     if (wanted == b.desc) {
       call->args_[b.arg] = user;
       continue;
     }
-    // The primitive wants the weights in its own layout: memory the call
-    // owns, filled now (a constant) or before every run.
-    dnnl::memory own(wanted, engine());
-    dnnl::reorder reorder(user, own);
-    if (constantWeights) {
-      reorder.execute(call->stream_, user, own);
+    // A constant goes into its layout once, into memory the call owns; the
+    // others before (operands) or after (the result) every run, through the
+    // scratch.
+    if (b.constant) {
+      dnnl::memory own(wanted, engine());
+      dnnl::reorder(user, own).execute(call->stream_, user, own);
       call->stream_.wait();
-    } else {
-      call->perRun_.push_back({reorder, user, own});
+      call->args_[b.arg] = own;
+      continue;
     }
-    call->args_[b.arg] = own;
+    dnnl::memory staged = inScratch(wanted);
+    if (output)
+      call->afterRun_.push_back({dnnl::reorder(staged, user), staged, user});
+    else
+      call->beforeRun_.push_back({dnnl::reorder(user, staged), user, staged});
+    call->args_[b.arg] = staged;
   }
-  dnnl::memory::desc scratch = pd.scratchpad_desc();
-  call->scratchBytes_ = scratch.get_size();
-  if (call->scratchBytes_) {
+  call->scratchBytes_ =
+      call->inScratch_.empty() ? call->primitiveScratchBytes_ : scratchEnd;
+  if (call->primitiveScratchBytes_) {
     call->scratch_ = dnnl::memory(scratch, engine(), nullptr);
     call->args_[DNNL_ARG_SCRATCHPAD] = call->scratch_;
   }
   return FastCallChoice{std::move(call), ""};
 }
 
+void PrimitiveCall::widen(const F32Copy &c) {
+  auto *f32 = static_cast<float *>(c.f32.get_data_handle());
+  detail::parallelRanges(static_cast<int64_t>(c.count),
+                         [&](int64_t begin, int64_t end) {
+                           convertF16ToF32(c.f16 + begin, f32 + begin,
+                                           static_cast<size_t>(end - begin));
+                         });
+}
+
+void PrimitiveCall::narrow(const F32Copy &c) {
+  auto *f32 = static_cast<const float *>(c.f32.get_data_handle());
+  detail::parallelRanges(static_cast<int64_t>(c.count),
+                         [&](int64_t begin, int64_t end) {
+                           convertF32ToF16(f32 + begin, c.f16 + begin,
+                                           static_cast<size_t>(end - begin));
+                         });
+}
+
 Status PrimitiveCall::run(void *scratch) {
+  char *base = static_cast<char *>(scratch);
   try {
-    for (Reorder &r : perRun_)
+    for (ScratchMemory &m : inScratch_)
+      m.memory.set_data_handle(base + m.offset);
+    for (F32Copy &c : copies_)
+      if (!c.output)
+        widen(c);
+    for (Reorder &r : beforeRun_)
       r.primitive.execute(stream_, r.from, r.to);
-    if (scratchBytes_)
+    if (primitiveScratchBytes_)
       scratch_.set_data_handle(scratch);
     primitive_.execute(stream_, args_);
+    for (Reorder &r : afterRun_)
+      r.primitive.execute(stream_, r.from, r.to);
     stream_.wait();
+    for (F32Copy &c : copies_)
+      if (c.output)
+        narrow(c);
   } catch (const dnnl::error &e) {
     return Status::error(name_ + ": " + e.what());
   }

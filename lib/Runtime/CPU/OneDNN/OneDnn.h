@@ -24,8 +24,12 @@ namespace mp::rt::cpu::onednn {
 /// The CPU engine (one for the process; oneDNN engines are thread-safe).
 const dnnl::engine &engine();
 
-/// oneDNN's data type of a runtime dtype (f32, f16, bf16), if it has one.
-std::optional<dnnl::memory::data_type> dataTypeOf(DType t);
+/// The data type a primitive computes on for a runtime dtype: f32 and bf16
+/// as they are (bf16 with f32 accumulation), and f16 as f32: oneDNN 2.6 has
+/// no f16 convolution or matmul on CPUs, and those without avx512_core_fp16
+/// no f16 arithmetic, so f16 buffers are widened into f32 copies (exact) and
+/// results rounded once into them (Binding::f16Storage). None for others.
+std::optional<dnnl::memory::data_type> computeTypeOf(DType t);
 
 /// A row-major descriptor of `dims` of dtype t.
 dnnl::memory::desc plainDesc(const dnnl::memory::dims &dims,
@@ -45,14 +49,22 @@ dnnl::memory::desc activationDesc(const TensorView &t, Layout layout,
 /// The eltwise post-op of an activation (none: no post-op).
 dnnl::post_ops postOpsOf(Activation activation);
 
-/// A primitive bound to the call's buffers. Operands that the primitive
-/// wants in another layout are reordered: constant ones once, here, into
-/// memory the call owns; the others before every run.
 /// A buffer of the call as a primitive's argument: its layout and data.
 struct Binding {
+  Binding(int arg, dnnl::memory::desc desc, const TensorView &t,
+          bool constant = false)
+      : arg(arg), desc(std::move(desc)), data(t.data), constant(constant),
+        f16Storage(t.dtype == DType::F16) {}
   int arg; ///< DNNL_ARG_SRC, ...
+  /// What the primitive sees (f32 for an f16 buffer; dense).
   dnnl::memory::desc desc;
   void *data;
+  /// Never changes while the plan is loaded (a weight): converted and
+  /// reordered once, when the call is prepared.
+  bool constant;
+  /// `data` holds f16 values in desc's layout: the primitive reads an f32
+  /// copy and writes one that is rounded into it.
+  bool f16Storage;
 };
 
 /// No fast call: the reference kernel runs it, for this reason.
@@ -70,16 +82,20 @@ template <typename Prepare> FastCallChoice catchingErrors(Prepare prepare) {
   }
 }
 
+/// A primitive bound to the call's buffers. Operands the primitive wants in
+/// another layout (its blocked weights; activations it was given as `any`)
+/// are reordered: constant ones once, here, into memory the call owns; the
+/// others before every run (the result after it), through the scratch (the
+/// executor's workspace), after the primitive's own scratchpad. f16 buffers
+/// are read and written through f32 copies there; a constant one is
+/// converted once into memory the call owns.
 class PrimitiveCall final : public PreparedCall {
 public:
   /// The call running `pd`'s primitive on `buffers`, or the reference kernel
-  /// when oneDNN's best is its own reference code. The weights (if bound)
-  /// go into the layout `pd` chose: once when `constantWeights`, else
-  /// before every run.
+  /// when oneDNN's best is its own reference code.
   static FastCallChoice prepare(const dnnl::primitive_desc_base &pd,
                                 dnnl::primitive primitive,
-                                const std::vector<Binding> &buffers,
-                                bool constantWeights);
+                                const std::vector<Binding> &buffers);
 
   size_t scratchBytes() const override { return scratchBytes_; }
   Status run(void *scratch) override;
@@ -90,12 +106,32 @@ private:
     dnnl::reorder primitive;
     dnnl::memory from, to;
   };
+  /// Memory at `offset` bytes into the scratch (its handle set per run).
+  struct ScratchMemory {
+    dnnl::memory memory;
+    size_t offset;
+  };
+  /// An f16 buffer the primitive reads or writes as f32 (`f32`, in the
+  /// scratch).
+  struct F32Copy {
+    uint16_t *f16;
+    dnnl::memory f32;
+    size_t count;
+    bool output;
+  };
+  /// f16 -> its f32 copy (before the run); the f32 result -> f16, rounded
+  /// once (after it).
+  static void widen(const F32Copy &c);
+  static void narrow(const F32Copy &c);
+
   dnnl::primitive primitive_;
   dnnl::stream stream_;
   std::unordered_map<int, dnnl::memory> args_;
-  dnnl::memory scratch_;        ///< its handle is set to the workspace per run
-  std::vector<Reorder> perRun_; ///< operands reordered before every run
-  size_t scratchBytes_ = 0;
+  dnnl::memory scratch_; ///< the primitive's scratchpad
+  std::vector<ScratchMemory> inScratch_;
+  std::vector<Reorder> beforeRun_, afterRun_;
+  std::vector<F32Copy> copies_;
+  size_t primitiveScratchBytes_ = 0, scratchBytes_ = 0;
   std::string name_;
 };
 
@@ -112,6 +148,10 @@ FastCallChoice prepareConv(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results,
                            const std::vector<bool> &constant);
+FastCallChoice prepareElementwise(const PlanCall &call,
+                                  const std::vector<TensorView> &operands,
+                                  const std::vector<TensorView> &results,
+                                  const std::vector<bool> &constant);
 FastCallChoice preparePool(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results);

@@ -56,10 +56,10 @@ FastCallChoice prepareConv(const PlanCall &call,
     return referenceKernel("the reference kernel reports the call's error");
   if (*spatial > 3)
     return referenceKernel(std::to_string(*spatial) + " spatial dims");
-  std::optional<dnnl::memory::data_type> in = dataTypeOf(x.dtype),
-                                         out = dataTypeOf(y.dtype);
+  std::optional<dnnl::memory::data_type> in = computeTypeOf(x.dtype),
+                                         out = computeTypeOf(y.dtype);
   std::optional<dnnl::memory::data_type> biasType =
-      bias ? dataTypeOf(bias->dtype) : in;
+      bias ? computeTypeOf(bias->dtype) : in;
   if (!in || !out || !biasType)
     return referenceKernel("dtype " + std::string(dtypeName(x.dtype)));
 
@@ -79,6 +79,17 @@ FastCallChoice prepareConv(const PlanCall &call,
     }
     dnnl::memory::desc xDesc = activationDesc(x, o.layout, *in);
     dnnl::memory::desc yDesc = activationDesc(y, o.layout, *out);
+    // Channels first, oneDNN's direct kernels want a blocked layout (nChw16c)
+    // and it otherwise falls back to im2col + gemm, several times slower:
+    // the primitive picks the activations' layout too, and the call
+    // reorders x into it and y out of it (through the workspace).
+    dnnl::memory::desc xWanted = xDesc, yWanted = yDesc;
+    if (o.layout == Layout::NCHW) {
+      xWanted =
+          dnnl::memory::desc(xDesc.dims(), *in, dnnl::memory::format_tag::any);
+      yWanted =
+          dnnl::memory::desc(yDesc.dims(), *out, dnnl::memory::format_tag::any);
+    }
     dnnl::memory::desc wUser = filterDesc(w, o.layout, o.groups, *in);
     dnnl::memory::desc wAny(wUser.dims(), *in, dnnl::memory::format_tag::any);
     dnnl::memory::desc biasDesc;
@@ -91,21 +102,22 @@ FastCallChoice prepareConv(const PlanCall &call,
     auto algorithm = dnnl::algorithm::convolution_direct;
     auto kind = dnnl::prop_kind::forward_inference;
     dnnl::convolution_forward::desc desc =
-        bias ? dnnl::convolution_forward::desc(kind, algorithm, xDesc, wAny,
-                                               biasDesc, yDesc, strides,
+        bias ? dnnl::convolution_forward::desc(kind, algorithm, xWanted, wAny,
+                                               biasDesc, yWanted, strides,
                                                dilates, padsBegin, padsEnd)
-             : dnnl::convolution_forward::desc(kind, algorithm, xDesc, wAny,
-                                               yDesc, strides, dilates,
+             : dnnl::convolution_forward::desc(kind, algorithm, xWanted, wAny,
+                                               yWanted, strides, dilates,
                                                padsBegin, padsEnd);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
-    std::vector<Binding> buffers = {{DNNL_ARG_SRC, xDesc, x.data},
-                                    {DNNL_ARG_WEIGHTS, wUser, w.data},
-                                    {DNNL_ARG_DST, yDesc, y.data}};
+    auto isConstant = [&](size_t k) {
+      return constant.size() > k && constant[k];
+    };
+    std::vector<Binding> buffers = {{DNNL_ARG_SRC, xDesc, x},
+                                    {DNNL_ARG_WEIGHTS, wUser, w, isConstant(1)},
+                                    {DNNL_ARG_DST, yDesc, y}};
     if (bias)
-      buffers.push_back({DNNL_ARG_BIAS, biasDesc, bias->data});
-    bool constantW = constant.size() > 1 && constant[1];
-    return PrimitiveCall::prepare(pd, dnnl::convolution_forward(pd), buffers,
-                                  constantW);
+      buffers.push_back({DNNL_ARG_BIAS, biasDesc, *bias, isConstant(2)});
+    return PrimitiveCall::prepare(pd, dnnl::convolution_forward(pd), buffers);
   });
 }
 

@@ -69,10 +69,10 @@ FastCallChoice prepareMatmul(const PlanCall &call,
     return referenceKernel("alpha with a bias (oneDNN scales after the bias)");
   if (a.shape.size() < 2 || b.shape.size() < 2)
     return referenceKernel("a 1-D operand");
-  std::optional<dnnl::memory::data_type> in = dataTypeOf(a.dtype),
-                                         out = dataTypeOf(d.dtype);
+  std::optional<dnnl::memory::data_type> in = computeTypeOf(a.dtype),
+                                         out = computeTypeOf(d.dtype);
   std::optional<dnnl::memory::data_type> biasType =
-      bias ? dataTypeOf(bias->dtype) : in;
+      bias ? computeTypeOf(bias->dtype) : in;
   if (!in || !out || !biasType)
     return referenceKernel("dtype " + std::string(dtypeName(a.dtype)));
 
@@ -107,12 +107,14 @@ FastCallChoice prepareMatmul(const PlanCall &call,
         bias ? dnnl::matmul::desc(aDesc, bWanted, biasDesc, dDesc)
              : dnnl::matmul::desc(aDesc, bWanted, dDesc);
     dnnl::matmul::primitive_desc pd(desc, attr, engine());
-    std::vector<Binding> buffers = {{DNNL_ARG_SRC, aDesc, a.data},
-                                    {DNNL_ARG_WEIGHTS, bUser, b.data},
-                                    {DNNL_ARG_DST, dDesc, d.data}};
+    size_t biasIndex = 2 + size_t(*hasC);
+    std::vector<Binding> buffers = {{DNNL_ARG_SRC, aDesc, a},
+                                    {DNNL_ARG_WEIGHTS, bUser, b, constantB},
+                                    {DNNL_ARG_DST, dDesc, d}};
     if (bias)
-      buffers.push_back({DNNL_ARG_BIAS, biasDesc, bias->data});
-    return PrimitiveCall::prepare(pd, dnnl::matmul(pd), buffers, constantB);
+      buffers.push_back({DNNL_ARG_BIAS, biasDesc, *bias,
+                         constant.size() > biasIndex && constant[biasIndex]});
+    return PrimitiveCall::prepare(pd, dnnl::matmul(pd), buffers);
   });
 }
 

@@ -31,7 +31,7 @@ FastCallChoice preparePool(const PlanCall &call,
     return referenceKernel("the reference kernel reports the call's error");
   if (*spatial > 3)
     return referenceKernel(std::to_string(*spatial) + " spatial dims");
-  std::optional<dnnl::memory::data_type> type = dataTypeOf(x.dtype);
+  std::optional<dnnl::memory::data_type> type = computeTypeOf(x.dtype);
   if (!type || y.dtype != x.dtype)
     return referenceKernel("dtype " + std::string(dtypeName(x.dtype)));
 
@@ -64,8 +64,7 @@ FastCallChoice preparePool(const PlanCall &call,
     dnnl::pooling_v2_forward::primitive_desc pd(desc, attr, engine());
     return PrimitiveCall::prepare(
         pd, dnnl::pooling_v2_forward(pd),
-        {{DNNL_ARG_SRC, xDesc, x.data}, {DNNL_ARG_DST, yDesc, y.data}},
-        /*constantWeights=*/false);
+        {{DNNL_ARG_SRC, xDesc, x}, {DNNL_ARG_DST, yDesc, y}});
   });
 }
 

@@ -1,0 +1,204 @@
+//===- OneDnnEltwise.cpp - kernel.elementwise on oneDNN's eltwise / binary -===//
+//
+// The elementwise functions oneDNN computes the way the reference kernel
+// does, on f32 and bf16 (computed in f32, rounded once): activations as one
+// eltwise primitive (relu, leaky relu, elu, clip with constant bounds, exp,
+// sqrt, abs, neg, tanh, sigmoid, gelu, hard swish), and add / sub / mul /
+// div as one binary primitive, the second operand broadcast where oneDNN
+// has a jit kernel for it (whole, one value, per channel). oneDNN's kernels
+// use the CPU's vector units and every core; the reference runs on one.
+// Everything else (integers, f16, where, comparisons, a broadcast first
+// operand, ...) stays on the reference kernel, and so does log: oneDNN
+// 2.6's gives -1.4e-6 for log(1) (ONNX's test_log_example catches it).
+//
+// Where the results may differ from the reference, within what ONNX leaves
+// open: oneDNN propagates a NaN through relu (the reference gives 0, as
+// max(0, NaN) may), and its exp, tanh, sigmoid and gelu are its own
+// vectorised approximations, accurate to a few f32 ulps.
+//
+//===----------------------------------------------------------------------===//
+#include "OneDnn.h"
+
+#include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
+#include "mp/Runtime/Tensor.h"
+
+namespace mp::rt::cpu::onednn {
+
+namespace {
+
+using dims = dnnl::memory::dims;
+using F = ElementwiseFn;
+
+struct EltwiseOf {
+  dnnl::algorithm algorithm;
+  float alpha = 0, beta = 0;
+};
+
+/// The eltwise primitive computing fn(x) with alpha / beta, if one does.
+std::optional<EltwiseOf> eltwiseOf(ElementwiseFn fn, double alpha,
+                                   double beta) {
+  using A = dnnl::algorithm;
+  auto a = static_cast<float>(alpha), b = static_cast<float>(beta);
+  switch (fn) {
+  case F::Relu:
+    return EltwiseOf{A::eltwise_relu};
+  case F::LeakyRelu:
+    return EltwiseOf{A::eltwise_relu, a};
+  case F::Elu:
+    return EltwiseOf{A::eltwise_elu, a};
+  case F::Exp:
+    return EltwiseOf{A::eltwise_exp};
+  case F::Sqrt:
+    return EltwiseOf{A::eltwise_sqrt};
+  case F::Abs:
+    return EltwiseOf{A::eltwise_abs};
+  case F::Neg:
+    return EltwiseOf{A::eltwise_linear, -1.f, 0.f};
+  case F::Tanh:
+    return EltwiseOf{A::eltwise_tanh};
+  case F::Sigmoid:
+    return EltwiseOf{A::eltwise_logistic};
+  case F::Gelu:
+    return EltwiseOf{A::eltwise_gelu_erf};
+  case F::GeluTanh:
+    return EltwiseOf{A::eltwise_gelu_tanh};
+  case F::HardSwish:
+    return EltwiseOf{A::eltwise_hardswish};
+  case F::Clip: // lo <= hi (checked by the caller)
+    return EltwiseOf{A::eltwise_clip_v2, a, b};
+  default:
+    return std::nullopt;
+  }
+}
+
+std::optional<dnnl::algorithm> binaryOf(ElementwiseFn fn) {
+  switch (fn) {
+  case F::Add:
+    return dnnl::algorithm::binary_add;
+  case F::Sub:
+    return dnnl::algorithm::binary_sub;
+  case F::Mul:
+    return dnnl::algorithm::binary_mul;
+  case F::Div:
+    return dnnl::algorithm::binary_div;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// The value of a constant one-element bound of clip, as f64.
+std::optional<double> constantScalar(const TensorView &t, bool constant) {
+  if (!constant || t.numElements() != 1)
+    return std::nullopt;
+  HostTensor f64(DType::F64, {});
+  if (!cast(t, f64.view()))
+    return std::nullopt;
+  return *f64.as<double>();
+}
+
+/// `t`'s dims padded with leading 1s to `rank`, and its row-major strides.
+dnnl::memory::desc broadcastDesc(const TensorView &t, size_t rank,
+                                 dnnl::memory::data_type type) {
+  dims d(rank, 1);
+  std::copy(t.shape.begin(), t.shape.end(), d.end() - t.shape.size());
+  return plainDesc(d, type);
+}
+
+} // namespace
+
+FastCallChoice prepareElementwise(const PlanCall &call,
+                                  const std::vector<TensorView> &operands,
+                                  const std::vector<TensorView> &results,
+                                  const std::vector<bool> &constant) {
+  Result<std::string> name = stringAttr(call, "fn");
+  if (!name || results.size() != 1 || operands.empty())
+    return referenceKernel("the reference kernel reports the call's error");
+  std::optional<ElementwiseFn> fn = parseElementwiseFn(*name);
+  if (!fn)
+    return referenceKernel("the reference kernel reports the call's error");
+  const TensorView &y = results[0];
+  if (y.dtype != DType::F32 && y.dtype != DType::BF16)
+    return referenceKernel(std::string(dtypeName(y.dtype)) +
+                           (y.dtype == DType::F16
+                                ? " (the reference converts it with F16C)"
+                                : " (oneDNN's elementwise: f32, bf16)"));
+  for (const TensorView &t : operands)
+    if (t.dtype != y.dtype)
+      return referenceKernel("mixed dtypes");
+  if (y.numElements() == 0)
+    return referenceKernel("no elements");
+  ElementwiseParams given;
+  for (auto [attr, slot] : {std::pair{"alpha", &given.alpha},
+                            std::pair{"beta", &given.beta}})
+    if (call.attr(attr)) {
+      Result<double> v = floatAttr(call, attr);
+      if (!v)
+        return referenceKernel("the reference kernel reports the call's error");
+      *slot = *v;
+    }
+  auto [alpha, beta] = resolveAlphaBeta(*fn, given);
+  dnnl::memory::data_type type = *computeTypeOf(y.dtype);
+  dnnl::memory::desc yDesc = plainDesc(dims(y.shape.begin(), y.shape.end()),
+                                       type);
+
+  // clip(x, lo, hi) with constant one-element bounds: an eltwise clip.
+  if (*fn == F::Clip && operands.size() == 3) {
+    auto isConstant = [&](size_t k) {
+      return constant.size() > k && constant[k];
+    };
+    std::optional<double> lo = constantScalar(operands[1], isConstant(1)),
+                          hi = constantScalar(operands[2], isConstant(2));
+    if (!lo || !hi)
+      return referenceKernel("clip bounds that are not constant scalars");
+    alpha = *lo;
+    beta = *hi;
+  }
+  if (operands.size() == 1 || *fn == F::Clip) {
+    std::optional<EltwiseOf> e = eltwiseOf(*fn, alpha, beta);
+    if (!e)
+      return referenceKernel("no oneDNN eltwise for " + *name);
+    if (*fn == F::Clip && !(alpha <= beta))
+      return referenceKernel("clip with min > max");
+    const TensorView &x = operands[0];
+    if (x.shape != y.shape)
+      return referenceKernel("a broadcast input");
+    return catchingErrors([&] {
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                       e->algorithm, yDesc, e->alpha, e->beta);
+      dnnl::eltwise_forward::primitive_desc pd(desc, attr, engine());
+      return PrimitiveCall::prepare(
+          pd, dnnl::eltwise_forward(pd),
+          {{DNNL_ARG_SRC, yDesc, x}, {DNNL_ARG_DST, yDesc, y}});
+    });
+  }
+
+  std::optional<dnnl::algorithm> algorithm = binaryOf(*fn);
+  if (!algorithm || operands.size() != 2)
+    return referenceKernel("no oneDNN binary for " + *name);
+  // oneDNN broadcasts the second operand only: a broadcast first operand of
+  // a commutative function swaps.
+  const TensorView *a = &operands[0], *b = &operands[1];
+  if (a->shape != y.shape && b->shape == y.shape &&
+      (*fn == F::Add || *fn == F::Mul))
+    std::swap(a, b);
+  if (a->shape != y.shape)
+    return referenceKernel("a broadcast first operand");
+  if (b->data == y.data && a->data != y.data)
+    return referenceKernel("y in place of the second operand");
+  return catchingErrors([&] {
+    dnnl::memory::desc bDesc = broadcastDesc(*b, y.shape.size(), type);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::binary::desc desc(*algorithm, yDesc, bDesc, yDesc);
+    dnnl::binary::primitive_desc pd(desc, attr, engine());
+    return PrimitiveCall::prepare(pd, dnnl::binary(pd),
+                                  {{DNNL_ARG_SRC_0, yDesc, *a},
+                                   {DNNL_ARG_SRC_1, bDesc, *b},
+                                   {DNNL_ARG_DST, yDesc, y}});
+  });
+}
+
+} // namespace mp::rt::cpu::onednn
