@@ -166,7 +166,7 @@ def main():
                               env=env).stdout
                     key = label if backend == "cpu" else "fp32 ref"
                     row[key] = median_ms(out)
-                    m = re.search(r"CPU kernels: oneDNN on (\S+)", out)
+                    m = re.search(r"CPU kernels: oneDNN on ([^\s,]+)", out)
                     if m:
                         isa = m.group(1)
 

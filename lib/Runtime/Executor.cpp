@@ -379,8 +379,7 @@ Status CpuExecutor::bindInputs(const std::vector<NamedView> &inputs) {
 }
 
 Status CpuExecutor::execute() {
-  if (options_.threads > 0)
-    cpu::useCpuThreads(options_.threads);
+  cpu::configureCpuThreads(options_.kernels, options_.threads);
   for (size_t i = 0; i < prepared_.size(); ++i) {
     const Prepared &p = prepared_[i];
     if (p.skipped)

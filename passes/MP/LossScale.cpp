@@ -25,14 +25,28 @@ using namespace mp;
 
 namespace {
 
+/// Whether any value of `func` (arguments, results of its ops) is an f16
+/// tensor or scalar: the step then has f16 gradients that can underflow.
+bool computesInF16(func::FuncOp func) {
+  auto isF16 = [](Type t) { return isa<Float16Type>(getElementTypeOrSelf(t)); };
+  if (llvm::any_of(func.getArgumentTypes(), isF16))
+    return true;
+  WalkResult found = func.walk([&](Operation *op) {
+    return llvm::any_of(op->getResultTypes(), isF16) ? WalkResult::interrupt()
+                                                     : WalkResult::advance();
+  });
+  return found.wasInterrupted();
+}
+
 struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
   using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (mode != "dynamic" && mode != "static" && mode != "none") {
+    if (mode != "auto" && mode != "dynamic" && mode != "static" &&
+        mode != "none") {
       emitError(module.getLoc()) << "mp-loss-scale: unknown mode '" << mode
-                                 << "' (dynamic, static or none)";
+                                 << "' (auto, dynamic, static or none)";
       return signalPassFailure();
     }
     if (!(initScale > 0) || !std::isfinite(double(initScale)) ||
@@ -68,6 +82,18 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
                 "first)");
       return signalPassFailure();
     }
+    if (mode == "auto") {
+      if (!computesInF16(func)) {
+        emitRemark(func.getLoc())
+            << "mp-loss-scale: @" << func.getName()
+            << " computes in no f16: bf16 and f32 have f32's exponent range, "
+               "so its gradients need no loss scaling (mode=dynamic or "
+               "static scales them anyway)";
+        return;
+      }
+    }
+    // What runs: auto with f16 is dynamic.
+    const std::string scaling = mode == "auto" ? "dynamic" : mode.getValue();
     MLIRContext *ctx = &getContext();
     SymbolTable symbols(module);
     Block &body = func.getBody().front();
@@ -80,7 +106,7 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
     OpBuilder b(seed);
     Value scale;
     FlatSymbolRefAttr scaleSymbol, trackerSymbol;
-    if (mode == "dynamic") {
+    if (scaling == "dynamic") {
       OpBuilder mb(func);
       auto makeGlobal = [&](StringRef base, RankedTensorType type,
                             Attribute value) {
@@ -179,7 +205,7 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
           none->erase();
       }
 
-    if (mode == "dynamic") {
+    if (scaling == "dynamic") {
       OpBuilder after(ctx);
       if (lastUpdate)
         after.setInsertionPointAfter(lastUpdate);
@@ -213,7 +239,7 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
       attrs.set("scale_output", nb.getStringAttr("loss_scale"));
       func->setAttr("mp.training", attrs.getDictionary(ctx));
     }
-    func->setAttr("mp.loss_scaled", nb.getStringAttr(mode));
+    func->setAttr("mp.loss_scaled", nb.getStringAttr(scaling));
   }
 };
 } // namespace

@@ -8,6 +8,11 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(MP_RUNTIME_HAVE_OPENBLAS)
+#include <cblas.h>
+#endif
+
+#include <atomic>
 
 namespace mp::rt::cpu {
 
@@ -19,12 +24,22 @@ int cpuThreads() {
 #endif
 }
 
-void useCpuThreads(int n) {
+void configureCpuThreads(CpuKernels kernels, int threads) {
 #ifdef _OPENMP
-  if (n >= 1)
-    omp_set_num_threads(n);
+  if (threads >= 1)
+    omp_set_num_threads(threads);
+#endif
+#if defined(MP_RUNTIME_HAVE_OPENBLAS)
+  // OpenBLAS's setting is the process's: set it only when it changes.
+  static const int blasDefault = openblas_get_num_threads();
+  static std::atomic<int> blasThreads{blasDefault};
+  int want = kernels == CpuKernels::Fast && haveFastKernels() ? 1
+             : threads >= 1                                   ? threads
+                                                              : blasDefault;
+  if (blasThreads.exchange(want) != want)
+    openblas_set_num_threads(want);
 #else
-  (void)n;
+  (void)kernels;
 #endif
 }
 
@@ -40,6 +55,12 @@ FastCallChoice prepareFastCall(const PlanCall &call,
     return onednn::prepareConv(call, operands, results, constant);
   if (call.kind == "kernel.elementwise")
     return onednn::prepareElementwise(call, operands, results, constant);
+  if (call.kind == "cudnn.conv_bwd_data")
+    return onednn::prepareConvBackwardData(call, operands, results, constant);
+  if (call.kind == "cudnn.conv_bwd_filter")
+    return onednn::prepareConvBackwardFilter(call, operands, results);
+  if (call.kind == "cudnn.softmax")
+    return onednn::prepareSoftmax(call, operands, results);
   if (call.kind == "cudnn.pool")
     return onednn::preparePool(call, operands, results);
   return {nullptr, "no oneDNN primitive for " + call.kind + " yet"};

@@ -499,3 +499,96 @@ TEST_CASE("fast elementwise calls leave the rest to the reference",
   CHECK_FALSE(f16.call);
   CHECK_THAT(f16.why, Catch::Contains("F16C"));
 }
+
+TEST_CASE("fast softmax computes what the reference computes", "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (int64_t log : {0, 1})
+      for (auto [shape, axis] : std::vector<std::pair<Shape, int64_t>>{
+               {{4, 1000}, -1}, {{3, 7, 5}, 1}, {{2, 12, 16, 16}, 3}}) {
+        INFO(dtypeName(dtype) << ", log " << log << ", axis " << axis);
+        Case c;
+        c.call = callOf("cudnn.softmax", {{"axis", axis}, {"log", log}});
+        c.operands.push_back(randomTensor(dtype, shape, 13));
+        c.constant = {false};
+        c.yDtype = dtype;
+        c.yShape = shape;
+        bool ran = compareWithReference(c);
+        // oneDNN 2.6 has jit kernels for the innermost axis only (others are
+        // left to the reference); bf16 needs avx512_core.
+        bool innermost = axis == -1 || axis + 1 == int64_t(shape.size());
+        if (dtype != DType::BF16 && innermost)
+          CHECK(ran);
+      }
+}
+
+TEST_CASE("fast convolution gradients compute what the reference computes",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  struct GradCase {
+    const char *what;
+    int64_t n, c, h, w, m, k, groups, stride, dilation;
+    std::vector<int64_t> pads; // begin h, w, end h, w
+  };
+  const GradCase cases[] = {
+      {"3x3", 2, 8, 9, 9, 16, 3, 1, 1, 1, {1, 1, 1, 1}},
+      {"1x1 stride 2", 1, 16, 8, 8, 8, 1, 1, 2, 1, {0, 0, 0, 0}},
+      {"grouped", 1, 8, 7, 7, 12, 3, 4, 1, 1, {1, 1, 1, 1}},
+      {"depthwise stride 2", 2, 8, 10, 10, 8, 3, 8, 2, 1, {1, 1, 1, 1}},
+      {"dilated", 1, 4, 11, 11, 6, 3, 1, 1, 2, {2, 2, 2, 2}},
+  };
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (bool nhwc : {false, true})
+      for (const GradCase &v : cases) {
+        INFO(v.what << ", " << dtypeName(dtype)
+                    << (nhwc ? ", nhwc" : ", nchw"));
+        int64_t span = v.dilation * (v.k - 1) + 1;
+        int64_t oh = (v.h + v.pads[0] + v.pads[2] - span) / v.stride + 1;
+        int64_t ow = (v.w + v.pads[1] + v.pads[3] - span) / v.stride + 1;
+        int64_t cg = v.c / v.groups;
+        Shape x = nhwc ? Shape{v.n, v.h, v.w, v.c} : Shape{v.n, v.c, v.h, v.w};
+        Shape w = nhwc ? Shape{v.m, v.k, v.k, cg} : Shape{v.m, cg, v.k, v.k};
+        Shape y = nhwc ? Shape{v.n, oh, ow, v.m} : Shape{v.n, v.m, oh, ow};
+        std::vector<PlanAttr> window = {
+            {"pads", v.pads},
+            {"strides", std::vector<int64_t>{v.stride, v.stride}},
+            {"dilations", std::vector<int64_t>{v.dilation, v.dilation}},
+            {"groups", v.groups},
+            {"layout", std::string(nhwc ? "nhwc" : "nchw")},
+            {"compute_type", int64_t(DType::F32)}};
+        {
+          INFO("conv_bwd_data");
+          Case c;
+          std::vector<PlanAttr> attrs = window;
+          attrs.push_back({"has_bias", int64_t(0)});
+          c.call = callOf("cudnn.conv_bwd_data", attrs);
+          c.operands.push_back(randomTensor(dtype, y, 14));
+          c.operands.push_back(randomTensor(dtype, w, 15));
+          c.constant = {false, true};
+          c.yDtype = dtype;
+          c.yShape = x;
+          bool ran = compareWithReference(c);
+          if (dtype != DType::BF16)
+            CHECK(ran);
+        }
+        {
+          INFO("conv_bwd_filter");
+          Case c;
+          c.call = callOf("cudnn.conv_bwd_filter", window);
+          c.operands.push_back(randomTensor(dtype, x, 16));
+          c.operands.push_back(randomTensor(dtype, y, 17));
+          c.constant = {false, false};
+          c.yDtype = dtype;
+          c.yShape = w;
+          bool ran = compareWithReference(c);
+          if (dtype != DType::BF16)
+            CHECK(ran);
+        }
+      }
+}

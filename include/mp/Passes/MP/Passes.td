@@ -238,10 +238,14 @@ def LossScale : Pass<"mp-loss-scale", "mlir::ModuleOp"> {
     overflow, growth after `interval` clean steps), all without a host
     read. The step gets two more outputs: `skipped` (1 when the update was
     skipped) and `loss_scale` (the scale after this step's update).
+    `mode=auto` (the default) is `dynamic` when the step computes in f16 and
+    `none` otherwise, with a remark that says so: bf16 and f32 have f32's
+    exponent range, so their gradients do not underflow where f16's do;
+    `mode=dynamic` or `static` scales them anyway.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", "\"dynamic\"",
-           "dynamic, static, or none">,
+    Option<"mode", "mode", "std::string", "\"auto\"",
+           "auto (dynamic with f16, else none), dynamic, static, or none">,
     Option<"initScale", "init-scale", "double", "65536.0",
            "Initial (dynamic) or fixed (static) loss scale">,
     Option<"growthFactor", "growth-factor", "double", "2.0",

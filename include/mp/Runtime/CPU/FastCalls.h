@@ -4,7 +4,8 @@
 // Kernels.h) are exact and portable: they run every call. The fast ones are
 // library primitives (oneDNN) prepared once when a plan is loaded, for the
 // calls, shapes and dtypes the library covers on this CPU: matmul,
-// convolution forward, pooling and the common elementwise functions, in f32,
+// convolution (forward and both gradients), pooling, softmax and the common
+// elementwise functions, in f32,
 // in bf16 where the CPU has bf16 dot products (avx512_core_bf16, AMX; f32
 // accumulation, one rounding) and, for f16 storage, in f32 on f32 copies.
 // A call the library does not cover keeps its reference kernel, and says
@@ -66,10 +67,16 @@ bool haveFastKernels();
 std::string fastKernelIsa();
 
 /// The threads the CPU kernels use on the calling thread (OpenMP's
-/// omp_get_max_threads; 1 in a build without OpenMP), and setting them for
-/// the calling thread (n >= 1; no effect without OpenMP).
+/// omp_get_max_threads; 1 in a build without OpenMP).
 int cpuThreads();
-void useCpuThreads(int n);
+
+/// Before an executor's run, on the thread that runs it: OpenMP's threads
+/// (`threads` >= 1; 0 keeps OpenMP's default), and OpenBLAS's (the
+/// reference kernels' GEMMs): with Fast kernels one, since OpenBLAS's own
+/// threads spin after each GEMM and starve oneDNN's OpenMP threads (a bf16
+/// LSTM plan, whose recurrence runs on OpenBLAS, ran 35x slower with both
+/// on 2 cores); with Reference kernels `threads`, or OpenBLAS's default.
+void configureCpuThreads(CpuKernels kernels, int threads);
 
 } // namespace mp::rt::cpu
 

@@ -60,6 +60,19 @@ dnnl::memory::desc activationDesc(const TensorView &t, Layout layout,
   return dnnl::memory::desc(dims, type, strides);
 }
 
+dnnl::memory::desc filterDesc(const TensorView &w, Layout layout,
+                              int64_t groups, dnnl::memory::data_type type) {
+  dnnl::memory::dims logical, strides;
+  channelsFirst(w.shape, layout, logical, strides);
+  if (groups > 1) {
+    // M = g * (M/g), the group outermost.
+    logical[0] /= groups;
+    logical.insert(logical.begin(), groups);
+    strides.insert(strides.begin(), strides[0] * logical[1]);
+  }
+  return dnnl::memory::desc(logical, type, strides);
+}
+
 dnnl::post_ops postOpsOf(Activation activation) {
   dnnl::post_ops ops;
   switch (activation) {
@@ -110,7 +123,8 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
     return m;
   };
   for (const Binding &b : buffers) {
-    const bool output = b.arg == DNNL_ARG_DST;
+    const bool output = b.arg == DNNL_ARG_DST || b.arg == DNNL_ARG_DIFF_SRC ||
+                        b.arg == DNNL_ARG_DIFF_WEIGHTS;
     dnnl::memory user;
     if (!b.f16Storage) {
       user = dnnl::memory(b.desc, engine(), b.data);
@@ -128,13 +142,9 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
     }
     // The layout the primitive chose for the operand (weights, and
     // activations given as `any`), else the buffer's own.
-    dnnl::memory::desc wanted = b.desc;
-    if (b.arg == DNNL_ARG_WEIGHTS)
-      wanted = pd.weights_desc();
-    else if (b.arg == DNNL_ARG_SRC && !pd.src_desc().is_zero())
-      wanted = pd.src_desc();
-    else if (output && !pd.dst_desc().is_zero())
-      wanted = pd.dst_desc();
+    dnnl::memory::desc wanted = pd.query_md(dnnl::query::exec_arg_md, b.arg);
+    if (wanted.is_zero())
+      wanted = b.desc;
     if (wanted == b.desc) {
       call->args_[b.arg] = user;
       continue;

@@ -46,6 +46,11 @@ void channelsFirst(const Shape &shape, Layout layout, dnnl::memory::dims &dims,
 dnnl::memory::desc activationDesc(const TensorView &t, Layout layout,
                                   dnnl::memory::data_type type);
 
+/// A filter w ([M, C/g, K...] or, NHWC, [M, K..., C/g]) as oneDNN's logical
+/// [M, C/g, K...] or, grouped, [g, M/g, C/g, K...].
+dnnl::memory::desc filterDesc(const TensorView &w, Layout layout,
+                              int64_t groups, dnnl::memory::data_type type);
+
 /// The eltwise post-op of an activation (none: no post-op).
 dnnl::post_ops postOpsOf(Activation activation);
 
@@ -152,6 +157,17 @@ FastCallChoice prepareElementwise(const PlanCall &call,
                                   const std::vector<TensorView> &operands,
                                   const std::vector<TensorView> &results,
                                   const std::vector<bool> &constant);
+FastCallChoice prepareConvBackwardData(const PlanCall &call,
+                                       const std::vector<TensorView> &operands,
+                                       const std::vector<TensorView> &results,
+                                       const std::vector<bool> &constant);
+FastCallChoice
+prepareConvBackwardFilter(const PlanCall &call,
+                          const std::vector<TensorView> &operands,
+                          const std::vector<TensorView> &results);
+FastCallChoice prepareSoftmax(const PlanCall &call,
+                              const std::vector<TensorView> &operands,
+                              const std::vector<TensorView> &results);
 FastCallChoice preparePool(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results);

@@ -16,26 +16,7 @@
 
 namespace mp::rt::cpu::onednn {
 
-namespace {
-
 using dims = dnnl::memory::dims;
-
-/// The filter w ([M, C/g, K...] or, NHWC, [M, K..., C/g]) as oneDNN's
-/// logical [M, C/g, K...] or, grouped, [g, M/g, C/g, K...].
-dnnl::memory::desc filterDesc(const TensorView &w, Layout layout,
-                              int64_t groups, dnnl::memory::data_type type) {
-  dims logical, strides;
-  channelsFirst(w.shape, layout, logical, strides);
-  if (groups > 1) {
-    // M = g * (M/g), the group outermost.
-    logical[0] /= groups;
-    logical.insert(logical.begin(), groups);
-    strides.insert(strides.begin(), strides[0] * logical[1]);
-  }
-  return dnnl::memory::desc(logical, type, strides);
-}
-
-} // namespace
 
 FastCallChoice prepareConv(const PlanCall &call,
                            const std::vector<TensorView> &operands,

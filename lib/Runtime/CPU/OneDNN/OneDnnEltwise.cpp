@@ -1,4 +1,5 @@
-//===- OneDnnEltwise.cpp - kernel.elementwise on oneDNN's eltwise / binary -===//
+//===- OneDnnEltwise.cpp - kernel.elementwise on oneDNN's eltwise / binary
+//-===//
 //
 // The elementwise functions oneDNN computes the way the reference kernel
 // does, on f32 and bf16 (computed in f32, rounded once): activations as one
@@ -129,8 +130,8 @@ FastCallChoice prepareElementwise(const PlanCall &call,
   if (y.numElements() == 0)
     return referenceKernel("no elements");
   ElementwiseParams given;
-  for (auto [attr, slot] : {std::pair{"alpha", &given.alpha},
-                            std::pair{"beta", &given.beta}})
+  for (auto [attr, slot] :
+       {std::pair{"alpha", &given.alpha}, std::pair{"beta", &given.beta}})
     if (call.attr(attr)) {
       Result<double> v = floatAttr(call, attr);
       if (!v)
@@ -139,8 +140,8 @@ FastCallChoice prepareElementwise(const PlanCall &call,
     }
   auto [alpha, beta] = resolveAlphaBeta(*fn, given);
   dnnl::memory::data_type type = *computeTypeOf(y.dtype);
-  dnnl::memory::desc yDesc = plainDesc(dims(y.shape.begin(), y.shape.end()),
-                                       type);
+  dnnl::memory::desc yDesc =
+      plainDesc(dims(y.shape.begin(), y.shape.end()), type);
 
   // clip(x, lo, hi) with constant one-element bounds: an eltwise clip.
   if (*fn == F::Clip && operands.size() == 3) {

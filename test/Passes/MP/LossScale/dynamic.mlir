@@ -1,4 +1,5 @@
-// mp-loss-scale mode=dynamic (the default) after mp-training: the scale is a
+// mp-loss-scale mode=dynamic (what mode=auto, the default, does for an f16
+// step; auto.mlir) after mp-training: the scale is a
 // global (initially 65536) with an i64 growth tracker; the backward pass
 // starts from the scale's load instead of the marked seed; one
 // unscale_check_finite over all the gradients goes before the first update,
@@ -6,10 +7,9 @@
 // follows the last update; the step returns `skipped` and `loss_scale` too,
 // and mp.training names them. The options set the initial scale, the growth
 // interval and the factors. An f16 loss gets the scale cast to f16.
-// RUN: mp-opt %s -split-input-file --mp-training --mp-loss-scale | FileCheck %s
 // RUN: mp-opt %s -split-input-file --mp-training --mp-loss-scale=mode=dynamic | FileCheck %s
-// RUN: mp-opt %s -split-input-file --mp-training=optimizer=adam --mp-loss-scale="init-scale=1024 interval=100 growth-factor=4 backoff-factor=0.25" | FileCheck %s --check-prefix=OPTIONS
-// RUN: mp-opt %s -split-input-file --mp-training --mp-loss-scale | mp-opt -split-input-file | FileCheck %s
+// RUN: mp-opt %s -split-input-file --mp-training=optimizer=adam --mp-loss-scale="mode=dynamic init-scale=1024 interval=100 growth-factor=4 backoff-factor=0.25" | FileCheck %s --check-prefix=OPTIONS
+// RUN: mp-opt %s -split-input-file --mp-training --mp-loss-scale=mode=dynamic | mp-opt -split-input-file | FileCheck %s
 
 // CHECK:      ml_program.global private mutable @fc2.weight.step(
 // CHECK-NEXT: ml_program.global private mutable @loss_scale(dense<6.553600e+04> : tensor<f32>) : tensor<f32>

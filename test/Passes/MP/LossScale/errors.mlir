@@ -1,7 +1,7 @@
 // mp-loss-scale's errors: bad options (on the module), a module without a
 // training step, a step loss-scaled twice (with any mode), a step without
 // gradients to unscale, and a loss seed that is not a scalar.
-// RUN: not mp-opt %S/Inputs/mlp.mlir --mp-training --mp-loss-scale=mode=auto 2>&1 | FileCheck %s --check-prefix=MODE
+// RUN: not mp-opt %S/Inputs/mlp.mlir --mp-training --mp-loss-scale=mode=adaptive 2>&1 | FileCheck %s --check-prefix=MODE
 // RUN: not mp-opt %S/Inputs/mlp.mlir --mp-training --mp-loss-scale=init-scale=0 2>&1 | FileCheck %s --check-prefix=FACTORS
 // RUN: not mp-opt %S/Inputs/mlp.mlir --mp-training --mp-loss-scale=init-scale=-8 2>&1 | FileCheck %s --check-prefix=FACTORS
 // RUN: not mp-opt %S/Inputs/mlp.mlir --mp-training --mp-loss-scale=init-scale=inf 2>&1 | FileCheck %s --check-prefix=FACTORS
@@ -12,11 +12,11 @@
 // Bad factors are errors with mode=none too.
 // RUN: not mp-opt %S/Inputs/mlp.mlir --mp-training --mp-loss-scale="mode=none growth-factor=0.5" 2>&1 | FileCheck %s --check-prefix=FACTORS
 // RUN: not mp-opt %S/Inputs/mlp.mlir --mp-loss-scale 2>&1 | FileCheck %s --check-prefix=UNTRAINED
-// RUN: not mp-opt %S/Inputs/mlp.mlir --mp-training --mp-loss-scale --mp-loss-scale 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not mp-opt %S/Inputs/mlp.mlir --mp-training --mp-loss-scale=mode=dynamic --mp-loss-scale 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not mp-opt %S/Inputs/mlp.mlir --mp-training --mp-loss-scale=mode=static --mp-loss-scale=mode=dynamic 2>&1 | FileCheck %s --check-prefix=TWICE-STATIC
-// RUN: not mp-opt %s -split-input-file --mp-loss-scale 2>&1 | FileCheck %s --implicit-check-not=error:
+// RUN: not mp-opt %s -split-input-file --mp-loss-scale=mode=dynamic 2>&1 | FileCheck %s --implicit-check-not=error:
 
-// MODE: mlp.mlir:0:0: error: mp-loss-scale: unknown mode 'auto' (dynamic, static or none)
+// MODE: mlp.mlir:0:0: error: mp-loss-scale: unknown mode 'adaptive' (auto, dynamic, static or none)
 // FACTORS: mlp.mlir:0:0: error: mp-loss-scale: need init-scale > 0, growth-factor > 1, 0 < backoff-factor < 1 and interval >= 1
 // UNTRAINED: mlp.mlir:0:0: error: mp-loss-scale: no training step (run mp-training first)
 // TWICE: mlp.mlir:2:1: error: mp-loss-scale: @mlp is already loss-scaled (mode "dynamic")

@@ -2,7 +2,7 @@
 // skip, so the grad:<name> outputs (parameters and, with wrt-inputs, inputs)
 // are what is unscaled, with one finite check; they return the unscaled f32
 // gradients, and `skipped` says whether any is not finite.
-// RUN: mp-opt %s --mp-training="optimizer=none wrt-inputs=true" --mp-loss-scale | FileCheck %s
+// RUN: mp-opt %s --mp-training="optimizer=none wrt-inputs=true" --mp-loss-scale=mode=dynamic | FileCheck %s
 // RUN: mp-opt %s --mp-training="optimizer=none" --mp-loss-scale=mode=static | FileCheck %s --check-prefix=STATIC
 
 // CHECK-LABEL: func.func @mlp(

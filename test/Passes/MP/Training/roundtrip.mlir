@@ -9,7 +9,7 @@
 // RUN: mp-opt %t.1.mlir -split-input-file -mlir-print-op-generic | mp-opt -split-input-file > %t.3.mlir
 // RUN: diff %t.1.mlir %t.3.mlir
 // RUN: FileCheck %s --input-file=%t.2.mlir --check-prefix=SGD
-// RUN: mp-opt %s -split-input-file --mp-training="loss=cross-entropy-probs optimizer=adamw" --mp-loss-scale --mlir-print-debuginfo > %t.4.mlir
+// RUN: mp-opt %s -split-input-file --mp-training="loss=cross-entropy-probs optimizer=adamw" --mp-loss-scale=mode=dynamic --mlir-print-debuginfo > %t.4.mlir
 // RUN: mp-opt %t.4.mlir -split-input-file --mlir-print-debuginfo > %t.5.mlir
 // RUN: diff %t.4.mlir %t.5.mlir
 // RUN: FileCheck %s --input-file=%t.5.mlir --check-prefix=ADAM
