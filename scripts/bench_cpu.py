@@ -104,6 +104,14 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 
 
+def torch_child(script, name, batch, args):
+    """The JSON a PyTorch timer prints, run by Debian's python (torch)."""
+    return json.loads(run(
+        ["/usr/bin/python3", "-c", script, os.path.join(ROOT, "scripts"),
+         name, str(batch), str(args.threads), str(args.warmup),
+         str(args.repeat)]).stdout)
+
+
 def median_ms(output):
     m = re.search(r"median ([0-9.]+) ms", output)
     if not m:
@@ -186,11 +194,7 @@ def main():
             row["ORT fp32"] = statistics.median(times)
 
             if not args.no_torch:
-                result = json.loads(run(
-                    ["/usr/bin/python3", "-c", TORCH_TIMER,
-                     os.path.join(ROOT, "scripts"), name, str(batch),
-                     str(args.threads), str(args.warmup),
-                     str(args.repeat)]).stdout)
+                result = torch_child(TORCH_TIMER, name, batch, args)
                 row["torch fp32"] = result.get("fp32")
                 row["torch bf16"] = result.get("bf16")
             rows.append(row)
@@ -255,11 +259,7 @@ def time_training(args, bindir, env, names):
                            f"--warmup={args.warmup}"], env=env).stdout
                 row[label] = median_ms(out)
             if not args.no_torch:
-                result = json.loads(run(
-                    ["/usr/bin/python3", "-c", TORCH_TRAIN_TIMER,
-                     os.path.join(ROOT, "scripts"), name, str(batch),
-                     str(args.threads), str(args.warmup),
-                     str(args.repeat)]).stdout)
+                result = torch_child(TORCH_TRAIN_TIMER, name, batch, args)
                 row["torch fp32"] = result.get("fp32")
                 row["torch bf16"] = result.get("bf16")
             rows.append(row)

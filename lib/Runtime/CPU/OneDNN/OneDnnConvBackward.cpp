@@ -75,14 +75,26 @@ dnnl::memory::desc wantedActivation(const dnnl::memory::desc &user,
   return dnnl::memory::desc(user.dims(), type, dnnl::memory::format_tag::any);
 }
 
+/// The forward convolution a backward one is the gradient of (oneDNN's
+/// hint for its implementation): src and dst as the forward's input and
+/// output.
+dnnl::convolution_forward::primitive_desc
+forwardHint(const Window &o, const dnnl::memory::desc &src,
+            const dnnl::memory::desc &weights, const dnnl::memory::desc &dst) {
+  return dnnl::convolution_forward::primitive_desc(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                      dnnl::algorithm::convolution_direct, src,
+                                      weights, dst, o.strides, o.dilates,
+                                      o.padsBegin, o.padsEnd),
+      engine());
+}
+
 /// The shared checks: rank, spatial dims, dtypes oneDNN computes on.
-std::optional<std::string> unsupported(const TensorView &a,
-                                       const TensorView &b,
+std::optional<std::string> unsupported(const TensorView &a, const TensorView &b,
                                        const TensorView &result) {
   if (a.shape.size() < 3 || a.shape.size() > 5)
     return std::to_string(a.shape.size()) + "-d operands";
-  if (b.shape.size() != a.shape.size() ||
-      result.shape.size() != a.shape.size())
+  if (b.shape.size() != a.shape.size() || result.shape.size() != a.shape.size())
     return std::string("the reference kernel reports the call's error");
   for (const TensorView *t : {&a, &b, &result})
     if (!computeTypeOf(t->dtype))
@@ -121,14 +133,7 @@ FastCallChoice prepareConvBackwardData(const PlanCall &call,
                        dxWanted = wantedActivation(dxUser, o, outType);
     dnnl::memory::desc wAny(wUser.dims(), type, dnnl::memory::format_tag::any);
     auto algorithm = dnnl::algorithm::convolution_direct;
-    // The forward convolution it is the gradient of: dx's shape as its
-    // input, dy's as its output.
-    dnnl::convolution_forward::primitive_desc hint(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                        algorithm, dxWanted, wAny, dyWanted,
-                                        o.strides, o.dilates, o.padsBegin,
-                                        o.padsEnd),
-        engine());
+    auto hint = forwardHint(o, dxWanted, wAny, dyWanted);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::convolution_backward_data::primitive_desc pd(
@@ -137,11 +142,10 @@ FastCallChoice prepareConvBackwardData(const PlanCall &call,
                                               o.padsBegin, o.padsEnd),
         attr, engine(), hint);
     bool constantW = constant.size() > 1 && constant[1];
-    return PrimitiveCall::prepare(
-        pd, dnnl::convolution_backward_data(pd),
-        {{DNNL_ARG_DIFF_DST, dyUser, dy},
-         {DNNL_ARG_WEIGHTS, wUser, w, constantW},
-         {DNNL_ARG_DIFF_SRC, dxUser, dx}});
+    return PrimitiveCall::prepare(pd, dnnl::convolution_backward_data(pd),
+                                  {{DNNL_ARG_DIFF_DST, dyUser, dy},
+                                   {DNNL_ARG_WEIGHTS, wUser, w, constantW},
+                                   {DNNL_ARG_DIFF_SRC, dxUser, dx}});
   });
 }
 
@@ -171,20 +175,16 @@ prepareConvBackwardFilter(const PlanCall &call,
     dnnl::memory::desc dwAny(dwUser.dims(), outType,
                              dnnl::memory::format_tag::any);
     auto algorithm = dnnl::algorithm::convolution_direct;
-    dnnl::memory::desc wHint(dwUser.dims(), type,
-                             dnnl::memory::format_tag::any);
-    dnnl::convolution_forward::primitive_desc hint(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                        algorithm, xWanted, wHint, dyWanted,
-                                        o.strides, o.dilates, o.padsBegin,
-                                        o.padsEnd),
-        engine());
+    auto hint = forwardHint(
+        o, xWanted,
+        dnnl::memory::desc(dwUser.dims(), type, dnnl::memory::format_tag::any),
+        dyWanted);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::convolution_backward_weights::primitive_desc pd(
-        dnnl::convolution_backward_weights::desc(
-            algorithm, xWanted, dwAny, dyWanted, o.strides, o.dilates,
-            o.padsBegin, o.padsEnd),
+        dnnl::convolution_backward_weights::desc(algorithm, xWanted, dwAny,
+                                                 dyWanted, o.strides, o.dilates,
+                                                 o.padsBegin, o.padsEnd),
         attr, engine(), hint);
     return PrimitiveCall::prepare(pd, dnnl::convolution_backward_weights(pd),
                                   {{DNNL_ARG_SRC, xUser, x},
