@@ -78,6 +78,10 @@ rt::CpuExecutorOptions cpuExecutorOptions(const std::string &backend,
 /// calls, for the CPU each with what runs it, after the CPU's instruction
 /// set. Defined in mp-run.cpp.
 std::string timingReport(const rt::CpuExecutor &exec);
+/// --print-plan's list of what runs each call ("call #0 (kind at node 'n'):
+/// onednn:brg:avx512_core_bf16"), after the CPU's kernels and threads.
+/// Defined in mp-run.cpp.
+void printImplementations(const rt::CpuExecutor &exec);
 #if MP_HAVE_CUDA_BACKEND
 std::string timingReport(const rt::CudaExecutor &exec);
 #endif

@@ -77,7 +77,8 @@ OPTIONS:
   --repeat=N            run N timed times, print mean/median/min ms per run
   --warmup=M            untimed runs before the timed ones (default 1 with
                         --repeat)
-  --print-plan          print the plan's inputs, outputs, buffers and calls
+  --print-plan          print the plan's inputs, outputs, buffers and calls,
+                        and (CPU backend) what runs each call
                         (without inputs, only print it)
   --zero-inputs         bind the inputs not given to zeros (to check that a
                         plan runs, or time it, without data)
@@ -730,8 +731,25 @@ int runMain(int argc, char **argv) {
     return report(failure);
   if (opts.printPlan) {
     mp::tools::printPlan(*plan);
-    if (opts.inputArgs.empty() && !plan->inputs.empty() && !opts.zeroInputs)
+    if (opts.inputArgs.empty() && !plan->inputs.empty() && !opts.zeroInputs) {
+      // What each call runs on, as the CPU executor prepares it (a plan
+      // saved without its weights cannot be prepared: it says so).
+      bool unfilled = std::any_of(
+          plan->weights.begin(), plan->weights.end(),
+          [](const PlanWeight &w) { return w.external && !w.data; });
+      if (opts.backend != "cuda" && unfilled) {
+        std::printf("what runs each call: not prepared (the plan's external "
+                    "weights are not filled: --weights)\n");
+      } else if (opts.backend != "cuda") {
+        Result<CpuExecutor> exec = CpuExecutor::create(
+            plan.take(), opts.planPath,
+            mp::tools::cpuExecutorOptions(opts.backend, opts.threads));
+        if (!exec)
+          return report({opts.planPath, exec.message()});
+        mp::tools::printImplementations(*exec);
+      }
       return 0;
+    }
   }
   return runOnBackend(plan.take(), opts);
 }
@@ -850,17 +868,32 @@ CpuExecutorOptions cpuExecutorOptions(const std::string &backend, int threads) {
   return o;
 }
 
-std::string timingReport(const CpuExecutor &exec) {
+/// "CPU kernels: oneDNN on <ISA>, N threads" for an executor.
+std::string cpuKernelsLine(const CpuExecutor &exec) {
   std::string isa = rt::cpu::haveFastKernels()
                         ? "oneDNN on " + rt::cpu::fastKernelIsa()
                         : "reference kernels only (built without oneDNN)";
+  if (exec.options().kernels == rt::cpu::CpuKernels::Reference)
+    isa = "reference kernels (--backend=cpu-ref)";
   int threads = exec.options().threads > 0 ? exec.options().threads
                                            : rt::cpu::cpuThreads();
   return "CPU kernels: " + isa + ", " + std::to_string(threads) +
-         (threads == 1 ? " thread\n" : " threads\n") +
+         (threads == 1 ? " thread" : " threads");
+}
+
+std::string timingReport(const CpuExecutor &exec) {
+  return cpuKernelsLine(exec) + "\n" +
          exec.callTimes().format(exec.plan(), 10, [&](size_t i) {
            return exec.implementationOf(i);
          });
+}
+
+void printImplementations(const CpuExecutor &exec) {
+  std::printf("what runs each call (%s):\n", cpuKernelsLine(exec).c_str());
+  const Plan &plan = exec.plan();
+  for (size_t i = 0; i < plan.calls.size(); ++i)
+    std::printf("  %s: %s\n", plan.calls[i].describe(i).c_str(),
+                exec.implementationOf(i).c_str());
 }
 
 #if MP_HAVE_CUDA_BACKEND
