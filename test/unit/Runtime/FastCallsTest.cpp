@@ -164,6 +164,26 @@ TEST_CASE("fast matmul calls compute what the reference computes",
        false,
        "none",
        1.0},
+      // One B for a batch of A: the batch folds into A's rows (a
+      // sequence-first attention projection).
+      {"rows folded, transposed B, bias",
+       {7, 1, 16},
+       {24, 16},
+       {7, 1, 24},
+       false,
+       true,
+       true,
+       "relu",
+       1.0},
+      {"rows folded, 4-D",
+       {2, 3, 5, 8},
+       {8, 6},
+       {2, 3, 5, 6},
+       false,
+       false,
+       false,
+       "none",
+       2.0},
   };
   for (DType dtype : {DType::F32, DType::BF16, DType::F16})
     for (const MatmulCase &m : cases)

@@ -78,10 +78,36 @@ FastCallChoice prepareMatmul(const PlanCall &call,
 
   return catchingErrors([&] {
     size_t batchRank = d.shape.size() - 2;
+    // A batch of A rows against one B is one GEMM with the batch folded into
+    // the rows (oneDNN would run one GEMM per batch element: ViT's
+    // [197, 1, 768] x [768, 2304] projections were 197 matrix-vector
+    // products). A and D are row-major, so their rows are contiguous.
+    auto batchOf = [](const Shape &s) {
+      int64_t n = 1;
+      for (size_t i = 0; i + 2 < s.size(); ++i)
+        n *= s[i];
+      return n;
+    };
+    if (batchRank > 0 && !options->transA && batchOf(b.shape) == 1 &&
+        a.shape.size() == d.shape.size() &&
+        batchOf(a.shape) == batchOf(d.shape))
+      batchRank = 0;
     dims aDims, aStrides, bDims, bStrides, dDims, dStrides;
-    logicalOf(a, batchRank, options->transA, aDims, aStrides);
-    logicalOf(b, batchRank, options->transB, bDims, bStrides);
-    logicalOf(d, batchRank, false, dDims, dStrides);
+    if (batchRank == 0 && d.shape.size() > 2) {
+      int64_t rows = d.numElements() / d.shape.back();
+      int64_t k = a.shape.back();
+      aDims = {rows, k};
+      aStrides = {k, 1};
+      dDims = {rows, d.shape.back()};
+      dStrides = {d.shape.back(), 1};
+      TensorView b2 = b;
+      b2.shape = {b.shape[b.shape.size() - 2], b.shape.back()};
+      logicalOf(b2, 0, options->transB, bDims, bStrides);
+    } else {
+      logicalOf(a, batchRank, options->transA, aDims, aStrides);
+      logicalOf(b, batchRank, options->transB, bDims, bStrides);
+      logicalOf(d, batchRank, false, dDims, dStrides);
+    }
     dnnl::memory::desc aDesc = dnnl::memory::desc(aDims, *in, aStrides);
     dnnl::memory::desc bUser = dnnl::memory::desc(bDims, *in, bStrides);
     dnnl::memory::desc dDesc = dnnl::memory::desc(dDims, *out, dStrides);
