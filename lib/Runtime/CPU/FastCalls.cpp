@@ -59,6 +59,8 @@ FastCallChoice prepareFastCall(const PlanCall &call,
     return onednn::prepareConvBackwardData(call, operands, results, constant);
   if (call.kind == "cudnn.conv_bwd_filter")
     return onednn::prepareConvBackwardFilter(call, operands, results);
+  if (call.kind == "cudnn.batch_norm_inference")
+    return onednn::prepareBatchNormInference(call, operands, results, constant);
   if (call.kind == "cudnn.softmax")
     return onednn::prepareSoftmax(call, operands, results);
   if (call.kind == "cudnn.pool")

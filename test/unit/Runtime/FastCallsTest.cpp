@@ -612,3 +612,46 @@ TEST_CASE("fast convolution gradients compute what the reference computes",
         }
       }
 }
+
+TEST_CASE("fast batch norm inference computes what the reference computes",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (bool nhwc : {false, true}) {
+      INFO(dtypeName(dtype) << (nhwc ? ", nhwc" : ", nchw"));
+      const int64_t c = 12;
+      Shape shape = nhwc ? Shape{2, 5, 7, c} : Shape{2, c, 5, 7};
+      Case cs;
+      cs.call = callOf(
+          "cudnn.batch_norm_inference",
+          {{"epsilon", 1e-3}, {"layout", std::string(nhwc ? "nhwc" : "nchw")}});
+      cs.operands.push_back(randomTensor(dtype, shape, 18));
+      for (unsigned seed : {19u, 20u, 21u})
+        cs.operands.push_back(randomTensor(DType::F32, {c}, seed));
+      // A positive variance.
+      HostTensor var = randomTensor(DType::F32, {c}, 22);
+      for (int64_t i = 0; i < c; ++i)
+        var.as<float>()[i] = 0.5f + std::fabs(var.as<float>()[i]);
+      cs.operands.push_back(std::move(var));
+      cs.constant = {false, true, true, true, true};
+      cs.yDtype = dtype;
+      cs.yShape = shape;
+      bool ran = compareWithReference(cs);
+      if (dtype != DType::BF16) // bf16 needs avx512_core (oneDNN 2.6)
+        CHECK(ran);
+    }
+  // 16-bit per-channel tensors stay on the reference kernel.
+  HostTensor x = randomTensor(DType::F32, {2, 3, 4, 4}, 1),
+             y(DType::F32, {2, 3, 4, 4});
+  HostTensor half = randomTensor(DType::F16, {3}, 2),
+             f = randomTensor(DType::F32, {3}, 3);
+  cpu::FastCallChoice c = cpu::prepareFastCall(
+      callOf("cudnn.batch_norm_inference", {{"epsilon", 1e-5}}),
+      {x.view(), half.view(), f.view(), f.view(), f.view()}, {y.view()},
+      {false, true, true, true, true});
+  CHECK_FALSE(c.call);
+  CHECK_THAT(c.why, Catch::Contains("per-channel tensors of dtype f16"));
+}

@@ -165,6 +165,9 @@ FastCallChoice
 prepareConvBackwardFilter(const PlanCall &call,
                           const std::vector<TensorView> &operands,
                           const std::vector<TensorView> &results);
+FastCallChoice prepareBatchNormInference(
+    const PlanCall &call, const std::vector<TensorView> &operands,
+    const std::vector<TensorView> &results, const std::vector<bool> &constant);
 FastCallChoice prepareSoftmax(const PlanCall &call,
                               const std::vector<TensorView> &operands,
                               const std::vector<TensorView> &results);
