@@ -15,6 +15,7 @@
 #include "mp/Runtime/CPU/BackwardKernels.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/DataKernels.h"
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/CPU/NNKernels.h"
 #include "mp/Runtime/CPU/TrainingKernels.h"
 
@@ -112,11 +113,24 @@ Status checkUnscaleCheckFinite(const std::vector<TensorView> &operands,
 /// growth_interval (GradScaler's defaults).
 Result<LossScaleConfig> lossScaleConfigOf(const PlanCall &call);
 
+/// kernel.elementwise's attributes: the function (fn) and its alpha / beta
+/// as given (absent: the function's defaults, resolveAlphaBeta).
+struct ElementwiseCall {
+  ElementwiseFn fn;
+  ElementwiseParams params;
+};
+Result<ElementwiseCall> elementwiseCallOf(const PlanCall &call);
+
 /// cublaslt.matmul's attributes (trans_a, trans_b, alpha, beta, epilogue).
 Result<MatmulOptions> matmulOptionsOf(const PlanCall &call);
 /// cudnn.conv_fwd's attributes (pads, strides, dilations, groups, layout,
 /// activation) for an x of `spatial` spatial dims.
 Result<ConvOptions> convOptionsOf(const PlanCall &call, size_t spatial);
+
+/// cudnn.conv_bwd_filter's and cudnn.conv_bwd_data's window attributes
+/// (pads, strides, dilations, each optional; groups, layout) for operands
+/// of `spatial` spatial dims.
+Result<ConvOptions> convBackwardOptionsOf(const PlanCall &call, size_t spatial);
 
 /// cudnn.pool's attributes (mode, window, pads, strides, dilations, layout)
 /// for an x of `spatial` spatial dims; errors for indices (has_indices)

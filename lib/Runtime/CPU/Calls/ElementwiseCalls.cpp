@@ -7,6 +7,7 @@
 //                                        select_last_index?
 //
 //===----------------------------------------------------------------------===//
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 
@@ -32,22 +33,8 @@ Status elementwiseCall(const CallArgs &args) {
           checkArity(args, args.operands.size(), args.operands.size(), 1, 1);
       !s)
     return s;
-  Result<std::string> name = stringAttr(args.call, "fn");
-  if (!name)
-    return name.status();
-  std::optional<ElementwiseFn> fn = parseElementwiseFn(*name);
-  if (!fn)
-    return Status::error("unknown elementwise fn '" + *name + "'");
-  ElementwiseParams params;
-  Result<std::optional<double>> alpha = optionalFloat(args.call, "alpha");
-  if (!alpha)
-    return alpha.status();
-  Result<std::optional<double>> beta = optionalFloat(args.call, "beta");
-  if (!beta)
-    return beta.status();
-  params.alpha = *alpha;
-  params.beta = *beta;
-  return elementwise(*fn, args.operands, args.results[0], params);
+  MP_RT_TRY_ASSIGN(e, elementwiseCallOf(args.call));
+  return elementwise(e.fn, args.operands, args.results[0], e.params);
 }
 
 Status castCall(const CallArgs &args) {
@@ -85,6 +72,16 @@ Status reduceCall(const CallArgs &args) {
 }
 
 } // namespace
+
+Result<ElementwiseCall> elementwiseCallOf(const PlanCall &call) {
+  MP_RT_TRY_ASSIGN(name, stringAttr(call, "fn"));
+  std::optional<ElementwiseFn> fn = parseElementwiseFn(name);
+  if (!fn)
+    return Status::error("unknown elementwise fn '" + name + "'");
+  MP_RT_TRY_ASSIGN(alpha, optionalFloat(call, "alpha"));
+  MP_RT_TRY_ASSIGN(beta, optionalFloat(call, "beta"));
+  return ElementwiseCall{*fn, ElementwiseParams{alpha, beta}};
+}
 
 void addElementwiseCalls(CallTable &table) {
   MP_ADD_CALL("kernel.elementwise", &elementwiseCall);

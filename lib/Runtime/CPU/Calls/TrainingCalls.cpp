@@ -87,12 +87,10 @@ Status readWindowAttrs(const PlanCall &call, size_t spatial,
 // cudnn.conv_bwd_filter: x, dy -> dw
 //===----------------------------------------------------------------------===//
 
-Status convBwdFilterCall(const CallArgs &args) {
-  if (Status s = checkArity(args, 2, 2, 1, 1); !s)
-    return s;
-  const PlanCall &call = args.call;
-  const TensorView &x = args.operands[0];
-  MP_RT_TRY_ASSIGN(spatial, spatialRank(x, "x"));
+} // namespace
+
+Result<ConvOptions> convBackwardOptionsOf(const PlanCall &call,
+                                          size_t spatial) {
   ConvOptions o;
   if (Status s = readWindowAttrs(call, spatial, o.padsBegin, o.padsEnd,
                                  o.strides, o.dilations);
@@ -100,11 +98,25 @@ Status convBwdFilterCall(const CallArgs &args) {
     return s;
   MP_RT_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
   o.groups = groups;
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
+  o.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  return o;
+}
+
+namespace {
+
+Status convBwdFilterCall(const CallArgs &args) {
+  if (Status s = checkArity(args, 2, 2, 1, 1); !s)
+    return s;
+  const PlanCall &call = args.call;
+  const TensorView &x = args.operands[0];
+  MP_RT_TRY_ASSIGN(spatial, spatialRank(x, "x"));
+  MP_RT_TRY_ASSIGN(o, convBackwardOptionsOf(call, spatial));
   if (Status s = checkComputeType(call, x.dtype, /*required=*/false); !s)
     return s;
-  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
-  if (!channelsLast)
+  if (o.layout == Layout::NCHW)
     return convBackwardFilter(x, args.operands[1], args.results[0], o);
+  o.layout = Layout::NCHW; // the kernel runs on channels-first copies
   // x, dy [N, spatial..., C] and dw [K, spatial..., C/groups], through the
   // channels-first kernel.
   const TensorView &dw = args.results[0];

@@ -73,6 +73,22 @@ dnnl::memory::desc filterDesc(const TensorView &w, Layout layout,
   return dnnl::memory::desc(logical, type, strides);
 }
 
+ConvWindow convWindowOf(const ConvOptions &o, size_t spatial) {
+  ConvWindow w{dnnl::memory::dims(spatial, 1), dnnl::memory::dims(spatial, 0),
+               dnnl::memory::dims(spatial, 0), dnnl::memory::dims(spatial, 0)};
+  for (size_t i = 0; i < spatial; ++i) {
+    if (!o.strides.empty())
+      w.strides[i] = o.strides[i];
+    if (!o.dilations.empty())
+      w.dilates[i] = o.dilations[i] - 1; // oneDNN counts the gaps
+    if (!o.padsBegin.empty()) {
+      w.padsBegin[i] = o.padsBegin[i];
+      w.padsEnd[i] = o.padsEnd[i];
+    }
+  }
+  return w;
+}
+
 dnnl::post_ops postOpsOf(Activation activation) {
   dnnl::post_ops ops;
   switch (activation) {

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 namespace mp::rt::cpu::onednn {
@@ -50,6 +51,13 @@ dnnl::memory::desc activationDesc(const TensorView &t, Layout layout,
 /// [M, C/g, K...] or, grouped, [g, M/g, C/g, K...].
 dnnl::memory::desc filterDesc(const TensorView &w, Layout layout,
                               int64_t groups, dnnl::memory::data_type type);
+
+/// A convolution's window as oneDNN takes it: per spatial dim, strides,
+/// dilations as gaps (d - 1) and pads, the absent ones filled in.
+struct ConvWindow {
+  dnnl::memory::dims strides, dilates, padsBegin, padsEnd;
+};
+ConvWindow convWindowOf(const ConvOptions &o, size_t spatial);
 
 /// The eltwise post-op of an activation (none: no post-op).
 dnnl::post_ops postOpsOf(Activation activation);

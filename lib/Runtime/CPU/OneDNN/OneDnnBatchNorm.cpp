@@ -18,12 +18,10 @@ namespace mp::rt::cpu::onednn {
 
 FastCallChoice prepareBatchNormInference(
     const PlanCall &call, const std::vector<TensorView> &operands,
-    const std::vector<TensorView> &results,
-    const std::vector<bool> &constant) {
+    const std::vector<TensorView> &results, const std::vector<bool> &constant) {
   Result<double> epsilon = floatAttr(call, "epsilon");
   Result<bool> channelsLast = channelsLastAttr(call);
-  if (!epsilon || !channelsLast || operands.size() != 5 ||
-      results.size() != 1)
+  if (!epsilon || !channelsLast || operands.size() != 5 || results.size() != 1)
     return referenceKernel("the reference kernel reports the call's error");
   const TensorView &x = operands[0], &y = results[0];
   BatchNormOptions options;
@@ -47,10 +45,9 @@ FastCallChoice prepareBatchNormInference(
   return catchingErrors([&] {
     dnnl::memory::desc xDesc = activationDesc(x, options.layout, *type);
     dnnl::memory::desc yDesc = activationDesc(y, options.layout, *type);
-    dnnl::memory::desc channel =
-        plainDesc({x.shape[options.layout == Layout::NHWC ? x.shape.size() - 1
-                                                            : 1]},
-                  dnnl::memory::data_type::f32);
+    dnnl::memory::desc channel = plainDesc(
+        {x.shape[options.layout == Layout::NHWC ? x.shape.size() - 1 : 1]},
+        dnnl::memory::data_type::f32);
     auto flags = dnnl::normalization_flags::use_global_stats |
                  dnnl::normalization_flags::use_scale |
                  dnnl::normalization_flags::use_shift;

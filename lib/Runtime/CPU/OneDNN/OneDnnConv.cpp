@@ -16,8 +16,6 @@
 
 namespace mp::rt::cpu::onednn {
 
-using dims = dnnl::memory::dims;
-
 FastCallChoice prepareConv(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results,
@@ -46,18 +44,7 @@ FastCallChoice prepareConv(const PlanCall &call,
 
   return catchingErrors([&] {
     const ConvOptions &o = *options;
-    size_t k = *spatial;
-    dims strides(k, 1), dilates(k, 0), padsBegin(k, 0), padsEnd(k, 0);
-    for (size_t i = 0; i < k; ++i) {
-      if (!o.strides.empty())
-        strides[i] = o.strides[i];
-      if (!o.dilations.empty())
-        dilates[i] = o.dilations[i] - 1; // oneDNN counts the gaps
-      if (!o.padsBegin.empty()) {
-        padsBegin[i] = o.padsBegin[i];
-        padsEnd[i] = o.padsEnd[i];
-      }
-    }
+    const ConvWindow win = convWindowOf(o, *spatial);
     dnnl::memory::desc xDesc = activationDesc(x, o.layout, *in);
     dnnl::memory::desc yDesc = activationDesc(y, o.layout, *out);
     // Channels first, oneDNN's direct kernels want a blocked layout (nChw16c)
@@ -83,12 +70,13 @@ FastCallChoice prepareConv(const PlanCall &call,
     auto algorithm = dnnl::algorithm::convolution_direct;
     auto kind = dnnl::prop_kind::forward_inference;
     dnnl::convolution_forward::desc desc =
-        bias ? dnnl::convolution_forward::desc(kind, algorithm, xWanted, wAny,
-                                               biasDesc, yWanted, strides,
-                                               dilates, padsBegin, padsEnd)
-             : dnnl::convolution_forward::desc(kind, algorithm, xWanted, wAny,
-                                               yWanted, strides, dilates,
-                                               padsBegin, padsEnd);
+        bias
+            ? dnnl::convolution_forward::desc(
+                  kind, algorithm, xWanted, wAny, biasDesc, yWanted,
+                  win.strides, win.dilates, win.padsBegin, win.padsEnd)
+            : dnnl::convolution_forward::desc(kind, algorithm, xWanted, wAny,
+                                              yWanted, win.strides, win.dilates,
+                                              win.padsBegin, win.padsEnd);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
     auto isConstant = [&](size_t k) {
       return constant.size() > k && constant[k];

@@ -14,94 +14,85 @@
 //===----------------------------------------------------------------------===//
 #include "OneDnn.h"
 
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 
 namespace mp::rt::cpu::onednn {
 
 namespace {
 
-using dims = dnnl::memory::dims;
+using desc = dnnl::memory::desc;
 
-/// The window attributes of a backward call: pads (begins then ends; may be
-/// absent), strides, dilations (oneDNN counts the gaps: d - 1), groups.
-struct Window {
-  dims strides, dilates, padsBegin, padsEnd;
-  int64_t groups = 1;
-  Layout layout = Layout::NCHW;
+/// What both gradients share: the forward convolution's input (x or dx),
+/// filter (w or dw) and output (dy), their descriptors as the buffers hold
+/// them and as the primitive is asked for them, and the window.
+struct Gradient {
+  ConvOptions options;
+  ConvWindow window;
+  desc inUser, filterUser, outUser;       ///< the buffers' layouts
+  desc inWanted, filterWanted, outWanted; ///< what the primitive may pick
 };
 
-std::optional<Window> windowOf(const PlanCall &call, size_t spatial) {
-  Result<std::vector<int64_t>> pads = intListAttr(call, "pads", {});
-  Result<std::vector<int64_t>> strides = intListAttr(call, "strides", {});
-  Result<std::vector<int64_t>> dilations = intListAttr(call, "dilations", {});
-  Result<int64_t> groups = intAttr(call, "groups", 1);
-  Result<bool> channelsLast = channelsLastAttr(call);
-  if (!pads || !strides || !dilations || !groups || !channelsLast ||
-      *groups < 1 || (!pads->empty() && pads->size() != 2 * spatial) ||
-      (!strides->empty() && strides->size() != spatial) ||
-      (!dilations->empty() && dilations->size() != spatial))
-    return std::nullopt;
-  Window w;
-  w.strides.assign(spatial, 1);
-  w.dilates.assign(spatial, 0);
-  w.padsBegin.assign(spatial, 0);
-  w.padsEnd.assign(spatial, 0);
-  for (size_t i = 0; i < spatial; ++i) {
-    if (!strides->empty())
-      w.strides[i] = (*strides)[i];
-    if (!dilations->empty())
-      w.dilates[i] = (*dilations)[i] - 1;
-    if (!pads->empty()) {
-      w.padsBegin[i] = (*pads)[i];
-      w.padsEnd[i] = (*pads)[spatial + i];
-    }
-    if (w.strides[i] < 1 || w.dilates[i] < 0 || w.padsBegin[i] < 0 ||
-        w.padsEnd[i] < 0)
-      return std::nullopt;
-  }
-  w.groups = *groups;
-  w.layout = *channelsLast ? Layout::NHWC : Layout::NCHW;
-  return w;
+/// The gradient of the convolution in -> out with `filter`, or the reason
+/// the reference kernel runs it.
+std::variant<Gradient, std::string> gradientOf(const PlanCall &call,
+                                               const TensorView &in,
+                                               const TensorView &filter,
+                                               const TensorView &out) {
+  const std::string byReference =
+      "the reference kernel reports the call's error";
+  if (in.shape.size() < 3 || in.shape.size() > 5)
+    return std::to_string(in.shape.size()) + "-d operands";
+  if (filter.shape.size() != in.shape.size() ||
+      out.shape.size() != in.shape.size())
+    return byReference;
+  for (const TensorView *t : {&in, &filter, &out})
+    if (!computeTypeOf(t->dtype))
+      return "dtype " + std::string(dtypeName(t->dtype));
+  if (in.dtype != out.dtype)
+    return std::string("mixed dtypes");
+  size_t spatial = in.shape.size() - 2;
+  Result<ConvOptions> options = convBackwardOptionsOf(call, spatial);
+  if (!options || !checkComputeType(call, out.dtype, /*required=*/false))
+    return byReference;
+  Gradient g;
+  g.options = *options;
+  g.window = convWindowOf(g.options, spatial);
+  const Layout layout = g.options.layout;
+  g.inUser = activationDesc(in, layout, *computeTypeOf(in.dtype));
+  g.outUser = activationDesc(out, layout, *computeTypeOf(out.dtype));
+  g.filterUser = filterDesc(filter, layout, g.options.groups,
+                            *computeTypeOf(filter.dtype));
+  // Channels last, the activations stay as they are; channels first,
+  // oneDNN's blocked layouts (the call reorders). The filter always goes
+  // into the primitive's layout.
+  auto any = [](const desc &d) {
+    return desc(d.dims(), d.data_type(), dnnl::memory::format_tag::any);
+  };
+  g.inWanted = layout == Layout::NHWC ? g.inUser : any(g.inUser);
+  g.outWanted = layout == Layout::NHWC ? g.outUser : any(g.outUser);
+  g.filterWanted = any(g.filterUser);
+  return g;
 }
 
-/// An activation's descriptor for the primitive: channels first, `any`
-/// (oneDNN's blocked layouts; the call reorders); channels last, the
-/// buffer's own.
-dnnl::memory::desc wantedActivation(const dnnl::memory::desc &user,
-                                    const Window &w,
-                                    dnnl::memory::data_type type) {
-  if (w.layout == Layout::NHWC)
-    return user;
-  return dnnl::memory::desc(user.dims(), type, dnnl::memory::format_tag::any);
-}
-
-/// The forward convolution a backward one is the gradient of (oneDNN's
-/// hint for its implementation): src and dst as the forward's input and
-/// output.
-dnnl::convolution_forward::primitive_desc
-forwardHint(const Window &o, const dnnl::memory::desc &src,
-            const dnnl::memory::desc &weights, const dnnl::memory::desc &dst) {
+/// The forward convolution the gradient is of (oneDNN's hint for its
+/// implementation); its filter in the activations' dtype.
+dnnl::convolution_forward::primitive_desc forwardHint(const Gradient &g) {
+  const ConvWindow &w = g.window;
+  desc filter(g.filterWanted.dims(), g.inWanted.data_type(),
+              dnnl::memory::format_tag::any);
   return dnnl::convolution_forward::primitive_desc(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                      dnnl::algorithm::convolution_direct, src,
-                                      weights, dst, o.strides, o.dilates,
-                                      o.padsBegin, o.padsEnd),
+      dnnl::convolution_forward::desc(
+          dnnl::prop_kind::forward_training,
+          dnnl::algorithm::convolution_direct, g.inWanted, filter, g.outWanted,
+          w.strides, w.dilates, w.padsBegin, w.padsEnd),
       engine());
 }
 
-/// The shared checks: rank, spatial dims, dtypes oneDNN computes on.
-std::optional<std::string> unsupported(const TensorView &a, const TensorView &b,
-                                       const TensorView &result) {
-  if (a.shape.size() < 3 || a.shape.size() > 5)
-    return std::to_string(a.shape.size()) + "-d operands";
-  if (b.shape.size() != a.shape.size() || result.shape.size() != a.shape.size())
-    return std::string("the reference kernel reports the call's error");
-  for (const TensorView *t : {&a, &b, &result})
-    if (!computeTypeOf(t->dtype))
-      return "dtype " + std::string(dtypeName(t->dtype));
-  if (a.dtype != b.dtype)
-    return std::string("mixed dtypes");
-  return std::nullopt;
+dnnl::primitive_attr userScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
 }
 
 } // namespace
@@ -117,35 +108,23 @@ FastCallChoice prepareConvBackwardData(const PlanCall &call,
   if (*hasBias)
     return referenceKernel("a bias (a transposed convolution's)");
   const TensorView &dy = operands[0], &w = operands[1], &dx = results[0];
-  if (std::optional<std::string> why = unsupported(dy, w, dx))
-    return referenceKernel(*why);
-  std::optional<Window> window = windowOf(call, dy.shape.size() - 2);
-  if (!window)
-    return referenceKernel("the reference kernel reports the call's error");
-  dnnl::memory::data_type type = *computeTypeOf(dy.dtype),
-                          outType = *computeTypeOf(dx.dtype);
   return catchingErrors([&] {
-    const Window &o = *window;
-    dnnl::memory::desc dyUser = activationDesc(dy, o.layout, type);
-    dnnl::memory::desc dxUser = activationDesc(dx, o.layout, outType);
-    dnnl::memory::desc wUser = filterDesc(w, o.layout, o.groups, type);
-    dnnl::memory::desc dyWanted = wantedActivation(dyUser, o, type),
-                       dxWanted = wantedActivation(dxUser, o, outType);
-    dnnl::memory::desc wAny(wUser.dims(), type, dnnl::memory::format_tag::any);
-    auto algorithm = dnnl::algorithm::convolution_direct;
-    auto hint = forwardHint(o, dxWanted, wAny, dyWanted);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    std::variant<Gradient, std::string> found = gradientOf(call, dx, w, dy);
+    if (auto *why = std::get_if<std::string>(&found))
+      return referenceKernel(*why);
+    const Gradient &g = std::get<Gradient>(found);
+    const ConvWindow &win = g.window;
     dnnl::convolution_backward_data::primitive_desc pd(
-        dnnl::convolution_backward_data::desc(algorithm, dxWanted, wAny,
-                                              dyWanted, o.strides, o.dilates,
-                                              o.padsBegin, o.padsEnd),
-        attr, engine(), hint);
+        dnnl::convolution_backward_data::desc(
+            dnnl::algorithm::convolution_direct, g.inWanted, g.filterWanted,
+            g.outWanted, win.strides, win.dilates, win.padsBegin, win.padsEnd),
+        userScratchpad(), engine(), forwardHint(g));
     bool constantW = constant.size() > 1 && constant[1];
-    return PrimitiveCall::prepare(pd, dnnl::convolution_backward_data(pd),
-                                  {{DNNL_ARG_DIFF_DST, dyUser, dy},
-                                   {DNNL_ARG_WEIGHTS, wUser, w, constantW},
-                                   {DNNL_ARG_DIFF_SRC, dxUser, dx}});
+    return PrimitiveCall::prepare(
+        pd, dnnl::convolution_backward_data(pd),
+        {{DNNL_ARG_DIFF_DST, g.outUser, dy},
+         {DNNL_ARG_WEIGHTS, g.filterUser, w, constantW},
+         {DNNL_ARG_DIFF_SRC, g.inUser, dx}});
   });
 }
 
@@ -156,40 +135,21 @@ prepareConvBackwardFilter(const PlanCall &call,
   if (operands.size() != 2 || results.size() != 1)
     return referenceKernel("the reference kernel reports the call's error");
   const TensorView &x = operands[0], &dy = operands[1], &dw = results[0];
-  if (std::optional<std::string> why = unsupported(x, dy, dw))
-    return referenceKernel(*why);
-  if (!checkComputeType(call, x.dtype, /*required=*/false))
-    return referenceKernel("the reference kernel reports the call's error");
-  std::optional<Window> window = windowOf(call, x.shape.size() - 2);
-  if (!window)
-    return referenceKernel("the reference kernel reports the call's error");
-  dnnl::memory::data_type type = *computeTypeOf(x.dtype),
-                          outType = *computeTypeOf(dw.dtype);
   return catchingErrors([&] {
-    const Window &o = *window;
-    dnnl::memory::desc xUser = activationDesc(x, o.layout, type);
-    dnnl::memory::desc dyUser = activationDesc(dy, o.layout, type);
-    dnnl::memory::desc dwUser = filterDesc(dw, o.layout, o.groups, outType);
-    dnnl::memory::desc xWanted = wantedActivation(xUser, o, type),
-                       dyWanted = wantedActivation(dyUser, o, type);
-    dnnl::memory::desc dwAny(dwUser.dims(), outType,
-                             dnnl::memory::format_tag::any);
-    auto algorithm = dnnl::algorithm::convolution_direct;
-    auto hint = forwardHint(
-        o, xWanted,
-        dnnl::memory::desc(dwUser.dims(), type, dnnl::memory::format_tag::any),
-        dyWanted);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    std::variant<Gradient, std::string> found = gradientOf(call, x, dw, dy);
+    if (auto *why = std::get_if<std::string>(&found))
+      return referenceKernel(*why);
+    const Gradient &g = std::get<Gradient>(found);
+    const ConvWindow &win = g.window;
     dnnl::convolution_backward_weights::primitive_desc pd(
-        dnnl::convolution_backward_weights::desc(algorithm, xWanted, dwAny,
-                                                 dyWanted, o.strides, o.dilates,
-                                                 o.padsBegin, o.padsEnd),
-        attr, engine(), hint);
+        dnnl::convolution_backward_weights::desc(
+            dnnl::algorithm::convolution_direct, g.inWanted, g.filterWanted,
+            g.outWanted, win.strides, win.dilates, win.padsBegin, win.padsEnd),
+        userScratchpad(), engine(), forwardHint(g));
     return PrimitiveCall::prepare(pd, dnnl::convolution_backward_weights(pd),
-                                  {{DNNL_ARG_SRC, xUser, x},
-                                   {DNNL_ARG_DIFF_DST, dyUser, dy},
-                                   {DNNL_ARG_DIFF_WEIGHTS, dwUser, dw}});
+                                  {{DNNL_ARG_SRC, g.inUser, x},
+                                   {DNNL_ARG_DIFF_DST, g.outUser, dy},
+                                   {DNNL_ARG_DIFF_WEIGHTS, g.filterUser, dw}});
   });
 }
 

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 #include "OneDnn.h"
 
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/Tensor.h"
@@ -112,12 +113,11 @@ FastCallChoice prepareElementwise(const PlanCall &call,
                                   const std::vector<TensorView> &operands,
                                   const std::vector<TensorView> &results,
                                   const std::vector<bool> &constant) {
-  Result<std::string> name = stringAttr(call, "fn");
-  if (!name || results.size() != 1 || operands.empty())
+  Result<ElementwiseCall> parsed = elementwiseCallOf(call);
+  if (!parsed || results.size() != 1 || operands.empty())
     return referenceKernel("the reference kernel reports the call's error");
-  std::optional<ElementwiseFn> fn = parseElementwiseFn(*name);
-  if (!fn)
-    return referenceKernel("the reference kernel reports the call's error");
+  const ElementwiseFn fn = parsed->fn;
+  const std::string name(elementwiseFnName(fn));
   const TensorView &y = results[0];
   if (y.dtype != DType::F32 && y.dtype != DType::BF16)
     return referenceKernel(std::string(dtypeName(y.dtype)) +
@@ -129,22 +129,13 @@ FastCallChoice prepareElementwise(const PlanCall &call,
       return referenceKernel("mixed dtypes");
   if (y.numElements() == 0)
     return referenceKernel("no elements");
-  ElementwiseParams given;
-  for (auto [attr, slot] :
-       {std::pair{"alpha", &given.alpha}, std::pair{"beta", &given.beta}})
-    if (call.attr(attr)) {
-      Result<double> v = floatAttr(call, attr);
-      if (!v)
-        return referenceKernel("the reference kernel reports the call's error");
-      *slot = *v;
-    }
-  auto [alpha, beta] = resolveAlphaBeta(*fn, given);
+  auto [alpha, beta] = resolveAlphaBeta(fn, parsed->params);
   dnnl::memory::data_type type = *computeTypeOf(y.dtype);
   dnnl::memory::desc yDesc =
       plainDesc(dims(y.shape.begin(), y.shape.end()), type);
 
   // clip(x, lo, hi) with constant one-element bounds: an eltwise clip.
-  if (*fn == F::Clip && operands.size() == 3) {
+  if (fn == F::Clip && operands.size() == 3) {
     auto isConstant = [&](size_t k) {
       return constant.size() > k && constant[k];
     };
@@ -155,11 +146,11 @@ FastCallChoice prepareElementwise(const PlanCall &call,
     alpha = *lo;
     beta = *hi;
   }
-  if (operands.size() == 1 || *fn == F::Clip) {
-    std::optional<EltwiseOf> e = eltwiseOf(*fn, alpha, beta);
+  if (operands.size() == 1 || fn == F::Clip) {
+    std::optional<EltwiseOf> e = eltwiseOf(fn, alpha, beta);
     if (!e)
-      return referenceKernel("no oneDNN eltwise for " + *name);
-    if (*fn == F::Clip && !(alpha <= beta))
+      return referenceKernel("no oneDNN eltwise for " + name);
+    if (fn == F::Clip && !(alpha <= beta))
       return referenceKernel("clip with min > max");
     const TensorView &x = operands[0];
     if (x.shape != y.shape)
@@ -176,14 +167,14 @@ FastCallChoice prepareElementwise(const PlanCall &call,
     });
   }
 
-  std::optional<dnnl::algorithm> algorithm = binaryOf(*fn);
+  std::optional<dnnl::algorithm> algorithm = binaryOf(fn);
   if (!algorithm || operands.size() != 2)
-    return referenceKernel("no oneDNN binary for " + *name);
+    return referenceKernel("no oneDNN binary for " + name);
   // oneDNN broadcasts the second operand only: a broadcast first operand of
   // a commutative function swaps.
   const TensorView *a = &operands[0], *b = &operands[1];
   if (a->shape != y.shape && b->shape == y.shape &&
-      (*fn == F::Add || *fn == F::Mul))
+      (fn == F::Add || fn == F::Mul))
     std::swap(a, b);
   if (a->shape != y.shape)
     return referenceKernel("a broadcast first operand");
