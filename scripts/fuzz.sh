@@ -134,7 +134,9 @@ run_target() {
   local start=$SECONDS
   # detect_leaks: the importer must not leak either. The RSS limit turns an
   # allocation that a hostile size slipped past the checks into a finding.
-  ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" \
+  # allow_user_poisoning=0: as in scripts/sanitize.sh (LLVM's allocators,
+  # instrumented in MixPrec's code only).
+  ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:allow_user_poisoning=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     "$BUILD/bin/mp-fuzz-$target" "$corpus" "$(seed_dir "$target")" \
       -max_total_time="$SECONDS_PER_TARGET" -timeout=25 -rss_limit_mb=4096 \

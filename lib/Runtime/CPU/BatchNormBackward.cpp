@@ -90,6 +90,14 @@ Status check(const TensorView &x, const TensorView &scale, const TensorView &dy,
 
 } // namespace
 
+Status checkBatchNormBackward(const TensorView &x, const TensorView &scale,
+                              const TensorView &dy, const TensorView &dx,
+                              const TensorView &dscale, const TensorView &dbias,
+                              const BatchNormOptions &o) {
+  Geom g;
+  return check(x, scale, dy, dx, dscale, dbias, o, g);
+}
+
 Status batchNormBackward(const TensorView &x, const TensorView &scale,
                          const TensorView &dy, const TensorView &dx,
                          const TensorView &dscale, const TensorView &dbias,
@@ -102,41 +110,39 @@ Status batchNormBackward(const TensorView &x, const TensorView &scale,
   const std::vector<double> xv = toF64(x), dyv = toF64(dy), sc = toF64(scale);
   const size_t C = static_cast<size_t>(g.c);
   const double count = static_cast<double>(g.outer * g.inner);
-  // Visits every element of channel c: fn(index).
-  auto forChannel = [&](int64_t c, auto &&fn) {
-    for (int64_t ou = 0; ou < g.outer; ++ou) {
-      int64_t base = (ou * g.c + c) * g.inner;
-      for (int64_t i = 0; i < g.inner; ++i)
-        fn(base + i);
-    }
+  // Visits every element in memory order: fn(channel, index). Each
+  // channel's elements come in the same order as when walking that channel
+  // alone, so its sums are too, but the tensor streams through once per
+  // pass instead of once per channel (channels last, C apart).
+  auto forEachElement = [&](auto &&fn) {
+    int64_t i = 0;
+    for (int64_t ou = 0; ou < g.outer; ++ou)
+      for (int64_t c = 0; c < g.c; ++c)
+        for (int64_t in = 0; in < g.inner; ++in, ++i)
+          fn(static_cast<size_t>(c), i);
   };
-  std::vector<double> mean(C, 0.0), invStd(C), sumDy(C, 0.0), sumDyXhat(C, 0.0);
-  for (int64_t c = 0; c < g.c; ++c) {
-    double s = 0.0;
-    forChannel(c, [&](int64_t i) { s += xv[i]; });
-    mean[c] = s / count;
-    double sq = 0.0;
-    forChannel(c, [&](int64_t i) {
-      double d = xv[i] - mean[c];
-      sq += d * d;
-    });
-    invStd[c] = 1.0 / std::sqrt(sq / count + static_cast<double>(o.epsilon));
-    double sdy = 0.0, sdyx = 0.0;
-    forChannel(c, [&](int64_t i) {
-      sdy += dyv[i];
-      sdyx += dyv[i] * (xv[i] - mean[c]) * invStd[c];
-    });
-    sumDy[c] = sdy;
-    sumDyXhat[c] = sdyx;
-  }
-  std::vector<double> dxv(xv.size());
-  for (int64_t c = 0; c < g.c; ++c) {
-    const double k = sc[c] * invStd[c] / count, m = mean[c], is = invStd[c];
-    forChannel(c, [&](int64_t i) {
-      double xhat = (xv[i] - m) * is;
-      dxv[i] = k * (count * dyv[i] - sumDy[c] - xhat * sumDyXhat[c]);
-    });
-  }
+  std::vector<double> mean(C, 0.0), sq(C, 0.0), invStd(C), sumDy(C, 0.0),
+      sumDyXhat(C, 0.0);
+  forEachElement([&](size_t c, int64_t i) { mean[c] += xv[i]; });
+  for (double &m : mean)
+    m /= count;
+  forEachElement([&](size_t c, int64_t i) {
+    double d = xv[i] - mean[c];
+    sq[c] += d * d;
+  });
+  for (size_t c = 0; c < C; ++c)
+    invStd[c] = 1.0 / std::sqrt(sq[c] / count + static_cast<double>(o.epsilon));
+  forEachElement([&](size_t c, int64_t i) {
+    sumDy[c] += dyv[i];
+    sumDyXhat[c] += dyv[i] * (xv[i] - mean[c]) * invStd[c];
+  });
+  std::vector<double> dxv(xv.size()), k(C);
+  for (size_t c = 0; c < C; ++c)
+    k[c] = sc[c] * invStd[c] / count;
+  forEachElement([&](size_t c, int64_t i) {
+    double xhat = (xv[i] - mean[c]) * invStd[c];
+    dxv[i] = k[c] * (count * dyv[i] - sumDy[c] - xhat * sumDyXhat[c]);
+  });
   fromF64(dxv.data(), dx);
   fromF64(sumDyXhat.data(), dscale);
   fromF64(sumDy.data(), dbias);

@@ -61,6 +61,10 @@ FastCallChoice prepareFastCall(const PlanCall &call,
     return onednn::prepareConvBackwardFilter(call, operands, results);
   if (call.kind == "cudnn.batch_norm_inference")
     return onednn::prepareBatchNormInference(call, operands, results, constant);
+  if (call.kind == "cudnn.batch_norm_training")
+    return onednn::prepareBatchNormTraining(call, operands, results);
+  if (call.kind == "cudnn.batch_norm_bwd")
+    return onednn::prepareBatchNormBackward(call, operands, results, constant);
   if (call.kind == "cudnn.softmax")
     return onednn::prepareSoftmax(call, operands, results);
   if (call.kind == "cudnn.pool")

@@ -2,7 +2,8 @@
 //
 // The kernels that stream memory (elementwise functions, casts, the f16
 // copies of the fast calls) split a large tensor into contiguous ranges over
-// the CPU threads, with OpenMP where the runtime is built with it (with
+// the CPU threads, and those made of independent items (pooling backward's
+// slices) split the items, with OpenMP where the runtime is built with it (with
 // oneDNN, whose threads are OpenMP's too: the same pool and the same count,
 // CpuExecutorOptions::threads or OMP_NUM_THREADS). Every element is computed
 // the same way whatever the split, so results do not depend on the number
@@ -49,6 +50,26 @@ template <typename Fn> void parallelRanges(int64_t n, Fn &&fn) {
   }
 #endif
   fn(int64_t(0), n);
+}
+
+/// fn(item) for every item in [0, items), the items split over the CPU
+/// threads when there are several and they hold at least
+/// kParallelMinElements elements together (`elementsPerItem` each): for
+/// kernels whose items write disjoint outputs, each computed the same way
+/// whatever the split.
+template <typename Fn>
+void parallelItems(int64_t items, int64_t elementsPerItem, Fn &&fn) {
+#ifdef _OPENMP
+  if (items > 1 && items * elementsPerItem >= kParallelMinElements &&
+      !omp_in_parallel() && omp_get_max_threads() > 1) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < items; ++i)
+      fn(i);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < items; ++i)
+    fn(i);
 }
 
 } // namespace mp::rt::cpu::detail

@@ -2,20 +2,24 @@
 //
 // The windows are the forward's (Pool.cpp): per spatial dimension and output
 // index, the kernel taps inside the input form one range [lo, hi) and those
-// inside the padded input another, so a window is a product of ranges. Each
-// (n, c) slice walks its outputs and, through an odometer over the taps,
-// the window's input positions: max finds the first maximum again (the
-// forward's tie-break: the first tap, replaced only by a strictly greater
-// value) and adds dy there; average adds dy / count to every position.
-// x and dy are widened to the compute type (f32, or f64 for f64 data) and dx
-// accumulated in it, then rounded once.
+// inside the padded input another, so a window is a product of ranges. An
+// odometer over the taps lists each window's input positions once; each
+// (n, c) slice then walks its outputs and their positions: max finds the
+// first maximum again (the forward's tie-break: the first tap, replaced only
+// by a strictly greater value) and adds dy there; average adds dy / count to
+// every position. Channels last, the channels of one n are walked together
+// (they share the windows), so the reads are contiguous. Slices run on the
+// CPU threads. x and dy are read in their types; dx is accumulated in the
+// compute type (f32, or f64 for f64 data) and rounded once.
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/BackwardKernels.h"
 
 #include "KernelUtil.h"
+#include "Parallel.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 namespace mp::rt::cpu {
@@ -109,15 +113,21 @@ void computeTaps(Geom &g) {
   }
 }
 
-/// One (n, c) slice: x, dx at xs[p * es], dy at dys[q * es] (es: the element
-/// stride of a spatial position).
-template <typename T>
-void poolBackwardSlice(const Geom &g, const PoolOptions &o, const T *xs,
-                       const T *dys, T *dxs, int64_t es) {
+/// Every output's window as a list of input positions (flattened spatial
+/// indices, in tap order), made once for all slices: the taps of output q
+/// are pos[begin[q], begin[q + 1]), and an average divides by count[q].
+struct Windows {
+  std::vector<int64_t> begin, pos, count;
+};
+
+Windows windowsOf(const Geom &g, const PoolOptions &o) {
   const int k = g.k;
-  const bool isMax = o.kind == PoolKind::Max;
+  Windows w;
+  w.begin.reserve(static_cast<size_t>(g.outSize) + 1);
+  w.count.reserve(static_cast<size_t>(g.outSize));
   std::vector<int64_t> oi(k, 0), ti(k, 0);
   for (int64_t q = 0; q < g.outSize; ++q, increment(oi, g.out.data(), k)) {
+    w.begin.push_back(static_cast<int64_t>(w.pos.size()));
     bool empty = false;
     int64_t count = 1;
     for (int j = 0; j < k; ++j) {
@@ -126,24 +136,14 @@ void poolBackwardSlice(const Geom &g, const PoolOptions &o, const T *xs,
       empty = empty || lo >= hi;
       count *= o.countIncludePad ? g.padded[j][oi[j]] : hi - lo;
     }
+    w.count.push_back(count);
     if (empty)
       continue;
-    const T grad = dys[q * es];
-    T best = T(0), share = isMax ? T(0) : grad / static_cast<T>(count);
-    int64_t bestPos = -1;
     while (true) {
       int64_t pos = 0;
       for (int j = 0; j < k; ++j)
         pos = pos * g.in[j] + g.start[j][oi[j]] + ti[j] * g.dil[j];
-      if (isMax) {
-        T v = xs[pos * es];
-        if (bestPos < 0 || v > best) {
-          best = v;
-          bestPos = pos;
-        }
-      } else {
-        dxs[pos * es] += share;
-      }
+      w.pos.push_back(pos);
       int j = k - 1;
       for (; j >= 0; --j) {
         if (++ti[j] < g.hi[j][oi[j]])
@@ -153,27 +153,91 @@ void poolBackwardSlice(const Geom &g, const PoolOptions &o, const T *xs,
       if (j < 0)
         break;
     }
-    if (isMax)
-      dxs[bestPos * es] += grad;
+  }
+  w.begin.push_back(static_cast<int64_t>(w.pos.size()));
+  return w;
+}
+
+/// One slice of `lanes` channels that share their windows: channel l of
+/// spatial position p at xs[p * es + l] (x, dx), dy likewise at dys. Channels
+/// first, a slice is one (n, c) and lanes = es = 1; channels last, it is one
+/// n with all C channels as lanes (es = C), so every tap reads C adjacent
+/// values instead of striding C apart through the whole tensor per channel.
+template <typename S, typename T>
+void poolBackwardSlice(const Geom &g, const PoolOptions &o, const Windows &w,
+                       const S *xs, const S *dys, T *dxs, int64_t es,
+                       int64_t lanes) {
+  const bool isMax = o.kind == PoolKind::Max;
+  std::vector<T> bestStore(static_cast<size_t>(lanes));
+  std::vector<int32_t> bestTapStore(static_cast<size_t>(lanes));
+  T *best = bestStore.data();
+  int32_t *bestTap = bestTapStore.data(); // index into the window's taps
+  for (int64_t q = 0; q < g.outSize; ++q) {
+    const int64_t *tap = w.pos.data() + w.begin[q],
+                  *end = w.pos.data() + w.begin[q + 1];
+    if (tap == end)
+      continue;
+    const S *grad = dys + q * es;
+    if (!isMax) {
+      const T count = static_cast<T>(w.count[q]);
+      for (; tap != end; ++tap) {
+        T *dxp = dxs + *tap * es;
+        for (int64_t l = 0; l < lanes; ++l)
+          dxp[l] += load(grad[l]) / count;
+      }
+      continue;
+    }
+    // The forward's tie-break: the first tap, replaced only by a strictly
+    // greater value (selects, not branches: the lanes vectorise).
+    const S *first = xs + tap[0] * es;
+    for (int64_t l = 0; l < lanes; ++l) {
+      best[l] = load(first[l]);
+      bestTap[l] = 0;
+    }
+    const int32_t taps = static_cast<int32_t>(end - tap);
+    for (int32_t t = 1; t < taps; ++t) {
+      const S *xp = xs + tap[t] * es;
+      for (int64_t l = 0; l < lanes; ++l) {
+        T v = load(xp[l]);
+        bool greater = v > best[l];
+        best[l] = greater ? v : best[l];
+        bestTap[l] = greater ? t : bestTap[l];
+      }
+    }
+    for (int64_t l = 0; l < lanes; ++l)
+      dxs[tap[bestTap[l]] * es + l] += load(grad[l]);
   }
 }
 
-template <typename T>
+/// x and dy are read in their storage type S; dx is accumulated in the
+/// compute type (f32, f64 for f64 data): in place for f32 and f64, else in
+/// an f32 copy rounded once at the end.
+template <typename S>
 void run(const Geom &g, const PoolOptions &o, const TensorView &x,
          const TensorView &dy, const TensorView &dx) {
-  std::vector<T> xv = widenTo<T>(x), dyv = widenTo<T>(dy);
-  std::vector<T> dxv(static_cast<size_t>(x.numElements()), T(0));
+  using T = decltype(load(S{}));
+  constexpr bool inPlace = std::is_same_v<S, T>;
+  std::vector<T> accumulator(
+      inPlace ? 0 : static_cast<size_t>(dx.numElements()), T(0));
+  T *dxv = inPlace ? dx.as<T>() : accumulator.data();
+  if (inPlace)
+    std::fill_n(dxv, dx.numElements(), T(0));
   const bool nhwc = o.layout == Layout::NHWC;
+  // Slices write disjoint parts of dx: one per (n, c), or per n with the
+  // channels as lanes.
+  const int64_t slices = nhwc ? g.n : g.n * g.c;
+  const int64_t xStride = nhwc ? g.inSize * g.c : g.inSize;
+  const int64_t yStride = nhwc ? g.outSize * g.c : g.outSize;
+  const Windows windows = windowsOf(g, o);
+  const S *xs = x.as<const S>(), *dys = dy.as<const S>();
   if (g.outSize > 0)
-    for (int64_t n = 0; n < g.n; ++n)
-      for (int64_t c = 0; c < g.c; ++c) {
-        int64_t slice = n * g.c + c;
-        int64_t xOff = nhwc ? n * g.inSize * g.c + c : slice * g.inSize;
-        int64_t yOff = nhwc ? n * g.outSize * g.c + c : slice * g.outSize;
-        poolBackwardSlice<T>(g, o, xv.data() + xOff, dyv.data() + yOff,
-                             dxv.data() + xOff, nhwc ? g.c : 1);
-      }
-  narrowInto(dxv, dx);
+    parallelItems(slices, xStride, [&](int64_t slice) {
+      poolBackwardSlice<S, T>(g, o, windows, xs + slice * xStride,
+                              dys + slice * yStride, dxv + slice * xStride,
+                              nhwc ? g.c : 1, nhwc ? g.c : 1);
+    });
+  if (!inPlace)
+    narrowInto(accumulator, dx);
 }
 
 } // namespace
@@ -191,11 +255,19 @@ Status poolBackward(const TensorView &x, const TensorView &dy,
     return s;
   if (dx.numElements() == 0)
     return Status::ok();
+  // A max window's taps are counted in int32 (poolBackwardSlice).
+  int64_t windowTaps = 1;
+  for (int64_t kk : g.ker)
+    windowTaps = kk > 0 && windowTaps > INT32_MAX / kk ? int64_t(INT32_MAX) + 1
+                                                       : windowTaps * kk;
+  if (windowTaps > INT32_MAX)
+    return fail(kOp, "the window has more than 2^31 - 1 taps");
   computeTaps(g);
   if (x.dtype == DType::F64)
     run<double>(g, options, x, dy, dx);
   else
-    run<float>(g, options, x, dy, dx);
+    withFloat16or32(
+        x.dtype, [&](auto tag) { run<decltype(tag)>(g, options, x, dy, dx); });
   return Status::ok();
 }
 

@@ -53,44 +53,78 @@ struct Case {
   DType yDtype;
   Shape yShape;
   std::vector<bool> constant; ///< per operand
+  /// The results after the first (dtype, shape), for calls with several.
+  std::vector<std::pair<DType, Shape>> moreResults;
 };
 
-/// Runs `c` fast (if prepared) and with the reference; false when the fast
-/// kernels did not take it (with the reason in INFO).
-bool compareWithReference(const Case &c) {
-  std::vector<TensorView> operands;
-  for (const HostTensor &t : c.operands)
-    operands.push_back(t.view());
-  HostTensor fastY(c.yDtype, c.yShape), refY(c.yDtype, c.yShape);
-  cpu::FastCallChoice fast =
-      cpu::prepareFastCall(c.call, operands, {fastY.view()}, c.constant);
-  if (!fast.call) {
-    WARN(c.call.kind << " not prepared fast: " << fast.why);
-    return false;
-  }
-  INFO("implementation " << fast.call->implementation());
-  std::vector<unsigned char> scratch(fast.call->scratchBytes() + 64);
-  REQUIRE(fast.call->run(scratch.data()));
-  cpu::CallFn reference = cpu::cpuCallTable().find(c.call.kind);
-  REQUIRE(reference);
-  cpu::CallArgs args{c.call, operands, {refY.view()}, nullptr, 0};
-  REQUIRE(reference(args));
-
-  std::vector<float> got = asFloats(fastY), want = asFloats(refY);
+/// fast and reference agree within the dtype's tolerance (see the file's
+/// comment), relative to the largest reference value.
+void checkClose(const HostTensor &fast, const HostTensor &reference) {
+  std::vector<float> got = asFloats(fast), want = asFloats(reference);
   float scale = 0;
   for (float v : want)
     scale = std::max(scale, std::fabs(v));
   // f32: summation order; bf16 (8 significant bits): both round once from
   // f32 sums that differ in order, so one result may round the other way.
   // f16 (11 bits) likewise, to an f16 ulp or two.
-  float tol = (c.yDtype == DType::F32   ? 1e-5f
-               : c.yDtype == DType::F16 ? 1.0f / 512
-                                        : 1.0f / 64) *
+  DType t = reference.dtype();
+  float tol = (t == DType::F32   ? 1e-5f
+               : t == DType::F16 ? 1.0f / 512
+                                 : 1.0f / 64) *
               (scale + 1);
   size_t bad = 0;
   for (size_t i = 0; i < got.size(); ++i)
     bad += !(std::fabs(got[i] - want[i]) <= tol);
   CHECK(bad == 0);
+}
+
+/// Runs `c` fast (if prepared) and with the reference; false when the fast
+/// kernels did not take it (with the reason in INFO). The reference runs on
+/// copies of the operands (a call may update one in place).
+bool compareWithReference(const Case &c) {
+  std::vector<TensorView> operands, refOperands;
+  std::vector<HostTensor> copies;
+  for (const HostTensor &t : c.operands) {
+    operands.push_back(t.view());
+    copies.emplace_back(t.dtype(), t.shape());
+    std::copy_n(static_cast<const char *>(t.data()), t.byteCount(),
+                static_cast<char *>(copies.back().data()));
+  }
+  for (const HostTensor &t : copies)
+    refOperands.push_back(t.view());
+  std::vector<HostTensor> fastResults, refResults;
+  fastResults.emplace_back(c.yDtype, c.yShape);
+  refResults.emplace_back(c.yDtype, c.yShape);
+  for (const auto &[dtype, shape] : c.moreResults) {
+    fastResults.emplace_back(dtype, shape);
+    refResults.emplace_back(dtype, shape);
+  }
+  std::vector<TensorView> fastViews, refViews;
+  for (size_t i = 0; i < fastResults.size(); ++i) {
+    fastViews.push_back(fastResults[i].view());
+    refViews.push_back(refResults[i].view());
+  }
+  cpu::FastCallChoice fast =
+      cpu::prepareFastCall(c.call, operands, fastViews, c.constant);
+  if (!fast.call) {
+    WARN(c.call.kind << " not prepared fast: " << fast.why);
+    return false;
+  }
+  INFO("implementation " << fast.call->implementation());
+  std::vector<unsigned char> scratch(fast.call->scratchBytes() + 64);
+  Status ranFast = fast.call->run(scratch.data());
+  INFO(ranFast.message());
+  REQUIRE(ranFast);
+  cpu::CallFn reference = cpu::cpuCallTable().find(c.call.kind);
+  REQUIRE(reference);
+  cpu::CallArgs args{c.call, refOperands, refViews, nullptr, 0};
+  Status ranReference = reference(args);
+  INFO(ranReference.message());
+  REQUIRE(ranReference);
+  for (size_t i = 0; i < fastResults.size(); ++i) {
+    INFO("result " << i);
+    checkClose(fastResults[i], refResults[i]);
+  }
   return true;
 }
 
@@ -652,6 +686,76 @@ TEST_CASE("fast batch norm inference computes what the reference computes",
       callOf("cudnn.batch_norm_inference", {{"epsilon", 1e-5}}),
       {x.view(), half.view(), f.view(), f.view(), f.view()}, {y.view()},
       {false, true, true, true, true});
+  CHECK_FALSE(c.call);
+  CHECK_THAT(c.why, Catch::Contains("per-channel tensors of dtype f16"));
+}
+
+TEST_CASE("fast batch norm training and backward compute what the reference "
+          "computes",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (bool nhwc : {false, true})
+      for (int64_t c : {int64_t(12), int64_t(64)}) {
+        INFO(dtypeName(dtype) << (nhwc ? ", nhwc" : ", nchw") << ", C=" << c);
+        Shape shape = nhwc ? Shape{3, 5, 7, c} : Shape{3, c, 5, 7};
+        std::string layout = nhwc ? "nhwc" : "nchw";
+        {
+          INFO("batch_norm_training");
+          Case cs;
+          cs.call = callOf(
+              "cudnn.batch_norm_training",
+              {{"epsilon", 1e-3}, {"momentum", 0.9}, {"layout", layout}});
+          // x off centre: the statistics must not rely on a zero mean.
+          HostTensor x = randomTensor(DType::F32, shape, 30);
+          for (int64_t i = 0; i < x.numElements(); ++i)
+            x.as<float>()[i] = 3.f + 2.f * x.as<float>()[i];
+          HostTensor xd(dtype, shape);
+          REQUIRE(cpu::cast(x.view(), xd.view()));
+          cs.operands.push_back(std::move(xd));
+          for (unsigned seed : {31u, 32u, 33u})
+            cs.operands.push_back(randomTensor(DType::F32, {c}, seed));
+          HostTensor var = randomTensor(DType::F32, {c}, 34);
+          for (int64_t i = 0; i < c; ++i)
+            var.as<float>()[i] = 0.5f + std::fabs(var.as<float>()[i]);
+          cs.operands.push_back(std::move(var));
+          cs.constant = {false, false, false, false, false};
+          cs.yDtype = dtype;
+          cs.yShape = shape;
+          cs.moreResults = {{DType::F32, {c}}, {DType::F32, {c}}};
+          bool ran = compareWithReference(cs);
+          if (dtype != DType::BF16) // bf16 needs avx512_core (oneDNN 2.6)
+            CHECK(ran);
+        }
+        {
+          INFO("batch_norm_bwd");
+          Case cs;
+          cs.call = callOf("cudnn.batch_norm_bwd",
+                           {{"epsilon", 1e-3}, {"layout", layout}});
+          cs.operands.push_back(randomTensor(dtype, shape, 35));
+          cs.operands.push_back(randomTensor(DType::F32, {c}, 36));
+          cs.operands.push_back(randomTensor(dtype, shape, 37));
+          cs.constant = {false, false, false};
+          cs.yDtype = dtype;
+          cs.yShape = shape;
+          cs.moreResults = {{DType::F32, {c}}, {DType::F32, {c}}};
+          bool ran = compareWithReference(cs);
+          if (dtype != DType::BF16)
+            CHECK(ran);
+        }
+      }
+  // 16-bit per-channel tensors stay on the reference kernel.
+  HostTensor x = randomTensor(DType::F32, {2, 3, 4, 4}, 1),
+             dx(DType::F32, {2, 3, 4, 4});
+  HostTensor half = randomTensor(DType::F16, {3}, 2), dscale(DType::F32, {3}),
+             dbias(DType::F32, {3});
+  cpu::FastCallChoice c = cpu::prepareFastCall(
+      callOf("cudnn.batch_norm_bwd", {{"epsilon", 1e-5}}),
+      {x.view(), half.view(), x.view()},
+      {dx.view(), dscale.view(), dbias.view()}, {false, false, false});
   CHECK_FALSE(c.call);
   CHECK_THAT(c.why, Catch::Contains("per-channel tensors of dtype f16"));
 }

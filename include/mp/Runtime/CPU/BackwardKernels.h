@@ -85,6 +85,11 @@ Status batchNormBackward(const TensorView &x, const TensorView &scale,
                          const TensorView &dy, const TensorView &dx,
                          const TensorView &dscale, const TensorView &dbias,
                          const BatchNormOptions &options = {});
+/// batchNormBackward's checks without running it.
+Status checkBatchNormBackward(const TensorView &x, const TensorView &scale,
+                              const TensorView &dy, const TensorView &dx,
+                              const TensorView &dscale, const TensorView &dbias,
+                              const BatchNormOptions &options = {});
 
 //===----------------------------------------------------------------------===//
 // Loss gradients

@@ -107,6 +107,12 @@ dnnl::post_ops postOpsOf(Activation activation) {
   return ops;
 }
 
+bool isOutputArg(int arg) {
+  return arg == DNNL_ARG_DST || arg == DNNL_ARG_DIFF_SRC ||
+         arg == DNNL_ARG_DIFF_WEIGHTS || arg == DNNL_ARG_DIFF_SCALE ||
+         arg == DNNL_ARG_DIFF_SHIFT;
+}
+
 std::string implementationName(const dnnl::primitive_desc_base &pd) {
   return std::string("onednn:") + pd.impl_info_str();
 }
@@ -139,8 +145,7 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
     return m;
   };
   for (const Binding &b : buffers) {
-    const bool output = b.arg == DNNL_ARG_DST || b.arg == DNNL_ARG_DIFF_SRC ||
-                        b.arg == DNNL_ARG_DIFF_WEIGHTS;
+    const bool output = b.output;
     dnnl::memory user;
     if (!b.f16Storage) {
       user = dnnl::memory(b.desc, engine(), b.data);

@@ -62,12 +62,17 @@ ConvWindow convWindowOf(const ConvOptions &o, size_t spatial);
 /// The eltwise post-op of an activation (none: no post-op).
 dnnl::post_ops postOpsOf(Activation activation);
 
+/// Whether a primitive writes argument `arg` (DNNL_ARG_DST, the gradients),
+/// as opposed to reading it. Batch norm's MEAN and VARIANCE are either: the
+/// training forward writes them (Binding::output set by hand).
+bool isOutputArg(int arg);
+
 /// A buffer of the call as a primitive's argument: its layout and data.
 struct Binding {
   Binding(int arg, dnnl::memory::desc desc, const TensorView &t,
           bool constant = false)
       : arg(arg), desc(std::move(desc)), data(t.data), constant(constant),
-        f16Storage(t.dtype == DType::F16) {}
+        f16Storage(t.dtype == DType::F16), output(isOutputArg(arg)) {}
   int arg; ///< DNNL_ARG_SRC, ...
   /// What the primitive sees (f32 for an f16 buffer; dense).
   dnnl::memory::desc desc;
@@ -78,6 +83,8 @@ struct Binding {
   /// `data` holds f16 values in desc's layout: the primitive reads an f32
   /// copy and writes one that is rounded into it.
   bool f16Storage;
+  /// The primitive writes it (after the run: reordered, rounded to f16).
+  bool output;
 };
 
 /// No fast call: the reference kernel runs it, for this reason.
@@ -176,6 +183,13 @@ prepareConvBackwardFilter(const PlanCall &call,
 FastCallChoice prepareBatchNormInference(
     const PlanCall &call, const std::vector<TensorView> &operands,
     const std::vector<TensorView> &results, const std::vector<bool> &constant);
+FastCallChoice prepareBatchNormTraining(const PlanCall &call,
+                                        const std::vector<TensorView> &operands,
+                                        const std::vector<TensorView> &results);
+FastCallChoice prepareBatchNormBackward(const PlanCall &call,
+                                        const std::vector<TensorView> &operands,
+                                        const std::vector<TensorView> &results,
+                                        const std::vector<bool> &constant);
 FastCallChoice prepareSoftmax(const PlanCall &call,
                               const std::vector<TensorView> &operands,
                               const std::vector<TensorView> &results);
