@@ -2,7 +2,8 @@
 # Installs what is missing, builds everything (including the test models
 # exported by torch), imports the whole ONNX backend test corpus and runs all
 # tests with ctest: the lit suite and every Catch2 test case. Then all of it
-# again on an AddressSanitizer + UndefinedBehaviorSanitizer build.
+# again on an AddressSanitizer + UndefinedBehaviorSanitizer build, and the
+# concurrent executors' test on a ThreadSanitizer build of the runtime.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MP_BUILD_DIR:-$ROOT/build}"
@@ -31,4 +32,8 @@ MP_BUILD_DIR="$BUILD" "$ROOT/scripts/check-portability.sh" --ci
 if [ "${MP_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== sanitizers (scripts/sanitize.sh)"
   "$ROOT/scripts/sanitize.sh"
+  # Several executors of one plan in several threads, on a ThreadSanitizer
+  # build of the runtime (docs/runtime.md, "Serving from one process").
+  echo "== thread sanitizer (scripts/tsan.sh)"
+  "$ROOT/scripts/tsan.sh"
 fi

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <numeric>
 #include <unordered_map>
@@ -54,7 +56,75 @@ double msSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+/// Weights transposed once at load (CpuExecutor::create), shared as the fast
+/// calls' prepared constants are (cpu::preparedConstantBytes): one per weight
+/// bytes and transpose, whichever executor made it first. Entries are weak;
+/// the executors that hold one hold the plan whose bytes the key points at.
+class TransposedWeights {
+public:
+  static TransposedWeights &instance() {
+    static TransposedWeights cache;
+    return cache;
+  }
+
+  /// The transpose of `source` into `result`'s type by `call`: the cached
+  /// one, or make()'s (null when the transpose fails: not cached).
+  template <typename Make>
+  std::shared_ptr<void> get(const TensorView &source, const PlanCall &call,
+                            const TensorView &result, Make make) {
+    Result<std::vector<int64_t>> perm = cpu::intListAttr(call, "perm");
+    if (!perm)
+      return nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::shared_ptr<void> found;
+    entries_.erase(
+        std::remove_if(entries_.begin(), entries_.end(),
+                       [&](const Entry &e) {
+                         std::shared_ptr<void> live = e.memory.lock();
+                         if (live && !found && e.source == source.data &&
+                             e.perm == *perm && e.dtype == result.dtype &&
+                             e.shape == result.shape)
+                           found = live;
+                         return !live;
+                       }),
+        entries_.end());
+    if (found)
+      return found;
+    std::shared_ptr<void> made = make();
+    if (made)
+      entries_.push_back({source.data, *perm, result.dtype, result.shape,
+                          result.byteCount(), made});
+    return made;
+  }
+
+  size_t liveBytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t bytes = 0;
+    for (const Entry &e : entries_)
+      if (!e.memory.expired())
+        bytes += e.bytes;
+    return bytes;
+  }
+
+private:
+  struct Entry {
+    const void *source;
+    std::vector<int64_t> perm;
+    DType dtype;
+    Shape shape;
+    size_t bytes;
+    std::weak_ptr<void> memory;
+  };
+  std::mutex mutex_;
+  std::vector<Entry> entries_;
+};
+
 } // namespace
+
+size_t preparedWeightBytes() {
+  return cpu::preparedConstantBytes() +
+         TransposedWeights::instance().liveBytes();
+}
 
 std::string describeTensorType(DType dtype, const Shape &shape) {
   std::string out = std::string(dtypeName(dtype)) + " [";
@@ -288,26 +358,37 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
       p.whyOwn = "the reference kernels were asked for";
       continue;
     }
-    // Transposed weights, made now for this call.
+    // Transposed weights, made now for this call (or found made by another
+    // executor of the plan).
     std::vector<TensorView> operands = p.operands;
-    std::vector<std::unique_ptr<void, AlignedFree>> madeNow;
+    std::vector<std::shared_ptr<void>> madeNow;
     std::vector<size_t> transposes;
     for (size_t k = 0; k < operands.size(); ++k) {
       auto it = transposedWeight.find(plan.calls[i].operands[k]);
       if (it == transposedWeight.end() || it->second >= i)
         continue;
       Prepared &t = exec.prepared_[it->second];
-      std::unique_ptr<void, AlignedFree> memory(
-          allocateZeroed(operands[k].byteCount()));
+      const PlanCall &transposeCall = plan.calls[it->second];
+      std::shared_ptr<void> memory = TransposedWeights::instance().get(
+          t.operands[0], transposeCall, operands[k],
+          [&]() -> std::shared_ptr<void> {
+            std::shared_ptr<void> made(allocateZeroed(operands[k].byteCount()),
+                                       AlignedFree());
+            TensorView into = operands[k];
+            into.data = made.get();
+            cpu::CallArgs args{transposeCall,
+                               t.operands,
+                               {into},
+                               exec.workspace_.get(),
+                               exec.workspaceSize_};
+            if (!made || !t.fn(args))
+              return nullptr;
+            return made;
+          });
+      if (!memory)
+        continue; // the transpose runs every time and reports its error
       TensorView once = operands[k];
       once.data = memory.get();
-      cpu::CallArgs args{plan.calls[it->second],
-                         t.operands,
-                         {once},
-                         exec.workspace_.get(),
-                         exec.workspaceSize_};
-      if (!memory || !t.fn(args))
-        continue; // the transpose runs every time and reports its error
       operands[k] = once;
       constant[k] = true;
       madeNow.push_back(std::move(memory));

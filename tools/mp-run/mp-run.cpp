@@ -881,8 +881,27 @@ std::string cpuKernelsLine(const CpuExecutor &exec) {
          (threads == 1 ? " thread" : " threads");
 }
 
+/// "memory: ..." for an executor: what the executors of one plan share and
+/// what each has (docs/runtime.md, "Serving from one process").
+std::string memoryLine(const CpuExecutor &exec) {
+  size_t weights = 0;
+  for (const rt::PlanWeight &w : exec.plan().weights)
+    weights += w.size;
+  auto mib = [](size_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
+    return std::string(text);
+  };
+  return "memory: weights " + mib(weights) + " and " +
+         mib(rt::preparedWeightBytes()) +
+         " prepared at load, shared by the executors of the plan; per "
+         "executor: arena " +
+         mib(exec.arenaSize()) + ", workspace " + mib(exec.workspaceSize()) +
+         ", state " + mib(exec.stateSize());
+}
+
 std::string timingReport(const CpuExecutor &exec) {
-  return cpuKernelsLine(exec) + "\n" +
+  return cpuKernelsLine(exec) + "\n" + memoryLine(exec) + "\n" +
          exec.callTimes().format(exec.plan(), 10, [&](size_t i) {
            return exec.implementationOf(i);
          });

@@ -108,6 +108,15 @@ Result<std::vector<NamedTensor>> runOnce(ExecutorT &executor,
   return executor.readOutputs();
 }
 
+/// Bytes of weights prepared at load that the process's CPU executors hold:
+/// transposed (channels-last filters), converted to f32 (f16 weights of fast
+/// calls) or reordered into a oneDNN primitive's layout. Each is made once
+/// per weight and shared by every executor of a plan loaded once (copies of
+/// one Plan share its weight bytes): N executors on one plan hold the
+/// weights once (the plan's, and these), plus one arena, workspace and set
+/// of state buffers each (docs/runtime.md, "Serving from one process").
+size_t preparedWeightBytes();
+
 struct CpuExecutorOptions {
   /// Fast: the calls oneDNN covers run on its primitives, prepared here
   /// (FastCalls.h); Reference: the exact reference kernels run every call.
@@ -226,8 +235,9 @@ private:
   /// Per buffer id: where its bytes are (arena, weight or state memory).
   std::vector<void *> bufferData_;
   std::unique_ptr<void, AlignedFree> workspace_;
-  /// Weights transposed once at load for the fast calls that read them.
-  std::vector<std::unique_ptr<void, AlignedFree>> loadTimeBuffers_;
+  /// Weights transposed once at load for the fast calls that read them
+  /// (shared with the other executors of the plan).
+  std::vector<std::shared_ptr<void>> loadTimeBuffers_;
   size_t workspaceSize_ = 0;
   std::vector<Prepared> prepared_; ///< one per call, in plan order
   bool timing_ = false;

@@ -73,6 +73,7 @@ FastCallChoice prepareFastCall(const PlanCall &call,
 }
 
 bool haveFastKernels() { return true; }
+size_t preparedConstantBytes() { return onednn::preparedConstantBytes(); }
 
 std::string fastKernelIsa() {
   switch (dnnl::get_effective_cpu_isa()) {
@@ -107,6 +108,7 @@ FastCallChoice prepareFastCall(const PlanCall &,
 }
 
 bool haveFastKernels() { return false; }
+size_t preparedConstantBytes() { return 0; }
 std::string fastKernelIsa() { return "none"; }
 
 #endif

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -715,4 +716,109 @@ TEST_CASE("the elementwise and cast kernels give the same bits on any number "
   negative.threads = -1;
   CHECK_THAT(CpuExecutor::create(b.plan, "plan", negative).message(),
              Catch::Contains("threads must be >= 0"));
+}
+
+TEST_CASE("executors on one plan run concurrently and share its prepared "
+          "weights",
+          "[executor][concurrent]") {
+  // The serving pattern (docs/runtime.md, "Serving from one process"): one
+  // loaded plan, one executor per thread. A channels-last convolution whose
+  // filter the plan transposes from a weight (made once at load), a matmul
+  // against a weight (reordered by oneDNN), relu and softmax.
+  PlanBuilder b;
+  uint32_t x = b.arena(DType::F32, {2, 6, 6, 4}, "x");
+  uint32_t w = b.weight("w", {8, 4, 3, 3}, ramp(8 * 4 * 3 * 3, 11));
+  uint32_t wT = b.arena(DType::F32, {8, 3, 3, 4}, "w_nhwc");
+  uint32_t c = b.arena(DType::F32, {2, 6, 6, 8}, "c");
+  uint32_t r = b.arena(DType::F32, {2, 6, 6, 8}, "r");
+  uint32_t m = b.weight("m", {8, 40}, ramp(8 * 40, 12));
+  uint32_t p = b.arena(DType::F32, {2, 6, 6, 40}, "p");
+  uint32_t y = b.arena(DType::F32, {2, 6, 6, 40}, "y");
+  b.input("x", x);
+  b.output("y", y);
+  b.call("kernel.transpose", {w}, {wT},
+         {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}, "conv");
+  b.call("cudnn.conv_fwd", {x, wT}, {c},
+         {{"has_bias", int64_t(0)},
+          {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+          {"strides", std::vector<int64_t>{1, 1}},
+          {"dilations", std::vector<int64_t>{1, 1}},
+          {"layout", std::string("nhwc")},
+          {"compute_type", int64_t(DType::F32)}},
+         "conv");
+  b.call("kernel.elementwise", {c}, {r}, {{"fn", std::string("relu")}}, "relu");
+  b.call("cublaslt.matmul", {r, m}, {p},
+         {{"has_c", int64_t(0)},
+          {"has_bias", int64_t(0)},
+          {"compute_type", int64_t(DType::F32)}},
+         "matmul");
+  b.call("cudnn.softmax", {p}, {y}, {{"axis", int64_t(-1)}}, "softmax");
+
+  constexpr int kThreads = 4, kInputs = 4, kRuns = 12;
+  std::vector<HostTensor> inputs;
+  for (int i = 0; i < kInputs; ++i)
+    inputs.push_back(tensorOf({2, 6, 6, 4}, ramp(2 * 6 * 6 * 4, 20 + i)));
+  // One OpenMP thread per executor: results then do not depend on how
+  // oneDNN splits the work, so every thread must reproduce them exactly.
+  CpuExecutorOptions options;
+  options.threads = 1;
+
+  const size_t before = preparedWeightBytes();
+  std::vector<std::vector<float>> want;
+  size_t prepared = 0;
+  {
+    Result<CpuExecutor> single = CpuExecutor::create(b.plan, "one", options);
+    REQUIRE(single);
+    prepared = preparedWeightBytes();
+    for (const HostTensor &in : inputs) {
+      Result<std::vector<NamedTensor>> out = single->run({{"x", in.view()}});
+      INFO((out ? "" : out.status().message()));
+      REQUIRE(out);
+      want.push_back(valuesOf((*out)[0].tensor));
+    }
+  }
+  CHECK(preparedWeightBytes() == before); // freed with the last executor
+  if (cpu::haveFastKernels())
+    CHECK(prepared > before); // the transposed filter, oneDNN's layouts
+
+  std::vector<CpuExecutor> executors;
+  for (int t = 0; t < kThreads; ++t) {
+    Result<CpuExecutor> exec = CpuExecutor::create(b.plan, "serving", options);
+    REQUIRE(exec);
+    executors.push_back(exec.take());
+    if (cpu::haveFastKernels()) {
+      CHECK_THAT(executors.back().implementationOf(1),
+                 Catch::StartsWith("onednn:"));
+      CHECK_THAT(executors.back().implementationOf(3),
+                 Catch::StartsWith("onednn:"));
+    }
+    // Made once: the second and later executors add no prepared weights.
+    CHECK(preparedWeightBytes() == prepared);
+  }
+  // Catch's assertions are not thread-safe: the threads record, the test
+  // checks after joining.
+  std::vector<int> mismatches(kThreads, 0), failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int run = 0; run < kRuns; ++run) {
+        int i = (t + run) % kInputs;
+        Result<std::vector<NamedTensor>> out =
+            executors[t].run({{"x", inputs[i].view()}});
+        if (!out) {
+          ++failures[t];
+          continue;
+        }
+        mismatches[t] += valuesOf((*out)[0].tensor) != want[i];
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(failures[t] == 0);
+    CHECK(mismatches[t] == 0);
+  }
+  executors.clear();
+  CHECK(preparedWeightBytes() == before);
 }

@@ -62,6 +62,13 @@ FastCallChoice prepareFastCall(const PlanCall &call,
                                const std::vector<TensorView> &results,
                                const std::vector<bool> &constant);
 
+/// Bytes of weights that the process's fast calls hold in a primitive's
+/// layout or as f32 copies of f16 weights: made once per weight and layout,
+/// and shared by every executor whose plan has those weight bytes (copies of
+/// one loaded plan); freed with the last call that reads them. 0 without
+/// oneDNN.
+size_t preparedConstantBytes();
+
 /// Whether this build has the fast kernels (oneDNN), and the instruction
 /// set they use on this CPU (e.g. "avx512_core_bf16"; "none" without).
 bool haveFastKernels();

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <mutex>
 
 namespace mp::rt::cpu::onednn {
 
@@ -120,7 +122,91 @@ std::string implementationName(const dnnl::primitive_desc_base &pd) {
 namespace {
 /// Offsets in the scratch: 64-byte aligned (oneDNN's and AVX-512's line).
 size_t alignedBytes(size_t n) { return (n + 63) / 64 * 64; }
+
+/// The constants of the process's prepared calls (weights converted from
+/// f16 and / or reordered into a primitive's layout), one per weight and
+/// layout however many executors run the plan: an executor made from a copy
+/// of a loaded plan sees the same weight bytes (the plan's mapping) and
+/// finds the constant the first one made. Entries are weak: a constant lives
+/// while a call holds it, and a call's executor holds the plan whose bytes
+/// the key points at, so a live key cannot name other bytes.
+class ConstantCache {
+public:
+  static ConstantCache &instance() {
+    static ConstantCache cache;
+    return cache;
+  }
+
+  /// The constant made from `b`'s bytes in `wanted`'s layout: the cached
+  /// one, or make()'s (made under the lock: once, however many threads ask).
+  template <typename Make>
+  std::shared_ptr<const dnnl::memory>
+  get(const Binding &b, const dnnl::memory::desc &wanted, Make make) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::shared_ptr<const dnnl::memory> found;
+    // Drop the expired entries while looking.
+    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                  [&](const Entry &e) {
+                                    std::shared_ptr<const dnnl::memory> live =
+                                        e.memory.lock();
+                                    if (live && !found && e.data == b.data &&
+                                        e.f16 == b.f16Storage &&
+                                        e.from == b.desc && e.to == wanted)
+                                      found = live;
+                                    return !live;
+                                  }),
+                   entries_.end());
+    if (found)
+      return found;
+    auto made = std::make_shared<const dnnl::memory>(make());
+    entries_.push_back({b.data, b.f16Storage, b.desc, wanted, made});
+    return made;
+  }
+
+  size_t liveBytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t bytes = 0;
+    for (const Entry &e : entries_)
+      if (std::shared_ptr<const dnnl::memory> live = e.memory.lock())
+        bytes += live->get_desc().get_size();
+    return bytes;
+  }
+
+private:
+  struct Entry {
+    const void *data;
+    bool f16;
+    dnnl::memory::desc from, to;
+    std::weak_ptr<const dnnl::memory> memory;
+  };
+  std::mutex mutex_;
+  std::vector<Entry> entries_;
+};
+
+/// `b`'s constant bytes as `wanted` wants them: f16 widened to f32, then
+/// reordered where the layout differs, into memory of its own (a constant
+/// needing neither is bound as it is).
+dnnl::memory prepareConstant(const Binding &b, const dnnl::memory::desc &wanted,
+                             dnnl::stream &stream) {
+  dnnl::memory user;
+  if (b.f16Storage) {
+    user = dnnl::memory(b.desc, engine());
+    convertF16ToF32(static_cast<const uint16_t *>(b.data),
+                    static_cast<float *>(user.get_data_handle()),
+                    b.desc.get_size() / sizeof(float));
+  } else {
+    user = dnnl::memory(b.desc, engine(), b.data);
+  }
+  if (wanted == b.desc)
+    return user; // f16, widened
+  dnnl::memory own(wanted, engine());
+  dnnl::reorder(user, own).execute(stream, user, own);
+  stream.wait();
+  return own;
+}
 } // namespace
+
+size_t preparedConstantBytes() { return ConstantCache::instance().liveBytes(); }
 
 FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
                                       dnnl::primitive primitive,
@@ -146,40 +232,36 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
   };
   for (const Binding &b : buffers) {
     const bool output = b.output;
-    dnnl::memory user;
-    if (!b.f16Storage) {
-      user = dnnl::memory(b.desc, engine(), b.data);
-    } else {
-      size_t count = b.desc.get_size() / sizeof(float);
-      auto *f16 = static_cast<uint16_t *>(b.data);
-      if (b.constant) {
-        user = dnnl::memory(b.desc, engine());
-        convertF16ToF32(f16, static_cast<float *>(user.get_data_handle()),
-                        count);
-      } else {
-        user = inScratch(b.desc);
-        call->copies_.push_back({f16, user, count, output});
-      }
-    }
     // The layout the primitive chose for the operand (weights, and
     // activations given as `any`), else the buffer's own.
     dnnl::memory::desc wanted = pd.query_md(dnnl::query::exec_arg_md, b.arg);
     if (wanted.is_zero())
       wanted = b.desc;
+    // A constant goes into its layout (and f32) once, into memory that every
+    // call made from the same weight shares.
+    if (b.constant && !output && (b.f16Storage || !(wanted == b.desc))) {
+      std::shared_ptr<const dnnl::memory> constant =
+          ConstantCache::instance().get(b, wanted, [&] {
+            return prepareConstant(b, wanted, call->stream_);
+          });
+      call->args_[b.arg] = *constant;
+      call->constants_.push_back(std::move(constant));
+      continue;
+    }
+    dnnl::memory user;
+    if (!b.f16Storage) {
+      user = dnnl::memory(b.desc, engine(), b.data);
+    } else {
+      user = inScratch(b.desc);
+      call->copies_.push_back({static_cast<uint16_t *>(b.data), user,
+                               b.desc.get_size() / sizeof(float), output});
+    }
     if (wanted == b.desc) {
       call->args_[b.arg] = user;
       continue;
     }
-    // A constant goes into its layout once, into memory the call owns; the
-    // others before (operands) or after (the result) every run, through the
-    // scratch.
-    if (b.constant) {
-      dnnl::memory own(wanted, engine());
-      dnnl::reorder(user, own).execute(call->stream_, user, own);
-      call->stream_.wait();
-      call->args_[b.arg] = own;
-      continue;
-    }
+    // The others are reordered before (operands) or after (the result)
+    // every run, through the scratch.
     dnnl::memory staged = inScratch(wanted);
     if (output)
       call->afterRun_.push_back({dnnl::reorder(staged, user), staged, user});

@@ -14,6 +14,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -104,11 +105,12 @@ template <typename Prepare> FastCallChoice catchingErrors(Prepare prepare) {
 
 /// A primitive bound to the call's buffers. Operands the primitive wants in
 /// another layout (its blocked weights; activations it was given as `any`)
-/// are reordered: constant ones once, here, into memory the call owns; the
-/// others before every run (the result after it), through the scratch (the
-/// executor's workspace), after the primitive's own scratchpad. f16 buffers
-/// are read and written through f32 copies there; a constant one is
-/// converted once into memory the call owns.
+/// are reordered: constant ones once, here; the others before every run (the
+/// result after it), through the scratch (the executor's workspace), after
+/// the primitive's own scratchpad. f16 buffers are read and written through
+/// f32 copies there. A constant that needs a reorder or an f32 copy gets it
+/// once, in memory shared by every call made from the same weight, in any
+/// executor of the process (preparedConstantBytes).
 class PrimitiveCall final : public PreparedCall {
 public:
   /// The call running `pd`'s primitive on `buffers`, or the reference kernel
@@ -146,6 +148,9 @@ private:
 
   dnnl::primitive primitive_;
   dnnl::stream stream_;
+  /// The prepared constants it reads (shared with other calls made from the
+  /// same weights: ConstantCache in OneDnn.cpp).
+  std::vector<std::shared_ptr<const dnnl::memory>> constants_;
   std::unordered_map<int, dnnl::memory> args_;
   dnnl::memory scratch_; ///< the primitive's scratchpad
   std::vector<ScratchMemory> inScratch_;
@@ -154,6 +159,9 @@ private:
   size_t primitiveScratchBytes_ = 0, scratchBytes_ = 0;
   std::string name_;
 };
+
+/// cpu::preparedConstantBytes (FastCalls.h): the live constants' bytes.
+size_t preparedConstantBytes();
 
 /// The implementation name of `pd` ("onednn:" + impl_info_str).
 std::string implementationName(const dnnl::primitive_desc_base &pd);
