@@ -8,6 +8,7 @@
 #include "mp/Runtime/CPU/DataKernels.h"
 
 #include "KernelUtil.h"
+#include "Parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -221,8 +222,27 @@ Status transpose(const TensorView &x, const TensorView &y,
     using T = decltype(t);
     const T *xt = reinterpret_cast<const T *>(xb);
     T *yt = reinterpret_cast<T *>(yb);
-    forEachOffset(loops, 0, 0, [&](int64_t xo, int64_t yo) {
-      transpose2D(xt + xo, yt + yo, ys[q], ys[r - 1], xStride[p], yStride[q]);
+    const int64_t rows = ys[q], cols = ys[r - 1];
+    auto tile = [&](int64_t xo, int64_t yo) {
+      transpose2D(xt + xo, yt + yo, rows, cols, xStride[p], yStride[q]);
+    };
+    if (!loops.empty()) {
+      // The outermost batch loop's iterations on the CPU threads (each
+      // writes its own part of y).
+      const Loop outer = loops.front();
+      const std::vector<Loop> inner(loops.begin() + 1, loops.end());
+      detail::parallelItems(outer.size, n / outer.size, [&](int64_t i) {
+        forEachOffset(inner, i * outer.xStride, i * outer.yStride, tile);
+      });
+      return;
+    }
+    // One 2-D transpose: bands of 32 of y's rows on the threads.
+    const int64_t bands = (rows + 31) / 32;
+    detail::parallelItems(bands, 32 * cols, [&](int64_t band) {
+      const int64_t a0 = band * 32;
+      transpose2D(xt + a0, yt + a0 * yStride[q],
+                  std::min<int64_t>(32, rows - a0), cols, xStride[p],
+                  yStride[q]);
     });
   });
   return Status::ok();

@@ -669,8 +669,8 @@ TEST_CASE("a weight's transpose that only a fast call reads runs once, at "
   }
 }
 
-TEST_CASE("the elementwise and cast kernels give the same bits on any number "
-          "of threads",
+TEST_CASE("the elementwise, cast and transpose kernels give the same bits on "
+          "any number of threads",
           "[executor]") {
   // Large enough to be split over the threads (CPU/Parallel.h), with blocks
   // (20,001 elements, b broadcast along them) that the ranges cut anywhere.
@@ -688,6 +688,18 @@ TEST_CASE("the elementwise and cast kernels give the same bits on any number "
   b.call("kernel.elementwise", {s, bias}, {d}, {{"fn", std::string("sub")}},
          "sub");
   b.call("kernel.cast", {d}, {h}, {}, "cast");
+  // Transposes split over the threads: one 2-D transpose (bands of rows),
+  // and a batch of them ([7, 3, 6667] -> [6667, 3, 7]: the batch loop).
+  uint32_t t2 = b.arena(DType::F32, {cols, rows}, "t2");
+  uint32_t d3 = b.arena(DType::F32, {rows, 3, cols / 3}, "d3");
+  uint32_t t3 = b.arena(DType::F32, {cols / 3, 3, rows}, "t3");
+  b.output("t2", t2);
+  b.output("t3", t3);
+  b.call("kernel.transpose", {d}, {t2}, {{"perm", std::vector<int64_t>{1, 0}}},
+         "transpose");
+  b.call("kernel.copy", {d}, {d3}, {}, "reshape");
+  b.call("kernel.transpose", {d3}, {t3},
+         {{"perm", std::vector<int64_t>{2, 1, 0}}}, "transpose3");
   HostTensor in = tensorOf({rows, cols}, ramp(rows * cols, 7));
   std::vector<std::vector<NamedTensor>> results;
   for (int threads : {1, 2, 3}) {
@@ -701,7 +713,7 @@ TEST_CASE("the elementwise and cast kernels give the same bits on any number "
     results.push_back(out.take());
   }
   for (size_t r = 1; r < results.size(); ++r)
-    for (size_t o = 0; o < 2; ++o) {
+    for (size_t o = 0; o < 4; ++o) {
       const HostTensor &want = results[0][o].tensor,
                        &got = results[r][o].tensor;
       REQUIRE(got.byteCount() == want.byteCount());
@@ -712,6 +724,15 @@ TEST_CASE("the elementwise and cast kernels give the same bits on any number "
                      bv = ramp(rows, 5);
   for (int64_t i = 0; i < rows * cols; i += 997)
     CHECK(std::fabs(dv[i] - (std::sin(xv[i]) - bv[i / cols])) <= 1e-5f);
+  std::vector<float> t2v = valuesOf(results[0][2].tensor),
+                     t3v = valuesOf(results[0][3].tensor);
+  for (int64_t i = 0; i < rows * cols; i += 991) {
+    int64_t row = i / cols, col = i % cols;
+    CHECK(t2v[col * rows + row] == dv[i]);
+    // d viewed as [7, 3, 6667]: (row, col / 6667, col % 6667).
+    int64_t mid = col / (cols / 3), last = col % (cols / 3);
+    CHECK(t3v[(last * 3 + mid) * rows + row] == dv[i]);
+  }
   CpuExecutorOptions negative;
   negative.threads = -1;
   CHECK_THAT(CpuExecutor::create(b.plan, "plan", negative).message(),
