@@ -1,13 +1,14 @@
 //===- Parallel.h - the CPU kernels' threads --------------------*- C++ -*-===//
 //
-// The kernels that stream memory (elementwise functions, casts, the f16
-// copies of the fast calls) split a large tensor into contiguous ranges over
-// the CPU threads, and those made of independent items (pooling backward's
-// slices, a transpose's tiles) split the items, with OpenMP where the runtime
-// is built with it (with oneDNN, whose threads are OpenMP's too: the same pool
-// and the same count, CpuExecutorOptions::threads or OMP_NUM_THREADS). Every
-// element is computed the same way whatever the split, so results do not depend
-// on the number of threads. Private to lib/Runtime/CPU.
+// The kernels that stream memory (elementwise functions, casts, the
+// optimizer steps, the f16 copies of the fast calls) split a large tensor into
+// contiguous ranges over the CPU threads, and those made of independent items
+// (pooling backward's slices, a transpose's tiles) split the items, with OpenMP
+// where the runtime is built with it (with oneDNN, whose threads are OpenMP's
+// too: the same pool and the same count, CpuExecutorOptions::threads or
+// OMP_NUM_THREADS). Every element is computed the same way whatever the split,
+// so results do not depend on the number of threads. Private to
+// lib/Runtime/CPU.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MP_LIB_RUNTIME_CPU_PARALLEL_H

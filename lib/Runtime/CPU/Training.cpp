@@ -9,6 +9,7 @@
 #include "mp/Runtime/CPU/TrainingKernels.h"
 
 #include "KernelUtil.h"
+#include "Parallel.h"
 #include "mp/Runtime/Half.h"
 
 #include <cmath>
@@ -217,17 +218,20 @@ Status sgdStep(const TensorView &param, const TensorView &grad,
   float *p = param.as<float>();
   const float *g = grad.as<float>();
   float *buf = config.momentum != 0 ? momentumBuffer.as<float>() : nullptr;
-  const int64_t n = param.numElements();
-  for (int64_t i = 0; i < n; ++i) {
-    float d = g[i];
-    if (wd != 0)
-      d += wd * p[i];
-    if (buf) {
-      buf[i] = steps == 0 ? d : mu * buf[i] + damp * d;
-      d = config.nesterov ? d + mu * buf[i] : buf[i];
+  const bool first = steps == 0, nesterov = config.nesterov;
+  // Each element on its own: split over the threads, the same bits.
+  detail::parallelRanges(param.numElements(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float d = g[i];
+      if (wd != 0)
+        d += wd * p[i];
+      if (buf) {
+        buf[i] = first ? d : mu * buf[i] + damp * d;
+        d = nesterov ? d + mu * buf[i] : buf[i];
+      }
+      p[i] -= lr * d;
     }
-    p[i] -= lr * d;
-  }
+  });
   ++steps;
   return Status::ok();
 }
@@ -278,20 +282,22 @@ Status adamStep(const TensorView &param, const TensorView &grad,
   float *p = param.as<float>(), *m = expAvg.as<float>(),
         *v = expAvgSq.as<float>();
   const float *g = grad.as<float>();
-  const int64_t n = param.numElements();
-  for (int64_t i = 0; i < n; ++i) {
-    float d = g[i];
-    if (wd != 0) {
-      if (config.decoupledWeightDecay)
-        p[i] *= 1 - lr * wd;
-      else
-        d += wd * p[i];
+  const bool decoupled = config.decoupledWeightDecay;
+  detail::parallelRanges(param.numElements(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float d = g[i];
+      if (wd != 0) {
+        if (decoupled)
+          p[i] *= 1 - lr * wd;
+        else
+          d += wd * p[i];
+      }
+      m[i] = b1 * m[i] + (1 - b1) * d;
+      v[i] = b2 * v[i] + (1 - b2) * d * d;
+      float denom = std::sqrt(v[i]) / bc2Sqrt + eps;
+      p[i] -= stepSize * (m[i] / denom);
     }
-    m[i] = b1 * m[i] + (1 - b1) * d;
-    v[i] = b2 * v[i] + (1 - b2) * d * d;
-    float denom = std::sqrt(v[i]) / bc2Sqrt + eps;
-    p[i] -= stepSize * (m[i] / denom);
-  }
+  });
   return Status::ok();
 }
 
