@@ -65,6 +65,8 @@ FastCallChoice prepareFastCall(const PlanCall &call,
     return onednn::prepareBatchNormTraining(call, operands, results);
   if (call.kind == "cudnn.batch_norm_bwd")
     return onednn::prepareBatchNormBackward(call, operands, results, constant);
+  if (call.kind == "cudnn.rnn")
+    return onednn::prepareRnn(call, operands, results, constant);
   if (call.kind == "cudnn.softmax")
     return onednn::prepareSoftmax(call, operands, results);
   if (call.kind == "cudnn.pool")

@@ -759,3 +759,79 @@ TEST_CASE("fast batch norm training and backward compute what the reference "
   CHECK_FALSE(c.call);
   CHECK_THAT(c.why, Catch::Contains("per-channel tensors of dtype f16"));
 }
+
+TEST_CASE("fast LSTMs compute what the reference computes", "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  const int64_t T = 7, B = 3, I = 5, H = 6;
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (bool reverse : {false, true})
+      for (bool full : {false, true}) {
+        // full: bias, initial h and c, and all three results; else only x,
+        // the weights and y.
+        INFO(dtypeName(dtype) << (reverse ? ", reverse" : ", forward")
+                              << (full ? ", with b, h0, c0, y_h, y_c" : ""));
+        Case c;
+        c.call =
+            callOf("cudnn.rnn",
+                   {{"mode", std::string("lstm")},
+                    {"direction", std::string(reverse ? "reverse" : "forward")},
+                    {"hidden_size", H},
+                    {"has_b", int64_t(full)},
+                    {"has_sequence_lens", int64_t(0)},
+                    {"has_initial_h", int64_t(full)},
+                    {"has_initial_c", int64_t(full)},
+                    {"has_p", int64_t(0)},
+                    {"has_y", int64_t(1)},
+                    {"has_y_h", int64_t(full)},
+                    {"has_y_c", int64_t(full)}});
+        c.operands.push_back(randomTensor(dtype, {T, B, I}, 40));
+        c.operands.push_back(randomTensor(dtype, {1, 4 * H, I}, 41));
+        c.operands.push_back(randomTensor(dtype, {1, 4 * H, H}, 42));
+        c.constant = {false, true, true};
+        if (full) {
+          c.operands.push_back(randomTensor(dtype, {1, 8 * H}, 43));
+          c.operands.push_back(randomTensor(dtype, {1, B, H}, 44));
+          c.operands.push_back(randomTensor(dtype, {1, B, H}, 45));
+          c.constant.insert(c.constant.end(), {true, false, false});
+          c.moreResults = {{dtype, {1, B, H}}, {dtype, {1, B, H}}};
+        }
+        c.yDtype = dtype;
+        c.yShape = {T, 1, B, H};
+        bool ran = compareWithReference(c);
+        if (dtype != DType::BF16) // bf16 needs avx512_core (oneDNN 2.6)
+          CHECK(ran);
+      }
+  // What oneDNN's LSTM does not have stays on the reference kernel.
+  HostTensor x = randomTensor(DType::F32, {T, B, I}, 1),
+             w = randomTensor(DType::F32, {2, 4 * H, I}, 2),
+             r = randomTensor(DType::F32, {2, 4 * H, H}, 3),
+             y(DType::F32, {T, 2, B, H});
+  std::vector<PlanAttr> attrs = {{"mode", std::string("lstm")},
+                                 {"direction", std::string("bidirectional")},
+                                 {"hidden_size", H},
+                                 {"has_b", int64_t(0)},
+                                 {"has_sequence_lens", int64_t(0)},
+                                 {"has_initial_h", int64_t(0)},
+                                 {"has_initial_c", int64_t(0)},
+                                 {"has_p", int64_t(0)},
+                                 {"has_y", int64_t(1)},
+                                 {"has_y_h", int64_t(0)},
+                                 {"has_y_c", int64_t(0)}};
+  cpu::FastCallChoice bidirectional = cpu::prepareFastCall(
+      callOf("cudnn.rnn", attrs), {x.view(), w.view(), r.view()}, {y.view()},
+      {false, true, true});
+  CHECK_FALSE(bidirectional.call);
+  CHECK_THAT(bidirectional.why, Catch::Contains("bidirectional"));
+  HostTensor w1 = randomTensor(DType::F32, {1, 4 * H, I}, 2),
+             r1 = randomTensor(DType::F32, {1, 4 * H, H}, 3),
+             y1(DType::F32, {T, 1, B, H});
+  attrs[1].value = std::string("forward");
+  cpu::FastCallChoice changing = cpu::prepareFastCall(
+      callOf("cudnn.rnn", attrs), {x.view(), w1.view(), r1.view()}, {y1.view()},
+      {false, false, true});
+  CHECK_FALSE(changing.call);
+  CHECK_THAT(changing.why, Catch::Contains("weights that change"));
+}

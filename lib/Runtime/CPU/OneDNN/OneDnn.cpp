@@ -139,9 +139,14 @@ public:
 
   /// The constant made from `b`'s bytes in `wanted`'s layout: the cached
   /// one, or make()'s (made under the lock: once, however many threads ask).
+  /// `kind` tells apart what different calls make of one weight: "" for
+  /// PrimitiveCall's conversions and reorders (from `from`), a call's name
+  /// for its own repacking (`from` then empty).
   template <typename Make>
   std::shared_ptr<const dnnl::memory>
-  get(const Binding &b, const dnnl::memory::desc &wanted, Make make) {
+  get(const void *data, const std::string &kind, bool f16,
+      const dnnl::memory::desc &from, const dnnl::memory::desc &wanted,
+      Make make) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::shared_ptr<const dnnl::memory> found;
     // Drop the expired entries while looking.
@@ -149,9 +154,9 @@ public:
                                   [&](const Entry &e) {
                                     std::shared_ptr<const dnnl::memory> live =
                                         e.memory.lock();
-                                    if (live && !found && e.data == b.data &&
-                                        e.f16 == b.f16Storage &&
-                                        e.from == b.desc && e.to == wanted)
+                                    if (live && !found && e.data == data &&
+                                        e.kind == kind && e.f16 == f16 &&
+                                        e.from == from && e.to == wanted)
                                       found = live;
                                     return !live;
                                   }),
@@ -159,7 +164,7 @@ public:
     if (found)
       return found;
     auto made = std::make_shared<const dnnl::memory>(make());
-    entries_.push_back({b.data, b.f16Storage, b.desc, wanted, made});
+    entries_.push_back({data, kind, f16, from, wanted, made});
     return made;
   }
 
@@ -175,6 +180,7 @@ public:
 private:
   struct Entry {
     const void *data;
+    std::string kind;
     bool f16;
     dnnl::memory::desc from, to;
     std::weak_ptr<const dnnl::memory> memory;
@@ -208,6 +214,14 @@ dnnl::memory prepareConstant(const Binding &b, const dnnl::memory::desc &wanted,
 
 size_t preparedConstantBytes() { return ConstantCache::instance().liveBytes(); }
 
+std::shared_ptr<const dnnl::memory>
+sharedConstant(const void *source, const std::string &kind,
+               const dnnl::memory::desc &wanted,
+               const std::function<dnnl::memory()> &make) {
+  return ConstantCache::instance().get(source, kind, false,
+                                       dnnl::memory::desc(), wanted, make);
+}
+
 FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
                                       dnnl::primitive primitive,
                                       const std::vector<Binding> &buffers) {
@@ -231,6 +245,11 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
     return m;
   };
   for (const Binding &b : buffers) {
+    if (b.prepared) {
+      call->args_[b.arg] = *b.prepared;
+      call->constants_.push_back(b.prepared);
+      continue;
+    }
     const bool output = b.output;
     // The layout the primitive chose for the operand (weights, and
     // activations given as `any`), else the buffer's own.
@@ -241,9 +260,9 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
     // call made from the same weight shares.
     if (b.constant && !output && (b.f16Storage || !(wanted == b.desc))) {
       std::shared_ptr<const dnnl::memory> constant =
-          ConstantCache::instance().get(b, wanted, [&] {
-            return prepareConstant(b, wanted, call->stream_);
-          });
+          ConstantCache::instance().get(
+              b.data, "", b.f16Storage, b.desc, wanted,
+              [&] { return prepareConstant(b, wanted, call->stream_); });
       call->args_[b.arg] = *constant;
       call->constants_.push_back(std::move(constant));
       continue;

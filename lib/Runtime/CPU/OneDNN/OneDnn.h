@@ -14,6 +14,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,7 +87,23 @@ struct Binding {
   bool f16Storage;
   /// The primitive writes it (after the run: reordered, rounded to f16).
   bool output;
+  /// Set (by the constructor below): a constant already in the primitive's
+  /// layout (sharedConstant), bound as it is.
+  std::shared_ptr<const dnnl::memory> prepared;
+
+  Binding(int arg, std::shared_ptr<const dnnl::memory> prepared)
+      : arg(arg), desc(prepared->get_desc()), data(nullptr), constant(true),
+        f16Storage(false), output(false), prepared(std::move(prepared)) {}
 };
+
+/// A constant made from the weight bytes at `source` by `make` (a call's own
+/// repacking, e.g. an LSTM's gates into oneDNN's order), in the layout
+/// `wanted`: made once per source, `kind` and layout in the process, and
+/// shared as PrimitiveCall's reordered weights are (ConstantCache).
+std::shared_ptr<const dnnl::memory>
+sharedConstant(const void *source, const std::string &kind,
+               const dnnl::memory::desc &wanted,
+               const std::function<dnnl::memory()> &make);
 
 /// No fast call: the reference kernel runs it, for this reason.
 inline FastCallChoice referenceKernel(std::string why) {
@@ -198,6 +215,10 @@ FastCallChoice prepareBatchNormBackward(const PlanCall &call,
                                         const std::vector<TensorView> &operands,
                                         const std::vector<TensorView> &results,
                                         const std::vector<bool> &constant);
+FastCallChoice prepareRnn(const PlanCall &call,
+                          const std::vector<TensorView> &operands,
+                          const std::vector<TensorView> &results,
+                          const std::vector<bool> &constant);
 FastCallChoice prepareSoftmax(const PlanCall &call,
                               const std::vector<TensorView> &operands,
                               const std::vector<TensorView> &results);
