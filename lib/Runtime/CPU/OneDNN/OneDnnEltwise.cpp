@@ -2,15 +2,17 @@
 //-===//
 //
 // The elementwise functions oneDNN computes the way the reference kernel
-// does, on f32 and bf16 (computed in f32, rounded once): activations as one
+// does, on f32 and bf16 (computed in f32, rounded once; f16 through f32
+// copies for exp, tanh, sigmoid, gelu and elu only): activations as one
 // eltwise primitive (relu, leaky relu, elu, clip with constant bounds, exp,
 // sqrt, abs, neg, tanh, sigmoid, gelu, hard swish), and add / sub / mul /
 // div as one binary primitive, the second operand broadcast where oneDNN
 // has a jit kernel for it (whole, one value, per channel). oneDNN's kernels
 // use the CPU's vector units and every core; the reference runs on one.
-// Everything else (integers, f16, where, comparisons, a broadcast first
-// operand, ...) stays on the reference kernel, and so does log: oneDNN
-// 2.6's gives -1.4e-6 for log(1) (ONNX's test_log_example catches it).
+// Everything else (integers, other f16 functions, where, comparisons, a
+// broadcast first operand, ...) stays on the reference kernel, and so does
+// log: oneDNN 2.6's gives -1.4e-6 for log(1) (ONNX's test_log_example
+// catches it).
 //
 // Where the results may differ from the reference, within what ONNX leaves
 // open: oneDNN propagates a NaN through relu (the reference gives 0, as
@@ -119,11 +121,17 @@ FastCallChoice prepareElementwise(const PlanCall &call,
   const ElementwiseFn fn = parsed->fn;
   const std::string name(elementwiseFnName(fn));
   const TensorView &y = results[0];
-  if (y.dtype != DType::F32 && y.dtype != DType::BF16)
+  // f16 through f32 copies pays two extra passes: worth it for the
+  // functions the reference computes with scalar libm calls.
+  const bool transcendental = fn == F::Exp || fn == F::Tanh ||
+                              fn == F::Sigmoid || fn == F::Gelu ||
+                              fn == F::GeluTanh || fn == F::Elu;
+  if (y.dtype == DType::F16 && !(transcendental && operands.size() == 1))
+    return referenceKernel(
+        "f16 " + name + " (the reference converts it with F16C in one pass)");
+  if (y.dtype != DType::F32 && y.dtype != DType::BF16 && y.dtype != DType::F16)
     return referenceKernel(std::string(dtypeName(y.dtype)) +
-                           (y.dtype == DType::F16
-                                ? " (the reference converts it with F16C)"
-                                : " (oneDNN's elementwise: f32, bf16)"));
+                           " (oneDNN's elementwise: f32, bf16)");
   for (const TensorView &t : operands)
     if (t.dtype != y.dtype)
       return referenceKernel("mixed dtypes");

@@ -55,7 +55,8 @@ dnnl::memory memoryOf(const dnnl::memory::desc &desc,
                       const std::vector<float> &values) {
   dnnl::memory m(desc, engine());
   if (desc.data_type() == dnnl::memory::data_type::bf16)
-    convertF32ToBF16(values.data(), static_cast<uint16_t *>(m.get_data_handle()),
+    convertF32ToBF16(values.data(),
+                     static_cast<uint16_t *>(m.get_data_handle()),
                      values.size());
   else
     std::memcpy(m.get_data_handle(), values.data(),
@@ -102,10 +103,10 @@ dnnl::memory gateBias(const TensorView *b, int64_t hidden,
         packed[g * hidden + h] = onnx[kOnnxGate[g] * hidden + h] +
                                  onnx[(4 + kOnnxGate[g]) * hidden + h];
   }
-  return inLayout(memoryOf(plainDesc({1, 1, 4, hidden},
-                                     dnnl::memory::data_type::f32),
-                           packed),
-                  wanted);
+  return inLayout(
+      memoryOf(plainDesc({1, 1, 4, hidden}, dnnl::memory::data_type::f32),
+               packed),
+      wanted);
 }
 
 /// Why oneDNN's vanilla LSTM cannot run these options (empty: it can).
@@ -183,37 +184,37 @@ FastCallChoice prepareRnn(const PlanCall &call,
         plainDesc({1, 1, 4, hidden}, dnnl::memory::data_type::f32);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const auto direction =
-        options->direction == RnnDirection::Reverse
-            ? dnnl::rnn_direction::unidirectional_right2left
-            : dnnl::rnn_direction::unidirectional_left2right;
+    const auto direction = options->direction == RnnDirection::Reverse
+                               ? dnnl::rnn_direction::unidirectional_right2left
+                               : dnnl::rnn_direction::unidirectional_left2right;
+    // oneDNN's bf16 LSTM wants the final states wherever the initial ones
+    // are given: those no result asks for go into memory of the call's.
+    const bool hOut = yH || h0, cOut = yC || c0;
     dnnl::lstm_forward::primitive_desc pd(
         dnnl::lstm_forward::desc(dnnl::prop_kind::forward_inference, direction,
                                  layer, h0 ? state : none, c0 ? state : none,
                                  weightsLayer, weightsIter, bias, output,
-                                 yH ? state : none, yC ? state : none),
+                                 hOut ? state : none, cOut ? state : none),
         attr, engine());
     const dnnl::memory::desc wantedLayer = pd.weights_layer_desc(),
                              wantedIter = pd.weights_iter_desc();
     std::vector<Binding> buffers = {
         {DNNL_ARG_SRC_LAYER, layer, x},
         {DNNL_ARG_WEIGHTS_LAYER,
-         sharedConstant(w.data, "lstm-gates", wantedLayer,
-                        [&] {
-                          return gateWeights(w, hidden, *type, wantedLayer);
-                        })},
+         sharedConstant(
+             w.data, "lstm-gates", wantedLayer,
+             [&] { return gateWeights(w, hidden, *type, wantedLayer); })},
         {DNNL_ARG_WEIGHTS_ITER,
          sharedConstant(r.data, "lstm-gates", wantedIter, [&] {
            return gateWeights(r, hidden, *type, wantedIter);
          })}};
     // Without b, zeros (made once per W, whose bytes then key them).
     const dnnl::memory::desc wantedBias = pd.bias_desc();
-    buffers.push_back({DNNL_ARG_BIAS,
-                       sharedConstant(b ? b->data : w.data,
-                                      b ? "lstm-bias" : "lstm-zero-bias",
-                                      wantedBias, [&] {
-                                        return gateBias(b, hidden, wantedBias);
-                                      })});
+    buffers.push_back(
+        {DNNL_ARG_BIAS,
+         sharedConstant(b ? b->data : w.data,
+                        b ? "lstm-bias" : "lstm-zero-bias", wantedBias,
+                        [&] { return gateBias(b, hidden, wantedBias); })});
     if (h0)
       buffers.push_back({DNNL_ARG_SRC_ITER, state, *h0});
     if (c0)
@@ -224,11 +225,19 @@ FastCallChoice prepareRnn(const PlanCall &call,
       binding.output = true;
       buffers.push_back(binding);
     };
+    auto unused = [&](int arg) {
+      buffers.push_back(
+          {arg, std::make_shared<const dnnl::memory>(state, engine())});
+    };
     result(DNNL_ARG_DST_LAYER, output, *y);
     if (yH)
       result(DNNL_ARG_DST_ITER, state, *yH);
+    else if (hOut)
+      unused(DNNL_ARG_DST_ITER);
     if (yC)
       result(DNNL_ARG_DST_ITER_C, state, *yC);
+    else if (cOut)
+      unused(DNNL_ARG_DST_ITER_C);
     return PrimitiveCall::prepare(pd, dnnl::lstm_forward(pd), buffers);
   });
 }
