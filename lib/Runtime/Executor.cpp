@@ -1,6 +1,7 @@
 //===- Executor.cpp - runs a plan on the CPU backend ----------------------===//
 #include "mp/Runtime/Executor.h"
 #include "PlanInternal.h"
+#include "WeakCache.h"
 
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 
@@ -12,7 +13,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <numeric>
 #include <unordered_map>
@@ -57,73 +57,32 @@ double msSince(std::chrono::steady_clock::time_point start) {
 }
 
 /// Weights transposed once at load (CpuExecutor::create), shared as the fast
-/// calls' prepared constants are (cpu::preparedConstantBytes): one per weight
-/// bytes and transpose, whichever executor made it first. Entries are weak;
-/// the executors that hold one hold the plan whose bytes the key points at.
-class TransposedWeights {
-public:
-  static TransposedWeights &instance() {
-    static TransposedWeights cache;
-    return cache;
+/// calls' prepared constants are (WeakCache.h): one per weight bytes and
+/// transpose, whichever executor made it first.
+struct TransposeKey {
+  const void *source;
+  std::vector<int64_t> perm;
+  DType dtype;
+  Shape shape; ///< the transpose's
+  bool operator==(const TransposeKey &o) const {
+    return source == o.source && perm == o.perm && dtype == o.dtype &&
+           shape == o.shape;
   }
-
-  /// The transpose of `source` into `result`'s type by `call`: the cached
-  /// one, or make()'s (null when the transpose fails: not cached).
-  template <typename Make>
-  std::shared_ptr<void> get(const TensorView &source, const PlanCall &call,
-                            const TensorView &result, Make make) {
-    Result<std::vector<int64_t>> perm = cpu::intListAttr(call, "perm");
-    if (!perm)
-      return nullptr;
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::shared_ptr<void> found;
-    entries_.erase(
-        std::remove_if(entries_.begin(), entries_.end(),
-                       [&](const Entry &e) {
-                         std::shared_ptr<void> live = e.memory.lock();
-                         if (live && !found && e.source == source.data &&
-                             e.perm == *perm && e.dtype == result.dtype &&
-                             e.shape == result.shape)
-                           found = live;
-                         return !live;
-                       }),
-        entries_.end());
-    if (found)
-      return found;
-    std::shared_ptr<void> made = make();
-    if (made)
-      entries_.push_back({source.data, *perm, result.dtype, result.shape,
-                          result.byteCount(), made});
-    return made;
-  }
-
-  size_t liveBytes() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    size_t bytes = 0;
-    for (const Entry &e : entries_)
-      if (!e.memory.expired())
-        bytes += e.bytes;
-    return bytes;
-  }
-
-private:
-  struct Entry {
-    const void *source;
-    std::vector<int64_t> perm;
-    DType dtype;
-    Shape shape;
-    size_t bytes;
-    std::weak_ptr<void> memory;
-  };
-  std::mutex mutex_;
-  std::vector<Entry> entries_;
 };
+detail::WeakCache<TransposeKey, void> &transposedWeights() {
+  static detail::WeakCache<TransposeKey, void> cache;
+  return cache;
+}
 
 } // namespace
 
 size_t preparedWeightBytes() {
   return cpu::preparedConstantBytes() +
-         TransposedWeights::instance().liveBytes();
+         transposedWeights().liveBytes(
+             [](const TransposeKey &key, const void *) {
+               return static_cast<size_t>(numElements(key.shape)) *
+                      byteSize(key.dtype);
+             });
 }
 
 std::string describeTensorType(DType dtype, const Shape &shape) {
@@ -369,8 +328,13 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
         continue;
       Prepared &t = exec.prepared_[it->second];
       const PlanCall &transposeCall = plan.calls[it->second];
-      std::shared_ptr<void> memory = TransposedWeights::instance().get(
-          t.operands[0], transposeCall, operands[k],
+      Result<std::vector<int64_t>> perm =
+          cpu::intListAttr(transposeCall, "perm");
+      if (!perm)
+        continue; // the transpose runs every time and reports its error
+      std::shared_ptr<void> memory = transposedWeights().get(
+          TransposeKey{t.operands[0].data, *perm, operands[k].dtype,
+                       operands[k].shape},
           [&]() -> std::shared_ptr<void> {
             std::shared_ptr<void> made(allocateZeroed(operands[k].byteCount()),
                                        AlignedFree());

@@ -3,12 +3,12 @@
 
 #include "mp/Runtime/Half.h"
 
+#include "../../WeakCache.h"
 #include "../Parallel.h"
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <mutex>
 
 namespace mp::rt::cpu::onednn {
 
@@ -124,70 +124,28 @@ namespace {
 size_t alignedBytes(size_t n) { return (n + 63) / 64 * 64; }
 
 /// The constants of the process's prepared calls (weights converted from
-/// f16 and / or reordered into a primitive's layout), one per weight and
-/// layout however many executors run the plan: an executor made from a copy
-/// of a loaded plan sees the same weight bytes (the plan's mapping) and
-/// finds the constant the first one made. Entries are weak: a constant lives
-/// while a call holds it, and a call's executor holds the plan whose bytes
-/// the key points at, so a live key cannot name other bytes.
-class ConstantCache {
-public:
-  static ConstantCache &instance() {
-    static ConstantCache cache;
-    return cache;
+/// f16 and / or reordered into a primitive's layout, or a call's own
+/// repacking), one per weight, kind and layout however many executors run
+/// the plan: an executor made from a copy of a loaded plan sees the same
+/// weight bytes (the plan's mapping) and finds the constant the first one
+/// made.
+struct ConstantKey {
+  const void *data;
+  /// "" for PrimitiveCall's conversions and reorders (from `from`); a call's
+  /// name for its own repacking (`from` then empty).
+  std::string kind;
+  bool f16;
+  dnnl::memory::desc from, to;
+  bool operator==(const ConstantKey &o) const {
+    return data == o.data && kind == o.kind && f16 == o.f16 && from == o.from &&
+           to == o.to;
   }
-
-  /// The constant made from `b`'s bytes in `wanted`'s layout: the cached
-  /// one, or make()'s (made under the lock: once, however many threads ask).
-  /// `kind` tells apart what different calls make of one weight: "" for
-  /// PrimitiveCall's conversions and reorders (from `from`), a call's name
-  /// for its own repacking (`from` then empty).
-  template <typename Make>
-  std::shared_ptr<const dnnl::memory>
-  get(const void *data, const std::string &kind, bool f16,
-      const dnnl::memory::desc &from, const dnnl::memory::desc &wanted,
-      Make make) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::shared_ptr<const dnnl::memory> found;
-    // Drop the expired entries while looking.
-    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
-                                  [&](const Entry &e) {
-                                    std::shared_ptr<const dnnl::memory> live =
-                                        e.memory.lock();
-                                    if (live && !found && e.data == data &&
-                                        e.kind == kind && e.f16 == f16 &&
-                                        e.from == from && e.to == wanted)
-                                      found = live;
-                                    return !live;
-                                  }),
-                   entries_.end());
-    if (found)
-      return found;
-    auto made = std::make_shared<const dnnl::memory>(make());
-    entries_.push_back({data, kind, f16, from, wanted, made});
-    return made;
-  }
-
-  size_t liveBytes() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    size_t bytes = 0;
-    for (const Entry &e : entries_)
-      if (std::shared_ptr<const dnnl::memory> live = e.memory.lock())
-        bytes += live->get_desc().get_size();
-    return bytes;
-  }
-
-private:
-  struct Entry {
-    const void *data;
-    std::string kind;
-    bool f16;
-    dnnl::memory::desc from, to;
-    std::weak_ptr<const dnnl::memory> memory;
-  };
-  std::mutex mutex_;
-  std::vector<Entry> entries_;
 };
+using ConstantCache = rt::detail::WeakCache<ConstantKey, const dnnl::memory>;
+ConstantCache &constantCache() {
+  static ConstantCache cache;
+  return cache;
+}
 
 /// `b`'s constant bytes as `wanted` wants them: f16 widened to f32, then
 /// reordered where the layout differs, into memory of its own (a constant
@@ -212,14 +170,20 @@ dnnl::memory prepareConstant(const Binding &b, const dnnl::memory::desc &wanted,
 }
 } // namespace
 
-size_t preparedConstantBytes() { return ConstantCache::instance().liveBytes(); }
+size_t preparedConstantBytes() {
+  return constantCache().liveBytes(
+      [](const ConstantKey &, const dnnl::memory *m) {
+        return m->get_desc().get_size();
+      });
+}
 
 std::shared_ptr<const dnnl::memory>
 sharedConstant(const void *source, const std::string &kind,
                const dnnl::memory::desc &wanted,
                const std::function<dnnl::memory()> &make) {
-  return ConstantCache::instance().get(source, kind, false,
-                                       dnnl::memory::desc(), wanted, make);
+  return constantCache().get(
+      ConstantKey{source, kind, false, dnnl::memory::desc(), wanted},
+      [&] { return std::make_shared<const dnnl::memory>(make()); });
 }
 
 FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
@@ -259,10 +223,11 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
     // A constant goes into its layout (and f32) once, into memory that every
     // call made from the same weight shares.
     if (b.constant && !output && (b.f16Storage || !(wanted == b.desc))) {
-      std::shared_ptr<const dnnl::memory> constant =
-          ConstantCache::instance().get(
-              b.data, "", b.f16Storage, b.desc, wanted,
-              [&] { return prepareConstant(b, wanted, call->stream_); });
+      std::shared_ptr<const dnnl::memory> constant = constantCache().get(
+          ConstantKey{b.data, "", b.f16Storage, b.desc, wanted}, [&] {
+            return std::make_shared<const dnnl::memory>(
+                prepareConstant(b, wanted, call->stream_));
+          });
       call->args_[b.arg] = *constant;
       call->constants_.push_back(std::move(constant));
       continue;
