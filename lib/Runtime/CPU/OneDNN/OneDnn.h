@@ -99,7 +99,7 @@ struct Binding {
 /// A constant made from the weight bytes at `source` by `make` (a call's own
 /// repacking, e.g. an LSTM's gates into oneDNN's order), in the layout
 /// `wanted`: made once per source, `kind` and layout in the process, and
-/// shared as PrimitiveCall's reordered weights are (ConstantCache).
+/// shared as PrimitiveCall's reordered weights are (lib/Runtime/WeakCache.h).
 std::shared_ptr<const dnnl::memory>
 sharedConstant(const void *source, const std::string &kind,
                const dnnl::memory::desc &wanted,
@@ -166,7 +166,7 @@ private:
   dnnl::primitive primitive_;
   dnnl::stream stream_;
   /// The prepared constants it reads (shared with other calls made from the
-  /// same weights: ConstantCache in OneDnn.cpp).
+  /// same weights: constantCache() in OneDnn.cpp).
   std::vector<std::shared_ptr<const dnnl::memory>> constants_;
   std::unordered_map<int, dnnl::memory> args_;
   dnnl::memory scratch_; ///< the primitive's scratchpad
