@@ -3,8 +3,8 @@
 # one process"): several CpuExecutors on one loaded plan, one per thread,
 # sharing the plan's weights and the weights prepared at load. Builds the
 # runtime alone (lib/Runtime: no MLIR needed) with -fsanitize=thread in
-# build-tsan/ and runs the "[concurrent]" test cases of mp-runtime-tests; any
-# report fails the run.
+# build-tsan/ and runs the "[concurrent]" test cases (ExecutorTest.cpp, built
+# alone as mp-runtime-executor-tests); any report fails the run.
 #
 #   scripts/tsan.sh          (scripts/run-tests.sh runs it after the sanitizers)
 #
@@ -26,8 +26,8 @@ cmake "${GENERATOR[@]}" -S "$ROOT/lib/Runtime" -B "$BUILD" "${LAUNCHER[@]}" \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" \
   -DMP_ENABLE_CUDA=OFF -DMP_RUNTIME_BUILD_TESTS=ON >/dev/null
-cmake --build "$BUILD" --target mp-runtime-tests
+cmake --build "$BUILD" --target mp-runtime-executor-tests
 
-echo "== [tsan] mp-runtime-tests [concurrent]"
+echo "== [tsan] mp-runtime-executor-tests [concurrent]"
 TSAN_OPTIONS="halt_on_error=1:abort_on_error=0:exitcode=66" \
-  "$BUILD/bin/mp-runtime-tests" "[concurrent]"
+  "$BUILD/bin/mp-runtime-executor-tests" "[concurrent]"
