@@ -119,6 +119,18 @@ def median_ms(output):
     return float(m.group(1))
 
 
+def compile_plan(bindir, model, batch, plan, options):
+    """mp-opt `model` at `batch` with `options` into `plan`."""
+    run([os.path.join(bindir, "mp-opt"), model, f"--dim-param=batch={batch}"]
+        + options + ["--emit=plan", "-o", plan])
+
+
+def mp_run(bindir, plan, run_args, env):
+    """mp-run's output for `plan` with `run_args`."""
+    return run([os.path.join(bindir, "mp-run"), plan] + run_args,
+               env=env).stdout
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -160,18 +172,15 @@ def main():
             row = {"model": f"{name} b{batch}"}
             for label, target in PLANS:
                 plan = os.path.join(tmp, f"{name}.{label}.mpplan")
-                cmd = [os.path.join(bindir, "mp-opt"), model,
-                       f"--dim-param=batch={batch}", "--emit=plan", "-o", plan]
-                if target:
-                    cmd.insert(2, f"--mp-autocast-pipeline=target={target}")
-                run(cmd)
+                compile_plan(bindir, model, batch, plan,
+                             [f"--mp-autocast-pipeline=target={target}"]
+                             if target else [])
                 backends = ["cpu", "cpu-ref"] if label == "fp32" else ["cpu"]
                 for backend in backends:
-                    out = run([os.path.join(bindir, "mp-run"), plan,
-                               f"input={inp}", f"--backend={backend}",
-                               f"--repeat={args.repeat}",
-                               f"--warmup={args.warmup}", "--timing"],
-                              env=env).stdout
+                    out = mp_run(bindir, plan,
+                                 [f"input={inp}", f"--backend={backend}",
+                                  f"--repeat={args.repeat}",
+                                  f"--warmup={args.warmup}", "--timing"], env)
                     key = label if backend == "cpu" else "fp32 ref"
                     row[key] = median_ms(out)
                     m = re.search(r"CPU kernels: oneDNN on ([^\s,]+)", out)
@@ -248,15 +257,13 @@ def time_training(args, bindir, env, names):
                                  ("bf16", ["--mp-autocast-pipeline=target=bf16",
                                            "--mp-master-weights"])):
                 plan = os.path.join(tmp, f"{name}.{label}.train.mpplan")
-                run([os.path.join(bindir, "mp-opt"), model,
-                     f"--dim-param=batch={batch}", TRAINING] + extra +
-                    ["--emit=plan", "-o", plan])
                 # The data: the model's sample input; class ids 0
                 # (--zero-inputs); the state persists from step to step.
-                out = run([os.path.join(bindir, "mp-run"), plan,
-                           f"input={inp}", "--zero-inputs",
-                           f"--repeat={args.repeat}",
-                           f"--warmup={args.warmup}"], env=env).stdout
+                compile_plan(bindir, model, batch, plan, [TRAINING] + extra)
+                out = mp_run(bindir, plan,
+                             [f"input={inp}", "--zero-inputs",
+                              f"--repeat={args.repeat}",
+                              f"--warmup={args.warmup}"], env)
                 row[label] = median_ms(out)
             if not args.no_torch:
                 result = torch_child(TORCH_TRAIN_TIMER, name, batch, args)

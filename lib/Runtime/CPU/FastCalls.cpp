@@ -13,6 +13,8 @@
 #endif
 
 #include <atomic>
+#include <string_view>
+#include <utility>
 
 namespace mp::rt::cpu {
 
@@ -49,28 +51,21 @@ FastCallChoice prepareFastCall(const PlanCall &call,
                                const std::vector<TensorView> &operands,
                                const std::vector<TensorView> &results,
                                const std::vector<bool> &constant) {
-  if (call.kind == "cublaslt.matmul")
-    return onednn::prepareMatmul(call, operands, results, constant);
-  if (call.kind == "cudnn.conv_fwd")
-    return onednn::prepareConv(call, operands, results, constant);
-  if (call.kind == "kernel.elementwise")
-    return onednn::prepareElementwise(call, operands, results, constant);
-  if (call.kind == "cudnn.conv_bwd_data")
-    return onednn::prepareConvBackwardData(call, operands, results, constant);
-  if (call.kind == "cudnn.conv_bwd_filter")
-    return onednn::prepareConvBackwardFilter(call, operands, results);
-  if (call.kind == "cudnn.batch_norm_inference")
-    return onednn::prepareBatchNormInference(call, operands, results, constant);
-  if (call.kind == "cudnn.batch_norm_training")
-    return onednn::prepareBatchNormTraining(call, operands, results);
-  if (call.kind == "cudnn.batch_norm_bwd")
-    return onednn::prepareBatchNormBackward(call, operands, results, constant);
-  if (call.kind == "cudnn.rnn")
-    return onednn::prepareRnn(call, operands, results, constant);
-  if (call.kind == "cudnn.softmax")
-    return onednn::prepareSoftmax(call, operands, results);
-  if (call.kind == "cudnn.pool")
-    return onednn::preparePool(call, operands, results);
+  static const std::pair<std::string_view, onednn::PrepareFn> kFastCalls[] = {
+      {"cublaslt.matmul", onednn::prepareMatmul},
+      {"cudnn.conv_fwd", onednn::prepareConv},
+      {"kernel.elementwise", onednn::prepareElementwise},
+      {"cudnn.conv_bwd_data", onednn::prepareConvBackwardData},
+      {"cudnn.conv_bwd_filter", onednn::prepareConvBackwardFilter},
+      {"cudnn.batch_norm_inference", onednn::prepareBatchNormInference},
+      {"cudnn.batch_norm_training", onednn::prepareBatchNormTraining},
+      {"cudnn.batch_norm_bwd", onednn::prepareBatchNormBackward},
+      {"cudnn.rnn", onednn::prepareRnn},
+      {"cudnn.softmax", onednn::prepareSoftmax},
+      {"cudnn.pool", onednn::preparePool}};
+  for (const auto &[kind, prepare] : kFastCalls)
+    if (call.kind == kind)
+      return prepare(call, operands, results, constant);
   return {nullptr, "no oneDNN primitive for " + call.kind + " yet"};
 }
 

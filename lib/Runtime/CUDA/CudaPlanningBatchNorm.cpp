@@ -9,6 +9,7 @@
 
 #include "PlanningUtil.h"
 
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 
 #include <algorithm>
@@ -142,28 +143,22 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
   if (kind == BatchNormKind::Backward) {
     if (Status s = arity(ops, res, 3, 3, 3, 3); !s)
       return s;
-    MP_TRY(eps, floatAttr(call, "epsilon", 1e-5));
-    p.epsilon = static_cast<float>(eps);
   } else {
     if (Status s =
             arity(ops, res, 5, 5, kind == BatchNormKind::Inference ? 1 : 3,
                   kind == BatchNormKind::Inference ? 1 : 3);
         !s)
       return s;
-    MP_TRY(eps, floatAttr(call, "epsilon"));
-    p.epsilon = static_cast<float>(eps);
-    if (kind == BatchNormKind::Training) {
-      MP_TRY(momentum, floatAttr(call, "momentum"));
-      p.momentum = static_cast<float>(momentum);
-    }
   }
+  MP_TRY(options, cpu::batchNormOptionsOf(call));
+  p.epsilon = options.epsilon;
+  p.momentum = options.momentum;
   const TensorDesc &x = ops[0];
   if (Status s = checkDesc(op, "x", x); !s)
     return s;
   if (x.shape.size() < 2)
     return fail(op, "x needs rank >= 2 (N, C, ...), got " + shapeStr(x.shape));
-  MP_TRY(channelsLast, channelsLastAttr(call));
-  const bool nhwc = channelsLast;
+  const bool nhwc = options.layout == cpu::Layout::NHWC;
   int64_t c = nhwc ? x.shape.back() : x.shape[1];
   ChannelGeom g =
       nhwc ? ChannelGeom{product(x.shape, 0, x.shape.size() - 1), c, 1}
@@ -253,10 +248,6 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
           !s)
         return s;
   // The CPU kernel's checks, on views of the descriptors.
-  cpu::BatchNormOptions options;
-  options.epsilon = p.epsilon;
-  options.momentum = p.momentum;
-  options.layout = nhwc ? cpu::Layout::NHWC : cpu::Layout::NCHW;
   Status checked = kind == BatchNormKind::Inference
                        ? cpu::checkBatchNormInference(
                              viewOf(x), viewOf(ops[1]), viewOf(ops[2]),

@@ -61,6 +61,24 @@ struct PlanBuilder {
     plan.calls.push_back(std::move(c));
     return plan.calls.back();
   }
+  /// x (NHWC) convolved with the weight `w` [M, C, K, K] as
+  /// culib-nhwc-layout writes it: the weight transposed to [M, K, K, C] by a
+  /// call of its own, then a channels-last conv_fwd (stride 1, `pad` on
+  /// every side) into y.
+  void channelsLastConv(uint32_t x, uint32_t w, uint32_t y, int64_t pad) {
+    const Shape &ws = plan.buffers[w].shape;
+    uint32_t wT = arena(DType::F32, {ws[0], ws[2], ws[3], ws[1]}, "w_nhwc");
+    call("kernel.transpose", {w}, {wT},
+         {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}, "conv");
+    call("cudnn.conv_fwd", {x, wT}, {y},
+         {{"has_bias", int64_t(0)},
+          {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+          {"strides", std::vector<int64_t>{1, 1}},
+          {"dilations", std::vector<int64_t>{1, 1}},
+          {"layout", std::string("nhwc")},
+          {"compute_type", int64_t(DType::F32)}},
+         "conv");
+  }
 };
 
 /// An f32 host tensor with these values.
@@ -623,20 +641,10 @@ TEST_CASE("a weight's transpose that only a fast call reads runs once, at "
   std::vector<float> w = ramp(8 * 4 * 3 * 3, 3);
   uint32_t x = b.arena(DType::F32, {1, 5, 5, 4}, "x");
   uint32_t wid = b.weight("w", {8, 4, 3, 3}, w);
-  uint32_t wT = b.arena(DType::F32, {8, 3, 3, 4}, "w_nhwc");
   uint32_t y = b.arena(DType::F32, {1, 3, 3, 8}, "y");
   b.input("x", x);
   b.output("y", y);
-  b.call("kernel.transpose", {wid}, {wT},
-         {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}, "conv");
-  b.call("cudnn.conv_fwd", {x, wT}, {y},
-         {{"has_bias", int64_t(0)},
-          {"pads", std::vector<int64_t>{0, 0, 0, 0}},
-          {"strides", std::vector<int64_t>{1, 1}},
-          {"dilations", std::vector<int64_t>{1, 1}},
-          {"layout", std::string("nhwc")},
-          {"compute_type", int64_t(DType::F32)}},
-         "conv");
+  b.channelsLastConv(x, wid, y, /*pad=*/0);
   HostTensor in = tensorOf({1, 5, 5, 4}, ramp(100, 4));
 
   CpuExecutorOptions reference;
@@ -749,7 +757,6 @@ TEST_CASE("executors on one plan run concurrently and share its prepared "
   PlanBuilder b;
   uint32_t x = b.arena(DType::F32, {2, 6, 6, 4}, "x");
   uint32_t w = b.weight("w", {8, 4, 3, 3}, ramp(8 * 4 * 3 * 3, 11));
-  uint32_t wT = b.arena(DType::F32, {8, 3, 3, 4}, "w_nhwc");
   uint32_t c = b.arena(DType::F32, {2, 6, 6, 8}, "c");
   uint32_t r = b.arena(DType::F32, {2, 6, 6, 8}, "r");
   uint32_t m = b.weight("m", {8, 40}, ramp(8 * 40, 12));
@@ -757,16 +764,7 @@ TEST_CASE("executors on one plan run concurrently and share its prepared "
   uint32_t y = b.arena(DType::F32, {2, 6, 6, 40}, "y");
   b.input("x", x);
   b.output("y", y);
-  b.call("kernel.transpose", {w}, {wT},
-         {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}, "conv");
-  b.call("cudnn.conv_fwd", {x, wT}, {c},
-         {{"has_bias", int64_t(0)},
-          {"pads", std::vector<int64_t>{1, 1, 1, 1}},
-          {"strides", std::vector<int64_t>{1, 1}},
-          {"dilations", std::vector<int64_t>{1, 1}},
-          {"layout", std::string("nhwc")},
-          {"compute_type", int64_t(DType::F32)}},
-         "conv");
+  b.channelsLastConv(x, w, c, /*pad=*/1);
   b.call("kernel.elementwise", {c}, {r}, {{"fn", std::string("relu")}}, "relu");
   b.call("cublaslt.matmul", {r, m}, {p},
          {{"has_c", int64_t(0)},

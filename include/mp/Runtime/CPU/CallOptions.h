@@ -35,6 +35,11 @@ inline constexpr std::array<BufferSpec, 8> kRnnOperands = {
 inline constexpr std::array<BufferSpec, 3> kRnnResults = {
     {{"y", true}, {"y_h", true}, {"y_c", true}}};
 
+/// The attributes of the batch norms (cudnn.batch_norm_inference,
+/// _training, _bwd): epsilon (required, except by _bwd: 1e-5), momentum
+/// (_training only, required) and 'layout' (nchw, the default, or nhwc).
+Result<BatchNormOptions> batchNormOptionsOf(const PlanCall &call);
+
 /// cudnn.lrn's attributes: size, alpha, beta, bias (ONNX's defaults).
 Result<LrnOptions> lrnOptionsOf(const PlanCall &call);
 

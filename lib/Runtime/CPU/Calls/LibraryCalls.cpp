@@ -120,11 +120,7 @@ Status poolCall(const CallArgs &args) {
 Status batchNormInferenceCall(const CallArgs &args) {
   if (Status s = checkArity(args, 5, 5, 1, 1); !s)
     return s;
-  MP_RT_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon"));
-  BatchNormOptions options;
-  options.epsilon = static_cast<float>(epsilon);
-  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(args.call));
-  options.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  MP_RT_TRY_ASSIGN(options, batchNormOptionsOf(args.call));
   const std::vector<TensorView> &in = args.operands;
   return batchNormInference(in[0], in[1], in[2], in[3], in[4], args.results[0],
                             options);
@@ -133,13 +129,7 @@ Status batchNormInferenceCall(const CallArgs &args) {
 Status batchNormTrainingCall(const CallArgs &args) {
   if (Status s = checkArity(args, 5, 5, 3, 3); !s)
     return s;
-  MP_RT_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon"));
-  MP_RT_TRY_ASSIGN(momentum, floatAttr(args.call, "momentum"));
-  BatchNormOptions options;
-  options.epsilon = static_cast<float>(epsilon);
-  options.momentum = static_cast<float>(momentum);
-  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(args.call));
-  options.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  MP_RT_TRY_ASSIGN(options, batchNormOptionsOf(args.call));
   const std::vector<TensorView> &in = args.operands;
   const std::vector<TensorView> &out = args.results;
   return batchNormTraining(in[0], in[1], in[2], in[3], in[4], out[0], out[1],
@@ -242,6 +232,21 @@ void addLibraryCalls(CallTable &table) {
   MP_ADD_CALL("cudnn.batch_norm_inference", batchNormInferenceCall);
   MP_ADD_CALL("cudnn.batch_norm_training", batchNormTrainingCall);
   MP_ADD_CALL("cudnn.softmax", softmaxCall);
+}
+
+Result<BatchNormOptions> batchNormOptionsOf(const PlanCall &call) {
+  const bool backward = call.kind == "cudnn.batch_norm_bwd";
+  BatchNormOptions options;
+  MP_RT_TRY_ASSIGN(epsilon, backward ? floatAttr(call, "epsilon", 1e-5)
+                                     : floatAttr(call, "epsilon"));
+  options.epsilon = static_cast<float>(epsilon);
+  if (call.kind == "cudnn.batch_norm_training") {
+    MP_RT_TRY_ASSIGN(momentum, floatAttr(call, "momentum"));
+    options.momentum = static_cast<float>(momentum);
+  }
+  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
+  options.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  return options;
 }
 
 } // namespace mp::rt::cpu

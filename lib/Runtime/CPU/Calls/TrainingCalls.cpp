@@ -154,11 +154,7 @@ Status poolBwdCall(const CallArgs &args) {
 Status batchNormBwdCall(const CallArgs &args) {
   if (Status s = checkArity(args, 3, 3, 3, 3); !s)
     return s;
-  MP_RT_TRY_ASSIGN(epsilon, floatAttr(args.call, "epsilon", 1e-5));
-  BatchNormOptions o;
-  o.epsilon = static_cast<float>(epsilon);
-  MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(args.call));
-  o.layout = channelsLast ? Layout::NHWC : Layout::NCHW;
+  MP_RT_TRY_ASSIGN(o, batchNormOptionsOf(args.call));
   const std::vector<TensorView> &in = args.operands;
   const std::vector<TensorView> &out = args.results;
   return batchNormBackward(in[0], in[1], in[2], out[0], out[1], out[2], o);

@@ -109,6 +109,12 @@ dnnl::post_ops postOpsOf(Activation activation) {
   return ops;
 }
 
+dnnl::primitive_attr userScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
 bool isOutputArg(int arg) {
   return arg == DNNL_ARG_DST || arg == DNNL_ARG_DIFF_SRC ||
          arg == DNNL_ARG_DIFF_WEIGHTS || arg == DNNL_ARG_DIFF_SCALE ||
@@ -211,7 +217,7 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
   for (const Binding &b : buffers) {
     if (b.prepared) {
       call->args_[b.arg] = *b.prepared;
-      call->constants_.push_back(b.prepared);
+      call->held_.push_back(b.prepared);
       continue;
     }
     const bool output = b.output;
@@ -229,7 +235,7 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
                 prepareConstant(b, wanted, call->stream_));
           });
       call->args_[b.arg] = *constant;
-      call->constants_.push_back(std::move(constant));
+      call->held_.push_back(std::move(constant));
       continue;
     }
     dnnl::memory user;

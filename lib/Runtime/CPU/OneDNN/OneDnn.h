@@ -61,6 +61,10 @@ struct ConvWindow {
 };
 ConvWindow convWindowOf(const ConvOptions &o, size_t spatial);
 
+/// Attributes with the scratchpad left to the caller (every call's: it is
+/// the executor's workspace, PrimitiveCall::run).
+dnnl::primitive_attr userScratchpad();
+
 /// The eltwise post-op of an activation (none: no post-op).
 dnnl::post_ops postOpsOf(Activation activation);
 
@@ -87,12 +91,13 @@ struct Binding {
   bool f16Storage;
   /// The primitive writes it (after the run: reordered, rounded to f16).
   bool output;
-  /// Set (by the constructor below): a constant already in the primitive's
-  /// layout (sharedConstant), bound as it is.
+  /// Set (by the constructor below): memory in the primitive's layout,
+  /// bound as it is and kept alive by the call: a constant (sharedConstant)
+  /// or memory of the call's own (an LSTM's final states no result wants).
   std::shared_ptr<const dnnl::memory> prepared;
 
   Binding(int arg, std::shared_ptr<const dnnl::memory> prepared)
-      : arg(arg), desc(prepared->get_desc()), data(nullptr), constant(true),
+      : arg(arg), desc(prepared->get_desc()), data(nullptr), constant(false),
         f16Storage(false), output(false), prepared(std::move(prepared)) {}
 };
 
@@ -165,9 +170,10 @@ private:
 
   dnnl::primitive primitive_;
   dnnl::stream stream_;
-  /// The prepared constants it reads (shared with other calls made from the
-  /// same weights: constantCache() in OneDnn.cpp).
-  std::vector<std::shared_ptr<const dnnl::memory>> constants_;
+  /// Memory bound as it is that the call keeps alive: prepared constants
+  /// (shared with other calls made from the same weights: constantCache() in
+  /// OneDnn.cpp) and Binding::prepared memory.
+  std::vector<std::shared_ptr<const dnnl::memory>> held_;
   std::unordered_map<int, dnnl::memory> args_;
   dnnl::memory scratch_; ///< the primitive's scratchpad
   std::vector<ScratchMemory> inScratch_;
@@ -183,8 +189,13 @@ size_t preparedConstantBytes();
 /// The implementation name of `pd` ("onednn:" + impl_info_str).
 std::string implementationName(const dnnl::primitive_desc_base &pd);
 
-/// The calls (FastCalls.cpp dispatches to them). A result with no call
-/// carries the reason.
+/// The calls (FastCalls.cpp's table dispatches to them), one signature: a
+/// prepared call, or none with the reason; `constant[k]`: operand k never
+/// changes while the plan is loaded (a weight).
+using PrepareFn = FastCallChoice (*)(const PlanCall &call,
+                                     const std::vector<TensorView> &operands,
+                                     const std::vector<TensorView> &results,
+                                     const std::vector<bool> &constant);
 FastCallChoice prepareMatmul(const PlanCall &call,
                              const std::vector<TensorView> &operands,
                              const std::vector<TensorView> &results,
@@ -201,16 +212,16 @@ FastCallChoice prepareConvBackwardData(const PlanCall &call,
                                        const std::vector<TensorView> &operands,
                                        const std::vector<TensorView> &results,
                                        const std::vector<bool> &constant);
-FastCallChoice
-prepareConvBackwardFilter(const PlanCall &call,
-                          const std::vector<TensorView> &operands,
-                          const std::vector<TensorView> &results);
+FastCallChoice prepareConvBackwardFilter(
+    const PlanCall &call, const std::vector<TensorView> &operands,
+    const std::vector<TensorView> &results, const std::vector<bool> &constant);
 FastCallChoice prepareBatchNormInference(
     const PlanCall &call, const std::vector<TensorView> &operands,
     const std::vector<TensorView> &results, const std::vector<bool> &constant);
 FastCallChoice prepareBatchNormTraining(const PlanCall &call,
                                         const std::vector<TensorView> &operands,
-                                        const std::vector<TensorView> &results);
+                                        const std::vector<TensorView> &results,
+                                        const std::vector<bool> &constant);
 FastCallChoice prepareBatchNormBackward(const PlanCall &call,
                                         const std::vector<TensorView> &operands,
                                         const std::vector<TensorView> &results,
@@ -221,10 +232,12 @@ FastCallChoice prepareRnn(const PlanCall &call,
                           const std::vector<bool> &constant);
 FastCallChoice prepareSoftmax(const PlanCall &call,
                               const std::vector<TensorView> &operands,
-                              const std::vector<TensorView> &results);
+                              const std::vector<TensorView> &results,
+                              const std::vector<bool> &constant);
 FastCallChoice preparePool(const PlanCall &call,
                            const std::vector<TensorView> &operands,
-                           const std::vector<TensorView> &results);
+                           const std::vector<TensorView> &results,
+                           const std::vector<bool> &constant);
 
 } // namespace mp::rt::cpu::onednn
 

@@ -20,6 +20,7 @@
 #include "OneDnn.h"
 
 #include "mp/Runtime/CPU/BackwardKernels.h"
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 
 #include <algorithm>
@@ -55,31 +56,6 @@ std::string unsupported(const TensorView &x,
 dnnl::memory::desc channelDesc(const TensorView &x, Layout layout) {
   return plainDesc({x.shape[layout == Layout::NHWC ? x.shape.size() - 1 : 1]},
                    dnnl::memory::data_type::f32);
-}
-
-/// BatchNormOptions of a batch norm call; false when an attribute is bad
-/// (the reference kernel then reports it).
-bool optionsOf(const PlanCall &call, bool training, double epsilonDefault,
-               BatchNormOptions &options) {
-  Result<double> epsilon = floatAttr(call, "epsilon", epsilonDefault);
-  Result<bool> channelsLast = channelsLastAttr(call);
-  if (!epsilon || !channelsLast)
-    return false;
-  options.epsilon = static_cast<float>(*epsilon);
-  options.layout = *channelsLast ? Layout::NHWC : Layout::NCHW;
-  if (training) {
-    Result<double> momentum = floatAttr(call, "momentum");
-    if (!momentum)
-      return false;
-    options.momentum = static_cast<float>(*momentum);
-  }
-  return true;
-}
-
-dnnl::primitive_attr userScratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
 }
 
 /// A forward_training primitive desc for x (flags: which of scale and shift
@@ -195,12 +171,12 @@ private:
 FastCallChoice prepareBatchNormInference(
     const PlanCall &call, const std::vector<TensorView> &operands,
     const std::vector<TensorView> &results, const std::vector<bool> &constant) {
-  BatchNormOptions options;
-  if (!optionsOf(call, /*training=*/false, 0.0, options) ||
-      operands.size() != 5 || results.size() != 1 ||
+  Result<BatchNormOptions> parsed = batchNormOptionsOf(call);
+  if (!parsed || operands.size() != 5 || results.size() != 1 ||
       !checkBatchNormInference(operands[0], operands[1], operands[2],
-                               operands[3], operands[4], results[0], options))
+                               operands[3], operands[4], results[0], *parsed))
     return referenceKernel("the reference kernel reports the call's error");
+  const BatchNormOptions &options = *parsed;
   const TensorView &x = operands[0], &y = results[0];
   dnnl::memory::data_type type;
   std::string why = unsupported(
@@ -236,17 +212,17 @@ FastCallChoice prepareBatchNormInference(
   });
 }
 
-FastCallChoice
-prepareBatchNormTraining(const PlanCall &call,
-                         const std::vector<TensorView> &operands,
-                         const std::vector<TensorView> &results) {
-  BatchNormOptions options;
-  if (!optionsOf(call, /*training=*/true, 0.0, options) ||
-      operands.size() != 5 || results.size() != 3 ||
+FastCallChoice prepareBatchNormTraining(const PlanCall &call,
+                                        const std::vector<TensorView> &operands,
+                                        const std::vector<TensorView> &results,
+                                        const std::vector<bool> &) {
+  Result<BatchNormOptions> parsed = batchNormOptionsOf(call);
+  if (!parsed || operands.size() != 5 || results.size() != 3 ||
       !checkBatchNormTraining(operands[0], operands[1], operands[2],
                               operands[3], operands[4], results[0], results[1],
-                              results[2], options))
+                              results[2], *parsed))
     return referenceKernel("the reference kernel reports the call's error");
+  const BatchNormOptions &options = *parsed;
   const TensorView &x = operands[0], &y = results[0];
   dnnl::memory::data_type type;
   std::string why = unsupported(x,
@@ -289,13 +265,12 @@ FastCallChoice prepareBatchNormBackward(const PlanCall &call,
                                         const std::vector<TensorView> &operands,
                                         const std::vector<TensorView> &results,
                                         const std::vector<bool> &constant) {
-  BatchNormOptions options;
-  // cudnn.batch_norm_bwd's epsilon defaults as the reference call's does.
-  if (!optionsOf(call, /*training=*/false, 1e-5, options) ||
-      operands.size() != 3 || results.size() != 3 ||
+  Result<BatchNormOptions> parsed = batchNormOptionsOf(call);
+  if (!parsed || operands.size() != 3 || results.size() != 3 ||
       !checkBatchNormBackward(operands[0], operands[1], operands[2], results[0],
-                              results[1], results[2], options))
+                              results[1], results[2], *parsed))
     return referenceKernel("the reference kernel reports the call's error");
+  const BatchNormOptions &options = *parsed;
   const TensorView &x = operands[0], &scale = operands[1], &dy = operands[2];
   const TensorView &dx = results[0];
   dnnl::memory::data_type type;

@@ -64,8 +64,7 @@ FastCallChoice prepareConv(const PlanCall &call,
     if (bias)
       biasDesc = plainDesc({bias->shape[0]}, *biasType);
 
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr attr = userScratchpad();
     attr.set_post_ops(postOpsOf(o.activation));
     auto algorithm = dnnl::algorithm::convolution_direct;
     auto kind = dnnl::prop_kind::forward_inference;

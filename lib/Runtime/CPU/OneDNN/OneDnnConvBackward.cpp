@@ -89,12 +89,6 @@ dnnl::convolution_forward::primitive_desc forwardHint(const Gradient &g) {
       engine());
 }
 
-dnnl::primitive_attr userScratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
-
 } // namespace
 
 FastCallChoice prepareConvBackwardData(const PlanCall &call,
@@ -128,10 +122,9 @@ FastCallChoice prepareConvBackwardData(const PlanCall &call,
   });
 }
 
-FastCallChoice
-prepareConvBackwardFilter(const PlanCall &call,
-                          const std::vector<TensorView> &operands,
-                          const std::vector<TensorView> &results) {
+FastCallChoice prepareConvBackwardFilter(
+    const PlanCall &call, const std::vector<TensorView> &operands,
+    const std::vector<TensorView> &results, const std::vector<bool> &) {
   if (operands.size() != 2 || results.size() != 1)
     return referenceKernel("the reference kernel reports the call's error");
   const TensorView &x = operands[0], &dy = operands[1], &dw = results[0];

@@ -164,8 +164,7 @@ FastCallChoice prepareElementwise(const PlanCall &call,
     if (x.shape != y.shape)
       return referenceKernel("a broadcast input");
     return catchingErrors([&] {
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::primitive_attr attr = userScratchpad();
       dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference,
                                        e->algorithm, yDesc, e->alpha, e->beta);
       dnnl::eltwise_forward::primitive_desc pd(desc, attr, engine());
@@ -190,8 +189,7 @@ FastCallChoice prepareElementwise(const PlanCall &call,
     return referenceKernel("y in place of the second operand");
   return catchingErrors([&] {
     dnnl::memory::desc bDesc = broadcastDesc(*b, y.shape.size(), type);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr attr = userScratchpad();
     dnnl::binary::desc desc(*algorithm, yDesc, bDesc, yDesc);
     dnnl::binary::primitive_desc pd(desc, attr, engine());
     return PrimitiveCall::prepare(pd, dnnl::binary(pd),

@@ -117,8 +117,7 @@ FastCallChoice prepareMatmul(const PlanCall &call,
         constantB
             ? dnnl::memory::desc(bDims, *in, dnnl::memory::format_tag::any)
             : bUser;
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr attr = userScratchpad();
     if (options->alpha != 1.0)
       attr.set_output_scales(0, {static_cast<float>(options->alpha)});
     attr.set_post_ops(postOpsOf(options->epilogue));

@@ -15,7 +15,8 @@ namespace mp::rt::cpu::onednn {
 
 FastCallChoice preparePool(const PlanCall &call,
                            const std::vector<TensorView> &operands,
-                           const std::vector<TensorView> &results) {
+                           const std::vector<TensorView> &results,
+                           const std::vector<bool> &) {
   Result<bool> hasIndices = hasBuffer(call, "indices");
   if (!hasIndices || operands.size() != 1 ||
       results.size() != 1 + size_t(*hasIndices))
@@ -56,8 +57,7 @@ FastCallChoice preparePool(const PlanCall &call,
                          : dnnl::algorithm::pooling_avg_exclude_padding;
     dnnl::memory::desc xDesc = activationDesc(x, o.layout, *type);
     dnnl::memory::desc yDesc = activationDesc(y, o.layout, *type);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr attr = userScratchpad();
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference,
                                         algorithm, xDesc, yDesc, strides,
                                         kernel, dilation, padsBegin, padsEnd);

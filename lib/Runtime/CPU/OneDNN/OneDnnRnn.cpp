@@ -182,8 +182,7 @@ FastCallChoice prepareRnn(const PlanCall &call,
     dnnl::memory::desc weightsIter({1, 1, hidden, 4, hidden}, *type, tag::any);
     dnnl::memory::desc bias =
         plainDesc({1, 1, 4, hidden}, dnnl::memory::data_type::f32);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr attr = userScratchpad();
     const auto direction = options->direction == RnnDirection::Reverse
                                ? dnnl::rnn_direction::unidirectional_right2left
                                : dnnl::rnn_direction::unidirectional_left2right;

@@ -15,7 +15,8 @@ namespace mp::rt::cpu::onednn {
 
 FastCallChoice prepareSoftmax(const PlanCall &call,
                               const std::vector<TensorView> &operands,
-                              const std::vector<TensorView> &results) {
+                              const std::vector<TensorView> &results,
+                              const std::vector<bool> &) {
   Result<int64_t> axisAttr = intAttr(call, "axis");
   Result<int64_t> logAttr = intAttr(call, "log", 0);
   if (!axisAttr || !logAttr || operands.size() != 1 || results.size() != 1 ||
@@ -34,8 +35,7 @@ FastCallChoice prepareSoftmax(const PlanCall &call,
   return catchingErrors([&] {
     dnnl::memory::desc desc =
         plainDesc(dnnl::memory::dims(x.shape.begin(), x.shape.end()), *type);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr attr = userScratchpad();
     std::vector<Binding> buffers = {{DNNL_ARG_SRC, desc, x},
                                     {DNNL_ARG_DST, desc, y}};
     const auto kind = dnnl::prop_kind::forward_inference;
