@@ -74,6 +74,9 @@ OPTIONS:
                         max |actual - expected| <= X * max |expected| (error
                         relative to the output's scale, for whole models)
   --timing              print the time per call kind and the slowest calls
+                        (CPU backend: after the CPU's kernels and threads
+                        and the memory shared by a plan's executors and
+                        each one's)
   --repeat=N            run N timed times, print mean/median/min ms per run
   --warmup=M            untimed runs before the timed ones (default 1 with
                         --repeat)

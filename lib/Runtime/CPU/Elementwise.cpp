@@ -841,9 +841,9 @@ BroadcastLoop makeLoop(const std::vector<TensorView> &inputs,
   return loop;
 }
 
-/// Runs block over every block of y.
-/// y's elements [begin, end) (row-major): the blocks of `inner` elements
-/// that the range covers, the first and last possibly in part.
+/// Runs block over y's elements [begin, end) (row-major): the blocks of
+/// `inner` elements that the range covers, the first and last possibly in
+/// part.
 void runRange(const BroadcastLoop &loop, BlockFn block,
               const std::vector<const char *> &bases,
               const std::vector<int64_t> &elemSizes, char *out,

@@ -35,6 +35,11 @@ dnnl::memory::desc plainDesc(const dnnl::memory::dims &dims,
   return dnnl::memory::desc(dims, t, rowMajorStrides(dims));
 }
 
+dnnl::memory::desc anyLayout(const dnnl::memory::desc &d) {
+  return dnnl::memory::desc(d.dims(), d.data_type(),
+                            dnnl::memory::format_tag::any);
+}
+
 /// Row-major strides of `shape`.
 dnnl::memory::dims rowMajorStrides(const Shape &shape) {
   dnnl::memory::dims strides(shape.size(), 1);

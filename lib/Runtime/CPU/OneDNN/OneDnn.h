@@ -38,6 +38,10 @@ std::optional<dnnl::memory::data_type> computeTypeOf(DType t);
 dnnl::memory::desc plainDesc(const dnnl::memory::dims &dims,
                              dnnl::memory::data_type t);
 
+/// `d`'s dims and data type in whatever layout the primitive picks
+/// (format_tag::any).
+dnnl::memory::desc anyLayout(const dnnl::memory::desc &d);
+
 /// Row-major strides of `shape`, in elements.
 dnnl::memory::dims rowMajorStrides(const Shape &shape);
 /// A tensor [A, C, D...] (NCHW) or [A, D..., C] (NHWC) as oneDNN's logical

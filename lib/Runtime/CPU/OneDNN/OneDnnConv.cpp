@@ -51,15 +51,11 @@ FastCallChoice prepareConv(const PlanCall &call,
     // and it otherwise falls back to im2col + gemm, several times slower:
     // the primitive picks the activations' layout too, and the call
     // reorders x into it and y out of it (through the workspace).
-    dnnl::memory::desc xWanted = xDesc, yWanted = yDesc;
-    if (o.layout == Layout::NCHW) {
-      xWanted =
-          dnnl::memory::desc(xDesc.dims(), *in, dnnl::memory::format_tag::any);
-      yWanted =
-          dnnl::memory::desc(yDesc.dims(), *out, dnnl::memory::format_tag::any);
-    }
+    const bool nchw = o.layout == Layout::NCHW;
+    dnnl::memory::desc xWanted = nchw ? anyLayout(xDesc) : xDesc;
+    dnnl::memory::desc yWanted = nchw ? anyLayout(yDesc) : yDesc;
     dnnl::memory::desc wUser = filterDesc(w, o.layout, o.groups, *in);
-    dnnl::memory::desc wAny(wUser.dims(), *in, dnnl::memory::format_tag::any);
+    dnnl::memory::desc wAny = anyLayout(wUser);
     dnnl::memory::desc biasDesc;
     if (bias)
       biasDesc = plainDesc({bias->shape[0]}, *biasType);

@@ -66,12 +66,9 @@ std::variant<Gradient, std::string> gradientOf(const PlanCall &call,
   // Channels last, the activations stay as they are; channels first,
   // oneDNN's blocked layouts (the call reorders). The filter always goes
   // into the primitive's layout.
-  auto any = [](const desc &d) {
-    return desc(d.dims(), d.data_type(), dnnl::memory::format_tag::any);
-  };
-  g.inWanted = layout == Layout::NHWC ? g.inUser : any(g.inUser);
-  g.outWanted = layout == Layout::NHWC ? g.outUser : any(g.outUser);
-  g.filterWanted = any(g.filterUser);
+  g.inWanted = layout == Layout::NHWC ? g.inUser : anyLayout(g.inUser);
+  g.outWanted = layout == Layout::NHWC ? g.outUser : anyLayout(g.outUser);
+  g.filterWanted = anyLayout(g.filterUser);
   return g;
 }
 

@@ -113,10 +113,7 @@ FastCallChoice prepareMatmul(const PlanCall &call,
     dnnl::memory::desc dDesc = dnnl::memory::desc(dDims, *out, dStrides);
     // A weight may go into whatever layout the primitive likes best.
     bool constantB = constant.size() > 1 && constant[1];
-    dnnl::memory::desc bWanted =
-        constantB
-            ? dnnl::memory::desc(bDims, *in, dnnl::memory::format_tag::any)
-            : bUser;
+    dnnl::memory::desc bWanted = constantB ? anyLayout(bUser) : bUser;
     dnnl::primitive_attr attr = userScratchpad();
     if (options->alpha != 1.0)
       attr.set_output_scales(0, {static_cast<float>(options->alpha)});
