@@ -6,11 +6,12 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
-void mp::buildCompilePipeline(mlir::OpPassManager &pm) {
+void mp::buildCompilePipeline(mlir::OpPassManager &pm,
+                              const NHWCLayoutOptions &layout) {
   pm.addNestedPass<mlir::func::FuncOp>(mp::createInferShapes());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createFoldConstants());
   pm.addPass(mp::createConvertMPToCuLib());
-  pm.addNestedPass<mlir::func::FuncOp>(mp::createNHWCLayout());
+  pm.addNestedPass<mlir::func::FuncOp>(mp::createNHWCLayout(layout));
   pm.addNestedPass<mlir::func::FuncOp>(mp::createPlanMemory());
 }
 
@@ -86,15 +87,31 @@ void splitPaddingOptions(llvm::StringRef options, std::string &padding,
   }
   flush(options.size());
 }
+
+/// mp-compile's option: culib-nhwc-layout's dtypes, under the name mp-opt's
+/// --channels-last flag has.
+struct CompilePipelineOptions
+    : mlir::PassPipelineOptions<CompilePipelineOptions> {
+  ListOption<std::string> channelsLast{
+      *this, "channels-last",
+      llvm::cl::desc("Element types whose convolutions run channels last "
+                     "(culib-nhwc-layout's dtypes; default f16,bf16,f32; "
+                     "none)")};
+};
 } // namespace
 
 void mp::registerPipelines() {
-  mlir::PassPipelineRegistration<>(
+  mlir::PassPipelineRegistration<CompilePipelineOptions>(
       "mp-compile",
       "Lower an imported model to memory-planned culib calls: "
       "mp-infer-shapes, mp-fold-constants, convert-mp-to-culib, "
       "culib-nhwc-layout, culib-plan-memory",
-      [](mlir::OpPassManager &pm) { buildCompilePipeline(pm); });
+      [](mlir::OpPassManager &pm, const CompilePipelineOptions &options) {
+        NHWCLayoutOptions layout;
+        layout.dtypes.assign(options.channelsLast.begin(),
+                             options.channelsLast.end());
+        buildCompilePipeline(pm, layout);
+      });
   mlir::registerPassPipeline(
       "mp-autocast-pipeline",
       "Mixed precision: mp-autocast (policy, four-colour algorithm, casts, "

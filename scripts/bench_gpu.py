@@ -9,6 +9,10 @@ step), it times:
   ours mixed       mp-run --backend=cuda on the mixed-precision plan
                    (autocast + padding; training: + master weights + dynamic
                    loss scaling)
+  ours fp32-nchw   (the CNNs) the fp32 plan compiled channels first
+                   (mp-opt --channels-last=none): fp32 convolutions went
+                   channels last by default for oneDNN; this measures what
+                   that does to cuDNN's fp32 convolutions
   torch fp32       PyTorch eager, TF32 off
   torch tf32       PyTorch eager, TF32 on (matmul and cuDNN)
   torch amp        PyTorch eager autocast(fp16) + GradScaler, channels_last
@@ -67,14 +71,15 @@ def compile_commands(models, batch, out_dir, mp_opt):
     for m in models:
         src = os.path.join("build", "models", m + ".onnx")
         base = [mp_opt, src, "--dim-param=batch=%d" % batch]
-        for prec in ("fp32", "mixed"):
+        for prec in ("fp32", "mixed") + (("fp32-nchw",) if m in CNNS else ()):
             phases = PHASES_OF.get(m, ("infer", "train"))
+            layout = ["--channels-last=none"] if prec == "fp32-nchw" else []
             if "infer" in phases:
-                infer = base + (["--mp-autocast-pipeline"] if prec == "mixed" else [])
+                infer = base + layout + (["--mp-autocast-pipeline"] if prec == "mixed" else [])
                 cmds.append(infer + ["--emit=plan", "-o",
                                      os.path.join(out_dir, "%s.%s.infer.mpplan" % (m, prec))])
             if "train" in phases:
-                tr = base + [train.format(loss=LOSS[m])] + (mixed_train if prec == "mixed" else [])
+                tr = base + layout + [train.format(loss=LOSS[m])] + (mixed_train if prec == "mixed" else [])
                 cmds.append(tr + ["--emit=plan", "-o",
                                   os.path.join(out_dir, "%s.%s.train.mpplan" % (m, prec))])
     return cmds
@@ -229,7 +234,8 @@ def peak_tflops(device, override):
 # Every configuration, in the default order of measurement: the figures the
 # GPU kit wants first (ours mixed vs our fp32 vs PyTorch AMP) come first, so
 # that a run cut short still returns them.
-CONFIGS = ("ours mixed", "ours fp32", "torch amp", "torch fp32", "torch tf32")
+CONFIGS = ("ours mixed", "ours fp32", "torch amp", "torch fp32", "torch tf32",
+           "ours fp32-nchw")
 
 
 def read_results(path):
@@ -349,6 +355,8 @@ def main():
                 continue
             for config in configs:
                 who, mode = config.split(" ")
+                if mode == "fp32-nchw" and name not in CNNS:
+                    continue  # no convolutions: the same plan as fp32
                 row = {"model": name, "phase": phase, "batch": args.batch,
                        "config": config, "ms": None, "why": None,
                        "flops": None}

@@ -1,6 +1,6 @@
 //===- NHWCLayout.cpp - the culib-nhwc-layout pass ------------------------===//
 //
-// Channels last (NHWC) for 16-bit convolutions, decided at compile time.
+// Channels last (NHWC) for convolutions, decided at compile time.
 //
 // 1. Seeds: every 2-D convolution (conv_fwd, and in training steps
 //    conv_bwd_data and conv_bwd_filter) in NCHW whose input element type is
@@ -374,12 +374,16 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
   }
 
 private:
-  /// The element types of `dtypes` (default f16, bf16).
+  /// The element types of `dtypes` (default f16, bf16, f32; `none`: no
+  /// convolution goes channels last).
   FailureOr<SmallVector<Type>> parseDtypes(func::FuncOp func) {
     MLIRContext *ctx = &getContext();
     SmallVector<Type> types;
     if (dtypes.empty())
-      return SmallVector<Type>{Float16Type::get(ctx), BFloat16Type::get(ctx)};
+      return SmallVector<Type>{Float16Type::get(ctx), BFloat16Type::get(ctx),
+                               Float32Type::get(ctx)};
+    if (dtypes.size() == 1 && dtypes[0] == "none")
+      return types;
     for (const std::string &name : dtypes) {
       Type t = llvm::StringSwitch<Type>(name)
                    .Case("f16", Float16Type::get(ctx))
@@ -388,8 +392,9 @@ private:
                    .Case("f64", Float64Type::get(ctx))
                    .Default(Type());
       if (!t) {
-        func.emitError() << "culib-nhwc-layout: unknown dtype '" << name
-                         << "' in 'dtypes' (f16, bf16, f32, f64)";
+        func.emitError()
+            << "culib-nhwc-layout: unknown dtype '" << name
+            << "' in 'dtypes' (f16, bf16, f32, f64, or none alone)";
         return failure();
       }
       types.push_back(t);

@@ -36,8 +36,9 @@ struct Case {
   std::string loss = "mse";      ///< or cross-entropy
   /// Inputs whose values must stay away from a kink (relu, clip, max).
   double minAbs = 0.0;
-  /// Compile with culib-nhwc-layout on f32 convolutions: the forward and
-  /// backward calls then run channels last.
+  /// Compile with f32 convolutions channels last (mp-compile's default):
+  /// the forward and backward calls then run NHWC; otherwise channels first
+  /// throughout (culib-nhwc-layout's dtypes=none).
   bool channelsLast = false;
 };
 
@@ -60,18 +61,10 @@ rt::CpuExecutor compile(const std::string &source, const std::string &loss,
   training.optimizer = "none";
   training.wrtInputs = true;
   pm.addPass(mp::createTraining(training));
-  if (channelsLast) {
-    // mp-compile with f32 in culib-nhwc-layout's dtypes.
-    pm.addNestedPass<func::FuncOp>(mp::createInferShapes());
-    pm.addNestedPass<func::FuncOp>(mp::createFoldConstants());
-    pm.addPass(mp::createConvertMPToCuLib());
-    mp::NHWCLayoutOptions layout;
-    layout.dtypes = {"f32"};
-    pm.addNestedPass<func::FuncOp>(mp::createNHWCLayout(layout));
-    pm.addNestedPass<func::FuncOp>(mp::createPlanMemory());
-  } else {
-    mp::buildCompilePipeline(pm);
-  }
+  mp::NHWCLayoutOptions layout;
+  if (!channelsLast)
+    layout.dtypes = {"none"};
+  mp::buildCompilePipeline(pm, layout);
   mp::ExportPlanOptions exportOptions;
   exportOptions.outputPath = path.str().str();
   pm.addPass(mp::createExportPlan(exportOptions));

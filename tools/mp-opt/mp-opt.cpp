@@ -132,6 +132,13 @@ llvm::cl::opt<EmitKind> emitKind(
                    "mp-compile pipeline after any given passes")),
     llvm::cl::init(EmitKind::Auto), llvm::cl::cat(outputCategory));
 
+llvm::cl::list<std::string> channelsLast(
+    "channels-last",
+    llvm::cl::desc("With --emit=plan: the element types whose convolutions "
+                   "run channels last (culib-nhwc-layout's dtypes: f16, "
+                   "bf16, f32, f64; default f16,bf16,f32), or none"),
+    llvm::cl::CommaSeparated, llvm::cl::cat(outputCategory));
+
 llvm::cl::opt<bool> onnxExternalData(
     "onnx-external-data",
     llvm::cl::desc("With ONNX output: always put large initializers in "
@@ -255,6 +262,11 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
   if (!module)
     return failure();
 
+  if (!channelsLast.empty() && emitKind != EmitKind::Plan) {
+    llvm::errs() << "mp-opt: error: --channels-last applies to --emit=plan "
+                    "(for other output, run --culib-nhwc-layout=dtypes=...)\n";
+    return failure();
+  }
   // Implicit nesting, as mlir-opt does: `--mp-infer-shapes` alone works.
   PassManager pm(&context, module.get()->getName().getStringRef(),
                  OpPassManager::Nesting::Implicit);
@@ -269,7 +281,9 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
                       "one with -o (e.g. -o model.mpplan)\n";
       return failure();
     }
-    mp::buildCompilePipeline(pm);
+    mp::NHWCLayoutOptions layout;
+    layout.dtypes.assign(channelsLast.begin(), channelsLast.end());
+    mp::buildCompilePipeline(pm, layout);
     mp::ExportPlanOptions exportOptions;
     exportOptions.outputPath = outputFilename.str();
     exportOptions.modelName =

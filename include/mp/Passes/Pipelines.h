@@ -7,6 +7,7 @@
 #ifndef MP_PASSES_PIPELINES_H
 #define MP_PASSES_PIPELINES_H
 
+#include "mp/Passes/CuLib/Passes.h"
 #include "mp/Passes/MP/Passes.h"
 
 #include <optional>
@@ -17,8 +18,10 @@ class OpPassManager;
 
 namespace mp {
 /// The passes from an imported model to a memory-planned culib module (what
-/// a plan is written from), registered as the `mp-compile` pipeline.
-void buildCompilePipeline(mlir::OpPassManager &pm);
+/// a plan is written from), registered as the `mp-compile` pipeline;
+/// `layout` chooses the convolutions that go channels last.
+void buildCompilePipeline(mlir::OpPassManager &pm,
+                          const NHWCLayoutOptions &layout = {});
 /// mp-autocast with `options`, then (unless `padding` is empty)
 /// mp-pad-tensor-cores on the low-precision ops, then mp-cast-cleanup:
 /// registered as the `mp-autocast-pipeline` pipeline (the same options, and

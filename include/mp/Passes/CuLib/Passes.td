@@ -5,14 +5,17 @@
 include "mlir/Pass/PassBase.td"
 
 def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
-  let summary = "Run 16-bit convolutions and their neighbours channels last (NHWC)";
+  let summary = "Run convolutions and their neighbours channels last (NHWC)";
   let description = [{
-    Tensor cores run convolutions of 16-bit data fastest in NHWC, which is
-    what cuDNN's fastest kernels read and write. This pass decides the
-    layout at compile time, so no run-time layout conversions surround each
-    convolution: every 2-D convolution (`culib.conv_fwd`, and in training
-    steps `conv_bwd_data` and `conv_bwd_filter`) whose input element type
-    is in `dtypes` becomes `layout = #culib.layout<nhwc>`, and so do the ops that follow
+    Both backends run convolutions fastest channels last: cuDNN's tensor-core
+    kernels read and write NHWC, and so do oneDNN's brgemm convolutions on
+    the CPU (f32 and bf16; channels first, oneDNN would reorder the
+    activations into its blocked layout and back around every convolution).
+    This pass decides the layout at compile time, so no run-time layout
+    conversions surround each convolution: every 2-D convolution
+    (`culib.conv_fwd`, and in training steps `conv_bwd_data` and
+    `conv_bwd_filter`) whose input element type is in `dtypes` becomes
+    `layout = #culib.layout<nhwc>`, and so do the ops that follow
     it and can work channels last (pooling without indices and its
     backward, the batch norms and their backward, convolutions of any type,
     elementwise kernels and casts whose operands are 4-D or scalars): their
@@ -22,15 +25,18 @@ def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
     right before the first reader: weights keep their ONNX layout in the
     plan, so that they stay exchangeable by name (an evaluation plan taking
     a training plan's state, weights loaded from files), and a filter
-    transpose costs little next to the convolution. An NHWC buffer that an NCHW-only op or the function's
+    transpose costs little next to the convolution (the CPU backend does it
+    once, at load, for a weight only convolutions read). An NHWC buffer that
+    an NCHW-only op or the function's
     return reads is transposed back once, right after it is written. Run it
     after convert-mp-to-culib and before culib-plan-memory (mp-compile
-    does).
+    does; `mp-opt --channels-last=...` sets its `dtypes`).
   }];
   let options = [
     ListOption<"dtypes", "dtypes", "std::string",
                "Element types (f16, bf16, f32, f64) of the convolutions that "
-               "go channels last; default f16,bf16">,
+               "go channels last; default f16,bf16,f32; none: every "
+               "convolution stays channels first">,
   ];
   let dependentDialects = ["mp::culib::CuLibDialect"];
 }

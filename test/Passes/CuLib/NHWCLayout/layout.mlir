@@ -1,11 +1,15 @@
-// culib-nhwc-layout: 16-bit convolutions and the ops after them that can
-// work channels last go NHWC. Layouts change only where a graph input or a
-// filter enters (filters keep their ONNX layout in the plan) or an NCHW-only
-// op (or the return) reads an NHWC buffer.
-// RUN: mp-opt %s --culib-nhwc-layout | FileCheck %s
+// culib-nhwc-layout: convolutions (f16, bf16 and f32 by default) and the ops
+// after them that can work channels last go NHWC. Layouts change only where a
+// graph input or a filter enters (filters keep their ONNX layout in the plan)
+// or an NCHW-only op (or the return) reads an NHWC buffer.
+// RUN: mp-opt %s --culib-nhwc-layout | FileCheck %s --check-prefixes=CHECK,F32
 // Round trip: the output parses and prints the same.
-// RUN: mp-opt %s --culib-nhwc-layout | mp-opt | FileCheck %s
+// RUN: mp-opt %s --culib-nhwc-layout | mp-opt | FileCheck %s --check-prefixes=CHECK,F32
+// RUN: mp-opt %s --culib-nhwc-layout="dtypes=f16,bf16" | FileCheck %s --check-prefixes=CHECK,NO32
 // RUN: mp-opt %s --culib-nhwc-layout="dtypes=f32" | FileCheck %s --check-prefix=F32
+// RUN: mp-opt %s --culib-nhwc-layout="dtypes=none" | FileCheck %s --check-prefix=NONE
+// NONE-NOT: nhwc
+// NONE-NOT: culib.transpose
 
 // conv -> batch norm -> relu -> max pool -> return, with a softmax (NCHW
 // only) reading the relu output.
@@ -77,12 +81,12 @@ func.func @residual(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
   return %out : memref<1x2x3x3xf16>
 }
 
-// f32 convolutions stay NCHW unless dtypes names f32; a pool with indices
+// f32 convolutions stay NCHW when dtypes leaves f32 out; a pool with indices
 // (ONNX's NCHW indices) stays NCHW and reads a transposed copy.
-// CHECK-LABEL: func.func @f32_conv
-// CHECK-NOT: nhwc
-// CHECK-NOT: culib.transpose
-// CHECK: return
+// NO32-LABEL: func.func @f32_conv
+// NO32-NOT: nhwc
+// NO32-NOT: culib.transpose
+// NO32: return
 // F32-LABEL: func.func @f32_conv
 // F32: culib.conv_fwd {{.*}}layout = #culib.layout<nhwc>
 // F32: culib.transpose {{.*}}perm = array<i64: 0, 3, 1, 2>
