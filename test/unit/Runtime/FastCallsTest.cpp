@@ -480,6 +480,26 @@ TEST_CASE("fast elementwise calls compute what the reference computes",
         CHECK(ran);
     }
 
+    // pow(x, 2) with a constant exponent, of the base's dtype or an
+    // integer one: oneDNN's square.
+    for (DType exponentType : {dtype, DType::I64}) {
+      INFO("pow(x, 2), exponent " << dtypeName(exponentType) << ", "
+                                  << dtypeName(dtype));
+      Case c;
+      c.call = callOf("kernel.elementwise", {{"fn", std::string("pow")}});
+      c.operands.push_back(randomTensor(dtype, shape, 14));
+      HostTensor two(exponentType, {}), twoF(DType::F32, {});
+      *twoF.as<float>() = 2.0f;
+      REQUIRE(cpu::cast(twoF.view(), two.view()));
+      c.operands.push_back(std::move(two));
+      c.constant = {false, true};
+      c.yDtype = dtype;
+      c.yShape = shape;
+      bool ran = compareWithReference(c);
+      if (dtype == DType::F32)
+        CHECK(ran);
+    }
+
     // Binary, with the second operand broadcast, or the first (commutative
     // add and mul swap them).
     // oneDNN 2.6 has jit kernels for a second operand that is whole, one
@@ -567,6 +587,16 @@ TEST_CASE("fast elementwise calls leave the rest to the reference",
   CHECK_THAT(why({{"fn", std::string("clip")}},
                  {x.view(), lo.view(), hi.view()}, {false, true, true}),
              Catch::Contains("min > max"));
+  // pow with another exponent, or one that may change.
+  HostTensor exponent(DType::F32, {});
+  *exponent.as<float>() = 3;
+  CHECK_THAT(why({{"fn", std::string("pow")}}, {x.view(), exponent.view()},
+                 {false, true}),
+             Catch::Contains("other than a constant 2"));
+  *exponent.as<float>() = 2;
+  CHECK_THAT(why({{"fn", std::string("pow")}}, {x.view(), exponent.view()},
+                 {false, false}),
+             Catch::Contains("other than a constant 2"));
   HostTensor h(DType::F16, {4, 5}), hy(DType::F16, {4, 5});
   cpu::FastCallChoice f16 = cpu::prepareFastCall(
       callOf("kernel.elementwise", {{"fn", std::string("relu")}}), {h.view()},

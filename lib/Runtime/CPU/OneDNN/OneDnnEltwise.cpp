@@ -5,7 +5,8 @@
 // does, on f32 and bf16 (computed in f32, rounded once; f16 through f32
 // copies for exp, tanh, sigmoid, gelu and elu only): activations as one
 // eltwise primitive (relu, leaky relu, elu, clip with constant bounds, exp,
-// sqrt, abs, neg, tanh, sigmoid, gelu, hard swish), and add / sub / mul /
+// sqrt, abs, neg, tanh, sigmoid, gelu, hard swish, pow with a constant
+// exponent 2 as square), and add / sub / mul /
 // div as one binary primitive, the second operand broadcast where oneDNN
 // has a jit kernel for it (whole, one value, per channel). oneDNN's kernels
 // use the CPU's vector units and every core; the reference runs on one.
@@ -132,8 +133,17 @@ FastCallChoice prepareElementwise(const PlanCall &call,
   if (y.dtype != DType::F32 && y.dtype != DType::BF16 && y.dtype != DType::F16)
     return referenceKernel(std::string(dtypeName(y.dtype)) +
                            " (oneDNN's elementwise: f32, bf16)");
-  for (const TensorView &t : operands)
-    if (t.dtype != y.dtype)
+  auto isConstant = [&](size_t k) {
+    return constant.size() > k && constant[k];
+  };
+  // pow(x, 2) with a constant exponent (the variance of a decomposed layer
+  // norm): oneDNN's square, x * x rounded once as the reference's pow.
+  const bool square = fn == F::Pow && operands.size() == 2 &&
+                      constantScalar(operands[1], isConstant(1)) == 2.0;
+  if (fn == F::Pow && !square)
+    return referenceKernel("pow with an exponent other than a constant 2");
+  for (size_t k = 0; k < operands.size(); ++k)
+    if (operands[k].dtype != y.dtype && !(square && k == 1))
       return referenceKernel("mixed dtypes");
   if (y.numElements() == 0)
     return referenceKernel("no elements");
@@ -144,9 +154,6 @@ FastCallChoice prepareElementwise(const PlanCall &call,
 
   // clip(x, lo, hi) with constant one-element bounds: an eltwise clip.
   if (fn == F::Clip && operands.size() == 3) {
-    auto isConstant = [&](size_t k) {
-      return constant.size() > k && constant[k];
-    };
     std::optional<double> lo = constantScalar(operands[1], isConstant(1)),
                           hi = constantScalar(operands[2], isConstant(2));
     if (!lo || !hi)
@@ -154,8 +161,10 @@ FastCallChoice prepareElementwise(const PlanCall &call,
     alpha = *lo;
     beta = *hi;
   }
-  if (operands.size() == 1 || fn == F::Clip) {
-    std::optional<EltwiseOf> e = eltwiseOf(fn, alpha, beta);
+  if (operands.size() == 1 || fn == F::Clip || square) {
+    std::optional<EltwiseOf> e =
+        square ? EltwiseOf{dnnl::algorithm::eltwise_square}
+               : eltwiseOf(fn, alpha, beta);
     if (!e)
       return referenceKernel("no oneDNN eltwise for " + name);
     if (fn == F::Clip && !(alpha <= beta))
