@@ -15,6 +15,7 @@
 #include <memory>
 #include <new>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 
@@ -55,6 +56,121 @@ double msSince(std::chrono::steady_clock::time_point start) {
              std::chrono::steady_clock::now() - start)
       .count();
 }
+
+/// The plan's cast and transpose calls between a channels-last
+/// convolution's filter (operand 1 of conv_fwd / conv_bwd_data, result 0 of
+/// conv_bwd_filter) and the channels-first buffer it is made from (a weight
+/// or a training step's f32 master weight) or goes to (the f32 gradient):
+/// the fast call may bind that buffer instead (cpu::FilterSource).
+struct FilterChain {
+  uint32_t buffer = 0;       ///< the channels-first buffer
+  std::vector<size_t> calls; ///< the cast / transpose calls between
+};
+
+/// [0, 2, ..., n-1, 1] (channels to the end) or its inverse.
+std::vector<int64_t> channelsPerm(size_t rank, bool toLast) {
+  std::vector<int64_t> perm(rank);
+  std::iota(perm.begin(), perm.end(), 0);
+  if (toLast)
+    std::rotate(perm.begin() + 1, perm.begin() + 2, perm.end());
+  else
+    std::rotate(perm.begin() + 1, perm.end() - 1, perm.end());
+  return perm;
+}
+
+/// Finds FilterChains in a plan; `readers` / `writers` count each buffer's.
+class FilterChains {
+public:
+  FilterChains(const Plan &plan, const std::vector<size_t> &readers,
+               const std::vector<size_t> &writers)
+      : plan_(plan), readers_(readers), writers_(writers),
+        writerOf_(plan.buffers.size(), plan.calls.size()) {
+    for (size_t i = 0; i < plan.calls.size(); ++i)
+      for (uint32_t id : plan.calls[i].results)
+        writerOf_[id] = i;
+  }
+
+  /// The chain from which call i's filter operand is made, if any.
+  std::optional<FilterChain> operandChain(size_t i) const {
+    const PlanCall &call = plan_.calls[i];
+    if ((call.kind != "cudnn.conv_fwd" && call.kind != "cudnn.conv_bwd_data") ||
+        call.operands.size() < 2)
+      return std::nullopt;
+    uint32_t filter = call.operands[1];
+    size_t rank = plan_.buffer(filter)->shape.size();
+    if (writers_[filter] != 1 || writerOf_[filter] >= i ||
+        !isUnary(writerOf_[filter], "kernel.transpose", rank, true))
+      return std::nullopt;
+    FilterChain chain;
+    chain.calls = {writerOf_[filter]};
+    uint32_t from = plan_.calls[chain.calls[0]].operands[0];
+    if (plan_.buffer(from)->storage == BufferStorage::Arena) {
+      // Cast from a weight or state buffer that only this transpose reads.
+      size_t cast = writerOf_[from];
+      if (writers_[from] != 1 || readers_[from] != 1 ||
+          cast >= chain.calls[0] || !isUnary(cast, "kernel.cast", 0, false))
+        return std::nullopt;
+      chain.calls.insert(chain.calls.begin(), cast);
+      from = plan_.calls[cast].operands[0];
+      if (plan_.buffer(from)->storage == BufferStorage::Arena)
+        return std::nullopt;
+    }
+    // The source keeps its value from the chain's first call to call i (an
+    // optimizer step writes a master weight after the convolutions).
+    for (size_t j = chain.calls[0]; j < i; ++j)
+      for (uint32_t id : plan_.calls[j].results)
+        if (id == from)
+          return std::nullopt;
+    chain.buffer = from;
+    return chain;
+  }
+
+  /// The chain that takes call i's dw result to a channels-first buffer,
+  /// if any: the calls right after it, each the only reader of the last.
+  std::optional<FilterChain> resultChain(size_t i) const {
+    const PlanCall &call = plan_.calls[i];
+    if (call.kind != "cudnn.conv_bwd_filter" || call.results.size() != 1)
+      return std::nullopt;
+    uint32_t last = call.results[0];
+    size_t rank = plan_.buffer(last)->shape.size();
+    FilterChain chain;
+    bool transposed = false;
+    for (size_t j = i + 1; j < plan_.calls.size() && chain.calls.size() < 2;
+         ++j) {
+      if (readers_[last] != 1 || plan_.calls[j].operands.size() != 1 ||
+          plan_.calls[j].operands[0] != last)
+        break;
+      if (isUnary(j, "kernel.transpose", rank, false) && !transposed)
+        transposed = true;
+      else if (!isUnary(j, "kernel.cast", 0, false))
+        break;
+      chain.calls.push_back(j);
+      last = plan_.calls[j].results[0];
+    }
+    if (!transposed || writers_[last] != 1)
+      return std::nullopt;
+    chain.buffer = last;
+    return chain;
+  }
+
+private:
+  /// Whether call j is a `kind` call of one operand and one result (a
+  /// transpose: moving the channels of a rank-`rank` tensor to the end, or
+  /// back).
+  bool isUnary(size_t j, const char *kind, size_t rank, bool toLast) const {
+    const PlanCall &c = plan_.calls[j];
+    if (c.kind != kind || c.operands.size() != 1 || c.results.size() != 1)
+      return false;
+    if (c.kind != "kernel.transpose")
+      return true;
+    Result<std::vector<int64_t>> perm = cpu::intListAttr(c, "perm");
+    return perm && rank >= 3 && *perm == channelsPerm(rank, toLast);
+  }
+
+  const Plan &plan_;
+  const std::vector<size_t> &readers_, &writers_;
+  std::vector<size_t> writerOf_; ///< a buffer's (last) writer
+};
 
 /// Weights transposed once at load (CpuExecutor::create), shared as the fast
 /// calls' prepared constants are (WeakCache.h): one per weight bytes and
@@ -303,6 +419,17 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
       transposedWeight[call.results[0]] = i;
   }
 
+  FilterChains chains(plan, readers, writers);
+  // Chain calls -> the fast calls that read their source instead.
+  std::map<size_t, std::vector<size_t>> chainReaders;
+  auto skipAsFolded = [&](size_t c, const std::vector<size_t> &into) {
+    std::string calls;
+    for (size_t i : into)
+      calls += (calls.empty() ? "" : ", ") + plan.calls[i].describe(i);
+    exec.prepared_[c].skipped = true;
+    exec.prepared_[c].whyOwn = "folded into the filter reorder of " + calls;
+  };
+
   size_t fastScratch = 0;
   for (size_t i = 0; i < plan.calls.size(); ++i) {
     Prepared &p = exec.prepared_[i];
@@ -313,6 +440,8 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
     }
     for (uint32_t id : plan.calls[i].results)
       p.results.push_back(viewOf(id));
+    if (p.skipped) // folded into an earlier call's filter reorder
+      continue;
     if (options.kernels != cpu::CpuKernels::Fast) {
       p.whyOwn = "the reference kernels were asked for";
       continue;
@@ -358,13 +487,38 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
       madeNow.push_back(std::move(memory));
       transposes.push_back(it->second);
     }
+    // A filter made from (or going to) a channels-first buffer by casts and
+    // transposes on every run: offered to the call as that buffer.
+    std::optional<FilterChain> chain;
+    if (transposes.empty())
+      chain = chains.operandChain(i);
+    // (The gradient may share arena bytes with the call's operands, which
+    // are dead after it: the call writes it through its scratch, after the
+    // primitive has run.)
+    std::optional<FilterChain> dwChain = chains.resultChain(i);
+    if (dwChain)
+      chain = dwChain;
+    cpu::FilterSource filter;
+    if (chain) {
+      filter.buffer = viewOf(chain->buffer);
+      filter.constant =
+          plan.buffer(chain->buffer)->storage == BufferStorage::Weight;
+    }
     cpu::FastCallChoice choice =
-        cpu::prepareFastCall(plan.calls[i], operands, p.results, constant);
+        cpu::prepareFastCall(plan.calls[i], operands, p.results, constant,
+                             chain ? &filter : nullptr);
     p.fast = std::move(choice.call);
     p.whyOwn = std::move(choice.why);
     if (!p.fast)
       continue;
     fastScratch = std::max(fastScratch, p.fast->scratchBytes());
+    if (chain && choice.filterFromSource) {
+      for (size_t c : chain->calls)
+        chainReaders[c].push_back(i);
+      if (dwChain)
+        for (size_t c : chain->calls)
+          skipAsFolded(c, {i});
+    }
     for (size_t t : transposes) {
       exec.prepared_[t].skipped = true;
       exec.prepared_[t].whyOwn = "done once when the plan was loaded, for " +
@@ -372,6 +526,24 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
     }
     for (auto &memory : madeNow)
       exec.loadTimeBuffers_.push_back(std::move(memory));
+  }
+  // A filter's cast and transpose are not needed once every reader of
+  // their result reads the source instead (the forward and the
+  // backward-data convolution of a training step).
+  for (const auto &[c, into] : chainReaders) {
+    if (exec.prepared_[c].skipped)
+      continue;
+    const PlanCall &chainCall = plan.calls[c];
+    uint32_t made = chainCall.results[0];
+    // A cast feeds only its transpose: skipped with it.
+    const PlanCall *transpose = &chainCall;
+    if (chainCall.kind == "kernel.cast")
+      for (const auto &[t, tInto] : chainReaders)
+        if (plan.calls[t].kind == "kernel.transpose" &&
+            plan.calls[t].operands[0] == made)
+          transpose = &plan.calls[t];
+    if (into.size() == readers[transpose->results[0]])
+      skipAsFolded(c, into);
   }
   // The library's scratch memory is the workspace too (one call runs at a
   // time).

@@ -50,7 +50,8 @@ void configureCpuThreads(CpuKernels kernels, int threads) {
 FastCallChoice prepareFastCall(const PlanCall &call,
                                const std::vector<TensorView> &operands,
                                const std::vector<TensorView> &results,
-                               const std::vector<bool> &constant) {
+                               const std::vector<bool> &constant,
+                               const FilterSource *filter) {
   static const std::pair<std::string_view, onednn::PrepareFn> kFastCalls[] = {
       {"cublaslt.matmul", onednn::prepareMatmul},
       {"cudnn.conv_fwd", onednn::prepareConv},
@@ -65,7 +66,7 @@ FastCallChoice prepareFastCall(const PlanCall &call,
       {"cudnn.pool", onednn::preparePool}};
   for (const auto &[kind, prepare] : kFastCalls)
     if (call.kind == kind)
-      return prepare(call, operands, results, constant);
+      return prepare(call, operands, results, constant, filter);
   return {nullptr, "no oneDNN primitive for " + call.kind + " yet"};
 }
 
@@ -100,7 +101,8 @@ std::string fastKernelIsa() {
 FastCallChoice prepareFastCall(const PlanCall &,
                                const std::vector<TensorView> &,
                                const std::vector<TensorView> &,
-                               const std::vector<bool> &) {
+                               const std::vector<bool> &,
+                               const FilterSource *) {
   return {nullptr, "built without oneDNN"};
 }
 

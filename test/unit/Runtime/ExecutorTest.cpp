@@ -677,6 +677,127 @@ TEST_CASE("a weight's transpose that only a fast call reads runs once, at "
   }
 }
 
+/// A bf16 training step's convolutions as culib-nhwc-layout and mixed
+/// precision write them: the f32 filter `w` [8, 4, 3, 3] (a state buffer:
+/// the master weight, or an input) is cast to bf16 and transposed to
+/// [8, 3, 3, 4] for the forward and backward-data convolutions, and the
+/// backward-filter call's bf16 dw [8, 3, 3, 4] is cast to f32 and transposed
+/// back into the gradient g [8, 4, 3, 3]. Outputs y, dx (cast to f32) and g.
+struct ChannelsLastTrainingConvs {
+  PlanBuilder b;
+  std::vector<float> w = ramp(8 * 4 * 3 * 3, 5);
+  explicit ChannelsLastTrainingConvs(bool filterIsState) {
+    const std::vector<PlanAttr> window = {
+        {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+        {"strides", std::vector<int64_t>{1, 1}},
+        {"dilations", std::vector<int64_t>{1, 1}},
+        {"layout", std::string("nhwc")},
+        {"compute_type", int64_t(DType::F32)}};
+    auto withBias = [&](std::vector<PlanAttr> attrs) {
+      attrs.push_back({"has_bias", int64_t(0)});
+      return attrs;
+    };
+    const auto bf16 = DType::BF16, f32 = DType::F32;
+    uint32_t x = b.arena(f32, {1, 5, 5, 4}, "x");
+    uint32_t dy = b.arena(f32, {1, 3, 3, 8}, "dy");
+    uint32_t wf = filterIsState
+                      ? appendWeightBuffer(b.plan, BufferStorage::State, "w",
+                                           "w", {8, 4, 3, 3}, w)
+                      : b.arena(f32, {8, 4, 3, 3}, "w");
+    b.input("x", x);
+    b.input("dy", dy);
+    if (!filterIsState)
+      b.input("w", wf);
+    uint32_t xb = b.arena(bf16, {1, 5, 5, 4}),
+             dyb = b.arena(bf16, {1, 3, 3, 8});
+    uint32_t wb = b.arena(bf16, {8, 4, 3, 3}), wT = b.arena(bf16, {8, 3, 3, 4});
+    uint32_t yb = b.arena(bf16, {1, 3, 3, 8}),
+             dxb = b.arena(bf16, {1, 5, 5, 4});
+    uint32_t dwb = b.arena(bf16, {8, 3, 3, 4}),
+             dwf = b.arena(f32, {8, 3, 3, 4});
+    uint32_t y = b.arena(f32, {1, 3, 3, 8}, "y"),
+             dx = b.arena(f32, {1, 5, 5, 4}, "dx"),
+             g = b.arena(f32, {8, 4, 3, 3}, "g");
+    b.call("kernel.cast", {x}, {xb}, {}, "x_bf16");    // 0
+    b.call("kernel.cast", {dy}, {dyb}, {}, "dy_bf16"); // 1
+    b.call("kernel.cast", {wf}, {wb}, {}, "w_bf16");   // 2
+    b.call("kernel.transpose", {wb}, {wT},             // 3
+           {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}, "w_nhwc");
+    b.call("cudnn.conv_fwd", {xb, wT}, {yb}, withBias(window), "conv"); // 4
+    b.call("cudnn.conv_bwd_data", {dyb, wT}, {dxb}, withBias(window),   // 5
+           "conv/grad");
+    b.call("cudnn.conv_bwd_filter", {xb, dyb}, {dwb}, window, // 6
+           "conv/grad");
+    b.call("kernel.cast", {dwb}, {dwf}, {}, "dw_f32"); // 7
+    b.call("kernel.transpose", {dwf}, {g},             // 8
+           {{"perm", std::vector<int64_t>{0, 3, 1, 2}}}, "dw_nchw");
+    b.call("kernel.cast", {yb}, {y}, {}, "y_f32");    // 9
+    b.call("kernel.cast", {dxb}, {dx}, {}, "dx_f32"); // 10
+    b.output("y", y);
+    b.output("dx", dx);
+    b.output("g", g);
+  }
+};
+
+TEST_CASE("a training step's filter casts and transposes fold into the "
+          "convolutions' reorders",
+          "[executor][fast]") {
+  const std::string isa = cpu::fastKernelIsa();
+  if (isa != "avx512_core_bf16" && isa != "avx512_core_amx") {
+    WARN("oneDNN's bf16 convolutions need avx512_core_bf16 (here: " << isa
+                                                                    << ")");
+    return;
+  }
+  ChannelsLastTrainingConvs step(/*filterIsState=*/true);
+  CpuExecutorOptions reference;
+  reference.kernels = cpu::CpuKernels::Reference;
+  Result<CpuExecutor> ref = CpuExecutor::create(step.b.plan, "ref", reference);
+  Result<CpuExecutor> fast = CpuExecutor::create(step.b.plan, "fast");
+  REQUIRE(ref);
+  REQUIRE(fast);
+  for (size_t call : {4, 5, 6})
+    CHECK_THAT(fast->implementationOf(call), Catch::StartsWith("onednn:"));
+  // The forward and backward-data convolutions read the master weight.
+  for (size_t call : {2, 3})
+    CHECK(fast->implementationOf(call) ==
+          "skipped: folded into the filter reorder of call #4 "
+          "(cudnn.conv_fwd at node 'conv'), call #5 (cudnn.conv_bwd_data at "
+          "node 'conv/grad')");
+  // The backward-filter call writes the f32 gradient.
+  for (size_t call : {7, 8})
+    CHECK(fast->implementationOf(call) ==
+          "skipped: folded into the filter reorder of call #6 "
+          "(cudnn.conv_bwd_filter at node 'conv/grad')");
+  HostTensor x = tensorOf({1, 5, 5, 4}, ramp(100, 6)),
+             dy = tensorOf({1, 3, 3, 8}, ramp(72, 7));
+  for (int run = 0; run < 2; ++run) {
+    Result<std::vector<NamedTensor>> want =
+        ref->run({{"x", x.view()}, {"dy", dy.view()}});
+    Result<std::vector<NamedTensor>> got =
+        fast->run({{"x", x.view()}, {"dy", dy.view()}});
+    REQUIRE(want);
+    REQUIRE(got);
+    for (size_t k = 0; k < 3; ++k) {
+      INFO((*want)[k].name);
+      std::vector<double> expected;
+      for (float v : valuesOf((*want)[k].tensor))
+        expected.push_back(v);
+      // bf16 results: one rounding each, summed in another order.
+      checkClose(valuesOf((*got)[k].tensor), expected, 2e-2);
+    }
+  }
+
+  // A filter that is an input may change while the step runs (its bytes
+  // are in the arena): the plan's calls make the filter.
+  ChannelsLastTrainingConvs fromInput(/*filterIsState=*/false);
+  Result<CpuExecutor> plain = CpuExecutor::create(fromInput.b.plan, "input");
+  REQUIRE(plain);
+  for (size_t call : {2, 3})
+    CHECK_THAT(plain->implementationOf(call), Catch::StartsWith("own:"));
+  // (The gradient's chain does not depend on where the filter comes from.)
+  CHECK_THAT(plain->implementationOf(7), Catch::StartsWith("skipped:"));
+}
+
 TEST_CASE("the elementwise, cast and transpose kernels give the same bits on "
           "any number of threads",
           "[executor]") {

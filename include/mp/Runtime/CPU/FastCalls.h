@@ -49,17 +49,34 @@ public:
 struct FastCallChoice {
   std::unique_ptr<PreparedCall> call; ///< null: the reference kernel runs it
   std::string why; ///< with no call: the reason (for --timing / --print-plan)
+  /// The call reads (writes) FilterSource::buffer instead of its own filter
+  /// operand (dw result).
+  bool filterFromSource = false;
+};
+
+/// The channels-first buffer behind a channels-last convolution's filter:
+/// a training step makes the filter operand from its f32 master weight by a
+/// cast and a transpose on every run, and the backward-filter call's dw goes
+/// back to a channels-first f32 gradient the same way. `buffer` is that
+/// weight or gradient, [M, C/g, k...] in its own dtype; a call that binds it
+/// lets its reorder into (out of) the library's layout do the cast and the
+/// transpose, and the plan's calls between are not needed.
+struct FilterSource {
+  TensorView buffer;
+  bool constant = false; ///< a weight: reordered once
 };
 
 /// A fast implementation of `call` on these views, made once. `constant[k]`
 /// says that operand k never changes while the plan is loaded (a weight):
 /// the library may then keep it reordered into its own layout. The views
 /// must stay valid (the executor's buffers) for the prepared call's life.
+/// `filter` (convolutions only) offers the filter's channels-first buffer.
 /// Never fails: a call it cannot prepare gets a reason instead.
 FastCallChoice prepareFastCall(const PlanCall &call,
                                const std::vector<TensorView> &operands,
                                const std::vector<TensorView> &results,
-                               const std::vector<bool> &constant);
+                               const std::vector<bool> &constant,
+                               const FilterSource *filter = nullptr);
 
 /// Bytes of weights that the process's fast calls hold in a primitive's
 /// layout or as f32 copies of f16 weights: made once per weight and layout,

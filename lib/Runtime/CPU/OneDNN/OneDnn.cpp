@@ -80,6 +80,33 @@ dnnl::memory::desc filterDesc(const TensorView &w, Layout layout,
   return dnnl::memory::desc(logical, type, strides);
 }
 
+Binding filterBinding(int arg, const TensorView &filter,
+                      const dnnl::memory::desc &user, const ConvOptions &o,
+                      const FilterSource *source, bool constant,
+                      bool &fromSource) {
+  fromSource = false;
+  if (!source || o.layout != Layout::NHWC || filter.shape.size() < 3)
+    return Binding(arg, user, filter, constant);
+  // The channels-first shape of the filter: [M, k..., C/g] -> [M, C/g, k...].
+  Shape channelsFirstShape = filter.shape;
+  std::rotate(channelsFirstShape.begin() + 1, channelsFirstShape.end() - 1,
+              channelsFirstShape.end());
+  const TensorView &buffer = source->buffer;
+  // f16 buffers go through f32 copies of their own: not worth it here. An
+  // f16 filter is computed on as f32, so its reorder would skip the plan's
+  // rounding to f16; a bf16 one is computed on as bf16, and the reorder from
+  // f32 rounds as the plan's cast does (to nearest even).
+  std::optional<dnnl::memory::data_type> type = computeTypeOf(buffer.dtype);
+  if (buffer.shape != channelsFirstShape || !type ||
+      buffer.dtype == DType::F16 || filter.dtype == DType::F16)
+    return Binding(arg, user, filter, constant);
+  fromSource = true;
+  Binding b(arg, filterDesc(buffer, Layout::NCHW, o.groups, *type), buffer,
+            source->constant);
+  b.staged = b.output;
+  return b;
+}
+
 ConvWindow convWindowOf(const ConvOptions &o, size_t spatial) {
   ConvWindow w{dnnl::memory::dims(spatial, 1), dnnl::memory::dims(spatial, 0),
                dnnl::memory::dims(spatial, 0), dnnl::memory::dims(spatial, 0)};
@@ -251,7 +278,7 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
       call->copies_.push_back({static_cast<uint16_t *>(b.data), user,
                                b.desc.get_size() / sizeof(float), output});
     }
-    if (wanted == b.desc) {
+    if (wanted == b.desc && !b.staged) {
       call->args_[b.arg] = user;
       continue;
     }

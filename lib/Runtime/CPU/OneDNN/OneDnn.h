@@ -95,6 +95,10 @@ struct Binding {
   bool f16Storage;
   /// The primitive writes it (after the run: reordered, rounded to f16).
   bool output;
+  /// An output written through the scratch after the run even when the
+  /// primitive could write it in place: it may share bytes with operands
+  /// the primitive reads (a gradient the plan would only write later).
+  bool staged = false;
   /// Set (by the constructor below): memory in the primitive's layout,
   /// bound as it is and kept alive by the call: a constant (sharedConstant)
   /// or memory of the call's own (an LSTM's final states no result wants).
@@ -113,6 +117,17 @@ std::shared_ptr<const dnnl::memory>
 sharedConstant(const void *source, const std::string &kind,
                const dnnl::memory::desc &wanted,
                const std::function<dnnl::memory()> &make);
+
+/// A convolution's filter (operand, or a backward-filter call's dw) as the
+/// call binds it: as the plan holds it (`user`, its descriptor), or, where a
+/// FilterSource of the same dims and a dtype oneDNN reorders is given for a
+/// channels-last call, that buffer channels first: the reorder into (out
+/// of) the primitive's layout then does the plan's cast and transpose.
+/// `fromSource` says which.
+Binding filterBinding(int arg, const TensorView &filter,
+                      const dnnl::memory::desc &user, const ConvOptions &o,
+                      const FilterSource *source, bool constant,
+                      bool &fromSource);
 
 /// No fast call: the reference kernel runs it, for this reason.
 inline FastCallChoice referenceKernel(std::string why) {
@@ -195,53 +210,66 @@ std::string implementationName(const dnnl::primitive_desc_base &pd);
 
 /// The calls (FastCalls.cpp's table dispatches to them), one signature: a
 /// prepared call, or none with the reason; `constant[k]`: operand k never
-/// changes while the plan is loaded (a weight).
+/// changes while the plan is loaded (a weight); `filter`: the channels-first
+/// buffer behind a convolution's filter, if any (the others ignore it).
 using PrepareFn = FastCallChoice (*)(const PlanCall &call,
                                      const std::vector<TensorView> &operands,
                                      const std::vector<TensorView> &results,
-                                     const std::vector<bool> &constant);
+                                     const std::vector<bool> &constant,
+                                     const FilterSource *filter);
 FastCallChoice prepareMatmul(const PlanCall &call,
                              const std::vector<TensorView> &operands,
                              const std::vector<TensorView> &results,
-                             const std::vector<bool> &constant);
+                             const std::vector<bool> &constant,
+                             const FilterSource *filter);
 FastCallChoice prepareConv(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results,
-                           const std::vector<bool> &constant);
+                           const std::vector<bool> &constant,
+                           const FilterSource *filter);
 FastCallChoice prepareElementwise(const PlanCall &call,
                                   const std::vector<TensorView> &operands,
                                   const std::vector<TensorView> &results,
-                                  const std::vector<bool> &constant);
+                                  const std::vector<bool> &constant,
+                                  const FilterSource *filter);
 FastCallChoice prepareConvBackwardData(const PlanCall &call,
                                        const std::vector<TensorView> &operands,
                                        const std::vector<TensorView> &results,
-                                       const std::vector<bool> &constant);
+                                       const std::vector<bool> &constant,
+                                       const FilterSource *filter);
 FastCallChoice prepareConvBackwardFilter(
     const PlanCall &call, const std::vector<TensorView> &operands,
-    const std::vector<TensorView> &results, const std::vector<bool> &constant);
+    const std::vector<TensorView> &results, const std::vector<bool> &constant,
+    const FilterSource *filter);
 FastCallChoice prepareBatchNormInference(
     const PlanCall &call, const std::vector<TensorView> &operands,
-    const std::vector<TensorView> &results, const std::vector<bool> &constant);
+    const std::vector<TensorView> &results, const std::vector<bool> &constant,
+    const FilterSource *filter);
 FastCallChoice prepareBatchNormTraining(const PlanCall &call,
                                         const std::vector<TensorView> &operands,
                                         const std::vector<TensorView> &results,
-                                        const std::vector<bool> &constant);
+                                        const std::vector<bool> &constant,
+                                        const FilterSource *filter);
 FastCallChoice prepareBatchNormBackward(const PlanCall &call,
                                         const std::vector<TensorView> &operands,
                                         const std::vector<TensorView> &results,
-                                        const std::vector<bool> &constant);
+                                        const std::vector<bool> &constant,
+                                        const FilterSource *filter);
 FastCallChoice prepareRnn(const PlanCall &call,
                           const std::vector<TensorView> &operands,
                           const std::vector<TensorView> &results,
-                          const std::vector<bool> &constant);
+                          const std::vector<bool> &constant,
+                          const FilterSource *filter);
 FastCallChoice prepareSoftmax(const PlanCall &call,
                               const std::vector<TensorView> &operands,
                               const std::vector<TensorView> &results,
-                              const std::vector<bool> &constant);
+                              const std::vector<bool> &constant,
+                              const FilterSource *filter);
 FastCallChoice preparePool(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results,
-                           const std::vector<bool> &constant);
+                           const std::vector<bool> &constant,
+                           const FilterSource *filter);
 
 } // namespace mp::rt::cpu::onednn
 

@@ -170,7 +170,8 @@ private:
 
 FastCallChoice prepareBatchNormInference(
     const PlanCall &call, const std::vector<TensorView> &operands,
-    const std::vector<TensorView> &results, const std::vector<bool> &constant) {
+    const std::vector<TensorView> &results, const std::vector<bool> &constant,
+    const FilterSource *) {
   Result<BatchNormOptions> parsed = batchNormOptionsOf(call);
   if (!parsed || operands.size() != 5 || results.size() != 1 ||
       !checkBatchNormInference(operands[0], operands[1], operands[2],
@@ -215,7 +216,8 @@ FastCallChoice prepareBatchNormInference(
 FastCallChoice prepareBatchNormTraining(const PlanCall &call,
                                         const std::vector<TensorView> &operands,
                                         const std::vector<TensorView> &results,
-                                        const std::vector<bool> &) {
+                                        const std::vector<bool> &,
+                                        const FilterSource *) {
   Result<BatchNormOptions> parsed = batchNormOptionsOf(call);
   if (!parsed || operands.size() != 5 || results.size() != 3 ||
       !checkBatchNormTraining(operands[0], operands[1], operands[2],
@@ -264,7 +266,8 @@ FastCallChoice prepareBatchNormTraining(const PlanCall &call,
 FastCallChoice prepareBatchNormBackward(const PlanCall &call,
                                         const std::vector<TensorView> &operands,
                                         const std::vector<TensorView> &results,
-                                        const std::vector<bool> &constant) {
+                                        const std::vector<bool> &constant,
+                                        const FilterSource *) {
   Result<BatchNormOptions> parsed = batchNormOptionsOf(call);
   if (!parsed || operands.size() != 3 || results.size() != 3 ||
       !checkBatchNormBackward(operands[0], operands[1], operands[2], results[0],

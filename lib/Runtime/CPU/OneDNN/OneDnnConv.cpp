@@ -19,7 +19,8 @@ namespace mp::rt::cpu::onednn {
 FastCallChoice prepareConv(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results,
-                           const std::vector<bool> &constant) {
+                           const std::vector<bool> &constant,
+                           const FilterSource *filter) {
   Result<bool> hasBias = hasBuffer(call, "bias");
   if (!hasBias || operands.size() != 2 + size_t(*hasBias) ||
       results.size() != 1)
@@ -76,12 +77,18 @@ FastCallChoice prepareConv(const PlanCall &call,
     auto isConstant = [&](size_t k) {
       return constant.size() > k && constant[k];
     };
+    bool fromSource = false;
     std::vector<Binding> buffers = {{DNNL_ARG_SRC, xDesc, x},
-                                    {DNNL_ARG_WEIGHTS, wUser, w, isConstant(1)},
+                                    filterBinding(DNNL_ARG_WEIGHTS, w, wUser, o,
+                                                  filter, isConstant(1),
+                                                  fromSource),
                                     {DNNL_ARG_DST, yDesc, y}};
     if (bias)
       buffers.push_back({DNNL_ARG_BIAS, biasDesc, *bias, isConstant(2)});
-    return PrimitiveCall::prepare(pd, dnnl::convolution_forward(pd), buffers);
+    FastCallChoice choice =
+        PrimitiveCall::prepare(pd, dnnl::convolution_forward(pd), buffers);
+    choice.filterFromSource = choice.call && fromSource;
+    return choice;
   });
 }
 

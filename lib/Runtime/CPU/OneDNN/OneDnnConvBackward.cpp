@@ -7,6 +7,9 @@
 // rounding) and f16 (through f32 copies). The primitive picks the layouts
 // of every operand (a channels-first call) or of the filter (channels
 // last); the call reorders into and out of them through the workspace.
+// Given the channels-first buffer behind a channels-last filter (a training
+// step's master weight or f32 gradient: FilterSource), the filter's reorder
+// reads or writes that instead.
 // Shapes that do not describe a convolution (oneDNN refuses them) and a
 // transposed convolution with a bias stay on the reference kernel, which
 // reports a bad call's error.
@@ -91,7 +94,8 @@ dnnl::convolution_forward::primitive_desc forwardHint(const Gradient &g) {
 FastCallChoice prepareConvBackwardData(const PlanCall &call,
                                        const std::vector<TensorView> &operands,
                                        const std::vector<TensorView> &results,
-                                       const std::vector<bool> &constant) {
+                                       const std::vector<bool> &constant,
+                                       const FilterSource *filter) {
   Result<bool> hasBias = hasBuffer(call, "bias");
   if (!hasBias || operands.size() != 2 + size_t(*hasBias) ||
       results.size() != 1)
@@ -111,17 +115,22 @@ FastCallChoice prepareConvBackwardData(const PlanCall &call,
             g.outWanted, win.strides, win.dilates, win.padsBegin, win.padsEnd),
         userScratchpad(), engine(), forwardHint(g));
     bool constantW = constant.size() > 1 && constant[1];
-    return PrimitiveCall::prepare(
+    bool fromSource = false;
+    FastCallChoice choice = PrimitiveCall::prepare(
         pd, dnnl::convolution_backward_data(pd),
         {{DNNL_ARG_DIFF_DST, g.outUser, dy},
-         {DNNL_ARG_WEIGHTS, g.filterUser, w, constantW},
+         filterBinding(DNNL_ARG_WEIGHTS, w, g.filterUser, g.options, filter,
+                       constantW, fromSource),
          {DNNL_ARG_DIFF_SRC, g.inUser, dx}});
+    choice.filterFromSource = choice.call && fromSource;
+    return choice;
   });
 }
 
 FastCallChoice prepareConvBackwardFilter(
     const PlanCall &call, const std::vector<TensorView> &operands,
-    const std::vector<TensorView> &results, const std::vector<bool> &) {
+    const std::vector<TensorView> &results, const std::vector<bool> &,
+    const FilterSource *filter) {
   if (operands.size() != 2 || results.size() != 1)
     return referenceKernel("the reference kernel reports the call's error");
   const TensorView &x = operands[0], &dy = operands[1], &dw = results[0];
@@ -136,10 +145,15 @@ FastCallChoice prepareConvBackwardFilter(
             dnnl::algorithm::convolution_direct, g.inWanted, g.filterWanted,
             g.outWanted, win.strides, win.dilates, win.padsBegin, win.padsEnd),
         userScratchpad(), engine(), forwardHint(g));
-    return PrimitiveCall::prepare(pd, dnnl::convolution_backward_weights(pd),
-                                  {{DNNL_ARG_SRC, g.inUser, x},
-                                   {DNNL_ARG_DIFF_DST, g.outUser, dy},
-                                   {DNNL_ARG_DIFF_WEIGHTS, g.filterUser, dw}});
+    bool fromSource = false;
+    FastCallChoice choice = PrimitiveCall::prepare(
+        pd, dnnl::convolution_backward_weights(pd),
+        {{DNNL_ARG_SRC, g.inUser, x},
+         {DNNL_ARG_DIFF_DST, g.outUser, dy},
+         filterBinding(DNNL_ARG_DIFF_WEIGHTS, dw, g.filterUser, g.options,
+                       filter, false, fromSource)});
+    choice.filterFromSource = choice.call && fromSource;
+    return choice;
   });
 }
 

@@ -115,7 +115,8 @@ dnnl::memory::desc broadcastDesc(const TensorView &t, size_t rank,
 FastCallChoice prepareElementwise(const PlanCall &call,
                                   const std::vector<TensorView> &operands,
                                   const std::vector<TensorView> &results,
-                                  const std::vector<bool> &constant) {
+                                  const std::vector<bool> &constant,
+                                  const FilterSource *) {
   Result<ElementwiseCall> parsed = elementwiseCallOf(call);
   if (!parsed || results.size() != 1 || operands.empty())
     return referenceKernel("the reference kernel reports the call's error");

@@ -49,7 +49,8 @@ void logicalOf(const TensorView &t, size_t batchRank, bool transposed,
 FastCallChoice prepareMatmul(const PlanCall &call,
                              const std::vector<TensorView> &operands,
                              const std::vector<TensorView> &results,
-                             const std::vector<bool> &constant) {
+                             const std::vector<bool> &constant,
+                             const FilterSource *) {
   Result<bool> hasC = hasBuffer(call, "c");
   Result<bool> hasBias = hasBuffer(call, "bias");
   Result<MatmulOptions> options = matmulOptionsOf(call);

@@ -16,7 +16,7 @@ namespace mp::rt::cpu::onednn {
 FastCallChoice preparePool(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results,
-                           const std::vector<bool> &) {
+                           const std::vector<bool> &, const FilterSource *) {
   Result<bool> hasIndices = hasBuffer(call, "indices");
   if (!hasIndices || operands.size() != 1 ||
       results.size() != 1 + size_t(*hasIndices))

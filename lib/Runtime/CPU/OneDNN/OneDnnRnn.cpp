@@ -138,7 +138,8 @@ std::string unsupportedOptions(const RnnOptions &o) {
 FastCallChoice prepareRnn(const PlanCall &call,
                           const std::vector<TensorView> &operands,
                           const std::vector<TensorView> &results,
-                          const std::vector<bool> &constant) {
+                          const std::vector<bool> &constant,
+                          const FilterSource *) {
   std::array<const TensorView *, 8> in;
   std::array<const TensorView *, 3> out;
   Result<RnnOptions> options = rnnOptionsOf(call);

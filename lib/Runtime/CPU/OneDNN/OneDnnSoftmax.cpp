@@ -16,7 +16,7 @@ namespace mp::rt::cpu::onednn {
 FastCallChoice prepareSoftmax(const PlanCall &call,
                               const std::vector<TensorView> &operands,
                               const std::vector<TensorView> &results,
-                              const std::vector<bool> &) {
+                              const std::vector<bool> &, const FilterSource *) {
   Result<int64_t> axisAttr = intAttr(call, "axis");
   Result<int64_t> logAttr = intAttr(call, "log", 0);
   if (!axisAttr || !logAttr || operands.size() != 1 || results.size() != 1 ||
