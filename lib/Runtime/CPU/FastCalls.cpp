@@ -63,7 +63,9 @@ FastCallChoice prepareFastCall(const PlanCall &call,
       {"cudnn.batch_norm_bwd", onednn::prepareBatchNormBackward},
       {"cudnn.rnn", onednn::prepareRnn},
       {"cudnn.softmax", onednn::prepareSoftmax},
-      {"cudnn.pool", onednn::preparePool}};
+      {"cudnn.pool", onednn::preparePool},
+      {"kernel.layer_norm", onednn::prepareLayerNorm},
+      {"cudnn.lrn", onednn::prepareLrn}};
   for (const auto &[kind, prepare] : kFastCalls)
     if (call.kind == kind)
       return prepare(call, operands, results, constant, filter);

@@ -893,3 +893,89 @@ TEST_CASE("fast LSTMs compute what the reference computes", "[cpu][fast]") {
   CHECK_FALSE(changing.call);
   CHECK_THAT(changing.why, Catch::Contains("weights that change"));
 }
+
+TEST_CASE("fast layer norm and LRN compute what the reference computes",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    // Over the last dim, and over the last two (axis 1 of a 3-D x).
+    for (int64_t axis : {-1, 1})
+      for (bool withBias : {false, true}) {
+        INFO("layer norm, axis " << axis << (withBias ? ", bias, " : ", ")
+                                 << dtypeName(dtype));
+        const Shape x{3, 4, 20};
+        const Shape row =
+            axis == -1 ? Shape{20} : Shape{4, 20}; // one value per element
+        Case c;
+        c.call = callOf("kernel.layer_norm", {{"axis", axis},
+                                              {"epsilon", 1e-5},
+                                              {"has_bias", int64_t(withBias)},
+                                              {"has_mean", int64_t(0)},
+                                              {"has_inv_std_dev", int64_t(0)}});
+        c.operands.push_back(randomTensor(dtype, x, 21));
+        c.operands.push_back(randomTensor(DType::F32, row, 22));
+        c.constant = {false, true};
+        if (withBias) {
+          c.operands.push_back(randomTensor(DType::F32, row, 23));
+          c.constant.push_back(true);
+        }
+        c.yDtype = dtype;
+        c.yShape = x;
+        bool ran = compareWithReference(c);
+        if (dtype == DType::F32)
+          CHECK(ran);
+      }
+    for (int64_t size : {3, 5}) {
+      INFO("lrn, size " << size << ", " << dtypeName(dtype));
+      Case c;
+      c.call = callOf(
+          "cudnn.lrn",
+          {{"size", size}, {"alpha", 1e-2}, {"beta", 0.75}, {"bias", 2.0}});
+      c.operands.push_back(randomTensor(dtype, {2, 32, 5, 6}, 24));
+      c.constant = {false};
+      c.yDtype = dtype;
+      c.yShape = {2, 32, 5, 6};
+      bool ran = compareWithReference(c);
+      // oneDNN 2.6's jit LRN: size 5, channels in blocks of 16 (else its
+      // reference code, which the call refuses).
+      if (dtype == DType::F32 && size == 5)
+        CHECK(ran);
+    }
+  }
+
+  // What stays on the reference kernels.
+  HostTensor x = randomTensor(DType::F32, {3, 20}, 25),
+             scale = randomTensor(DType::F32, {20}, 26),
+             scalar = randomTensor(DType::F32, {1}, 27), y(DType::F32, {3, 20}),
+             mean(DType::F32, {3, 1});
+  auto layerNormWhy = [&](std::vector<TensorView> operands,
+                          std::vector<TensorView> results, bool hasMean) {
+    cpu::FastCallChoice c = cpu::prepareFastCall(
+        callOf("kernel.layer_norm", {{"axis", int64_t(-1)},
+                                     {"epsilon", 1e-5},
+                                     {"has_bias", int64_t(0)},
+                                     {"has_mean", int64_t(hasMean)},
+                                     {"has_inv_std_dev", int64_t(0)}}),
+        operands, results, {false, true});
+    CHECK_FALSE(c.call);
+    return c.why;
+  };
+  CHECK_THAT(
+      layerNormWhy({x.view(), scale.view()}, {y.view(), mean.view()}, true),
+      Catch::Contains("mean and inverse standard deviation"));
+  CHECK_THAT(layerNormWhy({x.view(), scalar.view()}, {y.view()}, false),
+             Catch::Contains("one value per element of the row"));
+  HostTensor x4 = randomTensor(DType::F32, {1, 6, 3, 3}, 28),
+             y4(DType::F32, {1, 6, 3, 3});
+  cpu::FastCallChoice even =
+      cpu::prepareFastCall(callOf("cudnn.lrn", {{"size", int64_t(4)},
+                                                {"alpha", 1e-4},
+                                                {"beta", 0.75},
+                                                {"bias", 1.0}}),
+                           {x4.view()}, {y4.view()}, {false});
+  CHECK_FALSE(even.call);
+  CHECK_THAT(even.why, Catch::Contains("even size"));
+}

@@ -229,7 +229,8 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
                                       const std::vector<Binding> &buffers) {
   // oneDNN's reference implementations are generic C++ loops that the
   // project's own kernels beat.
-  if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0)
+  const std::string_view impl = pd.impl_info_str();
+  if (impl.substr(0, 3) == "ref" || impl.find("_ref") != std::string_view::npos)
     return referenceKernel("oneDNN has only its reference implementation (" +
                            implementationName(pd) + ")");
   auto call = std::unique_ptr<PrimitiveCall>(new PrimitiveCall());

@@ -265,6 +265,16 @@ FastCallChoice prepareSoftmax(const PlanCall &call,
                               const std::vector<TensorView> &results,
                               const std::vector<bool> &constant,
                               const FilterSource *filter);
+FastCallChoice prepareLayerNorm(const PlanCall &call,
+                                const std::vector<TensorView> &operands,
+                                const std::vector<TensorView> &results,
+                                const std::vector<bool> &constant,
+                                const FilterSource *filter);
+FastCallChoice prepareLrn(const PlanCall &call,
+                          const std::vector<TensorView> &operands,
+                          const std::vector<TensorView> &results,
+                          const std::vector<bool> &constant,
+                          const FilterSource *filter);
 FastCallChoice preparePool(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results,
