@@ -817,7 +817,6 @@ TEST_CASE("fast LSTMs compute what the reference computes", "[cpu][fast]") {
     return;
   }
   const int64_t T = 7, B = 3, I = 5, H = 6;
-  const bool avx512 = cpu::fastKernelIsa().rfind("avx512", 0) == 0;
   for (DType dtype : {DType::F32, DType::BF16, DType::F16})
     for (bool reverse : {false, true})
       for (int variant = 0; variant < 3; ++variant) {
@@ -856,13 +855,14 @@ TEST_CASE("fast LSTMs compute what the reference computes", "[cpu][fast]") {
         c.yDtype = dtype;
         c.yShape = {T, 1, B, H};
         bool ran = compareWithReference(c);
-        // oneDNN 2.6's LSTMs are jit (brgemm) code on avx512_core and up
-        // only, bf16 on avx512_core_bf16; below, its reference code, which
-        // the call refuses (scripts/check-portability.sh runs this on AVX2).
-        if (dtype != DType::BF16 && avx512)
+        // oneDNN 2.6's LSTMs are brgemm code on avx512_core and up, bf16 on
+        // avx512_core_bf16; below, its "ref" RNN, which runs jit GEMMs and
+        // cells and which the call takes too (scripts/check-portability.sh
+        // runs this on AVX2).
+        if (dtype != DType::BF16)
           CHECK(ran);
       }
-  // What oneDNN's LSTM does not have stays on the reference kernel.
+  // What oneDNN's cells do not have stays on the reference kernel.
   HostTensor x = randomTensor(DType::F32, {T, B, I}, 1),
              w = randomTensor(DType::F32, {2, 4 * H, I}, 2),
              r = randomTensor(DType::F32, {2, 4 * H, H}, 3),
@@ -892,6 +892,69 @@ TEST_CASE("fast LSTMs compute what the reference computes", "[cpu][fast]") {
       {false, false, true});
   CHECK_FALSE(changing.call);
   CHECK_THAT(changing.why, Catch::Contains("weights that change"));
+}
+
+TEST_CASE("fast GRU and RNN cells compute what the reference computes",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  const int64_t T = 6, B = 3, I = 5, H = 7;
+  struct Cell {
+    const char *what, *mode;
+    int64_t gates;
+    std::vector<PlanAttr> attrs;
+  };
+  const Cell cells[] = {
+      {"GRU", "gru", 3, {}},
+      {"GRU, linear before reset",
+       "gru",
+       3,
+       {{"linear_before_reset", int64_t(1)}}},
+      {"RNN (Tanh)", "rnn", 1, {}},
+      {"RNN (Relu)", "rnn", 1, {{"activations", std::string("Relu")}}}};
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (const Cell &cell : cells)
+      for (bool reverse : {false, true})
+        for (bool full : {false, true}) {
+          // full: a bias, the initial h and the final h.
+          INFO(cell.what << ", " << dtypeName(dtype)
+                         << (reverse ? ", reverse" : ", forward")
+                         << (full ? ", with b, h0, y_h" : ""));
+          std::vector<PlanAttr> attrs = {
+              {"mode", std::string(cell.mode)},
+              {"direction", std::string(reverse ? "reverse" : "forward")},
+              {"hidden_size", H},
+              {"has_b", int64_t(full)},
+              {"has_sequence_lens", int64_t(0)},
+              {"has_initial_h", int64_t(full)},
+              {"has_initial_c", int64_t(0)},
+              {"has_p", int64_t(0)},
+              {"has_y", int64_t(1)},
+              {"has_y_h", int64_t(full)},
+              {"has_y_c", int64_t(0)}};
+          attrs.insert(attrs.end(), cell.attrs.begin(), cell.attrs.end());
+          Case c;
+          c.call = callOf("cudnn.rnn", attrs);
+          const int64_t G = cell.gates;
+          c.operands.push_back(randomTensor(dtype, {T, B, I}, 50));
+          c.operands.push_back(randomTensor(dtype, {1, G * H, I}, 51));
+          c.operands.push_back(randomTensor(dtype, {1, G * H, H}, 52));
+          c.constant = {false, true, true};
+          if (full) {
+            c.operands.push_back(randomTensor(dtype, {1, 2 * G * H}, 53));
+            c.operands.push_back(randomTensor(dtype, {1, B, H}, 54));
+            c.constant.insert(c.constant.end(), {true, false});
+            c.moreResults = {{dtype, {1, B, H}}};
+          }
+          c.yDtype = dtype;
+          c.yShape = {T, 1, B, H};
+          bool ran = compareWithReference(c);
+          // (GRUs and RNNs: oneDNN 2.6's "ref" RNN on every ISA.)
+          if (dtype != DType::BF16)
+            CHECK(ran);
+        }
 }
 
 TEST_CASE("fast layer norm and LRN compute what the reference computes",

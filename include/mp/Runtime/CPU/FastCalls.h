@@ -5,11 +5,12 @@
 // library primitives (oneDNN) prepared once when a plan is loaded, for the
 // calls, shapes and dtypes the library covers on this CPU: matmul,
 // convolution (forward and both gradients), pooling, batch norm (inference,
-// training and backward), layer norm, LRN, LSTMs, softmax and the common
-// elementwise functions, in f32, in bf16 where the CPU has bf16 dot products
-// (avx512_core_bf16, AMX; f32 accumulation, one rounding) and, for f16
-// storage, in f32 on f32 copies. A call the library does not cover keeps its
-// reference kernel, and says why (docs/runtime.md, "Fast CPU kernels").
+// training and backward), layer norm, LRN, LSTM, GRU and RNN cells, softmax
+// and the common elementwise functions, in f32, in bf16 where the CPU has
+// bf16 dot products (avx512_core_bf16, AMX; f32 accumulation, one rounding)
+// and, for f16 storage, in f32 on f32 copies. A call the library does not cover
+// keeps its reference kernel, and says why (docs/runtime.md, "Fast CPU
+// kernels").
 //
 //===----------------------------------------------------------------------===//
 #ifndef MP_RUNTIME_CPU_FASTCALLS_H

@@ -29,11 +29,10 @@ FastCallChoice prepareLayerNorm(const PlanCall &call,
       "the reference kernel reports the call's error";
   std::array<const TensorView *, 3> in;
   std::array<const TensorView *, 3> out;
-  if (!bindCallBuffers(call, operands,
-                       {{{"x", false}, {"scale", false}, {"bias", true}}}, in,
-                       results,
-                       {{{"y", false}, {"mean", true}, {"inv_std_dev", true}}},
-                       out))
+  if (!bindCallBuffers(
+          call, operands, {{{"x", false}, {"scale", false}, {"bias", true}}},
+          in, results, {{{"y", false}, {"mean", true}, {"inv_std_dev", true}}},
+          out))
     return referenceKernel(byReference);
   Result<int64_t> axisAttr = intAttr(call, "axis", -1);
   Result<double> epsilonAttr = floatAttr(call, "epsilon", 1e-5);
@@ -117,9 +116,9 @@ FastCallChoice prepareLrn(const PlanCall &call,
                                 dnnl::algorithm::lrn_across_channels, blocked,
                                 o.size, o.alpha, o.beta, o.bias),
         userScratchpad(), engine());
-    return PrimitiveCall::prepare(pd, dnnl::lrn_forward(pd),
-                                  {{DNNL_ARG_SRC, data, x},
-                                   {DNNL_ARG_DST, data, y}});
+    return PrimitiveCall::prepare(
+        pd, dnnl::lrn_forward(pd),
+        {{DNNL_ARG_SRC, data, x}, {DNNL_ARG_DST, data, y}});
   });
 }
 

@@ -1,19 +1,24 @@
-//===- OneDnnRnn.cpp - cudnn.rnn's LSTM on oneDNN's lstm_forward ----------===//
+//===- OneDnnRnn.cpp - cudnn.rnn on oneDNN's LSTM, GRU and RNN cells ------===//
 //
-// An ONNX LSTM of one direction (forward or reverse) as oneDNN's vanilla
-// lstm_forward (inference): every step's input and recurrent GEMMs and the
-// gates in one primitive, f32 or bf16 (f32 accumulation; oneDNN keeps the
-// hidden state between steps in bf16, as cuDNN keeps it in 16 bits, where
-// the reference kernel keeps it in f32), f16 through f32 copies.
+// An ONNX LSTM, GRU or RNN of one direction (forward or reverse) as oneDNN's
+// lstm_forward, gru_forward (linear_before_reset = 0), lbr_gru_forward
+// (= 1) or vanilla_rnn_forward (inference): every step's input and
+// recurrent GEMMs and the gates in one primitive, f32 or bf16 (f32
+// accumulation; oneDNN keeps the hidden state between steps in bf16, as
+// cuDNN keeps it in 16 bits, where the reference kernel keeps it in f32),
+// f16 through f32 copies.
 //
-// oneDNN orders the gates i, f, c, o and ONNX i, o, f, c, and takes one bias
-// (ONNX has the input's and the recurrence's), so W, R and b are repacked
-// once into oneDNN's order (shared by every executor of the plan, as
-// reordered weights are: sharedConstant). What oneDNN's vanilla LSTM does
-// not have stays on the reference kernel: GRU and plain RNN cells,
-// bidirectional (ONNX's y interleaves the directions per step), sequence
-// lengths, peepholes, clip, input_forget, other activations, weights that
-// change between runs, and no y result.
+// oneDNN orders an LSTM's gates i, f, c, o where ONNX has i, o, f, c (a
+// GRU's u, r, o are ONNX's z, r, h), and takes one bias per gate where ONNX
+// has the input's and the recurrence's: Wb + Rb, except for a
+// linear-before-reset GRU, whose candidate gate keeps Rb_h apart (oneDNN's
+// fourth bias). So W, R and b are repacked once into oneDNN's order
+// (shared by every executor of the plan, as reordered weights are:
+// sharedConstant). What oneDNN's cells do not have stays on the reference
+// kernel: bidirectional (ONNX's y interleaves the directions per step),
+// sequence lengths, peepholes, clip, input_forget, activations other than
+// ONNX's defaults (an RNN's: Tanh, Relu or Sigmoid), weights that change
+// between runs, and no y result.
 //
 //===----------------------------------------------------------------------===//
 #include "OneDnn.h"
@@ -29,8 +34,25 @@ namespace mp::rt::cpu::onednn {
 
 namespace {
 
-/// oneDNN's gate g is ONNX's gate kOnnxGate[g] (i, f, c, o from i, o, f, c).
-constexpr int64_t kOnnxGate[4] = {0, 2, 3, 1};
+/// A cell's gates: how many, and which of ONNX's is oneDNN's gate g.
+struct Gates {
+  int64_t count;
+  const int64_t *onnx;
+};
+constexpr int64_t kLstmGates[4] = {0, 2, 3, 1}; // i, f, c, o from i, o, f, c
+constexpr int64_t kGruGates[3] = {0, 1, 2};     // u, r, o are z, r, h
+constexpr int64_t kRnnGates[1] = {0};
+
+Gates gatesOf(RnnMode mode) {
+  switch (mode) {
+  case RnnMode::Lstm:
+    return {4, kLstmGates};
+  case RnnMode::Gru:
+    return {3, kGruGates};
+  default:
+    return {1, kRnnGates};
+  }
+}
 
 /// A weight's values as f32.
 std::vector<float> floatsOf(const TensorView &t) {
@@ -75,60 +97,107 @@ dnnl::memory inLayout(dnnl::memory m, const dnnl::memory::desc &wanted) {
   return out;
 }
 
-/// ONNX's W or R ([1, 4H, K]) as oneDNN's weights [1, 1, K, 4, H] (ldigo)
+/// ONNX's W or R ([1, G*H, K]) as oneDNN's weights [1, 1, K, G, H] (ldigo)
 /// in the layout `wanted`.
-dnnl::memory gateWeights(const TensorView &w, int64_t hidden,
+dnnl::memory gateWeights(const TensorView &w, int64_t hidden, Gates gates,
                          dnnl::memory::data_type type,
                          const dnnl::memory::desc &wanted) {
-  const int64_t k = w.shape[2];
+  const int64_t k = w.shape[2], count = gates.count;
   std::vector<float> onnx = floatsOf(w), packed(onnx.size());
-  for (int64_t g = 0; g < 4; ++g)
+  for (int64_t g = 0; g < count; ++g)
     for (int64_t h = 0; h < hidden; ++h)
       for (int64_t i = 0; i < k; ++i)
-        packed[(i * 4 + g) * hidden + h] =
-            onnx[(kOnnxGate[g] * hidden + h) * k + i];
-  return inLayout(memoryOf(plainDesc({1, 1, k, 4, hidden}, type), packed),
+        packed[(i * count + g) * hidden + h] =
+            onnx[(gates.onnx[g] * hidden + h) * k + i];
+  return inLayout(memoryOf(plainDesc({1, 1, k, count, hidden}, type), packed),
                   wanted);
 }
 
-/// ONNX's b ([1, 8H]: Wb, then Rb; none: zeros) as oneDNN's one bias
-/// [1, 1, 4, H] f32.
-dnnl::memory gateBias(const TensorView *b, int64_t hidden,
+/// ONNX's b ([1, 2*G*H]: Wb, then Rb; none: zeros) as oneDNN's bias
+/// [1, 1, G, H] f32: Wb + Rb per gate. A linear-before-reset GRU has a
+/// fourth: its candidate gate takes Wb_h (gate 2) and Rb_h (gate 3) apart.
+dnnl::memory gateBias(const TensorView *b, int64_t hidden, Gates gates,
+                      bool linearBeforeReset,
                       const dnnl::memory::desc &wanted) {
-  std::vector<float> packed(4 * hidden, 0.0f);
+  const int64_t count = gates.count,
+                biases = count + int64_t(linearBeforeReset);
+  std::vector<float> packed(biases * hidden, 0.0f);
   if (b) {
     std::vector<float> onnx = floatsOf(*b);
-    for (int64_t g = 0; g < 4; ++g)
-      for (int64_t h = 0; h < hidden; ++h)
-        packed[g * hidden + h] = onnx[kOnnxGate[g] * hidden + h] +
-                                 onnx[(4 + kOnnxGate[g]) * hidden + h];
+    for (int64_t g = 0; g < count; ++g)
+      for (int64_t h = 0; h < hidden; ++h) {
+        float wb = onnx[gates.onnx[g] * hidden + h],
+              rb = onnx[(count + gates.onnx[g]) * hidden + h];
+        if (linearBeforeReset && g == 2) {
+          packed[2 * hidden + h] = wb;
+          packed[3 * hidden + h] = rb;
+        } else {
+          packed[g * hidden + h] = wb + rb;
+        }
+      }
   }
   return inLayout(
-      memoryOf(plainDesc({1, 1, 4, hidden}, dnnl::memory::data_type::f32),
+      memoryOf(plainDesc({1, 1, biases, hidden}, dnnl::memory::data_type::f32),
                packed),
       wanted);
 }
 
-/// Why oneDNN's vanilla LSTM cannot run these options (empty: it can).
+/// Whether `given` are the activations `wanted` (none given: ONNX's
+/// defaults, which `wanted` are).
+bool activationsAre(const std::vector<RnnActivation> &given,
+                    std::initializer_list<RnnActivationKind> wanted) {
+  if (given.empty())
+    return true;
+  if (given.size() != wanted.size())
+    return false;
+  size_t i = 0;
+  for (RnnActivationKind kind : wanted)
+    if (given[i++].kind != kind)
+      return false;
+  return true;
+}
+
+/// The activation of oneDNN's vanilla RNN cell for an ONNX RNN's, if any.
+std::optional<dnnl::algorithm> rnnActivation(const RnnOptions &o) {
+  using K = RnnActivationKind;
+  if (o.activations.empty())
+    return dnnl::algorithm::eltwise_tanh;
+  if (o.activations.size() != 1)
+    return std::nullopt;
+  switch (o.activations[0].kind) {
+  case K::Tanh:
+    return dnnl::algorithm::eltwise_tanh;
+  case K::Relu:
+    return dnnl::algorithm::eltwise_relu;
+  case K::Sigmoid:
+    return dnnl::algorithm::eltwise_logistic;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Why oneDNN's cells cannot run these options (empty: they can).
 std::string unsupportedOptions(const RnnOptions &o) {
-  if (o.mode != RnnMode::Lstm)
-    return o.mode == RnnMode::Gru ? "a GRU (oneDNN's LSTM only here)"
-                                  : "a plain RNN (oneDNN's LSTM only here)";
+  using K = RnnActivationKind;
   if (o.direction == RnnDirection::Bidirectional)
     return "bidirectional (ONNX's y interleaves the directions per step)";
   if (o.clip)
     return "clip";
   if (o.inputForget)
     return "input_forget";
-  const RnnActivationKind standard[3] = {RnnActivationKind::Sigmoid,
-                                         RnnActivationKind::Tanh,
-                                         RnnActivationKind::Tanh};
-  if (!o.activations.empty()) {
-    if (o.activations.size() != 3)
+  switch (o.mode) {
+  case RnnMode::Lstm:
+    if (!activationsAre(o.activations, {K::Sigmoid, K::Tanh, K::Tanh}))
       return "activations other than Sigmoid, Tanh, Tanh";
-    for (size_t i = 0; i < 3; ++i)
-      if (o.activations[i].kind != standard[i])
-        return "activations other than Sigmoid, Tanh, Tanh";
+    break;
+  case RnnMode::Gru:
+    if (!activationsAre(o.activations, {K::Sigmoid, K::Tanh}))
+      return "activations other than Sigmoid, Tanh";
+    break;
+  default:
+    if (!rnnActivation(o))
+      return "an activation other than Tanh, Relu or Sigmoid";
+    break;
   }
   return "";
 }
@@ -160,6 +229,9 @@ FastCallChoice prepareRnn(const PlanCall &call,
     return referenceKernel("peepholes");
   if (!y)
     return referenceKernel("no y result");
+  const RnnMode mode = options->mode;
+  const Gates gates = gatesOf(mode);
+  const bool lbr = mode == RnnMode::Gru && options->linearBeforeReset;
   auto isConstant = [&](const TensorView *v) {
     size_t k = static_cast<size_t>(v - operands.data());
     return k < constant.size() && constant[k];
@@ -179,42 +251,97 @@ FastCallChoice prepareRnn(const PlanCall &call,
     dnnl::memory::desc state = plainDesc({1, 1, batch, hidden}, *type);
     dnnl::memory::desc output = plainDesc({steps, batch, hidden}, *type);
     dnnl::memory::desc none;
-    dnnl::memory::desc weightsLayer({1, 1, input, 4, hidden}, *type, tag::any);
-    dnnl::memory::desc weightsIter({1, 1, hidden, 4, hidden}, *type, tag::any);
+    dnnl::memory::desc weightsLayer({1, 1, input, gates.count, hidden}, *type,
+                                    tag::any);
+    dnnl::memory::desc weightsIter({1, 1, hidden, gates.count, hidden}, *type,
+                                   tag::any);
     dnnl::memory::desc bias =
-        plainDesc({1, 1, 4, hidden}, dnnl::memory::data_type::f32);
+        plainDesc({1, 1, gates.count + int64_t(lbr), hidden},
+                  dnnl::memory::data_type::f32);
     dnnl::primitive_attr attr = userScratchpad();
     const auto direction = options->direction == RnnDirection::Reverse
                                ? dnnl::rnn_direction::unidirectional_right2left
                                : dnnl::rnn_direction::unidirectional_left2right;
-    // oneDNN's bf16 LSTM wants the final states wherever the initial ones
+    // oneDNN's bf16 cells want the final states wherever the initial ones
     // are given: those no result asks for go into memory of the call's.
     const bool hOut = yH || h0, cOut = yC || c0;
-    dnnl::lstm_forward::primitive_desc pd(
-        dnnl::lstm_forward::desc(dnnl::prop_kind::forward_inference, direction,
-                                 layer, h0 ? state : none, c0 ? state : none,
-                                 weightsLayer, weightsIter, bias, output,
-                                 hOut ? state : none, cOut ? state : none),
-        attr, engine());
-    const dnnl::memory::desc wantedLayer = pd.weights_layer_desc(),
-                             wantedIter = pd.weights_iter_desc();
+    const auto kind = dnnl::prop_kind::forward_inference;
+    const dnnl::memory::desc &hIn = h0 ? state : none,
+                             &hLast = hOut ? state : none;
+    // The primitive (one of four classes) and its descriptors.
+    std::unique_ptr<dnnl::primitive_desc> pd;
+    dnnl::primitive primitive;
+    std::string gateKind;
+    switch (mode) {
+    case RnnMode::Lstm: {
+      dnnl::lstm_forward::primitive_desc lstm(
+          dnnl::lstm_forward::desc(kind, direction, layer, hIn,
+                                   c0 ? state : none, weightsLayer, weightsIter,
+                                   bias, output, hLast, cOut ? state : none),
+          attr, engine());
+      primitive = dnnl::lstm_forward(lstm);
+      pd = std::make_unique<dnnl::primitive_desc>(lstm);
+      gateKind = "lstm";
+      break;
+    }
+    case RnnMode::Gru:
+      if (lbr) {
+        dnnl::lbr_gru_forward::primitive_desc gru(
+            dnnl::lbr_gru_forward::desc(kind, direction, layer, hIn,
+                                        weightsLayer, weightsIter, bias, output,
+                                        hLast),
+            attr, engine());
+        primitive = dnnl::lbr_gru_forward(gru);
+        pd = std::make_unique<dnnl::primitive_desc>(gru);
+        gateKind = "lbr-gru";
+      } else {
+        dnnl::gru_forward::primitive_desc gru(
+            dnnl::gru_forward::desc(kind, direction, layer, hIn, weightsLayer,
+                                    weightsIter, bias, output, hLast),
+            attr, engine());
+        primitive = dnnl::gru_forward(gru);
+        pd = std::make_unique<dnnl::primitive_desc>(gru);
+        gateKind = "gru";
+      }
+      break;
+    default: {
+      dnnl::vanilla_rnn_forward::primitive_desc rnn(
+          dnnl::vanilla_rnn_forward::desc(kind, *rnnActivation(*options),
+                                          direction, layer, hIn, weightsLayer,
+                                          weightsIter, bias, output, hLast),
+          attr, engine());
+      primitive = dnnl::vanilla_rnn_forward(rnn);
+      pd = std::make_unique<dnnl::primitive_desc>(rnn);
+      gateKind = "rnn";
+      break;
+    }
+    }
+    auto wantedOf = [&](int arg) {
+      return pd->query_md(dnnl::query::exec_arg_md, arg);
+    };
+    const dnnl::memory::desc wantedLayer = wantedOf(DNNL_ARG_WEIGHTS_LAYER),
+                             wantedIter = wantedOf(DNNL_ARG_WEIGHTS_ITER);
     std::vector<Binding> buffers = {
         {DNNL_ARG_SRC_LAYER, layer, x},
         {DNNL_ARG_WEIGHTS_LAYER,
-         sharedConstant(
-             w.data, "lstm-gates", wantedLayer,
-             [&] { return gateWeights(w, hidden, *type, wantedLayer); })},
+         sharedConstant(w.data, gateKind + "-gates", wantedLayer,
+                        [&] {
+                          return gateWeights(w, hidden, gates, *type,
+                                             wantedLayer);
+                        })},
         {DNNL_ARG_WEIGHTS_ITER,
-         sharedConstant(r.data, "lstm-gates", wantedIter, [&] {
-           return gateWeights(r, hidden, *type, wantedIter);
+         sharedConstant(r.data, gateKind + "-gates", wantedIter, [&] {
+           return gateWeights(r, hidden, gates, *type, wantedIter);
          })}};
     // Without b, zeros (made once per W, whose bytes then key them).
-    const dnnl::memory::desc wantedBias = pd.bias_desc();
+    const dnnl::memory::desc wantedBias = wantedOf(DNNL_ARG_BIAS);
     buffers.push_back(
-        {DNNL_ARG_BIAS,
-         sharedConstant(b ? b->data : w.data,
-                        b ? "lstm-bias" : "lstm-zero-bias", wantedBias,
-                        [&] { return gateBias(b, hidden, wantedBias); })});
+        {DNNL_ARG_BIAS, sharedConstant(b ? b->data : w.data,
+                                       gateKind + (b ? "-bias" : "-zero-bias"),
+                                       wantedBias, [&] {
+                                         return gateBias(b, hidden, gates, lbr,
+                                                         wantedBias);
+                                       })});
     if (h0)
       buffers.push_back({DNNL_ARG_SRC_ITER, state, *h0});
     if (c0)
@@ -238,7 +365,11 @@ FastCallChoice prepareRnn(const PlanCall &call,
       result(DNNL_ARG_DST_ITER_C, state, *yC);
     else if (cOut)
       unused(DNNL_ARG_DST_ITER_C);
-    return PrimitiveCall::prepare(pd, dnnl::lstm_forward(pd), buffers);
+    // oneDNN 2.6 has brgemm kernels for LSTMs on avx512_core; its other
+    // cells (and LSTMs below avx512_core) are "ref" code that still runs
+    // jit GEMMs and gates, several times faster than the project's kernel.
+    return PrimitiveCall::prepare(*pd, primitive, buffers,
+                                  /*referenceIsFast=*/true);
   });
 }
 
