@@ -7,11 +7,13 @@
 #include "mlir/Pass/PassRegistry.h"
 
 void mp::buildCompilePipeline(mlir::OpPassManager &pm,
-                              const NHWCLayoutOptions &layout) {
+                              const NHWCLayoutOptions &layout, bool fuse) {
   pm.addNestedPass<mlir::func::FuncOp>(mp::createInferShapes());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createFoldConstants());
   pm.addPass(mp::createConvertMPToCuLib());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createNHWCLayout(layout));
+  if (fuse)
+    pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseEpilogues());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createPlanMemory());
 }
 
@@ -88,8 +90,8 @@ void splitPaddingOptions(llvm::StringRef options, std::string &padding,
   flush(options.size());
 }
 
-/// mp-compile's option: culib-nhwc-layout's dtypes, under the name mp-opt's
-/// --channels-last flag has.
+/// mp-compile's options: culib-nhwc-layout's dtypes, under the name mp-opt's
+/// --channels-last flag has, and whether the fusion passes run (--fuse).
 struct CompilePipelineOptions
     : mlir::PassPipelineOptions<CompilePipelineOptions> {
   ListOption<std::string> channelsLast{
@@ -97,6 +99,10 @@ struct CompilePipelineOptions
       llvm::cl::desc("Element types whose convolutions run channels last "
                      "(culib-nhwc-layout's dtypes; default f16,bf16,f32; "
                      "none)")};
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Run the culib fusion passes "
+                                   "(culib-fuse-epilogues); default true"),
+                    llvm::cl::init(true)};
 };
 } // namespace
 
@@ -105,12 +111,12 @@ void mp::registerPipelines() {
       "mp-compile",
       "Lower an imported model to memory-planned culib calls: "
       "mp-infer-shapes, mp-fold-constants, convert-mp-to-culib, "
-      "culib-nhwc-layout, culib-plan-memory",
+      "culib-nhwc-layout, culib-fuse-epilogues, culib-plan-memory",
       [](mlir::OpPassManager &pm, const CompilePipelineOptions &options) {
         NHWCLayoutOptions layout;
         layout.dtypes.assign(options.channelsLast.begin(),
                              options.channelsLast.end());
-        buildCompilePipeline(pm, layout);
+        buildCompilePipeline(pm, layout, options.fuse);
       });
   mlir::registerPassPipeline(
       "mp-autocast-pipeline",

@@ -139,6 +139,13 @@ llvm::cl::list<std::string> channelsLast(
                    "bf16, f32, f64; default f16,bf16,f32), or none"),
     llvm::cl::CommaSeparated, llvm::cl::cat(outputCategory));
 
+llvm::cl::opt<bool> fuseCalls(
+    "fuse",
+    llvm::cl::desc("With --emit=plan: fold what the calls can do themselves "
+                   "into them (culib-fuse-epilogues: a ReLU into the "
+                   "convolution or matmul before it); default true"),
+    llvm::cl::init(true), llvm::cl::cat(outputCategory));
+
 llvm::cl::opt<bool> onnxExternalData(
     "onnx-external-data",
     llvm::cl::desc("With ONNX output: always put large initializers in "
@@ -267,6 +274,11 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
                     "(for other output, run --culib-nhwc-layout=dtypes=...)\n";
     return failure();
   }
+  if (fuseCalls.getNumOccurrences() && emitKind != EmitKind::Plan) {
+    llvm::errs() << "mp-opt: error: --fuse applies to --emit=plan (for other "
+                    "output, run --mp-compile=fuse=...)\n";
+    return failure();
+  }
   // Implicit nesting, as mlir-opt does: `--mp-infer-shapes` alone works.
   PassManager pm(&context, module.get()->getName().getStringRef(),
                  OpPassManager::Nesting::Implicit);
@@ -283,7 +295,7 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
     }
     mp::NHWCLayoutOptions layout;
     layout.dtypes.assign(channelsLast.begin(), channelsLast.end());
-    mp::buildCompilePipeline(pm, layout);
+    mp::buildCompilePipeline(pm, layout, fuseCalls);
     mp::ExportPlanOptions exportOptions;
     exportOptions.outputPath = outputFilename.str();
     exportOptions.modelName =

@@ -19,9 +19,11 @@ class OpPassManager;
 namespace mp {
 /// The passes from an imported model to a memory-planned culib module (what
 /// a plan is written from), registered as the `mp-compile` pipeline;
-/// `layout` chooses the convolutions that go channels last.
+/// `layout` chooses the convolutions that go channels last, `fuse` runs the
+/// culib fusion passes (culib-fuse-epilogues).
 void buildCompilePipeline(mlir::OpPassManager &pm,
-                          const NHWCLayoutOptions &layout = {});
+                          const NHWCLayoutOptions &layout = {},
+                          bool fuse = true);
 /// mp-autocast with `options`, then (unless `padding` is empty)
 /// mp-pad-tensor-cores on the low-precision ops, then mp-cast-cleanup:
 /// registered as the `mp-autocast-pipeline` pipeline (the same options, and

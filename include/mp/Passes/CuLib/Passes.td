@@ -41,6 +41,32 @@ def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
   let dependentDialects = ["mp::culib::CuLibDialect"];
 }
 
+def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
+  let summary = "Fold a ReLU into the convolution or matmul that writes its input";
+  let description = [{
+    `culib.conv_fwd` and `culib.matmul` have an activation epilogue that
+    both backends run inside the call (cuDNN's fused
+    convolution-bias-activation and cuBLASLt's RELU epilogue, oneDNN's
+    post-ops on the CPU): a `culib.elementwise relu` whose input buffer
+    only such a call writes and nothing else reads becomes that call's
+    `activation` / `epilogue = relu`, the call writes the ReLU's output
+    buffer, and the ReLU and the intermediate buffer go: one call and one
+    round trip through memory fewer. ReLU commutes with rounding, so a
+    16-bit result has the same bits as before. Calls that already have an
+    epilogue, intermediate buffers read by anything else (a training step
+    keeps the convolution's output for the ReLU's gradient) and output
+    buffers used between the two calls are left alone. With `report`, a
+    remark counts the fused calls and the bytes no longer written. Run it
+    after culib-nhwc-layout and before culib-plan-memory (mp-compile does,
+    unless its `fuse` option is off).
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the calls fused and the bytes saved">,
+  ];
+  let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
 def PlanMemory : Pass<"culib-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Assign arena offsets to culib buffers, reusing memory of dead buffers";
   let description = [{

@@ -4,12 +4,12 @@
 // layer_normalization_forward on x seen as [rows, row size], with f32 scale
 // and bias of one value per row element (oneDNN's use_scale / use_shift);
 // and LRN across channels as lrn_forward (lrn_across_channels) on 4-D
-// channels-first data. f32 and bf16 computed in f32, rounded once (f16
-// through f32 copies). What they do not cover stays on the reference
-// kernels: the mean and inverse standard deviation results (oneDNN gives
-// the variance), a scale or bias broadcast along the row or in another
-// dtype, an even LRN size (oneDNN's window is then one channel narrower
-// than ONNX's), other ranks, and y in place of x.
+// channels-first data, reordered into oneDNN's channel blocks. f32 and bf16
+// computed in f32, rounded once (f16 through f32 copies). What they do not
+// cover stays on the reference kernels: the mean and inverse standard deviation
+// results (oneDNN gives the variance), a scale or bias broadcast along the row
+// or in another dtype, an even LRN size (oneDNN's window is then one channel
+// narrower than ONNX's), other ranks, and y in place of x.
 //
 //===----------------------------------------------------------------------===//
 #include "OneDnn.h"
@@ -107,10 +107,14 @@ FastCallChoice prepareLrn(const PlanCall &call,
   return catchingErrors([&] {
     const dnnl::memory::dims dims(x.shape.begin(), x.shape.end());
     dnnl::memory::desc data = plainDesc(dims, *type);
-    // oneDNN's jit LRN works on channels in blocks of 16 (its plain
-    // channels-first one is reference code): the call reorders x into that
-    // layout and y out of it.
-    dnnl::memory::desc blocked(dims, *type, dnnl::memory::format_tag::nChw16c);
+    // oneDNN's jit LRN works on channels in blocks of 16 (AVX-512) or 8
+    // (AVX2); its plain channels-first one is reference code. The call
+    // reorders x into that layout and y out of it.
+    const bool avx512 =
+        dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+    dnnl::memory::desc blocked(dims, *type,
+                               avx512 ? dnnl::memory::format_tag::nChw16c
+                                      : dnnl::memory::format_tag::nChw8c);
     dnnl::lrn_forward::primitive_desc pd(
         dnnl::lrn_forward::desc(dnnl::prop_kind::forward_inference,
                                 dnnl::algorithm::lrn_across_channels, blocked,

@@ -1,0 +1,87 @@
+// culib-fuse-epilogues: a ReLU whose input only a convolution or a matmul
+// writes becomes that call's epilogue; the call writes the ReLU's output.
+// RUN: mp-opt %s --culib-fuse-epilogues | FileCheck %s
+// Round trip: the output parses and prints the same.
+// RUN: mp-opt %s --culib-fuse-epilogues | mp-opt | FileCheck %s
+// RUN: mp-opt %s --culib-fuse-epilogues=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+
+// CHECK-LABEL: func.func @conv_relu
+// CHECK: %[[Y:.*]] = culib.alloc : memref<1x2x3x3xf16>
+// CHECK-NEXT: culib.conv_fwd ins(%arg0, %{{.*}}) outs(%[[Y]]) {activation = #culib.epilogue<relu>
+// CHECK-NOT: culib.elementwise
+// CHECK: return %[[Y]]
+// REPORT: remark: culib-fuse-epilogues: 1 ReLU call(s) folded into their convolution or matmul; 36 intermediate bytes no longer written
+func.func @conv_relu(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
+  %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
+  %t = culib.alloc : memref<1x2x3x3xf16>
+  culib.conv_fwd ins(%x, %w) outs(%t) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf16>, memref<2x2x1x1xf16>, memref<1x2x3x3xf16>
+  %y = culib.alloc : memref<1x2x3x3xf16>
+  culib.elementwise relu ins(%t) outs(%y) : memref<1x2x3x3xf16>, memref<1x2x3x3xf16>
+  return %y : memref<1x2x3x3xf16>
+}
+
+// A matmul with a bias: the bias comes before the ReLU, as before.
+// CHECK-LABEL: func.func @matmul_bias_relu
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) bias(%{{.*}}) outs(%[[D:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<relu>}
+// CHECK-NOT: culib.elementwise
+// CHECK: return %[[D]]
+// REPORT: remark: culib-fuse-epilogues: 1 ReLU call(s)
+func.func @matmul_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
+  %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
+  %t = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) bias(%bias) outs(%t) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<4xf32>, memref<2x4xf32>
+  %y = culib.alloc : memref<2x4xf32>
+  culib.elementwise relu ins(%t) outs(%y) : memref<2x4xf32>, memref<2x4xf32>
+  return %y : memref<2x4xf32>
+}
+
+// Not fusable: the convolution's output is read by another call too (a
+// training step keeps it for the ReLU's gradient).
+// CHECK-LABEL: func.func @conv_output_read_twice
+// CHECK: culib.conv_fwd {{[^#]*$}}
+// CHECK: culib.elementwise relu
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU call(s)
+func.func @conv_output_read_twice(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf32>, memref<1x2x3x3xi1>) {
+  %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
+  %t = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x2x1x1xf32>, memref<1x2x3x3xf32>
+  %y = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise relu ins(%t) outs(%y) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %zero = culib.weight "zero" dense<0.0> : tensor<f32> : memref<f32>
+  %p = culib.alloc : memref<1x2x3x3xi1>
+  culib.elementwise greater ins(%t, %zero) outs(%p) : memref<1x2x3x3xf32>, memref<f32>, memref<1x2x3x3xi1>
+  return %y, %p : memref<1x2x3x3xf32>, memref<1x2x3x3xi1>
+}
+
+// Not fusable: the call already has an epilogue.
+// CHECK-LABEL: func.func @already_fused
+// CHECK: culib.matmul {{.*}}epilogue = #culib.epilogue<gelu>
+// CHECK: culib.elementwise relu
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU call(s)
+func.func @already_fused(%a: memref<2x3xf32>) -> memref<2x4xf32> {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
+  %t = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%t) {compute_type = f32, epilogue = #culib.epilogue<gelu>} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %y = culib.alloc : memref<2x4xf32>
+  culib.elementwise relu ins(%t) outs(%y) : memref<2x4xf32>, memref<2x4xf32>
+  return %y : memref<2x4xf32>
+}
+
+// Not fusable: the ReLU's output is read between the two calls (the
+// convolution would write it too early).
+// CHECK-LABEL: func.func @output_used_between
+// CHECK: culib.conv_fwd {{[^#]*$}}
+// CHECK: culib.copy
+// CHECK: culib.elementwise relu
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU call(s)
+func.func @output_used_between(%x: memref<1x1x2x2xf32>) -> (memref<1x1x2x2xf32>, memref<1x1x2x2xf32>) {
+  %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
+  %y = culib.alloc : memref<1x1x2x2xf32>
+  %t = culib.alloc : memref<1x1x2x2xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x1x2x2xf32>, memref<1x1x1x1xf32>, memref<1x1x2x2xf32>
+  %c = culib.alloc : memref<1x1x2x2xf32>
+  culib.copy ins(%y) outs(%c) : memref<1x1x2x2xf32>, memref<1x1x2x2xf32>
+  culib.elementwise relu ins(%t) outs(%y) : memref<1x1x2x2xf32>, memref<1x1x2x2xf32>
+  return %y, %c : memref<1x1x2x2xf32>, memref<1x1x2x2xf32>
+}
