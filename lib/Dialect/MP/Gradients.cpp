@@ -198,7 +198,8 @@ LogicalResult gradRelu(ReluOp op, GradBuilder &g, ArrayRef<Value> dR,
                        Grads &dO) {
   Value zero = g.scalar(elementOf(op.getX()), 0.0);
   Value positive = GreaterOp::create(g.b, op.getX(), zero);
-  dO[0] = g.where(positive, dR[0], g.zeros(tensorType(dR[0])));
+  // A one-element zero, broadcast: no weight of dy's size to read.
+  dO[0] = g.where(positive, dR[0], g.scalar(elementOf(dR[0]), 0.0));
   return success();
 }
 LogicalResult gradClip(ClipOp op, GradBuilder &g, ArrayRef<Value> dR,
@@ -214,7 +215,7 @@ LogicalResult gradClip(ClipOp op, GradBuilder &g, ArrayRef<Value> dR,
     andWith(GreaterOrEqualOp::create(g.b, x, lo));
   if (hi && !isa<NoneType>(hi.getType()))
     andWith(LessOrEqualOp::create(g.b, x, hi));
-  dO[0] = pass ? g.where(pass, dR[0], g.zeros(tensorType(dR[0]))) : dR[0];
+  dO[0] = pass ? g.where(pass, dR[0], g.scalar(elementOf(dR[0]), 0.0)) : dR[0];
   return success();
 }
 LogicalResult gradSigmoid(SigmoidOp op, GradBuilder &g, ArrayRef<Value> dR,
@@ -261,7 +262,7 @@ LogicalResult gradErf(ErfOp op, GradBuilder &g, ArrayRef<Value> dR,
 LogicalResult gradWhere(WhereOp op, GradBuilder &g, ArrayRef<Value> dR,
                         Grads &dO) {
   Value cond = op->getOperand(0);
-  Value zeros = g.zeros(tensorType(dR[0]));
+  Value zeros = g.scalar(elementOf(dR[0]), 0.0); // broadcast
   dO[1] = g.unbroadcast(g.where(cond, dR[0], zeros), op->getOperand(1).getType());
   dO[2] = g.unbroadcast(g.where(cond, zeros, dR[0]), op->getOperand(2).getType());
   return success();
