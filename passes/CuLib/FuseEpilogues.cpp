@@ -1,6 +1,7 @@
 //===- FuseEpilogues.cpp - the culib-fuse-epilogues pass ------------------===//
 //
-// A ReLU right after a convolution or a matmul becomes the call's own
+// A ReLU right after a convolution or a matmul, or a clip with constant
+// bounds (ReLU6) right after a convolution, becomes the call's own
 // activation epilogue: conv_fwd(x, w) -> t; relu(t) -> y becomes
 // conv_fwd(x, w) -> y {activation = relu}, when the convolution alone
 // writes t and the ReLU alone reads it, and nothing touches y between the
@@ -27,7 +28,7 @@ namespace {
 
 /// What the patterns did, for the report.
 struct FusionCounts {
-  int64_t calls = 0; ///< ReLUs folded into their producer
+  int64_t calls = 0; ///< ReLUs and clips folded into their producer
   int64_t bytes = 0; ///< intermediate bytes no longer written (and read)
 };
 
@@ -43,8 +44,7 @@ void setEpilogue(culib::MatmulOp op, culib::Epilogue e) { op.setEpilogue(e); }
 
 /// The CallOp that writes `t` as its output, when it is the only op
 /// besides `reader` that uses t, a culib.alloc, and comes before it.
-template <typename CallOp>
-CallOp soleProducer(Value t, Operation *reader) {
+template <typename CallOp> CallOp soleProducer(Value t, Operation *reader) {
   if (!t.getDefiningOp<culib::AllocOp>())
     return nullptr;
   CallOp producer;
@@ -73,6 +73,24 @@ bool usedBetween(Value y, Operation *from, Operation *to) {
   return false;
 }
 
+/// Makes `producer` write `y` (the output of `consumer`, which reads the
+/// producer's output t) instead of t, when nothing touches y in between.
+LogicalResult writeInto(Operation *producer, Value t, Value y,
+                        Operation *consumer, PatternRewriter &rewriter) {
+  if (usedBetween(y, producer, consumer))
+    return rewriter.notifyMatchFailure(consumer, "y is used in between");
+  // y must exist where the producer runs.
+  if (Operation *def = y.getDefiningOp()) {
+    if (def->getBlock() != producer->getBlock())
+      return rewriter.notifyMatchFailure(consumer, "y is made elsewhere");
+    if (!def->isBeforeInBlock(producer))
+      rewriter.moveOpBefore(def, producer);
+  }
+  rewriter.modifyOpInPlace(producer,
+                           [&] { producer->replaceUsesOfWith(t, y); });
+  return success();
+}
+
 int64_t bytesOf(Value v) {
   auto type = cast<MemRefType>(v.getType());
   return type.getNumElements() *
@@ -97,24 +115,99 @@ struct FoldReluInto : OpRewritePattern<culib::ElementwiseOp> {
     CallOp producer = soleProducer<CallOp>(t, relu);
     if (!producer || epilogueOf(producer) != culib::Epilogue::none)
       return rewriter.notifyMatchFailure(relu, "no producer to fold into");
-    if (usedBetween(y, producer, relu))
-      return rewriter.notifyMatchFailure(relu, "y is used in between");
-    // y must exist where the producer runs.
-    if (Operation *def = y.getDefiningOp()) {
-      if (def->getBlock() != producer->getBlock())
-        return rewriter.notifyMatchFailure(relu, "y is made elsewhere");
-      if (!def->isBeforeInBlock(producer))
-        rewriter.moveOpBefore(def, producer);
-    }
-    rewriter.modifyOpInPlace(producer, [&] {
-      setEpilogue(producer, culib::Epilogue::relu);
-      producer->replaceUsesOfWith(t, y);
-    });
+    if (failed(writeInto(producer, t, y, relu, rewriter)))
+      return failure();
+    rewriter.modifyOpInPlace(
+        producer, [&] { setEpilogue(producer, culib::Epilogue::relu); });
     counts.calls += 1;
     counts.bytes += bytesOf(t);
     Operation *alloc = t.getDefiningOp();
     rewriter.eraseOp(relu);
     rewriter.eraseOp(alloc);
+    return success();
+  }
+
+  FusionCounts &counts;
+};
+
+std::optional<float> exactIn(APFloat value, Type element);
+
+/// A clip bound: a one-element float weight's value, as f32, if it is
+/// exact both as f32 and in `element` (the type of the clipped data).
+std::optional<float> exactBound(Value bound, Type element) {
+  auto weight = bound.getDefiningOp<culib::WeightOp>();
+  auto dense =
+      weight ? dyn_cast<DenseElementsAttr>(weight.getValue()) : nullptr;
+  if (!dense || dense.getNumElements() != 1 ||
+      !isa<FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return exactIn(*dense.value_begin<APFloat>(), element);
+}
+
+/// `value` as f32, if that and its rounding to `element` lose nothing.
+std::optional<float> exactIn(APFloat value, Type element) {
+  auto floatType = dyn_cast<FloatType>(element);
+  if (!floatType)
+    return std::nullopt;
+  bool lost = false;
+  APFloat asF32 = value, inElement = value;
+  asF32.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+  if (lost)
+    return std::nullopt;
+  inElement.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                    &lost);
+  if (lost)
+    return std::nullopt;
+  return asF32.convertToFloat();
+}
+
+/// clip(t, lo, hi) (or clip(t) with alpha = lo, beta = hi) with t written
+/// by a convolution -> the convolution clips (ReLU6). Exact: rounding is
+/// monotone and keeps bounds that the output type represents.
+struct FoldClipIntoConv : OpRewritePattern<culib::ElementwiseOp> {
+  FoldClipIntoConv(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp clip,
+                                PatternRewriter &rewriter) const override {
+    if (clip.getFn() != rt::cpu::ElementwiseFn::Clip)
+      return failure();
+    ValueRange inputs = clip.getInputs();
+    Value t = inputs[0], y = clip.getY();
+    if (t.getType() != y.getType())
+      return rewriter.notifyMatchFailure(clip, "not the same buffer type");
+    Type element = cast<MemRefType>(y.getType()).getElementType();
+    std::optional<float> lo, hi;
+    if (inputs.size() == 3) {
+      lo = exactBound(inputs[1], element);
+      hi = exactBound(inputs[2], element);
+    } else if (inputs.size() == 1 && clip.getAlpha() && clip.getBeta()) {
+      lo = exactIn(APFloat(*clip.getAlpha()), element);
+      hi = exactIn(APFloat(*clip.getBeta()), element);
+    }
+    if (!lo || !hi || !(*lo <= *hi))
+      return rewriter.notifyMatchFailure(clip, "no constant, exact bounds");
+    auto conv = soleProducer<culib::ConvFwdOp>(t, clip);
+    if (!conv || conv.getActivation() != culib::Epilogue::none)
+      return rewriter.notifyMatchFailure(clip, "no convolution to fold into");
+    if (failed(writeInto(conv, t, y, clip, rewriter)))
+      return failure();
+    rewriter.modifyOpInPlace(conv, [&] {
+      conv.setActivation(culib::Epilogue::clip);
+      conv.setClipMinAttr(rewriter.getF32FloatAttr(*lo));
+      conv.setClipMaxAttr(rewriter.getF32FloatAttr(*hi));
+    });
+    counts.calls += 1;
+    counts.bytes += bytesOf(t);
+    Operation *alloc = t.getDefiningOp();
+    SmallVector<Value> bounds(inputs.drop_front());
+    rewriter.eraseOp(clip);
+    rewriter.eraseOp(alloc);
+    // Bound weights nothing else reads go with the clip.
+    for (Value bound : bounds)
+      if (Operation *weight = bound.getDefiningOp();
+          weight && bound.use_empty())
+        rewriter.eraseOp(weight);
     return success();
   }
 
@@ -130,8 +223,8 @@ struct FuseEpiloguesPass
     MLIRContext *ctx = &getContext();
     FusionCounts counts;
     RewritePatternSet patterns(ctx);
-    patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>>(
-        ctx, counts);
+    patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
+                 FoldClipIntoConv>(ctx, counts);
     // Only the ops the patterns look at change: no folding or DCE of the
     // buffers' other ops.
     GreedyRewriteConfig config;
@@ -141,8 +234,8 @@ struct FuseEpiloguesPass
       return signalPassFailure();
     if (report)
       func.emitRemark() << "culib-fuse-epilogues: " << counts.calls
-                        << " ReLU call(s) folded into their convolution or "
-                           "matmul; "
+                        << " ReLU / clip call(s) folded into their "
+                           "convolution or matmul; "
                         << counts.bytes
                         << " intermediate bytes no longer written";
   }

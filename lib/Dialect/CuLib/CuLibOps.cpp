@@ -92,6 +92,9 @@ LogicalResult MatmulOp::verify() {
     return emitOpError("A and B must have the same element type");
   if (failed(verifyComputeType(*this, getComputeType(), a.getElementType())))
     return failure();
+  // cuBLASLt's epilogues: none, relu, gelu.
+  if (getEpilogue() == Epilogue::clip)
+    return emitOpError("epilogue must be none, relu or gelu");
   int64_t m = a.getDimSize(a.getRank() - (getTransA() ? 1 : 2));
   int64_t ka = a.getDimSize(a.getRank() - (getTransA() ? 2 : 1));
   int64_t kb = b.getDimSize(b.getRank() - (getTransB() ? 1 : 2));
@@ -141,9 +144,18 @@ LogicalResult ConvFwdOp::verify() {
     return emitOpError() << "needs " << 2 * spatial << " pads and "
                          << spatial << " strides and dilations";
   bool nhwc = getLayout() == Layout::nhwc;
-  // cuDNN's fused convolution-bias-activation has no GELU.
+  // cuDNN's fused convolution-bias-activation has no GELU; clip has its
+  // bounds, and only clip.
   if (getActivation() == Epilogue::gelu)
-    return emitOpError("activation must be none or relu");
+    return emitOpError("activation must be none, relu or clip");
+  const bool clip = getActivation() == Epilogue::clip;
+  if (clip != (getClipMin().has_value() && getClipMax().has_value()) ||
+      (!clip && (getClipMin() || getClipMax())))
+    return emitOpError("clip_min and clip_max go with activation clip, and "
+                       "only with it");
+  if (clip &&
+      !(getClipMin()->convertToFloat() <= getClipMax()->convertToFloat()))
+    return emitOpError("clip_min must not exceed clip_max");
   int64_t groups = static_cast<int64_t>(getGroups());
   auto channelDim = [&](MemRefType t) { return nhwc ? t.getRank() - 1 : 1; };
   auto spatialDim = [&](int64_t i) { return nhwc ? 1 + i : 2 + i; };

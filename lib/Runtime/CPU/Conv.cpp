@@ -432,7 +432,7 @@ Status conv(const TensorView &x, const TensorView &w, const TensorView *bias,
       }
       if (rimg)
         addScaled(row, residual->dtype, rimg + r * rowLen * yElt, rowLen, 1.0f);
-      activate(o.activation, row, rowLen);
+      activate(o.activation, row, rowLen, o.clipMin, o.clipMax);
       if (!direct)
         fromF32(row, y.dtype, yimg + r * rowLen * yElt, rowLen);
     }

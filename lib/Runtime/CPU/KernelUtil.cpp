@@ -333,7 +333,8 @@ std::vector<int64_t> batchOffsets(const Shape &own, const Shape &batch,
 /// activate() for float and double data. For float, T(c) of each constant
 /// is the float literal's value (each decimal's nearest float is also the
 /// float nearest its double), so the float results are what they were.
-template <typename T> void activateIn(Activation act, T *v, int64_t n) {
+template <typename T>
+void activateIn(Activation act, T *v, int64_t n, float lo, float hi) {
   switch (act) {
   case Activation::None:
     return;
@@ -353,12 +354,23 @@ template <typename T> void activateIn(Activation act, T *v, int64_t n) {
                                (x + T(0.044715) * x * x * x)));
     }
     return;
+  case Activation::Clip:
+    // As the elementwise clip: NaN stays NaN.
+    for (int64_t i = 0; i < n; ++i) {
+      T x = v[i] < T(lo) ? T(lo) : v[i];
+      v[i] = x > T(hi) ? T(hi) : x;
+    }
+    return;
   }
 }
 
-void activate(Activation act, float *v, int64_t n) { activateIn(act, v, n); }
+void activate(Activation act, float *v, int64_t n, float lo, float hi) {
+  activateIn(act, v, n, lo, hi);
+}
 
-void activate(Activation act, double *v, int64_t n) { activateIn(act, v, n); }
+void activate(Activation act, double *v, int64_t n, float lo, float hi) {
+  activateIn(act, v, n, lo, hi);
+}
 
 void addScaled(float *acc, DType t, const void *src, int64_t n, float scale) {
   switch (t) {

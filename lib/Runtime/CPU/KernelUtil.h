@@ -389,9 +389,9 @@ std::vector<int64_t> batchOffsets(const Shape &own, const Shape &batch,
 //===----------------------------------------------------------------------===//
 
 /// Applies `act` to n floats in place.
-void activate(Activation act, float *v, int64_t n);
+void activate(Activation act, float *v, int64_t n, float lo = 0, float hi = 0);
 /// The same in double (f64 matmul).
-void activate(Activation act, double *v, int64_t n);
+void activate(Activation act, double *v, int64_t n, float lo = 0, float hi = 0);
 /// Adds `scale * src` (n elements of dtype t: f32, f16, bf16) to acc.
 void addScaled(float *acc, DType t, const void *src, int64_t n, float scale);
 

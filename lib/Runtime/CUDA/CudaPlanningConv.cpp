@@ -33,6 +33,7 @@ struct ConvAttrs {
   int64_t groups = 1;
   bool nhwc = false;
   EpilogueAct act = kActNone;
+  float clipMin = 0, clipMax = 0; ///< kActClip's bounds
 };
 
 } // namespace
@@ -70,9 +71,13 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
   // Attributes.
   ConvAttrs at;
   if (kind == ConvKind::Forward) {
-    // The attributes as the CPU reads them (none or relu activations).
+    // The attributes as the CPU reads them (none, relu or clip).
     MP_TRY(options, cpu::convOptionsOf(call, spatial));
-    at.act = options.activation == cpu::Activation::Relu ? kActRelu : kActNone;
+    at.act = options.activation == cpu::Activation::Relu   ? kActRelu
+             : options.activation == cpu::Activation::Clip ? kActClip
+                                                           : kActNone;
+    at.clipMin = options.clipMin;
+    at.clipMax = options.clipMax;
     at.padsBegin = options.padsBegin;
     at.padsEnd = options.padsEnd;
     at.nhwc = options.layout == cpu::Layout::NHWC;
@@ -424,6 +429,8 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
   if (p.epilogue) {
     EpilogueParams &e = p.epi;
     e.act = at.act;
+    e.clipMin = at.clipMin;
+    e.clipMax = at.clipMax;
     e.accDtype = code(p.dataType);
     e.outDtype = code(out);
     e.biasDtype = bias ? code(bias->dtype) : 0;

@@ -29,6 +29,10 @@ template <typename C> __global__ void epilogueKernel(EpilogueParams p) {
       v = v > C(0) ? v : C(0);
     else if (p.act == kActGelu)
       v = C(0.5) * v * (C(1) + mErf(v * C(0.70710678118654752)));
+    else if (p.act == kActClip) { // as the elementwise clip: NaN stays NaN
+      v = v < C(p.clipMin) ? C(p.clipMin) : v;
+      v = v > C(p.clipMax) ? C(p.clipMax) : v;
+    }
     storeAs(p.out, p.outDtype, i, v);
   }
 }

@@ -40,7 +40,8 @@ struct ConvLowering : OneCallLowering<ConvOp> {
         rewriter.getI64IntegerAttr(op.getGroup().value_or(1)),
         TypeAttr::get(computeTypeFor(x.getElementType(), op)),
         culib::LayoutAttr::get(rewriter.getContext(), culib::Layout::nchw),
-        culib::EpilogueAttr::get(rewriter.getContext(), culib::Epilogue::none));
+        culib::EpilogueAttr::get(rewriter.getContext(), culib::Epilogue::none),
+        /*clip_min=*/FloatAttr(), /*clip_max=*/FloatAttr());
   }
 };
 

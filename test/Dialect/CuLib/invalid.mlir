@@ -117,8 +117,40 @@ func.func @conv_layout_string(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, 
 // -----
 
 func.func @conv_activation(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<1x4x6x6xf32>) {
-  // expected-error @+1 {{activation must be none or relu}}
+  // expected-error @+1 {{activation must be none, relu or clip}}
   culib.conv_fwd ins(%x, %w) outs(%y) {activation = #culib.epilogue<gelu>, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_clip_without_bounds(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<1x4x6x6xf32>) {
+  // expected-error @+1 {{clip_min and clip_max go with activation clip, and only with it}}
+  culib.conv_fwd ins(%x, %w) outs(%y) {activation = #culib.epilogue<clip>, clip_min = 0.0 : f32, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bounds_without_clip(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<1x4x6x6xf32>) {
+  // expected-error @+1 {{clip_min and clip_max go with activation clip, and only with it}}
+  culib.conv_fwd ins(%x, %w) outs(%y) {activation = #culib.epilogue<relu>, clip_min = 0.0 : f32, clip_max = 6.0 : f32, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_clip_reversed(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<1x4x6x6xf32>) {
+  // expected-error @+1 {{clip_min must not exceed clip_max}}
+  culib.conv_fwd ins(%x, %w) outs(%y) {activation = #culib.epilogue<clip>, clip_min = 6.0 : f32, clip_max = 0.0 : f32, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_clip(%a: memref<2x3xf32>, %b: memref<3x5xf32>, %d: memref<2x5xf32>) {
+  // expected-error @+1 {{epilogue must be none, relu or gelu}}
+  culib.matmul ins(%a, %b) outs(%d) {compute_type = f32, epilogue = #culib.epilogue<clip>} : memref<2x3xf32>, memref<3x5xf32>, memref<2x5xf32>
   return
 }
 

@@ -107,6 +107,9 @@ inline void expectClose(const HostTensor &got, const std::vector<double> &ref,
   CHECK(bad == 0);
 }
 
+/// The bounds of Activation::Clip in the kernel tests.
+constexpr float kTestClipMin = -0.25f, kTestClipMax = 0.5f;
+
 inline double activateRef(Activation a, double v) {
   switch (a) {
   case Activation::None:
@@ -119,6 +122,8 @@ inline double activateRef(Activation a, double v) {
     return 0.5 * v *
            (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) *
                             (v + 0.044715 * v * v * v)));
+  case Activation::Clip:
+    return std::min<double>(std::max<double>(v, kTestClipMin), kTestClipMax);
   }
   return v;
 }
@@ -142,6 +147,8 @@ inline const char *actName(Activation a) {
     return "gelu";
   case Activation::GeluTanh:
     return "gelu_tanh";
+  case Activation::Clip:
+    return "clip";
   }
   return "?";
 }

@@ -151,6 +151,8 @@ void runConvCase(const ConvCase &cc, uint64_t seed) {
   o.groups = cc.groups;
   o.layout = cc.layout;
   o.activation = cc.act;
+  o.clipMin = kTestClipMin;
+  o.clipMax = kTestClipMax;
   TensorView resView = cc.residualInPlace ? y.view() : res.view();
   Status s = cpu::conv(x.view(), w.view(), cc.hasBias ? &bias.view() : nullptr,
                        cc.hasResidual ? &resView : nullptr, y.view(), o);
@@ -206,7 +208,8 @@ TEST_CASE("conv matches ONNX Conv in both layouts and every dtype",
                               {DType::F16, DType::F32},
                               {DType::F32, DType::BF16}};
   const Activation acts[] = {Activation::None, Activation::Relu,
-                             Activation::Gelu, Activation::GeluTanh};
+                             Activation::Gelu, Activation::GeluTanh,
+                             Activation::Clip};
   uint64_t seed = 1000;
   int count = 0;
   for (const Geo &g : geos)
@@ -231,7 +234,7 @@ TEST_CASE("conv matches ONNX Conv in both layouts and every dtype",
         cc.biasF32 = variant == 2;
         cc.hasResidual = variant >= 2;
         cc.residualInPlace = variant == 3;
-        cc.act = acts[(seed / 4) % 4];
+        cc.act = acts[(seed / 4) % 5];
         runConvCase(cc, seed++);
         ++count;
       }

@@ -86,7 +86,9 @@ TEST_CASE("CUDA: cudnn.conv_fwd", "[cuda][device]") {
                          {"groups", groups},
                          {"compute_type", int64_t(1)},
                          {"layout", layout},
-                         {"activation", act}},
+                         {"activation", act},
+                         {"clip_min", 0.0}, // for "clip" (ReLU6)
+                         {"clip_max", 0.5}},
                         std::move(args), {{"y", yt.value_or(t), y}}));
   };
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
@@ -98,6 +100,8 @@ TEST_CASE("CUDA: cudnn.conv_fwd", "[cuda][device]") {
          {2, 2}, 1, "nchw", "none", true);
     conv(t, {2, 7, 7, 4}, {8, 3, 3, 4}, {2, 5, 5, 8}, {0, 0, 0, 0}, {1, 1},
          {1, 1}, 1, "nhwc", "relu", true);
+    conv(t, {2, 7, 7, 4}, {8, 1, 1, 4}, {2, 7, 7, 8}, {0, 0, 0, 0}, {1, 1},
+         {1, 1}, 1, "nhwc", "clip", true);
     conv(t, {2, 3, 20}, {5, 3, 3}, {2, 5, 20}, {1, 1}, {1}, {1}, 1, "nchw",
          "none", false);
     conv(t, {1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}, {1, 3, 3, 4, 5},

@@ -119,6 +119,27 @@ TEST_CASE("convolution planning: cuDNN descriptors", "[cuda][planning]") {
     CHECK(p->epi.geom.inner == 16);
     CHECK_FALSE(p->outputToScratch);
   }
+  SECTION("clip (ReLU6): the epilogue clamps to the bounds") {
+    TensorDesc x = at(DType::F16, {2, 4, 6, 6}),
+               w = at(DType::F16, {8, 4, 3, 3}), b = at(DType::F32, {8}),
+               y = at(DType::F16, {2, 8, 4, 4});
+    Result<ConvPlan> p = planBiasConv(x, w, b, y,
+                                      {{"activation", std::string("clip")},
+                                       {"clip_min", 0.0},
+                                       {"clip_max", 6.0}});
+    REQUIRE(p);
+    CHECK(p->epilogue);
+    CHECK(p->epi.act == kActClip);
+    CHECK(p->epi.clipMin == 0.0f);
+    CHECK(p->epi.clipMax == 6.0f);
+    // Without its bounds, or with them reversed, the call is refused.
+    CHECK_FALSE(
+        planBiasConv(x, w, b, y, {{"activation", std::string("clip")}}));
+    CHECK_FALSE(planBiasConv(x, w, b, y,
+                             {{"activation", std::string("clip")},
+                              {"clip_min", 6.0},
+                              {"clip_max", 0.0}}));
+  }
   SECTION("NHWC: dims in NCHW order; channels last for the epilogue") {
     TensorDesc x = at(DType::F16, {2, 6, 6, 4}),
                w = at(DType::F16, {8, 3, 3, 4}), b = at(DType::F16, {8}),

@@ -37,7 +37,8 @@ def CuLib_Epilogue : I32EnumAttr<"Epilogue",
     "the activation a library call applies to its result", [
     I32EnumAttrCase<"none", 0>,
     I32EnumAttrCase<"relu", 1>,
-    I32EnumAttrCase<"gelu", 2> // matmul only (cuBLASLt's GELU epilogue)
+    I32EnumAttrCase<"gelu", 2>, // matmul only (cuBLASLt's GELU epilogue)
+    I32EnumAttrCase<"clip", 3>  // conv_fwd only, with clip_min / clip_max
   ]> {
   let cppNamespace = "::mp::culib";
   let genSpecializedAttr = 0;

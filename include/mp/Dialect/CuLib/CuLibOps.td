@@ -82,14 +82,15 @@ def CuLib_MatmulOp : CuLib_Op<"matmul", [AttrSizedOperandSegments]> {
 }
 
 def CuLib_ConvFwdOp : CuLib_Op<"conv_fwd"> {
-  let summary = "cudnnConvolutionForward (with optional bias and ReLU)";
+  let summary = "cudnnConvolutionForward (with optional bias and ReLU or clip)";
   let description = [{
     An N-d convolution. `layout` is `nchw` (channels first, as ONNX) or
     `nhwc` (channels last: what tensor cores prefer for 16-bit data; the
     filter is then [K, spatial..., C/groups]). `pads` holds begin values for
     every spatial dim, then end values. An optional `bias` vector and
-    `activation` (`none` or `relu`) make it cuDNN's fused
-    convolution-bias-activation.
+    `activation` (`none`, `relu`, or `clip` to [`clip_min`, `clip_max`]:
+    ReLU6) make it a fused convolution-bias-activation (cuDNN's, with the
+    project's epilogue kernel; oneDNN's post-ops on the CPU).
   }];
   let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$w,
                        Optional<CuLib_FloatBuffer>:$bias,
@@ -99,7 +100,9 @@ def CuLib_ConvFwdOp : CuLib_Op<"conv_fwd"> {
                        DefaultValuedAttr<I64Attr, "1">:$groups,
                        CuLib_ComputeTypeAttr:$compute_type,
                        CuLib_LayoutOrNCHW:$layout,
-                       CuLib_EpilogueOrNone:$activation);
+                       CuLib_EpilogueOrNone:$activation,
+                       OptionalAttr<F32Attr>:$clip_min,
+                       OptionalAttr<F32Attr>:$clip_max);
   let assemblyFormat = [{
     `ins` `(` $x `,` $w `)` (`bias` `(` $bias^ `)`)? `outs` `(` $y `)`
     attr-dict `:` type(operands)

@@ -42,7 +42,7 @@ def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
 }
 
 def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
-  let summary = "Fold a ReLU into the convolution or matmul that writes its input";
+  let summary = "Fold a ReLU or ReLU6 into the convolution or matmul that writes its input";
   let description = [{
     `culib.conv_fwd` and `culib.matmul` have an activation epilogue that
     both backends run inside the call (cuDNN's fused
@@ -51,8 +51,12 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     only such a call writes and nothing else reads becomes that call's
     `activation` / `epilogue = relu`, the call writes the ReLU's output
     buffer, and the ReLU and the intermediate buffer go: one call and one
-    round trip through memory fewer. ReLU commutes with rounding, so a
-    16-bit result has the same bits as before. Calls that already have an
+    round trip through memory fewer. A clip with constant one-element
+    bounds (ReLU6) after a convolution becomes its `activation = clip` with
+    `clip_min` / `clip_max` (cuBLASLt has no clip epilogue: not after a
+    matmul). ReLU commutes with rounding, and so does a clip whose bounds
+    the output type holds exactly (the only ones folded), so a 16-bit
+    result has the same bits as before. Calls that already have an
     epilogue, intermediate buffers read by anything else (a training step
     keeps the convolution's output for the ReLU's gradient) and output
     buffers used between the two calls are left alone. With `report`, a

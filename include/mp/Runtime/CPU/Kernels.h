@@ -44,6 +44,7 @@ enum class Activation {
   Relu,
   Gelu,     ///< x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) (ONNX Gelu, exact)
   GeluTanh, ///< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  Clip,     ///< min(max(x, lo), hi) (convolutions: ConvOptions' bounds)
 };
 
 //===----------------------------------------------------------------------===//
@@ -103,6 +104,8 @@ struct ConvOptions {
   int64_t groups = 1;
   Layout layout = Layout::NCHW;
   Activation activation = Activation::None;
+  /// Activation::Clip's bounds (ReLU6: 0, 6), lo <= hi.
+  float clipMin = 0, clipMax = 0;
 };
 
 /// y = activation(conv(x, w) + bias + residual), cross-correlation as ONNX

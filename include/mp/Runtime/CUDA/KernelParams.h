@@ -188,9 +188,11 @@ enum EpilogueAct : int32_t {
   kActNone = 0,
   kActRelu = 1,
   kActGelu = 2, ///< exact (erf)
+  kActClip = 3, ///< min(max(v, clipMin), clipMax) (convolutions)
 };
 struct EpilogueParams {
   int32_t act = kActNone;
+  float clipMin = 0, clipMax = 0; ///< kActClip's bounds
   int32_t accDtype = 1; ///< f32 or f64
   int32_t outDtype = 1;
   int32_t biasDtype = 0; ///< 0: no bias

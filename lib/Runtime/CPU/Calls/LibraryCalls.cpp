@@ -25,17 +25,21 @@ Status checkOperandCount(const CallArgs &args, size_t required,
   return checkArity(args, operands, operands, results, results);
 }
 
+/// A matmul's epilogue (none, relu, gelu) or a convolution's activation
+/// (none, relu, clip).
 Result<Activation> parseActivation(const std::string &name,
-                                   std::string_view attrName, bool allowGelu) {
+                                   std::string_view attrName, bool isMatmul) {
   if (name == "none")
     return Activation::None;
   if (name == "relu")
     return Activation::Relu;
-  if (allowGelu && name == "gelu")
+  if (isMatmul && name == "gelu")
     return Activation::Gelu;
+  if (!isMatmul && name == "clip")
+    return Activation::Clip;
   return Status::error("attribute '" + std::string(attrName) +
                        "' has unknown value '" + name + "' (none, relu" +
-                       (allowGelu ? ", gelu)" : ")"));
+                       (isMatmul ? ", gelu)" : ", clip)"));
 }
 
 /// Splits ONNX-style pads (begins, then ends) for `spatial` dimensions.
@@ -180,7 +184,17 @@ Result<ConvOptions> convOptionsOf(const PlanCall &call, size_t spatial) {
   MP_RT_TRY_ASSIGN(channelsLast, channelsLastAttr(call));
   MP_RT_TRY_ASSIGN(activationName, stringAttr(call, "activation", "none"));
   MP_RT_TRY_ASSIGN(activation, parseActivation(activationName, "activation",
-                                               /*allowGelu=*/false));
+                                               /*isMatmul=*/false));
+  if (activation == Activation::Clip) {
+    MP_RT_TRY_ASSIGN(lo, floatAttr(call, "clip_min"));
+    MP_RT_TRY_ASSIGN(hi, floatAttr(call, "clip_max"));
+    if (!(lo <= hi))
+      return Status::error("attributes 'clip_min' and 'clip_max' must be "
+                           "ordered (clip_min <= clip_max), got " +
+                           std::to_string(lo) + " and " + std::to_string(hi));
+    options.clipMin = static_cast<float>(lo);
+    options.clipMax = static_cast<float>(hi);
+  }
   if (Status s = splitPads(pads, spatial, options.padsBegin, options.padsEnd);
       !s)
     return s;

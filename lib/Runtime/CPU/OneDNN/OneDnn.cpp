@@ -123,7 +123,7 @@ ConvWindow convWindowOf(const ConvOptions &o, size_t spatial) {
   return w;
 }
 
-dnnl::post_ops postOpsOf(Activation activation) {
+dnnl::post_ops postOpsOf(Activation activation, float lo, float hi) {
   dnnl::post_ops ops;
   switch (activation) {
   case Activation::None:
@@ -136,6 +136,9 @@ dnnl::post_ops postOpsOf(Activation activation) {
     break;
   case Activation::GeluTanh:
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+    break;
+  case Activation::Clip: // as the elementwise clip (OneDnnEltwise.cpp)
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, lo, hi);
     break;
   }
   return ops;

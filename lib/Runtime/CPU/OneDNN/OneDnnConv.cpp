@@ -62,7 +62,7 @@ FastCallChoice prepareConv(const PlanCall &call,
       biasDesc = plainDesc({bias->shape[0]}, *biasType);
 
     dnnl::primitive_attr attr = userScratchpad();
-    attr.set_post_ops(postOpsOf(o.activation));
+    attr.set_post_ops(postOpsOf(o.activation, o.clipMin, o.clipMax));
     auto algorithm = dnnl::algorithm::convolution_direct;
     auto kind = dnnl::prop_kind::forward_inference;
     dnnl::convolution_forward::desc desc =

@@ -1,5 +1,6 @@
 // culib-fuse-epilogues: a ReLU whose input only a convolution or a matmul
-// writes becomes that call's epilogue; the call writes the ReLU's output.
+// writes becomes that call's epilogue, and so does a clip with constant
+// bounds (ReLU6) after a convolution; the call writes their output.
 // RUN: mp-opt %s --culib-fuse-epilogues | FileCheck %s
 // Round trip: the output parses and prints the same.
 // RUN: mp-opt %s --culib-fuse-epilogues | mp-opt | FileCheck %s
@@ -10,7 +11,7 @@
 // CHECK-NEXT: culib.conv_fwd ins(%arg0, %{{.*}}) outs(%[[Y]]) {activation = #culib.epilogue<relu>
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y]]
-// REPORT: remark: culib-fuse-epilogues: 1 ReLU call(s) folded into their convolution or matmul; 36 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip call(s) folded into their convolution or matmul; 36 intermediate bytes no longer written
 func.func @conv_relu(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
   %t = culib.alloc : memref<1x2x3x3xf16>
@@ -25,7 +26,7 @@ func.func @conv_relu(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) bias(%{{.*}}) outs(%[[D:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<relu>}
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[D]]
-// REPORT: remark: culib-fuse-epilogues: 1 ReLU call(s)
+// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip call(s)
 func.func @matmul_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
@@ -41,7 +42,7 @@ func.func @matmul_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK-LABEL: func.func @conv_output_read_twice
 // CHECK: culib.conv_fwd {{[^#]*$}}
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip call(s)
 func.func @conv_output_read_twice(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf32>, memref<1x2x3x3xi1>) {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
   %t = culib.alloc : memref<1x2x3x3xf32>
@@ -58,7 +59,7 @@ func.func @conv_output_read_twice(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf3
 // CHECK-LABEL: func.func @already_fused
 // CHECK: culib.matmul {{.*}}epilogue = #culib.epilogue<gelu>
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip call(s)
 func.func @already_fused(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %t = culib.alloc : memref<2x4xf32>
@@ -74,7 +75,7 @@ func.func @already_fused(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK: culib.conv_fwd {{[^#]*$}}
 // CHECK: culib.copy
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip call(s)
 func.func @output_used_between(%x: memref<1x1x2x2xf32>) -> (memref<1x1x2x2xf32>, memref<1x1x2x2xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
   %y = culib.alloc : memref<1x1x2x2xf32>
@@ -84,4 +85,48 @@ func.func @output_used_between(%x: memref<1x1x2x2xf32>) -> (memref<1x1x2x2xf32>,
   culib.copy ins(%y) outs(%c) : memref<1x1x2x2xf32>, memref<1x1x2x2xf32>
   culib.elementwise relu ins(%t) outs(%y) : memref<1x1x2x2xf32>, memref<1x1x2x2xf32>
   return %y, %c : memref<1x1x2x2xf32>, memref<1x1x2x2xf32>
+}
+
+// ReLU6: a clip with one-element constant bounds after a convolution (the
+// form ONNX Clip-11+ lowers to); the bounds' weights go with it.
+// CHECK-LABEL: func.func @conv_relu6
+// CHECK-NOT: culib.weight "lo"
+// CHECK-NOT: culib.weight "hi"
+// CHECK: culib.conv_fwd ins(%arg0, %{{.*}}) outs(%[[Y:[^)]*]]) {activation = #culib.epilogue<clip>, clip_max = 6.000000e+00 : f32, clip_min = 0.000000e+00 : f32
+// CHECK-NOT: culib.elementwise
+// CHECK: return %[[Y]]
+// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip call(s){{.*}}; 36 intermediate bytes
+func.func @conv_relu6(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
+  %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
+  %t = culib.alloc : memref<1x2x3x3xf16>
+  culib.conv_fwd ins(%x, %w) outs(%t) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf16>, memref<2x2x1x1xf16>, memref<1x2x3x3xf16>
+  %lo = culib.weight "lo" dense<0.0> : tensor<f16> : memref<f16>
+  %hi = culib.weight "hi" dense<6.0> : tensor<f16> : memref<f16>
+  %y = culib.alloc : memref<1x2x3x3xf16>
+  culib.elementwise clip ins(%t, %lo, %hi) outs(%y) : memref<1x2x3x3xf16>, memref<f16>, memref<f16>, memref<1x2x3x3xf16>
+  return %y : memref<1x2x3x3xf16>
+}
+
+// Not fusable: a bound that changes (a graph input), and a clip after a
+// matmul (cuBLASLt has no clip epilogue).
+// CHECK-LABEL: func.func @clip_not_fusable
+// CHECK: culib.conv_fwd {{[^#]*$}}
+// CHECK: culib.elementwise clip
+// CHECK: culib.matmul {{[^#]*$}}
+// CHECK: culib.elementwise clip
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip call(s)
+func.func @clip_not_fusable(%x: memref<1x1x2x2xf32>, %lo: memref<f32>, %a: memref<2x3xf32>) -> (memref<1x1x2x2xf32>, memref<2x4xf32>) {
+  %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
+  %hi = culib.weight "hi" dense<6.0> : tensor<f32> : memref<f32>
+  %t = culib.alloc : memref<1x1x2x2xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x1x2x2xf32>, memref<1x1x1x1xf32>, memref<1x1x2x2xf32>
+  %y = culib.alloc : memref<1x1x2x2xf32>
+  culib.elementwise clip ins(%t, %lo, %hi) outs(%y) : memref<1x1x2x2xf32>, memref<f32>, memref<f32>, memref<1x1x2x2xf32>
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
+  %m = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%m) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %zero = culib.weight "zero" dense<0.0> : tensor<f32> : memref<f32>
+  %d = culib.alloc : memref<2x4xf32>
+  culib.elementwise clip ins(%m, %zero, %hi) outs(%d) : memref<2x4xf32>, memref<f32>, memref<f32>, memref<2x4xf32>
+  return %y, %d : memref<1x1x2x2xf32>, memref<2x4xf32>
 }
