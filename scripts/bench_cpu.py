@@ -27,6 +27,7 @@ command.
       [--threads N] [--no-torch]
 """
 import argparse
+import collections
 import json
 import os
 import re
@@ -119,6 +120,12 @@ def median_ms(output):
     return float(m.group(1))
 
 
+def median_of(values):
+    """The median of a configuration's round medians (None: not measured)."""
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
 def compile_plan(bindir, model, batch, plan, options):
     """mp-opt `model` at `batch` with `options` into `plan`."""
     run([os.path.join(bindir, "mp-opt"), model, f"--dim-param=batch={batch}"]
@@ -137,6 +144,9 @@ def main():
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every configuration this many times, "
+                             "round after round, and report the median")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--train-models",
                         default=",".join(DEFAULT_TRAIN_MODELS),
@@ -170,42 +180,53 @@ def main():
             x = np.load(inp)
             batch = x.shape[0]
             row = {"model": f"{name} b{batch}"}
+            plans = {}
             for label, target in PLANS:
-                plan = os.path.join(tmp, f"{name}.{label}.mpplan")
-                compile_plan(bindir, model, batch, plan,
+                plans[label] = os.path.join(tmp, f"{name}.{label}.mpplan")
+                compile_plan(bindir, model, batch, plans[label],
                              [f"--mp-autocast-pipeline=target={target}"]
                              if target else [])
-                backends = ["cpu", "cpu-ref"] if label == "fp32" else ["cpu"]
-                for backend in backends:
-                    out = mp_run(bindir, plan,
-                                 [f"input={inp}", f"--backend={backend}",
-                                  f"--repeat={args.repeat}",
-                                  f"--warmup={args.warmup}", "--timing"], env)
-                    key = label if backend == "cpu" else "fp32 ref"
-                    row[key] = median_ms(out)
-                    m = re.search(r"CPU kernels: oneDNN on ([^\s,]+)", out)
-                    if m:
-                        isa = m.group(1)
-
             options = ort.SessionOptions()
             options.intra_op_num_threads = args.threads
             options.inter_op_num_threads = 1
             session = ort.InferenceSession(model, options,
                                            providers=["CPUExecutionProvider"])
             feed = {session.get_inputs()[0].name: x}
-            for _ in range(args.warmup):
-                session.run(None, feed)
-            times = []
-            for _ in range(args.repeat):
-                start = time.perf_counter()
-                session.run(None, feed)
-                times.append((time.perf_counter() - start) * 1e3)
-            row["ORT fp32"] = statistics.median(times)
-
-            if not args.no_torch:
-                result = torch_child(TORCH_TIMER, name, batch, args)
-                row["torch fp32"] = result.get("fp32")
-                row["torch bf16"] = result.get("bf16")
+            # Every configuration once per round, the rounds one after the
+            # other: a slow spell of the machine hits one round of each,
+            # not every run of one configuration.
+            samples = collections.defaultdict(list)
+            for round_index in range(args.rounds):
+                for label, plan in plans.items():
+                    # The reference kernels are slow: one round of them.
+                    backends = (["cpu", "cpu-ref"]
+                                if label == "fp32" and round_index == 0
+                                else ["cpu"])
+                    for backend in backends:
+                        out = mp_run(bindir, plan,
+                                     [f"input={inp}", f"--backend={backend}",
+                                      f"--repeat={args.repeat}",
+                                      f"--warmup={args.warmup}", "--timing"],
+                                     env)
+                        key = label if backend == "cpu" else "fp32 ref"
+                        samples[key].append(median_ms(out))
+                        m = re.search(r"CPU kernels: oneDNN on ([^\s,]+)", out)
+                        if m:
+                            isa = m.group(1)
+                for _ in range(args.warmup):
+                    session.run(None, feed)
+                times = []
+                for _ in range(args.repeat):
+                    start = time.perf_counter()
+                    session.run(None, feed)
+                    times.append((time.perf_counter() - start) * 1e3)
+                samples["ORT fp32"].append(statistics.median(times))
+                if not args.no_torch:
+                    result = torch_child(TORCH_TIMER, name, batch, args)
+                    samples["torch fp32"].append(result.get("fp32"))
+                    samples["torch bf16"].append(result.get("bf16"))
+            for key, values in samples.items():
+                row[key] = median_of(values)
             rows.append(row)
             print(f"  {name}: done", file=sys.stderr)
 
@@ -215,7 +236,9 @@ def main():
              "our f16", "our fp32 (cpu-ref)"]
     fmt = lambda v: "–" if v is None else f"{v:.1f}"
     print(f"CPU: oneDNN ISA {isa}, {args.threads} threads, median of "
-          f"{args.repeat} runs after {args.warmup} (ms)\n")
+          f"{args.repeat} runs after {args.warmup}"
+          + (f", median of {args.rounds} rounds" if args.rounds > 1 else "")
+          + " (ms)\n")
     print("| model | " + " | ".join(heads) + " |")
     print("|---|" + "---|" * len(heads))
     for r in rows:
@@ -253,28 +276,37 @@ def time_training(args, bindir, env, names):
             inp = os.path.join(args.build, "models", name + ".input.npy")
             batch = np.load(inp).shape[0]
             row = {"model": f"{name} b{batch}"}
+            plans = {}
             for label, extra in (("fp32", []),
                                  ("bf16", ["--mp-autocast-pipeline=target=bf16",
                                            "--mp-master-weights"])):
-                plan = os.path.join(tmp, f"{name}.{label}.train.mpplan")
-                # The data: the model's sample input; class ids 0
-                # (--zero-inputs); the state persists from step to step.
-                compile_plan(bindir, model, batch, plan, [TRAINING] + extra)
-                out = mp_run(bindir, plan,
-                             [f"input={inp}", "--zero-inputs",
-                              f"--repeat={args.repeat}",
-                              f"--warmup={args.warmup}"], env)
-                row[label] = median_ms(out)
-            if not args.no_torch:
-                result = torch_child(TORCH_TRAIN_TIMER, name, batch, args)
-                row["torch fp32"] = result.get("fp32")
-                row["torch bf16"] = result.get("bf16")
+                plans[label] = os.path.join(tmp, f"{name}.{label}.train.mpplan")
+                compile_plan(bindir, model, batch, plans[label],
+                             [TRAINING] + extra)
+            samples = collections.defaultdict(list)
+            for _ in range(args.rounds):  # as the inference rounds
+                for label, plan in plans.items():
+                    # The data: the model's sample input; class ids 0
+                    # (--zero-inputs); the state persists from step to step.
+                    out = mp_run(bindir, plan,
+                                 [f"input={inp}", "--zero-inputs",
+                                  f"--repeat={args.repeat}",
+                                  f"--warmup={args.warmup}"], env)
+                    samples[label].append(median_ms(out))
+                if not args.no_torch:
+                    result = torch_child(TORCH_TRAIN_TIMER, name, batch, args)
+                    samples["torch fp32"].append(result.get("fp32"))
+                    samples["torch bf16"].append(result.get("bf16"))
+            for key, values in samples.items():
+                row[key] = median_of(values)
             rows.append(row)
             print(f"  {name} training: done", file=sys.stderr)
     fmt = lambda v: "–" if v is None else f"{v:.1f}"
     ratio = lambda a, b: "–" if a is None or b is None else f"{a / b:.2f}"
     print("\nTraining steps (SGD with momentum; ms per step, median of "
-          f"{args.repeat} after {args.warmup}):\n")
+          f"{args.repeat} after {args.warmup}"
+          + (f", median of {args.rounds} rounds" if args.rounds > 1 else "")
+          + "):\n")
     print("| model | torch fp32 | torch bf16 | our fp32 | our bf16 mixed | "
           "our fp32 / torch fp32 | our bf16 / torch bf16 |")
     print("|---|---|---|---|---|---|---|")
