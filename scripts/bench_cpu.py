@@ -113,6 +113,15 @@ def torch_child(script, name, batch, args):
          str(args.repeat)]).stdout)
 
 
+def add_torch_samples(samples, script, name, batch, args):
+    """One round of PyTorch's fp32 and bf16 timings into `samples`."""
+    if args.no_torch:
+        return
+    result = torch_child(script, name, batch, args)
+    samples["torch fp32"].append(result.get("fp32"))
+    samples["torch bf16"].append(result.get("bf16"))
+
+
 def median_ms(output):
     m = re.search(r"median ([0-9.]+) ms", output)
     if not m:
@@ -221,10 +230,7 @@ def main():
                     session.run(None, feed)
                     times.append((time.perf_counter() - start) * 1e3)
                 samples["ORT fp32"].append(statistics.median(times))
-                if not args.no_torch:
-                    result = torch_child(TORCH_TIMER, name, batch, args)
-                    samples["torch fp32"].append(result.get("fp32"))
-                    samples["torch bf16"].append(result.get("bf16"))
+                add_torch_samples(samples, TORCH_TIMER, name, batch, args)
             for key, values in samples.items():
                 row[key] = median_of(values)
             rows.append(row)
@@ -293,10 +299,8 @@ def time_training(args, bindir, env, names):
                                   f"--repeat={args.repeat}",
                                   f"--warmup={args.warmup}"], env)
                     samples[label].append(median_ms(out))
-                if not args.no_torch:
-                    result = torch_child(TORCH_TRAIN_TIMER, name, batch, args)
-                    samples["torch fp32"].append(result.get("fp32"))
-                    samples["torch bf16"].append(result.get("bf16"))
+                add_torch_samples(samples, TORCH_TRAIN_TIMER, name, batch,
+                                  args)
             for key, values in samples.items():
                 row[key] = median_of(values)
             rows.append(row)

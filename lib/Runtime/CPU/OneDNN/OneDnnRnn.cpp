@@ -29,6 +29,7 @@
 #include "mp/Runtime/Half.h"
 
 #include <cstring>
+#include <tuple>
 
 namespace mp::rt::cpu::onednn {
 
@@ -140,6 +141,15 @@ dnnl::memory gateBias(const TensorView *b, int64_t hidden, Gates gates,
       memoryOf(plainDesc({1, 1, biases, hidden}, dnnl::memory::data_type::f32),
                packed),
       wanted);
+}
+
+/// The inference primitive of a recurrent `Cell` (lstm_forward,
+/// gru_forward, ...) for `desc`, and its descriptor.
+template <typename Cell>
+std::pair<dnnl::primitive, dnnl::primitive_desc>
+cellOf(const typename Cell::desc &desc, const dnnl::primitive_attr &attr) {
+  typename Cell::primitive_desc pd(desc, attr, engine());
+  return {Cell(pd), pd};
 }
 
 /// Whether `given` are the activations `wanted` (none given: ONNX's
@@ -269,55 +279,43 @@ FastCallChoice prepareRnn(const PlanCall &call,
     const dnnl::memory::desc &hIn = h0 ? state : none,
                              &hLast = hOut ? state : none;
     // The primitive (one of four classes) and its descriptors.
-    std::unique_ptr<dnnl::primitive_desc> pd;
     dnnl::primitive primitive;
+    dnnl::primitive_desc pd;
     std::string gateKind;
     switch (mode) {
-    case RnnMode::Lstm: {
-      dnnl::lstm_forward::primitive_desc lstm(
+    case RnnMode::Lstm:
+      std::tie(primitive, pd) = cellOf<dnnl::lstm_forward>(
           dnnl::lstm_forward::desc(kind, direction, layer, hIn,
                                    c0 ? state : none, weightsLayer, weightsIter,
                                    bias, output, hLast, cOut ? state : none),
-          attr, engine());
-      primitive = dnnl::lstm_forward(lstm);
-      pd = std::make_unique<dnnl::primitive_desc>(lstm);
+          attr);
       gateKind = "lstm";
       break;
-    }
     case RnnMode::Gru:
-      if (lbr) {
-        dnnl::lbr_gru_forward::primitive_desc gru(
+      if (lbr)
+        std::tie(primitive, pd) = cellOf<dnnl::lbr_gru_forward>(
             dnnl::lbr_gru_forward::desc(kind, direction, layer, hIn,
                                         weightsLayer, weightsIter, bias, output,
                                         hLast),
-            attr, engine());
-        primitive = dnnl::lbr_gru_forward(gru);
-        pd = std::make_unique<dnnl::primitive_desc>(gru);
-        gateKind = "lbr-gru";
-      } else {
-        dnnl::gru_forward::primitive_desc gru(
+            attr);
+      else
+        std::tie(primitive, pd) = cellOf<dnnl::gru_forward>(
             dnnl::gru_forward::desc(kind, direction, layer, hIn, weightsLayer,
                                     weightsIter, bias, output, hLast),
-            attr, engine());
-        primitive = dnnl::gru_forward(gru);
-        pd = std::make_unique<dnnl::primitive_desc>(gru);
-        gateKind = "gru";
-      }
+            attr);
+      gateKind = lbr ? "lbr-gru" : "gru";
       break;
-    default: {
-      dnnl::vanilla_rnn_forward::primitive_desc rnn(
+    default:
+      std::tie(primitive, pd) = cellOf<dnnl::vanilla_rnn_forward>(
           dnnl::vanilla_rnn_forward::desc(kind, *rnnActivation(*options),
                                           direction, layer, hIn, weightsLayer,
                                           weightsIter, bias, output, hLast),
-          attr, engine());
-      primitive = dnnl::vanilla_rnn_forward(rnn);
-      pd = std::make_unique<dnnl::primitive_desc>(rnn);
+          attr);
       gateKind = "rnn";
       break;
     }
-    }
     auto wantedOf = [&](int arg) {
-      return pd->query_md(dnnl::query::exec_arg_md, arg);
+      return pd.query_md(dnnl::query::exec_arg_md, arg);
     };
     const dnnl::memory::desc wantedLayer = wantedOf(DNNL_ARG_WEIGHTS_LAYER),
                              wantedIter = wantedOf(DNNL_ARG_WEIGHTS_ITER);
@@ -368,7 +366,7 @@ FastCallChoice prepareRnn(const PlanCall &call,
     // oneDNN 2.6 has brgemm kernels for LSTMs on avx512_core; its other
     // cells (and LSTMs below avx512_core) are "ref" code that still runs
     // jit GEMMs and gates, several times faster than the project's kernel.
-    return PrimitiveCall::prepare(*pd, primitive, buffers,
+    return PrimitiveCall::prepare(pd, primitive, buffers,
                                   /*referenceIsFast=*/true);
   });
 }
