@@ -420,14 +420,19 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
   }
 
   FilterChains chains(plan, readers, writers);
-  // Chain calls -> the fast calls that read their source instead.
-  std::map<size_t, std::vector<size_t>> chainReaders;
-  auto skipAsFolded = [&](size_t c, const std::vector<size_t> &into) {
+  /// An operand chain whose source fast calls read, by its transpose call.
+  struct FoldedChain {
+    std::vector<size_t> calls, readers;
+  };
+  std::map<size_t, FoldedChain> folded;
+  auto skipAsFolded = [&](const FoldedChain &chain) {
     std::string calls;
-    for (size_t i : into)
+    for (size_t i : chain.readers)
       calls += (calls.empty() ? "" : ", ") + plan.calls[i].describe(i);
-    exec.prepared_[c].skipped = true;
-    exec.prepared_[c].whyOwn = "folded into the filter reorder of " + calls;
+    for (size_t c : chain.calls) {
+      exec.prepared_[c].skipped = true;
+      exec.prepared_[c].whyOwn = "folded into the filter reorder of " + calls;
+    }
   };
 
   size_t fastScratch = 0;
@@ -446,78 +451,81 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
       p.whyOwn = "the reference kernels were asked for";
       continue;
     }
-    // Transposed weights, made now for this call (or found made by another
-    // executor of the plan).
-    std::vector<TensorView> operands = p.operands;
+    // First choice: a filter made from (or going to) a channels-first
+    // buffer by casts and transposes on every run, offered to the call as
+    // that buffer: the reorder into (out of) the library's layout, which it
+    // does anyway, then does them too. (A gradient may share arena bytes
+    // with the call's operands, which are dead after it: the call writes it
+    // through its scratch, after the primitive has run.)
+    std::optional<FilterChain> dwChain = chains.resultChain(i);
+    std::optional<FilterChain> chain =
+        dwChain ? dwChain : chains.operandChain(i);
+    cpu::FastCallChoice choice;
+    if (chain) {
+      cpu::FilterSource filter{viewOf(chain->buffer),
+                               plan.buffer(chain->buffer)->storage ==
+                                   BufferStorage::Weight};
+      choice = cpu::prepareFastCall(plan.calls[i], p.operands, p.results,
+                                    constant, &filter);
+      if (!choice.filterFromSource)
+        choice = {}; // prepared below, as the plan's operands are
+    }
+    // Otherwise, transposed weights, made now for this call (or found made
+    // by another executor of the plan).
     std::vector<std::shared_ptr<void>> madeNow;
     std::vector<size_t> transposes;
-    for (size_t k = 0; k < operands.size(); ++k) {
-      auto it = transposedWeight.find(plan.calls[i].operands[k]);
-      if (it == transposedWeight.end() || it->second >= i)
-        continue;
-      Prepared &t = exec.prepared_[it->second];
-      const PlanCall &transposeCall = plan.calls[it->second];
-      Result<std::vector<int64_t>> perm =
-          cpu::intListAttr(transposeCall, "perm");
-      if (!perm)
-        continue; // the transpose runs every time and reports its error
-      std::shared_ptr<void> memory = transposedWeights().get(
-          TransposeKey{t.operands[0].data, *perm, operands[k].dtype,
-                       operands[k].shape},
-          [&]() -> std::shared_ptr<void> {
-            std::shared_ptr<void> made(allocateZeroed(operands[k].byteCount()),
-                                       AlignedFree());
-            TensorView into = operands[k];
-            into.data = made.get();
-            cpu::CallArgs args{transposeCall,
-                               t.operands,
-                               {into},
-                               exec.workspace_.get(),
-                               exec.workspaceSize_};
-            if (!made || !t.fn(args))
-              return nullptr;
-            return made;
-          });
-      if (!memory)
-        continue; // the transpose runs every time and reports its error
-      TensorView once = operands[k];
-      once.data = memory.get();
-      operands[k] = once;
-      constant[k] = true;
-      madeNow.push_back(std::move(memory));
-      transposes.push_back(it->second);
+    if (!choice.call) {
+      std::vector<TensorView> operands = p.operands;
+      for (size_t k = 0; k < operands.size(); ++k) {
+        auto it = transposedWeight.find(plan.calls[i].operands[k]);
+        if (it == transposedWeight.end() || it->second >= i)
+          continue;
+        Prepared &t = exec.prepared_[it->second];
+        const PlanCall &transposeCall = plan.calls[it->second];
+        Result<std::vector<int64_t>> perm =
+            cpu::intListAttr(transposeCall, "perm");
+        if (!perm)
+          continue; // the transpose runs every time and reports its error
+        std::shared_ptr<void> memory = transposedWeights().get(
+            TransposeKey{t.operands[0].data, *perm, operands[k].dtype,
+                         operands[k].shape},
+            [&]() -> std::shared_ptr<void> {
+              std::shared_ptr<void> made(
+                  allocateZeroed(operands[k].byteCount()), AlignedFree());
+              TensorView into = operands[k];
+              into.data = made.get();
+              cpu::CallArgs args{transposeCall,
+                                 t.operands,
+                                 {into},
+                                 exec.workspace_.get(),
+                                 exec.workspaceSize_};
+              if (!made || !t.fn(args))
+                return nullptr;
+              return made;
+            });
+        if (!memory)
+          continue; // the transpose runs every time and reports its error
+        operands[k].data = memory.get();
+        constant[k] = true;
+        madeNow.push_back(std::move(memory));
+        transposes.push_back(it->second);
+      }
+      choice =
+          cpu::prepareFastCall(plan.calls[i], operands, p.results, constant);
     }
-    // A filter made from (or going to) a channels-first buffer by casts and
-    // transposes on every run: offered to the call as that buffer.
-    std::optional<FilterChain> chain;
-    if (transposes.empty())
-      chain = chains.operandChain(i);
-    // (The gradient may share arena bytes with the call's operands, which
-    // are dead after it: the call writes it through its scratch, after the
-    // primitive has run.)
-    std::optional<FilterChain> dwChain = chains.resultChain(i);
-    if (dwChain)
-      chain = dwChain;
-    cpu::FilterSource filter;
-    if (chain) {
-      filter.buffer = viewOf(chain->buffer);
-      filter.constant =
-          plan.buffer(chain->buffer)->storage == BufferStorage::Weight;
-    }
-    cpu::FastCallChoice choice =
-        cpu::prepareFastCall(plan.calls[i], operands, p.results, constant,
-                             chain ? &filter : nullptr);
     p.fast = std::move(choice.call);
     p.whyOwn = std::move(choice.why);
     if (!p.fast)
       continue;
     fastScratch = std::max(fastScratch, p.fast->scratchBytes());
-    if (chain && choice.filterFromSource) {
-      for (size_t c : chain->calls)
-        chainReaders[c].push_back(i);
-      if (dwChain)
-        for (size_t c : chain->calls)
-          skipAsFolded(c, {i});
+    if (choice.filterFromSource) {
+      if (dwChain) {
+        skipAsFolded({dwChain->calls, {i}});
+      } else {
+        FoldedChain &f = folded[chain->calls.back()];
+        f.calls = chain->calls;
+        f.readers.push_back(i);
+      }
     }
     for (size_t t : transposes) {
       exec.prepared_[t].skipped = true;
@@ -530,21 +538,9 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
   // A filter's cast and transpose are not needed once every reader of
   // their result reads the source instead (the forward and the
   // backward-data convolution of a training step).
-  for (const auto &[c, into] : chainReaders) {
-    if (exec.prepared_[c].skipped)
-      continue;
-    const PlanCall &chainCall = plan.calls[c];
-    uint32_t made = chainCall.results[0];
-    // A cast feeds only its transpose: skipped with it.
-    const PlanCall *transpose = &chainCall;
-    if (chainCall.kind == "kernel.cast")
-      for (const auto &[t, tInto] : chainReaders)
-        if (plan.calls[t].kind == "kernel.transpose" &&
-            plan.calls[t].operands[0] == made)
-          transpose = &plan.calls[t];
-    if (into.size() == readers[transpose->results[0]])
-      skipAsFolded(c, into);
-  }
+  for (const auto &[transpose, chain] : folded)
+    if (chain.readers.size() == readers[plan.calls[transpose].results[0]])
+      skipAsFolded(chain);
   // The library's scratch memory is the workspace too (one call runs at a
   // time).
   if (fastScratch > exec.workspaceSize_) {

@@ -91,10 +91,21 @@ LogicalResult writeInto(Operation *producer, Value t, Value y,
   return success();
 }
 
-int64_t bytesOf(Value v) {
-  auto type = cast<MemRefType>(v.getType());
-  return type.getNumElements() *
-         std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+/// After a fold: counts it, and erases `consumer` (now done by the call),
+/// t's buffer and the one-element weights (clip bounds) nothing else reads.
+void eraseFolded(Operation *consumer, Value t, FusionCounts &counts,
+                 PatternRewriter &rewriter) {
+  auto type = cast<MemRefType>(t.getType());
+  counts.calls += 1;
+  counts.bytes += type.getNumElements() *
+                  std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+  SmallVector<Value> others(consumer->getOperands().drop_front());
+  rewriter.eraseOp(consumer);
+  rewriter.eraseOp(t.getDefiningOp());
+  for (Value other : others)
+    if (auto weight = other.getDefiningOp<culib::WeightOp>();
+        weight && other.use_empty())
+      rewriter.eraseOp(weight);
 }
 
 /// relu(t) with t written by a CallOp (conv_fwd, matmul) -> the call
@@ -119,30 +130,12 @@ struct FoldReluInto : OpRewritePattern<culib::ElementwiseOp> {
       return failure();
     rewriter.modifyOpInPlace(
         producer, [&] { setEpilogue(producer, culib::Epilogue::relu); });
-    counts.calls += 1;
-    counts.bytes += bytesOf(t);
-    Operation *alloc = t.getDefiningOp();
-    rewriter.eraseOp(relu);
-    rewriter.eraseOp(alloc);
+    eraseFolded(relu, t, counts, rewriter);
     return success();
   }
 
   FusionCounts &counts;
 };
-
-std::optional<float> exactIn(APFloat value, Type element);
-
-/// A clip bound: a one-element float weight's value, as f32, if it is
-/// exact both as f32 and in `element` (the type of the clipped data).
-std::optional<float> exactBound(Value bound, Type element) {
-  auto weight = bound.getDefiningOp<culib::WeightOp>();
-  auto dense =
-      weight ? dyn_cast<DenseElementsAttr>(weight.getValue()) : nullptr;
-  if (!dense || dense.getNumElements() != 1 ||
-      !isa<FloatType>(dense.getElementType()))
-    return std::nullopt;
-  return exactIn(*dense.value_begin<APFloat>(), element);
-}
 
 /// `value` as f32, if that and its rounding to `element` lose nothing.
 std::optional<float> exactIn(APFloat value, Type element) {
@@ -159,6 +152,18 @@ std::optional<float> exactIn(APFloat value, Type element) {
   if (lost)
     return std::nullopt;
   return asF32.convertToFloat();
+}
+
+/// A clip bound: a one-element float weight's value, as f32, if it is
+/// exact both as f32 and in `element` (the type of the clipped data).
+std::optional<float> exactBound(Value bound, Type element) {
+  auto weight = bound.getDefiningOp<culib::WeightOp>();
+  auto dense =
+      weight ? dyn_cast<DenseElementsAttr>(weight.getValue()) : nullptr;
+  if (!dense || dense.getNumElements() != 1 ||
+      !isa<FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return exactIn(*dense.value_begin<APFloat>(), element);
 }
 
 /// clip(t, lo, hi) (or clip(t) with alpha = lo, beta = hi) with t written
@@ -197,17 +202,7 @@ struct FoldClipIntoConv : OpRewritePattern<culib::ElementwiseOp> {
       conv.setClipMinAttr(rewriter.getF32FloatAttr(*lo));
       conv.setClipMaxAttr(rewriter.getF32FloatAttr(*hi));
     });
-    counts.calls += 1;
-    counts.bytes += bytesOf(t);
-    Operation *alloc = t.getDefiningOp();
-    SmallVector<Value> bounds(inputs.drop_front());
-    rewriter.eraseOp(clip);
-    rewriter.eraseOp(alloc);
-    // Bound weights nothing else reads go with the clip.
-    for (Value bound : bounds)
-      if (Operation *weight = bound.getDefiningOp();
-          weight && bound.use_empty())
-        rewriter.eraseOp(weight);
+    eraseFolded(clip, t, counts, rewriter);
     return success();
   }
 

@@ -109,8 +109,8 @@ Result<std::vector<NamedTensor>> runOnce(ExecutorT &executor,
 }
 
 /// Bytes of weights prepared at load that the process's CPU executors hold:
-/// transposed (channels-last filters), converted to f32 (f16 weights of fast
-/// calls) or reordered into a oneDNN primitive's layout. Each is made once
+/// reordered into a oneDNN primitive's layout, converted to f32 (f16 weights
+/// of fast calls) or transposed (channels-last f16 filters). Each is made once
 /// per weight and shared by every executor of a plan loaded once (copies of
 /// one Plan share its weight bytes): N executors on one plan hold the
 /// weights once (the plan's, and these), plus one arena, workspace and set
@@ -210,8 +210,9 @@ private:
     /// The library primitive that runs the call instead of fn, if any.
     std::unique_ptr<cpu::PreparedCall> fast;
     std::string whyOwn; ///< without `fast`: why the reference runs it
-    /// Done once when the plan was loaded (a weight's transpose that only a
-    /// fast call reads): not run again.
+    /// Not run: done once when the plan was loaded (an f16 weight's
+    /// transpose that only a fast call reads), or folded into a fast call's
+    /// filter reorder (a channels-last filter's cast and transpose).
     bool skipped = false;
   };
   struct AlignedFree {

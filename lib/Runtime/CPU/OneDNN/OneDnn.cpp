@@ -230,19 +230,20 @@ sharedConstant(const void *source, const std::string &kind,
 FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
                                       dnnl::primitive primitive,
                                       const std::vector<Binding> &buffers,
-                                      bool referenceIsFast) {
+                                      std::string_view whyReferenceIsFast) {
   // oneDNN's reference implementations are generic C++ loops that the
   // project's own kernels beat.
   const std::string_view impl = pd.impl_info_str();
   const bool reference =
       impl.substr(0, 3) == "ref" || impl.find("_ref") != std::string_view::npos;
-  if (reference && !referenceIsFast)
+  if (reference && whyReferenceIsFast.empty())
     return referenceKernel("oneDNN has only its reference implementation (" +
                            implementationName(pd) + ")");
   auto call = std::unique_ptr<PrimitiveCall>(new PrimitiveCall());
   call->primitive_ = std::move(primitive);
-  call->name_ =
-      implementationName(pd) + (reference ? " (jit GEMMs and cells)" : "");
+  call->name_ = implementationName(pd);
+  if (reference)
+    call->name_ += " (" + std::string(whyReferenceIsFast) + ")";
   call->stream_ = dnnl::stream(engine());
   dnnl::memory::desc scratch = pd.scratchpad_desc();
   call->primitiveScratchBytes_ = scratch.get_size();

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -156,14 +157,13 @@ template <typename Prepare> FastCallChoice catchingErrors(Prepare prepare) {
 class PrimitiveCall final : public PreparedCall {
 public:
   /// The call running `pd`'s primitive on `buffers`, or the reference kernel
-  /// when oneDNN's best is its own reference code. `referenceIsFast`: take
-  /// that too (oneDNN's recurrent cells named "ref" run their GEMMs and
-  /// gates on jit code: a GRU of 32 steps, batch 8, 256 wide, 1.3 ms where
-  /// the project's kernel takes 6.0).
+  /// when oneDNN's best is its own reference code, unless `whyReferenceIsFast`
+  /// says why that code is worth taking (then shown after the name: oneDNN's
+  /// recurrent cells named "ref" run their GEMMs and gates on jit code).
   static FastCallChoice prepare(const dnnl::primitive_desc_base &pd,
                                 dnnl::primitive primitive,
                                 const std::vector<Binding> &buffers,
-                                bool referenceIsFast = false);
+                                std::string_view whyReferenceIsFast = {});
 
   size_t scratchBytes() const override { return scratchBytes_; }
   Status run(void *scratch) override;

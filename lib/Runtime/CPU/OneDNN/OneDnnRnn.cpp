@@ -367,7 +367,7 @@ FastCallChoice prepareRnn(const PlanCall &call,
     // cells (and LSTMs below avx512_core) are "ref" code that still runs
     // jit GEMMs and gates, several times faster than the project's kernel.
     return PrimitiveCall::prepare(pd, primitive, buffers,
-                                  /*referenceIsFast=*/true);
+                                  "jit GEMMs and cells");
   });
 }
 
