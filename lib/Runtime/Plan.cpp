@@ -214,6 +214,9 @@ const PlanBinding *Plan::output(std::string_view name) const {
 }
 
 uint32_t Plan::requiredFormatMinor() const {
+  for (const PlanCall &c : calls)
+    if (c.kind == "kernel.fused_elementwise")
+      return 3;
   for (const PlanWeight &w : weights)
     if (w.external && !w.data)
       return 2;

@@ -613,7 +613,9 @@ struct AutocastPass : mp::impl::AutocastBase<AutocastPass> {
         pm.addPass(createProbeAutocast(*probePolicy));
         pm.addNestedPass<func::FuncOp>(createCastCleanup());
       }
-      buildCompilePipeline(pm);
+      // Unfused: each node rounds as autocast typed it, so the probes judge
+      // the precision decisions themselves (fusion only drops roundings).
+      buildCompilePipeline(pm, NHWCLayoutOptions{}, /*fuse=*/false);
       ExportPlanOptions exportOptions;
       exportOptions.outputPath = planPath.str();
       pm.addPass(createExportPlan(exportOptions));

@@ -141,9 +141,10 @@ llvm::cl::list<std::string> channelsLast(
 
 llvm::cl::opt<bool> fuseCalls(
     "fuse",
-    llvm::cl::desc("With --emit=plan: fold what the calls can do themselves "
-                   "into them (culib-fuse-epilogues: a ReLU into the "
-                   "convolution or matmul before it); default true"),
+    llvm::cl::desc("With --emit=plan: fuse calls (culib-fuse-epilogues: a "
+                   "ReLU into the convolution or matmul before it; "
+                   "culib-fuse-elementwise: groups of elementwise calls and "
+                   "casts into one); default true"),
     llvm::cl::init(true), llvm::cl::cat(outputCategory));
 
 llvm::cl::opt<bool> onnxExternalData(

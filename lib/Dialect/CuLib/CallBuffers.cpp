@@ -13,6 +13,15 @@ namespace culib = mp::culib;
 std::optional<CallBuffers> mp::culib::getCallBuffers(Operation *op) {
   auto opt = [](StringRef name, Value v) { return NamedBuffer{name, v, true}; };
   auto req = [](StringRef name, Value v) { return NamedBuffer{name, v, false}; };
+  // Calls with any number of `inputs` and one `y`: "kernel." and the op name.
+  auto variadic = [&](auto o) {
+    CallBuffers b{"kernel." + o->getName().stripDialect().str(),
+                  {},
+                  {req("y", o.getY())}};
+    for (Value v : o.getInputs())
+      b.ins.push_back(req("inputs", v));
+    return b;
+  };
   return TypeSwitch<Operation *, std::optional<CallBuffers>>(op)
       .Case([&](culib::MatmulOp o) {
         return CallBuffers{"cublaslt.matmul",
@@ -71,20 +80,11 @@ std::optional<CallBuffers> mp::culib::getCallBuffers(Operation *op) {
             {opt("y", o.getY()), opt("y_h", o.getYH()),
              opt("y_c", o.getYC())}};
       })
-      .Case([&](culib::ElementwiseOp o) {
-        CallBuffers b{"kernel.elementwise", {}, {req("y", o.getY())}};
-        for (Value v : o.getInputs())
-          b.ins.push_back(req("inputs", v));
-        return b;
-      })
-      .Case([&](culib::ConcatOp o) {
-        CallBuffers b{"kernel.concat", {}, {req("y", o.getY())}};
-        for (Value v : o.getInputs())
-          b.ins.push_back(req("inputs", v));
-        return b;
-      })
-      .Case<culib::CastOp, culib::ReduceOp, culib::TransposeOp, culib::CopyOp, culib::BroadcastOp, culib::TileOp,
-            culib::SliceOp, culib::PadOp, culib::ResizeOp, culib::CumSumOp, culib::TriluOp, culib::HardmaxOp>(
+      .Case<culib::ElementwiseOp, culib::FusedElementwiseOp, culib::ConcatOp>(
+          [&](auto o) { return variadic(o); })
+      .Case<culib::CastOp, culib::ReduceOp, culib::TransposeOp, culib::CopyOp,
+            culib::BroadcastOp, culib::TileOp, culib::SliceOp, culib::PadOp,
+            culib::ResizeOp, culib::CumSumOp, culib::TriluOp, culib::HardmaxOp>(
           [&](Operation *o) -> std::optional<CallBuffers> {
             return CallBuffers{"kernel." + o->getName().stripDialect().str(),
                                {req("x", o->getOperand(0))},

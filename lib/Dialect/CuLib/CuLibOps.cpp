@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CuLibDialect.h"
 #include "mp/Runtime/ElementwiseFunctions.h"
+#include "mp/Runtime/FusedProgram.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
@@ -321,6 +322,31 @@ LogicalResult ElementwiseOp::verify() {
                              << memrefOf(input).getElementType() << ", y has "
                              << y.getElementType();
     }
+  return success();
+}
+
+LogicalResult FusedElementwiseOp::verify() {
+  if (failed(verifyBuffer(*this, getY(), "y")))
+    return failure();
+  MemRefType y = memrefOf(getY());
+  auto isFused = [](Type t) { return t.isF16() || t.isBF16() || t.isF32(); };
+  if (!isFused(y.getElementType()))
+    return emitOpError() << "y must be an f16, bf16 or f32 buffer, got " << y;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    if (failed(verifyBuffer(*this, input, "input")))
+      return failure();
+    MemRefType type = memrefOf(input);
+    if (!isFused(type.getElementType()))
+      return emitOpError() << "input #" << i
+                           << " must be an f16, bf16 or f32 buffer, got "
+                           << type;
+    if (!broadcastsTo(type.getShape(), y.getShape()))
+      return emitOpError() << "input #" << i << " " << type
+                           << " does not broadcast to " << y;
+  }
+  std::string why;
+  if (!mp::rt::parseFusedProgram(getProgram(), getInputs().size(), why))
+    return emitOpError() << "program: " << why;
   return success();
 }
 

@@ -15,11 +15,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
+#include "mp/Runtime/FusedProgram.h"
 #include "mp/Runtime/IntegerPow.h"
 
 #include "ElementwiseConvert.h"
 #include "KernelUtil.h"
 #include "Parallel.h"
+#include "VectorMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -841,13 +843,16 @@ BroadcastLoop makeLoop(const std::vector<TensorView> &inputs,
   return loop;
 }
 
-/// Runs block over y's elements [begin, end) (row-major): the blocks of
-/// `inner` elements that the range covers, the first and last possibly in
-/// part.
-void runRange(const BroadcastLoop &loop, BlockFn block,
-              const std::vector<const char *> &bases,
-              const std::vector<int64_t> &elemSizes, char *out,
-              int64_t outElemSize, const Ctx &ctx, int64_t begin, int64_t end) {
+/// Calls block(n, ptrs, strides, out) for the blocks of y's elements
+/// [begin, end) (row-major): runs of `inner` elements, the first and last
+/// possibly in part; ptrs[k] is input k's first element of the run and
+/// strides[k] its step along it (0 or 1).
+template <typename Block>
+void walkBlocks(const BroadcastLoop &loop,
+                const std::vector<const char *> &bases,
+                const std::vector<int64_t> &elemSizes, char *out,
+                int64_t outElemSize, int64_t begin, int64_t end,
+                Block &&block) {
   size_t numIn = bases.size(), outerRank = loop.dims.size() - 1;
   int64_t inner = loop.dims.back();
   std::vector<int64_t> idx(outerRank, 0), offset(numIn, 0), innerStride(numIn);
@@ -866,7 +871,7 @@ void runRange(const BroadcastLoop &loop, BlockFn block,
     int64_t n = std::min(inner - first, end - at);
     for (size_t k = 0; k < numIn; ++k)
       ptrs[k] = bases[k] + (offset[k] + first * innerStride[k]) * elemSizes[k];
-    block(n, ptrs.data(), innerStride.data(), out + at * outElemSize, ctx);
+    block(n, ptrs.data(), innerStride.data(), out + at * outElemSize);
     at += n;
     first = 0;
     for (size_t d = outerRank; d-- > 0;) {
@@ -890,11 +895,31 @@ void runLoop(const BroadcastLoop &loop, BlockFn block,
   for (int64_t d : loop.dims)
     total *= d;
   parallelRanges(total, [&](int64_t begin, int64_t end) {
-    runRange(loop, block, bases, elemSizes, out, outElemSize, ctx, begin, end);
+    walkBlocks(loop, bases, elemSizes, out, outElemSize, begin, end,
+               [&](int64_t n, const char *const *ptrs, const int64_t *strides,
+                   char *o) { block(n, ptrs, strides, o, ctx); });
   });
 }
 
 std::string dt(DType t) { return std::string(dtypeName(t)); }
+
+/// Input k broadcasts to y, and is y itself (in place) or apart from it.
+Status checkBroadcastInput(const std::string &op, size_t k,
+                           const TensorView &input, const TensorView &y) {
+  const Shape &s = input.shape;
+  bool ok = s.size() <= y.shape.size();
+  for (size_t j = 0; ok && j < s.size(); ++j) {
+    int64_t d = y.shape[y.shape.size() - s.size() + j];
+    ok = s[j] == d || s[j] == 1;
+  }
+  if (!ok)
+    return fail(op, "input " + std::to_string(k) + " " + shapeStr(s) +
+                        " does not broadcast to y " + shapeStr(y.shape));
+  bool same = input.data == y.data && input.dtype == y.dtype && s == y.shape;
+  if (!same && overlaps(input.data, input.byteCount(), y.data, y.byteCount()))
+    return fail(op, "y overlaps input " + std::to_string(k));
+  return Status::ok();
+}
 
 } // namespace
 
@@ -925,23 +950,9 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
     return fail(op, "does not take dtype " + dt(t));
 
   // Shapes: every input broadcasts to y.
-  for (size_t k = 0; k < n; ++k) {
-    const Shape &s = inputs[k].shape;
-    bool ok = s.size() <= y.shape.size();
-    for (size_t j = 0; ok && j < s.size(); ++j) {
-      int64_t d = y.shape[y.shape.size() - s.size() + j];
-      ok = s[j] == d || s[j] == 1;
-    }
-    if (!ok)
-      return fail(op, "input " + std::to_string(k) + " " + shapeStr(s) +
-                          " does not broadcast to y " + shapeStr(y.shape));
-    // y may be an input itself (in place), but not partly overlap one.
-    bool same =
-        inputs[k].data == y.data && inputs[k].dtype == y.dtype && s == y.shape;
-    if (!same &&
-        overlaps(inputs[k].data, inputs[k].byteCount(), y.data, y.byteCount()))
-      return fail(op, "y overlaps input " + std::to_string(k));
-  }
+  for (size_t k = 0; k < n; ++k)
+    if (Status s = checkBroadcastInput(op, k, inputs[k], y); !s)
+      return s;
   if (y.numElements() == 0)
     return Status::ok();
 
@@ -973,6 +984,155 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
   runLoop(makeLoop(inputs, y.shape), block, bases, elemSizes,
           static_cast<char *>(y.data), static_cast<int64_t>(byteSize(y.dtype)),
           ctx);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Fused programs
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A program's step with its f32 block function.
+struct FusedStepFn {
+  BlockFn block = nullptr;
+  Ctx ctx;
+  std::vector<FusedOperand> args;
+  /// The function, when vectorMath computes it on contiguous arguments.
+  std::optional<ElementwiseFn> vector;
+};
+
+/// Runs the steps over y's elements [begin, end) (row-major), kChunk at a
+/// time: the inputs' chunks widened to f32 (f32 ones read in place), every
+/// step's results in a chunk buffer of their own, the last one rounded once
+/// into y (or computed straight into an f32 y).
+void runFusedRange(const BroadcastLoop &loop,
+                   const std::vector<FusedStepFn> &steps,
+                   const std::vector<TensorView> &inputs, const TensorView &y,
+                   int64_t begin, int64_t end) {
+  const size_t numIn = inputs.size(), numSteps = steps.size();
+  Buffer<float> scratch((numIn + numSteps) * kChunk);
+  auto inputBuf = [&](size_t k) { return scratch.get() + k * kChunk; };
+  auto stepBuf = [&](size_t s) { return scratch.get() + (numIn + s) * kChunk; };
+  std::vector<const char *> bases(numIn);
+  std::vector<int64_t> elemSizes(numIn);
+  for (size_t k = 0; k < numIn; ++k) {
+    bases[k] = static_cast<const char *>(inputs[k].data);
+    elemSizes[k] = static_cast<int64_t>(byteSize(inputs[k].dtype));
+  }
+  std::vector<const float *> in(numIn);
+  std::vector<int64_t> inStride(numIn);
+  std::vector<const char *> argPtrs;
+  std::vector<int64_t> argStrides;
+  // One block of y: input k at ptrs[k] with step stride[k] (0 or 1).
+  auto block = [&](int64_t n, const char *const *ptrs, const int64_t *stride,
+                   char *out) {
+    for (int64_t off = 0; off < n; off += kChunk) {
+      const int64_t m = std::min(kChunk, n - off);
+      for (size_t k = 0; k < numIn; ++k) {
+        const char *p = ptrs[k] + off * stride[k] * elemSizes[k];
+        const int64_t count = stride[k] ? m : 1;
+        inStride[k] = stride[k];
+        switch (inputs[k].dtype) {
+        case DType::F32:
+          in[k] = reinterpret_cast<const float *>(p);
+          continue;
+        case DType::F16:
+          convertF16ToF32(reinterpret_cast<const uint16_t *>(p), inputBuf(k),
+                          static_cast<size_t>(count));
+          break;
+        default: // BF16
+          convertBF16ToF32(reinterpret_cast<const uint16_t *>(p), inputBuf(k),
+                           static_cast<size_t>(count));
+        }
+        in[k] = inputBuf(k);
+      }
+      float *yF32 = y.dtype == DType::F32 ? reinterpret_cast<float *>(out) + off
+                                          : nullptr;
+      for (size_t s = 0; s < numSteps; ++s) {
+        const FusedStepFn &step = steps[s];
+        argPtrs.clear();
+        argStrides.clear();
+        for (const FusedOperand &a : step.args) {
+          argPtrs.push_back(reinterpret_cast<const char *>(
+              a.isStep ? stepBuf(a.index) : in[a.index]));
+          argStrides.push_back(a.isStep ? 1 : inStride[a.index]);
+        }
+        float *result = s + 1 == numSteps && yF32 ? yF32 : stepBuf(s);
+        if (step.vector && argStrides[0] == 1)
+          vectorMath(*step.vector, reinterpret_cast<const float *>(argPtrs[0]),
+                     result, m);
+        else
+          step.block(m, argPtrs.data(), argStrides.data(),
+                     reinterpret_cast<char *>(result), step.ctx);
+      }
+      if (!yF32) {
+        const float *last = stepBuf(numSteps - 1);
+        uint16_t *o = reinterpret_cast<uint16_t *>(out) + off;
+        if (y.dtype == DType::F16)
+          convertF32ToF16(last, o, static_cast<size_t>(m));
+        else
+          convertF32ToBF16(last, o, static_cast<size_t>(m));
+      }
+    }
+  };
+  walkBlocks(loop, bases, elemSizes, static_cast<char *>(y.data),
+             static_cast<int64_t>(byteSize(y.dtype)), begin, end, block);
+}
+
+} // namespace
+
+Status fusedElementwise(const FusedProgram &program,
+                        const std::vector<TensorView> &inputs,
+                        const TensorView &y, bool vectorMathSteps) {
+  const std::string op = "fused_elementwise";
+  if (program.steps.empty())
+    return fail(op, "the program has no steps");
+  auto isFused = [](DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+  };
+  if (Status s = checkView(op, "y", y); !s)
+    return s;
+  if (!isFused(y.dtype))
+    return fail(op, "y is " + dt(y.dtype) + " (f16, bf16 or f32)");
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const std::string name = "input " + std::to_string(k);
+    if (Status s = checkView(op, name, inputs[k]); !s)
+      return s;
+    if (!isFused(inputs[k].dtype))
+      return fail(op,
+                  name + " is " + dt(inputs[k].dtype) + " (f16, bf16 or f32)");
+    if (Status s = checkBroadcastInput(op, k, inputs[k], y); !s)
+      return s;
+  }
+  std::vector<FusedStepFn> steps;
+  for (const FusedStep &step : program.steps) {
+    for (const FusedOperand &a : step.args)
+      if (!a.isStep && a.index >= inputs.size())
+        return fail(op, "the program reads x" + std::to_string(a.index) +
+                            " of " + std::to_string(inputs.size()) +
+                            " input(s)");
+    FusedStepFn f;
+    f.block = selectBlockFn(step.fn, DType::F32, step.args.size());
+    if (!f.block || !isFusableFn(step.fn))
+      return fail(op, "cannot run " + std::string(elementwiseFnName(step.fn)) +
+                          " in a program");
+    f.ctx.numInputs = step.args.size();
+    resolveParams(step.fn, ElementwiseParams{step.alpha, step.beta}, f.ctx);
+    f.args = step.args;
+    if (vectorMathSteps && hasVectorMath(step.fn))
+      f.vector = step.fn;
+    steps.push_back(std::move(f));
+  }
+  if (y.numElements() == 0)
+    return Status::ok();
+  BroadcastLoop loop = makeLoop(inputs, y.shape);
+  int64_t total = 1;
+  for (int64_t d : loop.dims)
+    total *= d;
+  parallelRanges(total, [&](int64_t begin, int64_t end) {
+    runFusedRange(loop, steps, inputs, y, begin, end);
+  });
   return Status::ok();
 }
 

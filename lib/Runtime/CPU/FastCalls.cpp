@@ -1,5 +1,7 @@
 //===- FastCalls.cpp - which calls run on oneDNN --------------------------===//
 #include "mp/Runtime/CPU/FastCalls.h"
+#include "mp/Runtime/CPU/CallOptions.h"
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
 
 #ifdef MP_RUNTIME_HAVE_ONEDNN
 #include "OneDNN/OneDnn.h"
@@ -47,6 +49,49 @@ void configureCpuThreads(CpuKernels kernels, int threads) {
 
 #ifdef MP_RUNTIME_HAVE_ONEDNN
 
+namespace {
+
+/// A fused program on the own kernel with vectorised exp, sigmoid and tanh
+/// (the reference calls libm per element): parsed once.
+class FusedProgramCall : public PreparedCall {
+public:
+  FusedProgramCall(FusedProgram program, std::vector<TensorView> inputs,
+                   TensorView y)
+      : program_(std::move(program)), inputs_(std::move(inputs)), y_(y) {}
+  size_t scratchBytes() const override { return 0; }
+  Status run(void *) override {
+    return fusedElementwise(program_, inputs_, y_, /*vectorMath=*/true);
+  }
+  const std::string &implementation() const override { return name_; }
+
+private:
+  FusedProgram program_;
+  std::vector<TensorView> inputs_;
+  TensorView y_;
+  std::string name_ = "own:fused f32 program, vectorised exp/sigmoid/tanh";
+};
+
+FastCallChoice prepareFusedElementwise(const PlanCall &call,
+                                       const std::vector<TensorView> &operands,
+                                       const std::vector<TensorView> &results,
+                                       const std::vector<bool> &,
+                                       const FilterSource *) {
+  Result<FusedProgram> program = fusedProgramOf(call, operands.size());
+  if (!program || results.size() != 1)
+    return {nullptr, "the reference kernel reports the call's error"};
+  // A chain of oneDNN's functions runs as one binary primitive with
+  // post-ops (jit, every core); any other program on the own kernel.
+  FastCallChoice chain =
+      onednn::prepareFusedChain(*program, operands, results[0]);
+  if (chain.call)
+    return chain;
+  return {std::make_unique<FusedProgramCall>(std::move(*program), operands,
+                                             results[0]),
+          ""};
+}
+
+} // namespace
+
 FastCallChoice prepareFastCall(const PlanCall &call,
                                const std::vector<TensorView> &operands,
                                const std::vector<TensorView> &results,
@@ -65,7 +110,8 @@ FastCallChoice prepareFastCall(const PlanCall &call,
       {"cudnn.softmax", onednn::prepareSoftmax},
       {"cudnn.pool", onednn::preparePool},
       {"kernel.layer_norm", onednn::prepareLayerNorm},
-      {"cudnn.lrn", onednn::prepareLrn}};
+      {"cudnn.lrn", onednn::prepareLrn},
+      {"kernel.fused_elementwise", prepareFusedElementwise}};
   for (const auto &[kind, prepare] : kFastCalls)
     if (call.kind == kind)
       return prepare(call, operands, results, constant, filter);

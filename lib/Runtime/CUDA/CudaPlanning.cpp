@@ -112,6 +112,7 @@ const std::vector<std::string> &cudaCallKinds() {
         "kernel.concat",
         "kernel.copy",
         "kernel.elementwise",
+        "kernel.fused_elementwise",
         "kernel.gather",
         "kernel.loss_scale_update",
         "kernel.nll_loss",
@@ -170,6 +171,8 @@ Status planCall(const PlanCall &call, const std::vector<TensorDesc> &ops,
   }
   if (k == "kernel.elementwise")
     return st(planElementwise(call, ops, res));
+  if (k == "kernel.fused_elementwise")
+    return st(planFusedElementwise(call, ops, res));
   if (k == "kernel.cast" || k == "kernel.copy" || k == "kernel.transpose" ||
       k == "kernel.reduce") {
     if (Status s = arity(ops, res, 1, 1, 1, 1); !s)

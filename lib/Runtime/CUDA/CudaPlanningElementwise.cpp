@@ -9,6 +9,7 @@
 
 #include "PlanningUtil.h"
 
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 
@@ -207,6 +208,76 @@ Result<EwParams> planElementwise(const PlanCall &call,
   for (size_t k = 0; k < n; ++k)
     if (p.loop.rank != 1 || p.loop.strides[k][0] != 1)
       p.contiguous = 0;
+  return p;
+}
+
+Result<FusedEwParams> planFusedElementwise(const PlanCall &call,
+                                           const std::vector<TensorDesc> &ins,
+                                           const std::vector<TensorDesc> &res) {
+  static_assert(kMaxFusedSteps == static_cast<int>(rt::kMaxFusedSteps) &&
+                kMaxFusedStepArgs == static_cast<int>(rt::kMaxFusedStepArgs) &&
+                kMaxEwInputs >= static_cast<int>(rt::kMaxFusedInputs));
+  constexpr std::string_view op = "fused_elementwise";
+  if (Status s = arity(ins, res, 1, ins.size(), 1, 1); !s)
+    return s;
+  MP_TRY(program, cpu::fusedProgramOf(call, ins.size()));
+  const TensorDesc &y = res[0];
+  auto isFused = [](DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+  };
+  for (size_t k = 0; k < ins.size(); ++k) {
+    const std::string name = "input " + std::to_string(k);
+    if (Status s = checkDesc(op, name, ins[k]); !s)
+      return s;
+    if (!isFused(ins[k].dtype))
+      return fail(op, name + " is " + dt(ins[k].dtype) + " (f16, bf16 or f32)");
+    bool same = ins[k].addr == y.addr && ins[k].dtype == y.dtype &&
+                ins[k].shape == y.shape;
+    if (!same && overlapping(ins[k], y))
+      return fail(op, "y overlaps " + name);
+  }
+  if (Status s = checkDesc(op, "y", y); !s)
+    return s;
+  if (!isFused(y.dtype))
+    return fail(op, "y is " + dt(y.dtype) + " (f16, bf16 or f32)");
+  std::vector<Shape> shapes;
+  for (const TensorDesc &in : ins)
+    shapes.push_back(in.shape);
+  Result<BroadcastLoop> loop = makeBroadcastLoop(shapes, y.shape);
+  if (!loop)
+    return fail(op, loop.message());
+
+  FusedEwParams p;
+  EwParams &io = p.io;
+  io.numInputs = static_cast<int32_t>(ins.size());
+  for (size_t k = 0; k < ins.size(); ++k) {
+    io.inDtype[k] = code(ins[k].dtype);
+    io.in[k] = cptr(ins[k]);
+  }
+  io.outDtype = code(y.dtype);
+  io.out = mptr(y);
+  io.n = y.numElements();
+  io.loop = *loop;
+  io.contiguous = 1;
+  for (size_t k = 0; k < ins.size(); ++k)
+    if (io.loop.rank != 1 || io.loop.strides[k][0] != 1)
+      io.contiguous = 0;
+  p.numSteps = static_cast<int32_t>(program.steps.size());
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const FusedStep &step = program.steps[s];
+    FusedStepParams &out = p.steps[s];
+    out.op = static_cast<int32_t>(step.fn);
+    if (step.fn == ElementwiseFn::Clip && step.args.size() == 1)
+      out.op = kEwClip1;
+    out.numArgs = static_cast<int32_t>(step.args.size());
+    for (size_t a = 0; a < step.args.size(); ++a)
+      out.args[a] = static_cast<int32_t>(step.args[a].index) +
+                    (step.args[a].isStep ? kMaxEwInputs : 0);
+    auto [alpha, beta] = cpu::resolveAlphaBeta(
+        step.fn, cpu::ElementwiseParams{step.alpha, step.beta});
+    out.alpha = static_cast<float>(alpha);
+    out.beta = static_cast<float>(beta);
+  }
   return p;
 }
 

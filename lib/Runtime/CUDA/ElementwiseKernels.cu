@@ -338,6 +338,48 @@ template <typename C> __global__ void ewKernel(EwParams p) {
   }
 }
 
+/// A fused program, one thread an element: the inputs loaded as f32, every
+/// step's value in a register array (the program is uniform across the
+/// warp: no divergence), y rounded once at the store.
+__global__ void fusedEwKernel(FusedEwParams p) {
+  int64_t off[kMaxEwInputs];
+  float x[kMaxEwInputs], v[kMaxFusedSteps];
+  const EwParams &io = p.io;
+  MP_GRID_LOOP(i, io.n) {
+    if (io.contiguous) {
+      for (int k = 0; k < io.numInputs; ++k)
+        off[k] = i;
+    } else {
+      offsetsOf(io, i, off);
+    }
+    for (int k = 0; k < io.numInputs; ++k)
+      x[k] = loadAs<float>(io.in[k], io.inDtype[k], off[k]);
+    for (int s = 0; s < p.numSteps; ++s) {
+      const FusedStepParams &step = p.steps[s];
+      auto arg = [&](int j) {
+        int a = step.args[j];
+        return a < kMaxEwInputs ? x[a] : v[a - kMaxEwInputs];
+      };
+      const float a = step.alpha, b = step.beta;
+      float r = arg(0);
+      if (step.op == kEwClip && step.numArgs == 3) {
+        r = clipTo(r, arg(1), arg(2));
+      } else if (step.op == kEwSum || step.op == kEwMean || step.op == kEwMax ||
+                 step.op == kEwMin) {
+        int32_t comb = step.op == kEwMean ? int32_t(kEwSum) : step.op;
+        for (int j = 1; j < step.numArgs; ++j)
+          r = floatOp<float>(comb, r, arg(j), a, b);
+        if (step.op == kEwMean)
+          r = r / static_cast<float>(step.numArgs);
+      } else {
+        r = floatOp<float>(step.op, r, step.numArgs == 2 ? arg(1) : 0.f, a, b);
+      }
+      v[s] = r;
+    }
+    storeAs(io.out, io.outDtype, i, v[p.numSteps - 1]);
+  }
+}
+
 /// Lane j (of 2) of a 32-bit word of 16-bit dtype t, as float; and back,
 /// rounded once to nearest even (loadF32 / storeF32's conversions).
 __device__ inline float lane16(uint32_t word, int j, int32_t t) {
@@ -576,6 +618,15 @@ cudaError_t launchElementwise(const EwParams &p, cudaStream_t stream) {
   default:
     MP_LAUNCH_BY_ELEM(p.elemSize, rawKernel, blocks, threads, stream, p);
   }
+  return cudaGetLastError();
+}
+
+cudaError_t launchFusedElementwise(const FusedEwParams &p,
+                                   cudaStream_t stream) {
+  if (p.io.n == 0)
+    return cudaSuccess;
+  unsigned threads = 256, blocks = blocksFor(p.io.n, threads);
+  dev::fusedEwKernel<<<blocks, threads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 

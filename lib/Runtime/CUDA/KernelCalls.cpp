@@ -77,6 +77,13 @@ Result<std::unique_ptr<PreparedCall>> prepareElementwise(const PrepareArgs &a) {
       p, "elementwise kernel");
 }
 
+Result<std::unique_ptr<PreparedCall>>
+prepareFusedElementwise(const PrepareArgs &a) {
+  MP_TRY_PREPARE(p, planFusedElementwise(a.call, a.operands, a.results));
+  return preparedCall<LaunchCall<FusedEwParams, launchFusedElementwise>>(
+      p, "fused elementwise kernel");
+}
+
 struct CastCall : PreparedCall {
   CastParams p;
   explicit CastCall(const CastParams &p) : p(p) {}
@@ -342,6 +349,7 @@ Result<std::unique_ptr<PreparedCall>> prepareAdam(const PrepareArgs &a) {
 
 void addKernelCalls(std::map<std::string, PrepareFn> &t) {
   MP_ADD_PREPARE("kernel.elementwise", prepareElementwise);
+  MP_ADD_PREPARE("kernel.fused_elementwise", prepareFusedElementwise);
   MP_ADD_PREPARE("kernel.cast", prepareCast);
   MP_ADD_PREPARE("kernel.copy", prepareCopy);
   MP_ADD_PREPARE("kernel.transpose", prepareTranspose);

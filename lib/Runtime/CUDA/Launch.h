@@ -19,6 +19,7 @@ namespace mp::rt::cuda {
 
 // ElementwiseKernels.cu
 cudaError_t launchElementwise(const EwParams &p, cudaStream_t stream);
+cudaError_t launchFusedElementwise(const FusedEwParams &p, cudaStream_t stream);
 cudaError_t launchCast(const CastParams &p, cudaStream_t stream);
 cudaError_t launchGatherCopy(const GatherCopyParams &p, cudaStream_t stream);
 // ReduceKernels.cu

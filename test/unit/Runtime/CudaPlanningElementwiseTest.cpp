@@ -400,3 +400,62 @@ TEST_CASE("cast, copy, transpose and window copies", "[cuda][planning]") {
     CHECK(w->xStrides[2] == 3);
   }
 }
+
+TEST_CASE("fused elementwise planning", "[cuda][planning][fused]") {
+  Addr at;
+  auto program = [](const char *text) {
+    return callOf("kernel.fused_elementwise", {{"program", std::string(text)}});
+  };
+  SECTION("steps, their arguments and parameters") {
+    TensorDesc x = at(DType::BF16, {4, 8}), bias = at(DType::F32, {8}),
+               y = at(DType::F16, {4, 8});
+    Result<FusedEwParams> p = planFusedElementwise(
+        program("add(x0, x1); sigmoid(t0); mul(x0, t1); clip(t2) alpha=-1 "
+                "beta=6; sum(t3, x1, t0)"),
+        {x, bias}, {y});
+    INFO(messageOf(p));
+    REQUIRE(p);
+    CHECK(p->numSteps == 5);
+    CHECK(p->io.numInputs == 2);
+    CHECK(p->io.n == 32);
+    CHECK(p->io.contiguous == 0);
+    CHECK(p->io.inDtype[0] == static_cast<int32_t>(DType::BF16));
+    CHECK(p->io.inDtype[1] == static_cast<int32_t>(DType::F32));
+    CHECK(p->io.outDtype == static_cast<int32_t>(DType::F16));
+    CHECK(p->io.out == y.ptr<void>());
+    CHECK(p->steps[0].op == kEwAdd);
+    CHECK(p->steps[0].args[0] == 0);
+    CHECK(p->steps[0].args[1] == 1);
+    CHECK(p->steps[1].op == kEwSigmoid);
+    CHECK(p->steps[1].args[0] == kMaxEwInputs + 0);
+    CHECK(p->steps[3].op == kEwClip1);
+    CHECK(p->steps[3].alpha == -1.f);
+    CHECK(p->steps[3].beta == 6.f);
+    CHECK(p->steps[4].op == kEwSum);
+    CHECK(p->steps[4].numArgs == 3);
+    CHECK(p->steps[4].args[2] == kMaxEwInputs + 0);
+  }
+  SECTION("defaults of alpha and beta; a clip of one value spans all floats") {
+    TensorDesc x = at(DType::F32, {16});
+    Result<FusedEwParams> p = planFusedElementwise(
+        program("leaky_relu(x0); clip(t0)"), {x}, {at(DType::F32, {16})});
+    REQUIRE(p);
+    CHECK(p->io.contiguous == 1);
+    CHECK(p->steps[0].alpha == 0.01f);
+    CHECK(p->steps[1].alpha == -std::numeric_limits<float>::infinity());
+  }
+  SECTION("errors") {
+    TensorDesc x = at(DType::F32, {4}), y = at(DType::F32, {4});
+    CHECK(messageOf(planFusedElementwise(program("neg(x0)"),
+                                         {at(DType::I32, {4})}, {y})) ==
+          "fused_elementwise: input 0 is i32 (f16, bf16 or f32)");
+    CHECK(messageOf(planFusedElementwise(program("neg(x0)"), {x},
+                                         {at(DType::F64, {4})})) ==
+          "fused_elementwise: y is f64 (f16, bf16 or f32)");
+    CHECK(messageOf(planFusedElementwise(program("neg(x1)"), {x}, {y})) ==
+          "program 'neg(x1)': step 0: 'x1' is not an input of the call");
+    CHECK(messageOf(planFusedElementwise(program("neg(x0)"),
+                                         {at(DType::F32, {5})}, {y}))
+              .find("does not broadcast") != std::string::npos);
+  }
+}

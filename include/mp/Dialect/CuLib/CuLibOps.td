@@ -276,6 +276,26 @@ def CuLib_ElementwiseOp : CuLib_Op<"elementwise"> {
   let hasVerifier = 1;
 }
 
+def CuLib_FusedElementwiseOp : CuLib_Op<"fused_elementwise"> {
+  let summary = "elementwise functions and float casts as one call";
+  let description = [{
+    A group of elementwise functions (and the float casts between them) that
+    culib-fuse-elementwise made one call: `program` lists the steps
+    (mp/Runtime/FusedProgram.h; docs/plan-format.md): `xK` is input K,
+    broadcast (numpy rules) to y's shape, `tK` step K's result, and the last
+    step gives y. Every value inside is f32; y is rounded once at the store,
+    so the group is never less accurate than its calls one by one. Inputs
+    and y are f16, bf16 or f32 buffers.
+  }];
+  let arguments = (ins Variadic<CuLib_FloatBuffer>:$inputs,
+                       CuLib_FloatBuffer:$y, StrAttr:$program);
+  let assemblyFormat = [{
+    $program `ins` `(` $inputs `)` `outs` `(` $y `)` attr-dict `:`
+    type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
 def CuLib_CastOp : CuLib_Op<"cast"> {
   let summary = "element type conversion (round to nearest even)";
   let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y);

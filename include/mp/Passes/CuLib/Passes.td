@@ -71,6 +71,34 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
   let dependentDialects = ["mp::culib::CuLibDialect"];
 }
 
+def FuseElementwise : Pass<"culib-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Make groups of elementwise calls and float casts one fused call";
+  let description = [{
+    Each maximal group of `culib.elementwise` calls (functions from floats
+    to floats: arithmetic, activations, math) and `culib.cast` calls between
+    f16, bf16 and f32, connected through intermediate buffers that only the
+    group uses and that have the shape of the group's result, becomes one
+    `culib.fused_elementwise` call: its `program` computes every step in
+    f32 and rounds once at the store, where the calls one by one rounded
+    after each 16-bit step (so the fused result is never less accurate), and
+    the intermediate buffers go. A group grows from its last call back to
+    the calls that write its inputs, as long as nothing between a call and
+    the group's end writes what the call reads, and within the runtime's
+    limits (32 steps, 8 inputs). Comparisons, `where`, integer and bool
+    functions, broadcast intermediates and buffers read elsewhere (a
+    training step's saved activations) end a group. With `report`, a
+    remark counts the calls before and after and the bytes no longer
+    written. Run it after culib-fuse-epilogues (a ReLU that can be a
+    convolution's epilogue is one) and before culib-plan-memory
+    (mp-compile does, unless its `fuse` option is off).
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the calls fused and the bytes saved">,
+  ];
+  let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
 def PlanMemory : Pass<"culib-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Assign arena offsets to culib buffers, reusing memory of dead buffers";
   let description = [{

@@ -126,6 +126,10 @@ struct ElementwiseCall {
 };
 Result<ElementwiseCall> elementwiseCallOf(const PlanCall &call);
 
+/// kernel.fused_elementwise's program, parsed and checked against the
+/// call's `numInputs` operands.
+Result<FusedProgram> fusedProgramOf(const PlanCall &call, size_t numInputs);
+
 /// cublaslt.matmul's attributes (trans_a, trans_b, alpha, beta, epilogue).
 Result<MatmulOptions> matmulOptionsOf(const PlanCall &call);
 /// cudnn.conv_fwd's attributes (pads, strides, dilations, groups, layout,

@@ -18,6 +18,7 @@
 #define MP_RUNTIME_CPU_ELEMENTWISEKERNELS_H
 
 #include "mp/Runtime/ElementwiseFunctions.h"
+#include "mp/Runtime/FusedProgram.h"
 #include "mp/Runtime/ReduceFunctions.h"
 #include "mp/Runtime/Status.h"
 #include "mp/Runtime/Tensor.h"
@@ -58,6 +59,17 @@ std::pair<double, double> resolveAlphaBeta(ElementwiseFn fn,
 /// numpy.mod (the sign of the divisor), Fmod is std::fmod.
 Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
                    const TensorView &y, const ElementwiseParams &params = {});
+
+/// y = a fused program (mp/Runtime/FusedProgram.h) of the inputs, each
+/// broadcast to y's shape: every step computes in f32 as `elementwise` does
+/// (the same functions), and y is rounded once at the store. Inputs and y
+/// are f16, bf16 or f32; y may be an input of its own dtype and shape (in
+/// place), and must not partly overlap one. With `vectorMath` (the fast CPU
+/// path), exp, sigmoid and tanh use vectorised approximations within a few
+/// f32 ulps instead of libm's (the reference).
+Status fusedElementwise(const FusedProgram &program,
+                        const std::vector<TensorView> &inputs,
+                        const TensorView &y, bool vectorMath = false);
 
 //===----------------------------------------------------------------------===//
 // Cast

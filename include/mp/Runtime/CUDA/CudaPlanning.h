@@ -122,6 +122,10 @@ Result<BroadcastLoop> makeBroadcastLoop(const std::vector<Shape> &inputs,
 /// Functions or dtypes the GPU does not implement are errors naming them.
 PlannerFn<EwParams> planElementwise;
 
+/// kernel.fused_elementwise: the program, f16 / bf16 / f32 inputs and y,
+/// the CPU's shape rules.
+PlannerFn<FusedEwParams> planFusedElementwise;
+
 /// y = x broadcast to y's shape and converted to y's dtype (an elementwise
 /// identity with a conversion: C of matmul, bias of convolutions). x's
 /// dtype must be a float dtype when they differ.

@@ -78,6 +78,30 @@ struct EwParams {
   void *out = nullptr;
 };
 
+/// kernel.fused_elementwise (mp/Runtime/FusedProgram.h): at most this many
+/// steps, and arguments per step (the runtime's limits).
+constexpr int kMaxFusedSteps = 32;
+constexpr int kMaxFusedStepArgs = 4;
+
+/// One step of a fused program: an EwOp on f32 values (kEwClip1 for a clip
+/// of one argument); args[j] < kMaxEwInputs is that input, otherwise the
+/// result of step args[j] - kMaxEwInputs.
+struct FusedStepParams {
+  int32_t op = kEwIdentity;
+  int32_t numArgs = 1;
+  int32_t args[kMaxFusedStepArgs] = {};
+  float alpha = 0, beta = 0;
+};
+
+/// The inputs, y and the broadcast loop as an elementwise call has them
+/// (io.op, io.compute, io.alpha, io.beta unused), and the steps. Every value
+/// is f32 in registers; y is rounded once at the store.
+struct FusedEwParams {
+  EwParams io;
+  int32_t numSteps = 0;
+  FusedStepParams steps[kMaxFusedSteps];
+};
+
 /// kernel.cast: n elements of inDtype to outDtype, with the CPU's rules.
 struct CastParams {
   int32_t inDtype = 0, outDtype = 0;

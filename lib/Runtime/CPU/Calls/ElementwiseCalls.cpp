@@ -2,6 +2,7 @@
 //
 // docs/plan-format.md, "Call reference":
 //   kernel.elementwise  inputs... -> y   fn, alpha?, beta?
+//   kernel.fused_elementwise  inputs... -> y   program
 //   kernel.cast         x -> y
 //   kernel.reduce       x -> y           fn, axes, compute_type,
 //                                        select_last_index?
@@ -35,6 +36,13 @@ Status elementwiseCall(const CallArgs &args) {
     return s;
   MP_RT_TRY_ASSIGN(e, elementwiseCallOf(args.call));
   return elementwise(e.fn, args.operands, args.results[0], e.params);
+}
+
+Status fusedElementwiseCall(const CallArgs &args) {
+  if (Status s = checkArity(args, 1, kMaxFusedInputs, 1, 1); !s)
+    return s;
+  MP_RT_TRY_ASSIGN(program, fusedProgramOf(args.call, args.operands.size()));
+  return fusedElementwise(program, args.operands, args.results[0]);
 }
 
 Status castCall(const CallArgs &args) {
@@ -83,8 +91,18 @@ Result<ElementwiseCall> elementwiseCallOf(const PlanCall &call) {
   return ElementwiseCall{*fn, ElementwiseParams{alpha, beta}};
 }
 
+Result<FusedProgram> fusedProgramOf(const PlanCall &call, size_t numInputs) {
+  MP_RT_TRY_ASSIGN(text, stringAttr(call, "program"));
+  std::string why;
+  std::optional<FusedProgram> program = parseFusedProgram(text, numInputs, why);
+  if (!program)
+    return Status::error("program '" + text + "': " + why);
+  return std::move(*program);
+}
+
 void addElementwiseCalls(CallTable &table) {
   MP_ADD_CALL("kernel.elementwise", &elementwiseCall);
+  MP_ADD_CALL("kernel.fused_elementwise", &fusedElementwiseCall);
   MP_ADD_CALL("kernel.cast", &castCall);
   MP_ADD_CALL("kernel.reduce", &reduceCall);
 }

@@ -11,6 +11,7 @@
 
 #include "mp/Runtime/CPU/FastCalls.h"
 #include "mp/Runtime/CPU/Kernels.h"
+#include "mp/Runtime/FusedProgram.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -232,6 +233,13 @@ FastCallChoice prepareConv(const PlanCall &call,
                            const std::vector<TensorView> &results,
                            const std::vector<bool> &constant,
                            const FilterSource *filter);
+/// A fused program that is a chain (each step reads the one before and at
+/// most one input) of oneDNN eltwise and binary functions: one binary
+/// primitive with eltwise and binary post-ops (f32 inside, one rounding at
+/// the store); others are left to the own kernel, with the reason.
+FastCallChoice prepareFusedChain(const FusedProgram &program,
+                                 const std::vector<TensorView> &operands,
+                                 const TensorView &y);
 FastCallChoice prepareElementwise(const PlanCall &call,
                                   const std::vector<TensorView> &operands,
                                   const std::vector<TensorView> &results,

@@ -209,4 +209,142 @@ FastCallChoice prepareElementwise(const PlanCall &call,
   });
 }
 
+FastCallChoice prepareFusedChain(const FusedProgram &program,
+                                 const std::vector<TensorView> &operands,
+                                 const TensorView &y) {
+  auto isChainType = [](DType t) {
+    return t == DType::F32 || t == DType::BF16;
+  };
+  if (!isChainType(y.dtype))
+    return referenceKernel(std::string(dtypeName(y.dtype)) +
+                           " (oneDNN's binary: f32, bf16)");
+  for (const TensorView &t : operands)
+    if (!isChainType(t.dtype))
+      return referenceKernel("an input of " + std::string(dtypeName(t.dtype)));
+  if (y.numElements() == 0)
+    return referenceKernel("no elements");
+  const size_t rank = y.shape.size();
+  const dims yDims(y.shape.begin(), y.shape.end());
+  auto typeOf = [](DType t) { return *computeTypeOf(t); };
+  auto fullDesc = [&](const TensorView &t) {
+    return plainDesc(yDims, typeOf(t.dtype));
+  };
+  auto isInput = [](const FusedOperand &a) { return !a.isStep; };
+  // Each step but the first reads the one before, which nothing else reads.
+  for (size_t s = 0; s < program.steps.size(); ++s)
+    for (size_t later = s + 1; later < program.steps.size(); ++later)
+      for (const FusedOperand &a : program.steps[later].args)
+        if (a.isStep && a.index == s && later != s + 1)
+          return referenceKernel("not a chain: t" + std::to_string(s) +
+                                 " is read by step " + std::to_string(later));
+  return catchingErrors([&]() -> FastCallChoice {
+    dnnl::post_ops ops;
+    std::vector<Binding> bindings;
+    int postOps = 0;
+    const FusedStep &first = program.steps[0];
+    std::optional<dnnl::algorithm> baseAlgorithm;
+    const TensorView *src0 = nullptr, *src1 = nullptr;
+    auto addEltwise = [&](const FusedStep &step) -> bool {
+      auto [alpha, beta] =
+          resolveAlphaBeta(step.fn, ElementwiseParams{step.alpha, step.beta});
+      if (step.fn == F::Identity)
+        return true;
+      if (step.fn == F::Clip && !(alpha <= beta))
+        return false;
+      std::optional<EltwiseOf> e = eltwiseOf(step.fn, alpha, beta);
+      if (!e)
+        return false;
+      ops.append_eltwise(1.f, e->algorithm, e->alpha, e->beta);
+      ++postOps;
+      return true;
+    };
+    auto addBinary = [&](dnnl::algorithm algorithm, const TensorView &t) {
+      dnnl::memory::desc desc = broadcastDesc(t, rank, typeOf(t.dtype));
+      ops.append_binary(algorithm, desc);
+      bindings.emplace_back(
+          DNNL_ARG_ATTR_MULTIPLE_POST_OP(postOps) | DNNL_ARG_SRC_1, desc, t);
+      ++postOps;
+    };
+    // The base: a binary of two inputs, or max(x, x) = x before a unary.
+    const bool firstIsBinary = first.args.size() == 2 &&
+                               infoOf(first.fn).kind != ElementwiseKind::Clip;
+    if (firstIsBinary) {
+      baseAlgorithm = binaryOf(first.fn);
+      if (!baseAlgorithm &&
+          (first.fn == F::Max || first.fn == F::Min || first.fn == F::Sum))
+        baseAlgorithm = first.fn == F::Max   ? dnnl::algorithm::binary_max
+                        : first.fn == F::Min ? dnnl::algorithm::binary_min
+                                             : dnnl::algorithm::binary_add;
+      if (!baseAlgorithm)
+        return referenceKernel("no oneDNN binary for " +
+                               std::string(elementwiseFnName(first.fn)));
+      src0 = &operands[first.args[0].index];
+      src1 = &operands[first.args[1].index];
+      const bool commutative = first.fn != F::Sub && first.fn != F::Div;
+      if (src0->shape != y.shape && src1->shape == y.shape && commutative)
+        std::swap(src0, src1);
+    } else {
+      if (first.args.size() != 1 || !isInput(first.args[0]))
+        return referenceKernel("a first step oneDNN has no primitive for");
+      baseAlgorithm = dnnl::algorithm::binary_max;
+      src0 = src1 = &operands[first.args[0].index];
+      if (!addEltwise(first))
+        return referenceKernel("no oneDNN eltwise for " +
+                               std::string(elementwiseFnName(first.fn)));
+    }
+    if (src0->shape != y.shape)
+      return referenceKernel("a broadcast first operand");
+    for (size_t s = 1; s < program.steps.size(); ++s) {
+      const FusedStep &step = program.steps[s];
+      const std::string name(elementwiseFnName(step.fn));
+      const bool unary = step.args.size() == 1 ||
+                         (step.fn == F::Clip && step.args.size() == 1);
+      if (unary) {
+        if (!addEltwise(step))
+          return referenceKernel("no oneDNN eltwise for " + name);
+        continue;
+      }
+      if (step.args.size() != 2)
+        return referenceKernel(name + " of " +
+                               std::to_string(step.args.size()) + " values");
+      // One argument is the step before, the other an input.
+      const bool previousFirst = step.args[0].isStep;
+      const FusedOperand other = previousFirst ? step.args[1] : step.args[0];
+      if (other.isStep)
+        return referenceKernel("not a chain: " + name + " of two steps");
+      std::optional<dnnl::algorithm> algorithm = binaryOf(step.fn);
+      if (step.fn == F::Max || step.fn == F::Min || step.fn == F::Sum)
+        algorithm = step.fn == F::Max   ? dnnl::algorithm::binary_max
+                    : step.fn == F::Min ? dnnl::algorithm::binary_min
+                                        : dnnl::algorithm::binary_add;
+      if (!algorithm)
+        return referenceKernel("no oneDNN binary for " + name);
+      const TensorView &input = operands[other.index];
+      if (previousFirst || step.fn == F::Add || step.fn == F::Mul ||
+          step.fn == F::Max || step.fn == F::Min || step.fn == F::Sum) {
+        addBinary(*algorithm, input);
+      } else if (step.fn == F::Sub) {
+        // x - t = -(t - x), exactly.
+        addBinary(*algorithm, input);
+        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, -1.f, 0.f);
+        ++postOps;
+      } else {
+        return referenceKernel(name + " of an input by the step before");
+      }
+    }
+    dnnl::primitive_attr attr = userScratchpad();
+    attr.set_post_ops(ops);
+    dnnl::memory::desc src0Desc = fullDesc(*src0);
+    dnnl::memory::desc src1Desc =
+        broadcastDesc(*src1, rank, typeOf(src1->dtype));
+    dnnl::memory::desc yDesc = fullDesc(y);
+    dnnl::binary::desc desc(*baseAlgorithm, src0Desc, src1Desc, yDesc);
+    dnnl::binary::primitive_desc pd(desc, attr, engine());
+    bindings.emplace_back(DNNL_ARG_SRC_0, src0Desc, *src0);
+    bindings.emplace_back(DNNL_ARG_SRC_1, src1Desc, *src1);
+    bindings.emplace_back(DNNL_ARG_DST, yDesc, y);
+    return PrimitiveCall::prepare(pd, dnnl::binary(pd), bindings);
+  });
+}
+
 } // namespace mp::rt::cpu::onednn
