@@ -215,18 +215,20 @@ Lowered lowerGroup(const Group &group) {
     step.fn = ew.getFn();
     for (Value input : ew.getInputs())
       step.args.push_back(operand(input));
-    if (std::optional<APFloat> alpha = ew.getAlpha())
-      step.alpha = alpha->convertToDouble();
-    if (std::optional<APFloat> beta = ew.getBeta())
-      step.beta = beta->convertToDouble();
+    // The values a plan's elementwise call would carry (culib-export-plan).
+    if (FloatAttr alpha = ew.getAlphaAttr())
+      step.alpha = alpha.getValueAsDouble();
+    if (FloatAttr beta = ew.getBetaAttr())
+      step.beta = beta.getValueAsDouble();
     operandOf[ew.getY()] =
         rt::FusedOperand{true, uint32_t(lowered.program.steps.size())};
     lowered.program.steps.push_back(std::move(step));
   }
-  // A group of casts only, or one whose root is a cast of an input: the
-  // value is copied (and rounded once) by an identity step.
+  // Every step feeds the root, so the root's value is the last step's,
+  // unless the group is casts only: an identity step then copies (and
+  // rounds once) the input.
   rt::FusedOperand result = operandOf.lookup(fusableOutput(group.root));
-  if (!result.isStep || result.index + 1 != lowered.program.steps.size()) {
+  if (!result.isStep) {
     rt::FusedStep copy;
     copy.args.push_back(result);
     lowered.program.steps.push_back(std::move(copy));

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 namespace mp::rt::cpu {
@@ -86,6 +87,18 @@ inline constexpr ElementwiseFnInfo kElementwiseFnInfo[] = {
 
 constexpr const ElementwiseFnInfo &infoOf(ElementwiseFn fn) {
   return kElementwiseFnInfo[static_cast<size_t>(fn)];
+}
+
+/// The fn of a plan call ("add", "gelu_tanh", ...), if it is one.
+inline std::optional<ElementwiseFn> parseElementwiseFn(std::string_view name) {
+  for (const ElementwiseFnInfo &info : kElementwiseFnInfo)
+    if (info.name == name)
+      return info.fn;
+  return std::nullopt;
+}
+/// The plan spelling of fn.
+constexpr std::string_view elementwiseFnName(ElementwiseFn fn) {
+  return infoOf(fn).name;
 }
 
 } // namespace mp::rt::cpu

@@ -140,7 +140,7 @@ inline std::string printFusedProgram(const FusedProgram &program) {
     const FusedStep &step = program.steps[s];
     if (s)
       out += "; ";
-    out += cpu::infoOf(step.fn).name;
+    out += cpu::elementwiseFnName(step.fn);
     out += '(';
     for (size_t a = 0; a < step.args.size(); ++a) {
       if (a)
@@ -184,14 +184,10 @@ parseFusedProgram(std::string_view text, size_t numInputs, std::string &error) {
                   "expected 'fn(args)', got '" + std::string(stepText) + "'");
     std::string_view name = trim(stepText.substr(0, open));
     FusedStep step;
-    bool known = false;
-    for (const cpu::ElementwiseFnInfo &info : cpu::kElementwiseFnInfo)
-      if (info.name == name) {
-        step.fn = info.fn;
-        known = true;
-      }
-    if (!known)
+    std::optional<cpu::ElementwiseFn> fn = cpu::parseElementwiseFn(name);
+    if (!fn)
       return fail(s, "unknown function '" + std::string(name) + "'");
+    step.fn = *fn;
     if (!isFusableFn(step.fn))
       return fail(s,
                   "'" + std::string(name) + "' does not map floats to floats");

@@ -34,19 +34,6 @@ namespace mp::rt::cpu {
 
 using namespace detail;
 
-//===----------------------------------------------------------------------===//
-// Names
-//===----------------------------------------------------------------------===//
-
-std::optional<ElementwiseFn> parseElementwiseFn(std::string_view name) {
-  for (const ElementwiseFnInfo &info : kElementwiseFnInfo)
-    if (info.name == name)
-      return info.fn;
-  return std::nullopt;
-}
-
-std::string_view elementwiseFnName(ElementwiseFn fn) { return infoOf(fn).name; }
-
 namespace {
 
 //===----------------------------------------------------------------------===//
@@ -1082,9 +1069,19 @@ void runFusedRange(const BroadcastLoop &loop,
 
 } // namespace
 
-Status fusedElementwise(const FusedProgram &program,
-                        const std::vector<TensorView> &inputs,
-                        const TensorView &y, bool vectorMathSteps) {
+/// What FusedElementwiseKernel::bind checked and chose.
+struct FusedElementwiseKernel::Bound {
+  std::vector<FusedStepFn> steps;
+  std::vector<TensorView> inputs;
+  TensorView y;
+  BroadcastLoop loop;
+  int64_t total = 0; ///< y's elements
+};
+
+Result<FusedElementwiseKernel>
+FusedElementwiseKernel::bind(const FusedProgram &program,
+                             const std::vector<TensorView> &inputs,
+                             const TensorView &y, bool vectorMathSteps) {
   const std::string op = "fused_elementwise";
   if (program.steps.empty())
     return fail(op, "the program has no steps");
@@ -1105,7 +1102,8 @@ Status fusedElementwise(const FusedProgram &program,
     if (Status s = checkBroadcastInput(op, k, inputs[k], y); !s)
       return s;
   }
-  std::vector<FusedStepFn> steps;
+  auto bound = std::make_shared<Bound>();
+  std::vector<FusedStepFn> &steps = bound->steps;
   for (const FusedStep &step : program.steps) {
     for (const FusedOperand &a : step.args)
       if (!a.isStep && a.index >= inputs.size())
@@ -1124,15 +1122,32 @@ Status fusedElementwise(const FusedProgram &program,
       f.vector = step.fn;
     steps.push_back(std::move(f));
   }
-  if (y.numElements() == 0)
-    return Status::ok();
-  BroadcastLoop loop = makeLoop(inputs, y.shape);
-  int64_t total = 1;
-  for (int64_t d : loop.dims)
-    total *= d;
-  parallelRanges(total, [&](int64_t begin, int64_t end) {
-    runFusedRange(loop, steps, inputs, y, begin, end);
+  bound->inputs = inputs;
+  bound->y = y;
+  bound->loop = makeLoop(inputs, y.shape);
+  bound->total = y.numElements();
+  FusedElementwiseKernel kernel;
+  kernel.bound_ = std::move(bound);
+  return kernel;
+}
+
+void FusedElementwiseKernel::run() const {
+  const Bound &b = *bound_;
+  if (b.total == 0)
+    return;
+  parallelRanges(b.total, [&](int64_t begin, int64_t end) {
+    runFusedRange(b.loop, b.steps, b.inputs, b.y, begin, end);
   });
+}
+
+Status fusedElementwise(const FusedProgram &program,
+                        const std::vector<TensorView> &inputs,
+                        const TensorView &y, bool vectorMathSteps) {
+  Result<FusedElementwiseKernel> kernel =
+      FusedElementwiseKernel::bind(program, inputs, y, vectorMathSteps);
+  if (!kernel)
+    return kernel.status();
+  kernel->run();
   return Status::ok();
 }
 

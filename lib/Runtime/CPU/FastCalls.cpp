@@ -52,22 +52,20 @@ void configureCpuThreads(CpuKernels kernels, int threads) {
 namespace {
 
 /// A fused program on the own kernel with vectorised exp, sigmoid and tanh
-/// (the reference calls libm per element): parsed once.
+/// (the reference calls libm per element), bound to its buffers once.
 class FusedProgramCall : public PreparedCall {
 public:
-  FusedProgramCall(FusedProgram program, std::vector<TensorView> inputs,
-                   TensorView y)
-      : program_(std::move(program)), inputs_(std::move(inputs)), y_(y) {}
+  explicit FusedProgramCall(FusedElementwiseKernel kernel)
+      : kernel_(std::move(kernel)) {}
   size_t scratchBytes() const override { return 0; }
   Status run(void *) override {
-    return fusedElementwise(program_, inputs_, y_, /*vectorMath=*/true);
+    kernel_.run();
+    return Status::ok();
   }
   const std::string &implementation() const override { return name_; }
 
 private:
-  FusedProgram program_;
-  std::vector<TensorView> inputs_;
-  TensorView y_;
+  FusedElementwiseKernel kernel_;
   std::string name_ = "own:fused f32 program, vectorised exp/sigmoid/tanh";
 };
 
@@ -85,9 +83,11 @@ FastCallChoice prepareFusedElementwise(const PlanCall &call,
       onednn::prepareFusedChain(*program, operands, results[0]);
   if (chain.call)
     return chain;
-  return {std::make_unique<FusedProgramCall>(std::move(*program), operands,
-                                             results[0]),
-          ""};
+  Result<FusedElementwiseKernel> kernel = FusedElementwiseKernel::bind(
+      *program, operands, results[0], /*vectorMath=*/true);
+  if (!kernel)
+    return {nullptr, "the reference kernel reports the call's error"};
+  return {std::make_unique<FusedProgramCall>(std::move(*kernel)), ""};
 }
 
 } // namespace

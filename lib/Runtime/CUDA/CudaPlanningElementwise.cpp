@@ -96,6 +96,34 @@ using cpu::ElementwiseKind;
 // EwOp's codes are ElementwiseFn's values, then kEwClip1.
 static_assert(kEwClip1 == std::size(cpu::kElementwiseFnInfo));
 
+/// Whether every one of the loop's `numInputs` inputs has y's shape.
+int32_t isContiguous(const BroadcastLoop &loop, size_t numInputs) {
+  for (size_t k = 0; k < numInputs; ++k)
+    if (loop.rank != 1 || loop.strides[k][0] != 1)
+      return 0;
+  return 1;
+}
+
+/// The broadcast loop of `ins` to y, each input y itself (in place) or
+/// apart from it.
+Result<BroadcastLoop> inputsBroadcastTo(std::string_view op,
+                                        const std::vector<TensorDesc> &ins,
+                                        const TensorDesc &y) {
+  std::vector<Shape> shapes;
+  for (const TensorDesc &in : ins)
+    shapes.push_back(in.shape);
+  Result<BroadcastLoop> loop = makeBroadcastLoop(shapes, y.shape);
+  if (!loop)
+    return fail(op, loop.message());
+  for (size_t k = 0; k < ins.size(); ++k) {
+    bool same = ins[k].addr == y.addr && ins[k].dtype == y.dtype &&
+                ins[k].shape == y.shape;
+    if (!same && overlapping(ins[k], y))
+      return fail(op, "y overlaps input " + std::to_string(k));
+  }
+  return loop;
+}
+
 Result<std::optional<double>> optionalFloat(const PlanCall &call,
                                             std::string_view name) {
   if (!call.attr(name))
@@ -162,18 +190,7 @@ Result<EwParams> planElementwise(const PlanCall &call,
     p.compute = t == DType::U64 ? kComputeU64 : kComputeInt;
   }
 
-  std::vector<Shape> shapes;
-  for (const TensorDesc &in : ins)
-    shapes.push_back(in.shape);
-  Result<BroadcastLoop> loop = makeBroadcastLoop(shapes, y.shape);
-  if (!loop)
-    return fail(op, loop.message());
-  for (size_t k = 0; k < n; ++k) {
-    bool same = ins[k].addr == y.addr && ins[k].dtype == y.dtype &&
-                ins[k].shape == y.shape;
-    if (!same && overlapping(ins[k], y))
-      return fail(op, "y overlaps input " + std::to_string(k));
-  }
+  MP_TRY(loop, inputsBroadcastTo(op, ins, y));
   std::tie(p.alpha, p.beta) =
       cpu::resolveAlphaBeta(*fn, cpu::ElementwiseParams{alpha, beta});
   if (p.op == kEwClip1 && isInteger(t)) {
@@ -203,11 +220,8 @@ Result<EwParams> planElementwise(const PlanCall &call,
   p.out = mptr(y);
   p.elemSize = static_cast<int32_t>(byteSize(t));
   p.n = y.numElements();
-  p.loop = *loop;
-  p.contiguous = 1;
-  for (size_t k = 0; k < n; ++k)
-    if (p.loop.rank != 1 || p.loop.strides[k][0] != 1)
-      p.contiguous = 0;
+  p.loop = loop;
+  p.contiguous = isContiguous(loop, n);
   return p;
 }
 
@@ -231,21 +245,12 @@ Result<FusedEwParams> planFusedElementwise(const PlanCall &call,
       return s;
     if (!isFused(ins[k].dtype))
       return fail(op, name + " is " + dt(ins[k].dtype) + " (f16, bf16 or f32)");
-    bool same = ins[k].addr == y.addr && ins[k].dtype == y.dtype &&
-                ins[k].shape == y.shape;
-    if (!same && overlapping(ins[k], y))
-      return fail(op, "y overlaps " + name);
   }
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
   if (!isFused(y.dtype))
     return fail(op, "y is " + dt(y.dtype) + " (f16, bf16 or f32)");
-  std::vector<Shape> shapes;
-  for (const TensorDesc &in : ins)
-    shapes.push_back(in.shape);
-  Result<BroadcastLoop> loop = makeBroadcastLoop(shapes, y.shape);
-  if (!loop)
-    return fail(op, loop.message());
+  MP_TRY(loop, inputsBroadcastTo(op, ins, y));
 
   FusedEwParams p;
   EwParams &io = p.io;
@@ -257,11 +262,8 @@ Result<FusedEwParams> planFusedElementwise(const PlanCall &call,
   io.outDtype = code(y.dtype);
   io.out = mptr(y);
   io.n = y.numElements();
-  io.loop = *loop;
-  io.contiguous = 1;
-  for (size_t k = 0; k < ins.size(); ++k)
-    if (io.loop.rank != 1 || io.loop.strides[k][0] != 1)
-      io.contiguous = 0;
+  io.loop = loop;
+  io.contiguous = isContiguous(loop, ins.size());
   p.numSteps = static_cast<int32_t>(program.steps.size());
   for (size_t s = 0; s < program.steps.size(); ++s) {
     const FusedStep &step = program.steps[s];
@@ -305,7 +307,7 @@ Result<EwParams> planBroadcastConvert(const TensorDesc &x,
   p.elemSize = static_cast<int32_t>(byteSize(x.dtype));
   p.n = y.numElements();
   p.loop = *loop;
-  p.contiguous = p.loop.rank == 1 && p.loop.strides[0][0] == 1;
+  p.contiguous = isContiguous(p.loop, 1);
   return p;
 }
 

@@ -253,8 +253,14 @@ template <typename C> __device__ inline bool compareOp(int32_t op, C x, C y) {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-/// The element offsets of output element i in every input.
+/// The element offsets of output element i in every input (i itself when
+/// every input has y's shape).
 __device__ inline void offsetsOf(const EwParams &p, int64_t i, int64_t *off) {
+  if (p.contiguous) {
+    for (int k = 0; k < p.numInputs; ++k)
+      off[k] = i;
+    return;
+  }
   for (int k = 0; k < p.numInputs; ++k)
     off[k] = 0;
   int64_t rem = i;
@@ -270,12 +276,7 @@ __device__ inline void offsetsOf(const EwParams &p, int64_t i, int64_t *off) {
 template <typename C> __global__ void ewKernel(EwParams p) {
   int64_t off[kMaxEwInputs];
   MP_GRID_LOOP(i, p.n) {
-    if (p.contiguous) {
-      for (int k = 0; k < p.numInputs; ++k)
-        off[k] = i;
-    } else {
-      offsetsOf(p, i, off);
-    }
+    offsetsOf(p, i, off);
     C x = loadAs<C>(p.in[0], p.inDtype[0], off[0]);
     if (p.op >= kEwEqual && p.op <= kEwGreaterEqual) {
       C y = loadAs<C>(p.in[1], p.inDtype[1], off[1]);
@@ -346,12 +347,7 @@ __global__ void fusedEwKernel(FusedEwParams p) {
   float x[kMaxEwInputs], v[kMaxFusedSteps];
   const EwParams &io = p.io;
   MP_GRID_LOOP(i, io.n) {
-    if (io.contiguous) {
-      for (int k = 0; k < io.numInputs; ++k)
-        off[k] = i;
-    } else {
-      offsetsOf(io, i, off);
-    }
+    offsetsOf(io, i, off);
     for (int k = 0; k < io.numInputs; ++k)
       x[k] = loadAs<float>(io.in[k], io.inDtype[k], off[k]);
     for (int s = 0; s < p.numSteps; ++s) {
@@ -449,12 +445,7 @@ template <typename E> __global__ void rawKernel(EwParams p) {
   int64_t off[kMaxEwInputs];
   E *out = static_cast<E *>(p.out);
   MP_GRID_LOOP(i, p.n) {
-    if (p.contiguous) {
-      for (int k = 0; k < p.numInputs; ++k)
-        off[k] = i;
-    } else {
-      offsetsOf(p, i, off);
-    }
+    offsetsOf(p, i, off);
     if (p.op == kEwWhere) {
       bool c = static_cast<const uint8_t *>(p.in[0])[off[0]] != 0;
       out[i] = c ? static_cast<const E *>(p.in[1])[off[1]]
@@ -536,11 +527,7 @@ template <typename E> __global__ void gatherCopyKernel(GatherCopyParams p) {
 __global__ void intInF64Kernel(EwParams p) {
   int64_t off[kMaxEwInputs];
   MP_GRID_LOOP(i, p.n) {
-    if (p.contiguous) {
-      off[0] = off[1] = i;
-    } else {
-      offsetsOf(p, i, off);
-    }
+    offsetsOf(p, i, off);
     double x = loadF64(p.in[0], p.inDtype[0], off[0]);
     Val v{1, 0.0f, 0.0, 0, 0};
     if (p.op == kEwPow) {

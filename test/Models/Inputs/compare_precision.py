@@ -5,7 +5,11 @@ Reads every <name>.npy in the fp32 and the low-precision output directories
 (mp-run --output-dir) and prints, per output: the max absolute error, the max
 error relative to the fp32 output's scale (max |fp32|), the number of NaN/Inf
 values in the low-precision output, and with --top1 whether the arg-max over
-the last axis agrees for every row. Exits 1 when a limit is passed.
+the last axis agrees for every row. With --no-worse-than OTHER, the max
+absolute error of the outputs in OTHER (another variant of the same plan,
+e.g. compiled without fusion) is printed too, and ours may not exceed it by
+more than --slack of it plus 1e-7 of the output's scale. Exits 1 when a
+limit is passed.
 """
 import argparse
 import pathlib
@@ -24,6 +28,11 @@ def main():
                         help="limit on max|err| / max|fp32|")
     parser.add_argument("--max-abs-error", type=float, default=None,
                         help="limit on max|err|")
+    parser.add_argument("--no-worse-than", default=None, metavar="OTHER_DIR",
+                        help="outputs whose error ours may not exceed")
+    parser.add_argument("--slack", type=float, default=0.0,
+                        help="with --no-worse-than: the fraction of the "
+                             "other's error ours may exceed it by")
     args = parser.parse_args()
     ok = True
     files = sorted(pathlib.Path(args.fp32_dir).glob("*.npy"))
@@ -50,6 +59,12 @@ def main():
             good = False
         if args.max_abs_error is not None and not max_abs <= args.max_abs_error:
             good = False
+        if args.no_worse_than is not None:
+            other = np.load(pathlib.Path(args.no_worse_than) / ref_path.name)
+            other_abs = float(np.nanmax(np.abs(ref - other.astype(np.float64))))
+            line += f", other's max abs error {other_abs:.3g}"
+            if not max_abs <= other_abs * (1 + args.slack) + 1e-7 * scale:
+                good = False
         if args.top1:
             rows_ref = ref.reshape(-1, ref.shape[-1]).argmax(axis=1)
             rows_low = low.reshape(-1, low.shape[-1]).argmax(axis=1)

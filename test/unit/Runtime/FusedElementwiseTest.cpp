@@ -260,6 +260,12 @@ TEST_CASE("fast fused programs compute what the reference computes",
       {"exp(x0); add(t0, x0); mul(t0, t1)", {y}, false}, // t0 read twice
       {"div(x0, x1); erf(t0); add(t1, x2); mul(x0, t2)", {y, {}, {}}, false},
       {"tanh(x0); sigmoid(t0); exp(t1)", {y}, true},
+      {"mul(x0, x1); sum(t0, x2)", {y, {24}, {}}, true},
+      // Steps that do not read the step before: no chain, whatever their
+      // functions (the result is the last step's).
+      {"exp(x0); neg(x0)", {y}, false},
+      {"exp(x0); neg(t0); add(x1, x2)", {y, y, y}, false},
+      {"exp(x0); div(x1, t0)", {y, y}, false},
   };
   Rng rng(3);
   for (const Case &c : cases)

@@ -24,6 +24,7 @@
 #include "mp/Runtime/Tensor.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -34,11 +35,6 @@ namespace mp::rt::cpu {
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
-
-/// The fn of a plan call ("add", "gelu_tanh", ...), if it is one.
-std::optional<ElementwiseFn> parseElementwiseFn(std::string_view name);
-/// The plan spelling of fn.
-std::string_view elementwiseFnName(ElementwiseFn fn);
 
 struct ElementwiseParams {
   /// ONNX's defaults for the function when absent.
@@ -70,6 +66,22 @@ Status elementwise(ElementwiseFn fn, const std::vector<TensorView> &inputs,
 Status fusedElementwise(const FusedProgram &program,
                         const std::vector<TensorView> &inputs,
                         const TensorView &y, bool vectorMath = false);
+
+/// fusedElementwise bound to its buffers: checked, the functions chosen and
+/// the broadcast worked out once (a prepared call runs it on every run).
+class FusedElementwiseKernel {
+public:
+  static Result<FusedElementwiseKernel>
+  bind(const FusedProgram &program, const std::vector<TensorView> &inputs,
+       const TensorView &y, bool vectorMath);
+  /// Computes y from the inputs' current values.
+  void run() const;
+
+  struct Bound;
+
+private:
+  std::shared_ptr<const Bound> bound_;
+};
 
 //===----------------------------------------------------------------------===//
 // Cast

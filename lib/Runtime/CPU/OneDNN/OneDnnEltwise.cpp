@@ -80,6 +80,7 @@ std::optional<EltwiseOf> eltwiseOf(ElementwiseFn fn, double alpha,
 std::optional<dnnl::algorithm> binaryOf(ElementwiseFn fn) {
   switch (fn) {
   case F::Add:
+  case F::Sum: // of two values (the callers check the count)
     return dnnl::algorithm::binary_add;
   case F::Sub:
     return dnnl::algorithm::binary_sub;
@@ -90,6 +91,11 @@ std::optional<dnnl::algorithm> binaryOf(ElementwiseFn fn) {
   default:
     return std::nullopt;
   }
+}
+
+/// Whether binaryOf(fn) gives the same for swapped operands.
+bool commutes(ElementwiseFn fn) {
+  return fn == F::Add || fn == F::Sum || fn == F::Mul;
 }
 
 /// The value of a constant one-element bound of clip, as f64.
@@ -190,8 +196,7 @@ FastCallChoice prepareElementwise(const PlanCall &call,
   // oneDNN broadcasts the second operand only: a broadcast first operand of
   // a commutative function swaps.
   const TensorView *a = &operands[0], *b = &operands[1];
-  if (a->shape != y.shape && b->shape == y.shape &&
-      (fn == F::Add || fn == F::Mul))
+  if (a->shape != y.shape && b->shape == y.shape && commutes(fn))
     std::swap(a, b);
   if (a->shape != y.shape)
     return referenceKernel("a broadcast first operand");
@@ -224,121 +229,87 @@ FastCallChoice prepareFusedChain(const FusedProgram &program,
   if (y.numElements() == 0)
     return referenceKernel("no elements");
   const size_t rank = y.shape.size();
-  const dims yDims(y.shape.begin(), y.shape.end());
   auto typeOf = [](DType t) { return *computeTypeOf(t); };
-  auto fullDesc = [&](const TensorView &t) {
-    return plainDesc(yDims, typeOf(t.dtype));
-  };
-  auto isInput = [](const FusedOperand &a) { return !a.isStep; };
-  // Each step but the first reads the one before, which nothing else reads.
-  for (size_t s = 0; s < program.steps.size(); ++s)
-    for (size_t later = s + 1; later < program.steps.size(); ++later)
-      for (const FusedOperand &a : program.steps[later].args)
-        if (a.isStep && a.index == s && later != s + 1)
-          return referenceKernel("not a chain: t" + std::to_string(s) +
-                                 " is read by step " + std::to_string(later));
   return catchingErrors([&]() -> FastCallChoice {
     dnnl::post_ops ops;
     std::vector<Binding> bindings;
-    int postOps = 0;
-    const FusedStep &first = program.steps[0];
-    std::optional<dnnl::algorithm> baseAlgorithm;
-    const TensorView *src0 = nullptr, *src1 = nullptr;
-    auto addEltwise = [&](const FusedStep &step) -> bool {
-      auto [alpha, beta] =
-          resolveAlphaBeta(step.fn, ElementwiseParams{step.alpha, step.beta});
+    auto eltwise = [&](const FusedStep &step) {
       if (step.fn == F::Identity)
         return true;
-      if (step.fn == F::Clip && !(alpha <= beta))
-        return false;
+      auto [alpha, beta] =
+          resolveAlphaBeta(step.fn, ElementwiseParams{step.alpha, step.beta});
       std::optional<EltwiseOf> e = eltwiseOf(step.fn, alpha, beta);
-      if (!e)
+      if (!e || (step.fn == F::Clip && !(alpha <= beta)))
         return false;
       ops.append_eltwise(1.f, e->algorithm, e->alpha, e->beta);
-      ++postOps;
       return true;
     };
-    auto addBinary = [&](dnnl::algorithm algorithm, const TensorView &t) {
-      dnnl::memory::desc desc = broadcastDesc(t, rank, typeOf(t.dtype));
-      ops.append_binary(algorithm, desc);
-      bindings.emplace_back(
-          DNNL_ARG_ATTR_MULTIPLE_POST_OP(postOps) | DNNL_ARG_SRC_1, desc, t);
-      ++postOps;
-    };
-    // The base: a binary of two inputs, or max(x, x) = x before a unary.
-    const bool firstIsBinary = first.args.size() == 2 &&
-                               infoOf(first.fn).kind != ElementwiseKind::Clip;
-    if (firstIsBinary) {
-      baseAlgorithm = binaryOf(first.fn);
-      if (!baseAlgorithm &&
-          (first.fn == F::Max || first.fn == F::Min || first.fn == F::Sum))
-        baseAlgorithm = first.fn == F::Max   ? dnnl::algorithm::binary_max
-                        : first.fn == F::Min ? dnnl::algorithm::binary_min
-                                             : dnnl::algorithm::binary_add;
-      if (!baseAlgorithm)
+    // The base: a binary of two inputs, or max(x, x) = x before a unary
+    // first step.
+    const FusedStep &first = program.steps[0];
+    const TensorView *src0 = &operands[first.args[0].index], *src1 = src0;
+    dnnl::algorithm base = dnnl::algorithm::binary_max;
+    if (first.args.size() == 2) {
+      std::optional<dnnl::algorithm> algorithm = binaryOf(first.fn);
+      if (!algorithm)
         return referenceKernel("no oneDNN binary for " +
                                std::string(elementwiseFnName(first.fn)));
-      src0 = &operands[first.args[0].index];
+      base = *algorithm;
       src1 = &operands[first.args[1].index];
-      const bool commutative = first.fn != F::Sub && first.fn != F::Div;
-      if (src0->shape != y.shape && src1->shape == y.shape && commutative)
+      if (src0->shape != y.shape && src1->shape == y.shape &&
+          commutes(first.fn))
         std::swap(src0, src1);
-    } else {
-      if (first.args.size() != 1 || !isInput(first.args[0]))
-        return referenceKernel("a first step oneDNN has no primitive for");
-      baseAlgorithm = dnnl::algorithm::binary_max;
-      src0 = src1 = &operands[first.args[0].index];
-      if (!addEltwise(first))
-        return referenceKernel("no oneDNN eltwise for " +
-                               std::string(elementwiseFnName(first.fn)));
+    } else if (first.args.size() != 1 || !eltwise(first)) {
+      return referenceKernel("no oneDNN eltwise for " +
+                             std::string(elementwiseFnName(first.fn)));
     }
     if (src0->shape != y.shape)
       return referenceKernel("a broadcast first operand");
+    // Each later step reads the one before (and at most one input): a
+    // post-op on the running value.
     for (size_t s = 1; s < program.steps.size(); ++s) {
       const FusedStep &step = program.steps[s];
       const std::string name(elementwiseFnName(step.fn));
-      const bool unary = step.args.size() == 1 ||
-                         (step.fn == F::Clip && step.args.size() == 1);
-      if (unary) {
-        if (!addEltwise(step))
+      const FusedOperand previous{true, static_cast<uint32_t>(s - 1)};
+      if (step.args.size() == 1 && step.args[0] == previous) {
+        if (!eltwise(step))
           return referenceKernel("no oneDNN eltwise for " + name);
         continue;
       }
-      if (step.args.size() != 2)
-        return referenceKernel(name + " of " +
-                               std::to_string(step.args.size()) + " values");
-      // One argument is the step before, the other an input.
-      const bool previousFirst = step.args[0].isStep;
-      const FusedOperand other = previousFirst ? step.args[1] : step.args[0];
-      if (other.isStep)
-        return referenceKernel("not a chain: " + name + " of two steps");
+      // fn(t, x), or fn(x, t) where that is fn(t, x) or -fn(t, x).
       std::optional<dnnl::algorithm> algorithm = binaryOf(step.fn);
-      if (step.fn == F::Max || step.fn == F::Min || step.fn == F::Sum)
-        algorithm = step.fn == F::Max   ? dnnl::algorithm::binary_max
-                    : step.fn == F::Min ? dnnl::algorithm::binary_min
-                                        : dnnl::algorithm::binary_add;
-      if (!algorithm)
-        return referenceKernel("no oneDNN binary for " + name);
-      const TensorView &input = operands[other.index];
-      if (previousFirst || step.fn == F::Add || step.fn == F::Mul ||
-          step.fn == F::Max || step.fn == F::Min || step.fn == F::Sum) {
-        addBinary(*algorithm, input);
-      } else if (step.fn == F::Sub) {
-        // x - t = -(t - x), exactly.
-        addBinary(*algorithm, input);
+      const bool afterPrevious = step.args.size() == 2 &&
+                                 step.args[0] == previous &&
+                                 !step.args[1].isStep;
+      const bool beforePrevious = step.args.size() == 2 &&
+                                  step.args[1] == previous &&
+                                  !step.args[0].isStep;
+      if (!algorithm || !(afterPrevious || beforePrevious))
+        return referenceKernel("not a chain of oneDNN functions at step " +
+                               std::to_string(s) + " (" + name + ")");
+      if (beforePrevious && !commutes(step.fn) && step.fn != F::Sub)
+        return referenceKernel("an input divided by the step before");
+      const TensorView &input =
+          operands[step.args[afterPrevious ? 1 : 0].index];
+      dnnl::memory::desc desc = broadcastDesc(input, rank, typeOf(input.dtype));
+      bindings.emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len()) |
+                                DNNL_ARG_SRC_1,
+                            desc, input);
+      ops.append_binary(*algorithm, desc);
+      // x - t = -(t - x), exactly.
+      if (beforePrevious && step.fn == F::Sub)
         ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, -1.f, 0.f);
-        ++postOps;
-      } else {
-        return referenceKernel(name + " of an input by the step before");
-      }
     }
     dnnl::primitive_attr attr = userScratchpad();
     attr.set_post_ops(ops);
-    dnnl::memory::desc src0Desc = fullDesc(*src0);
-    dnnl::memory::desc src1Desc =
-        broadcastDesc(*src1, rank, typeOf(src1->dtype));
-    dnnl::memory::desc yDesc = fullDesc(y);
-    dnnl::binary::desc desc(*baseAlgorithm, src0Desc, src1Desc, yDesc);
+    dnnl::memory::desc src0Desc =
+                           plainDesc(dims(y.shape.begin(), y.shape.end()),
+                                     typeOf(src0->dtype)),
+                       src1Desc =
+                           broadcastDesc(*src1, rank, typeOf(src1->dtype)),
+                       yDesc = plainDesc(dims(y.shape.begin(), y.shape.end()),
+                                         typeOf(y.dtype));
+    dnnl::binary::desc desc(base, src0Desc, src1Desc, yDesc);
     dnnl::binary::primitive_desc pd(desc, attr, engine());
     bindings.emplace_back(DNNL_ARG_SRC_0, src0Desc, *src0);
     bindings.emplace_back(DNNL_ARG_SRC_1, src1Desc, *src1);
