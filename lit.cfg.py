@@ -42,7 +42,8 @@ llvm_config.with_system_environment(["ASAN_OPTIONS", "UBSAN_OPTIONS",
 # (scripts/check-portability.sh) would test the machine's default alone.
 llvm_config.with_system_environment(["OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS",
                                      "OPENBLAS_VERBOSE", "OMP_NUM_THREADS",
-                                     "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"])
+                                     "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA",
+                                     "MP_VECTOR_MATH_ISA"])
 if config.mp_sanitizers:
     config.available_features.add("sanitizers")
 llvm_config.use_default_substitutions()

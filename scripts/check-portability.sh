@@ -22,7 +22,9 @@
 # CPU can execute) on the subset: what scripts/run-tests.sh does on every CI
 # run.
 # Where mp-run links oneDNN, each family is also run under lowered oneDNN
-# ISAs (ONEDNN_MAX_CPU_ISA = AVX2, AVX512_CORE); with --ci those runs are
+# ISAs (ONEDNN_MAX_CPU_ISA = AVX2, AVX512_CORE; the fused programs' vector
+# math, MP_VECTOR_MATH_ISA, with them, and at the baseline in the run with
+# the machine's default family); with --ci those runs are
 # mp-runtime-tests (FastCallsTest: every oneDNN call against the reference
 # kernels) and the gradient checks only, to keep CI short.
 #
@@ -107,7 +109,14 @@ run_one() { # FAMILY ISA
   local family="$1" isa="$2" start rc=0 what
   local -a env=()
   [ -n "$family" ] && env+=("OPENBLAS_CORETYPE=$family")
+  # The fused programs' vector math follows oneDNN's ISA down (AVX2 ->
+  # avx2); the baseline loops run with the machine's default family.
   [ -n "$isa" ] && env+=("ONEDNN_MAX_CPU_ISA=$isa")
+  case "$isa" in
+    AVX2) env+=("MP_VECTOR_MATH_ISA=avx2") ;;
+    AVX512_CORE) env+=("MP_VECTOR_MATH_ISA=avx512") ;;
+    "") [ -z "$family" ] && env+=("MP_VECTOR_MATH_ISA=baseline") ;;
+  esac
   local label="${family:-default ($default_family)}${isa:+, oneDNN $isa}"
   echo
   echo "== $label"

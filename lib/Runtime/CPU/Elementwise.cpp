@@ -15,13 +15,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
+#include "mp/Runtime/CPU/VectorMath.h"
 #include "mp/Runtime/FusedProgram.h"
 #include "mp/Runtime/IntegerPow.h"
 
 #include "ElementwiseConvert.h"
 #include "KernelUtil.h"
 #include "Parallel.h"
-#include "VectorMath.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,11 +7,12 @@
 // operation on the lane, so each loop below vectorises.
 //
 //===----------------------------------------------------------------------===//
-#include "VectorMath.h"
+#include "mp/Runtime/CPU/VectorMath.h"
 
+#include <cstdlib>
 #include <cstring>
 
-namespace mp::rt::cpu::detail {
+namespace mp::rt::cpu {
 
 namespace {
 
@@ -62,35 +63,94 @@ inline float tanhApprox(float x) {
   return a < 0.2f ? small : signedBig; // NaN: small, which is NaN
 }
 
-#define MP_VECTOR_LOOP(Name, expr)                                             \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void Name(      \
+/// y[i] = Fn(x[i]), compiled for one ISA each: the inline functions
+/// above vectorise in the caller's.
+#define MP_VECTOR_LOOPS(Suffix, Target)                                        \
+  __attribute__((target(Target))) void expLoop##Suffix(const float *x,         \
+                                                       float *y, int64_t n) {  \
+    for (int64_t i = 0; i < n; ++i)                                            \
+      y[i] = expApprox(x[i]);                                                  \
+  }                                                                            \
+  __attribute__((target(Target))) void sigmoidLoop##Suffix(                    \
       const float *x, float *y, int64_t n) {                                   \
     for (int64_t i = 0; i < n; ++i)                                            \
-      y[i] = expr(x[i]);                                                       \
+      y[i] = sigmoidApprox(x[i]);                                              \
+  }                                                                            \
+  __attribute__((target(Target))) void tanhLoop##Suffix(const float *x,        \
+                                                        float *y, int64_t n) { \
+    for (int64_t i = 0; i < n; ++i)                                            \
+      y[i] = tanhApprox(x[i]);                                                 \
   }
-MP_VECTOR_LOOP(expLoop, expApprox)
-MP_VECTOR_LOOP(sigmoidLoop, sigmoidApprox)
-MP_VECTOR_LOOP(tanhLoop, tanhApprox)
-#undef MP_VECTOR_LOOP
+MP_VECTOR_LOOPS(Avx512, "avx512f")
+MP_VECTOR_LOOPS(Avx2, "avx2")
+MP_VECTOR_LOOPS(Baseline, "default")
+#undef MP_VECTOR_LOOPS
+
+using Loop = void (*)(const float *, float *, int64_t);
+struct Loops {
+  Loop exp, sigmoid, tanh;
+};
+constexpr Loops kLoops[] = {
+    {expLoopBaseline, sigmoidLoopBaseline, tanhLoopBaseline},
+    {expLoopAvx2, sigmoidLoopAvx2, tanhLoopAvx2},
+    {expLoopAvx512, sigmoidLoopAvx512, tanhLoopAvx512},
+};
 
 } // namespace
+
+std::string_view vectorIsaName(VectorIsa isa) {
+  switch (isa) {
+  case VectorIsa::Avx512:
+    return "avx512";
+  case VectorIsa::Avx2:
+    return "avx2";
+  case VectorIsa::Baseline:
+    break;
+  }
+  return "baseline";
+}
+
+std::vector<VectorIsa> supportedVectorIsas() {
+  std::vector<VectorIsa> isas;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    isas.push_back(VectorIsa::Avx512);
+  if (__builtin_cpu_supports("avx2"))
+    isas.push_back(VectorIsa::Avx2);
+  isas.push_back(VectorIsa::Baseline);
+  return isas;
+}
+
+VectorIsa vectorMathIsa() {
+  static const VectorIsa chosen = [] {
+    std::vector<VectorIsa> isas = supportedVectorIsas();
+    if (const char *wanted = std::getenv("MP_VECTOR_MATH_ISA"))
+      for (VectorIsa isa : isas)
+        if (vectorIsaName(isa) == wanted)
+          return isa;
+    return isas.front();
+  }();
+  return chosen;
+}
 
 bool hasVectorMath(ElementwiseFn fn) {
   return fn == ElementwiseFn::Exp || fn == ElementwiseFn::Sigmoid ||
          fn == ElementwiseFn::Tanh;
 }
 
-void vectorMath(ElementwiseFn fn, const float *x, float *y, int64_t n) {
+void vectorMath(ElementwiseFn fn, const float *x, float *y, int64_t n,
+                VectorIsa isa) {
+  const Loops &loops = kLoops[static_cast<int>(isa)];
   switch (fn) {
   case ElementwiseFn::Exp:
-    return expLoop(x, y, n);
+    return loops.exp(x, y, n);
   case ElementwiseFn::Sigmoid:
-    return sigmoidLoop(x, y, n);
+    return loops.sigmoid(x, y, n);
   case ElementwiseFn::Tanh:
-    return tanhLoop(x, y, n);
+    return loops.tanh(x, y, n);
   default:
     return;
   }
 }
 
-} // namespace mp::rt::cpu::detail
+} // namespace mp::rt::cpu
