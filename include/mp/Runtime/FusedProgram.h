@@ -157,8 +157,66 @@ inline std::string printFusedProgram(const FusedProgram &program) {
   return out;
 }
 
-/// Parses and checks a program for a call with `numInputs` inputs. On
-/// error, returns std::nullopt and says why in `error`.
+/// Checks a program for a call with `numInputs` inputs: fusable functions
+/// with their argument counts, arguments that are inputs of the call or
+/// earlier steps, every input used, the limits. On error, returns false and
+/// says why in `error`.
+inline bool checkFusedProgram(const FusedProgram &program, size_t numInputs,
+                              std::string &error) {
+  if (numInputs == 0 || numInputs > kMaxFusedInputs) {
+    error = "takes 1 to " + std::to_string(kMaxFusedInputs) + " inputs, got " +
+            std::to_string(numInputs);
+    return false;
+  }
+  if (program.steps.empty() || program.steps.size() > kMaxFusedSteps) {
+    error = "has " + std::to_string(program.steps.size()) + " steps (1 to " +
+            std::to_string(kMaxFusedSteps) + ")";
+    return false;
+  }
+  std::vector<bool> inputUsed(numInputs, false);
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const FusedStep &step = program.steps[s];
+    auto fail = [&](const std::string &why) {
+      error = "step " + std::to_string(s) + ": " + why;
+      return false;
+    };
+    const std::string name(cpu::elementwiseFnName(step.fn));
+    if (!isFusableFn(step.fn))
+      return fail("'" + name + "' does not map floats to floats");
+    for (const FusedOperand &a : step.args) {
+      const std::string arg = (a.isStep ? "t" : "x") + std::to_string(a.index);
+      if (a.isStep ? a.index >= s : a.index >= numInputs)
+        return fail("'" + arg + "' is not " +
+                    (a.isStep ? "an earlier step" : "an input of the call"));
+      if (!a.isStep)
+        inputUsed[a.index] = true;
+    }
+    const cpu::ElementwiseFnInfo &info = cpu::infoOf(step.fn);
+    const bool clip = info.kind == cpu::ElementwiseKind::Clip;
+    const unsigned arity = info.arity();
+    const size_t count = step.args.size();
+    const bool arityOk =
+        clip ? (count == 1 || count == 3)
+             : (arity ? count == arity
+                      : count >= 1 && count <= kMaxFusedStepArgs);
+    if (!arityOk)
+      return fail("'" + name + "' takes " +
+                  (clip    ? std::string("1 or 3")
+                   : arity ? std::to_string(arity)
+                           : "1 to " + std::to_string(kMaxFusedStepArgs)) +
+                  " arguments, got " + std::to_string(count));
+  }
+  for (size_t k = 0; k < numInputs; ++k)
+    if (!inputUsed[k]) {
+      error = "input x" + std::to_string(k) + " is not used";
+      return false;
+    }
+  return true;
+}
+
+/// Parses a program's text and checks it (checkFusedProgram) for a call
+/// with `numInputs` inputs. On error, returns std::nullopt and says why in
+/// `error`.
 inline std::optional<FusedProgram>
 parseFusedProgram(std::string_view text, size_t numInputs, std::string &error) {
   using fused_detail::trim;
@@ -167,13 +225,7 @@ parseFusedProgram(std::string_view text, size_t numInputs, std::string &error) {
     error = "step " + std::to_string(step) + ": " + why;
     return std::nullopt;
   };
-  if (numInputs == 0 || numInputs > kMaxFusedInputs) {
-    error = "takes 1 to " + std::to_string(kMaxFusedInputs) + " inputs, got " +
-            std::to_string(numInputs);
-    return std::nullopt;
-  }
-  std::vector<bool> inputUsed(numInputs, false);
-  while (true) {
+  while (program.steps.size() <= kMaxFusedSteps) {
     size_t s = program.steps.size();
     size_t semicolon = text.find(';');
     std::string_view stepText = trim(text.substr(0, semicolon));
@@ -188,9 +240,6 @@ parseFusedProgram(std::string_view text, size_t numInputs, std::string &error) {
     if (!fn)
       return fail(s, "unknown function '" + std::string(name) + "'");
     step.fn = *fn;
-    if (!isFusableFn(step.fn))
-      return fail(s,
-                  "'" + std::string(name) + "' does not map floats to floats");
     std::string_view args = stepText.substr(open + 1, close - open - 1);
     while (!trim(args).empty()) {
       size_t comma = args.find(',');
@@ -200,33 +249,11 @@ parseFusedProgram(std::string_view text, size_t numInputs, std::string &error) {
       if (!index || (arg[0] != 'x' && arg[0] != 't'))
         return fail(s, "bad argument '" + std::string(arg) +
                            "' (xN: input N, tN: step N's result)");
-      FusedOperand operand{arg[0] == 't', *index};
-      if (operand.isStep ? *index >= s : *index >= numInputs)
-        return fail(s, "'" + std::string(arg) + "' is not " +
-                           (operand.isStep ? "an earlier step"
-                                           : "an input of the call"));
-      if (!operand.isStep)
-        inputUsed[*index] = true;
-      step.args.push_back(operand);
+      step.args.push_back(FusedOperand{arg[0] == 't', *index});
       if (comma == std::string_view::npos)
         break;
       args.remove_prefix(comma + 1);
     }
-    const cpu::ElementwiseFnInfo &info = cpu::infoOf(step.fn);
-    unsigned arity = info.arity();
-    size_t count = step.args.size();
-    bool arityOk = info.kind == cpu::ElementwiseKind::Clip
-                       ? (count == 1 || count == 3)
-                       : (arity ? count == arity
-                                : count >= 1 && count <= kMaxFusedStepArgs);
-    if (!arityOk)
-      return fail(s,
-                  "'" + std::string(name) + "' takes " +
-                      (info.kind == cpu::ElementwiseKind::Clip
-                           ? std::string("1 or 3")
-                       : arity ? std::to_string(arity)
-                               : "1 to " + std::to_string(kMaxFusedStepArgs)) +
-                      " arguments, got " + std::to_string(count));
     // Parameters: " alpha=V", " beta=V" after the arguments.
     std::string_view rest = trim(stepText.substr(close + 1));
     while (!rest.empty()) {
@@ -246,19 +273,12 @@ parseFusedProgram(std::string_view text, size_t numInputs, std::string &error) {
                                              : trim(rest.substr(space));
     }
     program.steps.push_back(std::move(step));
-    if (program.steps.size() > kMaxFusedSteps) {
-      error = "more than " + std::to_string(kMaxFusedSteps) + " steps";
-      return std::nullopt;
-    }
     if (semicolon == std::string_view::npos)
       break;
     text.remove_prefix(semicolon + 1);
   }
-  for (size_t k = 0; k < numInputs; ++k)
-    if (!inputUsed[k]) {
-      error = "input x" + std::to_string(k) + " is not used";
-      return std::nullopt;
-    }
+  if (!checkFusedProgram(program, numInputs, error))
+    return std::nullopt;
   return program;
 }
 

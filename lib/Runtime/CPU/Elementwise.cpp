@@ -24,6 +24,7 @@
 #include "Parallel.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -1083,8 +1084,8 @@ FusedElementwiseKernel::bind(const FusedProgram &program,
                              const std::vector<TensorView> &inputs,
                              const TensorView &y, bool vectorMathSteps) {
   const std::string op = "fused_elementwise";
-  if (program.steps.empty())
-    return fail(op, "the program has no steps");
+  if (std::string why; !checkFusedProgram(program, inputs.size(), why))
+    return fail(op, "the program " + why);
   auto isFused = [](DType t) {
     return t == DType::F32 || t == DType::F16 || t == DType::BF16;
   };
@@ -1105,16 +1106,10 @@ FusedElementwiseKernel::bind(const FusedProgram &program,
   auto bound = std::make_shared<Bound>();
   std::vector<FusedStepFn> &steps = bound->steps;
   for (const FusedStep &step : program.steps) {
-    for (const FusedOperand &a : step.args)
-      if (!a.isStep && a.index >= inputs.size())
-        return fail(op, "the program reads x" + std::to_string(a.index) +
-                            " of " + std::to_string(inputs.size()) +
-                            " input(s)");
     FusedStepFn f;
+    // Every fusable function computes on f32 (checkFusedProgram).
     f.block = selectBlockFn(step.fn, DType::F32, step.args.size());
-    if (!f.block || !isFusableFn(step.fn))
-      return fail(op, "cannot run " + std::string(elementwiseFnName(step.fn)) +
-                          " in a program");
+    assert(f.block);
     f.ctx.numInputs = step.args.size();
     resolveParams(step.fn, ElementwiseParams{step.alpha, step.beta}, f.ctx);
     f.args = step.args;

@@ -134,7 +134,7 @@ TEST_CASE("a fused program that is wrong says why", "[fused]") {
   std::string longProgram = "neg(x0)";
   for (int i = 0; i < 32; ++i)
     longProgram += "; neg(t" + std::to_string(i) + ")";
-  CHECK(parseError(longProgram, 1) == "more than 32 steps");
+  CHECK(parseError(longProgram, 1) == "has 33 steps (1 to 32)");
 }
 
 TEST_CASE("a fused program computes its steps in f32 and rounds once",
@@ -225,6 +225,17 @@ TEST_CASE("a fused call in place, and the errors of bad calls", "[fused]") {
   s = cpu::fusedElementwise(parse("neg(x0)", 1), {wide.view()}, y.view());
   CHECK(s.message() ==
         "fused_elementwise: input 0 [5] does not broadcast to y [4]");
+
+  // A program made in code is checked as a parsed one.
+  FusedProgram wrong;
+  wrong.steps.push_back(FusedStep{ElementwiseFn::Add, {{false, 0}}, {}, {}});
+  s = cpu::fusedElementwise(wrong, {y.view()}, y.view());
+  CHECK(s.message() == "fused_elementwise: the program step 0: 'add' takes 2 "
+                       "arguments, got 1");
+  wrong.steps[0] = FusedStep{ElementwiseFn::Neg, {{true, 0}}, {}, {}};
+  s = cpu::fusedElementwise(wrong, {y.view()}, y.view());
+  CHECK(s.message() ==
+        "fused_elementwise: the program step 0: 't0' is not an earlier step");
 
   // Through the plan call: the program is checked against the operands.
   PlanCall call;

@@ -63,11 +63,11 @@ TEST_CASE("vectorised exp, sigmoid and tanh match libm on every ISA",
   };
   for (VectorIsa isa : cpu::supportedVectorIsas())
     for (const Fn &f : fns) {
-      INFO(std::string(cpu::vectorIsaName(isa)) << ", "
-                                                << elementwiseFnName(f.fn));
+      INFO(std::string(cpu::vectorIsaName(isa))
+           << ", " << elementwiseFnName(f.fn));
       std::vector<float> y(x.size(), -1.f);
-      cpu::vectorMath(f.fn, x.data(), y.data(),
-                      static_cast<int64_t>(x.size()), isa);
+      cpu::vectorMath(f.fn, x.data(), y.data(), static_cast<int64_t>(x.size()),
+                      isa);
       size_t bad = 0;
       for (size_t i = 0; i < x.size(); ++i)
         if (!close(y[i], f.ref(static_cast<double>(x[i])), f.rel, f.abs) &&
