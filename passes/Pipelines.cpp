@@ -14,6 +14,7 @@ void mp::buildCompilePipeline(mlir::OpPassManager &pm,
   pm.addNestedPass<mlir::func::FuncOp>(mp::createNHWCLayout(layout));
   if (fuse) {
     pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseEpilogues());
+    pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseNorms());
     pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseElementwise());
   }
   pm.addNestedPass<mlir::func::FuncOp>(mp::createPlanMemory());
@@ -101,12 +102,11 @@ struct CompilePipelineOptions
       llvm::cl::desc("Element types whose convolutions run channels last "
                      "(culib-nhwc-layout's dtypes; default f16,bf16,f32; "
                      "none)")};
-  Option<bool> fuse{
-      *this, "fuse",
-      llvm::cl::desc(
-          "Run the culib fusion passes "
-          "(culib-fuse-epilogues, culib-fuse-elementwise); default true"),
-      llvm::cl::init(true)};
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Run the culib fusion passes "
+                                   "(culib-fuse-epilogues, culib-fuse-norms, "
+                                   "culib-fuse-elementwise); default true"),
+                    llvm::cl::init(true)};
 };
 } // namespace
 
@@ -115,7 +115,8 @@ void mp::registerPipelines() {
       "mp-compile",
       "Lower an imported model to memory-planned culib calls: "
       "mp-infer-shapes, mp-fold-constants, convert-mp-to-culib, "
-      "culib-nhwc-layout, culib-fuse-epilogues, culib-fuse-elementwise, "
+      "culib-nhwc-layout, culib-fuse-epilogues, culib-fuse-norms, "
+      "culib-fuse-elementwise, "
       "culib-plan-memory",
       [](mlir::OpPassManager &pm, const CompilePipelineOptions &options) {
         NHWCLayoutOptions layout;

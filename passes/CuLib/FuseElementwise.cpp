@@ -21,10 +21,11 @@
 // calls one by one). Groups of one call are left alone.
 //
 //===----------------------------------------------------------------------===//
-#include "mp/Dialect/CuLib/CallBuffers.h"
 #include "mp/Dialect/CuLib/CuLibDialect.h"
 #include "mp/Passes/CuLib/Passes.h"
 #include "mp/Runtime/FusedProgram.h"
+
+#include "FusionUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -78,18 +79,6 @@ ValueRange fusableInputs(Operation *op) {
   return cast<culib::CastOp>(op)->getOperands().take_front(1);
 }
 
-bool writes(Operation *op, Value buffer) {
-  std::optional<culib::CallBuffers> call = culib::getCallBuffers(op);
-  return call && llvm::any_of(call->outs, [&](const culib::NamedBuffer &b) {
-           return b.value == buffer;
-         });
-}
-
-int64_t byteSize(MemRefType type) {
-  return type.getNumElements() *
-         std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
-}
-
 /// One group: its calls, the root last.
 struct Group {
   Operation *root = nullptr;
@@ -127,27 +116,15 @@ public:
 private:
   /// The writer of `t` if it can join the group.
   Operation *joinable(const Group &group, Value t) {
-    if (group.internal.contains(t) || !t.getDefiningOp<culib::AllocOp>())
+    if (group.internal.contains(t))
       return nullptr;
     Value rootOut = fusableOutput(group.root);
     if (t == rootOut || memrefOf(t).getShape() != memrefOf(rootOut).getShape())
       return nullptr;
-    Operation *writer = nullptr;
-    for (Operation *user : t.getUsers()) {
-      if (group.ops.contains(user))
-        continue;
-      // Any other user must be its one writer, a fusable call.
-      if (writer || taken.contains(user) || fusableOutput(user) != t)
-        return nullptr;
-      writer = user;
-    }
-    if (!writer || writer->getBlock() != group.root->getBlock() ||
-        !writer->isBeforeInBlock(group.root))
+    // Read by the group alone, written by one fusable call before it.
+    Operation *writer = culib::soleWriter(t, group.ops.getArrayRef());
+    if (!writer || taken.contains(writer) || fusableOutput(writer) != t)
       return nullptr;
-    // The writer's other users inside the group must come after it.
-    for (Operation *user : t.getUsers())
-      if (user != writer && user->isBeforeInBlock(writer))
-        return nullptr;
     // One step is kept for the identity a cast root may need.
     if (group.steps + isa<culib::ElementwiseOp>(writer) >=
         static_cast<int64_t>(rt::kMaxFusedSteps))
@@ -155,14 +132,10 @@ private:
     if (countExternals(group, writer, t) > rt::kMaxFusedInputs)
       return nullptr;
     // Its reads move to the root: nothing in between may write them.
-    for (Value input : fusableInputs(writer)) {
-      if (input == rootOut)
+    for (Value input : fusableInputs(writer))
+      if (input == rootOut || culib::writtenBetween(input, writer, group.root,
+                                                    group.ops.getArrayRef()))
         return nullptr;
-      for (Operation *op = writer->getNextNode(); op && op != group.root;
-           op = op->getNextNode())
-        if (!group.ops.contains(op) && writes(op, input))
-          return nullptr;
-    }
     return writer;
   }
 
@@ -274,7 +247,7 @@ struct FuseElementwisePass
       for (Operation *op : group.ops)
         rewriter.eraseOp(op);
       for (Value t : group.internal) {
-        bytes += byteSize(memrefOf(t));
+        bytes += culib::byteSize(memrefOf(t));
         rewriter.eraseOp(t.getDefiningOp());
       }
     }

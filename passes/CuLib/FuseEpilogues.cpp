@@ -6,11 +6,14 @@
 // conv_fwd(x, w) -> y {activation = relu}, when the convolution alone
 // writes t and the ReLU alone reads it, and nothing touches y between the
 // two calls (the convolution now writes y earlier). Bias, C and alpha come
-// before the epilogue on every backend, as they did before the ReLU.
+// before the epilogue on every backend, as they did before the ReLU. A bias
+// vector added to a matmul's result likewise becomes the matmul's bias.
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CuLibDialect.h"
 #include "mp/Passes/CuLib/Passes.h"
+
+#include "FusionUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -28,7 +31,7 @@ namespace {
 
 /// What the patterns did, for the report.
 struct FusionCounts {
-  int64_t calls = 0; ///< ReLUs and clips folded into their producer
+  int64_t calls = 0; ///< ReLUs, clips and bias adds folded into their producer
   int64_t bytes = 0; ///< intermediate bytes no longer written (and read)
 };
 
@@ -42,24 +45,11 @@ void setEpilogue(culib::ConvFwdOp op, culib::Epilogue e) {
 }
 void setEpilogue(culib::MatmulOp op, culib::Epilogue e) { op.setEpilogue(e); }
 
-/// The CallOp that writes `t` as its output, when it is the only op
-/// besides `reader` that uses t, a culib.alloc, and comes before it.
+/// The CallOp that writes `t` as its output, when `reader` alone reads it
+/// (culib::soleWriter).
 template <typename CallOp> CallOp soleProducer(Value t, Operation *reader) {
-  if (!t.getDefiningOp<culib::AllocOp>())
-    return nullptr;
-  CallOp producer;
-  for (Operation *user : t.getUsers()) {
-    if (user == reader)
-      continue;
-    auto call = dyn_cast<CallOp>(user);
-    if (!call || producer || outputOf(call) != t)
-      return nullptr;
-    producer = call;
-  }
-  if (!producer || producer->getBlock() != reader->getBlock() ||
-      !producer->isBeforeInBlock(reader))
-    return nullptr;
-  return producer;
+  auto producer = dyn_cast_or_null<CallOp>(culib::soleWriter(t, {reader}));
+  return producer && outputOf(producer) == t ? producer : nullptr;
 }
 
 /// Whether `y` is used by an op between `from` and `to` (exclusive).
@@ -95,11 +85,12 @@ LogicalResult writeInto(Operation *producer, Value t, Value y,
 /// t's buffer and the one-element weights (clip bounds) nothing else reads.
 void eraseFolded(Operation *consumer, Value t, FusionCounts &counts,
                  PatternRewriter &rewriter) {
-  auto type = cast<MemRefType>(t.getType());
   counts.calls += 1;
-  counts.bytes += type.getNumElements() *
-                  std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
-  SmallVector<Value> others(consumer->getOperands().drop_front());
+  counts.bytes += culib::byteSize(cast<MemRefType>(t.getType()));
+  SmallVector<Value> others;
+  for (Value v : consumer->getOperands())
+    if (v != t)
+      others.push_back(v);
   rewriter.eraseOp(consumer);
   rewriter.eraseOp(t.getDefiningOp());
   for (Value other : others)
@@ -132,6 +123,47 @@ struct FoldReluInto : OpRewritePattern<culib::ElementwiseOp> {
         producer, [&] { setEpilogue(producer, culib::Epilogue::relu); });
     eraseFolded(relu, t, counts, rewriter);
     return success();
+  }
+
+  FusionCounts &counts;
+};
+
+/// add(t, bias) with t written by a matmul without bias or epilogue and
+/// bias a vector over its last dim (D's type or f32) -> the matmul adds the
+/// bias (in f32, before rounding its result once).
+struct FoldBiasIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
+  FoldBiasIntoMatmul(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp add,
+                                PatternRewriter &rewriter) const override {
+    if (add.getFn() != rt::cpu::ElementwiseFn::Add ||
+        add.getInputs().size() != 2)
+      return failure();
+    Value y = add.getY();
+    for (auto [t, bias] : {std::pair(add.getInputs()[0], add.getInputs()[1]),
+                           std::pair(add.getInputs()[1], add.getInputs()[0])}) {
+      auto matmul = soleProducer<culib::MatmulOp>(t, add);
+      if (!matmul || matmul.getBias() ||
+          matmul.getEpilogue() != culib::Epilogue::none ||
+          t.getType() != y.getType() || t == bias)
+        continue;
+      auto d = cast<MemRefType>(y.getType());
+      auto b = cast<MemRefType>(bias.getType());
+      if (b.getRank() != 1 || d.getRank() == 0 ||
+          b.getDimSize(0) != d.getShape().back() ||
+          (b.getElementType() != d.getElementType() &&
+           !b.getElementType().isF32()) ||
+          culib::writtenBetween(bias, matmul, add))
+        continue;
+      if (failed(writeInto(matmul, t, y, add, rewriter)))
+        return failure();
+      rewriter.modifyOpInPlace(matmul,
+                               [&] { matmul.getBiasMutable().assign(bias); });
+      eraseFolded(add, t, counts, rewriter);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(add, "no matmul and bias vector");
   }
 
   FusionCounts &counts;
@@ -219,7 +251,7 @@ struct FuseEpiloguesPass
     FusionCounts counts;
     RewritePatternSet patterns(ctx);
     patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
-                 FoldClipIntoConv>(ctx, counts);
+                 FoldClipIntoConv, FoldBiasIntoMatmul>(ctx, counts);
     // Only the ops the patterns look at change: no folding or DCE of the
     // buffers' other ops.
     GreedyRewriteConfig config;
@@ -229,7 +261,7 @@ struct FuseEpiloguesPass
       return signalPassFailure();
     if (report)
       func.emitRemark() << "culib-fuse-epilogues: " << counts.calls
-                        << " ReLU / clip call(s) folded into their "
+                        << " ReLU / clip / bias call(s) folded into their "
                            "convolution or matmul; "
                         << counts.bytes
                         << " intermediate bytes no longer written";

@@ -143,6 +143,7 @@ llvm::cl::opt<bool> fuseCalls(
     "fuse",
     llvm::cl::desc("With --emit=plan: fuse calls (culib-fuse-epilogues: a "
                    "ReLU into the convolution or matmul before it; "
+                   "culib-fuse-norms: decomposed layer norms into one call; "
                    "culib-fuse-elementwise: groups of elementwise calls and "
                    "casts into one); default true"),
     llvm::cl::init(true), llvm::cl::cat(outputCategory));

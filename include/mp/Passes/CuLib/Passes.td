@@ -42,7 +42,7 @@ def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
 }
 
 def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
-  let summary = "Fold a ReLU or ReLU6 into the convolution or matmul that writes its input";
+  let summary = "Fold a ReLU, ReLU6 or bias add into the convolution or matmul that writes its input";
   let description = [{
     `culib.conv_fwd` and `culib.matmul` have an activation epilogue that
     both backends run inside the call (cuDNN's fused
@@ -54,7 +54,9 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     round trip through memory fewer. A clip with constant one-element
     bounds (ReLU6) after a convolution becomes its `activation = clip` with
     `clip_min` / `clip_max` (cuBLASLt has no clip epilogue: not after a
-    matmul). ReLU commutes with rounding, and so does a clip whose bounds
+    matmul). An add of a bias vector (over the last dim, D's type or f32)
+    to a matmul's result without bias or epilogue becomes the matmul's
+    `bias`, added in f32 before its one rounding. ReLU commutes with rounding, and so does a clip whose bounds
     the output type holds exactly (the only ones folded), so a 16-bit
     result has the same bits as before. Calls that already have an
     epilogue, intermediate buffers read by anything else (a training step
@@ -67,6 +69,31 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the calls fused and the bytes saved">,
+  ];
+  let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
+def FuseNorms : Pass<"culib-fuse-norms", "mlir::func::FuncOp"> {
+  let summary = "Make decomposed layer norms one culib.layer_norm call";
+  let description = [{
+    Exporters below opset 17 write LayerNorm as ReduceMean, Sub, Pow,
+    ReduceMean, Add, Sqrt, Div, Mul and Add, which convert-mp-to-culib
+    lowers to as many calls. A chain of them, x -> mean over the trailing
+    dims (kept) -> deviation -> its square (pow 2 or d * d) -> mean -> plus
+    a constant eps -> sqrt -> deviation / that -> times scale (-> plus
+    bias), becomes one `culib.layer_norm` (axis, epsilon) writing the chain's
+    output: statistics in f32 or wider on every backend, never less
+    accurate, and seven intermediate buffers fewer. Only when every
+    intermediate is an arena buffer the chain alone uses, nothing between
+    writes x, scale or bias, scale and bias broadcast onto the normalised
+    dims, and everything has x's float type. With `report`, a remark counts
+    the norms folded and the bytes no longer written. Run it after
+    culib-nhwc-layout and before culib-fuse-elementwise (mp-compile does,
+    unless its `fuse` option is off).
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the norms folded and the bytes saved">,
   ];
   let dependentDialects = ["mp::culib::CuLibDialect"];
 }

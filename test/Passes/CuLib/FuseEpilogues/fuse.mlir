@@ -11,7 +11,7 @@
 // CHECK-NEXT: culib.conv_fwd ins(%arg0, %{{.*}}) outs(%[[Y]]) {activation = #culib.epilogue<relu>
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y]]
-// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip call(s) folded into their convolution or matmul; 36 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / bias call(s) folded into their convolution or matmul; 36 intermediate bytes no longer written
 func.func @conv_relu(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
   %t = culib.alloc : memref<1x2x3x3xf16>
@@ -26,7 +26,7 @@ func.func @conv_relu(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) bias(%{{.*}}) outs(%[[D:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<relu>}
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[D]]
-// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip call(s)
+// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / bias call(s)
 func.func @matmul_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
@@ -42,7 +42,7 @@ func.func @matmul_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK-LABEL: func.func @conv_output_read_twice
 // CHECK: culib.conv_fwd {{[^#]*$}}
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / bias call(s)
 func.func @conv_output_read_twice(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf32>, memref<1x2x3x3xi1>) {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
   %t = culib.alloc : memref<1x2x3x3xf32>
@@ -59,7 +59,7 @@ func.func @conv_output_read_twice(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf3
 // CHECK-LABEL: func.func @already_fused
 // CHECK: culib.matmul {{.*}}epilogue = #culib.epilogue<gelu>
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / bias call(s)
 func.func @already_fused(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %t = culib.alloc : memref<2x4xf32>
@@ -75,7 +75,7 @@ func.func @already_fused(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK: culib.conv_fwd {{[^#]*$}}
 // CHECK: culib.copy
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / bias call(s)
 func.func @output_used_between(%x: memref<1x1x2x2xf32>) -> (memref<1x1x2x2xf32>, memref<1x1x2x2xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
   %y = culib.alloc : memref<1x1x2x2xf32>
@@ -95,7 +95,7 @@ func.func @output_used_between(%x: memref<1x1x2x2xf32>) -> (memref<1x1x2x2xf32>,
 // CHECK: culib.conv_fwd ins(%arg0, %{{.*}}) outs(%[[Y:[^)]*]]) {activation = #culib.epilogue<clip>, clip_max = 6.000000e+00 : f32, clip_min = 0.000000e+00 : f32
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y]]
-// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip call(s){{.*}}; 36 intermediate bytes
+// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / bias call(s){{.*}}; 36 intermediate bytes
 func.func @conv_relu6(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
   %t = culib.alloc : memref<1x2x3x3xf16>
@@ -114,7 +114,7 @@ func.func @conv_relu6(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
 // CHECK: culib.elementwise clip
 // CHECK: culib.matmul {{[^#]*$}}
 // CHECK: culib.elementwise clip
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / bias call(s)
 func.func @clip_not_fusable(%x: memref<1x1x2x2xf32>, %lo: memref<f32>, %a: memref<2x3xf32>) -> (memref<1x1x2x2xf32>, memref<2x4xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
   %hi = culib.weight "hi" dense<6.0> : tensor<f32> : memref<f32>
@@ -129,4 +129,44 @@ func.func @clip_not_fusable(%x: memref<1x1x2x2xf32>, %lo: memref<f32>, %a: memre
   %d = culib.alloc : memref<2x4xf32>
   culib.elementwise clip ins(%m, %zero, %hi) outs(%d) : memref<2x4xf32>, memref<f32>, memref<f32>, memref<2x4xf32>
   return %y, %d : memref<1x1x2x2xf32>, memref<2x4xf32>
+}
+
+// A bias vector added to a matmul's result becomes its bias, and the ReLU
+// after that its epilogue (the bias comes first in both).
+// CHECK-LABEL: func.func @matmul_add_bias_relu
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) bias(%[[BIAS:[^)]*]]) outs(%[[D:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<relu>}
+// CHECK-NOT: culib.elementwise
+// CHECK: return %[[D]]
+// REPORT: remark: culib-fuse-epilogues: 2 ReLU / clip / bias call(s){{.*}}; 64 intermediate bytes
+func.func @matmul_add_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
+  %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
+  %t = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%t) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %s = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%bias, %t) outs(%s) : memref<4xf32>, memref<2x4xf32>, memref<2x4xf32>
+  %y = culib.alloc : memref<2x4xf32>
+  culib.elementwise relu ins(%s) outs(%y) : memref<2x4xf32>, memref<2x4xf32>
+  return %y : memref<2x4xf32>
+}
+
+// Not a bias: a column vector (over the rows), and an add of a full tensor.
+// CHECK-LABEL: func.func @matmul_add_not_bias
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) outs
+// CHECK: culib.elementwise add
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) outs
+// CHECK: culib.elementwise add
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / bias call(s)
+func.func @matmul_add_not_bias(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (memref<2x4xf32>, memref<2x4xf32>) {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
+  %col = culib.weight "col" dense<-1.0> : tensor<2x1xf32> : memref<2x1xf32>
+  %t = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%t) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %y = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%t, %col) outs(%y) : memref<2x4xf32>, memref<2x1xf32>, memref<2x4xf32>
+  %t2 = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%t2) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %y2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%t2, %r) outs(%y2) : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+  return %y, %y2 : memref<2x4xf32>, memref<2x4xf32>
 }

@@ -1,0 +1,231 @@
+//===- FuseNorms.cpp - the culib-fuse-norms pass --------------------------===//
+//
+// Exporters below opset 17 (torch 1.13's default) write LayerNorm as nine
+// nodes, which convert-mp-to-culib lowers to nine calls:
+//
+//   m = reduce mean(x) over the last dims (kept as 1s)
+//   d = sub(x, m);  p = pow(d, 2) (or mul(d, d));  v = reduce mean(p)
+//   s = sqrt(add(v, eps));  n = div(d, s);  y = add(mul(n, scale), bias)
+//
+// This pass makes them one culib.layer_norm call (the bias add optional),
+// whose statistics the kernels keep in f32 or wider: the intermediate
+// buffers go, and with them seven round trips through memory. Only when
+// every intermediate is an arena buffer the chain alone uses, eps is a
+// one-element constant, scale and bias have the normalised dims' shape
+// (broadcast from the right) and everything has x's float type.
+//
+//===----------------------------------------------------------------------===//
+#include "mp/Dialect/CuLib/CuLibDialect.h"
+#include "mp/Passes/CuLib/Passes.h"
+
+#include "FusionUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mp {
+#define GEN_PASS_DEF_FUSENORMS
+#include "mp/Passes/CuLib/Passes.h.inc"
+} // namespace mp
+
+using namespace mlir;
+using namespace mp;
+
+namespace {
+
+using rt::cpu::ElementwiseFn;
+
+MemRefType memrefOf(Value v) { return cast<MemRefType>(v.getType()); }
+
+/// The elementwise call `fn` writing `t` for `readers` alone, if any.
+culib::ElementwiseOp elementwiseWriting(Value t, ElementwiseFn fn,
+                                        ArrayRef<Operation *> readers) {
+  auto op = dyn_cast_or_null<culib::ElementwiseOp>(
+      culib::soleWriter(t, readers));
+  return op && op.getFn() == fn && op.getY() == t ? op : nullptr;
+}
+
+/// The reduce mean writing `t` for `reader` alone, over the trailing dims
+/// from `axis` with the dims kept, if any.
+culib::ReduceOp meanWriting(Value t, Operation *reader, int64_t &axis) {
+  auto op = dyn_cast_or_null<culib::ReduceOp>(culib::soleWriter(t, {reader}));
+  if (!op || op.getFn() != rt::cpu::ReduceFn::Mean || op.getY() != t)
+    return nullptr;
+  int64_t rank = memrefOf(op.getX()).getRank();
+  if (memrefOf(t).getRank() != rank)
+    return nullptr;
+  SmallVector<int64_t> axes(op.getAxes()); // distinct, in [0, rank)
+  llvm::sort(axes);
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != rank - static_cast<int64_t>(axes.size() - i))
+      return nullptr;
+  axis = rank - static_cast<int64_t>(axes.size());
+  return op;
+}
+
+/// The value of a one-element float weight.
+std::optional<float> scalarWeight(Value v) {
+  auto weight = v.getDefiningOp<culib::WeightOp>();
+  auto dense = weight ? dyn_cast<DenseElementsAttr>(weight.getValue()) : nullptr;
+  if (!dense || dense.getNumElements() != 1 ||
+      !isa<FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return static_cast<float>((*dense.value_begin<APFloat>()).convertToDouble());
+}
+
+/// The other input of a binary elementwise call than `known`.
+Value otherInput(culib::ElementwiseOp op, Value known) {
+  ValueRange in = op.getInputs();
+  return in[0] == known ? in[1] : in[0];
+}
+
+/// Whether `v` (scale or bias) has x's element type and broadcasts from the
+/// right onto x's dims from `axis` alone.
+bool isAffineParameter(Value v, MemRefType x, int64_t axis) {
+  MemRefType type = memrefOf(v);
+  if (type.getElementType() != x.getElementType())
+    return false;
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t normalised = x.getRank() - axis;
+  if (static_cast<int64_t>(shape.size()) > normalised) {
+    // Leading 1s beyond the normalised dims are fine.
+    size_t extra = shape.size() - normalised;
+    if (llvm::any_of(shape.take_front(extra), [](int64_t d) { return d != 1; }))
+      return false;
+    shape = shape.drop_front(extra);
+  }
+  ArrayRef<int64_t> dims = x.getShape().take_back(shape.size());
+  for (auto [s, d] : llvm::zip(shape, dims))
+    if (s != d && s != 1)
+      return false;
+  return true;
+}
+
+struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
+  FoldDecomposedLayerNorm(MLIRContext *ctx, int64_t &folded, int64_t &bytes)
+      : OpRewritePattern(ctx), folded(folded), bytes(bytes) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp root,
+                                PatternRewriter &rewriter) const override {
+    // y = mul(n, scale) + bias, or y = mul(n, scale).
+    culib::ElementwiseOp addBias, mulScale;
+    if (root.getFn() == ElementwiseFn::Add && root.getInputs().size() == 2) {
+      addBias = root;
+      for (Value in : root.getInputs())
+        if (!mulScale)
+          mulScale = elementwiseWriting(in, ElementwiseFn::Mul, {root});
+    } else if (root.getFn() == ElementwiseFn::Mul) {
+      mulScale = root;
+    }
+    if (!mulScale || mulScale.getInputs().size() != 2)
+      return failure();
+    // n = div(d, s), s = sqrt(add(v, eps)), v = mean(p), p = d * d.
+    culib::ElementwiseOp div;
+    for (Value in : mulScale.getInputs())
+      if (!div)
+        div = elementwiseWriting(in, ElementwiseFn::Div, {mulScale});
+    if (!div)
+      return rewriter.notifyMatchFailure(root, "no normalised value");
+    Value d = div.getInputs()[0];
+    auto sqrt = elementwiseWriting(div.getInputs()[1], ElementwiseFn::Sqrt,
+                                   {div});
+    auto addEps = sqrt ? elementwiseWriting(sqrt.getInputs()[0],
+                                            ElementwiseFn::Add, {sqrt})
+                       : nullptr;
+    if (!addEps)
+      return rewriter.notifyMatchFailure(root, "no sqrt(variance + eps)");
+    int64_t axis = 0, meanAxis = 0;
+    culib::ReduceOp variance;
+    Value epsValue;
+    for (Value in : addEps.getInputs())
+      if (!variance && (variance = meanWriting(in, addEps, axis)))
+        epsValue = otherInput(addEps, in);
+    std::optional<float> eps = variance ? scalarWeight(epsValue) : std::nullopt;
+    if (!eps)
+      return rewriter.notifyMatchFailure(root, "no mean + constant eps");
+    // p = pow(d, 2) or mul(d, d); d = sub(x, mean(x)), read by p and div.
+    Operation *square = culib::soleWriter(variance.getX(), {variance});
+    auto squareOp = dyn_cast_or_null<culib::ElementwiseOp>(square);
+    bool isSquare =
+        squareOp && squareOp.getY() == variance.getX() &&
+        ((squareOp.getFn() == ElementwiseFn::Pow &&
+          squareOp.getInputs()[0] == d &&
+          scalarWeight(squareOp.getInputs()[1]) == 2.f) ||
+         (squareOp.getFn() == ElementwiseFn::Mul &&
+          squareOp.getInputs()[0] == d && squareOp.getInputs()[1] == d));
+    if (!isSquare)
+      return rewriter.notifyMatchFailure(root, "no squared deviation");
+    auto sub = elementwiseWriting(d, ElementwiseFn::Sub, {squareOp, div});
+    if (!sub)
+      return rewriter.notifyMatchFailure(root, "no deviation");
+    Value x = sub.getInputs()[0];
+    auto mean = meanWriting(sub.getInputs()[1], sub, meanAxis);
+    if (!mean || mean.getX() != x || meanAxis != axis)
+      return rewriter.notifyMatchFailure(root, "no mean of x");
+
+    MemRefType xType = memrefOf(x);
+    Value scale = otherInput(mulScale, div.getY());
+    Value bias = addBias ? otherInput(addBias, mulScale.getY()) : Value();
+    Value y = root.getY();
+    if (!isa<FloatType>(xType.getElementType()) || memrefOf(y) != xType ||
+        !isAffineParameter(scale, xType, axis) ||
+        (bias && !isAffineParameter(bias, xType, axis)))
+      return rewriter.notifyMatchFailure(root, "shapes or types differ");
+
+    SmallVector<Operation *> chain = {mean,     sub,    squareOp, variance,
+                                      addEps,   sqrt,   div,      mulScale};
+    if (addBias)
+      chain.push_back(addBias);
+    // The call reads x, scale and bias where the chain ends.
+    for (Value read : {x, scale, bias})
+      if (read && culib::writtenBetween(read, mean, root, chain))
+        return rewriter.notifyMatchFailure(root, "an input is written before");
+    SmallVector<Value> constants = {epsValue};
+    if (squareOp.getFn() == ElementwiseFn::Pow)
+      constants.push_back(squareOp.getInputs()[1]);
+    rewriter.setInsertionPoint(root);
+    culib::LayerNormOp::create(rewriter, root.getLoc(), x, scale, bias, y,
+                               /*mean=*/Value(), /*inv_std_dev=*/Value(),
+                               rewriter.getI64IntegerAttr(axis),
+                               rewriter.getF32FloatAttr(*eps));
+    ++folded;
+    for (Operation *op : llvm::reverse(chain)) {
+      // Every call of the chain writes its one output last.
+      Value out = op->getOperands().back();
+      rewriter.eraseOp(op);
+      if (out != y && out.use_empty()) {
+        bytes += culib::byteSize(memrefOf(out));
+        rewriter.eraseOp(out.getDefiningOp());
+      }
+    }
+    for (Value c : constants)
+      if (c.use_empty())
+        rewriter.eraseOp(c.getDefiningOp());
+    return success();
+  }
+
+  int64_t &folded, &bytes;
+};
+
+struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    int64_t folded = 0, bytes = 0;
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FoldDecomposedLayerNorm>(&getContext(), folded, bytes);
+    GreedyRewriteConfig config;
+    config.enableFolding(false);
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(applyPatternsGreedily(func, std::move(patterns), config)))
+      return signalPassFailure();
+    if (report)
+      func.emitRemark() << "culib-fuse-norms: " << folded
+                        << " decomposed layer norm(s) made one call each; "
+                        << bytes << " intermediate bytes no longer written";
+  }
+};
+
+} // namespace

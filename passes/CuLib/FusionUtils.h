@@ -1,0 +1,76 @@
+//===- FusionUtils.h - buffer questions the culib fusion passes ask -*- C++ -*-===//
+//
+// culib calls read and write buffers (destination-passing style). A fusion
+// pass may drop an intermediate buffer t only when t is an arena buffer
+// (culib.alloc) that one call writes and only the calls being fused read.
+// Private to passes/CuLib.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MP_PASSES_CULIB_FUSIONUTILS_H
+#define MP_PASSES_CULIB_FUSIONUTILS_H
+
+#include "mp/Dialect/CuLib/CallBuffers.h"
+#include "mp/Dialect/CuLib/CuLibDialect.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace mp::culib {
+
+/// Whether call `op` writes `buffer` (one of its outs).
+inline bool writes(mlir::Operation *op, mlir::Value buffer) {
+  std::optional<CallBuffers> call = getCallBuffers(op);
+  return call && llvm::any_of(call->outs, [&](const NamedBuffer &b) {
+           return b.value == buffer;
+         });
+}
+
+/// The one call that writes the arena buffer `t` when every other user of t
+/// is one of `readers` and comes after that call in its block; null
+/// otherwise (t is a weight, an argument or state, has other users, or
+/// several writers).
+inline mlir::Operation *soleWriter(mlir::Value t,
+                                   llvm::ArrayRef<mlir::Operation *> readers) {
+  if (!t.getDefiningOp<AllocOp>())
+    return nullptr;
+  mlir::Operation *writer = nullptr;
+  llvm::SmallVector<mlir::Operation *, 4> reading;
+  for (mlir::Operation *user : t.getUsers()) {
+    if (llvm::is_contained(readers, user)) {
+      reading.push_back(user);
+      continue;
+    }
+    if (writer || !writes(user, t))
+      return nullptr;
+    writer = user;
+  }
+  if (!writer)
+    return nullptr;
+  for (mlir::Operation *reader : reading)
+    if (reader->getBlock() != writer->getBlock() ||
+        !writer->isBeforeInBlock(reader))
+      return nullptr;
+  return writer;
+}
+
+/// Whether a call strictly between `from` and `to` (same block), other than
+/// those in `except`, writes `buffer`: work moved from `from` to `to` would
+/// then read another value.
+inline bool writtenBetween(mlir::Value buffer, mlir::Operation *from,
+                           mlir::Operation *to,
+                           llvm::ArrayRef<mlir::Operation *> except = {}) {
+  for (mlir::Operation *op = from->getNextNode(); op && op != to;
+       op = op->getNextNode())
+    if (!llvm::is_contained(except, op) && writes(op, buffer))
+      return true;
+  return false;
+}
+
+/// The bytes of a buffer type.
+inline int64_t byteSize(mlir::MemRefType type) {
+  return type.getNumElements() *
+         std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+}
+
+} // namespace mp::culib
+
+#endif // MP_PASSES_CULIB_FUSIONUTILS_H

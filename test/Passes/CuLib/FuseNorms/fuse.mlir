@@ -1,0 +1,139 @@
+// culib-fuse-norms: a decomposed layer norm (mean, deviation, its square,
+// mean, + eps, sqrt, divide, scale, bias) becomes one culib.layer_norm
+// writing the chain's output; its intermediates and constants go.
+// RUN: mp-opt %s --culib-fuse-norms | FileCheck %s
+// Round trip: the output parses and prints the same.
+// RUN: mp-opt %s --culib-fuse-norms | mp-opt | FileCheck %s
+// RUN: mp-opt %s --culib-fuse-norms=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-DAG: %[[S:.*]] = culib.weight "scale"
+// CHECK-DAG: %[[B:.*]] = culib.weight "bias"
+// CHECK: %[[Y:.*]] = culib.alloc : memref<2x3x8xf32>
+// CHECK-NEXT: culib.layer_norm ins(%arg0, %[[S]]) bias(%[[B]]) outs(%[[Y]]) {axis = 2 : i64, epsilon = 9.99999974E-6 : f32}
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: culib.weight "two"
+// REPORT: remark: culib-fuse-norms: 1 decomposed layer norm(s) made one call each; 864 intermediate bytes no longer written
+func.func @layer_norm(%x: memref<2x3x8xf32>) -> memref<2x3x8xf32> {
+  %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
+  %eps = culib.weight "eps" dense<1.0e-5> : tensor<f32> : memref<f32>
+  %scale = culib.weight "scale" dense<1.5> : tensor<8xf32> : memref<8xf32>
+  %bias = culib.weight "bias" dense<0.5> : tensor<8xf32> : memref<8xf32>
+  %m = culib.alloc : memref<2x3x1xf32>
+  culib.reduce mean ins(%x) outs(%m) {axes = array<i64: 2>, compute_type = f32} : memref<2x3x8xf32>, memref<2x3x1xf32>
+  %d = culib.alloc : memref<2x3x8xf32>
+  culib.elementwise sub ins(%x, %m) outs(%d) : memref<2x3x8xf32>, memref<2x3x1xf32>, memref<2x3x8xf32>
+  %p = culib.alloc : memref<2x3x8xf32>
+  culib.elementwise pow ins(%d, %two) outs(%p) : memref<2x3x8xf32>, memref<f32>, memref<2x3x8xf32>
+  %v = culib.alloc : memref<2x3x1xf32>
+  culib.reduce mean ins(%p) outs(%v) {axes = array<i64: 2>, compute_type = f32} : memref<2x3x8xf32>, memref<2x3x1xf32>
+  %ve = culib.alloc : memref<2x3x1xf32>
+  culib.elementwise add ins(%v, %eps) outs(%ve) : memref<2x3x1xf32>, memref<f32>, memref<2x3x1xf32>
+  %s = culib.alloc : memref<2x3x1xf32>
+  culib.elementwise sqrt ins(%ve) outs(%s) : memref<2x3x1xf32>, memref<2x3x1xf32>
+  %n = culib.alloc : memref<2x3x8xf32>
+  culib.elementwise div ins(%d, %s) outs(%n) : memref<2x3x8xf32>, memref<2x3x1xf32>, memref<2x3x8xf32>
+  %sc = culib.alloc : memref<2x3x8xf32>
+  culib.elementwise mul ins(%n, %scale) outs(%sc) : memref<2x3x8xf32>, memref<8xf32>, memref<2x3x8xf32>
+  %y = culib.alloc : memref<2x3x8xf32>
+  culib.elementwise add ins(%sc, %bias) outs(%y) : memref<2x3x8xf32>, memref<8xf32>, memref<2x3x8xf32>
+  return %y : memref<2x3x8xf32>
+}
+
+// Over the last two dims, the square as d * d, scale first in the mul and
+// no bias: the call has none.
+// CHECK-LABEL: func.func @two_dims_no_bias
+// CHECK: culib.layer_norm ins(%arg0, %{{.*}}) outs(%{{.*}}) {axis = 1 : i64, epsilon = 9.99450683E-4 : f32} : memref<4x3x8xbf16>, memref<3x8xbf16>, memref<4x3x8xbf16>
+// CHECK-NOT: culib.elementwise
+// CHECK-NOT: culib.reduce
+// REPORT: remark: culib-fuse-norms: 1 decomposed layer norm(s)
+func.func @two_dims_no_bias(%x: memref<4x3x8xbf16>) -> memref<4x3x8xbf16> {
+  %eps = culib.weight "eps" dense<1.0e-3> : tensor<1xbf16> : memref<1xbf16>
+  %scale = culib.weight "scale" dense<1.5> : tensor<3x8xbf16> : memref<3x8xbf16>
+  %m = culib.alloc : memref<4x1x1xbf16>
+  culib.reduce mean ins(%x) outs(%m) {axes = array<i64: 1, 2>, compute_type = f32} : memref<4x3x8xbf16>, memref<4x1x1xbf16>
+  %d = culib.alloc : memref<4x3x8xbf16>
+  culib.elementwise sub ins(%x, %m) outs(%d) : memref<4x3x8xbf16>, memref<4x1x1xbf16>, memref<4x3x8xbf16>
+  %p = culib.alloc : memref<4x3x8xbf16>
+  culib.elementwise mul ins(%d, %d) outs(%p) : memref<4x3x8xbf16>, memref<4x3x8xbf16>, memref<4x3x8xbf16>
+  %v = culib.alloc : memref<4x1x1xbf16>
+  culib.reduce mean ins(%p) outs(%v) {axes = array<i64: 2, 1>, compute_type = f32} : memref<4x3x8xbf16>, memref<4x1x1xbf16>
+  %ve = culib.alloc : memref<4x1x1xbf16>
+  culib.elementwise add ins(%eps, %v) outs(%ve) : memref<1xbf16>, memref<4x1x1xbf16>, memref<4x1x1xbf16>
+  %s = culib.alloc : memref<4x1x1xbf16>
+  culib.elementwise sqrt ins(%ve) outs(%s) : memref<4x1x1xbf16>, memref<4x1x1xbf16>
+  %n = culib.alloc : memref<4x3x8xbf16>
+  culib.elementwise div ins(%d, %s) outs(%n) : memref<4x3x8xbf16>, memref<4x1x1xbf16>, memref<4x3x8xbf16>
+  %y = culib.alloc : memref<4x3x8xbf16>
+  culib.elementwise mul ins(%scale, %n) outs(%y) : memref<3x8xbf16>, memref<4x3x8xbf16>, memref<4x3x8xbf16>
+  return %y : memref<4x3x8xbf16>
+}
+
+// Not fusable: the deviation is read elsewhere too (a training step keeps
+// it), the mean is over a leading dim, eps is not a constant.
+// CHECK-LABEL: func.func @not_fusable
+// CHECK-NOT: culib.layer_norm
+// CHECK-LABEL: func.func @eps_not_constant
+// CHECK-NOT: culib.layer_norm
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s)
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s)
+func.func @not_fusable(%x: memref<2x8xf32>) -> (memref<2x8xf32>, memref<2x8xf32>, memref<2x8xf32>) {
+  %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
+  %eps = culib.weight "eps" dense<1.0e-5> : tensor<f32> : memref<f32>
+  %scale = culib.weight "scale" dense<1.5> : tensor<8xf32> : memref<8xf32>
+  %m = culib.alloc : memref<2x1xf32>
+  culib.reduce mean ins(%x) outs(%m) {axes = array<i64: 1>, compute_type = f32} : memref<2x8xf32>, memref<2x1xf32>
+  %d = culib.alloc : memref<2x8xf32>
+  culib.elementwise sub ins(%x, %m) outs(%d) : memref<2x8xf32>, memref<2x1xf32>, memref<2x8xf32>
+  %p = culib.alloc : memref<2x8xf32>
+  culib.elementwise pow ins(%d, %two) outs(%p) : memref<2x8xf32>, memref<f32>, memref<2x8xf32>
+  %v = culib.alloc : memref<2x1xf32>
+  culib.reduce mean ins(%p) outs(%v) {axes = array<i64: 1>, compute_type = f32} : memref<2x8xf32>, memref<2x1xf32>
+  %ve = culib.alloc : memref<2x1xf32>
+  culib.elementwise add ins(%v, %eps) outs(%ve) : memref<2x1xf32>, memref<f32>, memref<2x1xf32>
+  %s = culib.alloc : memref<2x1xf32>
+  culib.elementwise sqrt ins(%ve) outs(%s) : memref<2x1xf32>, memref<2x1xf32>
+  %n = culib.alloc : memref<2x8xf32>
+  culib.elementwise div ins(%d, %s) outs(%n) : memref<2x8xf32>, memref<2x1xf32>, memref<2x8xf32>
+  %y = culib.alloc : memref<2x8xf32>
+  culib.elementwise mul ins(%n, %scale) outs(%y) : memref<2x8xf32>, memref<8xf32>, memref<2x8xf32>
+  // A second chain, over dim 0.
+  %m0 = culib.alloc : memref<1x8xf32>
+  culib.reduce mean ins(%x) outs(%m0) {axes = array<i64: 0>, compute_type = f32} : memref<2x8xf32>, memref<1x8xf32>
+  %d0 = culib.alloc : memref<2x8xf32>
+  culib.elementwise sub ins(%x, %m0) outs(%d0) : memref<2x8xf32>, memref<1x8xf32>, memref<2x8xf32>
+  %p0 = culib.alloc : memref<2x8xf32>
+  culib.elementwise mul ins(%d0, %d0) outs(%p0) : memref<2x8xf32>, memref<2x8xf32>, memref<2x8xf32>
+  %v0 = culib.alloc : memref<1x8xf32>
+  culib.reduce mean ins(%p0) outs(%v0) {axes = array<i64: 0>, compute_type = f32} : memref<2x8xf32>, memref<1x8xf32>
+  %ve0 = culib.alloc : memref<1x8xf32>
+  culib.elementwise add ins(%v0, %eps) outs(%ve0) : memref<1x8xf32>, memref<f32>, memref<1x8xf32>
+  %s0 = culib.alloc : memref<1x8xf32>
+  culib.elementwise sqrt ins(%ve0) outs(%s0) : memref<1x8xf32>, memref<1x8xf32>
+  %n0 = culib.alloc : memref<2x8xf32>
+  culib.elementwise div ins(%d0, %s0) outs(%n0) : memref<2x8xf32>, memref<1x8xf32>, memref<2x8xf32>
+  %y0 = culib.alloc : memref<2x8xf32>
+  culib.elementwise mul ins(%n0, %scale) outs(%y0) : memref<2x8xf32>, memref<8xf32>, memref<2x8xf32>
+  return %y, %d, %y0 : memref<2x8xf32>, memref<2x8xf32>, memref<2x8xf32>
+}
+
+func.func @eps_not_constant(%x: memref<2x8xf32>, %eps: memref<f32>) -> memref<2x8xf32> {
+  %scale = culib.weight "scale" dense<1.5> : tensor<8xf32> : memref<8xf32>
+  %m = culib.alloc : memref<2x1xf32>
+  culib.reduce mean ins(%x) outs(%m) {axes = array<i64: 1>, compute_type = f32} : memref<2x8xf32>, memref<2x1xf32>
+  %d = culib.alloc : memref<2x8xf32>
+  culib.elementwise sub ins(%x, %m) outs(%d) : memref<2x8xf32>, memref<2x1xf32>, memref<2x8xf32>
+  %p = culib.alloc : memref<2x8xf32>
+  culib.elementwise mul ins(%d, %d) outs(%p) : memref<2x8xf32>, memref<2x8xf32>, memref<2x8xf32>
+  %v = culib.alloc : memref<2x1xf32>
+  culib.reduce mean ins(%p) outs(%v) {axes = array<i64: 1>, compute_type = f32} : memref<2x8xf32>, memref<2x1xf32>
+  %ve = culib.alloc : memref<2x1xf32>
+  culib.elementwise add ins(%v, %eps) outs(%ve) : memref<2x1xf32>, memref<f32>, memref<2x1xf32>
+  %s = culib.alloc : memref<2x1xf32>
+  culib.elementwise sqrt ins(%ve) outs(%s) : memref<2x1xf32>, memref<2x1xf32>
+  %n = culib.alloc : memref<2x8xf32>
+  culib.elementwise div ins(%d, %s) outs(%n) : memref<2x8xf32>, memref<2x1xf32>, memref<2x8xf32>
+  %y = culib.alloc : memref<2x8xf32>
+  culib.elementwise mul ins(%n, %scale) outs(%y) : memref<2x8xf32>, memref<8xf32>, memref<2x8xf32>
+  return %y : memref<2x8xf32>
+}
