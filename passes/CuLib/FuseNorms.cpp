@@ -169,6 +169,7 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
     Value bias = addBias ? otherInput(addBias, mulScale.getY()) : Value();
     Value y = root.getY();
     if (!isa<FloatType>(xType.getElementType()) || memrefOf(y) != xType ||
+        scale == div.getY() || (bias && bias == mulScale.getY()) ||
         !isAffineParameter(scale, xType, axis) ||
         (bias && !isAffineParameter(bias, xType, axis)))
       return rewriter.notifyMatchFailure(root, "shapes or types differ");
