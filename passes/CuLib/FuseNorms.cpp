@@ -41,8 +41,8 @@ MemRefType memrefOf(Value v) { return cast<MemRefType>(v.getType()); }
 /// The elementwise call `fn` writing `t` for `readers` alone, if any.
 culib::ElementwiseOp elementwiseWriting(Value t, ElementwiseFn fn,
                                         ArrayRef<Operation *> readers) {
-  auto op = dyn_cast_or_null<culib::ElementwiseOp>(
-      culib::soleWriter(t, readers));
+  auto op =
+      dyn_cast_or_null<culib::ElementwiseOp>(culib::soleWriter(t, readers));
   return op && op.getFn() == fn && op.getY() == t ? op : nullptr;
 }
 
@@ -67,7 +67,8 @@ culib::ReduceOp meanWriting(Value t, Operation *reader, int64_t &axis) {
 /// The value of a one-element float weight.
 std::optional<float> scalarWeight(Value v) {
   auto weight = v.getDefiningOp<culib::WeightOp>();
-  auto dense = weight ? dyn_cast<DenseElementsAttr>(weight.getValue()) : nullptr;
+  auto dense =
+      weight ? dyn_cast<DenseElementsAttr>(weight.getValue()) : nullptr;
   if (!dense || dense.getNumElements() != 1 ||
       !isa<FloatType>(dense.getElementType()))
     return std::nullopt;
@@ -128,8 +129,8 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
     if (!div)
       return rewriter.notifyMatchFailure(root, "no normalised value");
     Value d = div.getInputs()[0];
-    auto sqrt = elementwiseWriting(div.getInputs()[1], ElementwiseFn::Sqrt,
-                                   {div});
+    auto sqrt =
+        elementwiseWriting(div.getInputs()[1], ElementwiseFn::Sqrt, {div});
     auto addEps = sqrt ? elementwiseWriting(sqrt.getInputs()[0],
                                             ElementwiseFn::Add, {sqrt})
                        : nullptr;
@@ -174,8 +175,8 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
         (bias && !isAffineParameter(bias, xType, axis)))
       return rewriter.notifyMatchFailure(root, "shapes or types differ");
 
-    SmallVector<Operation *> chain = {mean,     sub,    squareOp, variance,
-                                      addEps,   sqrt,   div,      mulScale};
+    SmallVector<Operation *> chain = {mean,   sub,  squareOp, variance,
+                                      addEps, sqrt, div,      mulScale};
     if (addBias)
       chain.push_back(addBias);
     // The call reads x, scale and bias where the chain ends.

@@ -1,4 +1,5 @@
-//===- FusionUtils.h - buffer questions the culib fusion passes ask -*- C++ -*-===//
+//===- FusionUtils.h - buffer questions the culib fusion passes ask -*- C++
+//-*-===//
 //
 // culib calls read and write buffers (destination-passing style). A fusion
 // pass may drop an intermediate buffer t only when t is an arena buffer
