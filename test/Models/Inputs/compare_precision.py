@@ -8,7 +8,8 @@ values in the low-precision output, and with --top1 whether the arg-max over
 the last axis agrees for every row. With --no-worse-than OTHER, the max
 absolute error of the outputs in OTHER (another variant of the same plan,
 e.g. compiled without fusion) is printed too, and ours may not exceed it by
-more than --slack of it plus 1e-7 of the output's scale. Exits 1 when a
+more than --slack of it plus 1e-6 of the output's scale (f32's rounding
+noise: a fused layer norm forms its statistics in another order). Exits 1 when a
 limit is passed.
 """
 import argparse
@@ -63,7 +64,7 @@ def main():
             other = np.load(pathlib.Path(args.no_worse_than) / ref_path.name)
             other_abs = float(np.nanmax(np.abs(ref - other.astype(np.float64))))
             line += f", other's max abs error {other_abs:.3g}"
-            if not max_abs <= other_abs * (1 + args.slack) + 1e-7 * scale:
+            if not max_abs <= other_abs * (1 + args.slack) + 1e-6 * scale:
                 good = False
         if args.top1:
             rows_ref = ref.reshape(-1, ref.shape[-1]).argmax(axis=1)
