@@ -189,13 +189,8 @@ std::optional<float> exactIn(APFloat value, Type element) {
 /// A clip bound: a one-element float weight's value, as f32, if it is
 /// exact both as f32 and in `element` (the type of the clipped data).
 std::optional<float> exactBound(Value bound, Type element) {
-  auto weight = bound.getDefiningOp<culib::WeightOp>();
-  auto dense =
-      weight ? dyn_cast<DenseElementsAttr>(weight.getValue()) : nullptr;
-  if (!dense || dense.getNumElements() != 1 ||
-      !isa<FloatType>(dense.getElementType()))
-    return std::nullopt;
-  return exactIn(*dense.value_begin<APFloat>(), element);
+  std::optional<APFloat> value = culib::scalarFloatWeight(bound);
+  return value ? exactIn(*value, element) : std::nullopt;
 }
 
 /// clip(t, lo, hi) (or clip(t) with alpha = lo, beta = hi) with t written

@@ -64,15 +64,12 @@ culib::ReduceOp meanWriting(Value t, Operation *reader, int64_t &axis) {
   return op;
 }
 
-/// The value of a one-element float weight.
+/// The value of a one-element float weight, as f32.
 std::optional<float> scalarWeight(Value v) {
-  auto weight = v.getDefiningOp<culib::WeightOp>();
-  auto dense =
-      weight ? dyn_cast<DenseElementsAttr>(weight.getValue()) : nullptr;
-  if (!dense || dense.getNumElements() != 1 ||
-      !isa<FloatType>(dense.getElementType()))
+  std::optional<APFloat> value = culib::scalarFloatWeight(v);
+  if (!value)
     return std::nullopt;
-  return static_cast<float>((*dense.value_begin<APFloat>()).convertToDouble());
+  return static_cast<float>(value->convertToDouble());
 }
 
 /// The other input of a binary elementwise call than `known`.

@@ -66,6 +66,19 @@ inline bool writtenBetween(mlir::Value buffer, mlir::Operation *from,
   return false;
 }
 
+/// The value of a one-element float weight (a constant operand), if `v` is
+/// one.
+inline std::optional<llvm::APFloat> scalarFloatWeight(mlir::Value v) {
+  auto weight = v.getDefiningOp<WeightOp>();
+  auto dense = weight
+                   ? llvm::dyn_cast<mlir::DenseElementsAttr>(weight.getValue())
+                   : nullptr;
+  if (!dense || dense.getNumElements() != 1 ||
+      !llvm::isa<mlir::FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return *dense.value_begin<llvm::APFloat>();
+}
+
 /// The bytes of a buffer type.
 inline int64_t byteSize(mlir::MemRefType type) {
   return type.getNumElements() *
