@@ -13,6 +13,7 @@ void mp::buildCompilePipeline(mlir::OpPassManager &pm,
   pm.addPass(mp::createConvertMPToCuLib());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createNHWCLayout(layout));
   if (fuse) {
+    pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseAttention());
     pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseEpilogues());
     pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseNorms());
     pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseElementwise());
@@ -104,7 +105,8 @@ struct CompilePipelineOptions
                      "none)")};
   Option<bool> fuse{*this, "fuse",
                     llvm::cl::desc("Run the culib fusion passes "
-                                   "(culib-fuse-epilogues, culib-fuse-norms, "
+                                   "(culib-fuse-attention, "
+                                   "culib-fuse-epilogues, culib-fuse-norms, "
                                    "culib-fuse-elementwise); default true"),
                     llvm::cl::init(true)};
 };
@@ -115,8 +117,8 @@ void mp::registerPipelines() {
       "mp-compile",
       "Lower an imported model to memory-planned culib calls: "
       "mp-infer-shapes, mp-fold-constants, convert-mp-to-culib, "
-      "culib-nhwc-layout, culib-fuse-epilogues, culib-fuse-norms, "
-      "culib-fuse-elementwise, "
+      "culib-nhwc-layout, culib-fuse-attention, culib-fuse-epilogues, "
+      "culib-fuse-norms, culib-fuse-elementwise, "
       "culib-plan-memory",
       [](mlir::OpPassManager &pm, const CompilePipelineOptions &options) {
         NHWCLayoutOptions layout;

@@ -214,9 +214,15 @@ const PlanBinding *Plan::output(std::string_view name) const {
 }
 
 uint32_t Plan::requiredFormatMinor() const {
-  for (const PlanCall &c : calls)
+  uint32_t fused = 0;
+  for (const PlanCall &c : calls) {
+    if (c.kind == "kernel.attention")
+      return 4;
     if (c.kind == "kernel.fused_elementwise")
-      return 3;
+      fused = 3;
+  }
+  if (fused)
+    return fused;
   for (const PlanWeight &w : weights)
     if (w.external && !w.data)
       return 2;

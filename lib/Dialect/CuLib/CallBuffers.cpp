@@ -112,6 +112,12 @@ std::optional<CallBuffers> mp::culib::getCallBuffers(Operation *op) {
                            {req("y", o.getY()), opt("mean", o.getMean()),
                             opt("inv_std_dev", o.getInvStdDev())}};
       })
+      .Case([&](culib::AttentionOp o) {
+        return CallBuffers{"kernel.attention",
+                           {req("q", o.getQ()), req("k", o.getK()),
+                            req("v", o.getV()), opt("mask", o.getMask())},
+                           {req("o", o.getO())}};
+      })
       .Case([&](culib::InstanceNormOp o) {
         return CallBuffers{"kernel.instance_norm",
                            {req("x", o.getX()), req("scale", o.getScale()),

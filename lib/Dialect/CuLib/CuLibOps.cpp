@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CuLibDialect.h"
+#include "mp/Runtime/Attention.h"
 #include "mp/Runtime/ElementwiseFunctions.h"
 #include "mp/Runtime/FusedProgram.h"
 
@@ -347,6 +348,50 @@ LogicalResult FusedElementwiseOp::verify() {
   std::string why;
   if (!mp::rt::parseFusedProgram(getProgram(), getInputs().size(), why))
     return emitOpError() << "program: " << why;
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  for (auto [name, buffer] : {std::pair<StringRef, Value>{"q", getQ()},
+                              {"k", getK()},
+                              {"v", getV()},
+                              {"mask", getMask()},
+                              {"o", getO()}}) {
+    if (!buffer)
+      continue;
+    if (failed(verifyBuffer(*this, buffer, name)))
+      return failure();
+    Type element = memrefOf(buffer).getElementType();
+    if (!element.isF16() && !element.isBF16() && !element.isF32())
+      return emitOpError() << name
+                           << " must be an f16, bf16 or f32 buffer, got "
+                           << buffer.getType();
+  }
+  mp::rt::AttentionShape shape;
+  if (!mp::rt::AttentionShape::fromList(std::vector<int64_t>(getShape()),
+                                        shape))
+    return emitOpError() << "shape must have 6 elements (batch, heads, "
+                            "queries, keys, head_dim, value_dim)";
+  mp::rt::AttentionView views[5];
+  std::optional<ArrayRef<int64_t>> maskView = getMaskView();
+  if (maskView.has_value() != static_cast<bool>(getMask()))
+    return emitOpError() << "mask_view must be given exactly with a mask";
+  ArrayRef<int64_t> lists[5] = {getQView(), getKView(), getVView(), getOView(),
+                                maskView.value_or(ArrayRef<int64_t>{})};
+  for (int i = 0; i < (getMask() ? 5 : 4); ++i)
+    if (!mp::rt::AttentionView::fromList(std::vector<int64_t>(lists[i]),
+                                         views[i]))
+      return emitOpError() << "views must have 5 elements (offset and the "
+                              "strides of batch, head, row and column)";
+  auto elements = [](Value v) {
+    return v ? memrefOf(v).getNumElements() : int64_t(-1);
+  };
+  std::string why;
+  if (!mp::rt::checkAttention(shape, views[0], views[1], views[2], views[3],
+                              getMask() ? &views[4] : nullptr, elements(getQ()),
+                              elements(getK()), elements(getV()),
+                              elements(getO()), elements(getMask()), why))
+    return emitOpError() << why;
   return success();
 }
 

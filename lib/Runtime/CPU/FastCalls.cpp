@@ -110,6 +110,7 @@ FastCallChoice prepareFastCall(const PlanCall &call,
       {"cudnn.softmax", onednn::prepareSoftmax},
       {"cudnn.pool", onednn::preparePool},
       {"kernel.layer_norm", onednn::prepareLayerNorm},
+      {"kernel.attention", onednn::prepareAttention},
       {"cudnn.lrn", onednn::prepareLrn},
       {"kernel.fused_elementwise", prepareFusedElementwise}};
   for (const auto &[kind, prepare] : kFastCalls)

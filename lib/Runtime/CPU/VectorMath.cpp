@@ -63,6 +63,42 @@ inline float tanhApprox(float x) {
   return a < 0.2f ? small : signedBig; // NaN: small, which is NaN
 }
 
+/// x = softmax(x) for n contiguous values: the max and the sum kept in 16
+/// lanes (float reductions vectorise only so without -ffast-math), then
+/// combined. A row of -inf gives NaN, as exp(x - max) does.
+constexpr int64_t kLanes = 16;
+inline __attribute__((always_inline)) void softmaxInLanes(float *x, int64_t n) {
+  float lanes[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l)
+    lanes[l] = -__builtin_inff();
+  const int64_t whole = n / kLanes * kLanes;
+  for (int64_t i = 0; i < whole; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l)
+      lanes[l] = x[i + l] > lanes[l] ? x[i + l] : lanes[l];
+  float max = -__builtin_inff();
+  for (int64_t l = 0; l < kLanes; ++l)
+    max = lanes[l] > max ? lanes[l] : max;
+  for (int64_t i = whole; i < n; ++i)
+    max = x[i] > max ? x[i] : max;
+  for (int64_t l = 0; l < kLanes; ++l)
+    lanes[l] = 0.f;
+  for (int64_t i = 0; i < whole; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) {
+      x[i + l] = expApprox(x[i + l] - max);
+      lanes[l] += x[i + l];
+    }
+  float sum = 0.f;
+  for (int64_t i = whole; i < n; ++i) {
+    x[i] = expApprox(x[i] - max);
+    sum += x[i];
+  }
+  for (int64_t l = 0; l < kLanes; ++l)
+    sum += lanes[l];
+  const float inverse = 1.f / sum;
+  for (int64_t i = 0; i < n; ++i)
+    x[i] *= inverse;
+}
+
 /// y[i] = Fn(x[i]), compiled for one ISA each: the inline functions
 /// above vectorise in the caller's.
 #define MP_VECTOR_LOOPS(Suffix, Target)                                        \
@@ -80,6 +116,10 @@ inline float tanhApprox(float x) {
                                                         float *y, int64_t n) { \
     for (int64_t i = 0; i < n; ++i)                                            \
       y[i] = tanhApprox(x[i]);                                                 \
+  }                                                                            \
+  __attribute__((target(Target))) void softmaxLoop##Suffix(float *x,           \
+                                                           int64_t n) {        \
+    softmaxInLanes(x, n);                                                      \
   }
 MP_VECTOR_LOOPS(Avx512, "avx512f")
 MP_VECTOR_LOOPS(Avx2, "avx2")
@@ -87,13 +127,16 @@ MP_VECTOR_LOOPS(Baseline, "default")
 #undef MP_VECTOR_LOOPS
 
 using Loop = void (*)(const float *, float *, int64_t);
+using InPlaceLoop = void (*)(float *, int64_t);
 struct Loops {
   Loop exp, sigmoid, tanh;
+  InPlaceLoop softmax;
 };
 constexpr Loops kLoops[] = {
-    {expLoopBaseline, sigmoidLoopBaseline, tanhLoopBaseline},
-    {expLoopAvx2, sigmoidLoopAvx2, tanhLoopAvx2},
-    {expLoopAvx512, sigmoidLoopAvx512, tanhLoopAvx512},
+    {expLoopBaseline, sigmoidLoopBaseline, tanhLoopBaseline,
+     softmaxLoopBaseline},
+    {expLoopAvx2, sigmoidLoopAvx2, tanhLoopAvx2, softmaxLoopAvx2},
+    {expLoopAvx512, sigmoidLoopAvx512, tanhLoopAvx512, softmaxLoopAvx512},
 };
 
 } // namespace
@@ -151,6 +194,10 @@ void vectorMath(ElementwiseFn fn, const float *x, float *y, int64_t n,
   default:
     return;
   }
+}
+
+void softmaxInPlace(float *x, int64_t n, VectorIsa isa) {
+  kLoops[static_cast<int>(isa)].softmax(x, n);
 }
 
 } // namespace mp::rt::cpu

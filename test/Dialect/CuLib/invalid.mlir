@@ -275,3 +275,35 @@ func.func @unknown_reduction(%x: memref<2x3xf32>, %y: memref<2xf32>) {
   culib.reduce median ins(%x) outs(%y) {axes = array<i64: 1>, compute_type = f32} : memref<2x3xf32>, memref<2xf32>
   return
 }
+
+// -----
+
+func.func @attention_view_outside(%qkv: memref<5x2x18xf32>, %o: memref<10x6xf32>) {
+  // expected-error @+1 {{'culib.attention' op v view reaches element 180 of a buffer of 180}}
+  culib.attention ins(%qkv, %qkv, %qkv) outs(%o) {shape = array<i64: 2, 2, 5, 5, 3, 3>, q_view = array<i64: 0, 18, 3, 36, 1>, k_view = array<i64: 6, 18, 3, 36, 1>, v_view = array<i64: 13, 18, 3, 36, 1>, o_view = array<i64: 0, 6, 3, 12, 1>, scale = 1.0 : f32} : memref<5x2x18xf32>, memref<5x2x18xf32>, memref<5x2x18xf32>, memref<10x6xf32>
+  return
+}
+
+// -----
+
+func.func @attention_writes_twice(%qkv: memref<5x2x18xf32>, %o: memref<10x6xf32>) {
+  // expected-error @+1 {{'culib.attention' op o view writes some elements twice}}
+  culib.attention ins(%qkv, %qkv, %qkv) outs(%o) {shape = array<i64: 2, 2, 5, 5, 3, 3>, q_view = array<i64: 0, 18, 3, 36, 1>, k_view = array<i64: 6, 18, 3, 36, 1>, v_view = array<i64: 12, 18, 3, 36, 1>, o_view = array<i64: 0, 6, 1, 12, 1>, scale = 1.0 : f32} : memref<5x2x18xf32>, memref<5x2x18xf32>, memref<5x2x18xf32>, memref<10x6xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_view_without_mask(%qkv: memref<5x2x18xf32>, %o: memref<10x6xf32>) {
+  // expected-error @+1 {{'culib.attention' op mask_view must be given exactly with a mask}}
+  culib.attention ins(%qkv, %qkv, %qkv) outs(%o) {shape = array<i64: 2, 2, 5, 5, 3, 3>, q_view = array<i64: 0, 18, 3, 36, 1>, k_view = array<i64: 6, 18, 3, 36, 1>, v_view = array<i64: 12, 18, 3, 36, 1>, o_view = array<i64: 0, 6, 3, 12, 1>, mask_view = array<i64: 0, 0, 0, 5, 1>, scale = 1.0 : f32} : memref<5x2x18xf32>, memref<5x2x18xf32>, memref<5x2x18xf32>, memref<10x6xf32>
+  return
+}
+
+// -----
+
+func.func @attention_short_shape(%qkv: memref<5x2x18xf32>, %o: memref<10x6xf32>) {
+  // expected-error @+1 {{'culib.attention' op shape must have 6 elements (batch, heads, queries, keys, head_dim, value_dim)}}
+  culib.attention ins(%qkv, %qkv, %qkv) outs(%o) {shape = array<i64: 2, 2, 5, 5, 3>, q_view = array<i64: 0, 18, 3, 36, 1>, k_view = array<i64: 6, 18, 3, 36, 1>, v_view = array<i64: 12, 18, 3, 36, 1>, o_view = array<i64: 0, 6, 3, 12, 1>, scale = 1.0 : f32} : memref<5x2x18xf32>, memref<5x2x18xf32>, memref<5x2x18xf32>, memref<10x6xf32>
+  return
+}

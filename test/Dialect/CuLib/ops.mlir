@@ -51,3 +51,12 @@ func.func @training(%x: memref<2x3x4x4xf32>, %v: memref<3xf32>, %y: memref<2x3x4
   culib.conv_fwd ins(%xh, %wh) outs(%yh) {compute_type = f32, dilations = array<i64: 1, 1>, groups = 2 : i64, layout = #culib.layout<nhwc>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x6x6x4xf16>, memref<8x3x3x2xf16>, memref<1x4x4x8xf16>
   return
 }
+
+// Fused attention: Q, K and V as strided views of one projection, a mask
+// broadcast with stride 0.
+// CHECK-LABEL: func.func @attention
+// CHECK: culib.attention ins(%arg0, %arg0, %arg0) mask(%arg1) outs(%arg2) {k_view = array<i64: 6, 18, 3, 36, 1>, mask_view = array<i64: 0, 0, 0, 5, 1>, o_view = array<i64: 0, 6, 3, 12, 1>, q_view = array<i64: 0, 18, 3, 36, 1>, scale = 5.000000e-01 : f32, shape = array<i64: 2, 2, 5, 5, 3, 3>, v_view = array<i64: 12, 18, 3, 36, 1>} : memref<5x2x18xbf16>, memref<5x2x18xbf16>, memref<5x2x18xbf16>, memref<1x5x5xf32>, memref<10x6xbf16>
+func.func @attention(%qkv: memref<5x2x18xbf16>, %mask: memref<1x5x5xf32>, %o: memref<10x6xbf16>) {
+  culib.attention ins(%qkv, %qkv, %qkv) mask(%mask) outs(%o) {shape = array<i64: 2, 2, 5, 5, 3, 3>, q_view = array<i64: 0, 18, 3, 36, 1>, k_view = array<i64: 6, 18, 3, 36, 1>, v_view = array<i64: 12, 18, 3, 36, 1>, o_view = array<i64: 0, 6, 3, 12, 1>, mask_view = array<i64: 0, 0, 0, 5, 1>, scale = 0.5 : f32} : memref<5x2x18xbf16>, memref<5x2x18xbf16>, memref<5x2x18xbf16>, memref<1x5x5xf32>, memref<10x6xbf16>
+  return
+}

@@ -296,6 +296,35 @@ def CuLib_FusedElementwiseOp : CuLib_Op<"fused_elementwise"> {
   let hasVerifier = 1;
 }
 
+def CuLib_AttentionOp : CuLib_Op<"attention"> {
+  let summary = "softmax(scale * Q K^T + mask) V as one call (f32 inside)";
+  let description = [{
+    Scaled dot-product attention, which culib-fuse-attention makes of the
+    calls exporters write for it (mp/Runtime/Attention.h): for every batch
+    b, head h and query row i, `s_j = scale * sum_d Q[b,h,i,d] K[b,h,j,d]`
+    (`+ mask[b,h,i,j]`, additive: a causal mask is -inf above the diagonal),
+    `O[b,h,i,:] = sum_j softmax(s)_j V[b,h,j,:]`. Scores, softmax and sums
+    are f32 whatever the buffers' float types; O is rounded once at the
+    store. `shape` is [batch, heads, queries, keys, head_dim, value_dim];
+    each `*_view` is [offset, stride b, stride h, stride row, stride column]
+    in elements of its buffer, so Q, K and V may be slices of one projection
+    and O may land in the layout the next call reads (no transposes or
+    copies); a mask stride of 0 broadcasts it.
+  }];
+  let arguments = (ins CuLib_FloatBuffer:$q, CuLib_FloatBuffer:$k,
+                       CuLib_FloatBuffer:$v, Optional<CuLib_FloatBuffer>:$mask,
+                       CuLib_FloatBuffer:$o, DenseI64ArrayAttr:$shape,
+                       DenseI64ArrayAttr:$q_view, DenseI64ArrayAttr:$k_view,
+                       DenseI64ArrayAttr:$v_view, DenseI64ArrayAttr:$o_view,
+                       OptionalAttr<DenseI64ArrayAttr>:$mask_view,
+                       F32Attr:$scale);
+  let assemblyFormat = [{
+    `ins` `(` $q `,` $k `,` $v `)` (`mask` `(` $mask^ `)`)? `outs` `(` $o `)`
+    attr-dict `:` type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
 def CuLib_CastOp : CuLib_Op<"cast"> {
   let summary = "element type conversion (round to nearest even)";
   let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y);

@@ -73,6 +73,32 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
   let dependentDialects = ["mp::culib::CuLibDialect"];
 }
 
+def FuseAttention : Pass<"culib-fuse-attention", "mlir::func::FuncOp"> {
+  let summary = "Make scaled dot-product attention one culib.attention call";
+  let description = [{
+    softmax(Q K^T * c + mask) V as exporters write it (two batched matmuls
+    and a softmax over the last axis, with the slices, reshape copies and
+    transposes that split heads off a projection and merge them back,
+    constant factors on Q, K or the scores, an additive mask broadcast onto
+    the scores, and float casts between) becomes one `culib.attention`
+    reading Q, K, V and the mask where they start and writing O where its
+    chain ends, through strided views: the scores, the probabilities and
+    the head-split copies are never written, and everything inside is f32
+    with one rounding at the store. Only when every intermediate is an arena
+    buffer that the next call alone reads, the batch index splits into
+    (batch, head) with one stride each in every view, and nothing between
+    writes an input. With `report`, a remark counts the attentions folded,
+    the calls and the bytes no longer written. Run it after culib-nhwc-layout
+    and before the other fusion passes (mp-compile does, unless its `fuse`
+    option is off).
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the attentions folded and the calls saved">,
+  ];
+  let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
 def FuseNorms : Pass<"culib-fuse-norms", "mlir::func::FuncOp"> {
   let summary = "Make decomposed layer norms one culib.layer_norm call";
   let description = [{

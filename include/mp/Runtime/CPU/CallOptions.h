@@ -38,6 +38,8 @@ inline constexpr std::array<BufferSpec, 3> kRnnResults = {
 /// The attributes of the batch norms (cudnn.batch_norm_inference,
 /// _training, _bwd): epsilon (required, except by _bwd: 1e-5), momentum
 /// (_training only, required) and 'layout' (nchw, the default, or nhwc).
+/// kernel.attention's shape, views (mask_view when `hasMask`) and scale.
+Result<AttentionOptions> attentionOptionsOf(const PlanCall &call, bool hasMask);
 Result<BatchNormOptions> batchNormOptionsOf(const PlanCall &call);
 
 /// cudnn.lrn's attributes: size, alpha, beta, bias (ONNX's defaults).

@@ -15,6 +15,7 @@
 #ifndef MP_RUNTIME_CPU_NNKERNELS_H
 #define MP_RUNTIME_CPU_NNKERNELS_H
 
+#include "mp/Runtime/Attention.h"
 #include "mp/Runtime/Status.h"
 #include "mp/Runtime/Tensor.h"
 
@@ -138,6 +139,30 @@ struct ConvTransposeOptions {
 Status convTranspose(const TensorView &x, const TensorView &w,
                      const TensorView *bias, const TensorView &y,
                      const ConvTransposeOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// kernel.attention's geometry and scale (mp/Runtime/Attention.h).
+struct AttentionOptions {
+  AttentionShape shape;
+  AttentionView q, k, v, o, mask;
+  float scale = 1;
+};
+
+/// softmax(scale * Q K^T (+ mask)) V over strided views of q, k, v (and the
+/// additive mask) into o's view: every product, sum and the softmax in f32,
+/// o rounded once. Buffers: f32, f16 or bf16, any mix; o must not overlap
+/// the inputs. The exact kernel: one query row at a time, libm's expf.
+Status attention(const TensorView &q, const TensorView &k, const TensorView &v,
+                 const TensorView *mask, const TensorView &o,
+                 const AttentionOptions &options);
+/// attention's checks (dtypes, views inside the buffers, o injective and
+/// apart from the inputs) without running it.
+Status checkAttention(const TensorView &q, const TensorView &k,
+                      const TensorView &v, const TensorView *mask,
+                      const TensorView &o, const AttentionOptions &options);
 
 //===----------------------------------------------------------------------===//
 // Normalizations

@@ -42,6 +42,10 @@ bool hasVectorMath(ElementwiseFn fn);
 void vectorMath(ElementwiseFn fn, const float *x, float *y, int64_t n,
                 VectorIsa isa = vectorMathIsa());
 
+/// x = softmax(x) over n contiguous f32 values (n >= 1), with the exp above:
+/// exp(x - max) / sum; a row of -inf gives NaN.
+void softmaxInPlace(float *x, int64_t n, VectorIsa isa = vectorMathIsa());
+
 } // namespace mp::rt::cpu
 
 #endif // MP_RUNTIME_CPU_VECTORMATH_H

@@ -1,9 +1,9 @@
 //===- NNCalls.cpp - neural-network plan calls on the CPU -----------------===//
 //
-// cudnn.rnn, cudnn.conv_bwd_data, cudnn.lrn, kernel.layer_norm,
-// kernel.instance_norm, kernel.nll_loss, kernel.topk, kernel.cumsum,
-// kernel.trilu and kernel.hardmax (docs/plan-format.md, "Call reference"),
-// on the kernels of mp/Runtime/CPU/NNKernels.h.
+// cudnn.rnn, cudnn.conv_bwd_data, cudnn.lrn, kernel.attention,
+// kernel.layer_norm, kernel.instance_norm, kernel.nll_loss, kernel.topk,
+// kernel.cumsum, kernel.trilu and kernel.hardmax (docs/plan-format.md, "Call
+// reference"), on the kernels of mp/Runtime/CPU/NNKernels.h.
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/CallOptions.h"
@@ -151,6 +151,23 @@ Status lrnCall(const CallArgs &args) {
 }
 
 //===----------------------------------------------------------------------===//
+// kernel.attention
+//===----------------------------------------------------------------------===//
+
+Status attentionCall(const CallArgs &args) {
+  std::array<const TensorView *, 4> in;
+  std::array<const TensorView *, 1> out;
+  if (Status s = bindCallBuffers(
+          args.call, args.operands,
+          {{{"q", false}, {"k", false}, {"v", false}, {"mask", true}}}, in,
+          args.results, {{{"o", false}}}, out);
+      !s)
+    return s;
+  MP_RT_TRY_ASSIGN(options, attentionOptionsOf(args.call, in[3] != nullptr));
+  return attention(*in[0], *in[1], *in[2], in[3], *out[0], options);
+}
+
+//===----------------------------------------------------------------------===//
 // kernel.layer_norm, kernel.instance_norm
 //===----------------------------------------------------------------------===//
 
@@ -237,6 +254,7 @@ void addNNCalls(CallTable &table) {
   MP_ADD_CALL("cudnn.rnn", rnnCall);
   MP_ADD_CALL("cudnn.conv_bwd_data", convBwdDataCall);
   MP_ADD_CALL("cudnn.lrn", lrnCall);
+  MP_ADD_CALL("kernel.attention", attentionCall);
   MP_ADD_CALL("kernel.layer_norm", layerNormCall);
   MP_ADD_CALL("kernel.instance_norm", instanceNormCall);
   MP_ADD_CALL("kernel.nll_loss", nllLossCall);

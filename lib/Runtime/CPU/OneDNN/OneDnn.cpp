@@ -156,6 +156,12 @@ bool isOutputArg(int arg) {
          arg == DNNL_ARG_DIFF_SHIFT;
 }
 
+bool isReferenceImplementation(const dnnl::primitive_desc_base &pd) {
+  const std::string_view impl = pd.impl_info_str();
+  return impl.substr(0, 3) == "ref" ||
+         impl.find("_ref") != std::string_view::npos;
+}
+
 std::string implementationName(const dnnl::primitive_desc_base &pd) {
   return std::string("onednn:") + pd.impl_info_str();
 }
@@ -231,11 +237,7 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
                                       dnnl::primitive primitive,
                                       const std::vector<Binding> &buffers,
                                       std::string_view whyReferenceIsFast) {
-  // oneDNN's reference implementations are generic C++ loops that the
-  // project's own kernels beat.
-  const std::string_view impl = pd.impl_info_str();
-  const bool reference =
-      impl.substr(0, 3) == "ref" || impl.find("_ref") != std::string_view::npos;
+  const bool reference = isReferenceImplementation(pd);
   if (reference && whyReferenceIsFast.empty())
     return referenceKernel("oneDNN has only its reference implementation (" +
                            implementationName(pd) + ")");

@@ -211,6 +211,9 @@ private:
 /// cpu::preparedConstantBytes (FastCalls.h): the live constants' bytes.
 size_t preparedConstantBytes();
 
+/// Whether `pd` is one of oneDNN's reference implementations: generic C++
+/// loops that the project's own kernels beat.
+bool isReferenceImplementation(const dnnl::primitive_desc_base &pd);
 /// The implementation name of `pd` ("onednn:" + impl_info_str).
 std::string implementationName(const dnnl::primitive_desc_base &pd);
 
@@ -228,6 +231,11 @@ FastCallChoice prepareMatmul(const PlanCall &call,
                              const std::vector<TensorView> &results,
                              const std::vector<bool> &constant,
                              const FilterSource *filter);
+FastCallChoice prepareAttention(const PlanCall &call,
+                                const std::vector<TensorView> &operands,
+                                const std::vector<TensorView> &results,
+                                const std::vector<bool> &constant,
+                                const FilterSource *filter);
 FastCallChoice prepareConv(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results,
