@@ -494,8 +494,7 @@ struct FoldAttention : OpRewritePattern<culib::SoftmaxOp> {
         aType.getShape().drop_back(2) != s.drop_back(2) ||
         memrefOf(scoresMatmul.getB()).getShape().drop_back(2) !=
             s.drop_back(2) ||
-        memrefOf(valuesMatmul.getB()).getShape().drop_back(2) !=
-            s.drop_back(2))
+        memrefOf(valuesMatmul.getB()).getShape().drop_back(2) != s.drop_back(2))
       return rewriter.notifyMatchFailure(softmax, "batch dims differ");
     rt::AttentionShape shape;
     shape.queries = s[rank - 2];
@@ -577,8 +576,8 @@ struct FoldAttention : OpRewritePattern<culib::SoftmaxOp> {
 
     // Where the call goes: at the end of O's chain; nothing before may
     // write what it reads then.
-    Operation *at = o.chain.empty() ? valuesMatmul.getOperation()
-                                    : o.chain.back();
+    Operation *at =
+        o.chain.empty() ? valuesMatmul.getOperation() : o.chain.back();
     SmallVector<Operation *> all = erased;
     for (Traced *t : {&q, &k, &v, &o})
       all.append(t->chain.begin(), t->chain.end());
@@ -586,13 +585,12 @@ struct FoldAttention : OpRewritePattern<culib::SoftmaxOp> {
         all.size())
       return rewriter.notifyMatchFailure(softmax, "operands share calls");
     for (auto [t, first] :
-         {std::pair<Traced *, Operation *>{
-              &q, q.chain.empty() ? scoresMatmul.getOperation()
-                                  : q.chain.front()},
-          {&k, k.chain.empty() ? scoresMatmul.getOperation()
-                               : k.chain.front()},
-          {&v, v.chain.empty() ? valuesMatmul.getOperation()
-                               : v.chain.front()}})
+         {std::pair<Traced *, Operation *>{&q, q.chain.empty()
+                                                   ? scoresMatmul.getOperation()
+                                                   : q.chain.front()},
+          {&k, k.chain.empty() ? scoresMatmul.getOperation() : k.chain.front()},
+          {&v,
+           v.chain.empty() ? valuesMatmul.getOperation() : v.chain.front()}})
       if (culib::writtenBetween(t->root, first, at, all))
         return rewriter.notifyMatchFailure(softmax, "input written before");
     if (mask && culib::writtenBetween(mask, maskAdd, at, all))
@@ -612,9 +610,8 @@ struct FoldAttention : OpRewritePattern<culib::SoftmaxOp> {
     calls += static_cast<int64_t>(all.size()) - 1;
     // Erase the calls, last first, then the buffers and constants they
     // alone used.
-    llvm::sort(all, [](Operation *a, Operation *b) {
-      return b->isBeforeInBlock(a);
-    });
+    llvm::sort(
+        all, [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
     SmallVector<Value> freed;
     for (Operation *op : all) {
       for (Value operand : op->getOperands())

@@ -96,9 +96,9 @@ struct AttentionShape {
 inline bool viewFits(const AttentionView &view,
                      const std::array<int64_t, 4> &extents, int64_t elements,
                      const std::string &name, std::string &why) {
-  if (view.offset < 0 ||
-      std::any_of(view.strides.begin(), view.strides.end(),
-                  [](int64_t s) { return s < 0; })) {
+  if (view.offset < 0 || std::any_of(
+                             view.strides.begin(), view.strides.end(),
+                             [](int64_t s) { return s < 0; })) {
     why = name + " view has a negative offset or stride";
     return false;
   }
@@ -134,13 +134,12 @@ inline bool viewIsInjective(const AttentionView &view,
 
 /// Checks a whole call: positive sizes, every view inside its buffer (sizes
 /// in elements; `maskElements` < 0: no mask) and O's view injective.
-inline bool checkAttention(const AttentionShape &shape,
-                           const AttentionView &q, const AttentionView &k,
-                           const AttentionView &v, const AttentionView &o,
-                           const AttentionView *mask, int64_t qElements,
-                           int64_t kElements, int64_t vElements,
-                           int64_t oElements, int64_t maskElements,
-                           std::string &why) {
+inline bool checkAttention(const AttentionShape &shape, const AttentionView &q,
+                           const AttentionView &k, const AttentionView &v,
+                           const AttentionView &o, const AttentionView *mask,
+                           int64_t qElements, int64_t kElements,
+                           int64_t vElements, int64_t oElements,
+                           int64_t maskElements, std::string &why) {
   for (int64_t d : shape.toList())
     if (d <= 0) {
       why = "sizes must be positive";
@@ -150,8 +149,8 @@ inline bool checkAttention(const AttentionShape &shape,
       !viewFits(k, shape.kExtents(), kElements, "k", why) ||
       !viewFits(v, shape.vExtents(), vElements, "v", why) ||
       !viewFits(o, shape.oExtents(), oElements, "o", why) ||
-      (mask && !viewFits(*mask, shape.maskExtents(), maskElements, "mask",
-                         why)))
+      (mask &&
+       !viewFits(*mask, shape.maskExtents(), maskElements, "mask", why)))
     return false;
   if (!viewIsInjective(o, shape.oExtents())) {
     why = "o view writes some elements twice";

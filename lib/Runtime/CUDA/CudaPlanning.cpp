@@ -70,6 +70,7 @@ namespace {
 /// CudaPlanningData.cpp.
 const std::vector<TopicPlanner> &topicPlanners() {
   static const std::vector<TopicPlanner> planners = {
+      MP_TOPIC_PLANNER("kernel.attention", planAttention),
       MP_TOPIC_PLANNER("kernel.layer_norm", planLayerNorm),
       MP_TOPIC_PLANNER("kernel.instance_norm", planInstanceNorm),
       MP_TOPIC_PLANNER("cudnn.lrn", planLrn),

@@ -52,6 +52,59 @@ void broadcastStrides(const Shape &v, const Shape &target, int64_t *strides,
 
 } // namespace
 
+Result<AttentionParams> planAttention(const PlanCall &call,
+                                      const std::vector<TensorDesc> &ops,
+                                      const std::vector<TensorDesc> &res) {
+  std::array<const TensorDesc *, 4> in;
+  std::array<const TensorDesc *, 1> out;
+  if (Status s = cpu::bindCallBuffers(
+          call, ops,
+          {{{"q", false}, {"k", false}, {"v", false}, {"mask", true}}}, in, res,
+          {{{"o", false}}}, out);
+      !s)
+    return s;
+  MP_TRY(o, cpu::attentionOptionsOf(call, in[3] != nullptr));
+  Views<4> vi(in);
+  Views<1> vo(out);
+  if (Status s = cpu::checkAttention(*vi[0], *vi[1], *vi[2], vi[3], *vo[0], o);
+      !s)
+    return s;
+  if (o.shape.headDim > kMaxAttentionDim || o.shape.valueDim > kMaxAttentionDim)
+    return fail("attention", "head and value dims above " +
+                                 std::to_string(kMaxAttentionDim) +
+                                 " are not implemented on the GPU");
+  AttentionParams p;
+  p.batch = o.shape.batch;
+  p.heads = o.shape.heads;
+  p.queries = o.shape.queries;
+  p.keys = o.shape.keys;
+  p.headDim = o.shape.headDim;
+  p.valueDim = o.shape.valueDim;
+  auto view = [](const AttentionView &v) {
+    AttentionViewParams r;
+    r.offset = v.offset;
+    std::copy(v.strides.begin(), v.strides.end(), r.strides);
+    return r;
+  };
+  p.q = view(o.q);
+  p.k = view(o.k);
+  p.v = view(o.v);
+  p.o = view(o.o);
+  p.mask = view(o.mask);
+  p.qDtype = code(in[0]->dtype);
+  p.kDtype = code(in[1]->dtype);
+  p.vDtype = code(in[2]->dtype);
+  p.maskDtype = in[3] ? code(in[3]->dtype) : 0;
+  p.oDtype = code(out[0]->dtype);
+  p.scale = o.scale;
+  p.qData = cptr(*in[0]);
+  p.kData = cptr(*in[1]);
+  p.vData = cptr(*in[2]);
+  p.maskData = in[3] ? cptr(*in[3]) : nullptr;
+  p.oData = mptr(*out[0]);
+  return p;
+}
+
 Result<NormParams> planLayerNorm(const PlanCall &call,
                                  const std::vector<TensorDesc> &ops,
                                  const std::vector<TensorDesc> &res) {

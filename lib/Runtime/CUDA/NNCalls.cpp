@@ -1,6 +1,7 @@
 //===- NNCalls.cpp - NN calls on the project's own CUDA kernels -----------===//
 //
-// kernel.layer_norm, kernel.instance_norm, cudnn.lrn, cudnn.rnn,
+// kernel.attention, kernel.layer_norm, kernel.instance_norm, cudnn.lrn,
+// cudnn.rnn,
 // kernel.lstm_bwd, kernel.topk, kernel.cumsum and kernel.hardmax: each
 // prepare function plans the call (CudaPlanningNN.cpp) and keeps the kernel
 // parameters; enqueue fills in the workspace pointers and launches
@@ -22,6 +23,12 @@ using NormCall = LaunchCall<NormParams, launchNorm>;
 Result<std::unique_ptr<PreparedCall>> prepareLayerNorm(const PrepareArgs &a) {
   MP_TRY_PREPARE(p, planLayerNorm(a.call, a.operands, a.results));
   return preparedCall<NormCall>(p, "layer_norm kernel");
+}
+
+Result<std::unique_ptr<PreparedCall>> prepareAttention(const PrepareArgs &a) {
+  MP_TRY_PREPARE(p, planAttention(a.call, a.operands, a.results));
+  return preparedCall<LaunchCall<AttentionParams, launchAttention>>(
+      p, "attention kernel (flash-style, f32)");
 }
 
 Result<std::unique_ptr<PreparedCall>>
@@ -263,6 +270,7 @@ Result<std::unique_ptr<PreparedCall>> prepareHardmax(const PrepareArgs &a) {
 } // namespace
 
 void addNNCalls(std::map<std::string, PrepareFn> &t) {
+  MP_ADD_PREPARE("kernel.attention", prepareAttention);
   MP_ADD_PREPARE("kernel.layer_norm", prepareLayerNorm);
   MP_ADD_PREPARE("kernel.instance_norm", prepareInstanceNorm);
   MP_ADD_PREPARE("cudnn.lrn", prepareLrn);

@@ -1,6 +1,6 @@
 //===- NNKernels.cu - normalizations, recurrent nets, selection -----------===//
 //
-// The CUDA backend's own kernels for kernel.layer_norm,
+// The CUDA backend's own kernels for kernel.attention, kernel.layer_norm,
 // kernel.instance_norm, cudnn.lrn, cudnn.rnn and kernel.lstm_bwd (a small
 // tiled GEMM and the gate kernels, one launch each per step), kernel.topk,
 // kernel.cumsum and kernel.hardmax. They follow the CPU kernels
@@ -587,10 +587,90 @@ __global__ void hardmaxKernel(ScanParams p) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+constexpr int kAttentionWarps = 4;
+constexpr int kAttentionPerLane = kMaxAttentionDim / 32;
+
+__device__ inline int64_t viewAt(const AttentionViewParams &v, int64_t b,
+                                 int64_t h, int64_t r, int64_t c) {
+  return v.offset + b * v.strides[0] + h * v.strides[1] + r * v.strides[2] +
+         c * v.strides[3];
+}
+
+/// One warp per query row (b, h, i): lane l holds Q[d] for d = l + 32 t and
+/// the output sums for e = l + 32 t. For each key the lanes' products are
+/// summed by shuffles; the running max m and sum l rescale the output sums
+/// when the max grows (flash attention's recurrence, in f32), so a row of
+/// any length needs no scores in memory. A row whose every key is masked
+/// (-inf) gives NaN (0 / 0), as the CPU kernels do.
+__global__ void attentionKernel(AttentionParams p) {
+  const int lane = threadIdx.x % 32;
+  const int64_t rows = p.batch * p.heads * p.queries;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kAttentionWarps +
+                     threadIdx.x / 32;
+       row < rows; row += static_cast<int64_t>(gridDim.x) * kAttentionWarps) {
+    const int64_t i = row % p.queries, bh = row / p.queries;
+    const int64_t b = bh / p.heads, h = bh % p.heads;
+    float q[kAttentionPerLane], acc[kAttentionPerLane];
+    for (int t = 0; t < kAttentionPerLane; ++t) {
+      const int64_t d = lane + 32 * t;
+      q[t] = d < p.headDim ? loadF32(p.qData, p.qDtype, viewAt(p.q, b, h, i, d))
+                           : 0.f;
+      acc[t] = 0.f;
+    }
+    float m = -INFINITY, l = 0.f;
+    for (int64_t j = 0; j < p.keys; ++j) {
+      float dot = 0.f;
+      for (int t = 0; t < kAttentionPerLane; ++t) {
+        const int64_t d = lane + 32 * t;
+        if (d < p.headDim)
+          dot += q[t] * loadF32(p.kData, p.kDtype, viewAt(p.k, b, h, j, d));
+      }
+      for (int o = 16; o > 0; o /= 2)
+        dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      float s = p.scale * dot;
+      if (p.maskDtype)
+        s += loadF32(p.maskData, p.maskDtype, viewAt(p.mask, b, h, i, j));
+      const float next = fmaxf(m, s);
+      // Masked keys (-inf) weigh 0 and leave the sums as they are, also
+      // before the first unmasked one (where exp(-inf - -inf) would be
+      // NaN); a row of only masked keys ends as 0 / 0.
+      const float correction = m == next ? 1.f : expf(m - next);
+      const float weight = s == -INFINITY ? 0.f : expf(s - next);
+      l = l * correction + weight;
+      for (int t = 0; t < kAttentionPerLane; ++t) {
+        const int64_t e = lane + 32 * t;
+        if (e < p.valueDim)
+          acc[t] = acc[t] * correction +
+                   weight * loadF32(p.vData, p.vDtype, viewAt(p.v, b, h, j, e));
+      }
+      m = next;
+    }
+    for (int t = 0; t < kAttentionPerLane; ++t) {
+      const int64_t e = lane + 32 * t;
+      if (e < p.valueDim)
+        storeF32(p.oData, p.oDtype, viewAt(p.o, b, h, i, e), acc[t] / l);
+    }
+  }
+}
+
 } // namespace
 } // namespace dev
 
 using namespace dev;
+
+cudaError_t launchAttention(const AttentionParams &p, cudaStream_t stream) {
+  const int64_t rows = p.batch * p.heads * p.queries;
+  if (rows == 0)
+    return cudaSuccess;
+  constexpr int kWarps = dev::kAttentionWarps;
+  unsigned blocks = blocksFor(rows, kWarps, 65535);
+  dev::attentionKernel<<<blocks, kWarps * 32, 0, stream>>>(p);
+  return cudaGetLastError();
+}
 
 cudaError_t launchNorm(const NormParams &p, cudaStream_t stream) {
   if (p.rows == 0)

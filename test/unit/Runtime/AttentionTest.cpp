@@ -64,9 +64,10 @@ std::vector<double> expected(const HostTensor &qkv, const HostTensor *mask,
         for (int64_t j = 0; j < n.keys; ++j) {
           double dot = 0;
           for (int64_t d = 0; d < n.headDim; ++d)
-            dot += getD(qkv, a.q.at(b, h, i, d)) * getD(qkv, a.k.at(b, h, j, d));
-          s[j] = a.scale * dot +
-                 (mask ? getD(*mask, a.mask.at(b, h, i, j)) : 0.0);
+            dot +=
+                getD(qkv, a.q.at(b, h, i, d)) * getD(qkv, a.k.at(b, h, j, d));
+          s[j] =
+              a.scale * dot + (mask ? getD(*mask, a.mask.at(b, h, i, j)) : 0.0);
           max = std::max(max, s[j]);
         }
         double sum = 0;
@@ -99,12 +100,9 @@ double toleranceOf(DType t) { return t == DType::F32 ? 2e-6 : 2e-6; }
 PlanCall attentionCall(const cpu::AttentionOptions &a, bool mask) {
   PlanCall c;
   c.kind = "kernel.attention";
-  c.attributes = {{"shape", a.shape.toList()},
-                  {"q_view", a.q.toList()},
-                  {"k_view", a.k.toList()},
-                  {"v_view", a.v.toList()},
-                  {"o_view", a.o.toList()},
-                  {"scale", double(a.scale)},
+  c.attributes = {{"shape", a.shape.toList()}, {"q_view", a.q.toList()},
+                  {"k_view", a.k.toList()},    {"v_view", a.v.toList()},
+                  {"o_view", a.o.toList()},    {"scale", double(a.scale)},
                   {"has_mask", int64_t(mask)}};
   if (mask)
     c.attributes.push_back({"mask_view", a.mask.toList()});
@@ -120,8 +118,8 @@ TEST_CASE("attention: the exact kernel computes softmax(s Q K^T + mask) V "
   for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     INFO("dtype " << dtypeName(t));
     Rng rng(11);
-    HostTensor qkv = randomTensor(t, {l.length, l.batch, 3 * l.hidden()}, rng,
-                                  -2.0, 2.0);
+    HostTensor qkv =
+        randomTensor(t, {l.length, l.batch, 3 * l.hidden()}, rng, -2.0, 2.0);
     cpu::AttentionOptions a = optionsOf(l, 0.5f);
     SECTION("no mask") {
       HostTensor o(t, {l.length * l.batch, l.hidden()});
@@ -180,8 +178,8 @@ TEST_CASE("attention: geometries outside the buffers, writing an element "
   HostTensor o(DType::F32, {10, 8});
   cpu::AttentionOptions a = optionsOf(l, 1.f);
   auto error = [&](const cpu::AttentionOptions &bad, const TensorView &out) {
-    Status s = cpu::attention(qkv.view(), qkv.view(), qkv.view(), nullptr, out,
-                              bad);
+    Status s =
+        cpu::attention(qkv.view(), qkv.view(), qkv.view(), nullptr, out, bad);
     CHECK(!s);
     return s.message();
   };
@@ -218,8 +216,8 @@ TEST_CASE("attention: the plan call reads its views and scale, and the fast "
     for (bool withMask : {false, true}) {
       INFO("dtype " << dtypeName(t) << (withMask ? ", mask" : ""));
       Rng rng(5);
-      HostTensor qkv = randomTensor(t, {l.length, l.batch, 3 * l.hidden()},
-                                    rng, -2.0, 2.0);
+      HostTensor qkv =
+          randomTensor(t, {l.length, l.batch, 3 * l.hidden()}, rng, -2.0, 2.0);
       HostTensor mask = causalMask(DType::F32, l.length);
       cpu::AttentionOptions a = optionsOf(l, 0.25f);
       a.mask = {0, {0, 0, l.length, 1}};

@@ -262,3 +262,41 @@ TEST_CASE("CUDA: kernel.lstm_bwd", "[cuda][device]") {
   bwd(DType::F32, "forward", true, false, false, true, true, false);
   bwd(DType::F32, "reverse", false, true, true, false, true, true);
 }
+
+TEST_CASE("CUDA: attention (flash-style kernel) against the CPU's",
+          "[cuda][device]") {
+  Rng rng(23);
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    INFO("dtype " << dtypeName(t));
+    // ViT-B/16's heads (64 dims) over 50 tokens, torch's [L, N, 3E] layout,
+    // and a causal mask [1, L, L] broadcast over batch and heads.
+    const int64_t L = 50, N = 2, H = 3, D = 64, E = H * D;
+    HostTensor qkv = rnd(t, {L, N, 3 * E}, rng, -2, 2);
+    HostTensor mask(DType::F32, {1, L, L});
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < L; ++j)
+        mask.as<float>()[i * L + j] =
+            j <= i ? 0.f : -std::numeric_limits<float>::infinity();
+    auto view = [&](int64_t third) {
+      return std::vector<int64_t>{third * E, 3 * E, D, N * 3 * E, 1};
+    };
+    for (bool withMask : {false, true}) {
+      std::vector<PlanAttr> attrs = {
+          {"shape", std::vector<int64_t>{N, H, L, L, D, D}},
+          {"q_view", view(0)},
+          {"k_view", view(1)},
+          {"v_view", view(2)},
+          {"o_view", std::vector<int64_t>{0, E, D, N * E, 1}},
+          {"scale", 0.125},
+          {"has_mask", int64_t(withMask)}};
+      std::vector<Arg> args = {
+          {"q", clone(qkv)}, {"k", clone(qkv)}, {"v", clone(qkv)}};
+      if (withMask) {
+        attrs.push_back({"mask_view", std::vector<int64_t>{0, 0, 0, L, 1}});
+        args.emplace_back("mask", clone(mask));
+      }
+      compareCall(
+          oneCall("kernel.attention", attrs, args, {{"o", t, {L * N, E}}}));
+    }
+  }
+}

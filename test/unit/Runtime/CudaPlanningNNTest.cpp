@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "CudaPlanningTestSupport.h"
 
+#include "mp/Runtime/Attention.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CUDA/CudaPlanning.h"
 
@@ -330,4 +331,60 @@ TEST_CASE("lstm_bwd planning: scratch, results, the CPU's checks",
         "lstm_bwd: dr has shape [2, 12, 4], expected [2, 12, 3]");
   CHECK(messageOf(planLstmBwd(bi, ops, {res[0], res[1], res[2], res[3]})) ==
         "expects 5 results (from its has_* attributes), got 4");
+}
+
+TEST_CASE("attention planning: views, dtypes, the CPU's checks, the GPU's "
+          "head dim limit",
+          "[cuda][planning]") {
+  Addr at;
+  // torch's layout: qkv [L=5, N=2, 3E=18], H=2 heads of 3; O [10, 6].
+  const AttentionShape shape{2, 2, 5, 5, 3, 3};
+  auto call = [&](AttentionShape s, std::vector<int64_t> vView, bool mask) {
+    std::vector<PlanAttr> attrs = {
+        {"shape", s.toList()},
+        {"q_view", std::vector<int64_t>{0, 18, 3, 36, 1}},
+        {"k_view", std::vector<int64_t>{6, 18, 3, 36, 1}},
+        {"v_view", std::move(vView)},
+        {"o_view", std::vector<int64_t>{0, 6, 3, 12, 1}},
+        {"scale", 0.5},
+        {"has_mask", int64_t(mask)}};
+    if (mask)
+      attrs.push_back({"mask_view", std::vector<int64_t>{0, 0, 0, 5, 1}});
+    return callOf("kernel.attention", attrs);
+  };
+  TensorDesc qkv = at(DType::BF16, {5, 2, 18});
+  TensorDesc mask = at(DType::F32, {1, 5, 5});
+  TensorDesc o = at(DType::BF16, {10, 6});
+  Result<AttentionParams> p = planAttention(
+      call(shape, {12, 18, 3, 36, 1}, true), {qkv, qkv, qkv, mask}, {o});
+  REQUIRE(p);
+  CHECK(p->heads == 2);
+  CHECK(p->queries == 5);
+  CHECK(p->v.offset == 12);
+  CHECK(p->o.strides[2] == 12);
+  CHECK(p->mask.strides[0] == 0);
+  CHECK(p->maskDtype == 1);
+  CHECK(p->qDtype == 16); // bf16's ONNX code
+  CHECK(p->scale == 0.5f);
+  CHECK(p->oData == o.ptr<void>());
+  CHECK(p->maskData == mask.ptr<void>());
+  // The CPU's words for a view outside its buffer.
+  CHECK(messageOf(planAttention(call(shape, {13, 18, 3, 36, 1}, false),
+                                {qkv, qkv, qkv}, {o})) ==
+        "attention: v view reaches element 180 of a buffer of 180");
+  // Head dims beyond what a warp's registers hold.
+  AttentionShape wide{1, 1, 2, 2, 300, 1};
+  TensorDesc q = at(DType::F32, {2, 300}), v = at(DType::F32, {2, 1}),
+             small = at(DType::F32, {2, 1});
+  PlanCall wideCall = callOf("kernel.attention",
+                             {{"shape", wide.toList()},
+                              {"q_view", std::vector<int64_t>{0, 0, 0, 300, 1}},
+                              {"k_view", std::vector<int64_t>{0, 0, 0, 300, 1}},
+                              {"v_view", std::vector<int64_t>{0, 0, 0, 1, 1}},
+                              {"o_view", std::vector<int64_t>{0, 0, 0, 1, 1}},
+                              {"scale", 1.0},
+                              {"has_mask", int64_t(0)}});
+  CHECK(messageOf(planAttention(wideCall, {q, q, v}, {small})) ==
+        "attention: head and value dims above 256 are not implemented on the "
+        "GPU");
 }

@@ -395,6 +395,9 @@ Result<OptimizerParams> planOptimizer(bool adam, const PlanCall &call,
 // Normalizations (CudaPlanningNN.cpp)
 //===----------------------------------------------------------------------===//
 
+/// kernel.attention: q, k, v, mask? -> o (the CPU's checks:
+/// cpu::checkAttention; head and value dims up to kMaxAttentionDim).
+PlannerFn<AttentionParams> planAttention;
 /// kernel.layer_norm: x, scale, bias? -> y, mean?, inv_std_dev? (the CPU's
 /// checks: cpu::checkLayerNorm).
 PlannerFn<NormParams> planLayerNorm;

@@ -361,6 +361,27 @@ struct NormParams {
   void *y = nullptr, *mean = nullptr, *invStd = nullptr;
 };
 
+/// kernel.attention (mp/Runtime/Attention.h): one warp per query row, the
+/// lanes splitting the head dim for each score and the value dim for the
+/// output, with f32 running max and sum over the keys (flash-style: the
+/// scores are never stored). Head and value dims up to kMaxAttentionDim.
+constexpr int kMaxAttentionDim = 256;
+struct AttentionViewParams {
+  int64_t offset = 0;
+  int64_t strides[4] = {}; ///< batch, head, row, column
+};
+struct AttentionParams {
+  int64_t batch = 0, heads = 0, queries = 0, keys = 0, headDim = 0,
+          valueDim = 0;
+  AttentionViewParams q, k, v, o, mask;
+  int32_t qDtype = 1, kDtype = 1, vDtype = 1, oDtype = 1;
+  int32_t maskDtype = 0; ///< 0: no mask
+  float scale = 1;
+  const void *qData = nullptr, *kData = nullptr, *vData = nullptr,
+             *maskData = nullptr;
+  void *oData = nullptr;
+};
+
 /// cudnn.lrn across channels of x [n, c, spatial]: one thread per element.
 struct LrnParams {
   int32_t dtype = 1;

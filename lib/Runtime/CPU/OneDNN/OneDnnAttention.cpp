@@ -122,8 +122,7 @@ public:
   AttentionCall(const TensorView &q, const TensorView &k, const TensorView &v,
                 const TensorView *mask, const TensorView &o,
                 const AttentionOptions &options)
-      : q_(q), k_(k), v_(v), o_(o), options_(options),
-        stream_(engine()) {
+      : q_(q), k_(k), v_(v), o_(o), options_(options), stream_(engine()) {
     if (mask)
       mask_ = *mask;
     hasMask_ = mask != nullptr;
@@ -134,20 +133,20 @@ public:
   bool prepare(std::string &why) {
     const AttentionShape &n = options_.shape;
     // Q and K stay bf16 when they are and oneDNN has a bf16 matmul here.
-    qkType_ = q_.dtype == DType::BF16 && k_.dtype == DType::BF16 ? dt::bf16
-                                                                 : dt::f32;
+    qkType_ =
+        q_.dtype == DType::BF16 && k_.dtype == DType::BF16 ? dt::bf16 : dt::f32;
     const int64_t pairs = n.batch * n.heads;
     block_ = std::max<int64_t>(
-        1, std::min<int64_t>(pairs, kScratchBudget / std::max<size_t>(
-                                                         1, pairBytes())));
+        1, std::min<int64_t>(pairs, kScratchBudget /
+                                        std::max<size_t>(1, pairBytes())));
     if (!makeBlock(block_, full_, why))
       return false;
     if (pairs % block_ && !makeBlock(pairs % block_, rest_, why))
       return false;
     scratchBytes_ = block_ * pairBytes() + full_.scratchpad + 64;
     if (pairs % block_)
-      scratchBytes_ = std::max(scratchBytes_, block_ * pairBytes() +
-                                                  rest_.scratchpad + 64);
+      scratchBytes_ =
+          std::max(scratchBytes_, block_ * pairBytes() + rest_.scratchpad + 64);
     name_ = scoresName_ + ", own vectorised softmax, f32 P V";
     return true;
   }
@@ -179,8 +178,7 @@ private:
     const AttentionShape &n = options_.shape;
     return align64(n.queries * n.headDim * qkBytes()) +
            align64(n.keys * n.headDim * qkBytes()) +
-           align64(n.keys * n.valueDim * 4) +
-           align64(n.queries * n.keys * 4) +
+           align64(n.keys * n.valueDim * 4) + align64(n.queries * n.keys * 4) +
            align64(n.queries * n.valueDim * 4);
   }
 
@@ -239,8 +237,10 @@ private:
     };
     char *qData = take(count * n.queries * n.headDim * qkBytes());
     char *kData = take(count * n.keys * n.headDim * qkBytes());
-    float *vData = reinterpret_cast<float *>(take(count * n.keys * n.valueDim * 4));
-    float *sData = reinterpret_cast<float *>(take(count * n.queries * n.keys * 4));
+    float *vData =
+        reinterpret_cast<float *>(take(count * n.keys * n.valueDim * 4));
+    float *sData =
+        reinterpret_cast<float *>(take(count * n.queries * n.keys * 4));
     float *oData =
         reinterpret_cast<float *>(take(count * n.queries * n.valueDim * 4));
     char *pad = take(p.scratchpad);
@@ -276,10 +276,9 @@ private:
     dnnl::memory qMem(p.qDesc, engine(), qData), kMem(p.kDesc, engine(), kData),
         sMem(p.sDesc, engine(), sData), vMem(p.vDesc, engine(), vData),
         oMem(p.oDesc, engine(), oData);
-    dnnl::memory padMem(
-        dnnl::memory::desc({static_cast<int64_t>(p.scratchpad)}, dt::u8,
-                           dnnl::memory::format_tag::a),
-        engine(), pad);
+    dnnl::memory padMem(dnnl::memory::desc({static_cast<int64_t>(p.scratchpad)},
+                                           dt::u8, dnnl::memory::format_tag::a),
+                        engine(), pad);
     p.scores.execute(stream_, {{DNNL_ARG_SRC, qMem},
                                {DNNL_ARG_WEIGHTS, kMem},
                                {DNNL_ARG_DST, sMem},
@@ -311,8 +310,8 @@ private:
       const int64_t b = pair / n.heads, h = pair % n.heads;
       const float *src = oData + item * n.queries * n.valueDim;
       for (int64_t i = 0; i < n.queries; ++i)
-        scatterRow(src + i * n.valueDim, o_, a.o.at(b, h, i, 0),
-                   a.o.strides[3], n.valueDim);
+        scatterRow(src + i * n.valueDim, o_, a.o.at(b, h, i, 0), a.o.strides[3],
+                   n.valueDim);
     });
   }
 
@@ -341,8 +340,7 @@ FastCallChoice prepareAttention(const PlanCall &call,
           {{{"q", false}, {"k", false}, {"v", false}, {"mask", true}}}, in,
           results, {{{"o", false}}}, out))
     return referenceKernel("the reference kernel reports the call's error");
-  Result<AttentionOptions> options =
-      attentionOptionsOf(call, in[3] != nullptr);
+  Result<AttentionOptions> options = attentionOptionsOf(call, in[3] != nullptr);
   if (!options ||
       !checkAttention(*in[0], *in[1], *in[2], in[3], *out[0], *options))
     return referenceKernel("the reference kernel reports the call's error");
