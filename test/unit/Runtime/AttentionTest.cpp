@@ -267,3 +267,17 @@ TEST_CASE("attention: a call with a wrong view attribute is refused by name",
   CHECK_THAT(options.status().message(),
              Catch::Contains("attribute 'k_view' must have 5 elements"));
 }
+
+TEST_CASE("attention: plans with the call are format 1.4, fused programs "
+          "alone keep 1.3",
+          "[attention][plan]") {
+  Plan plan;
+  PlanCall fused;
+  fused.kind = "kernel.fused_elementwise";
+  plan.calls.push_back(fused);
+  CHECK(plan.requiredFormatMinor() == 3);
+  plan.calls.push_back(
+      attentionCall(optionsOf(Layout{1, 1, 2, 2}, 1.f), false));
+  CHECK(plan.requiredFormatMinor() == 4);
+  CHECK(kPlanFormatMinor >= 4);
+}
