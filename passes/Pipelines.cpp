@@ -7,16 +7,31 @@
 #include "mlir/Pass/PassRegistry.h"
 
 void mp::buildCompilePipeline(mlir::OpPassManager &pm,
-                              const NHWCLayoutOptions &layout, bool fuse) {
+                              const NHWCLayoutOptions &layout, bool fuse,
+                              llvm::StringRef fusionReport) {
   pm.addNestedPass<mlir::func::FuncOp>(mp::createInferShapes());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createFoldConstants());
   pm.addPass(mp::createConvertMPToCuLib());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createNHWCLayout(layout));
   if (fuse) {
-    pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseAttention());
-    pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseEpilogues());
-    pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseNorms());
-    pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseElementwise());
+    // With a report, each pass leaves its figures for culib-fusion-report.
+    const bool record = !fusionReport.empty();
+    FuseAttentionOptions attention;
+    attention.record = record;
+    FuseEpiloguesOptions epilogues;
+    epilogues.record = record;
+    FuseNormsOptions norms;
+    norms.record = record;
+    FuseElementwiseOptions elementwise;
+    elementwise.record = record;
+    pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseAttention(attention));
+    pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseEpilogues(epilogues));
+    pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseNorms(norms));
+    pm.addNestedPass<mlir::func::FuncOp>(
+        mp::createFuseElementwise(elementwise));
+    if (record)
+      pm.addPass(
+          mp::createFusionReport(FusionReportOptions{fusionReport.str()}));
   }
   pm.addNestedPass<mlir::func::FuncOp>(mp::createPlanMemory());
 }
@@ -109,6 +124,10 @@ struct CompilePipelineOptions
                                    "culib-fuse-epilogues, culib-fuse-norms, "
                                    "culib-fuse-elementwise); default true"),
                     llvm::cl::init(true)};
+  Option<std::string> fusionReport{
+      *this, "fusion-report",
+      llvm::cl::desc("Write the fusion passes' report (culib-fusion-report) "
+                     "to this file: .json or text")};
 };
 } // namespace
 
@@ -124,7 +143,7 @@ void mp::registerPipelines() {
         NHWCLayoutOptions layout;
         layout.dtypes.assign(options.channelsLast.begin(),
                              options.channelsLast.end());
-        buildCompilePipeline(pm, layout, options.fuse);
+        buildCompilePipeline(pm, layout, options.fuse, options.fusionReport);
       });
   mlir::registerPassPipeline(
       "mp-autocast-pipeline",

@@ -644,6 +644,9 @@ struct FuseAttentionPass
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     if (failed(applyPatternsGreedily(func, std::move(patterns), config)))
       return signalPassFailure();
+    if (record)
+      culib::recordFusion(func, getArgument(), "attention", folded, calls,
+                          bytes);
     if (report)
       func.emitRemark() << "culib-fuse-attention: " << folded
                         << " attention(s) made one call each, " << calls

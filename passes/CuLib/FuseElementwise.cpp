@@ -251,6 +251,11 @@ struct FuseElementwisePass
         rewriter.eraseOp(t.getDefiningOp());
       }
     }
+    if (record)
+      culib::recordFusion(func, getArgument(), "elementwise program",
+                          static_cast<int64_t>(groups.size()),
+                          callsBefore - static_cast<int64_t>(groups.size()),
+                          bytes);
     if (report)
       func.emitRemark() << "culib-fuse-elementwise: " << callsBefore
                         << " elementwise / cast call(s) fused into "

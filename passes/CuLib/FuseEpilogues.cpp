@@ -254,6 +254,10 @@ struct FuseEpiloguesPass
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     if (failed(applyPatternsGreedily(func, std::move(patterns), config)))
       return signalPassFailure();
+    if (record)
+      culib::recordFusion(func, getArgument(),
+                          "relu / clip / bias into convolution or matmul",
+                          counts.calls, counts.calls, counts.bytes);
     if (report)
       func.emitRemark() << "culib-fuse-epilogues: " << counts.calls
                         << " ReLU / clip / bias call(s) folded into their "

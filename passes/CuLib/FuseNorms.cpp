@@ -101,8 +101,9 @@ bool isAffineParameter(Value v, MemRefType x, int64_t axis) {
 }
 
 struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
-  FoldDecomposedLayerNorm(MLIRContext *ctx, int64_t &folded, int64_t &bytes)
-      : OpRewritePattern(ctx), folded(folded), bytes(bytes) {}
+  FoldDecomposedLayerNorm(MLIRContext *ctx, int64_t &folded, int64_t &calls,
+                          int64_t &bytes)
+      : OpRewritePattern(ctx), folded(folded), calls(calls), bytes(bytes) {}
 
   LogicalResult matchAndRewrite(culib::ElementwiseOp root,
                                 PatternRewriter &rewriter) const override {
@@ -189,6 +190,7 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
                                rewriter.getI64IntegerAttr(axis),
                                rewriter.getF32FloatAttr(*eps));
     ++folded;
+    calls += static_cast<int64_t>(chain.size()) - 1;
     for (Operation *op : llvm::reverse(chain)) {
       // Every call of the chain writes its one output last.
       Value out = op->getOperands().back();
@@ -204,7 +206,7 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
     return success();
   }
 
-  int64_t &folded, &bytes;
+  int64_t &folded, &calls, &bytes;
 };
 
 struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
@@ -212,14 +214,17 @@ struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    int64_t folded = 0, bytes = 0;
+    int64_t folded = 0, calls = 0, bytes = 0;
     RewritePatternSet patterns(&getContext());
-    patterns.add<FoldDecomposedLayerNorm>(&getContext(), folded, bytes);
+    patterns.add<FoldDecomposedLayerNorm>(&getContext(), folded, calls, bytes);
     GreedyRewriteConfig config;
     config.enableFolding(false);
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     if (failed(applyPatternsGreedily(func, std::move(patterns), config)))
       return signalPassFailure();
+    if (record)
+      culib::recordFusion(func, getArgument(), "decomposed layer norm", folded,
+                          calls, bytes);
     if (report)
       func.emitRemark() << "culib-fuse-norms: " << folded
                         << " decomposed layer norm(s) made one call each; "

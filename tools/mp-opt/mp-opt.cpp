@@ -139,6 +139,12 @@ llvm::cl::list<std::string> channelsLast(
                    "bf16, f32, f64; default f16,bf16,f32), or none"),
     llvm::cl::CommaSeparated, llvm::cl::cat(outputCategory));
 
+llvm::cl::opt<std::string> fusionReportFile(
+    "fusion-report",
+    llvm::cl::desc("With --emit=plan: write what the fusion passes did (calls "
+                   "before and after, per pattern; culib-fusion-report) to "
+                   "this file: .json or text"),
+    llvm::cl::init(""));
 llvm::cl::opt<bool> fuseCalls(
     "fuse",
     llvm::cl::desc("With --emit=plan: fuse calls (culib-fuse-epilogues: a "
@@ -281,6 +287,12 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
                     "output, run --mp-compile=fuse=...)\n";
     return failure();
   }
+  if (!fusionReportFile.empty() && (emitKind != EmitKind::Plan || !fuseCalls)) {
+    llvm::errs() << "mp-opt: error: --fusion-report applies to --emit=plan "
+                    "with fusion on (for other output, run "
+                    "--mp-compile=fusion-report=...)\n";
+    return failure();
+  }
   // Implicit nesting, as mlir-opt does: `--mp-infer-shapes` alone works.
   PassManager pm(&context, module.get()->getName().getStringRef(),
                  OpPassManager::Nesting::Implicit);
@@ -297,7 +309,7 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
     }
     mp::NHWCLayoutOptions layout;
     layout.dtypes.assign(channelsLast.begin(), channelsLast.end());
-    mp::buildCompilePipeline(pm, layout, fuseCalls);
+    mp::buildCompilePipeline(pm, layout, fuseCalls, fusionReportFile);
     mp::ExportPlanOptions exportOptions;
     exportOptions.outputPath = outputFilename.str();
     exportOptions.modelName =

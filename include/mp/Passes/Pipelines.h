@@ -12,6 +12,8 @@
 
 #include <optional>
 
+#include "llvm/ADT/StringRef.h"
+
 namespace mlir {
 class OpPassManager;
 } // namespace mlir
@@ -20,10 +22,12 @@ namespace mp {
 /// The passes from an imported model to a memory-planned culib module (what
 /// a plan is written from), registered as the `mp-compile` pipeline;
 /// `layout` chooses the convolutions that go channels last, `fuse` runs the
-/// culib fusion passes (culib-fuse-epilogues).
+/// culib fusion passes (culib-fuse-attention, -epilogues, -norms,
+/// -elementwise) and, with a `fusionReport` file, culib-fusion-report after
+/// them.
 void buildCompilePipeline(mlir::OpPassManager &pm,
                           const NHWCLayoutOptions &layout = {},
-                          bool fuse = true);
+                          bool fuse = true, llvm::StringRef fusionReport = {});
 /// mp-autocast with `options`, then (unless `padding` is empty)
 /// mp-pad-tensor-cores on the low-precision ops, then mp-cast-cleanup:
 /// registered as the `mp-autocast-pipeline` pipeline (the same options, and

@@ -67,10 +67,30 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     unless its `fuse` option is off).
   }];
   let options = [
+    Option<"record", "record", "bool", /*default=*/"false",
+           "Leave the figures on the function for culib-fusion-report">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the calls fused and the bytes saved">,
   ];
   let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
+def FusionReport : Pass<"culib-fusion-report", "mlir::ModuleOp"> {
+  let summary = "Write what the fusion passes did: calls before and after, per pattern";
+  let description = [{
+    The fusion passes run with `record=true` leave their figures on each
+    function (`culib.fusion_record`). This pass counts the calls left, adds
+    the calls each pattern removed to give the calls before the fusion
+    stage, and writes per function and pattern the fused calls made, the
+    calls fewer and the intermediate bytes no longer written: to `output`
+    as JSON (a `.json` name) or text, or as a remark without `output`. The
+    records are removed from the IR. mp-opt's `--fusion-report=FILE` and
+    mp-compile's `fusion-report` option run it after the fusion passes.
+  }];
+  let options = [
+    Option<"output", "output", "std::string", /*default=*/"\"\"",
+           "The report file (.json: JSON; else text); empty: a remark">,
+  ];
 }
 
 def FuseAttention : Pass<"culib-fuse-attention", "mlir::func::FuncOp"> {
@@ -93,6 +113,8 @@ def FuseAttention : Pass<"culib-fuse-attention", "mlir::func::FuncOp"> {
     option is off).
   }];
   let options = [
+    Option<"record", "record", "bool", /*default=*/"false",
+           "Leave the figures on the function for culib-fusion-report">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the attentions folded and the calls saved">,
   ];
@@ -118,6 +140,8 @@ def FuseNorms : Pass<"culib-fuse-norms", "mlir::func::FuncOp"> {
     unless its `fuse` option is off).
   }];
   let options = [
+    Option<"record", "record", "bool", /*default=*/"false",
+           "Leave the figures on the function for culib-fusion-report">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the norms folded and the bytes saved">,
   ];
@@ -146,6 +170,8 @@ def FuseElementwise : Pass<"culib-fuse-elementwise", "mlir::func::FuncOp"> {
     (mp-compile does, unless its `fuse` option is off).
   }];
   let options = [
+    Option<"record", "record", "bool", /*default=*/"false",
+           "Leave the figures on the function for culib-fusion-report">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the calls fused and the bytes saved">,
   ];
