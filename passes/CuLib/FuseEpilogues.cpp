@@ -7,7 +7,9 @@
 // writes t and the ReLU alone reads it, and nothing touches y between the
 // two calls (the convolution now writes y earlier). Bias, C and alpha come
 // before the epilogue on every backend, as they did before the ReLU. A bias
-// vector added to a matmul's result likewise becomes the matmul's bias.
+// vector added to a matmul's result likewise becomes the matmul's bias, and
+// a GELU after it (the erf form exporters write in five calls) its exact
+// GELU epilogue.
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CuLibDialect.h"
@@ -18,6 +20,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
 
 namespace mp {
 #define GEN_PASS_DEF_FUSEEPILOGUES
@@ -169,6 +173,159 @@ struct FoldBiasIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
   FusionCounts &counts;
 };
 
+/// The one-element float weight's value, if `v` is one.
+std::optional<double> scalarOf(Value v) {
+  std::optional<APFloat> value = culib::scalarFloatWeight(v);
+  return value ? std::optional<double>(value->convertToDouble()) : std::nullopt;
+}
+
+/// Whether `v` is a one-element weight within f32 rounding of `expected`.
+bool isScalar(Value v, double expected) {
+  std::optional<double> value = scalarOf(v);
+  return value && std::abs(*value - expected) <= 1e-6 * std::abs(expected);
+}
+
+/// The elementwise call `fn` that alone writes `t` for `reader`, if any.
+culib::ElementwiseOp elementwiseWriting(Value t, rt::cpu::ElementwiseFn fn,
+                                        ArrayRef<Operation *> readers) {
+  auto op =
+      dyn_cast_or_null<culib::ElementwiseOp>(culib::soleWriter(t, readers));
+  return op && op.getFn() == fn && op.getY() == t && !op.getAlpha() &&
+                 !op.getBeta()
+             ? op
+             : nullptr;
+}
+
+/// GELU after a matmul without epilogue -> the matmul's exact (erf) GELU
+/// epilogue: an elementwise gelu, or the five calls exporters write for it,
+/// x * (1 + erf(x / sqrt 2)) * 0.5 (the 0.5 on either product, divided by
+/// sqrt 2 or multiplied by 1 / sqrt 2). The epilogue computes it in f32 on
+/// the unrounded sum, which the calls computed on the rounded one: never
+/// less accurate.
+struct FoldGeluIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
+  FoldGeluIntoMatmul(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp root,
+                                PatternRewriter &rewriter) const override {
+    using rt::cpu::ElementwiseFn;
+    Value y = root.getY(), x;
+    SmallVector<Operation *> calls = {root};
+    if (root.getFn() == ElementwiseFn::Gelu && root.getInputs().size() == 1 &&
+        !root.getAlpha()) {
+      x = root.getInputs()[0];
+    } else if (root.getFn() == ElementwiseFn::Mul &&
+               root.getInputs().size() == 2) {
+      if (failed(matchDecomposed(root, x, calls)))
+        return rewriter.notifyMatchFailure(root, "not x * Phi(x)");
+    } else {
+      return failure();
+    }
+    if (x.getType() != y.getType())
+      return rewriter.notifyMatchFailure(root, "not the same buffer type");
+    // x is read by the calls of the GELU alone.
+    auto matmul =
+        dyn_cast_or_null<culib::MatmulOp>(culib::soleWriter(x, calls));
+    if (!matmul || matmul.getD() != x ||
+        matmul.getEpilogue() != culib::Epilogue::none)
+      return rewriter.notifyMatchFailure(root, "no matmul to fold into");
+    if (failed(writeInto(matmul, x, y, root, rewriter)))
+      return failure();
+    rewriter.modifyOpInPlace(
+        matmul, [&] { matmul.setEpilogue(culib::Epilogue::gelu); });
+    // The calls, last first; then their buffers and constants.
+    SmallVector<Value> freed;
+    for (Operation *op : llvm::reverse(calls)) {
+      for (Value v : op->getOperands())
+        if (v != y)
+          freed.push_back(v);
+      rewriter.eraseOp(op);
+    }
+    counts.calls += static_cast<int64_t>(calls.size());
+    for (Value v : freed)
+      if (v.use_empty() && v.getDefiningOp()) {
+        if (v.getDefiningOp<culib::AllocOp>())
+          counts.bytes += culib::byteSize(cast<MemRefType>(v.getType()));
+        rewriter.eraseOp(v.getDefiningOp());
+      }
+    return success();
+  }
+
+  /// root = mul(a, b) with {a, b} = {x * (1 + erf(x / sqrt 2)), 0.5} or
+  /// {x * 0.5, 1 + erf(x / sqrt 2)}; x and the calls on the way.
+  static LogicalResult matchDecomposed(culib::ElementwiseOp root, Value &x,
+                                       SmallVector<Operation *> &calls) {
+    using rt::cpu::ElementwiseFn;
+    // 1 + erf(x / sqrt 2) written as `t` for `reader`: its x.
+    auto onePlusErf = [&](Value t, Operation *reader,
+                          SmallVector<Operation *> &found) -> Value {
+      auto add = elementwiseWriting(t, ElementwiseFn::Add, {reader});
+      if (!add)
+        return Value();
+      for (auto [e, one] :
+           {std::pair(add.getInputs()[0], add.getInputs()[1]),
+            std::pair(add.getInputs()[1], add.getInputs()[0])}) {
+        if (!isScalar(one, 1.0))
+          continue;
+        auto erf = elementwiseWriting(e, ElementwiseFn::Erf, {add});
+        if (!erf)
+          continue;
+        Value scaled = erf.getInputs()[0];
+        auto div = elementwiseWriting(scaled, ElementwiseFn::Div, {erf});
+        auto mul = elementwiseWriting(scaled, ElementwiseFn::Mul, {erf});
+        Value input;
+        Operation *scale = nullptr;
+        if (div && isScalar(div.getInputs()[1], std::sqrt(2.0))) {
+          input = div.getInputs()[0];
+          scale = div;
+        } else if (mul && isScalar(mul.getInputs()[1], std::sqrt(0.5))) {
+          input = mul.getInputs()[0];
+          scale = mul;
+        }
+        if (!input)
+          continue;
+        found.append({scale, erf, add});
+        return input;
+      }
+      return Value();
+    };
+    ValueRange in = root.getInputs();
+    for (auto [a, b] : {std::pair(in[0], in[1]), std::pair(in[1], in[0])}) {
+      SmallVector<Operation *> found;
+      if (isScalar(b, 0.5)) {
+        // a = mul(x, 1 + erf(...)).
+        auto product = elementwiseWriting(a, ElementwiseFn::Mul, {root});
+        if (!product)
+          continue;
+        ValueRange p = product.getInputs();
+        for (auto [v, rest] : {std::pair(p[0], p[1]), std::pair(p[1], p[0])}) {
+          found.clear();
+          Value input = onePlusErf(rest, product, found);
+          if (input && input == v) {
+            x = v;
+            calls.append(found.rbegin(), found.rend());
+            calls.push_back(product);
+            return success();
+          }
+        }
+      } else if (auto half = elementwiseWriting(a, ElementwiseFn::Mul, {root});
+                 half && isScalar(half.getInputs()[1], 0.5)) {
+        // a = mul(x, 0.5), b = 1 + erf(x / sqrt 2).
+        Value input = onePlusErf(b, root, found);
+        if (input && input == half.getInputs()[0]) {
+          x = input;
+          calls.append(found.rbegin(), found.rend());
+          calls.push_back(half);
+          return success();
+        }
+      }
+    }
+    return failure();
+  }
+
+  FusionCounts &counts;
+};
+
 /// `value` as f32, if that and its rounding to `element` lose nothing.
 std::optional<float> exactIn(APFloat value, Type element) {
   auto floatType = dyn_cast<FloatType>(element);
@@ -246,7 +403,8 @@ struct FuseEpiloguesPass
     FusionCounts counts;
     RewritePatternSet patterns(ctx);
     patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
-                 FoldClipIntoConv, FoldBiasIntoMatmul>(ctx, counts);
+                 FoldClipIntoConv, FoldBiasIntoMatmul, FoldGeluIntoMatmul>(
+        ctx, counts);
     // Only the ops the patterns look at change: no folding or DCE of the
     // buffers' other ops.
     GreedyRewriteConfig config;
@@ -255,15 +413,16 @@ struct FuseEpiloguesPass
     if (failed(applyPatternsGreedily(func, std::move(patterns), config)))
       return signalPassFailure();
     if (record)
-      culib::recordFusion(func, getArgument(),
-                          "relu / clip / bias into convolution or matmul",
-                          counts.calls, counts.calls, counts.bytes);
+      culib::recordFusion(
+          func, getArgument(),
+          "relu / clip / gelu / bias into convolution or matmul", counts.calls,
+          counts.calls, counts.bytes);
     if (report)
-      func.emitRemark() << "culib-fuse-epilogues: " << counts.calls
-                        << " ReLU / clip / bias call(s) folded into their "
-                           "convolution or matmul; "
-                        << counts.bytes
-                        << " intermediate bytes no longer written";
+      func.emitRemark()
+          << "culib-fuse-epilogues: " << counts.calls
+          << " ReLU / clip / GELU / bias call(s) folded into their "
+             "convolution or matmul; "
+          << counts.bytes << " intermediate bytes no longer written";
   }
 };
 

@@ -82,8 +82,7 @@ llvm::json::Value toJson(ArrayRef<FunctionFigures> functions) {
   return llvm::json::Object{{"functions", std::move(list)}};
 }
 
-struct FusionReportPass
-    : public mp::impl::FusionReportBase<FusionReportPass> {
+struct FusionReportPass : public mp::impl::FusionReportBase<FusionReportPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -127,8 +126,8 @@ struct FusionReportPass
     std::error_code ec;
     llvm::raw_fd_ostream os(output, ec, llvm::sys::fs::OF_Text);
     if (ec) {
-      getOperation().emitError() << "cannot write the fusion report '"
-                                 << output << "': " << ec.message();
+      getOperation().emitError() << "cannot write the fusion report '" << output
+                                 << "': " << ec.message();
       return signalPassFailure();
     }
     if (StringRef(output).ends_with(".json"))

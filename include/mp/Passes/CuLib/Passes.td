@@ -42,7 +42,7 @@ def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
 }
 
 def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
-  let summary = "Fold a ReLU, ReLU6 or bias add into the convolution or matmul that writes its input";
+  let summary = "Fold a ReLU, ReLU6, GELU or bias add into the convolution or matmul that writes its input";
   let description = [{
     `culib.conv_fwd` and `culib.matmul` have an activation epilogue that
     both backends run inside the call (cuDNN's fused
@@ -56,7 +56,11 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     `clip_min` / `clip_max` (cuBLASLt has no clip epilogue: not after a
     matmul). An add of a bias vector (over the last dim, D's type or f32)
     to a matmul's result without bias or epilogue becomes the matmul's
-    `bias`, added in f32 before its one rounding. ReLU commutes with rounding, and so does a clip whose bounds
+    `bias`, added in f32 before its one rounding. A GELU after a matmul
+    without epilogue (an elementwise `gelu`, or the five calls exporters
+    write: x * (1 + erf(x / sqrt 2)) * 0.5, the 0.5 on either product, x /
+    sqrt 2 or x * (1 / sqrt 2)) becomes its exact `epilogue = gelu`,
+    computed in f32 before the one rounding. ReLU commutes with rounding, and so does a clip whose bounds
     the output type holds exactly (the only ones folded), so a 16-bit
     result has the same bits as before. Calls that already have an
     epilogue, intermediate buffers read by anything else (a training step

@@ -11,7 +11,7 @@
 // CHECK-NEXT: culib.conv_fwd ins(%arg0, %{{.*}}) outs(%[[Y]]) {activation = #culib.epilogue<relu>
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y]]
-// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / bias call(s) folded into their convolution or matmul; 36 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / GELU / bias call(s) folded into their convolution or matmul; 36 intermediate bytes no longer written
 func.func @conv_relu(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
   %t = culib.alloc : memref<1x2x3x3xf16>
@@ -26,7 +26,7 @@ func.func @conv_relu(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) bias(%{{.*}}) outs(%[[D:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<relu>}
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[D]]
-// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / GELU / bias call(s)
 func.func @matmul_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
@@ -42,7 +42,7 @@ func.func @matmul_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK-LABEL: func.func @conv_output_read_twice
 // CHECK: culib.conv_fwd {{[^#]*$}}
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
 func.func @conv_output_read_twice(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf32>, memref<1x2x3x3xi1>) {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
   %t = culib.alloc : memref<1x2x3x3xf32>
@@ -59,7 +59,7 @@ func.func @conv_output_read_twice(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf3
 // CHECK-LABEL: func.func @already_fused
 // CHECK: culib.matmul {{.*}}epilogue = #culib.epilogue<gelu>
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
 func.func @already_fused(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %t = culib.alloc : memref<2x4xf32>
@@ -75,7 +75,7 @@ func.func @already_fused(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK: culib.conv_fwd {{[^#]*$}}
 // CHECK: culib.copy
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
 func.func @output_used_between(%x: memref<1x1x2x2xf32>) -> (memref<1x1x2x2xf32>, memref<1x1x2x2xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
   %y = culib.alloc : memref<1x1x2x2xf32>
@@ -95,7 +95,7 @@ func.func @output_used_between(%x: memref<1x1x2x2xf32>) -> (memref<1x1x2x2xf32>,
 // CHECK: culib.conv_fwd ins(%arg0, %{{.*}}) outs(%[[Y:[^)]*]]) {activation = #culib.epilogue<clip>, clip_max = 6.000000e+00 : f32, clip_min = 0.000000e+00 : f32
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y]]
-// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / bias call(s){{.*}}; 36 intermediate bytes
+// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / GELU / bias call(s){{.*}}; 36 intermediate bytes
 func.func @conv_relu6(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
   %t = culib.alloc : memref<1x2x3x3xf16>
@@ -114,7 +114,7 @@ func.func @conv_relu6(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
 // CHECK: culib.elementwise clip
 // CHECK: culib.matmul {{[^#]*$}}
 // CHECK: culib.elementwise clip
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
 func.func @clip_not_fusable(%x: memref<1x1x2x2xf32>, %lo: memref<f32>, %a: memref<2x3xf32>) -> (memref<1x1x2x2xf32>, memref<2x4xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
   %hi = culib.weight "hi" dense<6.0> : tensor<f32> : memref<f32>
@@ -137,7 +137,7 @@ func.func @clip_not_fusable(%x: memref<1x1x2x2xf32>, %lo: memref<f32>, %a: memre
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) bias(%[[BIAS:[^)]*]]) outs(%[[D:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<relu>}
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[D]]
-// REPORT: remark: culib-fuse-epilogues: 2 ReLU / clip / bias call(s){{.*}}; 64 intermediate bytes
+// REPORT: remark: culib-fuse-epilogues: 2 ReLU / clip / GELU / bias call(s){{.*}}; 64 intermediate bytes
 func.func @matmul_add_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
@@ -156,7 +156,7 @@ func.func @matmul_add_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK: culib.elementwise add
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) outs
 // CHECK: culib.elementwise add
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
 func.func @matmul_add_not_bias(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (memref<2x4xf32>, memref<2x4xf32>) {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %col = culib.weight "col" dense<-1.0> : tensor<2x1xf32> : memref<2x1xf32>
@@ -169,4 +169,98 @@ func.func @matmul_add_not_bias(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (mem
   %y2 = culib.alloc : memref<2x4xf32>
   culib.elementwise add ins(%t2, %r) outs(%y2) : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
   return %y, %y2 : memref<2x4xf32>, memref<2x4xf32>
+}
+
+// GELU as torch exports it, x * (1 + erf(x / sqrt 2)) * 0.5, after a matmul
+// with a bias: bias and exact GELU epilogue, the five calls and their
+// constants gone; with the 0.5 on x and x * (1 / sqrt 2); an elementwise
+// gelu.
+// CHECK-LABEL: func.func @matmul_gelu
+// CHECK-NEXT: %[[B:.*]] = culib.weight "b"
+// CHECK-NEXT: %[[BIAS:.*]] = culib.weight "bias"
+// CHECK-NEXT: %[[Y:.*]] = culib.alloc : memref<2x4xf32>
+// CHECK-NEXT: culib.matmul ins(%arg0, %[[B]]) bias(%[[BIAS]]) outs(%[[Y]]) {compute_type = f32, epilogue = #culib.epilogue<gelu>}
+// CHECK-NEXT: %[[Y2:.*]] = culib.alloc : memref<2x4xf32>
+// CHECK-NEXT: culib.matmul ins(%arg0, %[[B]]) outs(%[[Y2]]) {compute_type = f32, epilogue = #culib.epilogue<gelu>}
+// CHECK-NEXT: %[[Y3:.*]] = culib.alloc : memref<2x4xf32>
+// CHECK-NEXT: culib.matmul ins(%arg0, %[[B]]) outs(%[[Y3]]) {compute_type = f32, epilogue = #culib.epilogue<gelu>}
+// CHECK-NEXT: return %[[Y]], %[[Y2]], %[[Y3]]
+// REPORT: remark: culib-fuse-epilogues: 12 ReLU / clip / GELU / bias call(s)
+func.func @matmul_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
+  %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
+  %sqrt2 = culib.weight "sqrt2" dense<1.41421354> : tensor<f32> : memref<f32>
+  %one = culib.weight "one" dense<1.0> : tensor<f32> : memref<f32>
+  %half = culib.weight "half" dense<0.5> : tensor<f32> : memref<f32>
+  %inv = culib.weight "inv_sqrt2" dense<0.707106769> : tensor<f32> : memref<f32>
+  %t = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%t) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %x = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%t, %bias) outs(%x) : memref<2x4xf32>, memref<4xf32>, memref<2x4xf32>
+  %d = culib.alloc : memref<2x4xf32>
+  culib.elementwise div ins(%x, %sqrt2) outs(%d) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  %e = culib.alloc : memref<2x4xf32>
+  culib.elementwise erf ins(%d) outs(%e) : memref<2x4xf32>, memref<2x4xf32>
+  %p = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%e, %one) outs(%p) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  %m = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%x, %p) outs(%m) : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+  %y = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%m, %half) outs(%y) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  // The 0.5 on x, x * (1 / sqrt 2), 1 + erf.
+  %x2 = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%x2) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %h2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%x2, %half) outs(%h2) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  %d2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%x2, %inv) outs(%d2) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  %e2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise erf ins(%d2) outs(%e2) : memref<2x4xf32>, memref<2x4xf32>
+  %p2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%one, %e2) outs(%p2) : memref<f32>, memref<2x4xf32>, memref<2x4xf32>
+  %y2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%h2, %p2) outs(%y2) : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+  // An elementwise gelu.
+  %x3 = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%x3) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %y3 = culib.alloc : memref<2x4xf32>
+  culib.elementwise gelu ins(%x3) outs(%y3) : memref<2x4xf32>, memref<2x4xf32>
+  return %y, %y2, %y3 : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+}
+
+// Not GELU: erf(x / 2), and x read again after the GELU.
+// CHECK-LABEL: func.func @matmul_not_gelu
+// CHECK-COUNT-2: culib.elementwise erf
+// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
+func.func @matmul_not_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
+  %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
+  %sqrt2 = culib.weight "sqrt2" dense<1.41421354> : tensor<f32> : memref<f32>
+  %one = culib.weight "one" dense<1.0> : tensor<f32> : memref<f32>
+  %half = culib.weight "half" dense<0.5> : tensor<f32> : memref<f32>
+  %x = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%x) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %d = culib.alloc : memref<2x4xf32>
+  culib.elementwise div ins(%x, %two) outs(%d) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  %e = culib.alloc : memref<2x4xf32>
+  culib.elementwise erf ins(%d) outs(%e) : memref<2x4xf32>, memref<2x4xf32>
+  %p = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%e, %one) outs(%p) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  %m = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%x, %p) outs(%m) : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+  %y = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%m, %half) outs(%y) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  %x2 = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%x2) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %d2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise div ins(%x2, %sqrt2) outs(%d2) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  %e2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise erf ins(%d2) outs(%e2) : memref<2x4xf32>, memref<2x4xf32>
+  %p2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%e2, %one) outs(%p2) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  %m2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%x2, %p2) outs(%m2) : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+  %y2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%m2, %half) outs(%y2) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  return %y, %y2, %x2 : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
 }
