@@ -326,6 +326,83 @@ struct FoldGeluIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
   FusionCounts &counts;
 };
 
+/// An activation after a convolution without one -> the convolution's
+/// activation epilogue, computed in f32 before the one rounding: an
+/// elementwise sigmoid, tanh or hard_swish, or SiLU as exporters write it,
+/// mul(t, sigmoid(t)) (EfficientNet's, MobileNetV3's).
+struct FoldActivationIntoConv : OpRewritePattern<culib::ElementwiseOp> {
+  FoldActivationIntoConv(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp root,
+                                PatternRewriter &rewriter) const override {
+    using rt::cpu::ElementwiseFn;
+    if (root.getAlpha() || root.getBeta())
+      return failure();
+    ValueRange in = root.getInputs();
+    Value t;
+    culib::Epilogue activation;
+    SmallVector<Operation *> calls = {root};
+    switch (root.getFn()) {
+    case ElementwiseFn::Sigmoid:
+      activation = culib::Epilogue::sigmoid;
+      t = in[0];
+      break;
+    case ElementwiseFn::Tanh:
+      activation = culib::Epilogue::tanh;
+      t = in[0];
+      break;
+    case ElementwiseFn::HardSwish:
+      activation = culib::Epilogue::hard_swish;
+      t = in[0];
+      break;
+    case ElementwiseFn::Mul:
+      activation = culib::Epilogue::silu;
+      if (in.size() != 2)
+        return failure();
+      for (auto [x, s] : {std::pair(in[0], in[1]), std::pair(in[1], in[0])}) {
+        if (t)
+          break;
+        auto sigmoid = elementwiseWriting(s, ElementwiseFn::Sigmoid, {root});
+        if (sigmoid && sigmoid.getInputs()[0] == x && x != s) {
+          t = x;
+          calls.insert(calls.begin(), sigmoid);
+        }
+      }
+      if (!t)
+        return rewriter.notifyMatchFailure(root, "not x * sigmoid(x)");
+      break;
+    default:
+      return failure();
+    }
+    Value y = root.getY();
+    if (t.getType() != y.getType())
+      return rewriter.notifyMatchFailure(root, "not the same buffer type");
+    auto conv = dyn_cast_or_null<culib::ConvFwdOp>(culib::soleWriter(t, calls));
+    if (!conv || conv.getY() != t ||
+        conv.getActivation() != culib::Epilogue::none)
+      return rewriter.notifyMatchFailure(root, "no convolution to fold into");
+    if (failed(writeInto(conv, t, y, root, rewriter)))
+      return failure();
+    rewriter.modifyOpInPlace(conv, [&] { conv.setActivation(activation); });
+    // The sigmoid's buffer (SiLU) and t go with the calls.
+    SmallVector<Value> freed = {t};
+    if (calls.size() == 2)
+      freed.push_back(calls.front()->getOperands().back());
+    for (Operation *op : llvm::reverse(calls))
+      rewriter.eraseOp(op);
+    counts.calls += static_cast<int64_t>(calls.size());
+    for (Value v : freed)
+      if (v.use_empty() && v.getDefiningOp<culib::AllocOp>()) {
+        counts.bytes += culib::byteSize(cast<MemRefType>(v.getType()));
+        rewriter.eraseOp(v.getDefiningOp());
+      }
+    return success();
+  }
+
+  FusionCounts &counts;
+};
+
 /// `value` as f32, if that and its rounding to `element` lose nothing.
 std::optional<float> exactIn(APFloat value, Type element) {
   auto floatType = dyn_cast<FloatType>(element);
@@ -403,8 +480,8 @@ struct FuseEpiloguesPass
     FusionCounts counts;
     RewritePatternSet patterns(ctx);
     patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
-                 FoldClipIntoConv, FoldBiasIntoMatmul, FoldGeluIntoMatmul>(
-        ctx, counts);
+                 FoldClipIntoConv, FoldBiasIntoMatmul, FoldGeluIntoMatmul,
+                 FoldActivationIntoConv>(ctx, counts);
     // Only the ops the patterns look at change: no folding or DCE of the
     // buffers' other ops.
     GreedyRewriteConfig config;
@@ -413,16 +490,15 @@ struct FuseEpiloguesPass
     if (failed(applyPatternsGreedily(func, std::move(patterns), config)))
       return signalPassFailure();
     if (record)
-      culib::recordFusion(
-          func, getArgument(),
-          "relu / clip / gelu / bias into convolution or matmul", counts.calls,
-          counts.calls, counts.bytes);
+      culib::recordFusion(func, getArgument(),
+                          "activations and biases into convolution or matmul",
+                          counts.calls, counts.calls, counts.bytes);
     if (report)
-      func.emitRemark()
-          << "culib-fuse-epilogues: " << counts.calls
-          << " ReLU / clip / GELU / bias call(s) folded into their "
-             "convolution or matmul; "
-          << counts.bytes << " intermediate bytes no longer written";
+      func.emitRemark() << "culib-fuse-epilogues: " << counts.calls
+                        << " activation / bias call(s) folded into their "
+                           "convolution or matmul; "
+                        << counts.bytes
+                        << " intermediate bytes no longer written";
   }
 };
 

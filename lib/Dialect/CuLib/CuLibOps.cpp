@@ -95,7 +95,8 @@ LogicalResult MatmulOp::verify() {
   if (failed(verifyComputeType(*this, getComputeType(), a.getElementType())))
     return failure();
   // cuBLASLt's epilogues: none, relu, gelu.
-  if (getEpilogue() == Epilogue::clip)
+  if (getEpilogue() != Epilogue::none && getEpilogue() != Epilogue::relu &&
+      getEpilogue() != Epilogue::gelu)
     return emitOpError("epilogue must be none, relu or gelu");
   int64_t m = a.getDimSize(a.getRank() - (getTransA() ? 1 : 2));
   int64_t ka = a.getDimSize(a.getRank() - (getTransA() ? 2 : 1));
@@ -146,10 +147,12 @@ LogicalResult ConvFwdOp::verify() {
     return emitOpError() << "needs " << 2 * spatial << " pads and "
                          << spatial << " strides and dilations";
   bool nhwc = getLayout() == Layout::nhwc;
-  // cuDNN's fused convolution-bias-activation has no GELU; clip has its
-  // bounds, and only clip.
+  // No GELU (cuDNN's fused convolution-bias-activation has none); clip has
+  // its bounds, and only clip.
   if (getActivation() == Epilogue::gelu)
-    return emitOpError("activation must be none, relu or clip");
+    return emitOpError(
+        "activation must be none, relu, clip, silu, sigmoid, tanh or "
+        "hard_swish");
   const bool clip = getActivation() == Epilogue::clip;
   if (clip != (getClipMin().has_value() && getClipMax().has_value()) ||
       (!clip && (getClipMin() || getClipMax())))

@@ -361,6 +361,26 @@ void activateIn(Activation act, T *v, int64_t n, float lo, float hi) {
       v[i] = x > T(hi) ? T(hi) : x;
     }
     return;
+  // As the elementwise functions of the same names.
+  case Activation::Silu:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = v[i] / (T(1) + std::exp(-v[i]));
+    return;
+  case Activation::Sigmoid:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = T(1) / (T(1) + std::exp(-v[i]));
+    return;
+  case Activation::Tanh:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = std::tanh(v[i]);
+    return;
+  case Activation::HardSwish:
+    for (int64_t i = 0; i < n; ++i) {
+      T g = v[i] / T(6) + T(0.5);
+      g = g < T(0) ? T(0) : (g > T(1) ? T(1) : g);
+      v[i] = v[i] * g;
+    }
+    return;
   }
 }
 

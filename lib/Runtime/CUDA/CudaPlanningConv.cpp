@@ -73,9 +73,28 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
   if (kind == ConvKind::Forward) {
     // The attributes as the CPU reads them (none, relu or clip).
     MP_TRY(options, cpu::convOptionsOf(call, spatial));
-    at.act = options.activation == cpu::Activation::Relu   ? kActRelu
-             : options.activation == cpu::Activation::Clip ? kActClip
-                                                           : kActNone;
+    switch (options.activation) {
+    case cpu::Activation::Relu:
+      at.act = kActRelu;
+      break;
+    case cpu::Activation::Clip:
+      at.act = kActClip;
+      break;
+    case cpu::Activation::Silu:
+      at.act = kActSilu;
+      break;
+    case cpu::Activation::Sigmoid:
+      at.act = kActSigmoid;
+      break;
+    case cpu::Activation::Tanh:
+      at.act = kActTanh;
+      break;
+    case cpu::Activation::HardSwish:
+      at.act = kActHardSwish;
+      break;
+    default:
+      at.act = kActNone;
+    }
     at.clipMin = options.clipMin;
     at.clipMax = options.clipMax;
     at.padsBegin = options.padsBegin;

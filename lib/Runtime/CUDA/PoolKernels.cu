@@ -32,6 +32,16 @@ template <typename C> __global__ void epilogueKernel(EpilogueParams p) {
     else if (p.act == kActClip) { // as the elementwise clip: NaN stays NaN
       v = v < C(p.clipMin) ? C(p.clipMin) : v;
       v = v > C(p.clipMax) ? C(p.clipMax) : v;
+    } else if (p.act == kActSilu)
+      v = v / (C(1) + mExp(-v));
+    else if (p.act == kActSigmoid)
+      v = C(1) / (C(1) + mExp(-v));
+    else if (p.act == kActTanh)
+      v = mTanh(v);
+    else if (p.act == kActHardSwish) {
+      C g = v / C(6) + C(0.5);
+      g = g < C(0) ? C(0) : (g > C(1) ? C(1) : g);
+      v = v * g;
     }
     storeAs(p.out, p.outDtype, i, v);
   }

@@ -58,8 +58,7 @@ func.func @matmul_compute(%a: memref<2x3xf32>, %b: memref<3x5xf32>, %d: memref<2
 // -----
 
 func.func @matmul_epilogue(%a: memref<2x3xf32>, %b: memref<3x5xf32>, %bias: memref<5xf32>, %d: memref<2x5xf32>) {
-  // expected-error @+2 {{expected ::mp::culib::Epilogue to be one of: none, relu, gelu}}
-  // expected-error @+1 {{failed to parse CuLib_EpilogueAttr parameter 'value'}}
+  // expected-error @+1 {{epilogue must be none, relu or gelu}}
   culib.matmul ins(%a, %b) bias(%bias) outs(%d) {compute_type = f32, epilogue = #culib.epilogue<tanh>} : memref<2x3xf32>, memref<3x5xf32>, memref<5xf32>, memref<2x5xf32>
   return
 }
@@ -117,7 +116,7 @@ func.func @conv_layout_string(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, 
 // -----
 
 func.func @conv_activation(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<1x4x6x6xf32>) {
-  // expected-error @+1 {{activation must be none, relu or clip}}
+  // expected-error @+1 {{activation must be none, relu, clip, silu, sigmoid, tanh or hard_swish}}
   culib.conv_fwd ins(%x, %w) outs(%y) {activation = #culib.epilogue<gelu>, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf32>
   return
 }
@@ -264,6 +263,15 @@ func.func @copy_count(%a: memref<2x3xf32>, %y: memref<5xf32>) {
 func.func @concat_total(%a: memref<2x3xf32>, %y: memref<2x7xf32>) {
   // expected-error @+1 {{inputs add up to 6 along the axis, y has 7}}
   culib.concat ins(%a, %a) outs(%y) {axis = 1 : i64} : memref<2x3xf32>, memref<2x3xf32>, memref<2x7xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_epilogue(%a: memref<2x3xf32>, %b: memref<3x5xf32>, %d: memref<2x5xf32>) {
+  // expected-error @+2 {{expected ::mp::culib::Epilogue to be one of: none, relu, gelu, clip, silu, sigmoid, tanh, hard_swish}}
+  // expected-error @+1 {{failed to parse CuLib_EpilogueAttr parameter 'value'}}
+  culib.matmul ins(%a, %b) outs(%d) {compute_type = f32, epilogue = #culib.epilogue<swish>} : memref<2x3xf32>, memref<3x5xf32>, memref<2x5xf32>
   return
 }
 

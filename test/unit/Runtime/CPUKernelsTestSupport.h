@@ -124,17 +124,26 @@ inline double activateRef(Activation a, double v) {
                             (v + 0.044715 * v * v * v)));
   case Activation::Clip:
     return std::min<double>(std::max<double>(v, kTestClipMin), kTestClipMax);
+  case Activation::Silu:
+    return v / (1.0 + std::exp(-v));
+  case Activation::Sigmoid:
+    return 1.0 / (1.0 + std::exp(-v));
+  case Activation::Tanh:
+    return std::tanh(v);
+  case Activation::HardSwish:
+    return v * std::min(std::max(v / 6.0 + 0.5, 0.0), 1.0);
   }
   return v;
 }
 
-/// The bound after the activation from the bound before it (slopes <= 1.13)
-/// and the activation's own evaluation error.
+/// The bound after the activation from the bound before it (slopes <= 1.13,
+/// hard swish's <= 1.5) and the activation's own evaluation error.
 inline double activatedBound(Activation a, double preBound, double ref,
                              double u) {
   if (a == Activation::None)
     return preBound;
-  return 1.2 * preBound + 8 * u * std::fabs(ref) + 1e-30;
+  const double slope = a == Activation::HardSwish ? 1.6 : 1.2;
+  return slope * preBound + 8 * u * std::fabs(ref) + 1e-30;
 }
 
 inline const char *actName(Activation a) {
@@ -149,6 +158,14 @@ inline const char *actName(Activation a) {
     return "gelu_tanh";
   case Activation::Clip:
     return "clip";
+  case Activation::Silu:
+    return "silu";
+  case Activation::Sigmoid:
+    return "sigmoid";
+  case Activation::Tanh:
+    return "tanh";
+  case Activation::HardSwish:
+    return "hard_swish";
   }
   return "?";
 }

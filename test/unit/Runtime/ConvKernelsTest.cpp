@@ -207,9 +207,10 @@ TEST_CASE("conv matches ONNX Conv in both layouts and every dtype",
                               {DType::BF16, DType::BF16},
                               {DType::F16, DType::F32},
                               {DType::F32, DType::BF16}};
-  const Activation acts[] = {Activation::None, Activation::Relu,
-                             Activation::Gelu, Activation::GeluTanh,
-                             Activation::Clip};
+  const Activation acts[] = {
+      Activation::None,     Activation::Relu, Activation::Gelu,
+      Activation::GeluTanh, Activation::Clip, Activation::Silu,
+      Activation::Sigmoid,  Activation::Tanh, Activation::HardSwish};
   uint64_t seed = 1000;
   int count = 0;
   for (const Geo &g : geos)
@@ -234,7 +235,7 @@ TEST_CASE("conv matches ONNX Conv in both layouts and every dtype",
         cc.biasF32 = variant == 2;
         cc.hasResidual = variant >= 2;
         cc.residualInPlace = variant == 3;
-        cc.act = acts[(seed / 4) % 5];
+        cc.act = acts[(seed / 4) % std::size(acts)];
         runConvCase(cc, seed++);
         ++count;
       }

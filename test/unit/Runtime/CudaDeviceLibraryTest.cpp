@@ -102,6 +102,11 @@ TEST_CASE("CUDA: cudnn.conv_fwd", "[cuda][device]") {
          {1, 1}, 1, "nhwc", "relu", true);
     conv(t, {2, 7, 7, 4}, {8, 1, 1, 4}, {2, 7, 7, 8}, {0, 0, 0, 0}, {1, 1},
          {1, 1}, 1, "nhwc", "clip", true);
+    // The activations culib-fuse-epilogues folds (EfficientNet's SiLU on a
+    // depthwise convolution, ...).
+    for (const char *act : {"silu", "sigmoid", "tanh", "hard_swish"})
+      conv(t, {2, 7, 7, 8}, {8, 3, 3, 1}, {2, 7, 7, 8}, {1, 1, 1, 1}, {1, 1},
+           {1, 1}, 8, "nhwc", act, true);
     conv(t, {2, 3, 20}, {5, 3, 3}, {2, 5, 20}, {1, 1}, {1}, {1}, 1, "nchw",
          "none", false);
     conv(t, {1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}, {1, 3, 3, 4, 5},

@@ -140,6 +140,30 @@ TEST_CASE("convolution planning: cuDNN descriptors", "[cuda][planning]") {
                               {"clip_min", 6.0},
                               {"clip_max", 0.0}}));
   }
+  SECTION("SiLU, sigmoid, tanh, hard swish: the epilogue's activation") {
+    TensorDesc x = at(DType::BF16, {2, 4, 6, 6}),
+               w = at(DType::BF16, {8, 4, 3, 3}), b = at(DType::F32, {8}),
+               y = at(DType::BF16, {2, 8, 4, 4});
+    const std::pair<const char *, EpilogueAct> acts[] = {
+        {"silu", kActSilu},
+        {"sigmoid", kActSigmoid},
+        {"tanh", kActTanh},
+        {"hard_swish", kActHardSwish}};
+    for (auto [name, act] : acts) {
+      INFO(name);
+      Result<ConvPlan> p =
+          planBiasConv(x, w, b, y, {{"activation", std::string(name)}});
+      REQUIRE(p);
+      CHECK(p->epilogue);
+      CHECK(p->epi.act == act);
+    }
+    Result<ConvPlan> gelu =
+        planBiasConv(x, w, b, y, {{"activation", std::string("gelu")}});
+    REQUIRE_FALSE(gelu);
+    CHECK_THAT(gelu.status().message(),
+               Catch::Contains("(none, relu, clip, silu, sigmoid, tanh, "
+                               "hard_swish)"));
+  }
   SECTION("NHWC: dims in NCHW order; channels last for the epilogue") {
     TensorDesc x = at(DType::F16, {2, 6, 6, 4}),
                w = at(DType::F16, {8, 3, 3, 4}), b = at(DType::F16, {8}),

@@ -38,7 +38,12 @@ def CuLib_Epilogue : I32EnumAttr<"Epilogue",
     I32EnumAttrCase<"none", 0>,
     I32EnumAttrCase<"relu", 1>,
     I32EnumAttrCase<"gelu", 2>, // matmul only (cuBLASLt's GELU epilogue)
-    I32EnumAttrCase<"clip", 3>  // conv_fwd only, with clip_min / clip_max
+    I32EnumAttrCase<"clip", 3>, // conv_fwd only, with clip_min / clip_max
+    // conv_fwd only (oneDNN post-ops; the CUDA epilogue kernel):
+    I32EnumAttrCase<"silu", 4>,       // x * sigmoid(x)
+    I32EnumAttrCase<"sigmoid", 5>,
+    I32EnumAttrCase<"tanh", 6>,
+    I32EnumAttrCase<"hard_swish", 7>  // x * min(max(x / 6 + 0.5, 0), 1)
   ]> {
   let cppNamespace = "::mp::culib";
   let genSpecializedAttr = 0;

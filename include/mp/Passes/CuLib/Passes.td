@@ -60,7 +60,10 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     without epilogue (an elementwise `gelu`, or the five calls exporters
     write: x * (1 + erf(x / sqrt 2)) * 0.5, the 0.5 on either product, x /
     sqrt 2 or x * (1 / sqrt 2)) becomes its exact `epilogue = gelu`,
-    computed in f32 before the one rounding. ReLU commutes with rounding, and so does a clip whose bounds
+    computed in f32 before the one rounding; a SiLU (x * sigmoid(x), two
+    calls), sigmoid, tanh or hard swish after a convolution its
+    `activation` (silu, sigmoid, tanh, hard_swish), also in f32 before the
+    rounding. ReLU commutes with rounding, and so does a clip whose bounds
     the output type holds exactly (the only ones folded), so a 16-bit
     result has the same bits as before. Calls that already have an
     epilogue, intermediate buffers read by anything else (a training step

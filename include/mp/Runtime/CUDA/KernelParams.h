@@ -213,6 +213,11 @@ enum EpilogueAct : int32_t {
   kActRelu = 1,
   kActGelu = 2, ///< exact (erf)
   kActClip = 3, ///< min(max(v, clipMin), clipMax) (convolutions)
+  // Convolutions, as the elementwise functions of the same names:
+  kActSilu = 4,
+  kActSigmoid = 5,
+  kActTanh = 6,
+  kActHardSwish = 7,
 };
 struct EpilogueParams {
   int32_t act = kActNone;

@@ -37,9 +37,18 @@ Result<Activation> parseActivation(const std::string &name,
     return Activation::Gelu;
   if (!isMatmul && name == "clip")
     return Activation::Clip;
-  return Status::error("attribute '" + std::string(attrName) +
-                       "' has unknown value '" + name + "' (none, relu" +
-                       (isMatmul ? ", gelu)" : ", clip)"));
+  if (!isMatmul && name == "silu")
+    return Activation::Silu;
+  if (!isMatmul && name == "sigmoid")
+    return Activation::Sigmoid;
+  if (!isMatmul && name == "tanh")
+    return Activation::Tanh;
+  if (!isMatmul && name == "hard_swish")
+    return Activation::HardSwish;
+  return Status::error(
+      "attribute '" + std::string(attrName) + "' has unknown value '" + name +
+      "' (none, relu" +
+      (isMatmul ? ", gelu)" : ", clip, silu, sigmoid, tanh, hard_swish)"));
 }
 
 /// Splits ONNX-style pads (begins, then ends) for `spatial` dimensions.

@@ -140,6 +140,18 @@ dnnl::post_ops postOpsOf(Activation activation, float lo, float hi) {
   case Activation::Clip: // as the elementwise clip (OneDnnEltwise.cpp)
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, lo, hi);
     break;
+  case Activation::Silu: // x * sigmoid(alpha x), alpha = 1
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+    break;
+  case Activation::Sigmoid:
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
+    break;
+  case Activation::Tanh:
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_tanh, 0.f, 0.f);
+    break;
+  case Activation::HardSwish:
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f);
+    break;
   }
   return ops;
 }

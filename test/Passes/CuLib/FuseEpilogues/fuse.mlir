@@ -11,7 +11,7 @@
 // CHECK-NEXT: culib.conv_fwd ins(%arg0, %{{.*}}) outs(%[[Y]]) {activation = #culib.epilogue<relu>
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y]]
-// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / GELU / bias call(s) folded into their convolution or matmul; 36 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-epilogues: 1 activation / bias call(s) folded into their convolution or matmul; 36 intermediate bytes no longer written
 func.func @conv_relu(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
   %t = culib.alloc : memref<1x2x3x3xf16>
@@ -26,7 +26,7 @@ func.func @conv_relu(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) bias(%{{.*}}) outs(%[[D:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<relu>}
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[D]]
-// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / GELU / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 1 activation / bias call(s)
 func.func @matmul_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
@@ -42,7 +42,7 @@ func.func @matmul_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK-LABEL: func.func @conv_output_read_twice
 // CHECK: culib.conv_fwd {{[^#]*$}}
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
 func.func @conv_output_read_twice(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf32>, memref<1x2x3x3xi1>) {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
   %t = culib.alloc : memref<1x2x3x3xf32>
@@ -59,7 +59,7 @@ func.func @conv_output_read_twice(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf3
 // CHECK-LABEL: func.func @already_fused
 // CHECK: culib.matmul {{.*}}epilogue = #culib.epilogue<gelu>
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
 func.func @already_fused(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %t = culib.alloc : memref<2x4xf32>
@@ -75,7 +75,7 @@ func.func @already_fused(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK: culib.conv_fwd {{[^#]*$}}
 // CHECK: culib.copy
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
 func.func @output_used_between(%x: memref<1x1x2x2xf32>) -> (memref<1x1x2x2xf32>, memref<1x1x2x2xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
   %y = culib.alloc : memref<1x1x2x2xf32>
@@ -95,7 +95,7 @@ func.func @output_used_between(%x: memref<1x1x2x2xf32>) -> (memref<1x1x2x2xf32>,
 // CHECK: culib.conv_fwd ins(%arg0, %{{.*}}) outs(%[[Y:[^)]*]]) {activation = #culib.epilogue<clip>, clip_max = 6.000000e+00 : f32, clip_min = 0.000000e+00 : f32
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y]]
-// REPORT: remark: culib-fuse-epilogues: 1 ReLU / clip / GELU / bias call(s){{.*}}; 36 intermediate bytes
+// REPORT: remark: culib-fuse-epilogues: 1 activation / bias call(s){{.*}}; 36 intermediate bytes
 func.func @conv_relu6(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
   %t = culib.alloc : memref<1x2x3x3xf16>
@@ -114,7 +114,7 @@ func.func @conv_relu6(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
 // CHECK: culib.elementwise clip
 // CHECK: culib.matmul {{[^#]*$}}
 // CHECK: culib.elementwise clip
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
 func.func @clip_not_fusable(%x: memref<1x1x2x2xf32>, %lo: memref<f32>, %a: memref<2x3xf32>) -> (memref<1x1x2x2xf32>, memref<2x4xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
   %hi = culib.weight "hi" dense<6.0> : tensor<f32> : memref<f32>
@@ -137,7 +137,7 @@ func.func @clip_not_fusable(%x: memref<1x1x2x2xf32>, %lo: memref<f32>, %a: memre
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) bias(%[[BIAS:[^)]*]]) outs(%[[D:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<relu>}
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[D]]
-// REPORT: remark: culib-fuse-epilogues: 2 ReLU / clip / GELU / bias call(s){{.*}}; 64 intermediate bytes
+// REPORT: remark: culib-fuse-epilogues: 2 activation / bias call(s){{.*}}; 64 intermediate bytes
 func.func @matmul_add_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
@@ -156,7 +156,7 @@ func.func @matmul_add_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK: culib.elementwise add
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) outs
 // CHECK: culib.elementwise add
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
 func.func @matmul_add_not_bias(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (memref<2x4xf32>, memref<2x4xf32>) {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %col = culib.weight "col" dense<-1.0> : tensor<2x1xf32> : memref<2x1xf32>
@@ -185,7 +185,7 @@ func.func @matmul_add_not_bias(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (mem
 // CHECK-NEXT: %[[Y3:.*]] = culib.alloc : memref<2x4xf32>
 // CHECK-NEXT: culib.matmul ins(%arg0, %[[B]]) outs(%[[Y3]]) {compute_type = f32, epilogue = #culib.epilogue<gelu>}
 // CHECK-NEXT: return %[[Y]], %[[Y2]], %[[Y3]]
-// REPORT: remark: culib-fuse-epilogues: 12 ReLU / clip / GELU / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 12 activation / bias call(s)
 func.func @matmul_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
@@ -231,7 +231,7 @@ func.func @matmul_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4xf32>
 // Not GELU: erf(x / 2), and x read again after the GELU.
 // CHECK-LABEL: func.func @matmul_not_gelu
 // CHECK-COUNT-2: culib.elementwise erf
-// REPORT: remark: culib-fuse-epilogues: 0 ReLU / clip / GELU / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
 func.func @matmul_not_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
@@ -263,4 +263,66 @@ func.func @matmul_not_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4x
   %y2 = culib.alloc : memref<2x4xf32>
   culib.elementwise mul ins(%m2, %half) outs(%y2) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
   return %y, %y2, %x2 : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+}
+
+// SiLU as exporters write it (x * sigmoid(x), either operand order), and a
+// sigmoid, tanh and hard swish, after convolutions: their activations.
+// CHECK-LABEL: func.func @conv_activations
+// CHECK: culib.conv_fwd ins(%arg0, %[[W:.*]]) outs(%[[Y1:[^)]*]]) {activation = #culib.epilogue<silu>
+// CHECK: culib.conv_fwd ins(%arg0, %[[W]]) outs(%[[Y2:[^)]*]]) {activation = #culib.epilogue<silu>
+// CHECK: culib.conv_fwd ins(%arg0, %[[W]]) outs(%[[Y3:[^)]*]]) {activation = #culib.epilogue<sigmoid>
+// CHECK: culib.conv_fwd ins(%arg0, %[[W]]) outs(%[[Y4:[^)]*]]) {activation = #culib.epilogue<tanh>
+// CHECK: culib.conv_fwd ins(%arg0, %[[W]]) outs(%[[Y5:[^)]*]]) {activation = #culib.epilogue<hard_swish>
+// CHECK-NOT: culib.elementwise
+// CHECK: return %[[Y1]], %[[Y2]], %[[Y3]], %[[Y4]], %[[Y5]]
+// REPORT: remark: culib-fuse-epilogues: 7 activation / bias call(s) folded into their convolution or matmul; 504 intermediate bytes no longer written
+func.func @conv_activations(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>) {
+  %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
+  %t1 = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t1) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x2x1x1xf32>, memref<1x2x3x3xf32>
+  %s1 = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise sigmoid ins(%t1) outs(%s1) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %y1 = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise mul ins(%t1, %s1) outs(%y1) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %t2 = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t2) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x2x1x1xf32>, memref<1x2x3x3xf32>
+  %s2 = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise sigmoid ins(%t2) outs(%s2) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %y2 = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise mul ins(%s2, %t2) outs(%y2) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %t3 = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t3) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x2x1x1xf32>, memref<1x2x3x3xf32>
+  %y3 = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise sigmoid ins(%t3) outs(%y3) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %t4 = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t4) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x2x1x1xf32>, memref<1x2x3x3xf32>
+  %y4 = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise tanh ins(%t4) outs(%y4) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %t5 = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t5) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x2x1x1xf32>, memref<1x2x3x3xf32>
+  %y5 = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise hard_swish ins(%t5) outs(%y5) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  return %y1, %y2, %y3, %y4, %y5 : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+}
+
+// Not SiLU: the sigmoid of another buffer, and a convolution's output the
+// sigmoid of which a training step keeps (read again).
+// CHECK-LABEL: func.func @conv_not_silu
+// CHECK-COUNT-2: culib.elementwise sigmoid
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
+func.func @conv_not_silu(%x: memref<1x2x3x3xf32>, %o: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>) {
+  %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
+  %t1 = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t1) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x2x1x1xf32>, memref<1x2x3x3xf32>
+  %s1 = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise sigmoid ins(%o) outs(%s1) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %y1 = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise mul ins(%t1, %s1) outs(%y1) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %t2 = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t2) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x2x1x1xf32>, memref<1x2x3x3xf32>
+  %s2 = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise sigmoid ins(%t2) outs(%s2) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %y2 = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise mul ins(%t2, %s2) outs(%y2) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  return %y1, %y2, %s2 : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
 }
