@@ -218,6 +218,9 @@ uint32_t Plan::requiredFormatMinor() const {
   for (const PlanCall &c : calls) {
     if (c.kind == "kernel.attention")
       return 4;
+    if (const int64_t *residual = c.attrAs<int64_t>("has_residual");
+        residual && *residual && c.kind == "cudnn.conv_fwd")
+      return 4;
     if (c.kind == "kernel.fused_elementwise")
       fused = 3;
   }

@@ -403,6 +403,46 @@ struct FoldActivationIntoConv : OpRewritePattern<culib::ElementwiseOp> {
   FusionCounts &counts;
 };
 
+/// add(t, r) with t written by a convolution without residual or
+/// activation and r of y's type -> the convolution adds r as its residual
+/// (cuDNN's z: y = activation(conv + bias + r), in f32, rounded once); a
+/// ReLU after it then folds as the activation (ResNet's blocks).
+struct FoldResidualIntoConv : OpRewritePattern<culib::ElementwiseOp> {
+  FoldResidualIntoConv(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp add,
+                                PatternRewriter &rewriter) const override {
+    if (add.getFn() != rt::cpu::ElementwiseFn::Add ||
+        add.getInputs().size() != 2 || add.getAlpha() || add.getBeta())
+      return failure();
+    Value y = add.getY();
+    for (auto [t, r] : {std::pair(add.getInputs()[0], add.getInputs()[1]),
+                        std::pair(add.getInputs()[1], add.getInputs()[0])}) {
+      auto conv = soleProducer<culib::ConvFwdOp>(t, add);
+      if (!conv || conv.getResidual() ||
+          conv.getActivation() != culib::Epilogue::none || t == r ||
+          t.getType() != y.getType() || r.getType() != y.getType() ||
+          culib::writtenBetween(r, conv, add))
+        continue;
+      // r must hold its value where the convolution runs.
+      if (Operation *def = r.getDefiningOp();
+          def && def->getBlock() == conv->getBlock() &&
+          conv->isBeforeInBlock(def))
+        continue;
+      if (failed(writeInto(conv, t, y, add, rewriter)))
+        return failure();
+      rewriter.modifyOpInPlace(conv,
+                               [&] { conv.getResidualMutable().assign(r); });
+      eraseFolded(add, t, counts, rewriter);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(add, "no convolution and residual");
+  }
+
+  FusionCounts &counts;
+};
+
 /// `value` as f32, if that and its rounding to `element` lose nothing.
 std::optional<float> exactIn(APFloat value, Type element) {
   auto floatType = dyn_cast<FloatType>(element);
@@ -481,7 +521,7 @@ struct FuseEpiloguesPass
     RewritePatternSet patterns(ctx);
     patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
                  FoldClipIntoConv, FoldBiasIntoMatmul, FoldGeluIntoMatmul,
-                 FoldActivationIntoConv>(ctx, counts);
+                 FoldActivationIntoConv, FoldResidualIntoConv>(ctx, counts);
     // Only the ops the patterns look at change: no folding or DCE of the
     // buffers' other ops.
     GreedyRewriteConfig config;

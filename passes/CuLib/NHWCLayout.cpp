@@ -85,7 +85,11 @@ std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
   };
   return TypeSwitch<Operation *, Result>(op)
       .Case([&](culib::ConvFwdOp o) {
-        return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});
+        SmallVector<OpOperand *> operands = {&o.getXMutable(),
+                                             &o.getYMutable()};
+        if (o.getResidual())
+          operands.push_back(&o.getResidualMutable()[0]);
+        return ifNCHW(o, operands);
       })
       .Case([&](culib::ConvBwdDataOp o) {
         return ifNCHW(o, {&o.getXMutable(), &o.getYMutable()});

@@ -44,9 +44,9 @@ namespace mp::rt {
 /// fields, which it ignores) and rejects other major versions. 1.1 added
 /// State buffers and the training information, 1.2 external weights, 1.3
 /// fused calls (kernel.fused_elementwise, whose kind a 1.2 runtime refuses
-/// by name), 1.4 fused attention (kernel.attention, refused by name before);
-/// 1.0 files still load. savePlan writes the lowest minor version
-/// that the contents need, and at least Plan::formatMinor.
+/// by name), 1.4 fused attention (kernel.attention, refused by name before)
+/// and convolutions with a residual; 1.0 files still load. savePlan writes the
+/// lowest minor version that the contents need, and at least Plan::formatMinor.
 constexpr uint32_t kPlanFormatMajor = 1;
 constexpr uint32_t kPlanFormatMinor = 4;
 /// What a new Plan's formatMinor says: plans without external weights are

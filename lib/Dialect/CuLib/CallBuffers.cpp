@@ -32,7 +32,8 @@ std::optional<CallBuffers> mp::culib::getCallBuffers(Operation *op) {
       .Case([&](culib::ConvFwdOp o) {
         return CallBuffers{"cudnn.conv_fwd",
                            {req("x", o.getX()), req("w", o.getW()),
-                            opt("bias", o.getBias())},
+                            opt("bias", o.getBias()),
+                            opt("residual", o.getResidual())},
                            {req("y", o.getY())}};
       })
       .Case([&](culib::ConvBwdDataOp o) {

@@ -191,6 +191,13 @@ LogicalResult ConvFwdOp::verify() {
   }
   if (getBias() && failed(verifyChannelVector(*this, getBias(), "bias", k)))
     return failure();
+  if (Value residual = getResidual()) {
+    if (failed(verifyBuffer(*this, residual, "residual")))
+      return failure();
+    if (memrefOf(residual) != y)
+      return emitOpError() << "residual must have Y's type " << y << ", got "
+                           << residual.getType();
+  }
   return success();
 }
 

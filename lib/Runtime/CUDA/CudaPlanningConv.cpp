@@ -46,12 +46,25 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
                                                      : "conv_bwd_filter";
   // Buffers.
   const TensorDesc *x = nullptr, *w = nullptr, *bias = nullptr,
+                   *residual = nullptr,
                    *y = nullptr; // for BackwardFilter: w = dy, y = dw
   if (kind == ConvKind::BackwardFilter) {
     if (Status s = arity(ops, res, 2, 2, 1, 1); !s)
       return s;
     x = &ops[0];
     w = &ops[1];
+    y = &res[0];
+  } else if (kind == ConvKind::Forward) {
+    std::array<const TensorDesc *, 4> in{};
+    if (Status s = bindDescs<4>(call, ops, "operands", cpu::kConvOperands, in);
+        !s)
+      return s;
+    if (Status s = arity(ops, res, 0, SIZE_MAX, 1, 1); !s)
+      return s;
+    x = in[0];
+    w = in[1];
+    bias = in[2];
+    residual = in[3];
     y = &res[0];
   } else {
     std::array<const TensorDesc *, 3> in{};
@@ -157,12 +170,14 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
     options.padsEnd = at.padsEnd;
     options.groups = at.groups;
     options.layout = at.nhwc ? cpu::Layout::NHWC : cpu::Layout::NCHW;
-    TensorView biasView;
+    TensorView biasView, residualView;
     if (bias)
       biasView = viewOf(*bias);
-    if (Status s =
-            cpu::checkConv(viewOf(*x), viewOf(*w), bias ? &biasView : nullptr,
-                           nullptr, viewOf(*y), options);
+    if (residual)
+      residualView = viewOf(*residual);
+    if (Status s = cpu::checkConv(
+            viewOf(*x), viewOf(*w), bias ? &biasView : nullptr,
+            residual ? &residualView : nullptr, viewOf(*y), options);
         !s)
       return s;
   }
@@ -373,8 +388,11 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
   p.dataType = in == out ? in : (in == DType::F64 ? DType::F64 : DType::F32);
   p.convertIn0 = in != p.dataType;
   p.convertIn1 = w->dtype != p.dataType;
-  p.outputToScratch = out != p.dataType;
-  bool hasEpilogue = bias || at.act != kActNone;
+  // A residual in y's own bytes (in place) must outlive cuDNN's write: the
+  // convolution then goes to the scratch.
+  p.outputToScratch =
+      out != p.dataType || (residual && cptr(*residual) == cptr(*y));
+  bool hasEpilogue = bias || residual || at.act != kActNone;
   p.epilogue = hasEpilogue || p.outputToScratch;
   for (size_t i = 0; i < spatial; ++i)
     if (padB[i] != padE[i])
@@ -454,6 +472,8 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
     e.outDtype = code(out);
     e.biasDtype = bias ? code(bias->dtype) : 0;
     e.bias = bias ? cptr(*bias) : nullptr;
+    e.residualDtype = residual ? code(residual->dtype) : 0;
+    e.residual = residual ? cptr(*residual) : nullptr;
     e.out = mptr(*y);
     if (kind == ConvKind::BackwardFilter) {
       e.geom = {1, 1, y->numElements()};

@@ -25,6 +25,8 @@ template <typename C> __global__ void epilogueKernel(EpilogueParams p) {
     C v = loadAs<C>(p.acc, p.accDtype, i);
     if (p.biasDtype)
       v = v + loadAs<C>(p.bias, p.biasDtype, (i / p.geom.inner) % p.geom.c);
+    if (p.residualDtype)
+      v = v + loadAs<C>(p.residual, p.residualDtype, i);
     if (p.act == kActRelu)
       v = v > C(0) ? v : C(0);
     else if (p.act == kActGelu)

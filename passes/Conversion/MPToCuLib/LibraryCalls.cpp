@@ -33,8 +33,8 @@ struct ConvLowering : OneCallLowering<ConvOp> {
                    w.getShape().drop_front(2), strides, dilations);
     Value bias = isAbsent(adaptor.getB()) ? Value() : adaptor.getB();
     culib::ConvFwdOp::create(
-        rewriter, op.getLoc(), adaptor.getX(), adaptor.getW(), bias, out,
-        rewriter.getDenseI64ArrayAttr(pads),
+        rewriter, op.getLoc(), adaptor.getX(), adaptor.getW(), bias,
+        /*residual=*/Value(), out, rewriter.getDenseI64ArrayAttr(pads),
         rewriter.getDenseI64ArrayAttr(strides),
         rewriter.getDenseI64ArrayAttr(dilations),
         rewriter.getI64IntegerAttr(op.getGroup().value_or(1)),

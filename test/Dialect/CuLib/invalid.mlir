@@ -315,3 +315,11 @@ func.func @attention_short_shape(%qkv: memref<5x2x18xf32>, %o: memref<10x6xf32>)
   culib.attention ins(%qkv, %qkv, %qkv) outs(%o) {shape = array<i64: 2, 2, 5, 5, 3>, q_view = array<i64: 0, 18, 3, 36, 1>, k_view = array<i64: 6, 18, 3, 36, 1>, v_view = array<i64: 12, 18, 3, 36, 1>, o_view = array<i64: 0, 6, 3, 12, 1>, scale = 1.0 : f32} : memref<5x2x18xf32>, memref<5x2x18xf32>, memref<5x2x18xf32>, memref<10x6xf32>
   return
 }
+
+// -----
+
+func.func @conv_residual_type(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %r: memref<1x4x6x6xf16>, %y: memref<1x4x6x6xf32>) {
+  // expected-error @+1 {{'culib.conv_fwd' op residual must have Y's type 'memref<1x4x6x6xf32>', got 'memref<1x4x6x6xf16>'}}
+  culib.conv_fwd ins(%x, %w) residual(%r) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf16>, memref<1x4x6x6xf32>
+  return
+}

@@ -60,3 +60,11 @@ func.func @attention(%qkv: memref<5x2x18xbf16>, %mask: memref<1x5x5xf32>, %o: me
   culib.attention ins(%qkv, %qkv, %qkv) mask(%mask) outs(%o) {shape = array<i64: 2, 2, 5, 5, 3, 3>, q_view = array<i64: 0, 18, 3, 36, 1>, k_view = array<i64: 6, 18, 3, 36, 1>, v_view = array<i64: 12, 18, 3, 36, 1>, o_view = array<i64: 0, 6, 3, 12, 1>, mask_view = array<i64: 0, 0, 0, 5, 1>, scale = 0.5 : f32} : memref<5x2x18xbf16>, memref<5x2x18xbf16>, memref<5x2x18xbf16>, memref<1x5x5xf32>, memref<10x6xbf16>
   return
 }
+
+// A convolution with bias, residual and SiLU.
+// CHECK-LABEL: func.func @conv_residual
+// CHECK: culib.conv_fwd ins(%arg0, %arg1) bias(%arg2) residual(%arg3) outs(%arg3) {activation = #culib.epilogue<silu>
+func.func @conv_residual(%x: memref<1x3x8x8xbf16>, %w: memref<4x3x3x3xbf16>, %b: memref<4xf32>, %y: memref<1x4x6x6xbf16>) {
+  culib.conv_fwd ins(%x, %w) bias(%b) residual(%y) outs(%y) {activation = #culib.epilogue<silu>, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xbf16>, memref<4x3x3x3xbf16>, memref<4xf32>, memref<1x4x6x6xbf16>, memref<1x4x6x6xbf16>
+  return
+}

@@ -281,3 +281,14 @@ TEST_CASE("attention: plans with the call are format 1.4, fused programs "
   CHECK(plan.requiredFormatMinor() == 4);
   CHECK(kPlanFormatMinor >= 4);
 }
+
+TEST_CASE("plans with a convolution's residual are format 1.4", "[plan]") {
+  Plan plan;
+  PlanCall conv;
+  conv.kind = "cudnn.conv_fwd";
+  conv.attributes = {{"has_bias", int64_t(1)}, {"has_residual", int64_t(0)}};
+  plan.calls.push_back(conv);
+  CHECK(plan.requiredFormatMinor() == 0);
+  plan.calls[0].attributes[1].value = int64_t(1);
+  CHECK(plan.requiredFormatMinor() == 4);
+}

@@ -114,6 +114,31 @@ TEST_CASE("CUDA: cudnn.conv_fwd", "[cuda][device]") {
   }
   conv(DType::F16, {2, 4, 8, 8}, {8, 4, 3, 3}, {2, 8, 6, 6}, {0, 0, 0, 0},
        {1, 1}, {1, 1}, 1, "nchw", "relu", true, DType::F32);
+  // A residual (a ResNet block's shortcut) before the ReLU, apart from y
+  // and in place.
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (bool inPlace : {false, true}) {
+      INFO("residual " << dtypeName(t) << (inPlace ? ", in place" : ""));
+      std::vector<Arg> args{{"x", rnd(t, {2, 5, 5, 8}, rng)},
+                            {"w", rnd(t, {16, 1, 1, 8}, rng)},
+                            {"bias", rnd(DType::F32, {16}, rng)},
+                            {"residual", rnd(t, {2, 5, 5, 16}, rng)}};
+      Res y{"y", t, {2, 5, 5, 16}};
+      if (inPlace)
+        y.aliasOf = 3;
+      if (inPlace)
+        y.keepOperand = true;
+      compareCall(oneCall("cudnn.conv_fwd",
+                          {{"has_bias", int64_t(1)},
+                           {"has_residual", int64_t(1)},
+                           {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                           {"strides", std::vector<int64_t>{1, 1}},
+                           {"dilations", std::vector<int64_t>{1, 1}},
+                           {"compute_type", int64_t(1)},
+                           {"layout", std::string("nhwc")},
+                           {"activation", std::string("relu")}},
+                          std::move(args), {y}));
+    }
 }
 
 TEST_CASE("CUDA: cudnn.conv_bwd_data and conv_bwd_filter", "[cuda][device]") {

@@ -164,6 +164,37 @@ TEST_CASE("convolution planning: cuDNN descriptors", "[cuda][planning]") {
                Catch::Contains("(none, relu, clip, silu, sigmoid, tanh, "
                                "hard_swish)"));
   }
+  SECTION("a residual goes to the epilogue; in place, cuDNN writes the "
+          "scratch") {
+    TensorDesc x = at(DType::F16, {2, 6, 6, 4}),
+               w = at(DType::F16, {8, 3, 3, 4}), b = at(DType::F32, {8}),
+               r = at(DType::F16, {2, 4, 4, 8}),
+               y = at(DType::F16, {2, 4, 4, 8});
+    PlanCall call = convCall({0, 0, 0, 0},
+                             {{"has_residual", int64_t(1)},
+                              {"layout", std::string("nhwc")},
+                              {"activation", std::string("relu")}},
+                             true);
+    Result<ConvPlan> p = planConv(ConvKind::Forward, call, {x, w, b, r}, {y});
+    REQUIRE(p);
+    CHECK(p->epilogue);
+    CHECK(p->epi.residualDtype == 10); // f16's ONNX code
+    CHECK(p->epi.residual == r.ptr<const void>());
+    CHECK(p->epi.act == kActRelu);
+    CHECK_FALSE(p->outputToScratch);
+    Result<ConvPlan> inPlace =
+        planConv(ConvKind::Forward, call, {x, w, b, y}, {y});
+    REQUIRE(inPlace);
+    CHECK(inPlace->outputToScratch);
+    CHECK(inPlace->outBytes == uint64_t(y.numElements()) * 2);
+    // The CPU's words for a residual of another shape.
+    Result<ConvPlan> bad = planConv(
+        ConvKind::Forward, call, {x, w, b, at(DType::F16, {2, 4, 4, 4})}, {y});
+    REQUIRE_FALSE(bad);
+    CHECK_THAT(bad.status().message(), Catch::Contains("residual has shape"));
+    // Plans from before the residual (no has_residual) have none.
+    CHECK(planBiasConv(x, w, b, y, {{"layout", std::string("nhwc")}}));
+  }
   SECTION("NHWC: dims in NCHW order; channels last for the epilogue") {
     TensorDesc x = at(DType::F16, {2, 6, 6, 4}),
                w = at(DType::F16, {8, 3, 3, 4}), b = at(DType::F16, {8}),

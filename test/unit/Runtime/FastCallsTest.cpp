@@ -437,6 +437,48 @@ TEST_CASE("fast convolutions compute what the reference computes",
         }
 }
 
+TEST_CASE("fast convolutions add a residual before the activation, as the "
+          "reference does",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  // A ResNet block's last 1x1 convolution: y = relu(conv + bias + shortcut),
+  // channels last (what culib-nhwc-layout makes) and channels first.
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (bool nhwc : {true, false})
+      for (const char *activation : {"relu", "none"}) {
+        INFO(dtypeName(dtype)
+             << (nhwc ? ", nhwc, " : ", nchw, ") << activation);
+        Case c;
+        c.call = callOf("cudnn.conv_fwd",
+                        {{"has_bias", int64_t(1)},
+                         {"has_residual", int64_t(1)},
+                         {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                         {"strides", std::vector<int64_t>{1, 1}},
+                         {"dilations", std::vector<int64_t>{1, 1}},
+                         {"groups", int64_t(1)},
+                         {"layout", std::string(nhwc ? "nhwc" : "nchw")},
+                         {"activation", std::string(activation)},
+                         {"compute_type", int64_t(DType::F32)}});
+        Shape x = nhwc ? Shape{2, 5, 5, 8} : Shape{2, 8, 5, 5};
+        Shape w = nhwc ? Shape{16, 1, 1, 8} : Shape{16, 8, 1, 1};
+        Shape y = nhwc ? Shape{2, 5, 5, 16} : Shape{2, 16, 5, 5};
+        c.operands.push_back(randomTensor(dtype, x, 5));
+        c.operands.push_back(randomTensor(dtype, w, 6));
+        c.operands.push_back(randomTensor(
+            dtype == DType::F16 ? DType::F16 : DType::F32, {16}, 7));
+        c.operands.push_back(randomTensor(dtype, y, 8));
+        c.constant = {false, true, true, false};
+        c.yDtype = dtype;
+        c.yShape = y;
+        bool ran = compareWithReference(c);
+        if (dtype != DType::BF16)
+          CHECK(ran);
+      }
+}
+
 TEST_CASE("fast pooling computes what the reference computes", "[cpu][fast]") {
   if (!cpu::haveFastKernels()) {
     WARN("built without oneDNN: no fast calls to check");

@@ -81,19 +81,23 @@ def CuLib_MatmulOp : CuLib_Op<"matmul", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def CuLib_ConvFwdOp : CuLib_Op<"conv_fwd"> {
-  let summary = "cudnnConvolutionForward (with optional bias and ReLU or clip)";
+def CuLib_ConvFwdOp : CuLib_Op<"conv_fwd", [AttrSizedOperandSegments]> {
+  let summary = "cudnnConvolutionForward (with optional bias, residual and activation)";
   let description = [{
     An N-d convolution. `layout` is `nchw` (channels first, as ONNX) or
     `nhwc` (channels last: what tensor cores prefer for 16-bit data; the
     filter is then [K, spatial..., C/groups]). `pads` holds begin values for
-    every spatial dim, then end values. An optional `bias` vector and
-    `activation` (`none`, `relu`, or `clip` to [`clip_min`, `clip_max`]:
-    ReLU6) make it a fused convolution-bias-activation (cuDNN's, with the
-    project's epilogue kernel; oneDNN's post-ops on the CPU).
+    every spatial dim, then end values. An optional `bias` vector, an
+    optional `residual` (y's shape and type: cuDNN's z, a ResNet block's
+    shortcut) and `activation` (`none`, `relu`, `clip` to [`clip_min`,
+    `clip_max`]: ReLU6, `silu`, `sigmoid`, `tanh`, `hard_swish`) make it a
+    fused convolution-bias-add-activation, y = activation(conv + bias +
+    residual) in f32 and rounded once (the project's epilogue kernel after
+    cuDNN; oneDNN's post-ops on the CPU).
   }];
   let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$w,
                        Optional<CuLib_FloatBuffer>:$bias,
+                       Optional<CuLib_FloatBuffer>:$residual,
                        CuLib_FloatBuffer:$y, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$strides,
                        DenseI64ArrayAttr:$dilations,
@@ -104,7 +108,8 @@ def CuLib_ConvFwdOp : CuLib_Op<"conv_fwd"> {
                        OptionalAttr<F32Attr>:$clip_min,
                        OptionalAttr<F32Attr>:$clip_max);
   let assemblyFormat = [{
-    `ins` `(` $x `,` $w `)` (`bias` `(` $bias^ `)`)? `outs` `(` $y `)`
+    `ins` `(` $x `,` $w `)` (`bias` `(` $bias^ `)`)?
+    (`residual` `(` $residual^ `)`)? `outs` `(` $y `)`
     attr-dict `:` type(operands)
   }];
   let hasVerifier = 1;

@@ -63,7 +63,9 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     computed in f32 before the one rounding; a SiLU (x * sigmoid(x), two
     calls), sigmoid, tanh or hard swish after a convolution its
     `activation` (silu, sigmoid, tanh, hard_swish), also in f32 before the
-    rounding. ReLU commutes with rounding, and so does a clip whose bounds
+    rounding; an add of a tensor of y's type to a convolution's result
+    without activation its `residual` (added before the activation, so a
+    ReLU after the add folds too: ResNet's blocks). ReLU commutes with rounding, and so does a clip whose bounds
     the output type holds exactly (the only ones folded), so a 16-bit
     result has the same bits as before. Calls that already have an
     epilogue, intermediate buffers read by anything else (a training step

@@ -21,6 +21,11 @@
 
 namespace mp::rt::cpu {
 
+/// cudnn.conv_fwd: x, w, bias?, residual? -> y (residual: format 1.4;
+/// absent in older plans).
+inline constexpr std::array<BufferSpec, 4> kConvOperands = {
+    {{"x", false}, {"w", false}, {"bias", true}, {"residual", true, true}}};
+
 /// cudnn.rnn: x, w, r, b?, sequence_lens?, initial_h?, initial_c?, p? ->
 /// y?, y_h?, y_c?.
 inline constexpr std::array<BufferSpec, 8> kRnnOperands = {

@@ -129,6 +129,9 @@ Result<bool> hasBuffer(const PlanCall &call, std::string_view name);
 struct BufferSpec {
   const char *name;
   bool optional;
+  /// An optional buffer newer than the call: plans written before it have
+  /// no has_<name> attribute, which then means absent.
+  bool newerThanCall = false;
 };
 
 /// The views of a call's buffers (operands or results, `what`) in the order
@@ -145,7 +148,10 @@ Status bindBuffers(const PlanCall &call, const std::vector<Buffer> &given,
   for (size_t i = 0; i < N; ++i) {
     present[i] = true;
     if (specs[i].optional) {
-      Result<bool> has = hasBuffer(call, specs[i].name);
+      Result<bool> has = specs[i].newerThanCall &&
+                                 !call.attr("has_" + std::string(specs[i].name))
+                             ? Result<bool>(false)
+                             : hasBuffer(call, specs[i].name);
       if (!has)
         return has.status();
       present[i] = *has;

@@ -225,9 +225,13 @@ struct EpilogueParams {
   int32_t accDtype = 1; ///< f32 or f64
   int32_t outDtype = 1;
   int32_t biasDtype = 0; ///< 0: no bias
+  /// Convolutions: y's shape and layout, added before the activation (0:
+  /// none).
+  int32_t residualDtype = 0;
   ChannelGeom geom;      ///< the bias's channel of each element
   const void *acc = nullptr;
   const void *bias = nullptr;
+  const void *residual = nullptr;
   void *out = nullptr;
 };
 

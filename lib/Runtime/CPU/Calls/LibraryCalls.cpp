@@ -90,22 +90,23 @@ Status matmulCall(const CallArgs &args) {
 }
 
 //===----------------------------------------------------------------------===//
-// cudnn.conv_fwd: x, w, bias? -> y
+// cudnn.conv_fwd: x, w, bias?, residual? -> y
 //===----------------------------------------------------------------------===//
 
 Status convCall(const CallArgs &args) {
   const PlanCall &call = args.call;
-  MP_RT_TRY_ASSIGN(hasBias, hasBuffer(call, "bias"));
-  if (Status s = checkOperandCount(args, 2, size_t(hasBias), 1); !s)
+  std::array<const TensorView *, 4> in;
+  std::array<const TensorView *, 1> out;
+  if (Status s = bindCallBuffers(call, args.operands, kConvOperands, in,
+                                 args.results, {{{"y", false}}}, out);
+      !s)
     return s;
-  const TensorView &x = args.operands[0];
+  const TensorView &x = *in[0];
   MP_RT_TRY_ASSIGN(spatial, spatialRank(x, "x"));
   MP_RT_TRY_ASSIGN(options, convOptionsOf(call, spatial));
   if (Status s = checkComputeType(call, x.dtype, /*required=*/true); !s)
     return s;
-  const TensorView *bias = hasBias ? &args.operands[2] : nullptr;
-  return conv(x, args.operands[1], bias, /*residual=*/nullptr, args.results[0],
-              options);
+  return conv(x, *in[1], in[2], in[3], *out[0], options);
 }
 
 //===----------------------------------------------------------------------===//

@@ -125,6 +125,12 @@ ConvWindow convWindowOf(const ConvOptions &o, size_t spatial) {
 
 dnnl::post_ops postOpsOf(Activation activation, float lo, float hi) {
   dnnl::post_ops ops;
+  appendActivation(ops, activation, lo, hi);
+  return ops;
+}
+
+void appendActivation(dnnl::post_ops &ops, Activation activation, float lo,
+                      float hi) {
   switch (activation) {
   case Activation::None:
     break;
@@ -153,7 +159,6 @@ dnnl::post_ops postOpsOf(Activation activation, float lo, float hi) {
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f);
     break;
   }
-  return ops;
 }
 
 dnnl::primitive_attr userScratchpad() {

@@ -74,6 +74,9 @@ dnnl::primitive_attr userScratchpad();
 /// The eltwise post-op of an activation (none: no post-op); lo / hi:
 /// Activation::Clip's bounds.
 dnnl::post_ops postOpsOf(Activation activation, float lo = 0, float hi = 0);
+/// Appends that eltwise post-op (nothing for none) to `ops`.
+void appendActivation(dnnl::post_ops &ops, Activation activation, float lo = 0,
+                      float hi = 0);
 
 /// Whether a primitive writes argument `arg` (DNNL_ARG_DST, the gradients),
 /// as opposed to reading it. Batch norm's MEAN and VARIANCE are either: the

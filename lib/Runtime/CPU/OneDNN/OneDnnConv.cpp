@@ -21,18 +21,19 @@ FastCallChoice prepareConv(const PlanCall &call,
                            const std::vector<TensorView> &results,
                            const std::vector<bool> &constant,
                            const FilterSource *filter) {
-  Result<bool> hasBias = hasBuffer(call, "bias");
-  if (!hasBias || operands.size() != 2 + size_t(*hasBias) ||
-      results.size() != 1)
+  std::array<const TensorView *, 4> ins;
+  std::array<const TensorView *, 1> outs;
+  if (!bindCallBuffers(call, operands, kConvOperands, ins, results,
+                       {{{"y", false}}}, outs))
     return referenceKernel("the reference kernel reports the call's error");
-  const TensorView &x = operands[0], &w = operands[1], &y = results[0];
-  const TensorView *bias = *hasBias ? &operands[2] : nullptr;
+  const TensorView &x = *ins[0], &w = *ins[1], &y = *outs[0];
+  const TensorView *bias = ins[2], *residual = ins[3];
   Result<size_t> spatial = spatialRank(x, "x");
   if (!spatial)
     return referenceKernel("the reference kernel reports the call's error");
   Result<ConvOptions> options = convOptionsOf(call, *spatial);
   if (!options || !checkComputeType(call, x.dtype, /*required=*/true) ||
-      !checkConv(x, w, bias, nullptr, y, *options))
+      !checkConv(x, w, bias, residual, y, *options))
     return referenceKernel("the reference kernel reports the call's error");
   if (*spatial > 3)
     return referenceKernel(std::to_string(*spatial) + " spatial dims");
@@ -53,8 +54,9 @@ FastCallChoice prepareConv(const PlanCall &call,
     // the primitive picks the activations' layout too, and the call
     // reorders x into it and y out of it (through the workspace).
     const bool nchw = o.layout == Layout::NCHW;
+    // A residual is added as a binary post-op in y's own layout.
     dnnl::memory::desc xWanted = nchw ? anyLayout(xDesc) : xDesc;
-    dnnl::memory::desc yWanted = nchw ? anyLayout(yDesc) : yDesc;
+    dnnl::memory::desc yWanted = nchw && !residual ? anyLayout(yDesc) : yDesc;
     dnnl::memory::desc wUser = filterDesc(w, o.layout, o.groups, *in);
     dnnl::memory::desc wAny = anyLayout(wUser);
     dnnl::memory::desc biasDesc;
@@ -62,7 +64,11 @@ FastCallChoice prepareConv(const PlanCall &call,
       biasDesc = plainDesc({bias->shape[0]}, *biasType);
 
     dnnl::primitive_attr attr = userScratchpad();
-    attr.set_post_ops(postOpsOf(o.activation, o.clipMin, o.clipMax));
+    dnnl::post_ops ops;
+    if (residual)
+      ops.append_binary(dnnl::algorithm::binary_add, yDesc);
+    appendActivation(ops, o.activation, o.clipMin, o.clipMax);
+    attr.set_post_ops(ops);
     auto algorithm = dnnl::algorithm::convolution_direct;
     auto kind = dnnl::prop_kind::forward_inference;
     dnnl::convolution_forward::desc desc =
@@ -85,6 +91,9 @@ FastCallChoice prepareConv(const PlanCall &call,
                                     {DNNL_ARG_DST, yDesc, y}};
     if (bias)
       buffers.push_back({DNNL_ARG_BIAS, biasDesc, *bias, isConstant(2)});
+    if (residual)
+      buffers.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                         yDesc, *residual});
     FastCallChoice choice =
         PrimitiveCall::prepare(pd, dnnl::convolution_forward(pd), buffers);
     choice.filterFromSource = choice.call && fromSource;

@@ -326,3 +326,48 @@ func.func @conv_not_silu(%x: memref<1x2x3x3xf32>, %o: memref<1x2x3x3xf32>) -> (m
   culib.elementwise mul ins(%t2, %s2) outs(%y2) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
   return %y1, %y2, %s2 : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
 }
+
+// A ResNet block's end: relu(conv + shortcut) -> the convolution adds the
+// shortcut as its residual, then the ReLU folds as its activation.
+// CHECK-LABEL: func.func @conv_residual_relu
+// CHECK: %[[Y:.*]] = culib.alloc : memref<1x3x3x2xf32>
+// CHECK-NEXT: culib.conv_fwd ins(%arg0, %{{.*}}) bias(%{{.*}}) residual(%arg1) outs(%[[Y]]) {activation = #culib.epilogue<relu>
+// CHECK-NOT: culib.elementwise
+// CHECK: return %[[Y]]
+// REPORT: remark: culib-fuse-epilogues: 2 activation / bias call(s)
+func.func @conv_residual_relu(%x: memref<1x3x3x2xf32>, %shortcut: memref<1x3x3x2xf32>) -> memref<1x3x3x2xf32> {
+  %w = culib.weight "w" dense<1.0> : tensor<2x1x1x2xf32> : memref<2x1x1x2xf32>
+  %b = culib.weight "b" dense<0.5> : tensor<2xf32> : memref<2xf32>
+  %t = culib.alloc : memref<1x3x3x2xf32>
+  culib.conv_fwd ins(%x, %w) bias(%b) outs(%t) {compute_type = f32, dilations = array<i64: 1, 1>, layout = #culib.layout<nhwc>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x3x2xf32>, memref<2x1x1x2xf32>, memref<2xf32>, memref<1x3x3x2xf32>
+  %s = culib.alloc : memref<1x3x3x2xf32>
+  culib.elementwise add ins(%t, %shortcut) outs(%s) : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+  %y = culib.alloc : memref<1x3x3x2xf32>
+  culib.elementwise relu ins(%s) outs(%y) : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+  return %y : memref<1x3x3x2xf32>
+}
+
+// Not a residual: after the convolution's activation (relu(conv) + r is
+// not relu(conv + r)), a broadcast add, and a shortcut written between.
+// CHECK-LABEL: func.func @conv_not_residual
+// CHECK-NOT: residual(
+// CHECK: return
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
+func.func @conv_not_residual(%x: memref<1x3x3x2xf32>, %r: memref<1x3x3x2xf32>, %v: memref<2xf32>) -> (memref<1x3x3x2xf32>, memref<1x3x3x2xf32>, memref<1x3x3x2xf32>) {
+  %w = culib.weight "w" dense<1.0> : tensor<2x1x1x2xf32> : memref<2x1x1x2xf32>
+  %t1 = culib.alloc : memref<1x3x3x2xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t1) {activation = #culib.epilogue<relu>, compute_type = f32, dilations = array<i64: 1, 1>, layout = #culib.layout<nhwc>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x3x2xf32>, memref<2x1x1x2xf32>, memref<1x3x3x2xf32>
+  %y1 = culib.alloc : memref<1x3x3x2xf32>
+  culib.elementwise add ins(%t1, %r) outs(%y1) : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+  %t2 = culib.alloc : memref<1x3x3x2xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t2) {compute_type = f32, dilations = array<i64: 1, 1>, layout = #culib.layout<nhwc>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x3x2xf32>, memref<2x1x1x2xf32>, memref<1x3x3x2xf32>
+  %y2 = culib.alloc : memref<1x3x3x2xf32>
+  culib.elementwise add ins(%t2, %v) outs(%y2) : memref<1x3x3x2xf32>, memref<2xf32>, memref<1x3x3x2xf32>
+  %s = culib.alloc : memref<1x3x3x2xf32>
+  %t3 = culib.alloc : memref<1x3x3x2xf32>
+  culib.conv_fwd ins(%x, %w) outs(%t3) {compute_type = f32, dilations = array<i64: 1, 1>, layout = #culib.layout<nhwc>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x3x2xf32>, memref<2x1x1x2xf32>, memref<1x3x3x2xf32>
+  culib.elementwise neg ins(%r) outs(%s) : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+  %y3 = culib.alloc : memref<1x3x3x2xf32>
+  culib.elementwise add ins(%t3, %s) outs(%y3) : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+  return %y1, %y2, %y3 : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+}
