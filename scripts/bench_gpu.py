@@ -13,6 +13,10 @@ step), it times:
                    (mp-opt --channels-last=none): fp32 convolutions went
                    channels last by default for oneDNN; this measures what
                    that does to cuDNN's fp32 convolutions
+  ours mixed-unfused, ours fp32-unfused
+                   (inference) the same plans compiled with --fuse=false:
+                   one call per ONNX node, what the fusion stage (attention,
+                   epilogues, norms, elementwise programs) saves
   torch fp32       PyTorch eager, TF32 off
   torch tf32       PyTorch eager, TF32 on (matmul and cuDNN)
   torch amp        PyTorch eager autocast(fp16) + GradScaler, channels_last
@@ -71,11 +75,16 @@ def compile_commands(models, batch, out_dir, mp_opt):
     for m in models:
         src = os.path.join("build", "models", m + ".onnx")
         base = [mp_opt, src, "--dim-param=batch=%d" % batch]
-        for prec in ("fp32", "mixed") + (("fp32-nchw",) if m in CNNS else ()):
+        for prec in (("fp32", "mixed") + (("fp32-nchw",) if m in CNNS else ()) +
+                     ("fp32-unfused", "mixed-unfused")):
             phases = PHASES_OF.get(m, ("infer", "train"))
+            if prec in INFER_ONLY:
+                phases = tuple(p for p in phases if p == "infer")
             layout = ["--channels-last=none"] if prec == "fp32-nchw" else []
+            if prec in INFER_ONLY:
+                layout = ["--fuse=false"]
             if "infer" in phases:
-                infer = base + layout + (["--mp-autocast-pipeline"] if prec == "mixed" else [])
+                infer = base + layout + (["--mp-autocast-pipeline"] if prec.startswith("mixed") else [])
                 cmds.append(infer + ["--emit=plan", "-o",
                                      os.path.join(out_dir, "%s.%s.infer.mpplan" % (m, prec))])
             if "train" in phases:
@@ -235,7 +244,9 @@ def peak_tflops(device, override):
 # GPU kit wants first (ours mixed vs our fp32 vs PyTorch AMP) come first, so
 # that a run cut short still returns them.
 CONFIGS = ("ours mixed", "ours fp32", "torch amp", "torch fp32", "torch tf32",
-           "ours fp32-nchw")
+           "ours fp32-nchw", "ours mixed-unfused", "ours fp32-unfused")
+# Configurations compiled for inference only.
+INFER_ONLY = {"mixed-unfused", "fp32-unfused"}
 
 
 def read_results(path):
@@ -262,27 +273,30 @@ def render_table(rows, peak, device, backend):
         if r.get("flops"):
             flops[key(r)] = r["flops"]
     lines = ["| model | phase | batch | configuration | ms / step | samples/s | "
-             "vs our fp32 | vs torch amp | % fp16 TC peak |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "vs our fp32 | vs torch amp | vs unfused | % fp16 TC peak |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ms = r["ms"]
         if ms is None:
-            lines.append("| %s | %s | %d | %s | not measured: %s | | | | |" % (
+            lines.append("| %s | %s | %d | %s | not measured: %s | | | | | |" % (
                 r["model"], r["phase"], r["batch"], r["config"],
                 " ".join(r.get("why") or []).replace("|", "/")))
             continue
         base = ms_of.get((key(r), "ours fp32"))
         ref = ms_of.get((key(r), "torch amp"))
+        # The fused plan's speed-up over the same plan compiled unfused.
+        unfused = ms_of.get((key(r), r["config"] + "-unfused"))
         f = flops.get(key(r))
         frac = ("%.1f%%" % (100 * f / (ms / 1e3) / (peak * 1e12))
                 if peak and f else "-")
-        lines.append("| %s | %s | %d | %s | %.2f | %.0f | %s | %s | %s |" % (
+        lines.append("| %s | %s | %d | %s | %.2f | %.0f | %s | %s | %s | %s |" % (
             r["model"], r["phase"], r["batch"],
             r["config"] + ("" if not r.get("why") else
                            " (%s)" % " ".join(r["why"]).replace("|", "/")),
             ms, r["batch"] / (ms / 1e3),
             "%.2fx" % (base / ms) if base else "-",
-            "%.2fx" % (ref / ms) if ref else "-", frac))
+            "%.2fx" % (ref / ms) if ref else "-",
+            "%.2fx" % (unfused / ms) if unfused else "-", frac))
     head = ("device %s, mp-run backend %s, fp16 dense tensor-core peak %s "
             "TFLOPS; medians over the timed iterations"
             % (device, backend, peak or "unknown"))
@@ -357,6 +371,8 @@ def main():
                 who, mode = config.split(" ")
                 if mode == "fp32-nchw" and name not in CNNS:
                     continue  # no convolutions: the same plan as fp32
+                if mode in INFER_ONLY and phase != "infer":
+                    continue
                 row = {"model": name, "phase": phase, "batch": args.batch,
                        "config": config, "ms": None, "why": None,
                        "flops": None}
