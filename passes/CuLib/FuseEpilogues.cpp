@@ -443,6 +443,47 @@ struct FoldResidualIntoConv : OpRewritePattern<culib::ElementwiseOp> {
   FusionCounts &counts;
 };
 
+/// add(t, r) with t written by a matmul without C or epilogue and r of D's
+/// type -> the matmul's C with beta 1 (cuBLASLt's D = A B + C + bias; the
+/// residual of a transformer block after its output projection or its
+/// second MLP matmul), added in f32 before the one rounding.
+struct FoldResidualIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
+  FoldResidualIntoMatmul(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp add,
+                                PatternRewriter &rewriter) const override {
+    if (add.getFn() != rt::cpu::ElementwiseFn::Add ||
+        add.getInputs().size() != 2 || add.getAlpha() || add.getBeta())
+      return failure();
+    Value y = add.getY();
+    for (auto [t, r] : {std::pair(add.getInputs()[0], add.getInputs()[1]),
+                        std::pair(add.getInputs()[1], add.getInputs()[0])}) {
+      auto matmul = soleProducer<culib::MatmulOp>(t, add);
+      if (!matmul || matmul.getC() ||
+          matmul.getEpilogue() != culib::Epilogue::none || t == r ||
+          t.getType() != y.getType() || r.getType() != y.getType() ||
+          culib::writtenBetween(r, matmul, add))
+        continue;
+      if (Operation *def = r.getDefiningOp();
+          def && def->getBlock() == matmul->getBlock() &&
+          matmul->isBeforeInBlock(def))
+        continue;
+      if (failed(writeInto(matmul, t, y, add, rewriter)))
+        return failure();
+      rewriter.modifyOpInPlace(matmul, [&] {
+        matmul.getCMutable().assign(r);
+        matmul.setBetaAttr(rewriter.getF32FloatAttr(1.0f));
+      });
+      eraseFolded(add, t, counts, rewriter);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(add, "no matmul and residual");
+  }
+
+  FusionCounts &counts;
+};
+
 /// `value` as f32, if that and its rounding to `element` lose nothing.
 std::optional<float> exactIn(APFloat value, Type element) {
   auto floatType = dyn_cast<FloatType>(element);
@@ -521,7 +562,8 @@ struct FuseEpiloguesPass
     RewritePatternSet patterns(ctx);
     patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
                  FoldClipIntoConv, FoldBiasIntoMatmul, FoldGeluIntoMatmul,
-                 FoldActivationIntoConv, FoldResidualIntoConv>(ctx, counts);
+                 FoldActivationIntoConv, FoldResidualIntoConv,
+                 FoldResidualIntoMatmul>(ctx, counts);
     // Only the ops the patterns look at change: no folding or DCE of the
     // buffers' other ops.
     GreedyRewriteConfig config;

@@ -248,6 +248,38 @@ TEST_CASE("fast matmul calls compute what the reference computes",
       }
 }
 
+TEST_CASE("fast matmuls add a C operand (a residual) as the reference does",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  // A transformer block's output projection: D = A B^T + C + bias, in
+  // f32, bf16 and f16, with and without a ReLU epilogue.
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (const char *epilogue : {"none", "relu"}) {
+      INFO(dtypeName(dtype) << ", " << epilogue);
+      Case c;
+      c.call =
+          callOf("cublaslt.matmul", {{"has_c", int64_t(1)},
+                                     {"has_bias", int64_t(1)},
+                                     {"trans_b", int64_t(1)},
+                                     {"beta", 1.0},
+                                     {"epilogue", std::string(epilogue)},
+                                     {"compute_type", int64_t(DType::F32)}});
+      c.operands.push_back(randomTensor(dtype, {2, 7, 16}, 1));
+      c.operands.push_back(randomTensor(dtype, {12, 16}, 2));
+      c.operands.push_back(randomTensor(dtype, {2, 7, 12}, 3));
+      c.operands.push_back(randomTensor(dtype, {12}, 4));
+      c.constant = {false, true, false, true};
+      c.yDtype = dtype;
+      c.yShape = {2, 7, 12};
+      bool ran = compareWithReference(c);
+      if (dtype == DType::F32)
+        CHECK(ran);
+    }
+}
+
 TEST_CASE("fast matmul calls leave what oneDNN cannot do to the reference",
           "[cpu][fast]") {
   if (!cpu::haveFastKernels()) {
@@ -265,10 +297,10 @@ TEST_CASE("fast matmul calls leave what oneDNN cannot do to the reference",
                                 {y.view()}, {false, true, true});
   };
   cpu::FastCallChoice withC =
-      prepare({{"has_c", int64_t(1)}, {"has_bias", int64_t(0)}, {"beta", 1.0}},
+      prepare({{"has_c", int64_t(1)}, {"has_bias", int64_t(0)}, {"beta", 0.5}},
               {a.view(), b.view(), cT.view()});
   CHECK_FALSE(withC.call);
-  CHECK(withC.why == "a C operand (beta * C)");
+  CHECK(withC.why == "beta * C with beta other than 1 or C broadcast");
   cpu::FastCallChoice alphaBias =
       prepare({{"has_c", int64_t(0)}, {"has_bias", int64_t(1)}, {"alpha", 2.0}},
               {a.view(), b.view(), bias.view()});

@@ -65,7 +65,9 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     `activation` (silu, sigmoid, tanh, hard_swish), also in f32 before the
     rounding; an add of a tensor of y's type to a convolution's result
     without activation its `residual` (added before the activation, so a
-    ReLU after the add folds too: ResNet's blocks). ReLU commutes with rounding, and so does a clip whose bounds
+    ReLU after the add folds too: ResNet's blocks), and to a matmul's
+    result without C or epilogue its `c` with `beta = 1` (a transformer's
+    residual). ReLU commutes with rounding, and so does a clip whose bounds
     the output type holds exactly (the only ones folded), so a 16-bit
     result has the same bits as before. Calls that already have an
     epilogue, intermediate buffers read by anything else (a training step

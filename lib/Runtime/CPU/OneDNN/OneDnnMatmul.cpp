@@ -3,11 +3,13 @@
 // D = epilogue(alpha * op(A) op(B) + bias) as one oneDNN matmul: batch dims
 // broadcast (numpy rules, ranks aligned with leading 1s), transposes as
 // strides, the bias and the epilogue fused (a bias vector, an eltwise
-// post-op), alpha as the output scale. A constant B (a weight) is reordered
-// once into the layout the primitive wants. What it leaves to the reference
-// kernel: a C operand (beta * C), alpha with a bias (oneDNN scales after
-// the bias), 1-D operands, f64, and whatever the library has no fast
-// implementation of on this CPU (e.g. f16 without avx512_core_fp16).
+// post-op), alpha as the output scale, a C operand shaped like D with beta
+// 1 (a transformer's residual) as a binary add post-op. A constant B (a
+// weight) is reordered once into the layout the primitive wants. What it
+// leaves to the reference kernel: beta other than 1 or a broadcast C,
+// alpha with a bias (oneDNN scales after the bias), 1-D operands, f64, and
+// whatever the library has no fast implementation of on this CPU (e.g. f16
+// without avx512_core_fp16).
 //
 //===----------------------------------------------------------------------===//
 #include "OneDnn.h"
@@ -59,13 +61,14 @@ FastCallChoice prepareMatmul(const PlanCall &call,
       results.size() != 1)
     return referenceKernel("the reference kernel reports the call's error");
   const TensorView &a = operands[0], &b = operands[1], &d = results[0];
+  const TensorView *c = *hasC ? &operands[2] : nullptr;
   const TensorView *bias = *hasBias ? &operands[2 + size_t(*hasC)] : nullptr;
   MatmulShape shape;
   if (!checkComputeType(call, a.dtype, /*required=*/true) ||
-      !checkMatmul(a, b, nullptr, bias, d, *options, shape))
+      !checkMatmul(a, b, c, bias, d, *options, shape))
     return referenceKernel("the reference kernel reports the call's error");
-  if (*hasC)
-    return referenceKernel("a C operand (beta * C)");
+  if (c && (options->beta != 1.0 || c->shape != d.shape))
+    return referenceKernel("beta * C with beta other than 1 or C broadcast");
   if (bias && options->alpha != 1.0)
     return referenceKernel("alpha with a bias (oneDNN scales after the bias)");
   if (a.shape.size() < 2 || b.shape.size() < 2)
@@ -74,7 +77,9 @@ FastCallChoice prepareMatmul(const PlanCall &call,
                                          out = computeTypeOf(d.dtype);
   std::optional<dnnl::memory::data_type> biasType =
       bias ? computeTypeOf(bias->dtype) : in;
-  if (!in || !out || !biasType)
+  std::optional<dnnl::memory::data_type> cType =
+      c ? computeTypeOf(c->dtype) : in;
+  if (!in || !out || !biasType || !cType)
     return referenceKernel("dtype " + std::string(dtypeName(a.dtype)));
 
   return catchingErrors([&] {
@@ -118,7 +123,15 @@ FastCallChoice prepareMatmul(const PlanCall &call,
     dnnl::primitive_attr attr = userScratchpad();
     if (options->alpha != 1.0)
       attr.set_output_scales(0, {static_cast<float>(options->alpha)});
-    attr.set_post_ops(postOpsOf(options->epilogue));
+    // C (D's shape) added after alpha * A B + bias, before the epilogue.
+    dnnl::memory::desc cDesc;
+    dnnl::post_ops ops;
+    if (c) {
+      cDesc = dnnl::memory::desc(dDims, *cType, dStrides);
+      ops.append_binary(dnnl::algorithm::binary_add, cDesc);
+    }
+    appendActivation(ops, options->epilogue);
+    attr.set_post_ops(ops);
 
     dnnl::memory::desc biasDesc;
     if (bias) {
@@ -137,6 +150,9 @@ FastCallChoice prepareMatmul(const PlanCall &call,
     if (bias)
       buffers.push_back({DNNL_ARG_BIAS, biasDesc, *bias,
                          constant.size() > biasIndex && constant[biasIndex]});
+    if (c)
+      buffers.push_back(
+          {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, cDesc, *c});
     return PrimitiveCall::prepare(pd, dnnl::matmul(pd), buffers);
   });
 }

@@ -150,13 +150,14 @@ func.func @matmul_add_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   return %y : memref<2x4xf32>
 }
 
-// Not a bias: a column vector (over the rows), and an add of a full tensor.
+// Not a bias: a column vector (over the rows); an add of a full tensor is
+// the matmul's C (a residual) instead.
 // CHECK-LABEL: func.func @matmul_add_not_bias
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) outs
 // CHECK: culib.elementwise add
-// CHECK: culib.matmul ins(%arg0, %{{.*}}) outs
-// CHECK: culib.elementwise add
-// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) c(%arg1) outs
+// CHECK-NOT: culib.elementwise add
+// REPORT: remark: culib-fuse-epilogues: 1 activation / bias call(s)
 func.func @matmul_add_not_bias(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (memref<2x4xf32>, memref<2x4xf32>) {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %col = culib.weight "col" dense<-1.0> : tensor<2x1xf32> : memref<2x1xf32>
@@ -370,4 +371,35 @@ func.func @conv_not_residual(%x: memref<1x3x3x2xf32>, %r: memref<1x3x3x2xf32>, %
   %y3 = culib.alloc : memref<1x3x3x2xf32>
   culib.elementwise add ins(%t3, %s) outs(%y3) : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
   return %y1, %y2, %y3 : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+}
+
+// A transformer's residual after its output projection (with a bias): the
+// matmul's C with beta 1; not when the matmul already has a C, and not a
+// broadcast add.
+// CHECK-LABEL: func.func @matmul_residual
+// CHECK: %[[Y:.*]] = culib.alloc : memref<2x4xf32>
+// CHECK-NEXT: culib.matmul ins(%arg0, %{{.*}}) c(%arg1) bias(%{{.*}}) outs(%[[Y]]) {beta = 1.000000e+00 : f32, compute_type = f32}
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) c(%arg1) outs
+// CHECK: culib.elementwise add
+// CHECK: culib.elementwise add
+// REPORT: remark: culib-fuse-epilogues: 2 activation / bias call(s)
+func.func @matmul_residual(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
+  %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
+  %row = culib.weight "row" dense<2.0> : tensor<1x4xf32> : memref<1x4xf32>
+  %t = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%t) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %s = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%t, %bias) outs(%s) : memref<2x4xf32>, memref<4xf32>, memref<2x4xf32>
+  %y = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%r, %s) outs(%y) : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+  %t2 = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) c(%r) outs(%t2) {beta = 0.5 : f32, compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+  %y2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%t2, %r) outs(%y2) : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+  %t3 = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%t3) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %y3 = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%t3, %row) outs(%y3) : memref<2x4xf32>, memref<1x4xf32>, memref<2x4xf32>
+  return %y, %y2, %y3 : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
 }
