@@ -203,8 +203,9 @@ culib::ElementwiseOp elementwiseWriting(Value t, rt::cpu::ElementwiseFn fn,
 /// the unrounded sum, which the calls computed on the rounded one: never
 /// less accurate.
 struct FoldGeluIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
+  // Before FoldDecomposedGelu: into the matmul where there is one.
   FoldGeluIntoMatmul(MLIRContext *ctx, FusionCounts &counts)
-      : OpRewritePattern(ctx), counts(counts) {}
+      : OpRewritePattern(ctx, /*benefit=*/2), counts(counts) {}
 
   LogicalResult matchAndRewrite(culib::ElementwiseOp root,
                                 PatternRewriter &rewriter) const override {
@@ -233,7 +234,15 @@ struct FoldGeluIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
       return failure();
     rewriter.modifyOpInPlace(
         matmul, [&] { matmul.setEpilogue(culib::Epilogue::gelu); });
-    // The calls, last first; then their buffers and constants.
+    eraseCalls(calls, y, counts, rewriter);
+    counts.calls += static_cast<int64_t>(calls.size());
+    return success();
+  }
+
+  /// Erases `calls` (last first), then the buffers and constants only they
+  /// used (y apart), counting the buffers' bytes.
+  static void eraseCalls(ArrayRef<Operation *> calls, Value y,
+                         FusionCounts &counts, PatternRewriter &rewriter) {
     SmallVector<Value> freed;
     for (Operation *op : llvm::reverse(calls)) {
       for (Value v : op->getOperands())
@@ -241,14 +250,12 @@ struct FoldGeluIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
           freed.push_back(v);
       rewriter.eraseOp(op);
     }
-    counts.calls += static_cast<int64_t>(calls.size());
     for (Value v : freed)
       if (v.use_empty() && v.getDefiningOp()) {
         if (v.getDefiningOp<culib::AllocOp>())
           counts.bytes += culib::byteSize(cast<MemRefType>(v.getType()));
         rewriter.eraseOp(v.getDefiningOp());
       }
-    return success();
   }
 
   /// root = mul(a, b) with {a, b} = {x * (1 + erf(x / sqrt 2)), 0.5} or
@@ -397,6 +404,44 @@ struct FoldActivationIntoConv : OpRewritePattern<culib::ElementwiseOp> {
         counts.bytes += culib::byteSize(cast<MemRefType>(v.getType()));
         rewriter.eraseOp(v.getDefiningOp());
       }
+    return success();
+  }
+
+  FusionCounts &counts;
+};
+
+/// The five calls of a decomposed GELU with no matmul to fold into (after
+/// a bias add of another type, in autocast's f32 region) -> one
+/// elementwise gelu (exact, erf), which the elementwise fusion then puts
+/// into its program: one oneDNN post-op instead of a scalar erf per element.
+struct FoldDecomposedGelu : OpRewritePattern<culib::ElementwiseOp> {
+  FoldDecomposedGelu(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx, /*benefit=*/1), counts(counts) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp root,
+                                PatternRewriter &rewriter) const override {
+    if (root.getFn() != rt::cpu::ElementwiseFn::Mul ||
+        root.getInputs().size() != 2)
+      return failure();
+    Value x, y = root.getY();
+    SmallVector<Operation *> calls = {root};
+    if (failed(FoldGeluIntoMatmul::matchDecomposed(root, x, calls)))
+      return rewriter.notifyMatchFailure(root, "not x * Phi(x)");
+    // The gelu reads x where the last call was: nothing may write it since
+    // the first.
+    Operation *first = root;
+    for (Operation *op : calls)
+      if (op->isBeforeInBlock(first))
+        first = op;
+    if (x.getType() != y.getType() ||
+        culib::writtenBetween(x, first, root, calls))
+      return rewriter.notifyMatchFailure(root, "types differ or x changes");
+    rewriter.setInsertionPoint(root);
+    culib::ElementwiseOp::create(rewriter, root.getLoc(), ValueRange{x}, y,
+                                 rt::cpu::ElementwiseFn::Gelu,
+                                 /*alpha=*/FloatAttr(), /*beta=*/FloatAttr());
+    FoldGeluIntoMatmul::eraseCalls(calls, y, counts, rewriter);
+    counts.calls += static_cast<int64_t>(calls.size()) - 1;
     return success();
   }
 
@@ -563,7 +608,7 @@ struct FuseEpiloguesPass
     patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
                  FoldClipIntoConv, FoldBiasIntoMatmul, FoldGeluIntoMatmul,
                  FoldActivationIntoConv, FoldResidualIntoConv,
-                 FoldResidualIntoMatmul>(ctx, counts);
+                 FoldResidualIntoMatmul, FoldDecomposedGelu>(ctx, counts);
     // Only the ops the patterns look at change: no folding or DCE of the
     // buffers' other ops.
     GreedyRewriteConfig config;

@@ -60,7 +60,8 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     without epilogue (an elementwise `gelu`, or the five calls exporters
     write: x * (1 + erf(x / sqrt 2)) * 0.5, the 0.5 on either product, x /
     sqrt 2 or x * (1 / sqrt 2)) becomes its exact `epilogue = gelu`,
-    computed in f32 before the one rounding; a SiLU (x * sigmoid(x), two
+    computed in f32 before the one rounding (without a matmul before it,
+    one elementwise `gelu`); a SiLU (x * sigmoid(x), two
     calls), sigmoid, tanh or hard swish after a convolution its
     `activation` (silu, sigmoid, tanh, hard_swish), also in f32 before the
     rounding; an add of a tensor of y's type to a convolution's result

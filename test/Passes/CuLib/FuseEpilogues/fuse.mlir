@@ -229,10 +229,14 @@ func.func @matmul_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4xf32>
   return %y, %y2, %y3 : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
 }
 
-// Not GELU: erf(x / 2), and x read again after the GELU.
+// Not GELU: erf(x / 2); with x read again after the GELU, not the matmul's
+// epilogue but one elementwise gelu.
 // CHECK-LABEL: func.func @matmul_not_gelu
-// CHECK-COUNT-2: culib.elementwise erf
-// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
+// CHECK: culib.elementwise erf
+// CHECK-NOT: culib.elementwise erf
+// CHECK: culib.elementwise gelu
+// CHECK-NOT: culib.elementwise erf
+// REPORT: remark: culib-fuse-epilogues: 4 activation / bias call(s)
 func.func @matmul_not_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
@@ -402,4 +406,35 @@ func.func @matmul_residual(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (memref<
   %y3 = culib.alloc : memref<2x4xf32>
   culib.elementwise add ins(%t3, %row) outs(%y3) : memref<2x4xf32>, memref<1x4xf32>, memref<2x4xf32>
   return %y, %y2, %y3 : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+}
+
+// A decomposed GELU with no matmul before it (a bf16 matmul's result cast
+// to f32 plus an f32 bias, as autocast leaves it): one elementwise gelu.
+// CHECK-LABEL: func.func @gelu_alone
+// CHECK: culib.elementwise add
+// CHECK-NEXT: %[[Y:.*]] = culib.alloc : memref<2x4xf32>
+// CHECK-NEXT: culib.elementwise gelu ins(%{{.*}}) outs(%[[Y]]) : memref<2x4xf32>, memref<2x4xf32>
+// CHECK-NOT: culib.elementwise
+// CHECK: return %[[Y]]
+// REPORT: remark: culib-fuse-epilogues: 4 activation / bias call(s)
+func.func @gelu_alone(%t16: memref<2x4xbf16>) -> memref<2x4xf32> {
+  %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
+  %sqrt2 = culib.weight "sqrt2" dense<1.41421354> : tensor<f32> : memref<f32>
+  %one = culib.weight "one" dense<1.0> : tensor<f32> : memref<f32>
+  %half = culib.weight "half" dense<0.5> : tensor<f32> : memref<f32>
+  %t = culib.alloc : memref<2x4xf32>
+  culib.cast ins(%t16) outs(%t) : memref<2x4xbf16>, memref<2x4xf32>
+  %x = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%t, %bias) outs(%x) : memref<2x4xf32>, memref<4xf32>, memref<2x4xf32>
+  %d = culib.alloc : memref<2x4xf32>
+  culib.elementwise div ins(%x, %sqrt2) outs(%d) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  %e = culib.alloc : memref<2x4xf32>
+  culib.elementwise erf ins(%d) outs(%e) : memref<2x4xf32>, memref<2x4xf32>
+  %p = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%e, %one) outs(%p) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  %m = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%x, %p) outs(%m) : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+  %y = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%m, %half) outs(%y) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
+  return %y : memref<2x4xf32>
 }
