@@ -87,6 +87,31 @@ TEST_CASE("vectorised exp, sigmoid and tanh match libm on every ISA",
     }
 }
 
+TEST_CASE("vectorised exp gives 0, not a subnormal, below -88",
+          "[fused][vectormath]") {
+  // Masked attention scores (-inf, -1e9) must not leave subnormals, which
+  // slow down every instruction touching them.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {-88.5f, -90.f, -1e9f, -inf, -100.f, -200.f,
+                                -88.5f, -90.f, -1e9f, -inf, -100.f, -200.f,
+                                -88.5f, -90.f, -1e9f, -inf, -100.f};
+  for (VectorIsa isa : cpu::supportedVectorIsas()) {
+    INFO(cpu::vectorIsaName(isa));
+    std::vector<float> y(x.size(), 1.f);
+    cpu::vectorMath(ElementwiseFn::Exp, x.data(), y.data(),
+                    static_cast<int64_t>(x.size()), isa);
+    for (float v : y)
+      CHECK(v == 0.f);
+    std::vector<float> row = {0.f,  -inf, 1.f,  -1e9f, -inf, 2.f,
+                              -inf, -inf, -inf, -inf,  -inf, -inf,
+                              -inf, -inf, -inf, -inf,  -inf, 3.f};
+    cpu::softmaxInPlace(row.data(), static_cast<int64_t>(row.size()), isa);
+    for (size_t i = 0; i < row.size(); ++i)
+      if (i != 0 && i != 2 && i != 5 && i != 17)
+        CHECK(row[i] == 0.f);
+  }
+}
+
 TEST_CASE("vectorised softmax matches the libm one on every ISA",
           "[fused][vectormath]") {
   const float inf = std::numeric_limits<float>::infinity();
