@@ -608,22 +608,7 @@ struct FoldAttention : OpRewritePattern<culib::SoftmaxOp> {
     (void)attention;
     ++folded;
     calls += static_cast<int64_t>(all.size()) - 1;
-    // Erase the calls, last first, then the buffers and constants they
-    // alone used.
-    llvm::sort(
-        all, [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
-    SmallVector<Value> freed;
-    for (Operation *op : all) {
-      for (Value operand : op->getOperands())
-        freed.push_back(operand);
-      rewriter.eraseOp(op);
-    }
-    for (Value buffer : freed)
-      if (buffer.use_empty() && buffer.getDefiningOp()) {
-        if (buffer.getDefiningOp<culib::AllocOp>())
-          bytes += culib::byteSize(memrefOf(buffer));
-        rewriter.eraseOp(buffer.getDefiningOp());
-      }
+    bytes += culib::eraseCallsAndTheirBuffers(all, Value(), rewriter);
     return success();
   }
 
@@ -639,10 +624,7 @@ struct FuseAttentionPass
     int64_t folded = 0, calls = 0, bytes = 0;
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldAttention>(&getContext(), folded, calls, bytes);
-    GreedyRewriteConfig config;
-    config.enableFolding(false);
-    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyPatternsGreedily(func, std::move(patterns), config)))
+    if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
       return signalPassFailure();
     if (record)
       culib::recordFusion(func, getArgument(), "attention", folded, calls,

@@ -234,28 +234,9 @@ struct FoldGeluIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
       return failure();
     rewriter.modifyOpInPlace(
         matmul, [&] { matmul.setEpilogue(culib::Epilogue::gelu); });
-    eraseCalls(calls, y, counts, rewriter);
+    counts.bytes += culib::eraseCallsAndTheirBuffers(calls, y, rewriter);
     counts.calls += static_cast<int64_t>(calls.size());
     return success();
-  }
-
-  /// Erases `calls` (last first), then the buffers and constants only they
-  /// used (y apart), counting the buffers' bytes.
-  static void eraseCalls(ArrayRef<Operation *> calls, Value y,
-                         FusionCounts &counts, PatternRewriter &rewriter) {
-    SmallVector<Value> freed;
-    for (Operation *op : llvm::reverse(calls)) {
-      for (Value v : op->getOperands())
-        if (v != y)
-          freed.push_back(v);
-      rewriter.eraseOp(op);
-    }
-    for (Value v : freed)
-      if (v.use_empty() && v.getDefiningOp()) {
-        if (v.getDefiningOp<culib::AllocOp>())
-          counts.bytes += culib::byteSize(cast<MemRefType>(v.getType()));
-        rewriter.eraseOp(v.getDefiningOp());
-      }
   }
 
   /// root = mul(a, b) with {a, b} = {x * (1 + erf(x / sqrt 2)), 0.5} or
@@ -392,18 +373,9 @@ struct FoldActivationIntoConv : OpRewritePattern<culib::ElementwiseOp> {
     if (failed(writeInto(conv, t, y, root, rewriter)))
       return failure();
     rewriter.modifyOpInPlace(conv, [&] { conv.setActivation(activation); });
-    // The sigmoid's buffer (SiLU) and t go with the calls.
-    SmallVector<Value> freed = {t};
-    if (calls.size() == 2)
-      freed.push_back(calls.front()->getOperands().back());
-    for (Operation *op : llvm::reverse(calls))
-      rewriter.eraseOp(op);
+    // t and the sigmoid's buffer (SiLU) go with the calls.
+    counts.bytes += culib::eraseCallsAndTheirBuffers(calls, y, rewriter);
     counts.calls += static_cast<int64_t>(calls.size());
-    for (Value v : freed)
-      if (v.use_empty() && v.getDefiningOp<culib::AllocOp>()) {
-        counts.bytes += culib::byteSize(cast<MemRefType>(v.getType()));
-        rewriter.eraseOp(v.getDefiningOp());
-      }
     return success();
   }
 
@@ -440,7 +412,7 @@ struct FoldDecomposedGelu : OpRewritePattern<culib::ElementwiseOp> {
     culib::ElementwiseOp::create(rewriter, root.getLoc(), ValueRange{x}, y,
                                  rt::cpu::ElementwiseFn::Gelu,
                                  /*alpha=*/FloatAttr(), /*beta=*/FloatAttr());
-    FoldGeluIntoMatmul::eraseCalls(calls, y, counts, rewriter);
+    counts.bytes += culib::eraseCallsAndTheirBuffers(calls, y, rewriter);
     counts.calls += static_cast<int64_t>(calls.size()) - 1;
     return success();
   }
@@ -448,12 +420,26 @@ struct FoldDecomposedGelu : OpRewritePattern<culib::ElementwiseOp> {
   FusionCounts &counts;
 };
 
-/// add(t, r) with t written by a convolution without residual or
-/// activation and r of y's type -> the convolution adds r as its residual
-/// (cuDNN's z: y = activation(conv + bias + r), in f32, rounded once); a
-/// ReLU after it then folds as the activation (ResNet's blocks).
-struct FoldResidualIntoConv : OpRewritePattern<culib::ElementwiseOp> {
-  FoldResidualIntoConv(MLIRContext *ctx, FusionCounts &counts)
+/// The residual a convolution adds (its `residual`) and a matmul's (its C,
+/// with beta 1: cuBLASLt's D = A B + C + bias).
+Value residualOf(culib::ConvFwdOp op) { return op.getResidual(); }
+Value residualOf(culib::MatmulOp op) { return op.getC(); }
+void setResidual(culib::ConvFwdOp op, Value r, Builder &) {
+  op.getResidualMutable().assign(r);
+}
+void setResidual(culib::MatmulOp op, Value r, Builder &b) {
+  op.getCMutable().assign(r);
+  op.setBetaAttr(b.getF32FloatAttr(1.0f));
+}
+
+/// add(t, r) with t written by a CallOp (conv_fwd, matmul) without residual
+/// or epilogue and r of its type -> the call adds r itself, in f32 before
+/// the activation and the one rounding: a ResNet block's shortcut (a ReLU
+/// after it then folds as the convolution's activation), a transformer's
+/// residual after its output projection or second MLP matmul.
+template <typename CallOp>
+struct FoldResidualInto : OpRewritePattern<culib::ElementwiseOp> {
+  FoldResidualInto(MLIRContext *ctx, FusionCounts &counts)
       : OpRewritePattern(ctx), counts(counts) {}
 
   LogicalResult matchAndRewrite(culib::ElementwiseOp add,
@@ -464,66 +450,24 @@ struct FoldResidualIntoConv : OpRewritePattern<culib::ElementwiseOp> {
     Value y = add.getY();
     for (auto [t, r] : {std::pair(add.getInputs()[0], add.getInputs()[1]),
                         std::pair(add.getInputs()[1], add.getInputs()[0])}) {
-      auto conv = soleProducer<culib::ConvFwdOp>(t, add);
-      if (!conv || conv.getResidual() ||
-          conv.getActivation() != culib::Epilogue::none || t == r ||
+      CallOp call = soleProducer<CallOp>(t, add);
+      if (!call || residualOf(call) ||
+          epilogueOf(call) != culib::Epilogue::none || t == r ||
           t.getType() != y.getType() || r.getType() != y.getType() ||
-          culib::writtenBetween(r, conv, add))
+          culib::writtenBetween(r, call, add))
         continue;
-      // r must hold its value where the convolution runs.
+      // r must hold its value where the call runs.
       if (Operation *def = r.getDefiningOp();
-          def && def->getBlock() == conv->getBlock() &&
-          conv->isBeforeInBlock(def))
+          def && def->getBlock() == call->getBlock() &&
+          call->isBeforeInBlock(def))
         continue;
-      if (failed(writeInto(conv, t, y, add, rewriter)))
+      if (failed(writeInto(call, t, y, add, rewriter)))
         return failure();
-      rewriter.modifyOpInPlace(conv,
-                               [&] { conv.getResidualMutable().assign(r); });
+      rewriter.modifyOpInPlace(call, [&] { setResidual(call, r, rewriter); });
       eraseFolded(add, t, counts, rewriter);
       return success();
     }
-    return rewriter.notifyMatchFailure(add, "no convolution and residual");
-  }
-
-  FusionCounts &counts;
-};
-
-/// add(t, r) with t written by a matmul without C or epilogue and r of D's
-/// type -> the matmul's C with beta 1 (cuBLASLt's D = A B + C + bias; the
-/// residual of a transformer block after its output projection or its
-/// second MLP matmul), added in f32 before the one rounding.
-struct FoldResidualIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
-  FoldResidualIntoMatmul(MLIRContext *ctx, FusionCounts &counts)
-      : OpRewritePattern(ctx), counts(counts) {}
-
-  LogicalResult matchAndRewrite(culib::ElementwiseOp add,
-                                PatternRewriter &rewriter) const override {
-    if (add.getFn() != rt::cpu::ElementwiseFn::Add ||
-        add.getInputs().size() != 2 || add.getAlpha() || add.getBeta())
-      return failure();
-    Value y = add.getY();
-    for (auto [t, r] : {std::pair(add.getInputs()[0], add.getInputs()[1]),
-                        std::pair(add.getInputs()[1], add.getInputs()[0])}) {
-      auto matmul = soleProducer<culib::MatmulOp>(t, add);
-      if (!matmul || matmul.getC() ||
-          matmul.getEpilogue() != culib::Epilogue::none || t == r ||
-          t.getType() != y.getType() || r.getType() != y.getType() ||
-          culib::writtenBetween(r, matmul, add))
-        continue;
-      if (Operation *def = r.getDefiningOp();
-          def && def->getBlock() == matmul->getBlock() &&
-          matmul->isBeforeInBlock(def))
-        continue;
-      if (failed(writeInto(matmul, t, y, add, rewriter)))
-        return failure();
-      rewriter.modifyOpInPlace(matmul, [&] {
-        matmul.getCMutable().assign(r);
-        matmul.setBetaAttr(rewriter.getF32FloatAttr(1.0f));
-      });
-      eraseFolded(add, t, counts, rewriter);
-      return success();
-    }
-    return rewriter.notifyMatchFailure(add, "no matmul and residual");
+    return rewriter.notifyMatchFailure(add, "no call and residual");
   }
 
   FusionCounts &counts;
@@ -607,14 +551,10 @@ struct FuseEpiloguesPass
     RewritePatternSet patterns(ctx);
     patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
                  FoldClipIntoConv, FoldBiasIntoMatmul, FoldGeluIntoMatmul,
-                 FoldActivationIntoConv, FoldResidualIntoConv,
-                 FoldResidualIntoMatmul, FoldDecomposedGelu>(ctx, counts);
-    // Only the ops the patterns look at change: no folding or DCE of the
-    // buffers' other ops.
-    GreedyRewriteConfig config;
-    config.enableFolding(false);
-    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyPatternsGreedily(func, std::move(patterns), config)))
+                 FoldActivationIntoConv, FoldResidualInto<culib::ConvFwdOp>,
+                 FoldResidualInto<culib::MatmulOp>, FoldDecomposedGelu>(ctx,
+                                                                        counts);
+    if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
       return signalPassFailure();
     if (record)
       culib::recordFusion(func, getArgument(),

@@ -217,10 +217,7 @@ struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
     int64_t folded = 0, calls = 0, bytes = 0;
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldDecomposedLayerNorm>(&getContext(), folded, calls, bytes);
-    GreedyRewriteConfig config;
-    config.enableFolding(false);
-    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyPatternsGreedily(func, std::move(patterns), config)))
+    if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
       return signalPassFailure();
     if (record)
       culib::recordFusion(func, getArgument(), "decomposed layer norm", folded,

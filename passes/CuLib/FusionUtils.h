@@ -15,6 +15,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace mp::culib {
@@ -85,6 +87,45 @@ inline std::optional<llvm::APFloat> scalarFloatWeight(mlir::Value v) {
 inline int64_t byteSize(mlir::MemRefType type) {
   return type.getNumElements() *
          std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+}
+
+/// Erases `calls` (each before it in its block first erased last, so any
+/// order will do), then the buffers and constants that only they used,
+/// `keep` apart. Returns the bytes of the arena buffers so dropped.
+inline int64_t
+eraseCallsAndTheirBuffers(llvm::ArrayRef<mlir::Operation *> calls,
+                          mlir::Value keep, mlir::RewriterBase &rewriter) {
+  llvm::SmallVector<mlir::Operation *> ordered(calls.begin(), calls.end());
+  llvm::sort(ordered, [](mlir::Operation *a, mlir::Operation *b) {
+    return b->isBeforeInBlock(a);
+  });
+  llvm::SmallVector<mlir::Value> freed;
+  for (mlir::Operation *op : ordered) {
+    for (mlir::Value v : op->getOperands())
+      if (v != keep)
+        freed.push_back(v);
+    rewriter.eraseOp(op);
+  }
+  int64_t bytes = 0;
+  for (mlir::Value v : freed)
+    if (v.use_empty() && v.getDefiningOp()) {
+      if (v.getDefiningOp<AllocOp>())
+        bytes += byteSize(llvm::cast<mlir::MemRefType>(v.getType()));
+      rewriter.eraseOp(v.getDefiningOp());
+    }
+  return bytes;
+}
+
+/// Runs a fusion pass's patterns on `func`: only the ops the patterns look
+/// at change (no folding, no dead-code removal of the other buffers).
+inline llvm::LogicalResult
+applyFusionPatterns(mlir::func::FuncOp func,
+                    mlir::RewritePatternSet &&patterns) {
+  mlir::GreedyRewriteConfig config;
+  config.enableFolding(false);
+  config.setRegionSimplificationLevel(
+      mlir::GreedySimplifyRegionLevel::Disabled);
+  return mlir::applyPatternsGreedily(func, std::move(patterns), config);
 }
 
 /// The function attribute in which fusion passes run with `record` leave

@@ -84,30 +84,20 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
   // Attributes.
   ConvAttrs at;
   if (kind == ConvKind::Forward) {
-    // The attributes as the CPU reads them (none, relu or clip).
+    // The attributes as the CPU reads them.
     MP_TRY(options, cpu::convOptionsOf(call, spatial));
-    switch (options.activation) {
-    case cpu::Activation::Relu:
-      at.act = kActRelu;
-      break;
-    case cpu::Activation::Clip:
-      at.act = kActClip;
-      break;
-    case cpu::Activation::Silu:
-      at.act = kActSilu;
-      break;
-    case cpu::Activation::Sigmoid:
-      at.act = kActSigmoid;
-      break;
-    case cpu::Activation::Tanh:
-      at.act = kActTanh;
-      break;
-    case cpu::Activation::HardSwish:
-      at.act = kActHardSwish;
-      break;
-    default:
-      at.act = kActNone;
-    }
+    // The epilogue kernel's code of each activation a convolution takes.
+    static constexpr std::pair<cpu::Activation, EpilogueAct> kActs[] = {
+        {cpu::Activation::Relu, kActRelu},
+        {cpu::Activation::Clip, kActClip},
+        {cpu::Activation::Silu, kActSilu},
+        {cpu::Activation::Sigmoid, kActSigmoid},
+        {cpu::Activation::Tanh, kActTanh},
+        {cpu::Activation::HardSwish, kActHardSwish}};
+    at.act = kActNone;
+    for (auto [activation, act] : kActs)
+      if (options.activation == activation)
+        at.act = act;
     at.clipMin = options.clipMin;
     at.clipMax = options.clipMax;
     at.padsBegin = options.padsBegin;
