@@ -82,11 +82,17 @@ struct View {
   /// The same elements as a row-major reshape to `shape` would see, if
   /// atoms can be split to fit its dims.
   std::optional<View> reshaped(ArrayRef<int64_t> shape) const {
+    // Empty tensors have no views worth making (and sizes 0 divide nothing).
+    if (llvm::is_contained(shape, 0))
+      return std::nullopt;
     SmallVector<Atom> atoms;
     for (const auto &dim : dims)
-      for (Atom a : dim)
+      for (Atom a : dim) {
+        if (a.size < 1)
+          return std::nullopt;
         if (a.size != 1)
           atoms.push_back(a);
+      }
     View out;
     out.offset = offset;
     size_t next = 0;
@@ -166,6 +172,8 @@ std::optional<std::pair<int64_t, int64_t>> splitBatch(ArrayRef<Atom> atoms,
   // Walk from the innermost atom; `reach` is the product of sizes so far.
   SmallVector<Atom> in, out;
   int64_t reach = 1;
+  if (inner < 1 || llvm::any_of(atoms, [](Atom a) { return a.size < 1; }))
+    return std::nullopt;
   for (Atom a : llvm::reverse(atoms)) {
     if (reach >= inner) {
       out.push_back(a);

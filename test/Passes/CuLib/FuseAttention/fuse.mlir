@@ -148,3 +148,17 @@ func.func @input_overwritten(%k: memref<4x3x5xf32>, %v: memref<4x5x3xf32>, %x: m
   culib.transpose ins(%o) outs(%o1) {perm = array<i64: 1, 0, 2>} : memref<4x5x3xf32>, memref<5x4x3xf32>
   return %o1 : memref<5x4x3xf32>
 }
+
+// Not fused: an empty batch (no views to make).
+// CHECK-LABEL: func.func @empty
+// CHECK-NOT: culib.attention
+// CHECK: return
+func.func @empty(%q: memref<0x5x3xf32>, %k: memref<0x3x5xf32>, %v: memref<0x5x3xf32>) -> memref<0x5x3xf32> {
+  %s = culib.alloc : memref<0x5x5xf32>
+  culib.matmul ins(%q, %k) outs(%s) {compute_type = f32} : memref<0x5x3xf32>, memref<0x3x5xf32>, memref<0x5x5xf32>
+  %p = culib.alloc : memref<0x5x5xf32>
+  culib.softmax ins(%s) outs(%p) {axis = 2 : i64} : memref<0x5x5xf32>, memref<0x5x5xf32>
+  %o = culib.alloc : memref<0x5x3xf32>
+  culib.matmul ins(%p, %v) outs(%o) {compute_type = f32} : memref<0x5x5xf32>, memref<0x5x3xf32>, memref<0x5x3xf32>
+  return %o : memref<0x5x3xf32>
+}
