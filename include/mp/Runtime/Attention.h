@@ -102,9 +102,17 @@ inline bool viewFits(const AttentionView &view,
     why = name + " view has a negative offset or stride";
     return false;
   }
+  // The last element the view reaches (sizes are positive: checked first),
+  // with overflow refused: the numbers may come from any plan file.
   int64_t last = view.offset;
-  for (size_t i = 0; i < 4; ++i)
-    last += (extents[i] - 1) * view.strides[i];
+  for (size_t i = 0; i < 4; ++i) {
+    int64_t step;
+    if (__builtin_mul_overflow(extents[i] - 1, view.strides[i], &step) ||
+        __builtin_add_overflow(last, step, &last)) {
+      why = name + " view overflows";
+      return false;
+    }
+  }
   if (last >= elements) {
     why = name + " view reaches element " + std::to_string(last) +
           " of a buffer of " + std::to_string(elements);
@@ -125,9 +133,10 @@ inline bool viewIsInjective(const AttentionView &view,
   std::sort(dims.begin(), dims.end());
   int64_t reach = 0; // the largest offset the smaller strides give
   for (auto [stride, extent] : dims) {
-    if (stride <= reach)
+    int64_t step;
+    if (stride <= reach || __builtin_mul_overflow(extent - 1, stride, &step) ||
+        __builtin_add_overflow(reach, step, &reach))
       return false;
-    reach += (extent - 1) * stride;
   }
   return true;
 }
@@ -145,6 +154,14 @@ inline bool checkAttention(const AttentionShape &shape, const AttentionView &q,
       why = "sizes must be positive";
       return false;
     }
+  // The kernels index (batch * heads) problems of queries x keys scores.
+  int64_t problems, scores;
+  if (__builtin_mul_overflow(shape.batch, shape.heads, &problems) ||
+      __builtin_mul_overflow(shape.queries, shape.keys, &scores) ||
+      __builtin_mul_overflow(problems, scores, &scores)) {
+    why = "sizes overflow";
+    return false;
+  }
   if (!viewFits(q, shape.qExtents(), qElements, "q", why) ||
       !viewFits(k, shape.kExtents(), kElements, "k", why) ||
       !viewFits(v, shape.vExtents(), vElements, "v", why) ||

@@ -204,6 +204,14 @@ TEST_CASE("attention: geometries outside the buffers, writing an element "
   cpu::AttentionOptions empty = a;
   empty.shape.keys = 0;
   CHECK_THAT(error(empty, o.view()), Catch::Contains("sizes must be positive"));
+  // Numbers from a hostile plan file: refused, not overflowed.
+  cpu::AttentionOptions huge = a;
+  huge.k.strides[2] = int64_t(1) << 62;
+  CHECK_THAT(error(huge, o.view()), Catch::Contains("k view overflows"));
+  cpu::AttentionOptions many = a;
+  many.shape.batch = int64_t(1) << 40;
+  many.shape.queries = int64_t(1) << 30;
+  CHECK_THAT(error(many, o.view()), Catch::Contains("sizes overflow"));
 }
 
 TEST_CASE("attention: the plan call reads its views and scale, and the fast "
