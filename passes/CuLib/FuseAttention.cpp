@@ -221,10 +221,11 @@ struct Traced {
 };
 
 /// Follows `value` (read by `reader`) back through transposes, reshape
-/// copies, slices, float casts (scores only: `casts`) and multiplications or
-/// divisions by a constant, as long as each buffer on the way is an arena
-/// buffer its one writer makes for the next call alone.
-Traced traceBack(Value value, Operation *reader, bool casts) {
+/// copies, slices and multiplications or divisions by a constant, as long as
+/// each buffer on the way is an arena buffer its one writer makes for the
+/// next call alone. (Casts stay: a bf16 operand cast from f32 keeps the
+/// scores on bf16 dot products.)
+Traced traceBack(Value value, Operation *reader) {
   Traced t;
   SmallVector<Operation *> backwards;
   Operation *consumer = reader;
@@ -238,9 +239,6 @@ Traced traceBack(Value value, Operation *reader, bool casts) {
       input = op.getX();
     } else if (auto op = dyn_cast_or_null<culib::SliceOp>(writer)) {
       input = op.getX();
-    } else if (auto op = dyn_cast_or_null<culib::CastOp>(writer)) {
-      if (casts && isa<FloatType>(memrefOf(op.getX()).getElementType()))
-        input = op.getX();
     } else if (auto op = dyn_cast_or_null<culib::ElementwiseOp>(writer)) {
       ValueRange in = op.getInputs();
       bool scaling = (op.getFn() == ElementwiseFn::Mul ||
@@ -473,9 +471,9 @@ struct FoldAttention : OpRewritePattern<culib::SoftmaxOp> {
     erased.push_back(valuesMatmul);
 
     // Q, K and V back to their buffers; O on to the buffer it ends in.
-    Traced q = traceBack(scoresMatmul.getA(), scoresMatmul, false);
-    Traced k = traceBack(scoresMatmul.getB(), scoresMatmul, false);
-    Traced v = traceBack(valuesMatmul.getB(), valuesMatmul, false);
+    Traced q = traceBack(scoresMatmul.getA(), scoresMatmul);
+    Traced k = traceBack(scoresMatmul.getB(), scoresMatmul);
+    Traced v = traceBack(valuesMatmul.getB(), valuesMatmul);
     if (v.factor != 1)
       return rewriter.notifyMatchFailure(softmax, "V is scaled");
     factor *= q.factor * k.factor;
@@ -608,12 +606,11 @@ struct FoldAttention : OpRewritePattern<culib::SoftmaxOp> {
         return rewriter.notifyMatchFailure(softmax, "O overwrites an input");
 
     rewriter.setInsertionPoint(at);
-    auto attention = culib::AttentionOp::create(
+    culib::AttentionOp::create(
         rewriter, valuesMatmul.getLoc(), q.root, k.root, v.root, mask, o.root,
         rewriter.getDenseI64ArrayAttr(shape.toList()), list(0), list(1),
         list(2), list(3), mask ? list(4) : DenseI64ArrayAttr(),
         rewriter.getF32FloatAttr(static_cast<float>(factor)));
-    (void)attention;
     ++folded;
     calls += static_cast<int64_t>(all.size()) - 1;
     bytes += culib::eraseCallsAndTheirBuffers(all, Value(), rewriter);
