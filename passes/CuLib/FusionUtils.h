@@ -18,6 +18,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mp::culib {
 
@@ -99,11 +100,13 @@ eraseCallsAndTheirBuffers(llvm::ArrayRef<mlir::Operation *> calls,
   llvm::sort(ordered, [](mlir::Operation *a, mlir::Operation *b) {
     return b->isBeforeInBlock(a);
   });
-  llvm::SmallVector<mlir::Value> freed;
+  // Each buffer once: a value erased with its alloc must not be asked
+  // about again.
+  llvm::SetVector<mlir::Value> freed;
   for (mlir::Operation *op : ordered) {
     for (mlir::Value v : op->getOperands())
       if (v != keep)
-        freed.push_back(v);
+        freed.insert(v);
     rewriter.eraseOp(op);
   }
   int64_t bytes = 0;
