@@ -205,12 +205,6 @@ std::optional<std::pair<int64_t, int64_t>> splitBatch(ArrayRef<Atom> atoms,
   return std::make_pair(*outer, *innerStride);
 }
 
-/// The scalar a one-element float weight holds.
-std::optional<double> scalarOf(Value v) {
-  std::optional<APFloat> value = culib::scalarFloatWeight(v);
-  return value ? std::optional<double>(value->convertToDouble()) : std::nullopt;
-}
-
 /// An operand traced back to the buffer it is a view of: the calls that
 /// made it (to erase) and the factor they multiplied it by.
 struct Traced {
@@ -246,7 +240,8 @@ Traced traceBack(Value value, Operation *reader) {
                      in.size() == 2 && !op->hasAttr("alpha") &&
                      !op->hasAttr("beta") &&
                      memrefOf(in[0]).getShape() == memrefOf(current).getShape();
-      std::optional<double> c = scaling ? scalarOf(in[1]) : std::nullopt;
+      std::optional<double> c =
+          scaling ? culib::scalarWeightValue(in[1]) : std::nullopt;
       if (c && *c != 0) {
         t.factor *= op.getFn() == ElementwiseFn::Mul ? *c : 1 / *c;
         input = in[0];
@@ -405,7 +400,7 @@ struct FoldAttention : OpRewritePattern<culib::SoftmaxOp> {
         ValueRange in = ew.getInputs();
         if (in.size() != 2 || ew->hasAttr("alpha") || ew->hasAttr("beta"))
           return rewriter.notifyMatchFailure(softmax, "scores: other call");
-        std::optional<double> c = scalarOf(in[1]);
+        std::optional<double> c = culib::scalarWeightValue(in[1]);
         // Walking back, a factor met before the mask's add scales the mask
         // too: not this call's semantics.
         if ((ew.getFn() == ElementwiseFn::Mul ||

@@ -173,28 +173,13 @@ struct FoldBiasIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
   FusionCounts &counts;
 };
 
-/// The one-element float weight's value, if `v` is one.
-std::optional<double> scalarOf(Value v) {
-  std::optional<APFloat> value = culib::scalarFloatWeight(v);
-  return value ? std::optional<double>(value->convertToDouble()) : std::nullopt;
-}
-
 /// Whether `v` is a one-element weight within f32 rounding of `expected`.
 bool isScalar(Value v, double expected) {
-  std::optional<double> value = scalarOf(v);
+  std::optional<double> value = culib::scalarWeightValue(v);
   return value && std::abs(*value - expected) <= 1e-6 * std::abs(expected);
 }
 
-/// The elementwise call `fn` that alone writes `t` for `reader`, if any.
-culib::ElementwiseOp elementwiseWriting(Value t, rt::cpu::ElementwiseFn fn,
-                                        ArrayRef<Operation *> readers) {
-  auto op =
-      dyn_cast_or_null<culib::ElementwiseOp>(culib::soleWriter(t, readers));
-  return op && op.getFn() == fn && op.getY() == t && !op.getAlpha() &&
-                 !op.getBeta()
-             ? op
-             : nullptr;
-}
+using culib::elementwiseWriting;
 
 /// GELU after a matmul without epilogue -> the matmul's exact (erf) GELU
 /// epilogue: an elementwise gelu, or the five calls exporters write for it,

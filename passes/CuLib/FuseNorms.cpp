@@ -38,13 +38,7 @@ using rt::cpu::ElementwiseFn;
 
 MemRefType memrefOf(Value v) { return cast<MemRefType>(v.getType()); }
 
-/// The elementwise call `fn` writing `t` for `readers` alone, if any.
-culib::ElementwiseOp elementwiseWriting(Value t, ElementwiseFn fn,
-                                        ArrayRef<Operation *> readers) {
-  auto op =
-      dyn_cast_or_null<culib::ElementwiseOp>(culib::soleWriter(t, readers));
-  return op && op.getFn() == fn && op.getY() == t ? op : nullptr;
-}
+using culib::elementwiseWriting;
 
 /// The reduce mean writing `t` for `reader` alone, over the trailing dims
 /// from `axis` with the dims kept, if any.
@@ -66,10 +60,9 @@ culib::ReduceOp meanWriting(Value t, Operation *reader, int64_t &axis) {
 
 /// The value of a one-element float weight, as f32.
 std::optional<float> scalarWeight(Value v) {
-  std::optional<APFloat> value = culib::scalarFloatWeight(v);
-  if (!value)
-    return std::nullopt;
-  return static_cast<float>(value->convertToDouble());
+  std::optional<double> value = culib::scalarWeightValue(v);
+  return value ? std::optional<float>(static_cast<float>(*value))
+               : std::nullopt;
 }
 
 /// The other input of a binary elementwise call than `known`.

@@ -84,6 +84,24 @@ inline std::optional<llvm::APFloat> scalarFloatWeight(mlir::Value v) {
   return *dense.value_begin<llvm::APFloat>();
 }
 
+/// The value of a one-element float weight, as double, if `v` is one.
+inline std::optional<double> scalarWeightValue(mlir::Value v) {
+  std::optional<llvm::APFloat> value = scalarFloatWeight(v);
+  return value ? std::optional<double>(value->convertToDouble()) : std::nullopt;
+}
+
+/// The elementwise call `fn` (without alpha or beta) that alone writes `t`
+/// for `readers`, if any.
+inline ElementwiseOp
+elementwiseWriting(mlir::Value t, rt::cpu::ElementwiseFn fn,
+                   llvm::ArrayRef<mlir::Operation *> readers) {
+  auto op = llvm::dyn_cast_or_null<ElementwiseOp>(soleWriter(t, readers));
+  return op && op.getFn() == fn && op.getY() == t && !op.getAlpha() &&
+                 !op.getBeta()
+             ? op
+             : nullptr;
+}
+
 /// The bytes of a buffer type.
 inline int64_t byteSize(mlir::MemRefType type) {
   return type.getNumElements() *
