@@ -458,6 +458,47 @@ struct FoldResidualInto : OpRewritePattern<culib::ElementwiseOp> {
   FusionCounts &counts;
 };
 
+/// Whether the calls write `t` from their f32 result (rounded once).
+bool isWrittenFromF32(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+/// cast(t) -> y with t written by a CallOp (conv_fwd, matmul) -> the call
+/// writes y, rounding its f32 result once to y's type: autocast's
+/// precision boundaries after a 16-bit call (widened into an f32 region,
+/// whose bias, GELU, residual add and output cast then fold in too) and
+/// before one (an f32 call's result narrowed for the next 16-bit call).
+/// Never less accurate: the two calls rounded to t's type first.
+template <typename CallOp>
+struct FoldCastInto : OpRewritePattern<culib::CastOp> {
+  FoldCastInto(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(culib::CastOp castOp,
+                                PatternRewriter &rewriter) const override {
+    Value t = castOp.getX(), y = castOp.getY();
+    auto from = cast<MemRefType>(t.getType());
+    auto to = cast<MemRefType>(y.getType());
+    Type element = to.getElementType();
+    if (!isWrittenFromF32(from.getElementType()) || !isWrittenFromF32(element) ||
+        from.getElementType() == element ||
+        MemRefType::get(from.getShape(), element, from.getLayout(),
+                        from.getMemorySpace()) != to)
+      return rewriter.notifyMatchFailure(castOp, "not a float cast");
+    CallOp call = soleProducer<CallOp>(t, castOp);
+    if (!call)
+      return rewriter.notifyMatchFailure(castOp, "no call to fold into");
+    // A residual (C) has the output's type on every backend (a bias may
+    // be of any 16- or 32-bit float type: it is added in f32).
+    if (residualOf(call))
+      return rewriter.notifyMatchFailure(castOp, "a residual of t's type");
+    if (failed(writeInto(call, t, y, castOp, rewriter)))
+      return failure();
+    eraseFolded(castOp, t, counts, rewriter);
+    return success();
+  }
+
+  FusionCounts &counts;
+};
+
 /// `value` as f32, if that and its rounding to `element` lose nothing.
 std::optional<float> exactIn(APFloat value, Type element) {
   auto floatType = dyn_cast<FloatType>(element);
@@ -537,17 +578,19 @@ struct FuseEpiloguesPass
     patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
                  FoldClipIntoConv, FoldBiasIntoMatmul, FoldGeluIntoMatmul,
                  FoldActivationIntoConv, FoldResidualInto<culib::ConvFwdOp>,
-                 FoldResidualInto<culib::MatmulOp>, FoldDecomposedGelu>(ctx,
-                                                                        counts);
+                 FoldResidualInto<culib::MatmulOp>, FoldDecomposedGelu,
+                 FoldCastInto<culib::ConvFwdOp>, FoldCastInto<culib::MatmulOp>>(
+        ctx, counts);
     if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
       return signalPassFailure();
     if (record)
       culib::recordFusion(func, getArgument(),
-                          "activations and biases into convolution or matmul",
+                          "activations, biases, residuals and casts into convolution or matmul",
                           counts.calls, counts.calls, counts.bytes);
     if (report)
       func.emitRemark() << "culib-fuse-epilogues: " << counts.calls
-                        << " activation / bias call(s) folded into their "
+                        << " activation / bias / residual / cast call(s) "
+                           "folded into their "
                            "convolution or matmul; "
                         << counts.bytes
                         << " intermediate bytes no longer written";

@@ -180,9 +180,11 @@ Status check(const TensorView &x, const TensorView &w, const TensorView *bias,
   if (!isF32or16(y.dtype))
     return fail(kOp, "y has dtype " + std::string(dtypeName(y.dtype)) +
                          "; expected f32, f16 or bf16");
-  if (bias && bias->dtype != y.dtype && bias->dtype != DType::F32)
+  // The bias is added in f32: any float dtype of 16 or 32 bits (a 16-bit
+  // convolution widened to f32 keeps its 16-bit bias).
+  if (bias && !isF32or16(bias->dtype))
     return fail(kOp, "bias has dtype " + std::string(dtypeName(bias->dtype)) +
-                         "; expected y's dtype or f32");
+                         "; expected f32, f16 or bf16");
   if (residual && residual->dtype != y.dtype)
     return fail(kOp, "residual has dtype " +
                          std::string(dtypeName(residual->dtype)) +

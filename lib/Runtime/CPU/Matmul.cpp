@@ -212,10 +212,14 @@ Status checkMatmul(const TensorView &a, const TensorView &b,
     return fail(kOp, "C has dtype " + std::string(dtypeName(c->dtype)) +
                          ", D " + std::string(dtypeName(d.dtype)) +
                          "; they must match");
-  if (bias && bias->dtype != d.dtype && bias->dtype != DType::F32)
+  // The bias is added in f32: any float dtype of 16 or 32 bits (a 16-bit
+  // product widened to f32 keeps its 16-bit bias).
+  if (bias && bias->dtype != d.dtype &&
+      !(isF32or16(bias->dtype) && isF32or16(d.dtype)))
     return fail(kOp, "bias has dtype " + std::string(dtypeName(bias->dtype)) +
                          "; expected D's dtype (" +
-                         std::string(dtypeName(d.dtype)) + ") or f32");
+                         std::string(dtypeName(d.dtype)) +
+                         "), f32, f16 or bf16");
 
   // Shapes.
   size_t ra = a.shape.size(), rb = b.shape.size();

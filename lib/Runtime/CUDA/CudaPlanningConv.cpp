@@ -373,9 +373,17 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
   p.groups = static_cast<int>(groups);
   // The dtype cuDNN computes in: the data's, or f32 when the output's
   // dtype differs from the inputs' (inputs widened, the result rounded once
-  // to the output's dtype by the epilogue).
+  // to the output's dtype by the epilogue). A forward convolution of 16-bit
+  // data into f32 (an output cast folded into it) stays on the 16-bit
+  // tensor-core path, its result widened by the epilogue: what the cast
+  // after the convolution computed.
   DType in = x->dtype, out = y->dtype;
-  p.dataType = in == out ? in : (in == DType::F64 ? DType::F64 : DType::F32);
+  const bool widenedForward = kind == ConvKind::Forward &&
+                              out == DType::F32 &&
+                              (in == DType::F16 || in == DType::BF16);
+  p.dataType = in == out || widenedForward
+                   ? in
+                   : (in == DType::F64 ? DType::F64 : DType::F32);
   p.convertIn0 = in != p.dataType;
   p.convertIn1 = w->dtype != p.dataType;
   // A residual in y's own bytes (in place) must outlive cuDNN's write: the

@@ -110,9 +110,12 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
   DType acc = f64 ? DType::F64 : DType::F32;
   // cuBLASLt's GELU epilogue is the tanh approximation; the plan's is
   // exact. A bias of another dtype than D is added in the epilogue kernel
-  // too, before the single rounding.
+  // too, before the single rounding, and so is a D that cuBLASLt does not
+  // write from these inputs (it writes their dtype or, from 16-bit ones,
+  // f32: an f32 product narrowed to 16 bits is rounded by the epilogue).
+  bool ltWritesD = d.dtype == a.dtype || (!f64 && d.dtype == DType::F32);
   p.staged = p.act == kActGelu || (bias && bias->dtype != d.dtype) ||
-             (f64 && (bias || p.act != kActNone));
+             (f64 && (bias || p.act != kActNone)) || !ltWritesD;
   p.fusedBias = bias && !p.staged;
   p.fusedRelu = p.act == kActRelu && !p.staged;
   p.cDirect = p.withC && !p.staged && c->shape == d.shape;

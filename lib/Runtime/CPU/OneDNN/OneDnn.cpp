@@ -234,6 +234,16 @@ dnnl::memory prepareConstant(const Binding &b, const dnnl::memory::desc &wanted,
 }
 } // namespace
 
+std::shared_ptr<const dnnl::memory>
+preparedConstant(const Binding &b, const dnnl::memory::desc &wanted) {
+  return constantCache().get(
+      ConstantKey{b.data, "", b.f16Storage, b.desc, wanted}, [&] {
+        dnnl::stream stream(engine());
+        return std::make_shared<const dnnl::memory>(
+            prepareConstant(b, wanted, stream));
+      });
+}
+
 size_t preparedConstantBytes() {
   return constantCache().liveBytes(
       [](const ConstantKey &, const dnnl::memory *m) {
@@ -289,11 +299,8 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
     // A constant goes into its layout (and f32) once, into memory that every
     // call made from the same weight shares.
     if (b.constant && !output && (b.f16Storage || !(wanted == b.desc))) {
-      std::shared_ptr<const dnnl::memory> constant = constantCache().get(
-          ConstantKey{b.data, "", b.f16Storage, b.desc, wanted}, [&] {
-            return std::make_shared<const dnnl::memory>(
-                prepareConstant(b, wanted, call->stream_));
-          });
+      std::shared_ptr<const dnnl::memory> constant =
+          preparedConstant(b, wanted);
       call->args_[b.arg] = *constant;
       call->held_.push_back(std::move(constant));
       continue;

@@ -124,6 +124,11 @@ sharedConstant(const void *source, const std::string &kind,
                const dnnl::memory::desc &wanted,
                const std::function<dnnl::memory()> &make);
 
+/// A constant binding's memory as `wanted` lays it out (f16 widened to
+/// f32): made once per weight and layout in the process, in the memory
+/// PrimitiveCall's reordered constants share.
+std::shared_ptr<const dnnl::memory>
+preparedConstant(const Binding &b, const dnnl::memory::desc &wanted);
 /// A convolution's filter (operand, or a backward-filter call's dw) as the
 /// call binds it: as the plan holds it (`user`, its descriptor), or, where a
 /// FilterSource of the same dims and a dtype oneDNN reorders is given for a
@@ -239,6 +244,15 @@ FastCallChoice prepareAttention(const PlanCall &call,
                                 const std::vector<TensorView> &results,
                                 const std::vector<bool> &constant,
                                 const FilterSource *filter);
+/// A channels-last 2-d convolution with f16 x or y, in blocks of output
+/// rows (OneDnnConvTiles.cpp); no call (and no reason) where it does not
+/// pay: prepareConv then binds the whole tensors.
+FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
+                                   const TensorView *bias,
+                                   const TensorView *residual,
+                                   const TensorView &y, const ConvOptions &o,
+                                   const std::vector<bool> &constant,
+                                   const FilterSource *filter);
 FastCallChoice prepareConv(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results,

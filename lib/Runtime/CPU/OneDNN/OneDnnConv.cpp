@@ -44,6 +44,11 @@ FastCallChoice prepareConv(const PlanCall &call,
   if (!in || !out || !biasType)
     return referenceKernel("dtype " + std::string(dtypeName(x.dtype)));
 
+  // f16 data, channels last: in blocks of rows where that pays.
+  if (FastCallChoice tiled = prepareTiledF16Conv(x, w, bias, residual, y,
+                                                 *options, constant, filter);
+      tiled.call)
+    return tiled;
   return catchingErrors([&] {
     const ConvOptions &o = *options;
     const ConvWindow win = convWindowOf(o, *spatial);
