@@ -478,8 +478,8 @@ struct FoldCastInto : OpRewritePattern<culib::CastOp> {
     auto from = cast<MemRefType>(t.getType());
     auto to = cast<MemRefType>(y.getType());
     Type element = to.getElementType();
-    if (!isWrittenFromF32(from.getElementType()) || !isWrittenFromF32(element) ||
-        from.getElementType() == element ||
+    if (!isWrittenFromF32(from.getElementType()) ||
+        !isWrittenFromF32(element) || from.getElementType() == element ||
         MemRefType::get(from.getShape(), element, from.getLayout(),
                         from.getMemorySpace()) != to)
       return rewriter.notifyMatchFailure(castOp, "not a float cast");
@@ -584,9 +584,10 @@ struct FuseEpiloguesPass
     if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
       return signalPassFailure();
     if (record)
-      culib::recordFusion(func, getArgument(),
-                          "activations, biases, residuals and casts into convolution or matmul",
-                          counts.calls, counts.calls, counts.bytes);
+      culib::recordFusion(
+          func, getArgument(),
+          "activations, biases, residuals and casts into convolution or matmul",
+          counts.calls, counts.calls, counts.bytes);
     if (report)
       func.emitRemark() << "culib-fuse-epilogues: " << counts.calls
                         << " activation / bias / residual / cast call(s) "

@@ -113,13 +113,33 @@ FastCallChoice prepareFastCall(const PlanCall &call,
       {"kernel.attention", onednn::prepareAttention},
       {"cudnn.lrn", onednn::prepareLrn},
       {"kernel.fused_elementwise", prepareFusedElementwise}};
-  for (const auto &[kind, prepare] : kFastCalls)
-    if (call.kind == kind)
-      return prepare(call, operands, results, constant, filter);
+  auto usesF16 = [&] {
+    for (const std::vector<TensorView> *buffers : {&operands, &results})
+      for (const TensorView &t : *buffers)
+        if (t.dtype == DType::F16)
+          return true;
+    return false;
+  };
+  for (const auto &[kind, prepare] : kFastCalls) {
+    if (call.kind != kind)
+      continue;
+    FastCallChoice choice = prepare(call, operands, results, constant, filter);
+    // No f16 kernel for this one (a primitive or an attribute the CPU's f16
+    // kernels lack): through f32 copies, as on CPUs without f16 arithmetic.
+    if (!choice.call && onednn::f16IsNative() && usesF16()) {
+      onednn::ScopedF16Widening widened;
+      FastCallChoice second =
+          prepare(call, operands, results, constant, filter);
+      if (second.call)
+        return second;
+    }
+    return choice;
+  }
   return {nullptr, "no oneDNN primitive for " + call.kind + " yet"};
 }
 
 bool haveFastKernels() { return true; }
+bool fastKernelsComputeF16() { return onednn::f16IsNative(); }
 size_t preparedConstantBytes() { return onednn::preparedConstantBytes(); }
 
 std::string fastKernelIsa() {
@@ -138,8 +158,14 @@ std::string fastKernelIsa() {
     return "avx512_core_vnni";
   case dnnl::cpu_isa::avx512_core_bf16:
     return "avx512_core_bf16";
+  case dnnl::cpu_isa::avx512_core_fp16:
+    return "avx512_core_fp16";
   case dnnl::cpu_isa::avx512_core_amx:
     return "avx512_core_amx";
+  case dnnl::cpu_isa::avx512_core_amx_fp16:
+    return "avx512_core_amx_fp16";
+  case dnnl::cpu_isa::avx2_vnni_2:
+    return "avx2_vnni_2";
   default:
     return "other";
   }
@@ -156,6 +182,7 @@ FastCallChoice prepareFastCall(const PlanCall &,
 }
 
 bool haveFastKernels() { return false; }
+bool fastKernelsComputeF16() { return false; }
 size_t preparedConstantBytes() { return 0; }
 std::string fastKernelIsa() { return "none"; }
 

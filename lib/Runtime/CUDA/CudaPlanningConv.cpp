@@ -378,8 +378,7 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
   // tensor-core path, its result widened by the epilogue: what the cast
   // after the convolution computed.
   DType in = x->dtype, out = y->dtype;
-  const bool widenedForward = kind == ConvKind::Forward &&
-                              out == DType::F32 &&
+  const bool widenedForward = kind == ConvKind::Forward && out == DType::F32 &&
                               (in == DType::F16 || in == DType::BF16);
   p.dataType = in == out || widenedForward
                    ? in

@@ -210,19 +210,35 @@ TEST_CASE("convolution planning: cuDNN descriptors", "[cuda][planning]") {
     CHECK(p->epi.geom.inner == 1);
     CHECK(p->epi.geom.outer == 32);
   }
-  SECTION("an f32 result of f16 inputs computes in f32") {
+  SECTION("an f32 result of f16 inputs: cuDNN in f16, widened after") {
+    // A cast folded into the convolution (culib-fuse-epilogues): the
+    // tensor-core path, its result widened by the epilogue kernel.
     TensorDesc x = at(DType::F16, {1, 2, 4, 4}),
                w = at(DType::F16, {3, 2, 3, 3}),
                y = at(DType::F32, {1, 3, 2, 2});
     Result<ConvPlan> p =
         planConv(ConvKind::Forward, convCall({0, 0, 0, 0}), {x, w}, {y});
     REQUIRE(p);
+    CHECK(p->dataType == DType::F16);
+    CHECK_FALSE(p->convertIn0);
+    CHECK_FALSE(p->convertIn1);
+    CHECK(p->outputToScratch);
+    CHECK(p->outBytes == 12 * 2);
+    CHECK(p->epilogue);
+    CHECK(p->epi.accDtype == static_cast<int32_t>(DType::F16));
+    CHECK(p->epi.outDtype == static_cast<int32_t>(DType::F32));
+  }
+  SECTION("an f16 result of f32 inputs computes in f32, rounded after") {
+    TensorDesc x = at(DType::F32, {1, 2, 4, 4}),
+               w = at(DType::F32, {3, 2, 3, 3}),
+               y = at(DType::F16, {1, 3, 2, 2});
+    Result<ConvPlan> p =
+        planConv(ConvKind::Forward, convCall({0, 0, 0, 0}), {x, w}, {y});
+    REQUIRE(p);
     CHECK(p->dataType == DType::F32);
-    CHECK(p->convertIn0);
-    CHECK(p->convertIn1);
-    CHECK(p->in0Bytes == 32 * 4);
-    CHECK(p->in1Bytes == 54 * 4);
-    CHECK_FALSE(p->outputToScratch);
+    CHECK(p->outputToScratch);
+    CHECK(p->outBytes == 12 * 4);
+    CHECK(p->epi.outDtype == static_cast<int32_t>(DType::F16));
   }
   SECTION("backward data (ConvTranspose)") {
     // x [N, C, in], w [C, M/g, k]: y = [N, M, (in - 1) * s + k - pads].

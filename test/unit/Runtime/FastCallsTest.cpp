@@ -12,6 +12,7 @@
 #include "mp/Runtime/CPU/FastCalls.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
+#include "mp/Runtime/Half.h"
 #include "mp/Runtime/Tensor.h"
 
 #include <catch2/catch.hpp>
@@ -311,6 +312,56 @@ TEST_CASE("fast matmul calls leave what oneDNN cannot do to the reference",
       {{"has_c", int64_t(0)}, {"has_bias", int64_t(0)}}, {a.view(), a.view()});
   CHECK_FALSE(bad.call);
   CHECK_THAT(bad.why, Catch::Contains("reference kernel reports"));
+}
+
+TEST_CASE("fast f16 matmuls and convolutions accumulate in f32",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    SUCCEED("built without oneDNN");
+    return;
+  }
+  // 4096 products of ones: an f16 running sum stops at 2048 (2048 + 1 rounds
+  // back to 2048), an f32 one reaches 4096, which f16 holds exactly. Native
+  // f16 kernels (fastKernelsComputeF16) and f32 copies alike; into f16 and
+  // into f32 (an output cast folded into the call).
+  const int64_t k = 4096;
+  auto ones = [](Shape shape) {
+    HostTensor t(DType::F16, std::move(shape));
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.as<Half>()[i] = toHalf(1.0f);
+    return t;
+  };
+  for (DType out : {DType::F16, DType::F32}) {
+    INFO("result " << dtypeName(out) << ", f16 kernels "
+                   << cpu::fastKernelsComputeF16());
+    HostTensor a = ones({2, k}), b = ones({k, 3}), d(out, {2, 3});
+    cpu::FastCallChoice matmul = cpu::prepareFastCall(
+        callOf("cublaslt.matmul", {{"has_c", int64_t(0)},
+                                   {"has_bias", int64_t(0)},
+                                   {"compute_type", int64_t(DType::F32)}}),
+        {a.view(), b.view()}, {d.view()}, {false, true});
+    REQUIRE(matmul.call);
+    std::vector<unsigned char> scratch(matmul.call->scratchBytes() + 64);
+    REQUIRE(matmul.call->run(scratch.data()).isOk());
+    for (float v : asFloats(d))
+      CHECK(v == 4096.0f);
+    HostTensor x = ones({1, 2, 2, k}), w = ones({3, 1, 1, k}),
+               y(out, {1, 2, 2, 3});
+    cpu::FastCallChoice conv = cpu::prepareFastCall(
+        callOf("cudnn.conv_fwd", {{"has_bias", int64_t(0)},
+                                  {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                                  {"strides", std::vector<int64_t>{1, 1}},
+                                  {"dilations", std::vector<int64_t>{1, 1}},
+                                  {"groups", int64_t(1)},
+                                  {"layout", std::string("nhwc")},
+                                  {"compute_type", int64_t(DType::F32)}}),
+        {x.view(), w.view()}, {y.view()}, {false, true});
+    REQUIRE(conv.call);
+    scratch.assign(conv.call->scratchBytes() + 64, 0);
+    REQUIRE(conv.call->run(scratch.data()).isOk());
+    for (float v : asFloats(y))
+      CHECK(v == 4096.0f);
+  }
 }
 
 TEST_CASE("fast convolutions compute what the reference computes",
@@ -730,12 +781,17 @@ TEST_CASE("fast elementwise calls leave the rest to the reference",
   CHECK_THAT(why({{"fn", std::string("pow")}}, {x.view(), exponent.view()},
                  {false, false}),
              Catch::Contains("other than a constant 2"));
+  // f16 relu: one pass either way; through f32 copies it would be three.
   HostTensor h(DType::F16, {4, 5}), hy(DType::F16, {4, 5});
   cpu::FastCallChoice f16 = cpu::prepareFastCall(
       callOf("kernel.elementwise", {{"fn", std::string("relu")}}), {h.view()},
       {hy.view()}, {false});
-  CHECK_FALSE(f16.call);
-  CHECK_THAT(f16.why, Catch::Contains("F16C"));
+  if (cpu::fastKernelsComputeF16()) {
+    CHECK(f16.call);
+  } else {
+    CHECK_FALSE(f16.call);
+    CHECK_THAT(f16.why, Catch::Contains("F16C"));
+  }
 }
 
 TEST_CASE("fast softmax computes what the reference computes", "[cpu][fast]") {

@@ -320,6 +320,13 @@ TEST_CASE("matmul: 16-bit results are rounded once from f32",
       cpu::matmul(a.view(), b.view(), nullptr, &bias.view(), d.view()).isOk());
   // 1 + 2^-11 + 2^-20 -> 1 + 2^-10 (a running f16 sum would give 1).
   CHECK(toFloat(d.as<Half>()[0]) == 1.0f + 0x1p-10f);
+  // Into f32 (an output cast folded into the matmul), with its f16 bias:
+  // the exact f32 sum, no rounding to f16 on the way.
+  HostTensor wide(DType::F32, {1, 1}), bias16(DType::F16, {1});
+  bias16.as<Half>()[0] = toHalf(0.5f);
+  REQUIRE(cpu::matmul(a.view(), b.view(), nullptr, &bias16.view(), wide.view())
+              .isOk());
+  CHECK(wide.as<float>()[0] == 1.5f + 0x1p-11f + 0x1p-20f);
 }
 
 TEST_CASE("matmul rejects bad arguments", "[runtime][cpu][matmul]") {
@@ -351,10 +358,10 @@ TEST_CASE("matmul rejects bad arguments", "[runtime][cpu][matmul]") {
       "does not broadcast");
   err(cpu::matmul(a.view(), b.view(), &c16.view(), nullptr, d.view()),
       "C has dtype");
-  HostTensor badBias = f32({4}), bias16(DType::F16, {6});
+  HostTensor badBias = f32({4}), bias64(DType::F64, {6});
   err(cpu::matmul(a.view(), b.view(), nullptr, &badBias.view(), d.view()),
       "bias has shape");
-  err(cpu::matmul(a.view(), b.view(), nullptr, &bias16.view(), d.view()),
+  err(cpu::matmul(a.view(), b.view(), nullptr, &bias64.view(), d.view()),
       "bias has dtype");
   cpu::MatmulOptions t;
   t.transA = true;

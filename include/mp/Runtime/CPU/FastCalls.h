@@ -90,6 +90,10 @@ size_t preparedConstantBytes();
 /// set they use on this CPU (e.g. "avx512_core_bf16"; "none" without).
 bool haveFastKernels();
 std::string fastKernelIsa();
+/// Whether the fast kernels compute f16 data as f16 on this CPU (oneDNN's
+/// f16 kernels: AVX512-FP16, AVX2-VNNI-2; f32 accumulation, one rounding)
+/// rather than through f32 copies of it.
+bool fastKernelsComputeF16();
 
 /// The threads the CPU kernels use on the calling thread (OpenMP's
 /// omp_get_max_threads; 1 in a build without OpenMP).

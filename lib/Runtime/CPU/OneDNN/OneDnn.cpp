@@ -17,12 +17,36 @@ const dnnl::engine &engine() {
   return cpu;
 }
 
+namespace {
+/// Set by ScopedF16Widening on its thread.
+thread_local int widenF16Depth = 0;
+
+bool cpuHasF16Kernels() {
+  static const bool has = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    auto includes = [&](dnnl::cpu_isa wanted) {
+      const auto bits = static_cast<unsigned>(wanted);
+      return (isa & bits) == bits;
+    };
+    return includes(dnnl::cpu_isa::avx512_core_fp16) ||
+           includes(dnnl::cpu_isa::avx2_vnni_2);
+  }();
+  return has;
+}
+} // namespace
+
+bool f16IsNative() { return widenF16Depth == 0 && cpuHasF16Kernels(); }
+
+ScopedF16Widening::ScopedF16Widening() { ++widenF16Depth; }
+ScopedF16Widening::~ScopedF16Widening() { --widenF16Depth; }
+
 std::optional<dnnl::memory::data_type> computeTypeOf(DType t) {
   using dt = dnnl::memory::data_type;
   switch (t) {
   case DType::F32:
-  case DType::F16: // widened (Binding::f16Storage)
     return dt::f32;
+  case DType::F16: // else widened (Binding::f16Storage)
+    return f16IsNative() ? dt::f16 : dt::f32;
   case DType::BF16:
     return dt::bf16;
   default:
@@ -36,7 +60,7 @@ dnnl::memory::desc plainDesc(const dnnl::memory::dims &dims,
 }
 
 dnnl::memory::desc anyLayout(const dnnl::memory::desc &d) {
-  return dnnl::memory::desc(d.dims(), d.data_type(),
+  return dnnl::memory::desc(d.get_dims(), d.get_data_type(),
                             dnnl::memory::format_tag::any);
 }
 
@@ -135,28 +159,29 @@ void appendActivation(dnnl::post_ops &ops, Activation activation, float lo,
   case Activation::None:
     break;
   case Activation::Relu:
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     break;
   case Activation::Gelu:
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
+    ops.append_eltwise(dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
     break;
   case Activation::GeluTanh:
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+    ops.append_eltwise(dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
     break;
   case Activation::Clip: // as the elementwise clip (OneDnnEltwise.cpp)
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, lo, hi);
+    ops.append_eltwise(dnnl::algorithm::eltwise_clip_v2, lo, hi);
     break;
   case Activation::Silu: // x * sigmoid(alpha x), alpha = 1
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+    ops.append_eltwise(dnnl::algorithm::eltwise_swish, 1.f, 0.f);
     break;
   case Activation::Sigmoid:
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
+    ops.append_eltwise(dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
     break;
   case Activation::Tanh:
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_tanh, 0.f, 0.f);
+    ops.append_eltwise(dnnl::algorithm::eltwise_tanh, 0.f, 0.f);
     break;
   case Activation::HardSwish:
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f);
+    // x * clamp(x / 6 + 1 / 2, 0, 1).
+    ops.append_eltwise(dnnl::algorithm::eltwise_hardswish, 1.f / 6.f, 0.5f);
     break;
   }
 }

@@ -29,11 +29,26 @@ namespace mp::rt::cpu::onednn {
 /// The CPU engine (one for the process; oneDNN engines are thread-safe).
 const dnnl::engine &engine();
 
+/// Whether f16 buffers go to the primitives as f16 on this thread: on CPUs
+/// with oneDNN's f16 kernels (AVX512-FP16: Sapphire Rapids and later;
+/// AVX2-VNNI-2), which accumulate in f32 and round once, outside a
+/// ScopedF16Widening.
+bool f16IsNative();
+/// While alive, this thread prepares calls with f16 widened to f32 even
+/// where the CPU has f16 kernels: prepareFastCall's second try for a call
+/// that oneDNN has no f16 implementation of.
+class ScopedF16Widening {
+public:
+  ScopedF16Widening();
+  ~ScopedF16Widening();
+  ScopedF16Widening(const ScopedF16Widening &) = delete;
+  ScopedF16Widening &operator=(const ScopedF16Widening &) = delete;
+};
 /// The data type a primitive computes on for a runtime dtype: f32 and bf16
-/// as they are (bf16 with f32 accumulation), and f16 as f32: oneDNN 2.6 has
-/// no f16 convolution or matmul on CPUs, and those without avx512_core_fp16
-/// no f16 arithmetic, so f16 buffers are widened into f32 copies (exact) and
-/// results rounded once into them (Binding::f16Storage). None for others.
+/// as they are (bf16 with f32 accumulation); f16 as f16 where it is native
+/// (f16IsNative), else as f32: CPUs without f16 arithmetic have no f16
+/// kernels, so f16 buffers are widened into f32 copies (exact) and results
+/// rounded once into them (Binding::f16Storage). None for others.
 std::optional<dnnl::memory::data_type> computeTypeOf(DType t);
 
 /// A row-major descriptor of `dims` of dtype t.
@@ -88,7 +103,8 @@ struct Binding {
   Binding(int arg, dnnl::memory::desc desc, const TensorView &t,
           bool constant = false)
       : arg(arg), desc(std::move(desc)), data(t.data), constant(constant),
-        f16Storage(t.dtype == DType::F16), output(isOutputArg(arg)) {}
+        f16Storage(t.dtype == DType::F16 && !f16IsNative()),
+        output(isOutputArg(arg)) {}
   int arg; ///< DNNL_ARG_SRC, ...
   /// What the primitive sees (f32 for an f16 buffer; dense).
   dnnl::memory::desc desc;

@@ -196,8 +196,8 @@ private:
     p.oDesc = plainDesc({g, n.queries, n.valueDim}, dt::f32);
     dnnl::matmul::primitive_desc scores;
     try {
-      scores = dnnl::matmul::primitive_desc(
-          dnnl::matmul::desc(p.qDesc, p.kDesc, p.sDesc), attr, engine());
+      scores = dnnl::matmul::primitive_desc(engine(), p.qDesc, p.kDesc, p.sDesc,
+                                            attr);
     } catch (const dnnl::error &) {
       if (qkType_ != dt::bf16)
         throw;
@@ -205,8 +205,8 @@ private:
       qkType_ = dt::f32;
       return makeBlock(problems, p, why);
     }
-    dnnl::matmul::primitive_desc values(
-        dnnl::matmul::desc(p.pDesc, p.vDesc, p.oDesc), attr, engine());
+    dnnl::matmul::primitive_desc values(engine(), p.pDesc, p.vDesc, p.oDesc,
+                                        attr);
     if (isReferenceImplementation(scores) && qkType_ == dt::bf16) {
       // Only oneDNN's reference bf16 matmul: f32 copies instead.
       qkType_ = dt::f32;

@@ -64,9 +64,8 @@ dnnl::batch_normalization_forward::primitive_desc
 trainingForward(const dnnl::memory::desc &xDesc, float epsilon,
                 normalization_flags flags) {
   return dnnl::batch_normalization_forward::primitive_desc(
-      dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training,
-                                              xDesc, epsilon, flags),
-      userScratchpad(), engine());
+      engine(), dnnl::prop_kind::forward_training, xDesc, xDesc, epsilon, flags,
+      userScratchpad());
 }
 
 /// [C] f32 buffers the call owns, as views the bindings can take.
@@ -131,16 +130,9 @@ private:
 /// cudnn.batch_norm_bwd: the statistics of x, then the backward primitive.
 class BatchNormBackwardCall final : public PreparedCall {
 public:
-  explicit BatchNormBackwardCall(int64_t channels)
-      : batch_(channels), shift_(static_cast<size_t>(channels), 0.f) {}
+  explicit BatchNormBackwardCall(int64_t channels) : batch_(channels) {}
 
   ChannelBuffers &batch() { return batch_; }
-  /// oneDNN 2.6's backward with use_shift (for dbias) wants a shift
-  /// argument, which the gradients do not depend on: zeros.
-  TensorView shiftView() {
-    return TensorView{
-        DType::F32, {static_cast<int64_t>(shift_.size())}, shift_.data()};
-  }
   void setPrimitives(std::unique_ptr<PreparedCall> statistics,
                      std::unique_ptr<PreparedCall> backward) {
     statistics_ = std::move(statistics);
@@ -161,7 +153,6 @@ public:
 
 private:
   ChannelBuffers batch_;
-  std::vector<float> shift_;
   std::unique_ptr<PreparedCall> statistics_, backward_;
   std::string name_;
 };
@@ -192,9 +183,8 @@ FastCallChoice prepareBatchNormInference(
                  normalization_flags::use_scale |
                  normalization_flags::use_shift;
     dnnl::batch_normalization_forward::primitive_desc pd(
-        dnnl::batch_normalization_forward::desc(
-            dnnl::prop_kind::forward_inference, xDesc, options.epsilon, flags),
-        userScratchpad(), engine());
+        engine(), dnnl::prop_kind::forward_inference, xDesc, xDesc,
+        options.epsilon, flags, userScratchpad());
     auto isConstant = [&](size_t k) {
       return constant.size() > k && constant[k];
     };
@@ -243,7 +233,7 @@ FastCallChoice prepareBatchNormTraining(const PlanCall &call,
     if (!(pd.dst_desc() == yDesc))
       return referenceKernel("x and y in different layouts");
     auto call = std::make_unique<BatchNormTrainingCall>(
-        channel.dims()[0], operands[3], operands[4], results[1], results[2],
+        channel.get_dims()[0], operands[3], operands[4], results[1], results[2],
         options.momentum);
     Binding mean(DNNL_ARG_MEAN, channel, call->batch().meanView());
     Binding variance(DNNL_ARG_VARIANCE, channel, call->batch().varianceView());
@@ -292,12 +282,11 @@ FastCallChoice prepareBatchNormBackward(const PlanCall &call,
         normalization_flags::use_scale | normalization_flags::use_shift;
     auto hint = trainingForward(xDesc, options.epsilon, flags);
     dnnl::batch_normalization_backward::primitive_desc pd(
-        dnnl::batch_normalization_backward::desc(
-            dnnl::prop_kind::backward, dyDesc, xDesc, options.epsilon, flags),
-        userScratchpad(), engine(), hint);
+        engine(), dnnl::prop_kind::backward, dyDesc, dyDesc, xDesc,
+        options.epsilon, flags, hint, userScratchpad());
     if (!(statisticsPd.dst_desc() == dxDesc) || !(pd.diff_src_desc() == dxDesc))
       return referenceKernel("x, dy and dx in different layouts");
-    auto call = std::make_unique<BatchNormBackwardCall>(channel.dims()[0]);
+    auto call = std::make_unique<BatchNormBackwardCall>(channel.get_dims()[0]);
     TensorView mean = call->batch().meanView(),
                variance = call->batch().varianceView();
     Binding meanOut(DNNL_ARG_MEAN, channel, mean),
@@ -318,7 +307,6 @@ FastCallChoice prepareBatchNormBackward(const PlanCall &call,
          {DNNL_ARG_VARIANCE, channel, variance},
          {DNNL_ARG_DIFF_DST, dyDesc, dy},
          {DNNL_ARG_SCALE, channel, scale, constant.size() > 1 && constant[1]},
-         {DNNL_ARG_SHIFT, channel, call->shiftView(), true},
          {DNNL_ARG_DIFF_SRC, dxDesc, dx},
          {DNNL_ARG_DIFF_SCALE, channel, results[1]},
          {DNNL_ARG_DIFF_SHIFT, channel, results[2]}});

@@ -59,9 +59,11 @@ FastCallChoice prepareConv(const PlanCall &call,
     // the primitive picks the activations' layout too, and the call
     // reorders x into it and y out of it (through the workspace).
     const bool nchw = o.layout == Layout::NCHW;
-    // A residual is added as a binary post-op in y's own layout.
+    // A residual is added as a binary post-op in y's layout: channels first
+    // the one the primitive picks (oneDNN has only reference code for a
+    // plain one), the residual reordered into it as x is.
     dnnl::memory::desc xWanted = nchw ? anyLayout(xDesc) : xDesc;
-    dnnl::memory::desc yWanted = nchw && !residual ? anyLayout(yDesc) : yDesc;
+    dnnl::memory::desc yWanted = nchw ? anyLayout(yDesc) : yDesc;
     dnnl::memory::desc wUser = filterDesc(w, o.layout, o.groups, *in);
     dnnl::memory::desc wAny = anyLayout(wUser);
     dnnl::memory::desc biasDesc;
@@ -71,20 +73,18 @@ FastCallChoice prepareConv(const PlanCall &call,
     dnnl::primitive_attr attr = userScratchpad();
     dnnl::post_ops ops;
     if (residual)
-      ops.append_binary(dnnl::algorithm::binary_add, yDesc);
+      ops.append_binary(dnnl::algorithm::binary_add, yWanted);
     appendActivation(ops, o.activation, o.clipMin, o.clipMax);
     attr.set_post_ops(ops);
     auto algorithm = dnnl::algorithm::convolution_direct;
     auto kind = dnnl::prop_kind::forward_inference;
-    dnnl::convolution_forward::desc desc =
-        bias
-            ? dnnl::convolution_forward::desc(
-                  kind, algorithm, xWanted, wAny, biasDesc, yWanted,
-                  win.strides, win.dilates, win.padsBegin, win.padsEnd)
-            : dnnl::convolution_forward::desc(kind, algorithm, xWanted, wAny,
-                                              yWanted, win.strides, win.dilates,
-                                              win.padsBegin, win.padsEnd);
-    dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
+    using ConvPd = dnnl::convolution_forward::primitive_desc;
+    ConvPd pd = bias ? ConvPd(engine(), kind, algorithm, xWanted, wAny,
+                              biasDesc, yWanted, win.strides, win.dilates,
+                              win.padsBegin, win.padsEnd, attr)
+                     : ConvPd(engine(), kind, algorithm, xWanted, wAny, yWanted,
+                              win.strides, win.dilates, win.padsBegin,
+                              win.padsEnd, attr);
     auto isConstant = [&](size_t k) {
       return constant.size() > k && constant[k];
     };

@@ -79,14 +79,12 @@ std::variant<Gradient, std::string> gradientOf(const PlanCall &call,
 /// implementation); its filter in the activations' dtype.
 dnnl::convolution_forward::primitive_desc forwardHint(const Gradient &g) {
   const ConvWindow &w = g.window;
-  desc filter(g.filterWanted.dims(), g.inWanted.data_type(),
+  desc filter(g.filterWanted.get_dims(), g.inWanted.get_data_type(),
               dnnl::memory::format_tag::any);
   return dnnl::convolution_forward::primitive_desc(
-      dnnl::convolution_forward::desc(
-          dnnl::prop_kind::forward_training,
-          dnnl::algorithm::convolution_direct, g.inWanted, filter, g.outWanted,
-          w.strides, w.dilates, w.padsBegin, w.padsEnd),
-      engine());
+      engine(), dnnl::prop_kind::forward_training,
+      dnnl::algorithm::convolution_direct, g.inWanted, filter, g.outWanted,
+      w.strides, w.dilates, w.padsBegin, w.padsEnd);
 }
 
 } // namespace
@@ -110,10 +108,9 @@ FastCallChoice prepareConvBackwardData(const PlanCall &call,
     const Gradient &g = std::get<Gradient>(found);
     const ConvWindow &win = g.window;
     dnnl::convolution_backward_data::primitive_desc pd(
-        dnnl::convolution_backward_data::desc(
-            dnnl::algorithm::convolution_direct, g.inWanted, g.filterWanted,
-            g.outWanted, win.strides, win.dilates, win.padsBegin, win.padsEnd),
-        userScratchpad(), engine(), forwardHint(g));
+        engine(), dnnl::algorithm::convolution_direct, g.inWanted,
+        g.filterWanted, g.outWanted, win.strides, win.dilates, win.padsBegin,
+        win.padsEnd, forwardHint(g), userScratchpad());
     bool constantW = constant.size() > 1 && constant[1];
     bool fromSource = false;
     FastCallChoice choice = PrimitiveCall::prepare(
@@ -141,10 +138,9 @@ FastCallChoice prepareConvBackwardFilter(
     const Gradient &g = std::get<Gradient>(found);
     const ConvWindow &win = g.window;
     dnnl::convolution_backward_weights::primitive_desc pd(
-        dnnl::convolution_backward_weights::desc(
-            dnnl::algorithm::convolution_direct, g.inWanted, g.filterWanted,
-            g.outWanted, win.strides, win.dilates, win.padsBegin, win.padsEnd),
-        userScratchpad(), engine(), forwardHint(g));
+        engine(), dnnl::algorithm::convolution_direct, g.inWanted,
+        g.filterWanted, g.outWanted, win.strides, win.dilates, win.padsBegin,
+        win.padsEnd, forwardHint(g), userScratchpad());
     bool fromSource = false;
     FastCallChoice choice = PrimitiveCall::prepare(
         pd, dnnl::convolution_backward_weights(pd),

@@ -1,6 +1,7 @@
 //===- OneDnnConvTiles.cpp - f16 convolutions in cache-sized blocks -------===//
 //
-// oneDNN 2.6 has no f16 convolution (computeTypeOf), so an f16 x or y goes
+// On CPUs without f16 kernels (f16IsNative: AMD's Zen 4, Intel's before
+// Sapphire Rapids) oneDNN computes no f16 convolution, so an f16 x or y goes
 // through an f32 copy in the scratch: a pass widening x before the
 // primitive, one rounding its f32 result into y after it. Over whole
 // tensors those copies do not stay in the cache (MobileNetV2's first layers
@@ -42,9 +43,9 @@ size_t alignedBytes(size_t n) { return (n + 63) / 64 * 64; }
 /// logical [1, C, rows, width].
 dnnl::memory::desc blockDesc(int64_t rows, int64_t width, int64_t channels,
                              dnnl::memory::data_type type) {
-  return dnnl::memory::desc({1, channels, rows, width}, type,
-                            {rows * width * channels, 1, width * channels,
-                             channels});
+  return dnnl::memory::desc(
+      {1, channels, rows, width}, type,
+      {rows * width * channels, 1, width * channels, channels});
 }
 
 /// The rows of x [N, H, W, C] and y [N, OH, OW, M] (f16 ones through
@@ -172,7 +173,8 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
                                    const std::vector<bool> &constant,
                                    const FilterSource *filter) {
   const bool xF16 = x.dtype == DType::F16, yF16 = y.dtype == DType::F16;
-  if (!(xF16 || yF16) || o.layout != Layout::NHWC || x.shape.size() != 4)
+  if (!(xF16 || yF16) || f16IsNative() || o.layout != Layout::NHWC ||
+      x.shape.size() != 4)
     return referenceKernel("");
   const int64_t n = x.shape[0], height = x.shape[1], width = x.shape[2],
                 channels = x.shape[3];
@@ -194,15 +196,15 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
     return referenceKernel("");
   // f32 bytes per result row: the result, the residual and `stride` input
   // rows (f32 or the data's own: an estimate either way).
-  const int64_t perRow =
-      (outRow * (residual ? 2 : 1) + stride * inRow) * f32;
-  const int64_t rows =
-      std::clamp<int64_t>(kBlockBytes / std::max<int64_t>(perRow, 1), 1,
-                          outHeight);
+  const int64_t perRow = (outRow * (residual ? 2 : 1) + stride * inRow) * f32;
+  const int64_t rows = std::clamp<int64_t>(
+      kBlockBytes / std::max<int64_t>(perRow, 1), 1, outHeight);
   if (rows == outHeight && n == 1)
     return referenceKernel("");
 
-  auto isConstant = [&](size_t k) { return constant.size() > k && constant[k]; };
+  auto isConstant = [&](size_t k) {
+    return constant.size() > k && constant[k];
+  };
   const dnnl::memory::data_type computeIn = *computeTypeOf(x.dtype);
   const dnnl::memory::data_type computeOut = *computeTypeOf(y.dtype);
   const ConvWindow win = convWindowOf(o, 2);
@@ -285,22 +287,19 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
         auto kind = dnnl::prop_kind::forward_inference;
         auto algorithm = dnnl::algorithm::convolution_direct;
         dnnl::memory::desc wAny = anyLayout(wUser);
-        dnnl::convolution_forward::desc desc =
-            bias ? dnnl::convolution_forward::desc(
-                       kind, algorithm, src, wAny, biasDesc, dst, win.strides,
-                       win.dilates, padsBegin, padsEnd)
-                 : dnnl::convolution_forward::desc(kind, algorithm, src, wAny,
-                                                   dst, win.strides,
-                                                   win.dilates, padsBegin,
-                                                   padsEnd);
-        dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
+        using ConvPd = dnnl::convolution_forward::primitive_desc;
+        ConvPd pd =
+            bias ? ConvPd(engine(), kind, algorithm, src, wAny, biasDesc, dst,
+                          win.strides, win.dilates, padsBegin, padsEnd, attr)
+                 : ConvPd(engine(), kind, algorithm, src, wAny, dst,
+                          win.strides, win.dilates, padsBegin, padsEnd, attr);
         if (isReferenceImplementation(pd))
           return referenceKernel(
               "oneDNN has only its reference implementation (" +
               implementationName(pd) + ")");
-        TiledF16Conv::Variant v{inRows, outRows, top, bottom,
-                                dnnl::convolution_forward(pd), {}, {}, {}, {},
-                                {}, {}};
+        TiledF16Conv::Variant v{
+            inRows, outRows, top, bottom, dnnl::convolution_forward(pd), {}, {},
+            {},     {},      {},  {}};
         v.src = dnnl::memory(src, engine(), nullptr);
         v.dst = dnnl::memory(dst, engine(), nullptr);
         if (residual)

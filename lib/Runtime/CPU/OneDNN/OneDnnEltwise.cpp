@@ -69,7 +69,8 @@ std::optional<EltwiseOf> eltwiseOf(ElementwiseFn fn, double alpha,
   case F::GeluTanh:
     return EltwiseOf{A::eltwise_gelu_tanh};
   case F::HardSwish:
-    return EltwiseOf{A::eltwise_hardswish};
+    // x * clamp(alpha x + beta, 0, 1): ONNX's HardSwish with 1/6 and 1/2.
+    return EltwiseOf{A::eltwise_hardswish, 1.f / 6.f, 0.5f};
   case F::Clip: // lo <= hi (checked by the caller)
     return EltwiseOf{A::eltwise_clip_v2, a, b};
   default:
@@ -134,7 +135,8 @@ FastCallChoice prepareElementwise(const PlanCall &call,
   const bool transcendental = fn == F::Exp || fn == F::Tanh ||
                               fn == F::Sigmoid || fn == F::Gelu ||
                               fn == F::GeluTanh || fn == F::Elu;
-  if (y.dtype == DType::F16 && !(transcendental && operands.size() == 1))
+  if (y.dtype == DType::F16 && !f16IsNative() &&
+      !(transcendental && operands.size() == 1))
     return referenceKernel(
         "f16 " + name + " (the reference converts it with F16C in one pass)");
   if (y.dtype != DType::F32 && y.dtype != DType::BF16 && y.dtype != DType::F16)
@@ -181,9 +183,9 @@ FastCallChoice prepareElementwise(const PlanCall &call,
       return referenceKernel("a broadcast input");
     return catchingErrors([&] {
       dnnl::primitive_attr attr = userScratchpad();
-      dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                       e->algorithm, yDesc, e->alpha, e->beta);
-      dnnl::eltwise_forward::primitive_desc pd(desc, attr, engine());
+      dnnl::eltwise_forward::primitive_desc pd(
+          engine(), dnnl::prop_kind::forward_inference, e->algorithm, yDesc,
+          yDesc, e->alpha, e->beta, attr);
       return PrimitiveCall::prepare(
           pd, dnnl::eltwise_forward(pd),
           {{DNNL_ARG_SRC, yDesc, x}, {DNNL_ARG_DST, yDesc, y}});
@@ -205,8 +207,8 @@ FastCallChoice prepareElementwise(const PlanCall &call,
   return catchingErrors([&] {
     dnnl::memory::desc bDesc = broadcastDesc(*b, y.shape.size(), type);
     dnnl::primitive_attr attr = userScratchpad();
-    dnnl::binary::desc desc(*algorithm, yDesc, bDesc, yDesc);
-    dnnl::binary::primitive_desc pd(desc, attr, engine());
+    dnnl::binary::primitive_desc pd(engine(), *algorithm, yDesc, bDesc, yDesc,
+                                    attr);
     return PrimitiveCall::prepare(pd, dnnl::binary(pd),
                                   {{DNNL_ARG_SRC_0, yDesc, *a},
                                    {DNNL_ARG_SRC_1, bDesc, *b},
@@ -218,7 +220,8 @@ FastCallChoice prepareFusedChain(const FusedProgram &program,
                                  const std::vector<TensorView> &operands,
                                  const TensorView &y) {
   auto isChainType = [](DType t) {
-    return t == DType::F32 || t == DType::BF16;
+    return t == DType::F32 || t == DType::BF16 ||
+           (t == DType::F16 && f16IsNative());
   };
   if (!isChainType(y.dtype))
     return referenceKernel(std::string(dtypeName(y.dtype)) +
@@ -241,7 +244,7 @@ FastCallChoice prepareFusedChain(const FusedProgram &program,
       std::optional<EltwiseOf> e = eltwiseOf(step.fn, alpha, beta);
       if (!e || (step.fn == F::Clip && !(alpha <= beta)))
         return false;
-      ops.append_eltwise(1.f, e->algorithm, e->alpha, e->beta);
+      ops.append_eltwise(e->algorithm, e->alpha, e->beta);
       return true;
     };
     // The base: a binary of two inputs, or max(x, x) = x before a unary
@@ -298,7 +301,7 @@ FastCallChoice prepareFusedChain(const FusedProgram &program,
       ops.append_binary(*algorithm, desc);
       // x - t = -(t - x), exactly.
       if (beforePrevious && step.fn == F::Sub)
-        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, -1.f, 0.f);
+        ops.append_eltwise(dnnl::algorithm::eltwise_linear, -1.f, 0.f);
     }
     dnnl::primitive_attr attr = userScratchpad();
     attr.set_post_ops(ops);
@@ -309,8 +312,8 @@ FastCallChoice prepareFusedChain(const FusedProgram &program,
                            broadcastDesc(*src1, rank, typeOf(src1->dtype)),
                        yDesc = plainDesc(dims(y.shape.begin(), y.shape.end()),
                                          typeOf(y.dtype));
-    dnnl::binary::desc desc(base, src0Desc, src1Desc, yDesc);
-    dnnl::binary::primitive_desc pd(desc, attr, engine());
+    dnnl::binary::primitive_desc pd(engine(), base, src0Desc, src1Desc, yDesc,
+                                    attr);
     bindings.emplace_back(DNNL_ARG_SRC_0, src0Desc, *src0);
     bindings.emplace_back(DNNL_ARG_SRC_1, src1Desc, *src1);
     bindings.emplace_back(DNNL_ARG_DST, yDesc, y);

@@ -121,8 +121,17 @@ FastCallChoice prepareMatmul(const PlanCall &call,
     bool constantB = constant.size() > 1 && constant[1];
     dnnl::memory::desc bWanted = constantB ? anyLayout(bUser) : bUser;
     dnnl::primitive_attr attr = userScratchpad();
-    if (options->alpha != 1.0)
-      attr.set_output_scales(0, {static_cast<float>(options->alpha)});
+    // alpha scales the product before the bias: oneDNN's scale of the
+    // weights (one value), given as memory when the primitive runs.
+    std::shared_ptr<const dnnl::memory> alpha;
+    if (options->alpha != 1.0) {
+      attr.set_scales_mask(DNNL_ARG_WEIGHTS, 0);
+      auto scale = std::make_shared<dnnl::memory>(
+          plainDesc({1}, dnnl::memory::data_type::f32), engine());
+      *static_cast<float *>(scale->get_data_handle()) =
+          static_cast<float>(options->alpha);
+      alpha = std::move(scale);
+    }
     // C (D's shape) added after alpha * A B + bias, before the epilogue.
     dnnl::memory::desc cDesc;
     dnnl::post_ops ops;
@@ -139,10 +148,11 @@ FastCallChoice prepareMatmul(const PlanCall &call,
       biasDims.back() = dDims.back();
       biasDesc = plainDesc(biasDims, *biasType);
     }
-    dnnl::matmul::desc desc =
-        bias ? dnnl::matmul::desc(aDesc, bWanted, biasDesc, dDesc)
-             : dnnl::matmul::desc(aDesc, bWanted, dDesc);
-    dnnl::matmul::primitive_desc pd(desc, attr, engine());
+    dnnl::matmul::primitive_desc pd =
+        bias ? dnnl::matmul::primitive_desc(engine(), aDesc, bWanted, biasDesc,
+                                            dDesc, attr)
+             : dnnl::matmul::primitive_desc(engine(), aDesc, bWanted, dDesc,
+                                            attr);
     size_t biasIndex = 2 + size_t(*hasC);
     std::vector<Binding> buffers = {{DNNL_ARG_SRC, aDesc, a},
                                     {DNNL_ARG_WEIGHTS, bUser, b, constantB},
@@ -153,6 +163,8 @@ FastCallChoice prepareMatmul(const PlanCall &call,
     if (c)
       buffers.push_back(
           {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, cDesc, *c});
+    if (alpha)
+      buffers.emplace_back(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS, alpha);
     return PrimitiveCall::prepare(pd, dnnl::matmul(pd), buffers);
   });
 }

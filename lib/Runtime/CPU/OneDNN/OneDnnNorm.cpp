@@ -70,9 +70,8 @@ FastCallChoice prepareLayerNorm(const PlanCall &call,
     if (bias)
       flags |= dnnl::normalization_flags::use_shift;
     dnnl::layer_normalization_forward::primitive_desc pd(
-        dnnl::layer_normalization_forward::desc(
-            dnnl::prop_kind::forward_inference, data, epsilon, flags),
-        userScratchpad(), engine());
+        engine(), dnnl::prop_kind::forward_inference, data, data, epsilon,
+        flags, userScratchpad());
     std::vector<Binding> buffers = {{DNNL_ARG_SRC, data, x},
                                     {DNNL_ARG_SCALE, row, scale, isConstant(1)},
                                     {DNNL_ARG_DST, data, y}};
@@ -116,10 +115,9 @@ FastCallChoice prepareLrn(const PlanCall &call,
                                avx512 ? dnnl::memory::format_tag::nChw16c
                                       : dnnl::memory::format_tag::nChw8c);
     dnnl::lrn_forward::primitive_desc pd(
-        dnnl::lrn_forward::desc(dnnl::prop_kind::forward_inference,
-                                dnnl::algorithm::lrn_across_channels, blocked,
-                                o.size, o.alpha, o.beta, o.bias),
-        userScratchpad(), engine());
+        engine(), dnnl::prop_kind::forward_inference,
+        dnnl::algorithm::lrn_across_channels, blocked, blocked, o.size, o.alpha,
+        o.beta, o.bias, userScratchpad());
     return PrimitiveCall::prepare(
         pd, dnnl::lrn_forward(pd),
         {{DNNL_ARG_SRC, data, x}, {DNNL_ARG_DST, data, y}});

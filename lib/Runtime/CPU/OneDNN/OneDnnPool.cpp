@@ -58,12 +58,11 @@ FastCallChoice preparePool(const PlanCall &call,
     dnnl::memory::desc xDesc = activationDesc(x, o.layout, *type);
     dnnl::memory::desc yDesc = activationDesc(y, o.layout, *type);
     dnnl::primitive_attr attr = userScratchpad();
-    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                        algorithm, xDesc, yDesc, strides,
-                                        kernel, dilation, padsBegin, padsEnd);
-    dnnl::pooling_v2_forward::primitive_desc pd(desc, attr, engine());
+    dnnl::pooling_forward::primitive_desc pd(
+        engine(), dnnl::prop_kind::forward_inference, algorithm, xDesc, yDesc,
+        strides, kernel, dilation, padsBegin, padsEnd, attr);
     return PrimitiveCall::prepare(
-        pd, dnnl::pooling_v2_forward(pd),
+        pd, dnnl::pooling_forward(pd),
         {{DNNL_ARG_SRC, xDesc, x}, {DNNL_ARG_DST, yDesc, y}});
   });
 }

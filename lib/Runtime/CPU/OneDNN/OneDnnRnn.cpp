@@ -77,7 +77,7 @@ std::vector<float> floatsOf(const TensorView &t) {
 dnnl::memory memoryOf(const dnnl::memory::desc &desc,
                       const std::vector<float> &values) {
   dnnl::memory m(desc, engine());
-  if (desc.data_type() == dnnl::memory::data_type::bf16)
+  if (desc.get_data_type() == dnnl::memory::data_type::bf16)
     convertF32ToBF16(values.data(),
                      static_cast<uint16_t *>(m.get_data_handle()),
                      values.size());
@@ -144,11 +144,10 @@ dnnl::memory gateBias(const TensorView *b, int64_t hidden, Gates gates,
 }
 
 /// The inference primitive of a recurrent `Cell` (lstm_forward,
-/// gru_forward, ...) for `desc`, and its descriptor.
+/// gru_forward, ...) for `pd`, and its descriptor.
 template <typename Cell>
 std::pair<dnnl::primitive, dnnl::primitive_desc>
-cellOf(const typename Cell::desc &desc, const dnnl::primitive_attr &attr) {
-  typename Cell::primitive_desc pd(desc, attr, engine());
+cellOf(const typename Cell::primitive_desc &pd) {
   return {Cell(pd), pd};
 }
 
@@ -284,33 +283,31 @@ FastCallChoice prepareRnn(const PlanCall &call,
     std::string gateKind;
     switch (mode) {
     case RnnMode::Lstm:
-      std::tie(primitive, pd) = cellOf<dnnl::lstm_forward>(
-          dnnl::lstm_forward::desc(kind, direction, layer, hIn,
-                                   c0 ? state : none, weightsLayer, weightsIter,
-                                   bias, output, hLast, cOut ? state : none),
-          attr);
+      std::tie(primitive, pd) =
+          cellOf<dnnl::lstm_forward>(dnnl::lstm_forward::primitive_desc(
+              engine(), kind, direction, layer, hIn, c0 ? state : none,
+              weightsLayer, weightsIter, bias, output, hLast,
+              cOut ? state : none, attr));
       gateKind = "lstm";
       break;
     case RnnMode::Gru:
       if (lbr)
-        std::tie(primitive, pd) = cellOf<dnnl::lbr_gru_forward>(
-            dnnl::lbr_gru_forward::desc(kind, direction, layer, hIn,
-                                        weightsLayer, weightsIter, bias, output,
-                                        hLast),
-            attr);
+        std::tie(primitive, pd) =
+            cellOf<dnnl::lbr_gru_forward>(dnnl::lbr_gru_forward::primitive_desc(
+                engine(), kind, direction, layer, hIn, weightsLayer,
+                weightsIter, bias, output, hLast, attr));
       else
-        std::tie(primitive, pd) = cellOf<dnnl::gru_forward>(
-            dnnl::gru_forward::desc(kind, direction, layer, hIn, weightsLayer,
-                                    weightsIter, bias, output, hLast),
-            attr);
+        std::tie(primitive, pd) =
+            cellOf<dnnl::gru_forward>(dnnl::gru_forward::primitive_desc(
+                engine(), kind, direction, layer, hIn, weightsLayer,
+                weightsIter, bias, output, hLast, attr));
       gateKind = lbr ? "lbr-gru" : "gru";
       break;
     default:
       std::tie(primitive, pd) = cellOf<dnnl::vanilla_rnn_forward>(
-          dnnl::vanilla_rnn_forward::desc(kind, *rnnActivation(*options),
-                                          direction, layer, hIn, weightsLayer,
-                                          weightsIter, bias, output, hLast),
-          attr);
+          dnnl::vanilla_rnn_forward::primitive_desc(
+              engine(), kind, *rnnActivation(*options), direction, layer, hIn,
+              weightsLayer, weightsIter, bias, output, hLast, attr));
       gateKind = "rnn";
       break;
     }

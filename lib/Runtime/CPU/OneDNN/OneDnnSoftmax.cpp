@@ -40,13 +40,10 @@ FastCallChoice prepareSoftmax(const PlanCall &call,
                                     {DNNL_ARG_DST, desc, y}};
     const auto kind = dnnl::prop_kind::forward_inference;
     const int dim = static_cast<int>(axis);
-    if (log) {
-      dnnl::logsoftmax_forward::primitive_desc pd(
-          dnnl::logsoftmax_forward::desc(kind, desc, dim), attr, engine());
-      return PrimitiveCall::prepare(pd, dnnl::logsoftmax_forward(pd), buffers);
-    }
     dnnl::softmax_forward::primitive_desc pd(
-        dnnl::softmax_forward::desc(kind, desc, dim), attr, engine());
+        engine(), kind,
+        log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate,
+        desc, desc, dim, attr);
     return PrimitiveCall::prepare(pd, dnnl::softmax_forward(pd), buffers);
   });
 }

@@ -11,7 +11,7 @@
 // CHECK-NEXT: culib.conv_fwd ins(%arg0, %{{.*}}) outs(%[[Y]]) {activation = #culib.epilogue<relu>
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y]]
-// REPORT: remark: culib-fuse-epilogues: 1 activation / bias call(s) folded into their convolution or matmul; 36 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-epilogues: 1 activation / bias / residual / cast call(s) folded into their convolution or matmul; 36 intermediate bytes no longer written
 func.func @conv_relu(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
   %t = culib.alloc : memref<1x2x3x3xf16>
@@ -26,7 +26,7 @@ func.func @conv_relu(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) bias(%{{.*}}) outs(%[[D:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<relu>}
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[D]]
-// REPORT: remark: culib-fuse-epilogues: 1 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 1 activation / bias / residual / cast call(s)
 func.func @matmul_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
@@ -42,7 +42,7 @@ func.func @matmul_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK-LABEL: func.func @conv_output_read_twice
 // CHECK: culib.conv_fwd {{[^#]*$}}
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias / residual / cast call(s)
 func.func @conv_output_read_twice(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf32>, memref<1x2x3x3xi1>) {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
   %t = culib.alloc : memref<1x2x3x3xf32>
@@ -59,7 +59,7 @@ func.func @conv_output_read_twice(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf3
 // CHECK-LABEL: func.func @already_fused
 // CHECK: culib.matmul {{.*}}epilogue = #culib.epilogue<gelu>
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias / residual / cast call(s)
 func.func @already_fused(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %t = culib.alloc : memref<2x4xf32>
@@ -75,7 +75,7 @@ func.func @already_fused(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK: culib.conv_fwd {{[^#]*$}}
 // CHECK: culib.copy
 // CHECK: culib.elementwise relu
-// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias / residual / cast call(s)
 func.func @output_used_between(%x: memref<1x1x2x2xf32>) -> (memref<1x1x2x2xf32>, memref<1x1x2x2xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
   %y = culib.alloc : memref<1x1x2x2xf32>
@@ -95,7 +95,7 @@ func.func @output_used_between(%x: memref<1x1x2x2xf32>) -> (memref<1x1x2x2xf32>,
 // CHECK: culib.conv_fwd ins(%arg0, %{{.*}}) outs(%[[Y:[^)]*]]) {activation = #culib.epilogue<clip>, clip_max = 6.000000e+00 : f32, clip_min = 0.000000e+00 : f32
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y]]
-// REPORT: remark: culib-fuse-epilogues: 1 activation / bias call(s){{.*}}; 36 intermediate bytes
+// REPORT: remark: culib-fuse-epilogues: 1 activation / bias / residual / cast call(s){{.*}}; 36 intermediate bytes
 func.func @conv_relu6(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf16> : memref<2x2x1x1xf16>
   %t = culib.alloc : memref<1x2x3x3xf16>
@@ -114,7 +114,7 @@ func.func @conv_relu6(%x: memref<1x2x3x3xf16>) -> memref<1x2x3x3xf16> {
 // CHECK: culib.elementwise clip
 // CHECK: culib.matmul {{[^#]*$}}
 // CHECK: culib.elementwise clip
-// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias / residual / cast call(s)
 func.func @clip_not_fusable(%x: memref<1x1x2x2xf32>, %lo: memref<f32>, %a: memref<2x3xf32>) -> (memref<1x1x2x2xf32>, memref<2x4xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<1x1x1x1xf32> : memref<1x1x1x1xf32>
   %hi = culib.weight "hi" dense<6.0> : tensor<f32> : memref<f32>
@@ -137,7 +137,7 @@ func.func @clip_not_fusable(%x: memref<1x1x2x2xf32>, %lo: memref<f32>, %a: memre
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) bias(%[[BIAS:[^)]*]]) outs(%[[D:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<relu>}
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[D]]
-// REPORT: remark: culib-fuse-epilogues: 2 activation / bias call(s){{.*}}; 64 intermediate bytes
+// REPORT: remark: culib-fuse-epilogues: 2 activation / bias / residual / cast call(s){{.*}}; 64 intermediate bytes
 func.func @matmul_add_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
@@ -157,7 +157,7 @@ func.func @matmul_add_bias_relu(%a: memref<2x3xf32>) -> memref<2x4xf32> {
 // CHECK: culib.elementwise add
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) c(%arg1) outs
 // CHECK-NOT: culib.elementwise add
-// REPORT: remark: culib-fuse-epilogues: 1 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 1 activation / bias / residual / cast call(s)
 func.func @matmul_add_not_bias(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (memref<2x4xf32>, memref<2x4xf32>) {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %col = culib.weight "col" dense<-1.0> : tensor<2x1xf32> : memref<2x1xf32>
@@ -186,7 +186,7 @@ func.func @matmul_add_not_bias(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (mem
 // CHECK-NEXT: %[[Y3:.*]] = culib.alloc : memref<2x4xf32>
 // CHECK-NEXT: culib.matmul ins(%arg0, %[[B]]) outs(%[[Y3]]) {compute_type = f32, epilogue = #culib.epilogue<gelu>}
 // CHECK-NEXT: return %[[Y]], %[[Y2]], %[[Y3]]
-// REPORT: remark: culib-fuse-epilogues: 12 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 12 activation / bias / residual / cast call(s)
 func.func @matmul_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
@@ -236,7 +236,7 @@ func.func @matmul_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4xf32>
 // CHECK-NOT: culib.elementwise erf
 // CHECK: culib.elementwise gelu
 // CHECK-NOT: culib.elementwise erf
-// REPORT: remark: culib-fuse-epilogues: 4 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 4 activation / bias / residual / cast call(s)
 func.func @matmul_not_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
@@ -280,7 +280,7 @@ func.func @matmul_not_gelu(%a: memref<2x3xf32>) -> (memref<2x4xf32>, memref<2x4x
 // CHECK: culib.conv_fwd ins(%arg0, %[[W]]) outs(%[[Y5:[^)]*]]) {activation = #culib.epilogue<hard_swish>
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y1]], %[[Y2]], %[[Y3]], %[[Y4]], %[[Y5]]
-// REPORT: remark: culib-fuse-epilogues: 7 activation / bias call(s) folded into their convolution or matmul; 504 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-epilogues: 7 activation / bias / residual / cast call(s) folded into their convolution or matmul; 504 intermediate bytes no longer written
 func.func @conv_activations(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
   %t1 = culib.alloc : memref<1x2x3x3xf32>
@@ -314,7 +314,7 @@ func.func @conv_activations(%x: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf32>, me
 // sigmoid of which a training step keeps (read again).
 // CHECK-LABEL: func.func @conv_not_silu
 // CHECK-COUNT-2: culib.elementwise sigmoid
-// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias / residual / cast call(s)
 func.func @conv_not_silu(%x: memref<1x2x3x3xf32>, %o: memref<1x2x3x3xf32>) -> (memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
   %t1 = culib.alloc : memref<1x2x3x3xf32>
@@ -339,7 +339,7 @@ func.func @conv_not_silu(%x: memref<1x2x3x3xf32>, %o: memref<1x2x3x3xf32>) -> (m
 // CHECK-NEXT: culib.conv_fwd ins(%arg0, %{{.*}}) bias(%{{.*}}) residual(%arg1) outs(%[[Y]]) {activation = #culib.epilogue<relu>
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y]]
-// REPORT: remark: culib-fuse-epilogues: 2 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 2 activation / bias / residual / cast call(s)
 func.func @conv_residual_relu(%x: memref<1x3x3x2xf32>, %shortcut: memref<1x3x3x2xf32>) -> memref<1x3x3x2xf32> {
   %w = culib.weight "w" dense<1.0> : tensor<2x1x1x2xf32> : memref<2x1x1x2xf32>
   %b = culib.weight "b" dense<0.5> : tensor<2xf32> : memref<2xf32>
@@ -357,7 +357,7 @@ func.func @conv_residual_relu(%x: memref<1x3x3x2xf32>, %shortcut: memref<1x3x3x2
 // CHECK-LABEL: func.func @conv_not_residual
 // CHECK-NOT: residual(
 // CHECK: return
-// REPORT: remark: culib-fuse-epilogues: 0 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias / residual / cast call(s)
 func.func @conv_not_residual(%x: memref<1x3x3x2xf32>, %r: memref<1x3x3x2xf32>, %v: memref<2xf32>) -> (memref<1x3x3x2xf32>, memref<1x3x3x2xf32>, memref<1x3x3x2xf32>) {
   %w = culib.weight "w" dense<1.0> : tensor<2x1x1x2xf32> : memref<2x1x1x2xf32>
   %t1 = culib.alloc : memref<1x3x3x2xf32>
@@ -386,7 +386,7 @@ func.func @conv_not_residual(%x: memref<1x3x3x2xf32>, %r: memref<1x3x3x2xf32>, %
 // CHECK: culib.matmul ins(%arg0, %{{.*}}) c(%arg1) outs
 // CHECK: culib.elementwise add
 // CHECK: culib.elementwise add
-// REPORT: remark: culib-fuse-epilogues: 2 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 2 activation / bias / residual / cast call(s)
 func.func @matmul_residual(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) {
   %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
@@ -416,7 +416,7 @@ func.func @matmul_residual(%a: memref<2x3xf32>, %r: memref<2x4xf32>) -> (memref<
 // CHECK-NEXT: culib.elementwise gelu ins(%{{.*}}) outs(%[[Y]]) : memref<2x4xf32>, memref<2x4xf32>
 // CHECK-NOT: culib.elementwise
 // CHECK: return %[[Y]]
-// REPORT: remark: culib-fuse-epilogues: 4 activation / bias call(s)
+// REPORT: remark: culib-fuse-epilogues: 4 activation / bias / residual / cast call(s)
 func.func @gelu_alone(%t16: memref<2x4xbf16>) -> memref<2x4xf32> {
   %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
   %sqrt2 = culib.weight "sqrt2" dense<1.41421354> : tensor<f32> : memref<f32>
@@ -437,4 +437,81 @@ func.func @gelu_alone(%t16: memref<2x4xbf16>) -> memref<2x4xf32> {
   %y = culib.alloc : memref<2x4xf32>
   culib.elementwise mul ins(%m, %half) outs(%y) : memref<2x4xf32>, memref<f32>, memref<2x4xf32>
   return %y : memref<2x4xf32>
+}
+
+// Autocast's precision boundaries around a 16-bit matmul: its result cast to
+// f32, an f32 bias and GELU, the result cast back to f16. The casts fold
+// into the matmul as the bias and the GELU do: it writes f16 from its f32
+// sum + bias through the GELU, rounded once.
+// CHECK-LABEL: func.func @matmul_casts
+// CHECK: %[[Y:.*]] = culib.alloc : memref<2x4xf16>
+// CHECK-NEXT: culib.matmul ins(%arg0, %{{.*}}) bias(%{{.*}}) outs(%[[Y]]) {compute_type = f32, epilogue = #culib.epilogue<gelu>} : memref<2x3xf16>, memref<3x4xf16>, memref<4xf32>, memref<2x4xf16>
+// CHECK-NOT: culib.cast
+// CHECK-NOT: culib.elementwise
+// CHECK: return %[[Y]]
+// REPORT: remark: culib-fuse-epilogues: 4 activation / bias / residual / cast call(s)
+func.func @matmul_casts(%a: memref<2x3xf16>) -> memref<2x4xf16> {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf16> : memref<3x4xf16>
+  %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
+  %t16 = culib.alloc : memref<2x4xf16>
+  culib.matmul ins(%a, %b) outs(%t16) {compute_type = f32} : memref<2x3xf16>, memref<3x4xf16>, memref<2x4xf16>
+  %t = culib.alloc : memref<2x4xf32>
+  culib.cast ins(%t16) outs(%t) : memref<2x4xf16>, memref<2x4xf32>
+  %x = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%t, %bias) outs(%x) : memref<2x4xf32>, memref<4xf32>, memref<2x4xf32>
+  %g = culib.alloc : memref<2x4xf32>
+  culib.elementwise gelu ins(%x) outs(%g) : memref<2x4xf32>, memref<2x4xf32>
+  %y = culib.alloc : memref<2x4xf16>
+  culib.cast ins(%g) outs(%y) : memref<2x4xf32>, memref<2x4xf16>
+  return %y : memref<2x4xf16>
+}
+
+// A bf16 convolution (its bias bf16) whose result is cast to f32 for a
+// norm: the convolution writes f32, its bias still bf16 (added in f32).
+// CHECK-LABEL: func.func @conv_widened
+// CHECK: %[[Y:.*]] = culib.alloc : memref<1x3x3x2xf32>
+// CHECK-NEXT: culib.conv_fwd ins(%arg0, %{{.*}}) bias(%{{.*}}) outs(%[[Y]]) {{.*}} : memref<1x3x3x2xbf16>, memref<2x1x1x2xbf16>, memref<2xbf16>, memref<1x3x3x2xf32>
+// CHECK-NOT: culib.cast
+// CHECK: return %[[Y]]
+// REPORT: remark: culib-fuse-epilogues: 1 activation / bias / residual / cast call(s)
+func.func @conv_widened(%x: memref<1x3x3x2xbf16>) -> memref<1x3x3x2xf32> {
+  %w = culib.weight "w" dense<1.0> : tensor<2x1x1x2xbf16> : memref<2x1x1x2xbf16>
+  %bias = culib.weight "bias" dense<0.5> : tensor<2xbf16> : memref<2xbf16>
+  %t = culib.alloc : memref<1x3x3x2xbf16>
+  culib.conv_fwd ins(%x, %w) bias(%bias) outs(%t) {compute_type = f32, dilations = array<i64: 1, 1>, layout = #culib.layout<nhwc>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x3x2xbf16>, memref<2x1x1x2xbf16>, memref<2xbf16>, memref<1x3x3x2xbf16>
+  %y = culib.alloc : memref<1x3x3x2xf32>
+  culib.cast ins(%t) outs(%y) : memref<1x3x3x2xbf16>, memref<1x3x3x2xf32>
+  return %y : memref<1x3x3x2xf32>
+}
+
+// Not fusable: a matmul that adds a residual of its own type (C stays
+// D's type on every backend); a cast whose input another call reads too; a
+// cast to an integer type.
+// CHECK-LABEL: func.func @casts_kept
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) c(%arg1) outs(%[[T:[^)]*]]) {{.*}} memref<2x4xf16>
+// CHECK-NEXT: %{{.*}} = culib.alloc : memref<2x4xf32>
+// CHECK-NEXT: culib.cast ins(%[[T]])
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) outs(%[[U:[^)]*]]) {{.*}} memref<2x4xf16>
+// CHECK: culib.cast ins(%[[U]])
+// CHECK: culib.elementwise relu ins(%[[U]])
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) outs(%[[V:[^)]*]]) {{.*}} memref<2x4xf16>
+// CHECK: culib.cast ins(%[[V]]) {{.*}} memref<2x4xi32>
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias / residual / cast call(s)
+func.func @casts_kept(%a: memref<2x3xf16>, %c: memref<2x4xf16>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf16>, memref<2x4xi32>) {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf16> : memref<3x4xf16>
+  %t = culib.alloc : memref<2x4xf16>
+  culib.matmul ins(%a, %b) c(%c) outs(%t) {beta = 1.0 : f32, compute_type = f32} : memref<2x3xf16>, memref<3x4xf16>, memref<2x4xf16>, memref<2x4xf16>
+  %y = culib.alloc : memref<2x4xf32>
+  culib.cast ins(%t) outs(%y) : memref<2x4xf16>, memref<2x4xf32>
+  %u = culib.alloc : memref<2x4xf16>
+  culib.matmul ins(%a, %b) outs(%u) {compute_type = f32} : memref<2x3xf16>, memref<3x4xf16>, memref<2x4xf16>
+  %y2 = culib.alloc : memref<2x4xf32>
+  culib.cast ins(%u) outs(%y2) : memref<2x4xf16>, memref<2x4xf32>
+  %r = culib.alloc : memref<2x4xf16>
+  culib.elementwise relu ins(%u) outs(%r) : memref<2x4xf16>, memref<2x4xf16>
+  %v = culib.alloc : memref<2x4xf16>
+  culib.matmul ins(%a, %b) outs(%v) {compute_type = f32} : memref<2x3xf16>, memref<3x4xf16>, memref<2x4xf16>
+  %y3 = culib.alloc : memref<2x4xi32>
+  culib.cast ins(%v) outs(%y3) : memref<2x4xf16>, memref<2x4xi32>
+  return %y, %y2, %r, %y3 : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf16>, memref<2x4xi32>
 }
