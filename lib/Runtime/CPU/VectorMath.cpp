@@ -23,11 +23,19 @@ inline float fromBits(uint32_t bits) {
 }
 
 /// Straight-line code (selects, no branches: GCC vectorises the loops).
-/// Beyond +-100 the result is inf or 0 anyway; within, 2^n in two halves
-/// overflows to inf as exp does, and results below -88 flush to 0. NaN
-/// propagates through the arithmetic (n is computed from 0 then).
+/// Beyond 100 the result is inf anyway; below, 2^n in two halves overflows
+/// to inf as exp does. Below kExpFlush, where exp leaves f32's normal range
+/// (FLT_MIN = exp(-87.3365)), the result is 0, never a subnormal: x is
+/// clamped there, so no lane computes one, and the result multiplied by 0.
+/// (Subnormals cost every instruction that touches them ~100x on x86; a
+/// causal mask's -inf or -1e9 gives one per masked score, which then went
+/// through the P V matmul: a GPT-style decoder's attention ran 6x slower
+/// than the BERT encoder's of the same size.) A select of 0 instead of the
+/// product would not vectorise: GCC then computes the result in a branch.
+/// NaN propagates through the arithmetic (n is computed from 0 then).
+constexpr float kExpFlush = -87.33f;
 inline float expApprox(float x) {
-  float c = x < -100.f ? -100.f : x;
+  float c = x < kExpFlush ? kExpFlush : x;
   c = c > 100.f ? 100.f : c;
   const float safe = c == c ? c : 0.f;
   const float t = safe * 1.44269504088896341f;
@@ -44,12 +52,7 @@ inline float expApprox(float x) {
   const int32_t half = n / 2;
   const float result = e * fromBits(static_cast<uint32_t>(half + 127) << 23) *
                        fromBits(static_cast<uint32_t>(n - half + 127) << 23);
-  // Below -88 exp is under 6.1e-39: 0, not a subnormal. Subnormals cost
-  // every instruction that touches them ~100x on x86; a causal mask's -inf
-  // (or -1e9) gives one per masked score, which then went through the P V
-  // matmul (a GPT-style decoder's attention ran 6x slower than the BERT
-  // encoder's of the same size).
-  return x < -88.f ? 0.f : result;
+  return result * (x < kExpFlush ? 0.f : 1.f);
 }
 
 inline float sigmoidApprox(float x) { return 1.f / (1.f + expApprox(-x)); }
@@ -86,18 +89,17 @@ inline __attribute__((always_inline)) void softmaxInLanes(float *x, int64_t n) {
     max = lanes[l] > max ? lanes[l] : max;
   for (int64_t i = whole; i < n; ++i)
     max = x[i] > max ? x[i] : max;
+  // exp in a loop of its own: one with the sum in it does not vectorise.
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = expApprox(x[i] - max);
   for (int64_t l = 0; l < kLanes; ++l)
     lanes[l] = 0.f;
   for (int64_t i = 0; i < whole; i += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) {
-      x[i + l] = expApprox(x[i + l] - max);
+    for (int64_t l = 0; l < kLanes; ++l)
       lanes[l] += x[i + l];
-    }
   float sum = 0.f;
-  for (int64_t i = whole; i < n; ++i) {
-    x[i] = expApprox(x[i] - max);
+  for (int64_t i = whole; i < n; ++i)
     sum += x[i];
-  }
   for (int64_t l = 0; l < kLanes; ++l)
     sum += lanes[l];
   const float inverse = 1.f / sum;

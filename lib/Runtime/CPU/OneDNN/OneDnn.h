@@ -34,6 +34,10 @@ const dnnl::engine &engine();
 /// AVX2-VNNI-2), which accumulate in f32 and round once, outside a
 /// ScopedF16Widening.
 bool f16IsNative();
+/// Whether the CPU multiplies f16 at bf16's rate (AMX-FP16: Granite Rapids
+/// and later). Without it, oneDNN's f16 kernels widen to f32 inside:
+/// slower than f32 kernels on f32 copies for compute-bound calls.
+bool f16DotProducts();
 /// While alive, this thread prepares calls with f16 widened to f32 even
 /// where the CPU has f16 kernels: prepareFastCall's second try for a call
 /// that oneDNN has no f16 implementation of.
