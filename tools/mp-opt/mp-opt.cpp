@@ -147,11 +147,13 @@ llvm::cl::opt<std::string> fusionReportFile(
     llvm::cl::init(""));
 llvm::cl::opt<bool> fuseCalls(
     "fuse",
-    llvm::cl::desc("With --emit=plan: fuse calls (culib-fuse-epilogues: a "
-                   "ReLU into the convolution or matmul before it; "
-                   "culib-fuse-norms: decomposed layer norms into one call; "
-                   "culib-fuse-elementwise: groups of elementwise calls and "
-                   "casts into one); default true"),
+    llvm::cl::desc("With --emit=plan: fuse calls (culib-fuse-attention: "
+                   "softmax(Q K^T s + mask) V into one call; "
+                   "culib-fuse-epilogues: biases, activations, residual "
+                   "adds and casts into the convolution or matmul before "
+                   "them; culib-fuse-norms: decomposed layer norms into one "
+                   "call; culib-fuse-elementwise: groups of elementwise "
+                   "calls and casts into one); default true"),
     llvm::cl::init(true), llvm::cl::cat(outputCategory));
 
 llvm::cl::opt<bool> onnxExternalData(

@@ -607,7 +607,7 @@ TEST_CASE("fast pooling computes what the reference computes", "[cpu][fast]") {
         cs.yDtype = dtype;
         cs.yShape = nhwc ? Shape{n, oh, ow, c} : Shape{n, c, oh, ow};
         bool ran = compareWithReference(cs);
-        // oneDNN 2.6 has only a reference kernel for dilated pooling, which
+        // oneDNN has only a reference kernel for dilated pooling, which
         // the project's own kernel beats.
         if (dtype != DType::BF16 && p.dilation == 1)
           CHECK(ran);
@@ -632,7 +632,7 @@ TEST_CASE("fast elementwise calls compute what the reference computes",
       c.yDtype = dtype;
       c.yShape = shape;
       bool ran = compareWithReference(c);
-      if (dtype == DType::F32) // bf16 needs avx512_core (oneDNN 2.6)
+      if (dtype == DType::F32) // bf16 needs avx512_core (oneDNN)
         CHECK(ran);
     };
     for (const char *fn : {"relu", "exp", "tanh", "sigmoid", "gelu",
@@ -686,7 +686,7 @@ TEST_CASE("fast elementwise calls compute what the reference computes",
 
     // Binary, with the second operand broadcast, or the first (commutative
     // add and mul swap them).
-    // oneDNN 2.6 has jit kernels for a second operand that is whole, one
+    // oneDNN has jit kernels for a second operand that is whole, one
     // value, per channel (dim 1) or per (N, C); others (e.g. [3, 1, 7]) get
     // its reference code, which the project's kernel beats, so they stay
     // there.
@@ -811,7 +811,7 @@ TEST_CASE("fast softmax computes what the reference computes", "[cpu][fast]") {
         c.yDtype = dtype;
         c.yShape = shape;
         bool ran = compareWithReference(c);
-        // oneDNN 2.6 has jit kernels for the innermost axis only (others are
+        // oneDNN has jit kernels for the innermost axis only (others are
         // left to the reference); bf16 needs avx512_core.
         bool innermost = axis == -1 || axis + 1 == int64_t(shape.size());
         if (dtype != DType::BF16 && innermost)
@@ -914,7 +914,7 @@ TEST_CASE("fast batch norm inference computes what the reference computes",
       cs.yDtype = dtype;
       cs.yShape = shape;
       bool ran = compareWithReference(cs);
-      if (dtype != DType::BF16) // bf16 needs avx512_core (oneDNN 2.6)
+      if (dtype != DType::BF16) // bf16 needs avx512_core (oneDNN)
         CHECK(ran);
     }
   // 16-bit per-channel tensors stay on the reference kernel.
@@ -967,7 +967,7 @@ TEST_CASE("fast batch norm training and backward compute what the reference "
           cs.yShape = shape;
           cs.moreResults = {{DType::F32, {c}}, {DType::F32, {c}}};
           bool ran = compareWithReference(cs);
-          if (dtype != DType::BF16) // bf16 needs avx512_core (oneDNN 2.6)
+          if (dtype != DType::BF16) // bf16 needs avx512_core (oneDNN)
             CHECK(ran);
         }
         {
@@ -1044,7 +1044,7 @@ TEST_CASE("fast LSTMs compute what the reference computes", "[cpu][fast]") {
         c.yDtype = dtype;
         c.yShape = {T, 1, B, H};
         bool ran = compareWithReference(c);
-        // oneDNN 2.6's LSTMs are brgemm code on avx512_core and up, bf16 on
+        // oneDNN's LSTMs are brgemm code on avx512_core and up, bf16 on
         // avx512_core_bf16; below, its "ref" RNN, which runs jit GEMMs and
         // cells and which the call takes too (scripts/check-portability.sh
         // runs this on AVX2).
@@ -1140,7 +1140,7 @@ TEST_CASE("fast GRU and RNN cells compute what the reference computes",
           c.yDtype = dtype;
           c.yShape = {T, 1, B, H};
           bool ran = compareWithReference(c);
-          // (GRUs and RNNs: oneDNN 2.6's "ref" RNN on every ISA.)
+          // (GRUs and RNNs: oneDNN's "ref" RNN on every ISA.)
           if (dtype != DType::BF16)
             CHECK(ran);
         }
@@ -1191,7 +1191,7 @@ TEST_CASE("fast layer norm and LRN compute what the reference computes",
       c.yDtype = dtype;
       c.yShape = {2, 32, 5, 6};
       bool ran = compareWithReference(c);
-      // oneDNN 2.6's jit LRN: size 5, channels in blocks of 16 (else its
+      // oneDNN's jit LRN: size 5, channels in blocks of 16 (else its
       // reference code, which the call refuses).
       if (dtype == DType::F32 && size == 5)
         CHECK(ran);

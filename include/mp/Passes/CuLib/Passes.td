@@ -42,7 +42,7 @@ def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
 }
 
 def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
-  let summary = "Fold a ReLU, ReLU6, GELU or bias add into the convolution or matmul that writes its input";
+  let summary = "Fold activations, bias and residual adds and casts into the convolution or matmul that writes their input";
   let description = [{
     `culib.conv_fwd` and `culib.matmul` have an activation epilogue that
     both backends run inside the call (cuDNN's fused
@@ -68,7 +68,13 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     without activation its `residual` (added before the activation, so a
     ReLU after the add folds too: ResNet's blocks), and to a matmul's
     result without C or epilogue its `c` with `beta = 1` (a transformer's
-    residual). ReLU commutes with rounding, and so does a clip whose bounds
+    residual). A float cast (f32, f16, bf16) of such a call's result, where
+    no residual of the old type is added, becomes the call's output type:
+    the call rounds its f32 result once to the cast's type (autocast's
+    boundaries: a 16-bit convolution or matmul widened into an f32 region,
+    whose bias, GELU, residual add and final cast back then fold in too; an
+    f32 result narrowed for the next 16-bit call); the unfused calls rounded
+    to the old type first. ReLU commutes with rounding, and so does a clip whose bounds
     the output type holds exactly (the only ones folded), so a 16-bit
     result has the same bits as before. Calls that already have an
     epilogue, intermediate buffers read by anything else (a training step

@@ -40,7 +40,8 @@ bool f16IsNative() { return widenF16Depth == 0 && cpuHasF16Kernels(); }
 bool f16DotProducts() {
   static const bool has = [] {
     const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto bits = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx_fp16);
+    const auto bits =
+        static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx_fp16);
     return (isa & bits) == bits;
   }();
   return has;

@@ -360,7 +360,7 @@ FastCallChoice prepareRnn(const PlanCall &call,
       result(DNNL_ARG_DST_ITER_C, state, *yC);
     else if (cOut)
       unused(DNNL_ARG_DST_ITER_C);
-    // oneDNN 2.6 has brgemm kernels for LSTMs on avx512_core; its other
+    // oneDNN has brgemm kernels for LSTMs on avx512_core; its other
     // cells (and LSTMs below avx512_core) are "ref" code that still runs
     // jit GEMMs and gates, several times faster than the project's kernel.
     return PrimitiveCall::prepare(pd, primitive, buffers,
