@@ -69,8 +69,6 @@ FastCallChoice prepareMatmul(const PlanCall &call,
     return referenceKernel("the reference kernel reports the call's error");
   if (c && (options->beta != 1.0 || c->shape != d.shape))
     return referenceKernel("beta * C with beta other than 1 or C broadcast");
-  if (bias && options->alpha != 1.0)
-    return referenceKernel("alpha with a bias (oneDNN scales after the bias)");
   if (a.shape.size() < 2 || b.shape.size() < 2)
     return referenceKernel("a 1-D operand");
   std::optional<dnnl::memory::data_type> in = computeTypeOf(a.dtype),
