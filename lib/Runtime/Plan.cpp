@@ -213,8 +213,27 @@ const PlanBinding *Plan::output(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+/// Whether `c` applies an activation a 1.4 runtime refuses: a matmul's
+/// other than none, relu and gelu; a convolution's gelu and gelu_tanh.
+bool hasFormat15Activation(const PlanCall &c) {
+  if (c.kind == "cublaslt.matmul") {
+    const std::string *e = c.attrAs<std::string>("epilogue");
+    return e && *e != "none" && *e != "relu" && *e != "gelu";
+  }
+  if (c.kind == "cudnn.conv_fwd") {
+    const std::string *a = c.attrAs<std::string>("activation");
+    return a && (*a == "gelu" || *a == "gelu_tanh");
+  }
+  return false;
+}
+} // namespace
+
 uint32_t Plan::requiredFormatMinor() const {
   uint32_t fused = 0;
+  for (const PlanCall &c : calls)
+    if (hasFormat15Activation(c))
+      return 5;
   for (const PlanCall &c : calls) {
     if (c.kind == "kernel.attention")
       return 4;

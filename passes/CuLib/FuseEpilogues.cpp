@@ -299,12 +299,14 @@ struct FoldGeluIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
   FusionCounts &counts;
 };
 
-/// An activation after a convolution without one -> the convolution's
+/// An activation after a convolution or matmul without one -> the call's
 /// activation epilogue, computed in f32 before the one rounding: an
-/// elementwise sigmoid, tanh or hard_swish, or SiLU as exporters write it,
-/// mul(t, sigmoid(t)) (EfficientNet's, MobileNetV3's).
-struct FoldActivationIntoConv : OpRewritePattern<culib::ElementwiseOp> {
-  FoldActivationIntoConv(MLIRContext *ctx, FusionCounts &counts)
+/// elementwise sigmoid, tanh, hard_swish, gelu or gelu_tanh, or SiLU as
+/// exporters write it, mul(t, sigmoid(t)) (EfficientNet's and MobileNetV3's
+/// after convolutions, LLaMA's gated MLPs' after a matmul).
+template <typename CallOp>
+struct FoldActivationInto : OpRewritePattern<culib::ElementwiseOp> {
+  FoldActivationInto(MLIRContext *ctx, FusionCounts &counts)
       : OpRewritePattern(ctx), counts(counts) {}
 
   LogicalResult matchAndRewrite(culib::ElementwiseOp root,
@@ -329,6 +331,14 @@ struct FoldActivationIntoConv : OpRewritePattern<culib::ElementwiseOp> {
       activation = culib::Epilogue::hard_swish;
       t = in[0];
       break;
+    case ElementwiseFn::Gelu:
+      activation = culib::Epilogue::gelu;
+      t = in[0];
+      break;
+    case ElementwiseFn::GeluTanh:
+      activation = culib::Epilogue::gelu_tanh;
+      t = in[0];
+      break;
     case ElementwiseFn::Mul:
       activation = culib::Epilogue::silu;
       if (in.size() != 2)
@@ -351,13 +361,13 @@ struct FoldActivationIntoConv : OpRewritePattern<culib::ElementwiseOp> {
     Value y = root.getY();
     if (t.getType() != y.getType())
       return rewriter.notifyMatchFailure(root, "not the same buffer type");
-    auto conv = dyn_cast_or_null<culib::ConvFwdOp>(culib::soleWriter(t, calls));
-    if (!conv || conv.getY() != t ||
-        conv.getActivation() != culib::Epilogue::none)
-      return rewriter.notifyMatchFailure(root, "no convolution to fold into");
-    if (failed(writeInto(conv, t, y, root, rewriter)))
+    auto call = dyn_cast_or_null<CallOp>(culib::soleWriter(t, calls));
+    if (!call || outputOf(call) != t ||
+        epilogueOf(call) != culib::Epilogue::none)
+      return rewriter.notifyMatchFailure(root, "no call to fold into");
+    if (failed(writeInto(call, t, y, root, rewriter)))
       return failure();
-    rewriter.modifyOpInPlace(conv, [&] { conv.setActivation(activation); });
+    rewriter.modifyOpInPlace(call, [&] { setEpilogue(call, activation); });
     // t and the sigmoid's buffer (SiLU) go with the calls.
     counts.bytes += culib::eraseCallsAndTheirBuffers(calls, y, rewriter);
     counts.calls += static_cast<int64_t>(calls.size());
@@ -577,7 +587,9 @@ struct FuseEpiloguesPass
     RewritePatternSet patterns(ctx);
     patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
                  FoldClipIntoConv, FoldBiasIntoMatmul, FoldGeluIntoMatmul,
-                 FoldActivationIntoConv, FoldResidualInto<culib::ConvFwdOp>,
+                 FoldActivationInto<culib::ConvFwdOp>,
+                 FoldActivationInto<culib::MatmulOp>,
+                 FoldResidualInto<culib::ConvFwdOp>,
                  FoldResidualInto<culib::MatmulOp>, FoldDecomposedGelu,
                  FoldCastInto<culib::ConvFwdOp>, FoldCastInto<culib::MatmulOp>>(
         ctx, counts);

@@ -1,6 +1,6 @@
 //===- PadTensorCores.cpp - the mp-pad-tensor-cores pass ------------------===//
 //
-// Pads the dims of low-precision GEMMs (MatMul, Gemm: M, N, K) and
+// Pads the dims of low-precision GEMMs (MatMul, Gemm: N and K) and
 // convolutions (input and output channels) to multiples of `multiple` with
 // zeros, so that cuBLAS/cuDNN run them on tensor cores. Constant operands are
 // padded at compile time. The padded feature axis (a GEMM's N, a
@@ -165,7 +165,6 @@ struct PadTensorCoresPass : mp::impl::PadTensorCoresBase<PadTensorCoresPass> {
     builder = std::make_shared<OpBuilder>(func.getContext());
     carriedValues.clear();
     slices.clear();
-    rowSliceSources.clear();
     createdOps.clear();
     replacedOps.clear();
     paddedInitializers.clear();
@@ -194,7 +193,7 @@ struct PadTensorCoresPass : mp::impl::PadTensorCoresBase<PadTensorCoresPass> {
     for (Operation *op : llvm::reverse(replacedOps))
       if (op->use_empty())
         op->erase();
-    // Row slices made redundant by a later slice of rows and columns.
+    // Created ops nothing reads any more.
     for (Operation *op : llvm::reverse(createdOps))
       if (op->use_empty())
         op->erase();
@@ -324,24 +323,13 @@ private:
     return slice;
   }
 
-  /// A padded GEMM's result without its extra rows (its padded N stays);
-  /// remembered so that a later slice of the columns cuts both at once.
-  Value sliceRows(Value padded, ArrayRef<int64_t> shape, Location loc) {
-    Value rows = sliceTo(padded, shape, loc);
-    rowSliceSources[rows] = padded;
-    return rows;
-  }
-
   /// The original-shape view of a carried value: one slice, shared.
   Value sliceOf(Value original) {
     auto it = slices.find(original);
     if (it != slices.end())
       return it->second;
     const Carried &c = carriedValues.find(original)->second;
-    Value source = c.padded;
-    if (Value whole = rowSliceSources.lookup(source))
-      source = whole;
-    Value s = sliceTo(source, rankedOf(original).getShape(),
+    Value s = sliceTo(c.padded, rankedOf(original).getShape(),
                       c.padded.getDefiningOp()->getLoc());
     return slices[original] = s;
   }
@@ -402,34 +390,22 @@ private:
     useSlices(op);
   }
 
-  /// The rows (M) of a padded GEMM: `paddedRows` if all of A, B and the
-  /// result stay under max-growth, else the original rows when N or K still
-  /// need padding (rows are the least important dim), in `rows`; the reason
-  /// when neither fits. `shapesFor(rows)` sets the shapes and says why they
-  /// pass the cap, or "".
-  std::string chooseRows(int64_t m, int64_t &rows, bool padsNorK,
-                         llvm::function_ref<std::string(int64_t)> shapesFor) {
-    std::string problem = shapesFor(rows);
-    if (problem.empty() || rows == m || !padsNorK)
-      return problem;
-    rows = m;
-    return shapesFor(rows);
-  }
-
   static std::string dimString(int64_t d) {
     return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
   }
-  static std::string describeGemm(int64_t m, int64_t n, int64_t k, int64_t mp,
-                                  int64_t np, int64_t kp) {
-    return llvm::formatv("M,N,K {0},{1},{2} -> {3},{4},{5}", dimString(m), n, k,
-                         dimString(mp), np, kp);
+  /// A padded GEMM's dims (M, its rows, stays: cuBLAS's tensor-core
+  /// kernels take any M; padding it cost a pad and a slice of the
+  /// activations per GEMM, ViT's 197 tokens to 200).
+  static std::string describeGemm(int64_t m, int64_t n, int64_t k, int64_t np,
+                                  int64_t kp) {
+    return llvm::formatv("M,N,K {0},{1},{2} -> {0},{3},{4}", dimString(m), n, k,
+                         np, kp);
   }
   /// The extra FLOPs of one padded GEMM (a dynamic M counted as 1).
-  static int64_t gemmFlops(int64_t mp, int64_t np, int64_t kp, int64_t m,
-                           int64_t n, int64_t k) {
+  static int64_t gemmFlops(int64_t m, int64_t np, int64_t kp, int64_t n,
+                           int64_t k) {
     int64_t rows = ShapedType::isDynamic(m) ? 1 : m;
-    int64_t paddedRows = ShapedType::isDynamic(mp) ? 1 : mp;
-    return 2 * (paddedRows * np * kp - rows * n * k);
+    return 2 * rows * (np * kp - n * k);
   }
 
   struct Growth {
@@ -474,8 +450,7 @@ private:
     int64_t kp =
         inA ? rankedOf(inA->padded).getDimSize(ra - 1) : roundUp(k, multiple);
     int64_t np = roundUp(n, multiple);
-    int64_t mp = ShapedType::isDynamic(m) ? m : roundUp(m, multiple);
-    if (!inA && kp == k && np == n && mp == m)
+    if (!inA && kp == k && np == n)
       return skip(op, "MatMul", "already aligned"), success();
     Type e = a.getElementType();
     SmallVector<int64_t> aShape, bShape, yShape;
@@ -494,9 +469,7 @@ private:
                             {y.getShape(), yShape, "result"}},
                            e);
     };
-    if (std::string problem =
-            chooseRows(m, mp, kp != k || np != n || inA, shapesFor);
-        !problem.empty())
+    if (std::string problem = shapesFor(m); !problem.empty())
       return skip(op, "MatMul", problem), success();
     int64_t before = bytesOf(a.getShape(), e) + bytesOf(b.getShape(), e) +
                      bytesOf(y.getShape(), e);
@@ -509,16 +482,11 @@ private:
     Operation *clone =
         cloneWith(op, {aPadded, bPadded}, {RankedTensorType::get(yShape, e)});
     Value result = clone->getResult(0);
-    // Extra rows are sliced right away; the padded N is carried.
-    SmallVector<int64_t> rowsCut(yShape);
-    rowsCut[rowsCut.size() - 2] = m;
-    if (mp != m)
-      result = sliceRows(result, rowsCut, loc);
     int64_t batch = 1;
     for (int64_t d : y.getShape().drop_back(2))
       batch *= ShapedType::isDynamic(d) ? 1 : d;
-    record(op, "MatMul", describeGemm(m, n, k, mp, np, kp),
-           batch * gemmFlops(mp, np, kp, m, n, k), after - before);
+    record(op, "MatMul", describeGemm(m, n, k, np, kp),
+           batch * gemmFlops(m, np, kp, n, k), after - before);
     finishResult(op.getY(), result, y.getRank() - 1, np != n);
     return success();
   }
@@ -544,8 +512,7 @@ private:
     int64_t kp =
         inA ? rankedOf(inA->padded).getDimSize(kAxisA) : roundUp(k, multiple);
     int64_t np = roundUp(n, multiple);
-    int64_t mp = ShapedType::isDynamic(m) ? m : roundUp(m, multiple);
-    if (!inA && kp == k && np == n && mp == m)
+    if (!inA && kp == k && np == n)
       return skip(op, "Gemm", "already aligned"), success();
     Type e = a.getElementType();
     SmallVector<int64_t> aShape(2), bShape(2), yShape(2);
@@ -560,22 +527,18 @@ private:
                             {y.getShape(), yShape, "result"}},
                            e);
     };
-    if (std::string problem =
-            chooseRows(m, mp, kp != k || np != n || inA, shapesFor);
-        !problem.empty())
+    if (std::string problem = shapesFor(m); !problem.empty())
       return skip(op, "Gemm", problem), success();
     Location loc = op.getLoc();
     Value aPadded = padTo(inA ? inA->padded : op.getA(), aShape, loc);
     Value bPadded = padTo(op.getB(), bShape, loc);
     SmallVector<Value> operands{aPadded, bPadded, op.getC()};
     if (auto c = rankedOf(op.getC())) {
-      // C broadcasts from the right to (M, N): grow the dims it spans.
+      // C broadcasts from the right to (M, N): grow N where it spans it.
       SmallVector<int64_t> cShape(c.getShape());
       int64_t rank = c.getRank();
       if (rank >= 1 && cShape[rank - 1] == n)
         cShape[rank - 1] = np;
-      if (rank == 2 && cShape[0] == m && !ShapedType::isDynamic(m))
-        cShape[0] = mp;
       operands[2] = padTo(op.getC(), cShape, loc);
     }
     int64_t before = bytesOf(a.getShape(), e) + bytesOf(b.getShape(), e) +
@@ -585,10 +548,8 @@ private:
     Operation *clone =
         cloneWith(op, operands, {RankedTensorType::get(yShape, e)});
     Value result = clone->getResult(0);
-    if (mp != m)
-      result = sliceRows(result, {m, np}, loc);
-    record(op, "Gemm", describeGemm(m, n, k, mp, np, kp),
-           gemmFlops(mp, np, kp, m, n, k), after - before);
+    record(op, "Gemm", describeGemm(m, n, k, np, kp),
+           gemmFlops(m, np, kp, n, k), after - before);
     finishResult(op.getY(), result, 1, np != n);
     return success();
   }
@@ -861,7 +822,6 @@ private:
   llvm::StringSet<> enabledOps;
   llvm::MapVector<Value, Carried> carriedValues;
   llvm::DenseMap<Value, Value> slices;
-  llvm::DenseMap<Value, Value> rowSliceSources;
   std::vector<Operation *> createdOps; ///< pads, slices and their constants
   std::vector<Operation *> replacedOps;
   std::vector<std::pair<InitializerOp, InitializerOp>> paddedInitializers;

@@ -45,10 +45,13 @@ namespace mp::rt {
 /// State buffers and the training information, 1.2 external weights, 1.3
 /// fused calls (kernel.fused_elementwise, whose kind a 1.2 runtime refuses
 /// by name), 1.4 fused attention (kernel.attention, refused by name before)
-/// and convolutions with a residual; 1.0 files still load. savePlan writes the
-/// lowest minor version that the contents need, and at least Plan::formatMinor.
+/// and convolutions with a residual, 1.5 more activations (a matmul's
+/// gelu_tanh, silu, sigmoid, tanh and hard_swish epilogues, a convolution's
+/// gelu and gelu_tanh: names a 1.4 runtime refuses); 1.0 files still load.
+/// savePlan writes the lowest minor version that the contents need, and at
+/// least Plan::formatMinor.
 constexpr uint32_t kPlanFormatMajor = 1;
-constexpr uint32_t kPlanFormatMinor = 4;
+constexpr uint32_t kPlanFormatMinor = 5;
 /// What a new Plan's formatMinor says: plans without external weights are
 /// written as 1.1 files, as before 1.2.
 constexpr uint32_t kPlanFormatMinorDefault = 1;

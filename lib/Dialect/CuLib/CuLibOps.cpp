@@ -94,10 +94,10 @@ LogicalResult MatmulOp::verify() {
     return emitOpError("A and B must have the same element type");
   if (failed(verifyComputeType(*this, getComputeType(), a.getElementType())))
     return failure();
-  // cuBLASLt's epilogues: none, relu, gelu.
-  if (getEpilogue() != Epilogue::none && getEpilogue() != Epilogue::relu &&
-      getEpilogue() != Epilogue::gelu)
-    return emitOpError("epilogue must be none, relu or gelu");
+  // Every activation but clip (whose bounds only conv_fwd carries).
+  if (getEpilogue() == Epilogue::clip)
+    return emitOpError("epilogue clip is conv_fwd's only (a matmul has no "
+                       "clip_min / clip_max)");
   int64_t m = a.getDimSize(a.getRank() - (getTransA() ? 1 : 2));
   int64_t ka = a.getDimSize(a.getRank() - (getTransA() ? 2 : 1));
   int64_t kb = b.getDimSize(b.getRank() - (getTransB() ? 1 : 2));
@@ -147,12 +147,7 @@ LogicalResult ConvFwdOp::verify() {
     return emitOpError() << "needs " << 2 * spatial << " pads and "
                          << spatial << " strides and dilations";
   bool nhwc = getLayout() == Layout::nhwc;
-  // No GELU (cuDNN's fused convolution-bias-activation has none); clip has
-  // its bounds, and only clip.
-  if (getActivation() == Epilogue::gelu)
-    return emitOpError(
-        "activation must be none, relu, clip, silu, sigmoid, tanh or "
-        "hard_swish");
+  // Clip has its bounds, and only clip.
   const bool clip = getActivation() == Epilogue::clip;
   if (clip != (getClipMin().has_value() && getClipMax().has_value()) ||
       (!clip && (getClipMin() || getClipMax())))

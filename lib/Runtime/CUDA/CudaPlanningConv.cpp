@@ -86,18 +86,7 @@ Result<ConvPlan> planConv(ConvKind kind, const PlanCall &call,
   if (kind == ConvKind::Forward) {
     // The attributes as the CPU reads them.
     MP_TRY(options, cpu::convOptionsOf(call, spatial));
-    // The epilogue kernel's code of each activation a convolution takes.
-    static constexpr std::pair<cpu::Activation, EpilogueAct> kActs[] = {
-        {cpu::Activation::Relu, kActRelu},
-        {cpu::Activation::Clip, kActClip},
-        {cpu::Activation::Silu, kActSilu},
-        {cpu::Activation::Sigmoid, kActSigmoid},
-        {cpu::Activation::Tanh, kActTanh},
-        {cpu::Activation::HardSwish, kActHardSwish}};
-    at.act = kActNone;
-    for (auto [activation, act] : kActs)
-      if (options.activation == activation)
-        at.act = act;
+    at.act = epilogueActOf(options.activation);
     at.clipMin = options.clipMin;
     at.clipMax = options.clipMax;
     at.padsBegin = options.padsBegin;

@@ -51,14 +51,12 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
   size_t nOps = 2 + size_t(hasC) + size_t(hasBias);
   if (Status s = arity(ops, res, nOps, nOps, 1, 1); !s)
     return s;
-  // The attributes as the CPU reads them (none, relu or gelu epilogues).
+  // The attributes as the CPU reads them.
   MP_TRY(options, cpu::matmulOptionsOf(call));
   const bool transA = options.transA, transB = options.transB;
   const double alpha = options.alpha, beta = options.beta;
   MatmulPlan p;
-  p.act = options.epilogue == cpu::Activation::Relu   ? kActRelu
-          : options.epilogue == cpu::Activation::Gelu ? kActGelu
-                                                      : kActNone;
+  p.act = epilogueActOf(options.epilogue);
   const TensorDesc &a = ops[0], &b = ops[1], &d = res[0];
   if (Status s = checkComputeType(call, a.dtype, /*required=*/true); !s)
     return s;
@@ -108,13 +106,16 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
   p.beta = beta;
   p.withC = c && beta != 0.0;
   DType acc = f64 ? DType::F64 : DType::F32;
-  // cuBLASLt's GELU epilogue is the tanh approximation; the plan's is
-  // exact. A bias of another dtype than D is added in the epilogue kernel
-  // too, before the single rounding, and so is a D that cuBLASLt does not
-  // write from these inputs (it writes their dtype or, from 16-bit ones,
-  // f32: an f32 product narrowed to 16 bits is rounded by the epilogue).
+  // cuBLASLt fuses ReLU alone: its GELU epilogue is the tanh approximation
+  // (the plan's gelu is exact, its gelu_tanh rounds differently), and it
+  // has none of the others; they run in the epilogue kernel. A bias of
+  // another dtype than D is added there too, before the single rounding,
+  // and so is a D that cuBLASLt does not write from these inputs (it
+  // writes their dtype or, from 16-bit ones, f32: an f32 product narrowed
+  // to 16 bits is rounded by the epilogue).
   bool ltWritesD = d.dtype == a.dtype || (!f64 && d.dtype == DType::F32);
-  p.staged = p.act == kActGelu || (bias && bias->dtype != d.dtype) ||
+  p.staged = (p.act != kActNone && p.act != kActRelu) ||
+             (bias && bias->dtype != d.dtype) ||
              (f64 && (bias || p.act != kActNone)) || !ltWritesD;
   p.fusedBias = bias && !p.staged;
   p.fusedRelu = p.act == kActRelu && !p.staged;

@@ -86,6 +86,31 @@ Status bindDescs(const PlanCall &call, const std::vector<TensorDesc> &given,
 
 inline int32_t code(DType t) { return static_cast<int32_t>(t); }
 
+/// The epilogue kernel's code of an activation (matmul's and convolution's).
+inline EpilogueAct epilogueActOf(cpu::Activation activation) {
+  switch (activation) {
+  case cpu::Activation::None:
+    return kActNone;
+  case cpu::Activation::Relu:
+    return kActRelu;
+  case cpu::Activation::Gelu:
+    return kActGelu;
+  case cpu::Activation::GeluTanh:
+    return kActGeluTanh;
+  case cpu::Activation::Clip:
+    return kActClip;
+  case cpu::Activation::Silu:
+    return kActSilu;
+  case cpu::Activation::Sigmoid:
+    return kActSigmoid;
+  case cpu::Activation::Tanh:
+    return kActTanh;
+  case cpu::Activation::HardSwish:
+    return kActHardSwish;
+  }
+  return kActNone;
+}
+
 inline const void *cptr(const TensorDesc &t) { return t.ptr<const void>(); }
 inline void *mptr(const TensorDesc &t) { return t.ptr<void>(); }
 inline const void *cptr(const TensorDesc *t) {

@@ -44,7 +44,10 @@ template <typename C> __global__ void epilogueKernel(EpilogueParams p) {
       C g = v / C(6) + C(0.5);
       g = g < C(0) ? C(0) : (g > C(1) ? C(1) : g);
       v = v * g;
-    }
+    } else if (p.act == kActGeluTanh)
+      v = C(0.5) * v *
+          (C(1) +
+           mTanh(C(0.79788456080286536) * (v + C(0.044715) * v * v * v)));
     storeAs(p.out, p.outDtype, i, v);
   }
 }

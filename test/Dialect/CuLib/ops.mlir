@@ -68,3 +68,16 @@ func.func @conv_residual(%x: memref<1x3x8x8xbf16>, %w: memref<4x3x3x3xbf16>, %b:
   culib.conv_fwd ins(%x, %w) bias(%b) residual(%y) outs(%y) {activation = #culib.epilogue<silu>, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xbf16>, memref<4x3x3x3xbf16>, memref<4xf32>, memref<1x4x6x6xbf16>, memref<1x4x6x6xbf16>
   return
 }
+
+// The activations of both calls: a matmul's SiLU and GELU (tanh) epilogues, a
+// convolution's GELU; f16 inputs into an f32 result (a cast folded in).
+// CHECK-LABEL: func.func @activations
+// CHECK: culib.matmul ins(%arg0, %arg1) outs(%arg2) {compute_type = f32, epilogue = #culib.epilogue<silu>}
+// CHECK: culib.matmul ins(%arg0, %arg1) outs(%arg2) {compute_type = f32, epilogue = #culib.epilogue<gelu_tanh>}
+// CHECK: culib.conv_fwd ins(%arg3, %arg4) outs(%arg5) {activation = #culib.epilogue<gelu>
+func.func @activations(%a: memref<2x3xf16>, %b: memref<3x5xf16>, %d: memref<2x5xf32>, %x: memref<1x3x8x8xf16>, %w: memref<4x3x3x3xf16>, %y: memref<1x4x6x6xf32>) {
+  culib.matmul ins(%a, %b) outs(%d) {compute_type = f32, epilogue = #culib.epilogue<silu>} : memref<2x3xf16>, memref<3x5xf16>, memref<2x5xf32>
+  culib.matmul ins(%a, %b) outs(%d) {compute_type = f32, epilogue = #culib.epilogue<gelu_tanh>} : memref<2x3xf16>, memref<3x5xf16>, memref<2x5xf32>
+  culib.conv_fwd ins(%x, %w) outs(%y) {activation = #culib.epilogue<gelu>, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf16>, memref<4x3x3x3xf16>, memref<1x4x6x6xf32>
+  return
+}

@@ -300,3 +300,28 @@ TEST_CASE("plans with a convolution's residual are format 1.4", "[plan]") {
   plan.calls[0].attributes[1].value = int64_t(1);
   CHECK(plan.requiredFormatMinor() == 4);
 }
+
+TEST_CASE("plans with the activations 1.4 lacks are format 1.5", "[plan]") {
+  Plan plan;
+  PlanCall matmul;
+  matmul.kind = "cublaslt.matmul";
+  matmul.attributes = {{"epilogue", std::string("gelu")}};
+  plan.calls.push_back(matmul);
+  CHECK(plan.requiredFormatMinor() == 0);
+  for (const char *epilogue :
+       {"gelu_tanh", "silu", "sigmoid", "tanh", "hard_swish"}) {
+    INFO(epilogue);
+    plan.calls[0].attributes[0].value = std::string(epilogue);
+    CHECK(plan.requiredFormatMinor() == 5);
+  }
+  PlanCall conv;
+  conv.kind = "cudnn.conv_fwd";
+  conv.attributes = {{"activation", std::string("silu")}};
+  plan.calls[0] = conv;
+  CHECK(plan.requiredFormatMinor() == 0);
+  for (const char *activation : {"gelu", "gelu_tanh"}) {
+    plan.calls[0].attributes[0].value = std::string(activation);
+    CHECK(plan.requiredFormatMinor() == 5);
+  }
+  CHECK(kPlanFormatMinor >= 5);
+}

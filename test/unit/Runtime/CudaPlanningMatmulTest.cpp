@@ -173,6 +173,38 @@ TEST_CASE("matmul planning: epilogues, C and bias", "[cuda][planning]") {
     CHECK(p->staged);
     CHECK(p->epilogue.act == kActNone);
   }
+  SECTION("activations other than relu run in the epilogue kernel") {
+    TensorDesc d = at(DType::F16, {4, 6});
+    const std::pair<const char *, EpilogueAct> acts[] = {
+        {"gelu", kActGelu}, {"gelu_tanh", kActGeluTanh},
+        {"silu", kActSilu}, {"sigmoid", kActSigmoid},
+        {"tanh", kActTanh}, {"hard_swish", kActHardSwish}};
+    for (auto [name, act] : acts) {
+      INFO(name);
+      Result<MatmulPlan> p = planMatmul(
+          matmulCall({{"epilogue", std::string(name)}}), {a, b}, {d});
+      REQUIRE(p);
+      CHECK(p->staged);
+      CHECK_FALSE(p->fusedRelu);
+      CHECK(p->act == act);
+    }
+    Result<MatmulPlan> clip = planMatmul(
+        matmulCall({{"epilogue", std::string("clip")}}), {a, b}, {d});
+    REQUIRE_FALSE(clip);
+    CHECK_THAT(clip.status().message(), Catch::Contains("unknown value"));
+  }
+  SECTION("an f32 product narrowed to f16 is rounded by the epilogue") {
+    TensorDesc a32 = at(DType::F32, {4, 8}), b32 = at(DType::F32, {8, 6}),
+               d = at(DType::F16, {4, 6});
+    Result<MatmulPlan> p = planMatmul(matmulCall(), {a32, b32}, {d});
+    REQUIRE(p);
+    CHECK(p->staged);
+    CHECK(p->stagedBytes == 4 * 6 * 4);
+    Result<MatmulPlan> wide =
+        planMatmul(matmulCall(), {a, b}, {at(DType::F32, {4, 6})});
+    REQUIRE(wide);
+    CHECK_FALSE(wide->staged);
+  }
   SECTION("an f32 D is its own staging area") {
     TensorDesc d = at(DType::F32, {4, 6});
     Result<MatmulPlan> p = planMatmul(

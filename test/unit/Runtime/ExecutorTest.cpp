@@ -527,10 +527,11 @@ TEST_CASE("call errors name the call and the problem", "[executor]") {
   };
   SECTION("unknown epilogue") {
     MatmulSoftmax m;
-    m.b.plan.calls[0].attributes[4].value = std::string("tanh");
+    m.b.plan.calls[0].attributes[4].value = std::string("clip");
     CHECK(runError(m) ==
           "call #0 (cublaslt.matmul at node 'MatMul_0'): attribute 'epilogue' "
-          "has unknown value 'tanh' (none, relu, gelu)");
+          "has unknown value 'clip' (none, relu, gelu, gelu_tanh, silu, "
+          "sigmoid, tanh, hard_swish)");
   }
   SECTION("missing has_bias") {
     MatmulSoftmax m;

@@ -35,15 +35,18 @@ def CuLib_LayoutAttr : EnumAttr<CuLib_Dialect, CuLib_Layout, "layout"> {
 
 def CuLib_Epilogue : I32EnumAttr<"Epilogue",
     "the activation a library call applies to its result", [
+    // In f32 before the result's one rounding (oneDNN post-ops on the CPU;
+    // cuBLASLt's RELU epilogue, else the CUDA epilogue kernel):
     I32EnumAttrCase<"none", 0>,
     I32EnumAttrCase<"relu", 1>,
-    I32EnumAttrCase<"gelu", 2>, // matmul only (cuBLASLt's GELU epilogue)
+    I32EnumAttrCase<"gelu", 2>, // exact: x * Phi(x)
     I32EnumAttrCase<"clip", 3>, // conv_fwd only, with clip_min / clip_max
-    // conv_fwd only (oneDNN post-ops; the CUDA epilogue kernel):
     I32EnumAttrCase<"silu", 4>,       // x * sigmoid(x)
     I32EnumAttrCase<"sigmoid", 5>,
     I32EnumAttrCase<"tanh", 6>,
-    I32EnumAttrCase<"hard_swish", 7>  // x * min(max(x / 6 + 0.5, 0), 1)
+    I32EnumAttrCase<"hard_swish", 7>, // x * min(max(x / 6 + 0.5, 0), 1)
+    // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))): GPT-2's
+    I32EnumAttrCase<"gelu_tanh", 8>
   ]> {
   let cppNamespace = "::mp::culib";
   let genSpecializedAttr = 0;

@@ -126,7 +126,9 @@ def CastCleanup : Pass<"mp-cast-cleanup", "mlir::func::FuncOp"> {
 def PadTensorCores : Pass<"mp-pad-tensor-cores", "mlir::func::FuncOp"> {
   let summary = "Pad GEMM and convolution dims to multiples of 8 for tensor cores";
   let description = [{
-    Pads the dims of f16/bf16 MatMul and Gemm (M, N, K of both operands) and
+    Pads the dims of f16/bf16 MatMul and Gemm (N and K of both operands;
+    M, the rows, is left alone: tensor cores take any, and a padded M cost
+    a pad and a slice of the activations per GEMM) and
     Conv (input and output channels; 3 input channels with 32 or 64 output
     channels pad to 4) with zeros to multiples of `multiple`, runs the padded
     op and slices the result. Constant operands (weights, biases) are padded

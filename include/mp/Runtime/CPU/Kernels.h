@@ -45,7 +45,7 @@ enum class Activation {
   Gelu,     ///< x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) (ONNX Gelu, exact)
   GeluTanh, ///< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   Clip,     ///< min(max(x, lo), hi) (convolutions: ConvOptions' bounds)
-  // Convolutions only (the elementwise functions of the same names):
+  // As the elementwise functions of the same names:
   Silu,      ///< x * sigmoid(x)
   Sigmoid,   ///< 1 / (1 + exp(-x))
   Tanh,      ///< tanh(x)

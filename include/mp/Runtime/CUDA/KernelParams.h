@@ -213,11 +213,12 @@ enum EpilogueAct : int32_t {
   kActRelu = 1,
   kActGelu = 2, ///< exact (erf)
   kActClip = 3, ///< min(max(v, clipMin), clipMax) (convolutions)
-  // Convolutions, as the elementwise functions of the same names:
+  // As the elementwise functions of the same names:
   kActSilu = 4,
   kActSigmoid = 5,
   kActTanh = 6,
   kActHardSwish = 7,
+  kActGeluTanh = 8, ///< 0.5 v (1 + tanh(sqrt(2 / pi) (v + 0.044715 v^3)))
 };
 struct EpilogueParams {
   int32_t act = kActNone;

@@ -25,30 +25,23 @@ Status checkOperandCount(const CallArgs &args, size_t required,
   return checkArity(args, operands, operands, results, results);
 }
 
-/// A matmul's epilogue (none, relu, gelu) or a convolution's activation
-/// (none, relu, clip).
+/// A matmul's epilogue or a convolution's activation: the culib Epilogue
+/// names (clip a convolution's only: its bounds are its attributes).
 Result<Activation> parseActivation(const std::string &name,
                                    std::string_view attrName, bool isMatmul) {
-  if (name == "none")
-    return Activation::None;
-  if (name == "relu")
-    return Activation::Relu;
-  if (isMatmul && name == "gelu")
-    return Activation::Gelu;
-  if (!isMatmul && name == "clip")
-    return Activation::Clip;
-  if (!isMatmul && name == "silu")
-    return Activation::Silu;
-  if (!isMatmul && name == "sigmoid")
-    return Activation::Sigmoid;
-  if (!isMatmul && name == "tanh")
-    return Activation::Tanh;
-  if (!isMatmul && name == "hard_swish")
-    return Activation::HardSwish;
+  static const std::pair<std::string_view, Activation> kNames[] = {
+      {"none", Activation::None},           {"relu", Activation::Relu},
+      {"gelu", Activation::Gelu},           {"gelu_tanh", Activation::GeluTanh},
+      {"clip", Activation::Clip},           {"silu", Activation::Silu},
+      {"sigmoid", Activation::Sigmoid},     {"tanh", Activation::Tanh},
+      {"hard_swish", Activation::HardSwish}};
+  for (const auto &[known, activation] : kNames)
+    if (name == known && !(isMatmul && activation == Activation::Clip))
+      return activation;
   return Status::error(
       "attribute '" + std::string(attrName) + "' has unknown value '" + name +
-      "' (none, relu" +
-      (isMatmul ? ", gelu)" : ", clip, silu, sigmoid, tanh, hard_swish)"));
+      "' (none, relu, gelu, gelu_tanh" + (isMatmul ? "" : ", clip") +
+      ", silu, sigmoid, tanh, hard_swish)");
 }
 
 /// Splits ONNX-style pads (begins, then ends) for `spatial` dimensions.

@@ -515,3 +515,32 @@ func.func @casts_kept(%a: memref<2x3xf16>, %c: memref<2x4xf16>) -> (memref<2x4xf
   culib.cast ins(%v) outs(%y3) : memref<2x4xf16>, memref<2x4xi32>
   return %y, %y2, %r, %y3 : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf16>, memref<2x4xi32>
 }
+
+// Activations into a matmul (a gated MLP's SiLU, GPT-2's tanh GELU) and a
+// GELU into a convolution (ConvNeXt-style blocks written as convolutions).
+// CHECK-LABEL: func.func @activations_into_calls
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) outs(%[[S:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<silu>}
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) outs(%[[G:[^)]*]]) {compute_type = f32, epilogue = #culib.epilogue<gelu_tanh>}
+// CHECK: culib.conv_fwd ins(%arg1, %{{.*}}) outs(%[[C:[^)]*]]) {activation = #culib.epilogue<gelu>
+// CHECK-NOT: culib.elementwise
+// CHECK: return %[[S]], %[[G]], %[[C]]
+// REPORT: remark: culib-fuse-epilogues: 4 activation / bias / residual / cast call(s)
+func.func @activations_into_calls(%a: memref<2x3xf32>, %x: memref<1x2x3x3xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<1x2x3x3xf32>) {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
+  %t = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%t) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %sig = culib.alloc : memref<2x4xf32>
+  culib.elementwise sigmoid ins(%t) outs(%sig) : memref<2x4xf32>, memref<2x4xf32>
+  %silu = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%t, %sig) outs(%silu) : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+  %u = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%u) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %g = culib.alloc : memref<2x4xf32>
+  culib.elementwise gelu_tanh ins(%u) outs(%g) : memref<2x4xf32>, memref<2x4xf32>
+  %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
+  %c = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%x, %w) outs(%c) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x2x1x1xf32>, memref<1x2x3x3xf32>
+  %cg = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise gelu ins(%c) outs(%cg) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  return %silu, %g, %cg : memref<2x4xf32>, memref<2x4xf32>, memref<1x2x3x3xf32>
+}
