@@ -398,6 +398,132 @@ TEST_CASE("fast f16 matmuls and convolutions accumulate in f32",
   }
 }
 
+TEST_CASE("large f16 convolutions on f32 copies run in blocks of rows",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    SUCCEED("built without oneDNN");
+    return;
+  }
+  // Channels last, x and y over 3 MiB in f32: where f16 goes through f32
+  // copies (CPUs without f16 kernels; dense filters on those without f16
+  // dot products) the call runs per block of output rows (its name says
+  // so), every block's padding and halo rows as the whole convolution's.
+  struct Conv {
+    const char *what;
+    int64_t n, h, w, c, m, k, stride, dilation;
+    std::vector<int64_t> pads;
+    bool residual;
+    DType yDtype;
+    const char *activation;
+  };
+  const Conv convs[] = {{"3x3, pads 1, relu",
+                         2,
+                         64,
+                         64,
+                         32,
+                         64,
+                         3,
+                         1,
+                         1,
+                         {1, 1, 1, 1},
+                         false,
+                         DType::F16,
+                         "relu"},
+                        {"3x3 stride 2, pads 0 / 1",
+                         2,
+                         128,
+                         96,
+                         24,
+                         48,
+                         3,
+                         2,
+                         1,
+                         {0, 0, 1, 1},
+                         false,
+                         DType::F16,
+                         "none"},
+                        {"5x5 dilated 2, pads 4",
+                         2,
+                         64,
+                         64,
+                         32,
+                         64,
+                         5,
+                         1,
+                         2,
+                         {4, 4, 4, 4},
+                         false,
+                         DType::F16,
+                         "silu"},
+                        {"1x1 with a residual",
+                         2,
+                         96,
+                         96,
+                         16,
+                         32,
+                         1,
+                         1,
+                         1,
+                         {0, 0, 0, 0},
+                         true,
+                         DType::F16,
+                         "relu"},
+                        {"3x3 into f32 (an output cast folded in)",
+                         2,
+                         64,
+                         64,
+                         32,
+                         64,
+                         3,
+                         1,
+                         1,
+                         {1, 1, 1, 1},
+                         false,
+                         DType::F32,
+                         "none"}};
+  for (const Conv &v : convs) {
+    INFO(v.what);
+    const int64_t extent = (v.k - 1) * v.dilation + 1;
+    const int64_t oh = (v.h + v.pads[0] + v.pads[2] - extent) / v.stride + 1;
+    const int64_t ow = (v.w + v.pads[1] + v.pads[3] - extent) / v.stride + 1;
+    PlanCall call =
+        callOf("cudnn.conv_fwd",
+               {{"has_bias", int64_t(1)},
+                {"has_residual", int64_t(v.residual)},
+                {"pads", v.pads},
+                {"strides", std::vector<int64_t>{v.stride, v.stride}},
+                {"dilations", std::vector<int64_t>{v.dilation, v.dilation}},
+                {"groups", int64_t(1)},
+                {"layout", std::string("nhwc")},
+                {"activation", std::string(v.activation)},
+                {"compute_type", int64_t(DType::F32)}});
+    std::vector<HostTensor> inputs;
+    inputs.push_back(randomTensor(DType::F16, {v.n, v.h, v.w, v.c}, 11));
+    inputs.push_back(randomTensor(DType::F16, {v.m, v.k, v.k, v.c}, 12));
+    inputs.push_back(randomTensor(DType::F16, {v.m}, 13));
+    if (v.residual)
+      inputs.push_back(randomTensor(v.yDtype, {v.n, oh, ow, v.m}, 14));
+    std::vector<TensorView> views;
+    for (HostTensor &t : inputs)
+      views.push_back(t.view());
+    HostTensor fast(v.yDtype, {v.n, oh, ow, v.m}),
+        reference(v.yDtype, {v.n, oh, ow, v.m});
+    std::vector<bool> constant = {false, true, true, false};
+    cpu::FastCallChoice choice =
+        cpu::prepareFastCall(call, views, {fast.view()}, constant);
+    REQUIRE(choice.call);
+    const std::string impl = choice.call->implementation();
+    INFO("implementation " << impl);
+    if (impl.find("fp16") == std::string::npos)
+      CHECK(impl.find("f16 in blocks of") != std::string::npos);
+    std::vector<unsigned char> scratch(choice.call->scratchBytes() + 64);
+    REQUIRE(choice.call->run(scratch.data()));
+    cpu::CallArgs args{call, views, {reference.view()}, nullptr, 0};
+    REQUIRE(cpu::cpuCallTable().find(call.kind)(args));
+    checkClose(fast, reference);
+  }
+}
+
 TEST_CASE("fast convolutions compute what the reference computes",
           "[cpu][fast]") {
   if (!cpu::haveFastKernels()) {

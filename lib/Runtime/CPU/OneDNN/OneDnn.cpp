@@ -157,6 +157,20 @@ ConvWindow convWindowOf(const ConvOptions &o, size_t spatial) {
   return w;
 }
 
+dnnl::convolution_forward::primitive_desc
+convForwardDesc(const dnnl::memory::desc &src,
+                const dnnl::memory::desc &weights,
+                const dnnl::memory::desc *bias, const dnnl::memory::desc &dst,
+                const ConvWindow &w, const dnnl::primitive_attr &attr) {
+  using Pd = dnnl::convolution_forward::primitive_desc;
+  const auto kind = dnnl::prop_kind::forward_inference;
+  const auto algorithm = dnnl::algorithm::convolution_direct;
+  return bias ? Pd(engine(), kind, algorithm, src, weights, *bias, dst,
+                   w.strides, w.dilates, w.padsBegin, w.padsEnd, attr)
+              : Pd(engine(), kind, algorithm, src, weights, dst, w.strides,
+                   w.dilates, w.padsBegin, w.padsEnd, attr);
+}
+
 dnnl::post_ops postOpsOf(Activation activation, float lo, float hi) {
   dnnl::post_ops ops;
   appendActivation(ops, activation, lo, hi);

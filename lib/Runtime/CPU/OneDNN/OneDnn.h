@@ -85,6 +85,13 @@ struct ConvWindow {
   dnnl::memory::dims strides, dilates, padsBegin, padsEnd;
 };
 ConvWindow convWindowOf(const ConvOptions &o, size_t spatial);
+/// A direct forward-inference convolution over `window`, with a bias where
+/// `bias` is not null.
+dnnl::convolution_forward::primitive_desc
+convForwardDesc(const dnnl::memory::desc &src,
+                const dnnl::memory::desc &weights,
+                const dnnl::memory::desc *bias, const dnnl::memory::desc &dst,
+                const ConvWindow &window, const dnnl::primitive_attr &attr);
 
 /// Attributes with the scratchpad left to the caller (every call's: it is
 /// the executor's workspace, PrimitiveCall::run).

@@ -85,15 +85,8 @@ FastCallChoice prepareConv(const PlanCall &call,
       ops.append_binary(dnnl::algorithm::binary_add, yWanted);
     appendActivation(ops, o.activation, o.clipMin, o.clipMax);
     attr.set_post_ops(ops);
-    auto algorithm = dnnl::algorithm::convolution_direct;
-    auto kind = dnnl::prop_kind::forward_inference;
-    using ConvPd = dnnl::convolution_forward::primitive_desc;
-    ConvPd pd = bias ? ConvPd(engine(), kind, algorithm, xWanted, wAny,
-                              biasDesc, yWanted, win.strides, win.dilates,
-                              win.padsBegin, win.padsEnd, attr)
-                     : ConvPd(engine(), kind, algorithm, xWanted, wAny, yWanted,
-                              win.strides, win.dilates, win.padsBegin,
-                              win.padsEnd, attr);
+    dnnl::convolution_forward::primitive_desc pd = convForwardDesc(
+        xWanted, wAny, bias ? &biasDesc : nullptr, yWanted, win, attr);
     auto isConstant = [&](size_t k) {
       return constant.size() > k && constant[k];
     };

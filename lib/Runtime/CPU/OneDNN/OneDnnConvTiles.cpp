@@ -281,18 +281,12 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
           ops.append_binary(dnnl::algorithm::binary_add, dst);
         appendActivation(ops, o.activation, o.clipMin, o.clipMax);
         attr.set_post_ops(ops);
-        dnnl::memory::dims padsBegin = win.padsBegin, padsEnd = win.padsEnd;
-        padsBegin[0] = top;
-        padsEnd[0] = bottom;
-        auto kind = dnnl::prop_kind::forward_inference;
-        auto algorithm = dnnl::algorithm::convolution_direct;
-        dnnl::memory::desc wAny = anyLayout(wUser);
-        using ConvPd = dnnl::convolution_forward::primitive_desc;
-        ConvPd pd =
-            bias ? ConvPd(engine(), kind, algorithm, src, wAny, biasDesc, dst,
-                          win.strides, win.dilates, padsBegin, padsEnd, attr)
-                 : ConvPd(engine(), kind, algorithm, src, wAny, dst,
-                          win.strides, win.dilates, padsBegin, padsEnd, attr);
+        ConvWindow blockWindow = win;
+        blockWindow.padsBegin[0] = top;
+        blockWindow.padsEnd[0] = bottom;
+        dnnl::convolution_forward::primitive_desc pd =
+            convForwardDesc(src, anyLayout(wUser), bias ? &biasDesc : nullptr,
+                            dst, blockWindow, attr);
         if (isReferenceImplementation(pd))
           return referenceKernel(
               "oneDNN has only its reference implementation (" +
