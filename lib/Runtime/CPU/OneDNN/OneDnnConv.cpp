@@ -37,14 +37,18 @@ FastCallChoice prepareConv(const PlanCall &call,
     return referenceKernel("the reference kernel reports the call's error");
   if (*spatial > 3)
     return referenceKernel(std::to_string(*spatial) + " spatial dims");
-  // Where f16 kernels widen to f32 inside (no f16 dot products), a dense
-  // filter's convolution is compute-bound and runs faster as f32 on f32
-  // copies (ResNet-50's f16 plan: 59 against 77 ms); grouped and depthwise
-  // ones are memory-bound and faster on f16 (MobileNetV2's: 7.7 against
-  // 8.7 ms).
+  // Where f16 kernels widen to f32 inside (no f16 dot products), a
+  // convolution with long dot products (C/g * kernel size >= 128: ResNets'
+  // and the 1x1 convolutions of the wider layers) is compute-bound and runs
+  // faster as f32 on f32 copies (ResNet-50's f16 plan: 62 against 78 ms);
+  // short ones (depthwise, the narrow layers) are memory-bound and faster on
+  // f16 (MobileNetV2's: 6.9 against 7.7 ms, EfficientNet-B0's 12.5 against
+  // 13.6).
+  constexpr int64_t kComputeBoundReduction = 128;
+  const int64_t reduction = w.numElements() / std::max<int64_t>(w.shape[0], 1);
   std::optional<ScopedF16Widening> widened;
-  if (x.dtype == DType::F16 && options->groups == 1 && f16IsNative() &&
-      !f16DotProducts())
+  if (x.dtype == DType::F16 && reduction >= kComputeBoundReduction &&
+      f16IsNative() && !f16DotProducts())
     widened.emplace();
   std::optional<dnnl::memory::data_type> in = computeTypeOf(x.dtype),
                                          out = computeTypeOf(y.dtype);
