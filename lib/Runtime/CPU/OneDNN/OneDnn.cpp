@@ -161,7 +161,13 @@ dnnl::convolution_forward::primitive_desc
 convForwardDesc(const dnnl::memory::desc &src,
                 const dnnl::memory::desc &weights,
                 const dnnl::memory::desc *bias, const dnnl::memory::desc &dst,
-                const ConvWindow &w, const dnnl::primitive_attr &attr) {
+                const ConvWindow &w, const ConvOptions &o, bool residual) {
+  dnnl::primitive_attr attr = userScratchpad();
+  dnnl::post_ops ops;
+  if (residual)
+    ops.append_binary(dnnl::algorithm::binary_add, dst);
+  appendActivation(ops, o.activation, o.clipMin, o.clipMax);
+  attr.set_post_ops(ops);
   using Pd = dnnl::convolution_forward::primitive_desc;
   const auto kind = dnnl::prop_kind::forward_inference;
   const auto algorithm = dnnl::algorithm::convolution_direct;

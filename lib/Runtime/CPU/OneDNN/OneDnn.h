@@ -86,12 +86,14 @@ struct ConvWindow {
 };
 ConvWindow convWindowOf(const ConvOptions &o, size_t spatial);
 /// A direct forward-inference convolution over `window`, with a bias where
-/// `bias` is not null.
+/// `bias` is not null, then o's activation as post-ops, after a residual
+/// (a binary add of a tensor laid out as dst) where `residual`; the
+/// scratchpad is the caller's.
 dnnl::convolution_forward::primitive_desc
 convForwardDesc(const dnnl::memory::desc &src,
                 const dnnl::memory::desc &weights,
                 const dnnl::memory::desc *bias, const dnnl::memory::desc &dst,
-                const ConvWindow &window, const dnnl::primitive_attr &attr);
+                const ConvWindow &window, const ConvOptions &o, bool residual);
 
 /// Attributes with the scratchpad left to the caller (every call's: it is
 /// the executor's workspace, PrimitiveCall::run).

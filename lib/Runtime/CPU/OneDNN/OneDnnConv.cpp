@@ -83,14 +83,9 @@ FastCallChoice prepareConv(const PlanCall &call,
     if (bias)
       biasDesc = plainDesc({bias->shape[0]}, *biasType);
 
-    dnnl::primitive_attr attr = userScratchpad();
-    dnnl::post_ops ops;
-    if (residual)
-      ops.append_binary(dnnl::algorithm::binary_add, yWanted);
-    appendActivation(ops, o.activation, o.clipMin, o.clipMax);
-    attr.set_post_ops(ops);
-    dnnl::convolution_forward::primitive_desc pd = convForwardDesc(
-        xWanted, wAny, bias ? &biasDesc : nullptr, yWanted, win, attr);
+    dnnl::convolution_forward::primitive_desc pd =
+        convForwardDesc(xWanted, wAny, bias ? &biasDesc : nullptr, yWanted, win,
+                        o, residual != nullptr);
     auto isConstant = [&](size_t k) {
       return constant.size() > k && constant[k];
     };

@@ -275,18 +275,12 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
         dnnl::memory::desc src = blockDesc(inRows, width, channels, computeIn);
         dnnl::memory::desc dst =
             blockDesc(outRows, outWidth, outChannels, computeOut);
-        dnnl::primitive_attr attr = userScratchpad();
-        dnnl::post_ops ops;
-        if (residual)
-          ops.append_binary(dnnl::algorithm::binary_add, dst);
-        appendActivation(ops, o.activation, o.clipMin, o.clipMax);
-        attr.set_post_ops(ops);
         ConvWindow blockWindow = win;
         blockWindow.padsBegin[0] = top;
         blockWindow.padsEnd[0] = bottom;
         dnnl::convolution_forward::primitive_desc pd =
             convForwardDesc(src, anyLayout(wUser), bias ? &biasDesc : nullptr,
-                            dst, blockWindow, attr);
+                            dst, blockWindow, o, residual != nullptr);
         if (isReferenceImplementation(pd))
           return referenceKernel(
               "oneDNN has only its reference implementation (" +
