@@ -2,9 +2,9 @@
 //
 // The fused attention call in blocks of (batch, head) problems: each block's
 // Q, K and V are gathered from their strided views into dense scratch, the
-// scores S = Q K^T come from one batched oneDNN matmul (bf16 inputs where
-// the buffers are bf16 and the CPU has a bf16 kernel: exact products, f32
-// sums), the softmax runs over S's rows in f32 with the vectorised exp
+// scores S = Q K^T come from one batched oneDNN matmul (16-bit inputs where
+// the buffers are bf16, or f16 and the CPU has f16 kernels: exact products,
+// f32 sums), the softmax runs over S's rows in f32 with the vectorised exp
 // (VectorMath.h), P V is a second batched matmul in f32 (P is never rounded
 // to 16 bits), and O is scattered into its view, rounded once. A block holds
 // as many problems as fit kScratchBudget, so the scores of a long sequence
@@ -132,9 +132,13 @@ public:
   /// taking.
   bool prepare(std::string &why) {
     const AttentionShape &n = options_.shape;
-    // Q and K stay bf16 when they are and oneDNN has a bf16 matmul here.
-    qkType_ =
-        q_.dtype == DType::BF16 && k_.dtype == DType::BF16 ? dt::bf16 : dt::f32;
+    // Q and K stay 16-bit when they are and oneDNN has a matmul of theirs
+    // here (f16: f16IsNative), else f32 copies.
+    qkType_ = dt::f32;
+    if (q_.dtype == DType::BF16 && k_.dtype == DType::BF16)
+      qkType_ = dt::bf16;
+    if (q_.dtype == DType::F16 && k_.dtype == DType::F16 && f16IsNative())
+      qkType_ = dt::f16;
     const int64_t pairs = n.batch * n.heads;
     block_ = std::max<int64_t>(
         1, std::min<int64_t>(pairs, kScratchBudget /
@@ -170,7 +174,7 @@ public:
   }
 
 private:
-  size_t qkBytes() const { return qkType_ == dt::bf16 ? 2 : 4; }
+  size_t qkBytes() const { return qkType_ == dt::f32 ? 4 : 2; }
 
   /// Scratch bytes per (batch, head) problem: Q, K (qkType), V, S and O
   /// (f32), each region 64-byte aligned per block.
@@ -199,16 +203,16 @@ private:
       scores = dnnl::matmul::primitive_desc(engine(), p.qDesc, p.kDesc, p.sDesc,
                                             attr);
     } catch (const dnnl::error &) {
-      if (qkType_ != dt::bf16)
+      if (qkType_ == dt::f32)
         throw;
-      // No bf16 matmul on this CPU: f32 copies of Q and K instead.
+      // No 16-bit matmul on this CPU: f32 copies of Q and K instead.
       qkType_ = dt::f32;
       return makeBlock(problems, p, why);
     }
     dnnl::matmul::primitive_desc values(engine(), p.pDesc, p.vDesc, p.oDesc,
                                         attr);
-    if (isReferenceImplementation(scores) && qkType_ == dt::bf16) {
-      // Only oneDNN's reference bf16 matmul: f32 copies instead.
+    if (isReferenceImplementation(scores) && qkType_ != dt::f32) {
+      // Only oneDNN's reference 16-bit matmul: f32 copies instead.
       qkType_ = dt::f32;
       return makeBlock(problems, p, why);
     }
@@ -246,7 +250,7 @@ private:
     char *pad = take(p.scratchpad);
 
     // Gather Q, K (as qkType) and V (f32) densely, one problem per item.
-    const bool bf16 = qkType_ == dt::bf16;
+    const bool keep16 = qkType_ != dt::f32;
     detail::parallelItems(
         count, (n.queries + n.keys) * (n.headDim + n.valueDim),
         [&](int64_t item) {
@@ -254,11 +258,11 @@ private:
           const int64_t b = pair / n.heads, h = pair % n.heads;
           auto gather = [&](const TensorView &t, const AttentionView &view,
                             int64_t rows, int64_t cols, char *dst,
-                            bool keepBf16) {
+                            bool keep16Bits) {
             for (int64_t r = 0; r < rows; ++r) {
               const int64_t from = view.at(b, h, r, 0);
               const int64_t to = (item * rows + r) * cols;
-              if (keepBf16)
+              if (keep16Bits)
                 gatherRow(static_cast<const uint16_t *>(t.data) + from,
                           view.strides[3],
                           reinterpret_cast<uint16_t *>(dst) + to, cols);
@@ -267,8 +271,8 @@ private:
                                  reinterpret_cast<float *>(dst) + to, cols);
             }
           };
-          gather(q_, a.q, n.queries, n.headDim, qData, bf16);
-          gather(k_, a.k, n.keys, n.headDim, kData, bf16);
+          gather(q_, a.q, n.queries, n.headDim, qData, keep16);
+          gather(k_, a.k, n.keys, n.headDim, kData, keep16);
           gather(v_, a.v, n.keys, n.valueDim, reinterpret_cast<char *>(vData),
                  false);
         });
