@@ -58,12 +58,21 @@ TEST_CASE("CUDA: cublaslt.matmul", "[cuda][device]") {
        std::nullopt, rnd(t, {24}, rng));
     mm({8, 16}, {16, 24}, {8, 24}, {{"epilogue", std::string("gelu")}},
        std::nullopt, rnd(DType::F32, {24}, rng));
+    // The activations culib-fuse-epilogues folds into matmuls (plan format
+    // 1.5): the epilogue kernel after cuBLASLt.
+    for (const char *act :
+         {"gelu_tanh", "silu", "sigmoid", "tanh", "hard_swish"})
+      mm({8, 16}, {16, 24}, {8, 24}, {{"epilogue", std::string(act)}},
+         std::nullopt, rnd(DType::F32, {24}, rng));
     mm({8, 16}, {16, 24}, {8, 24}, {{"alpha", 0.5}, {"beta", 2.0}},
        rnd(t, {8, 24}, rng));
     mm({8, 16}, {16, 24}, {8, 24}, {{"beta", -1.0}}, rnd(t, {24}, rng));
     if (t != DType::F32) // f16/bf16 inputs, an f32 result
       mm({8, 16}, {16, 24}, {8, 24}, {}, std::nullopt, std::nullopt,
          DType::F32);
+    else // f32 inputs narrowed to f16 (an output cast folded in): staged
+      mm({8, 16}, {16, 24}, {8, 24}, {{"epilogue", std::string("gelu")}},
+         std::nullopt, rnd(DType::F32, {24}, rng), DType::F16);
   }
 }
 
@@ -104,9 +113,15 @@ TEST_CASE("CUDA: cudnn.conv_fwd", "[cuda][device]") {
          {1, 1}, 1, "nhwc", "clip", true);
     // The activations culib-fuse-epilogues folds (EfficientNet's SiLU on a
     // depthwise convolution, ...).
-    for (const char *act : {"silu", "sigmoid", "tanh", "hard_swish"})
+    for (const char *act :
+         {"silu", "sigmoid", "tanh", "hard_swish", "gelu", "gelu_tanh"})
       conv(t, {2, 7, 7, 8}, {8, 3, 3, 1}, {2, 7, 7, 8}, {1, 1, 1, 1}, {1, 1},
            {1, 1}, 8, "nhwc", act, true);
+    // A 16-bit convolution into f32 (an output cast folded in): cuDNN in
+    // 16 bits, the epilogue kernel widening.
+    if (t != DType::F32)
+      conv(t, {2, 7, 7, 4}, {8, 3, 3, 4}, {2, 5, 5, 8}, {0, 0, 0, 0}, {1, 1},
+           {1, 1}, 1, "nhwc", "gelu", true, DType::F32);
     conv(t, {2, 3, 20}, {5, 3, 3}, {2, 5, 20}, {1, 1}, {1}, {1}, 1, "nchw",
          "none", false);
     conv(t, {1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}, {1, 3, 3, 4, 5},
