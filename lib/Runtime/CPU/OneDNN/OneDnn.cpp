@@ -21,16 +21,17 @@ namespace {
 /// Set by ScopedF16Widening on its thread.
 thread_local int widenF16Depth = 0;
 
+/// Whether oneDNN's ISA on this CPU includes `wanted` (the ISAs are bit
+/// sets, each holding the ones it extends).
+bool isaIncludes(dnnl::cpu_isa wanted) {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bits = static_cast<unsigned>(wanted);
+  return (isa & bits) == bits;
+}
+
 bool cpuHasF16Kernels() {
-  static const bool has = [] {
-    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    auto includes = [&](dnnl::cpu_isa wanted) {
-      const auto bits = static_cast<unsigned>(wanted);
-      return (isa & bits) == bits;
-    };
-    return includes(dnnl::cpu_isa::avx512_core_fp16) ||
-           includes(dnnl::cpu_isa::avx2_vnni_2);
-  }();
+  static const bool has = isaIncludes(dnnl::cpu_isa::avx512_core_fp16) ||
+                          isaIncludes(dnnl::cpu_isa::avx2_vnni_2);
   return has;
 }
 } // namespace
@@ -38,12 +39,7 @@ bool cpuHasF16Kernels() {
 bool f16IsNative() { return widenF16Depth == 0 && cpuHasF16Kernels(); }
 
 bool f16DotProducts() {
-  static const bool has = [] {
-    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto bits =
-        static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx_fp16);
-    return (isa & bits) == bits;
-  }();
+  static const bool has = isaIncludes(dnnl::cpu_isa::avx512_core_amx_fp16);
   return has;
 }
 
@@ -390,22 +386,26 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
   return FastCallChoice{std::move(call), ""};
 }
 
+void widenF16(const uint16_t *f16, float *f32, int64_t count) {
+  detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
+    convertF16ToF32(f16 + begin, f32 + begin, static_cast<size_t>(end - begin));
+  });
+}
+
+void narrowToF16(const float *f32, uint16_t *f16, int64_t count) {
+  detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
+    convertF32ToF16(f32 + begin, f16 + begin, static_cast<size_t>(end - begin));
+  });
+}
+
 void PrimitiveCall::widen(const F32Copy &c) {
-  auto *f32 = static_cast<float *>(c.f32.get_data_handle());
-  detail::parallelRanges(static_cast<int64_t>(c.count),
-                         [&](int64_t begin, int64_t end) {
-                           convertF16ToF32(c.f16 + begin, f32 + begin,
-                                           static_cast<size_t>(end - begin));
-                         });
+  widenF16(c.f16, static_cast<float *>(c.f32.get_data_handle()),
+           static_cast<int64_t>(c.count));
 }
 
 void PrimitiveCall::narrow(const F32Copy &c) {
-  auto *f32 = static_cast<const float *>(c.f32.get_data_handle());
-  detail::parallelRanges(static_cast<int64_t>(c.count),
-                         [&](int64_t begin, int64_t end) {
-                           convertF32ToF16(f32 + begin, c.f16 + begin,
-                                           static_cast<size_t>(end - begin));
-                         });
+  narrowToF16(static_cast<const float *>(c.f32.get_data_handle()), c.f16,
+              static_cast<int64_t>(c.count));
 }
 
 Status PrimitiveCall::run(void *scratch) {

@@ -153,6 +153,10 @@ sharedConstant(const void *source, const std::string &kind,
                const dnnl::memory::desc &wanted,
                const std::function<dnnl::memory()> &make);
 
+/// count f16 values -> f32 (exact), and f32 -> f16 rounded once, split over
+/// the threads (Parallel.h): the f32 copies of f16 operands.
+void widenF16(const uint16_t *f16, float *f32, int64_t count);
+void narrowToF16(const float *f32, uint16_t *f16, int64_t count);
 /// A constant binding's memory as `wanted` lays it out (f16 widened to
 /// f32): made once per weight and layout in the process, in the memory
 /// PrimitiveCall's reordered constants share.

@@ -20,11 +20,10 @@
 #include "OneDnn.h"
 
 #include "mp/Runtime/CPU/Calls.h"
-#include "mp/Runtime/Half.h"
-
-#include "../Parallel.h"
 
 #include <algorithm>
+#include <optional>
+#include <unordered_map>
 
 namespace mp::rt::cpu::onednn {
 namespace {
@@ -57,7 +56,9 @@ public:
   struct Variant {
     int64_t inRows, outRows, padTop, padBottom;
     dnnl::convolution_forward primitive;
-    dnnl::memory src, weights, bias, dst, residual, scratchpad;
+    /// Handles set per block (the map shares them).
+    dnnl::memory src, dst, residual, scratchpad;
+    std::unordered_map<int, dnnl::memory> args;
   };
   /// Result rows [outBegin, outBegin + variant.outRows) of image n, read
   /// from input rows from inBegin on.
@@ -71,10 +72,7 @@ public:
   Status run(void *scratch) override;
 
   TensorView x_, y_;
-  const TensorView *residual_ = nullptr;
-  TensorView residualView_;
-  int64_t height_ = 0, width_ = 0, channels_ = 0; ///< x's H, W, C
-  int64_t outHeight_ = 0, outWidth_ = 0, outChannels_ = 0;
+  std::optional<TensorView> residual_;
   std::vector<Variant> variants_;
   std::vector<Block> blocks_;
   /// Offsets in the scratch: the primitive's scratchpad first.
@@ -85,20 +83,9 @@ public:
   std::string name_;
 };
 
-/// f16 [begin, begin + count) of `from` -> f32 `to`, over the threads.
-void widen(const void *from, int64_t begin, int64_t count, float *to) {
-  const auto *half = static_cast<const uint16_t *>(from) + begin;
-  detail::parallelRanges(count, [&](int64_t b, int64_t e) {
-    convertF16ToF32(half + b, to + b, static_cast<size_t>(e - b));
-  });
-}
-
-/// f32 `from` -> f16 [begin, begin + count) of `to`, rounded once.
-void narrow(const float *from, void *to, int64_t begin, int64_t count) {
-  auto *half = static_cast<uint16_t *>(to) + begin;
-  detail::parallelRanges(count, [&](int64_t b, int64_t e) {
-    convertF32ToF16(from + b, half + b, static_cast<size_t>(e - b));
-  });
+/// Element `offset` of `t`'s data.
+void *elementOf(const TensorView &t, int64_t offset) {
+  return static_cast<char *>(t.data) + offset * byteSize(t.dtype);
 }
 
 Status TiledF16Conv::run(void *scratch) {
@@ -107,47 +94,37 @@ Status TiledF16Conv::run(void *scratch) {
   auto *dstBlock = reinterpret_cast<float *>(base + dstOffset_);
   auto *residualBlock = reinterpret_cast<float *>(base + residualOffset_);
   const bool xF16 = x_.dtype == DType::F16, yF16 = y_.dtype == DType::F16;
-  const int64_t inRow = width_ * channels_, outRow = outWidth_ * outChannels_;
+  // x [N, H, W, C], y [N, OH, OW, M]: elements per row and rows per image.
+  const int64_t inRow = x_.shape[2] * x_.shape[3],
+                outRow = y_.shape[2] * y_.shape[3];
+  const int64_t height = x_.shape[1], outHeight = y_.shape[1];
   try {
     for (const Block &b : blocks_) {
       Variant &v = variants_[b.variant];
-      const int64_t in = (b.n * height_ + b.inBegin) * inRow;
-      const int64_t out = (b.n * outHeight_ + b.outBegin) * outRow;
-      const int64_t inCount = v.inRows * inRow, outCount = v.outRows * outRow;
+      const int64_t in = (b.n * height + b.inBegin) * inRow;
+      const int64_t out = (b.n * outHeight + b.outBegin) * outRow;
       if (xF16) {
-        widen(x_.data, in, inCount, srcBlock);
+        widenF16(static_cast<const uint16_t *>(elementOf(x_, in)), srcBlock,
+                 v.inRows * inRow);
         v.src.set_data_handle(srcBlock);
       } else {
-        v.src.set_data_handle(static_cast<char *>(x_.data) +
-                              in * byteSize(x_.dtype));
+        v.src.set_data_handle(elementOf(x_, in));
       }
-      v.dst.set_data_handle(yF16 ? static_cast<void *>(dstBlock)
-                                 : static_cast<char *>(y_.data) +
-                                       out * byteSize(y_.dtype));
-      std::unordered_map<int, dnnl::memory> args = {
-          {DNNL_ARG_SRC, v.src},
-          {DNNL_ARG_WEIGHTS, v.weights},
-          {DNNL_ARG_DST, v.dst}};
-      if (v.bias)
-        args[DNNL_ARG_BIAS] = v.bias;
-      if (residual_) {
-        if (yF16) {
-          widen(residualView_.data, out, outCount, residualBlock);
-          v.residual.set_data_handle(residualBlock);
-        } else {
-          v.residual.set_data_handle(static_cast<char *>(residualView_.data) +
-                                     out * byteSize(y_.dtype));
-        }
-        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = v.residual;
+      v.dst.set_data_handle(yF16 ? dstBlock : elementOf(y_, out));
+      if (residual_ && yF16) {
+        widenF16(static_cast<const uint16_t *>(elementOf(*residual_, out)),
+                 residualBlock, v.outRows * outRow);
+        v.residual.set_data_handle(residualBlock);
+      } else if (residual_) {
+        v.residual.set_data_handle(elementOf(*residual_, out));
       }
-      if (v.scratchpad) {
+      if (v.scratchpad)
         v.scratchpad.set_data_handle(scratch);
-        args[DNNL_ARG_SCRATCHPAD] = v.scratchpad;
-      }
-      v.primitive.execute(stream_, args);
+      v.primitive.execute(stream_, v.args);
       stream_.wait();
       if (yF16)
-        narrow(dstBlock, y_.data, out, outCount);
+        narrowToF16(dstBlock, static_cast<uint16_t *>(elementOf(y_, out)),
+                    v.outRows * outRow);
     }
   } catch (const dnnl::error &e) {
     return Status::error(name_ + ": " + e.what());
@@ -226,16 +203,8 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
     auto call = std::make_unique<TiledF16Conv>();
     call->x_ = x;
     call->y_ = y;
-    if (residual) {
-      call->residualView_ = *residual;
-      call->residual_ = &call->residualView_;
-    }
-    call->height_ = height;
-    call->width_ = width;
-    call->channels_ = channels;
-    call->outHeight_ = outHeight;
-    call->outWidth_ = outWidth;
-    call->outChannels_ = outChannels;
+    if (residual)
+      call->residual_ = *residual;
     call->stream_ = dnnl::stream(engine());
     dnnl::memory::desc biasDesc;
     std::shared_ptr<const dnnl::memory> biasMemory;
@@ -285,22 +254,27 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
           return referenceKernel(
               "oneDNN has only its reference implementation (" +
               implementationName(pd) + ")");
-        TiledF16Conv::Variant v{
-            inRows, outRows, top, bottom, dnnl::convolution_forward(pd), {}, {},
-            {},     {},      {},  {}};
+        TiledF16Conv::Variant v{inRows, outRows, top, bottom,
+                                dnnl::convolution_forward(pd)};
         v.src = dnnl::memory(src, engine(), nullptr);
         v.dst = dnnl::memory(dst, engine(), nullptr);
-        if (residual)
-          v.residual = dnnl::memory(dst, engine(), nullptr);
         std::shared_ptr<const dnnl::memory> prepared =
             preparedConstant(weights, pd.weights_desc());
-        v.weights = *prepared;
+        v.args = {{DNNL_ARG_SRC, v.src},
+                  {DNNL_ARG_WEIGHTS, *prepared},
+                  {DNNL_ARG_DST, v.dst}};
         call->held_.push_back(std::move(prepared));
         if (bias)
-          v.bias = *biasMemory;
+          v.args[DNNL_ARG_BIAS] = *biasMemory;
+        if (residual) {
+          v.residual = dnnl::memory(dst, engine(), nullptr);
+          v.args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
+              v.residual;
+        }
         dnnl::memory::desc pad = pd.scratchpad_desc();
         if (pad.get_size()) {
           v.scratchpad = dnnl::memory(pad, engine(), nullptr);
+          v.args[DNNL_ARG_SCRATCHPAD] = v.scratchpad;
           scratchpadBytes = std::max(scratchpadBytes, pad.get_size());
         }
         if (call->name_.empty())
