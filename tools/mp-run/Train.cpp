@@ -979,7 +979,7 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
     return 2;
 
   if (opts.timing)
-    std::fputs(timingReport(exec).c_str(), stdout);
+    std::fputs(timingReport(exec, opts.timingCalls).c_str(), stdout);
   if (!opts.savePath.empty()) {
     Result<Plan> trained = exec.planWithState();
     if (!trained)

@@ -45,6 +45,7 @@ struct TrainOptions {
   std::string stepLogPath;     ///< one CSV row per step
   bool printPlan = false;      ///< print the plan first (mp-run's --print-plan)
   bool timing = false;         ///< print the time per call kind at the end
+  size_t timingCalls = 10;     ///< and this many of the slowest calls
   std::string backend = "cpu"; ///< cpu, cpu-ref or cuda (mp-run --backend)
   int threads = 0;             ///< mp-run --threads (0: not given)
   std::string cudaBatchNorm = "auto"; ///< mp-run --cuda-batch-norm
@@ -74,16 +75,16 @@ rt::CudaExecutorOptions cudaExecutorOptions(const std::string &batchNorm);
 rt::CpuExecutorOptions cpuExecutorOptions(const std::string &backend,
                                           int threads);
 
-/// --timing's report of an executor: the time per call kind and the slowest
-/// calls, for the CPU each with what runs it, after the CPU's instruction
-/// set. Defined in mp-run.cpp.
-std::string timingReport(const rt::CpuExecutor &exec);
+/// --timing's report of an executor: the time per call kind and the
+/// `slowestCalls` slowest calls, for the CPU each with what runs it, after
+/// the CPU's instruction set. Defined in mp-run.cpp.
+std::string timingReport(const rt::CpuExecutor &exec, size_t slowestCalls);
 /// --print-plan's list of what runs each call ("call #0 (kind at node 'n'):
 /// onednn:brg:avx512_core_bf16"), after the CPU's kernels and threads.
 /// Defined in mp-run.cpp.
 void printImplementations(const rt::CpuExecutor &exec);
 #if MP_HAVE_CUDA_BACKEND
-std::string timingReport(const rt::CudaExecutor &exec);
+std::string timingReport(const rt::CudaExecutor &exec, size_t slowestCalls);
 #endif
 
 /// Prints a plan's inputs, outputs, buffers, calls and training information

@@ -35,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -73,7 +74,8 @@ OPTIONS:
   --scale-tol=X         instead of rtol/atol: a float output matches when
                         max |actual - expected| <= X * max |expected| (error
                         relative to the output's scale, for whole models)
-  --timing              print the time per call kind and the slowest calls
+  --timing[=N|all]      print the time per call kind and the N slowest
+                        calls (default 10; all: every call, slowest first)
                         (CPU backend: after the CPU's kernels and threads
                         and the memory shared by a plan's executors and
                         each one's)
@@ -165,6 +167,7 @@ struct Options {
   double rtol = 1e-3, atol = 1e-7;
   double scaleTol = 0; // > 0: compare against the output's scale
   bool timing = false, printPlan = false, zeroInputs = false, help = false;
+  size_t timingCalls = 10;       ///< --timing=N: slowest calls listed
   int repeat = 0, warmup = -1;   ///< 0 / -1: not given
   std::string backend = "cpu";   ///< cpu, cpu-ref or cuda
   int threads = 0;               ///< --threads (0: not given)
@@ -318,8 +321,18 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       opts.uncheckedWeights = true;
     } else if (key == "--help" && !hasValue) {
       opts.help = true;
-    } else if (key == "--timing" && !hasValue) {
+    } else if (key == "--timing") {
       opts.timing = true;
+      if (hasValue) {
+        int v;
+        if (value == "all")
+          opts.timingCalls = std::numeric_limits<size_t>::max();
+        else if (parseCount(value, v) && v >= 0)
+          opts.timingCalls = size_t(v);
+        else
+          return fail("--timing takes a count of calls or 'all', got '" +
+                      value + "'");
+      }
     } else if (key == "--print-plan" && !hasValue) {
       opts.printPlan = true;
     } else if (key == "--zero-inputs" && !hasValue) {
@@ -713,6 +726,7 @@ int runMain(int argc, char **argv) {
     t.planPath = opts.planPath;
     t.printPlan = opts.printPlan;
     t.timing = opts.timing;
+    t.timingCalls = opts.timingCalls;
     t.backend = opts.backend;
     t.threads = opts.threads;
     t.cudaBatchNorm = opts.cudaBatchNorm;
@@ -812,7 +826,7 @@ template <typename Exec> int runInference(Exec &exec, const Options &opts) {
     outputs = out.take();
   }
   if (opts.timing)
-    std::fputs(mp::tools::timingReport(exec).c_str(), stdout);
+    std::fputs(mp::tools::timingReport(exec, opts.timingCalls).c_str(), stdout);
 
   if (!opts.outputDir.empty() && !writeOutputs(outputs, opts, failure))
     return report(failure);
@@ -903,9 +917,9 @@ std::string memoryLine(const CpuExecutor &exec) {
          ", state " + mib(exec.stateSize());
 }
 
-std::string timingReport(const CpuExecutor &exec) {
+std::string timingReport(const CpuExecutor &exec, size_t slowestCalls) {
   return cpuKernelsLine(exec) + "\n" + memoryLine(exec) + "\n" +
-         exec.callTimes().format(exec.plan(), 10, [&](size_t i) {
+         exec.callTimes().format(exec.plan(), slowestCalls, [&](size_t i) {
            return exec.implementationOf(i);
          });
 }
@@ -919,8 +933,8 @@ void printImplementations(const CpuExecutor &exec) {
 }
 
 #if MP_HAVE_CUDA_BACKEND
-std::string timingReport(const CudaExecutor &exec) {
-  return exec.callTimes().format(exec.plan());
+std::string timingReport(const CudaExecutor &exec, size_t slowestCalls) {
+  return exec.callTimes().format(exec.plan(), slowestCalls);
 }
 #endif
 
