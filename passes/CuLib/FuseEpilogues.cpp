@@ -9,7 +9,9 @@
 // before the epilogue on every backend, as they did before the ReLU. A bias
 // vector added to a matmul's result likewise becomes the matmul's bias, and
 // a GELU after it (the erf form exporters write in five calls) its exact
-// GELU epilogue.
+// GELU epilogue. Casts fold too: a float cast of a convolution's or a
+// matmul's result becomes its output type, and the casts autocast puts
+// around a pool it keeps in f32 go (the pool runs on the 16-bit data).
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CuLibDialect.h"
@@ -509,6 +511,57 @@ struct FoldCastInto : OpRewritePattern<culib::CastOp> {
   FusionCounts &counts;
 };
 
+/// cast(x: 16-bit -> f32) -> pool -> cast(-> x's type) -> y: the pool on
+/// x, writing y. Every backend's pool reads 16-bit data as f32, sums
+/// (averages) in f32 and rounds once, as the f32 pool and the cast did: the
+/// same values without the two f32 copies (autocast keeps average pools in
+/// f32; EfficientNet's squeeze-and-excitation blocks had two casts of their
+/// whole activations each).
+struct PoolIn16Bits : OpRewritePattern<culib::CastOp> {
+  PoolIn16Bits(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(culib::CastOp narrow,
+                                PatternRewriter &rewriter) const override {
+    Value pooled = narrow.getX(), y = narrow.getY();
+    auto pooledType = cast<MemRefType>(pooled.getType());
+    Type element = cast<MemRefType>(y.getType()).getElementType();
+    if (!pooledType.getElementType().isF32() ||
+        !(element.isF16() || element.isBF16()))
+      return rewriter.notifyMatchFailure(narrow, "not f32 -> 16 bits");
+    auto pool =
+        dyn_cast_or_null<culib::PoolOp>(culib::soleWriter(pooled, {narrow}));
+    if (!pool || pool.getY() != pooled || pool.getIndices())
+      return rewriter.notifyMatchFailure(narrow, "no pool to run in 16 bits");
+    Value wide = pool.getX();
+    auto widen =
+        dyn_cast_or_null<culib::CastOp>(culib::soleWriter(wide, {pool}));
+    if (!widen || widen.getY() != wide)
+      return rewriter.notifyMatchFailure(narrow, "the pool's x is no cast");
+    Value x = widen.getX();
+    auto xType = cast<MemRefType>(x.getType());
+    if (xType.getElementType() != element ||
+        xType != MemRefType::get(cast<MemRefType>(wide.getType()).getShape(),
+                                 element))
+      return rewriter.notifyMatchFailure(narrow, "x is not of y's type");
+    if (culib::writtenBetween(x, widen, pool))
+      return rewriter.notifyMatchFailure(narrow, "x is written in between");
+    if (failed(writeInto(pool, pooled, y, narrow, rewriter)))
+      return failure();
+    rewriter.modifyOpInPlace(pool, [&] { pool.getXMutable().assign(x); });
+    counts.calls += 2;
+    counts.bytes += culib::byteSize(cast<MemRefType>(wide.getType())) +
+                    culib::byteSize(pooledType);
+    rewriter.eraseOp(narrow);
+    rewriter.eraseOp(pooled.getDefiningOp());
+    rewriter.eraseOp(widen);
+    rewriter.eraseOp(wide.getDefiningOp());
+    return success();
+  }
+
+  FusionCounts &counts;
+};
+
 /// `value` as f32, if that and its rounding to `element` lose nothing.
 std::optional<float> exactIn(APFloat value, Type element) {
   auto floatType = dyn_cast<FloatType>(element);
@@ -591,8 +644,8 @@ struct FuseEpiloguesPass
                  FoldActivationInto<culib::MatmulOp>,
                  FoldResidualInto<culib::ConvFwdOp>,
                  FoldResidualInto<culib::MatmulOp>, FoldDecomposedGelu,
-                 FoldCastInto<culib::ConvFwdOp>, FoldCastInto<culib::MatmulOp>>(
-        ctx, counts);
+                 FoldCastInto<culib::ConvFwdOp>, FoldCastInto<culib::MatmulOp>,
+                 PoolIn16Bits>(ctx, counts);
     if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
       return signalPassFailure();
     if (record)

@@ -42,7 +42,7 @@ def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
 }
 
 def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
-  let summary = "Fold activations, bias and residual adds and casts into the convolution or matmul that writes their input";
+  let summary = "Fold activations, bias and residual adds and casts into the convolution or matmul that writes their input, and casts around pools";
   let description = [{
     `culib.conv_fwd` and `culib.matmul` have an activation epilogue that
     both backends run inside the call (cuDNN's fused
@@ -74,7 +74,11 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     boundaries: a 16-bit convolution or matmul widened into an f32 region,
     whose bias, GELU, residual add and final cast back then fold in too; an
     f32 result narrowed for the next 16-bit call); the unfused calls rounded
-    to the old type first. ReLU commutes with rounding, and so does a clip whose bounds
+    to the old type first. A pool between two casts, 16-bit data widened to
+    f32 and its result narrowed back (autocast keeps average pools in f32),
+    runs on the 16-bit data and writes the narrow cast's output: every
+    backend's pool sums in f32 and rounds once, so the values are the same,
+    without the two f32 copies. ReLU commutes with rounding, and so does a clip whose bounds
     the output type holds exactly (the only ones folded), so a 16-bit
     result has the same bits as before. Calls that already have an
     epilogue, intermediate buffers read by anything else (a training step

@@ -544,3 +544,50 @@ func.func @activations_into_calls(%a: memref<2x3xf32>, %x: memref<1x2x3x3xf32>) 
   culib.elementwise gelu ins(%c) outs(%cg) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
   return %silu, %g, %cg : memref<2x4xf32>, memref<2x4xf32>, memref<1x2x3x3xf32>
 }
+
+// The casts autocast puts around a pool it keeps in f32 (a squeeze-and-
+// excitation block's global average pool): the pool runs on the f16 data
+// (summed in f32, rounded once on every backend) and writes the f16 result.
+// CHECK-LABEL: func.func @pool_casts
+// CHECK: %[[Y:.*]] = culib.alloc : memref<2x1x1x8xf16>
+// CHECK-NEXT: culib.pool ins(%arg0) outs(%[[Y]]) {{.*}} : memref<2x4x4x8xf16>, memref<2x1x1x8xf16>
+// CHECK-NOT: culib.cast
+// CHECK: return %[[Y]]
+// REPORT: remark: culib-fuse-epilogues: 2 activation / bias / residual / cast call(s){{.*}}; 1088 intermediate bytes
+func.func @pool_casts(%x: memref<2x4x4x8xf16>) -> memref<2x1x1x8xf16> {
+  %w = culib.alloc : memref<2x4x4x8xf32>
+  culib.cast ins(%x) outs(%w) : memref<2x4x4x8xf16>, memref<2x4x4x8xf32>
+  %p = culib.alloc : memref<2x1x1x8xf32>
+  culib.pool ins(%w) outs(%p) {layout = #culib.layout<nhwc>, mode = "avg", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, window = array<i64: 4, 4>} : memref<2x4x4x8xf32>, memref<2x1x1x8xf32>
+  %y = culib.alloc : memref<2x1x1x8xf16>
+  culib.cast ins(%p) outs(%y) : memref<2x1x1x8xf32>, memref<2x1x1x8xf16>
+  return %y : memref<2x1x1x8xf16>
+}
+
+// Kept: the widened data read by another call too (a training step's pool
+// backward), a pool whose result stays f32 (read as f32 elsewhere), and
+// casts between different 16-bit types.
+// CHECK-LABEL: func.func @pool_casts_kept
+// CHECK-COUNT-6: culib.cast
+// REPORT: remark: culib-fuse-epilogues: 0 activation / bias / residual / cast call(s)
+func.func @pool_casts_kept(%x: memref<2x4x4x8xf16>, %b: memref<2x4x4x8xbf16>) -> (memref<2x1x1x8xf16>, memref<2x4x4x8xf32>, memref<2x1x1x8xf16>, memref<2x1x1x8xf32>, memref<2x1x1x8xf16>) {
+  %w = culib.alloc : memref<2x4x4x8xf32>
+  culib.cast ins(%x) outs(%w) : memref<2x4x4x8xf16>, memref<2x4x4x8xf32>
+  %p = culib.alloc : memref<2x1x1x8xf32>
+  culib.pool ins(%w) outs(%p) {layout = #culib.layout<nhwc>, mode = "avg", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, window = array<i64: 4, 4>} : memref<2x4x4x8xf32>, memref<2x1x1x8xf32>
+  %y = culib.alloc : memref<2x1x1x8xf16>
+  culib.cast ins(%p) outs(%y) : memref<2x1x1x8xf32>, memref<2x1x1x8xf16>
+  %w2 = culib.alloc : memref<2x4x4x8xf32>
+  culib.cast ins(%x) outs(%w2) : memref<2x4x4x8xf16>, memref<2x4x4x8xf32>
+  %p2 = culib.alloc : memref<2x1x1x8xf32>
+  culib.pool ins(%w2) outs(%p2) {layout = #culib.layout<nhwc>, mode = "avg", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, window = array<i64: 4, 4>} : memref<2x4x4x8xf32>, memref<2x1x1x8xf32>
+  %y2 = culib.alloc : memref<2x1x1x8xf16>
+  culib.cast ins(%p2) outs(%y2) : memref<2x1x1x8xf32>, memref<2x1x1x8xf16>
+  %w3 = culib.alloc : memref<2x4x4x8xf32>
+  culib.cast ins(%b) outs(%w3) : memref<2x4x4x8xbf16>, memref<2x4x4x8xf32>
+  %p3 = culib.alloc : memref<2x1x1x8xf32>
+  culib.pool ins(%w3) outs(%p3) {layout = #culib.layout<nhwc>, mode = "max", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, window = array<i64: 4, 4>} : memref<2x4x4x8xf32>, memref<2x1x1x8xf32>
+  %y3 = culib.alloc : memref<2x1x1x8xf16>
+  culib.cast ins(%p3) outs(%y3) : memref<2x1x1x8xf32>, memref<2x1x1x8xf16>
+  return %y, %w, %y2, %p2, %y3 : memref<2x1x1x8xf16>, memref<2x4x4x8xf32>, memref<2x1x1x8xf16>, memref<2x1x1x8xf32>, memref<2x1x1x8xf16>
+}
