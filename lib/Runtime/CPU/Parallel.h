@@ -73,6 +73,25 @@ void parallelItems(int64_t items, int64_t elementsPerItem, Fn &&fn) {
     fn(i);
 }
 
+/// fn(item, slot) for every item in [0, items), handed out one at a time to
+/// at most `slots` threads; `slot` in [0, slots) is the thread's, so that
+/// fn may use per-slot state (scratch) without locks. On the calling thread
+/// alone (slot 0) inside another parallel region or without OpenMP.
+template <typename Fn> void parallelSlots(int64_t items, int slots, Fn &&fn) {
+#ifdef _OPENMP
+  const int threads =
+      omp_in_parallel() ? 1 : std::min(slots, omp_get_max_threads());
+  if (items > 1 && threads > 1) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int64_t i = 0; i < items; ++i)
+      fn(i, omp_get_thread_num());
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < items; ++i)
+    fn(i, 0);
+}
+
 } // namespace mp::rt::cpu::detail
 
 #endif // MP_LIB_RUNTIME_CPU_PARALLEL_H

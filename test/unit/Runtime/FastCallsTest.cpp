@@ -404,10 +404,11 @@ TEST_CASE("large f16 convolutions on f32 copies run in blocks of rows",
     SUCCEED("built without oneDNN");
     return;
   }
-  // Channels last, x and y over 3 MiB in f32: where f16 goes through f32
+  // Channels last, x and y over 256 KiB in f32: where f16 goes through f32
   // copies (CPUs without f16 kernels; dense filters on those without f16
   // dot products) the call runs per block of output rows (its name says
-  // so), every block's padding and halo rows as the whole convolution's.
+  // so), each thread its own blocks, every block's padding and halo rows as
+  // the whole convolution's.
   struct Conv {
     const char *what;
     int64_t n, h, w, c, m, k, stride, dilation;

@@ -37,18 +37,29 @@ FastCallChoice prepareConv(const PlanCall &call,
     return referenceKernel("the reference kernel reports the call's error");
   if (*spatial > 3)
     return referenceKernel(std::to_string(*spatial) + " spatial dims");
-  // Where f16 kernels widen to f32 inside (no f16 dot products), a
-  // convolution with long dot products (C/g * kernel size >= 128: ResNets'
-  // and the 1x1 convolutions of the wider layers) is compute-bound and runs
-  // faster as f32 on f32 copies (ResNet-50's f16 plan: 62 against 78 ms);
-  // short ones (depthwise, the narrow layers) are memory-bound and faster on
-  // f16 (MobileNetV2's with every convolution on copies: 8.7 ms, with its
-  // depthwise ones on f16 kernels 7.7).
+  // Where f16 kernels widen to f32 inside (no f16 dot products), they run
+  // ungrouped convolutions at half the speed of f32 kernels on f32 copies
+  // (MobileNetV2's 1x1 ones), but depthwise ones faster (memory-bound):
+  // ungrouped ones take the copies in blocks of rows where those apply.
+  const bool f16WidenedInside =
+      x.dtype == DType::F16 && f16IsNative() && !f16DotProducts();
+  {
+    std::optional<ScopedF16Widening> widened;
+    if (f16WidenedInside && options->groups == 1)
+      widened.emplace();
+    if (FastCallChoice tiled = prepareTiledF16Conv(x, w, bias, residual, y,
+                                                   *options, constant, filter);
+        tiled.call)
+      return tiled;
+  }
+  // Otherwise (whole tensors), one with long dot products (C/g * kernel
+  // size >= 128: ResNets' and the 1x1 convolutions of the wider layers) is
+  // compute-bound and faster on f32 copies (ResNet-50's f16 plan: 62
+  // against 78 ms); short ones are memory-bound and faster on f16.
   constexpr int64_t kComputeBoundReduction = 128;
   const int64_t reduction = w.numElements() / std::max<int64_t>(w.shape[0], 1);
   std::optional<ScopedF16Widening> widened;
-  if (x.dtype == DType::F16 && reduction >= kComputeBoundReduction &&
-      f16IsNative() && !f16DotProducts())
+  if (f16WidenedInside && reduction >= kComputeBoundReduction)
     widened.emplace();
   std::optional<dnnl::memory::data_type> in = computeTypeOf(x.dtype),
                                          out = computeTypeOf(y.dtype);
@@ -57,11 +68,6 @@ FastCallChoice prepareConv(const PlanCall &call,
   if (!in || !out || !biasType)
     return referenceKernel("dtype " + std::string(dtypeName(x.dtype)));
 
-  // f16 data, channels last: in blocks of rows where that pays.
-  if (FastCallChoice tiled = prepareTiledF16Conv(x, w, bias, residual, y,
-                                                 *options, constant, filter);
-      tiled.call)
-    return tiled;
   return catchingErrors([&] {
     const ConvOptions &o = *options;
     const ConvWindow win = convWindowOf(o, *spatial);

@@ -11,30 +11,44 @@
 // rows of one image instead: the block's input rows (with the rows its
 // windows overlap) are widened into the scratch, the primitive writes the
 // block's f32 result there, and it is rounded into y while it is still in
-// the cache. Blocks differ only in the first and last ones' padding and the
-// last one's height: a few primitives, made when the call is prepared. Each
-// element is computed as the whole-tensor primitive computes it (its window,
-// f32 accumulation, bias, residual and activation, one rounding).
+// the cache. Each thread does that for its own blocks, with primitives made
+// for one thread, in one parallel region for the whole call (a pass per
+// block for each of the three steps cost a region each: MobileNetV2's f16
+// plan 6.4 -> 5.5 ms). Blocks differ only in the first and last ones'
+// padding and the last one's height: a few primitives, made when the call
+// is prepared. Each element is computed as the whole-tensor primitive
+// computes it (its window, f32 accumulation, bias, residual and activation,
+// one rounding).
+//
+// CPUs whose f16 kernels widen inside (AVX512-FP16 without AMX-FP16) take
+// this path too for ungrouped convolutions (OneDnnConv.cpp): the f16 1x1
+// kernels there run at half the f32 ones' speed.
 //
 //===----------------------------------------------------------------------===//
 #include "OneDnn.h"
 
+#include "../Parallel.h"
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/FastCalls.h"
+#include "mp/Runtime/Half.h"
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 
 namespace mp::rt::cpu::onednn {
 namespace {
 
-/// The f32 bytes of one block (input rows, result and residual): about what
-/// one core's L2 holds on the CPUs here (1-2 MiB), both threads working on
-/// the block.
-constexpr int64_t kBlockBytes = int64_t(1) << 20;
-/// Below this many f32 bytes of x and y together the whole-tensor copies
-/// stay in the cache: one primitive is cheaper than several.
-constexpr int64_t kBlocksFromBytes = int64_t(3) << 20;
+/// The f32 bytes of one block (input rows, result and residual), which one
+/// thread widens, convolves and rounds: half of one core's L2 on the CPUs
+/// here (1-2 MiB). MobileNetV2's f16 plan: 5.5 ms with 512 KiB, 5.7 with
+/// 1 MiB.
+constexpr int64_t kBlockBytes = int64_t(1) << 19;
+/// Below this many f32 bytes of x and y together one primitive on
+/// whole-tensor copies is as fast (MobileNetV2: the same time from 64 to
+/// 256 KiB, 5.7 ms from 1 MiB, 5.8 from 3 MiB).
+constexpr int64_t kBlocksFromBytes = int64_t(1) << 18;
 
 size_t alignedBytes(size_t n) { return (n + 63) / 64 * 64; }
 
@@ -52,13 +66,23 @@ dnnl::memory::desc blockDesc(int64_t rows, int64_t width, int64_t channels,
 class TiledF16Conv final : public PreparedCall {
 public:
   /// One block shape: `outRows` result rows from `inRows` input rows with
-  /// `padTop` / `padBottom` rows of zeros around them.
+  /// `padTop` / `padBottom` rows of zeros around them, and its primitive,
+  /// made for one thread.
   struct Variant {
     int64_t inRows, outRows, padTop, padBottom;
+    dnnl::convolution_forward::primitive_desc pd;
     dnnl::convolution_forward primitive;
-    /// Handles set per block (the map shares them).
+  };
+  /// A thread's handles of one variant (set per block) and their map.
+  struct Handles {
     dnnl::memory src, dst, residual, scratchpad;
     std::unordered_map<int, dnnl::memory> args;
+  };
+  /// One thread's stream and handles (one per variant); its part of the
+  /// scratch is the slot's index times slotBytes_.
+  struct Slot {
+    dnnl::stream stream;
+    std::vector<Handles> handles;
   };
   /// Result rows [outBegin, outBegin + variant.outRows) of image n, read
   /// from input rows from inBegin on.
@@ -67,7 +91,7 @@ public:
     size_t variant;
   };
 
-  size_t scratchBytes() const override { return scratchBytes_; }
+  size_t scratchBytes() const override { return slotBytes_ * slots_.size(); }
   const std::string &implementation() const override { return name_; }
   Status run(void *scratch) override;
 
@@ -75,12 +99,15 @@ public:
   std::optional<TensorView> residual_;
   std::vector<Variant> variants_;
   std::vector<Block> blocks_;
-  /// Offsets in the scratch: the primitive's scratchpad first.
+  std::vector<Slot> slots_;
+  /// Offsets in a slot: the primitive's scratchpad first.
   size_t srcOffset_ = 0, dstOffset_ = 0, residualOffset_ = 0;
-  size_t scratchBytes_ = 0;
+  size_t slotBytes_ = 0;
   std::vector<std::shared_ptr<const dnnl::memory>> held_;
-  dnnl::stream stream_;
   std::string name_;
+
+private:
+  void runBlock(const Block &b, Slot &slot, char *base);
 };
 
 /// Element `offset` of `t`'s data.
@@ -88,8 +115,7 @@ void *elementOf(const TensorView &t, int64_t offset) {
   return static_cast<char *>(t.data) + offset * byteSize(t.dtype);
 }
 
-Status TiledF16Conv::run(void *scratch) {
-  char *base = static_cast<char *>(scratch);
+void TiledF16Conv::runBlock(const Block &b, Slot &slot, char *base) {
   auto *srcBlock = reinterpret_cast<float *>(base + srcOffset_);
   auto *dstBlock = reinterpret_cast<float *>(base + dstOffset_);
   auto *residualBlock = reinterpret_cast<float *>(base + residualOffset_);
@@ -98,39 +124,79 @@ Status TiledF16Conv::run(void *scratch) {
   const int64_t inRow = x_.shape[2] * x_.shape[3],
                 outRow = y_.shape[2] * y_.shape[3];
   const int64_t height = x_.shape[1], outHeight = y_.shape[1];
-  try {
-    for (const Block &b : blocks_) {
-      Variant &v = variants_[b.variant];
-      const int64_t in = (b.n * height + b.inBegin) * inRow;
-      const int64_t out = (b.n * outHeight + b.outBegin) * outRow;
-      if (xF16) {
-        widenF16(static_cast<const uint16_t *>(elementOf(x_, in)), srcBlock,
-                 v.inRows * inRow);
-        v.src.set_data_handle(srcBlock);
-      } else {
-        v.src.set_data_handle(elementOf(x_, in));
-      }
-      v.dst.set_data_handle(yF16 ? dstBlock : elementOf(y_, out));
-      if (residual_ && yF16) {
-        widenF16(static_cast<const uint16_t *>(elementOf(*residual_, out)),
-                 residualBlock, v.outRows * outRow);
-        v.residual.set_data_handle(residualBlock);
-      } else if (residual_) {
-        v.residual.set_data_handle(elementOf(*residual_, out));
-      }
-      if (v.scratchpad)
-        v.scratchpad.set_data_handle(scratch);
-      v.primitive.execute(stream_, v.args);
-      stream_.wait();
-      if (yF16)
-        narrowToF16(dstBlock, static_cast<uint16_t *>(elementOf(y_, out)),
-                    v.outRows * outRow);
-    }
-  } catch (const dnnl::error &e) {
-    return Status::error(name_ + ": " + e.what());
+  const Variant &v = variants_[b.variant];
+  Handles &h = slot.handles[b.variant];
+  const int64_t in = (b.n * height + b.inBegin) * inRow;
+  const int64_t out = (b.n * outHeight + b.outBegin) * outRow;
+  if (xF16) {
+    convertF16ToF32(static_cast<const uint16_t *>(elementOf(x_, in)), srcBlock,
+                    static_cast<size_t>(v.inRows * inRow));
+    h.src.set_data_handle(srcBlock);
+  } else {
+    h.src.set_data_handle(elementOf(x_, in));
   }
+  h.dst.set_data_handle(yF16 ? dstBlock : elementOf(y_, out));
+  if (residual_ && yF16) {
+    convertF16ToF32(static_cast<const uint16_t *>(elementOf(*residual_, out)),
+                    residualBlock, static_cast<size_t>(v.outRows * outRow));
+    h.residual.set_data_handle(residualBlock);
+  } else if (residual_) {
+    h.residual.set_data_handle(elementOf(*residual_, out));
+  }
+  if (h.scratchpad)
+    h.scratchpad.set_data_handle(base);
+  v.primitive.execute(slot.stream, h.args);
+  slot.stream.wait();
+  if (yF16)
+    convertF32ToF16(dstBlock, static_cast<uint16_t *>(elementOf(y_, out)),
+                    static_cast<size_t>(v.outRows * outRow));
+}
+
+Status TiledF16Conv::run(void *scratch) {
+  char *base = static_cast<char *>(scratch);
+  std::mutex failure;
+  std::string error;
+  // Each thread widens, convolves and rounds its own blocks, in its own part
+  // of the scratch: one parallel region for the call, where separate
+  // widening, convolving and rounding passes per block would cost a region
+  // (microseconds) each.
+  detail::parallelSlots(
+      static_cast<int64_t>(blocks_.size()), static_cast<int>(slots_.size()),
+      [&](int64_t block, int slot) {
+        try {
+          runBlock(blocks_[static_cast<size_t>(block)],
+                   slots_[static_cast<size_t>(slot)],
+                   base + slotBytes_ * static_cast<size_t>(slot));
+        } catch (const dnnl::error &e) {
+          std::lock_guard<std::mutex> lock(failure);
+          error = e.what();
+        }
+      });
+  if (!error.empty())
+    return Status::error(name_ + ": " + error);
   return Status::ok();
 }
+
+/// While alive, oneDNN primitives made on this thread are made for one
+/// thread (their kernels' work split and scratchpads): the blocks' ones run
+/// inside a parallel region, one thread each.
+class OneThreadPrimitives {
+public:
+  OneThreadPrimitives() : threads_(cpuThreads()) { setThreads(1); }
+  ~OneThreadPrimitives() { setThreads(threads_); }
+  OneThreadPrimitives(const OneThreadPrimitives &) = delete;
+  OneThreadPrimitives &operator=(const OneThreadPrimitives &) = delete;
+
+private:
+  static void setThreads(int threads) {
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+  }
+  int threads_;
+};
 
 /// Whether the bytes of a and b overlap.
 bool overlap(const TensorView &a, const TensorView &b) {
@@ -199,13 +265,13 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
   if (bias && !biasType)
     return referenceKernel("");
 
+  const int threads = std::max(1, cpuThreads());
   return catchingErrors([&] {
     auto call = std::make_unique<TiledF16Conv>();
     call->x_ = x;
     call->y_ = y;
     if (residual)
       call->residual_ = *residual;
-    call->stream_ = dnnl::stream(engine());
     dnnl::memory::desc biasDesc;
     std::shared_ptr<const dnnl::memory> biasMemory;
     if (bias) {
@@ -218,79 +284,100 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
                                                           bias->data);
       call->held_.push_back(biasMemory);
     }
+    // The primitives, one per block shape, and the weights in their layout.
+    std::vector<std::shared_ptr<const dnnl::memory>> preparedWeights;
     size_t scratchpadBytes = 0;
     int64_t maxInRows = 0;
     // The blocks of one image (every image has the same).
     std::vector<TiledF16Conv::Block> imageBlocks;
-    for (int64_t begin = 0; begin < outHeight; begin += rows) {
-      const int64_t outRows = std::min(rows, outHeight - begin);
-      // The input rows the block's windows span, and the part inside x.
-      const int64_t first = begin * stride - padTop;
-      const int64_t last = (begin + outRows - 1) * stride - padTop + extent;
-      const int64_t inBegin = std::clamp<int64_t>(first, 0, height);
-      const int64_t inEnd = std::clamp<int64_t>(last, 0, height);
-      if (inEnd <= inBegin)
-        return referenceKernel(""); // a block of padding alone
-      const int64_t inRows = inEnd - inBegin;
-      const int64_t top = inBegin - first, bottom = last - inEnd;
-      size_t index = 0;
-      for (; index < call->variants_.size(); ++index) {
-        const TiledF16Conv::Variant &v = call->variants_[index];
-        if (v.inRows == inRows && v.outRows == outRows && v.padTop == top &&
-            v.padBottom == bottom)
-          break;
-      }
-      if (index == call->variants_.size()) {
-        dnnl::memory::desc src = blockDesc(inRows, width, channels, computeIn);
-        dnnl::memory::desc dst =
-            blockDesc(outRows, outWidth, outChannels, computeOut);
-        ConvWindow blockWindow = win;
-        blockWindow.padsBegin[0] = top;
-        blockWindow.padsEnd[0] = bottom;
-        dnnl::convolution_forward::primitive_desc pd =
-            convForwardDesc(src, anyLayout(wUser), bias ? &biasDesc : nullptr,
-                            dst, blockWindow, o, residual != nullptr);
-        if (isReferenceImplementation(pd))
-          return referenceKernel(
-              "oneDNN has only its reference implementation (" +
-              implementationName(pd) + ")");
-        TiledF16Conv::Variant v{inRows, outRows, top, bottom,
-                                dnnl::convolution_forward(pd)};
-        v.src = dnnl::memory(src, engine(), nullptr);
-        v.dst = dnnl::memory(dst, engine(), nullptr);
-        std::shared_ptr<const dnnl::memory> prepared =
-            preparedConstant(weights, pd.weights_desc());
-        v.args = {{DNNL_ARG_SRC, v.src},
-                  {DNNL_ARG_WEIGHTS, *prepared},
-                  {DNNL_ARG_DST, v.dst}};
-        call->held_.push_back(std::move(prepared));
-        if (bias)
-          v.args[DNNL_ARG_BIAS] = *biasMemory;
-        if (residual) {
-          v.residual = dnnl::memory(dst, engine(), nullptr);
-          v.args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
-              v.residual;
+    {
+      OneThreadPrimitives oneThread;
+      for (int64_t begin = 0; begin < outHeight; begin += rows) {
+        const int64_t outRows = std::min(rows, outHeight - begin);
+        // The input rows the block's windows span, and the part inside x.
+        const int64_t first = begin * stride - padTop;
+        const int64_t last = (begin + outRows - 1) * stride - padTop + extent;
+        const int64_t inBegin = std::clamp<int64_t>(first, 0, height);
+        const int64_t inEnd = std::clamp<int64_t>(last, 0, height);
+        if (inEnd <= inBegin)
+          return referenceKernel(""); // a block of padding alone
+        const int64_t inRows = inEnd - inBegin;
+        const int64_t top = inBegin - first, bottom = last - inEnd;
+        size_t index = 0;
+        for (; index < call->variants_.size(); ++index) {
+          const TiledF16Conv::Variant &v = call->variants_[index];
+          if (v.inRows == inRows && v.outRows == outRows && v.padTop == top &&
+              v.padBottom == bottom)
+            break;
         }
-        dnnl::memory::desc pad = pd.scratchpad_desc();
-        if (pad.get_size()) {
-          v.scratchpad = dnnl::memory(pad, engine(), nullptr);
-          v.args[DNNL_ARG_SCRATCHPAD] = v.scratchpad;
-          scratchpadBytes = std::max(scratchpadBytes, pad.get_size());
+        if (index == call->variants_.size()) {
+          dnnl::memory::desc src =
+              blockDesc(inRows, width, channels, computeIn);
+          dnnl::memory::desc dst =
+              blockDesc(outRows, outWidth, outChannels, computeOut);
+          ConvWindow blockWindow = win;
+          blockWindow.padsBegin[0] = top;
+          blockWindow.padsEnd[0] = bottom;
+          dnnl::convolution_forward::primitive_desc pd =
+              convForwardDesc(src, anyLayout(wUser), bias ? &biasDesc : nullptr,
+                              dst, blockWindow, o, residual != nullptr);
+          if (isReferenceImplementation(pd))
+            return referenceKernel(
+                "oneDNN has only its reference implementation (" +
+                implementationName(pd) + ")");
+          scratchpadBytes =
+              std::max(scratchpadBytes, pd.scratchpad_desc().get_size());
+          preparedWeights.push_back(
+              preparedConstant(weights, pd.weights_desc()));
+          if (call->name_.empty())
+            call->name_ = implementationName(pd) + ", f16 in blocks of " +
+                          std::to_string(rows) + " rows per thread";
+          call->variants_.push_back({inRows, outRows, top, bottom, pd,
+                                     dnnl::convolution_forward(pd)});
         }
-        if (call->name_.empty())
-          call->name_ = implementationName(pd) + ", f16 in blocks of " +
-                        std::to_string(rows) + " rows";
-        call->variants_.push_back(std::move(v));
+        maxInRows = std::max(maxInRows, inRows);
+        imageBlocks.push_back({0, begin, inBegin, index});
       }
-      maxInRows = std::max(maxInRows, inRows);
-      imageBlocks.push_back({0, begin, inBegin, index});
     }
     for (int64_t image = 0; image < n; ++image)
       for (TiledF16Conv::Block b : imageBlocks) {
         b.n = image;
         call->blocks_.push_back(b);
       }
-    // The scratch: the primitives' scratchpad, then the f32 blocks.
+    // Each thread's handles: its blocks' x, y and residual and its
+    // scratchpad, set per block.
+    const size_t slots =
+        std::min<size_t>(static_cast<size_t>(threads), call->blocks_.size());
+    call->slots_.resize(slots);
+    for (TiledF16Conv::Slot &slot : call->slots_) {
+      slot.stream = dnnl::stream(engine());
+      for (size_t k = 0; k < call->variants_.size(); ++k) {
+        const auto &desc = call->variants_[k].pd;
+        TiledF16Conv::Handles h;
+        h.src = dnnl::memory(desc.src_desc(), engine(), nullptr);
+        h.dst = dnnl::memory(desc.dst_desc(), engine(), nullptr);
+        h.args = {{DNNL_ARG_SRC, h.src},
+                  {DNNL_ARG_WEIGHTS, *preparedWeights[k]},
+                  {DNNL_ARG_DST, h.dst}};
+        if (bias)
+          h.args[DNNL_ARG_BIAS] = *biasMemory;
+        if (residual) {
+          h.residual = dnnl::memory(desc.dst_desc(), engine(), nullptr);
+          h.args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
+              h.residual;
+        }
+        if (desc.scratchpad_desc().get_size()) {
+          h.scratchpad =
+              dnnl::memory(desc.scratchpad_desc(), engine(), nullptr);
+          h.args[DNNL_ARG_SCRATCHPAD] = h.scratchpad;
+        }
+        slot.handles.push_back(std::move(h));
+      }
+    }
+    for (auto &w : preparedWeights)
+      call->held_.push_back(std::move(w));
+    // A slot of the scratch: the primitives' scratchpad, then the f32
+    // blocks.
     size_t offset = alignedBytes(scratchpadBytes);
     call->srcOffset_ = offset;
     if (xF16)
@@ -301,7 +388,7 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
     call->residualOffset_ = offset;
     if (yF16 && residual)
       offset += alignedBytes(static_cast<size_t>(rows * outRow * f32));
-    call->scratchBytes_ = offset;
+    call->slotBytes_ = offset;
     FastCallChoice choice{std::move(call), ""};
     choice.filterFromSource = fromSource;
     return choice;
