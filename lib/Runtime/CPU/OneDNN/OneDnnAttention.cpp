@@ -47,6 +47,15 @@ inline void gatherRow(const T *src, int64_t stride, T *dst, int64_t n) {
 
 template <typename T>
 inline void widenRow(const T *src, int64_t stride, float *dst, int64_t n) {
+  // A dense row: the vectorised conversions (F16C for f16).
+  if (stride == 1) {
+    const auto *bits = reinterpret_cast<const uint16_t *>(src);
+    if constexpr (std::is_same_v<T, Half>)
+      convertF16ToF32(bits, dst, static_cast<size_t>(n));
+    else
+      convertBF16ToF32(bits, dst, static_cast<size_t>(n));
+    return;
+  }
   for (int64_t c = 0; c < n; ++c)
     dst[c] = toFloat(src[c * stride]);
 }
@@ -97,12 +106,21 @@ inline void scatterRow(const float *src, const TensorView &t, int64_t to,
                        int64_t stride, int64_t n) {
   switch (t.dtype) {
   case DType::F16:
-    for (int64_t c = 0; c < n; ++c)
-      t.as<Half>()[to + c * stride] = toHalf(src[c]);
+    if (stride == 1)
+      convertF32ToF16(src, reinterpret_cast<uint16_t *>(t.as<Half>() + to),
+                      static_cast<size_t>(n));
+    else
+      for (int64_t c = 0; c < n; ++c)
+        t.as<Half>()[to + c * stride] = toHalf(src[c]);
     break;
   case DType::BF16:
-    for (int64_t c = 0; c < n; ++c)
-      t.as<BFloat16>()[to + c * stride] = toBFloat16(src[c]);
+    if (stride == 1)
+      convertF32ToBF16(src,
+                       reinterpret_cast<uint16_t *>(t.as<BFloat16>() + to),
+                       static_cast<size_t>(n));
+    else
+      for (int64_t c = 0; c < n; ++c)
+        t.as<BFloat16>()[to + c * stride] = toBFloat16(src[c]);
     break;
   default:
     for (int64_t c = 0; c < n; ++c)
