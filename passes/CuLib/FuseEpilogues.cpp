@@ -9,9 +9,10 @@
 // before the epilogue on every backend, as they did before the ReLU. A bias
 // vector added to a matmul's result likewise becomes the matmul's bias, and
 // a GELU after it (the erf form exporters write in five calls) its exact
-// GELU epilogue. Casts fold too: a float cast of a convolution's or a
-// matmul's result becomes its output type, and the casts autocast puts
-// around a pool it keeps in f32 go (the pool runs on the 16-bit data).
+// GELU epilogue; a constant scale of its result its alpha. Casts fold too: a
+// float cast of a convolution's or a matmul's result becomes its output type,
+// and the casts autocast puts around a pool it keeps in f32 go (the pool runs
+// on the 16-bit data).
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CuLibDialect.h"
@@ -511,6 +512,60 @@ struct FoldCastInto : OpRewritePattern<culib::CastOp> {
   FusionCounts &counts;
 };
 
+/// mul(t, s) or mul(s, t), or div(t, s) where 1 / s is exact (a power of
+/// two), with s a constant one-element float and t written by a matmul
+/// without bias, C or epilogue -> the matmul's alpha times s: its output
+/// scaling, applied to the f32 product before its one rounding (the two
+/// calls rounded the product first).
+struct FoldScaleIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
+  FoldScaleIntoMatmul(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp root,
+                                PatternRewriter &rewriter) const override {
+    using rt::cpu::ElementwiseFn;
+    const bool isMul = root.getFn() == ElementwiseFn::Mul;
+    if ((!isMul && root.getFn() != ElementwiseFn::Div) ||
+        root.getInputs().size() != 2 || root.getAlpha() || root.getBeta())
+      return failure();
+    Value y = root.getY();
+    SmallVector<std::pair<Value, Value>, 2> orders = {
+        {root.getInputs()[0], root.getInputs()[1]}};
+    if (isMul)
+      orders.push_back({root.getInputs()[1], root.getInputs()[0]});
+    for (auto [t, scale] : orders) {
+      std::optional<double> value = culib::scalarWeightValue(scale);
+      if (!value || t.getType() != y.getType() || t == scale)
+        continue;
+      double factor = *value;
+      if (!isMul) {
+        int exponent = 0;
+        if (factor == 0 || std::frexp(factor, &exponent) != 0.5)
+          continue; // 1 / s would be rounded
+        factor = 1.0 / factor;
+      }
+      auto matmul = soleProducer<culib::MatmulOp>(t, root);
+      if (!matmul || matmul.getBias() || matmul.getC() ||
+          matmul.getEpilogue() != culib::Epilogue::none)
+        continue;
+      const float alpha =
+          static_cast<float>(matmul.getAlpha().convertToDouble() * factor);
+      if (!std::isfinite(alpha))
+        continue;
+      if (failed(writeInto(matmul, t, y, root, rewriter)))
+        return failure();
+      rewriter.modifyOpInPlace(matmul, [&] {
+        matmul.setAlphaAttr(rewriter.getF32FloatAttr(alpha));
+      });
+      eraseFolded(root, t, counts, rewriter);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(root, "no matmul to scale");
+  }
+
+  FusionCounts &counts;
+};
+
 /// cast(x: 16-bit -> f32) -> pool -> cast(-> x's type) -> y: the pool on
 /// x, writing y. Every backend's pool reads 16-bit data as f32, sums
 /// (averages) in f32 and rounds once, as the f32 pool and the cast did: the
@@ -645,7 +700,7 @@ struct FuseEpiloguesPass
                  FoldResidualInto<culib::ConvFwdOp>,
                  FoldResidualInto<culib::MatmulOp>, FoldDecomposedGelu,
                  FoldCastInto<culib::ConvFwdOp>, FoldCastInto<culib::MatmulOp>,
-                 PoolIn16Bits>(ctx, counts);
+                 FoldScaleIntoMatmul, PoolIn16Bits>(ctx, counts);
     if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
       return signalPassFailure();
     if (record)

@@ -68,7 +68,11 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     without activation its `residual` (added before the activation, so a
     ReLU after the add folds too: ResNet's blocks), and to a matmul's
     result without C or epilogue its `c` with `beta = 1` (a transformer's
-    residual). A float cast (f32, f16, bf16) of such a call's result, where
+    residual). A matmul's result (without bias, C or epilogue) multiplied
+    by a constant one-element float, or divided by one whose inverse is
+    exact (a power of two), becomes its `alpha` times that constant: output
+    scaling, applied to the f32 product before its one rounding (a bias
+    added after the scaling then folds as well). A float cast (f32, f16, bf16) of such a call's result, where
     no residual of the old type is added, becomes the call's output type:
     the call rounds its f32 result once to the cast's type (autocast's
     boundaries: a 16-bit convolution or matmul widened into an f32 region,

@@ -115,8 +115,7 @@ inline void scatterRow(const float *src, const TensorView &t, int64_t to,
     break;
   case DType::BF16:
     if (stride == 1)
-      convertF32ToBF16(src,
-                       reinterpret_cast<uint16_t *>(t.as<BFloat16>() + to),
+      convertF32ToBF16(src, reinterpret_cast<uint16_t *>(t.as<BFloat16>() + to),
                        static_cast<size_t>(n));
     else
       for (int64_t c = 0; c < n; ++c)

@@ -591,3 +591,69 @@ func.func @pool_casts_kept(%x: memref<2x4x4x8xf16>, %b: memref<2x4x4x8xbf16>) ->
   culib.cast ins(%p3) outs(%y3) : memref<2x1x1x8xf32>, memref<2x1x1x8xf16>
   return %y, %w, %y2, %p2, %y3 : memref<2x1x1x8xf16>, memref<2x4x4x8xf32>, memref<2x1x1x8xf16>, memref<2x1x1x8xf32>, memref<2x1x1x8xf16>
 }
+
+// Output scaling: a matmul's result times a constant (on either side), or
+// divided by a power of two, becomes the matmul's alpha, applied before its
+// one rounding; a bias added after the scaling then folds as well.
+// CHECK-LABEL: func.func @matmul_scaled
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) outs(%{{.*}}) {alpha = 5.000000e-01 : f32, compute_type = f32}
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) outs(%{{.*}}) {alpha = 7.500000e-01 : f32, compute_type = f32}
+// CHECK: culib.matmul ins(%arg0, %{{.*}}) bias(%{{.*}}) outs(%{{.*}}) {alpha = 1.250000e-01 : f32, compute_type = f32}
+// CHECK-NOT: culib.elementwise
+// CHECK: return
+// REPORT: remark: culib-fuse-epilogues: 4 activation / bias / residual / cast call(s)
+func.func @matmul_scaled(%a: memref<2x3xf16>) -> (memref<2x4xf16>, memref<2x4xf16>, memref<2x4xf16>) {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf16> : memref<3x4xf16>
+  %half = culib.weight "half" dense<0.5> : tensor<1xf16> : memref<1xf16>
+  %three = culib.weight "three" dense<3.0> : tensor<f16> : memref<f16>
+  %eight = culib.weight "eight" dense<8.0> : tensor<1xf16> : memref<1xf16>
+  %bias = culib.weight "bias" dense<-1.0> : tensor<4xf16> : memref<4xf16>
+  %t = culib.alloc : memref<2x4xf16>
+  culib.matmul ins(%a, %b) outs(%t) {compute_type = f32} : memref<2x3xf16>, memref<3x4xf16>, memref<2x4xf16>
+  %y = culib.alloc : memref<2x4xf16>
+  culib.elementwise mul ins(%t, %half) outs(%y) : memref<2x4xf16>, memref<1xf16>, memref<2x4xf16>
+  %u = culib.alloc : memref<2x4xf16>
+  culib.matmul ins(%a, %b) outs(%u) {alpha = 0.25 : f32, compute_type = f32} : memref<2x3xf16>, memref<3x4xf16>, memref<2x4xf16>
+  %y2 = culib.alloc : memref<2x4xf16>
+  culib.elementwise mul ins(%three, %u) outs(%y2) : memref<f16>, memref<2x4xf16>, memref<2x4xf16>
+  %v = culib.alloc : memref<2x4xf16>
+  culib.matmul ins(%a, %b) outs(%v) {compute_type = f32} : memref<2x3xf16>, memref<3x4xf16>, memref<2x4xf16>
+  %s = culib.alloc : memref<2x4xf16>
+  culib.elementwise div ins(%v, %eight) outs(%s) : memref<2x4xf16>, memref<1xf16>, memref<2x4xf16>
+  %y3 = culib.alloc : memref<2x4xf16>
+  culib.elementwise add ins(%s, %bias) outs(%y3) : memref<2x4xf16>, memref<4xf16>, memref<2x4xf16>
+  return %y, %y2, %y3 : memref<2x4xf16>, memref<2x4xf16>, memref<2x4xf16>
+}
+
+// Kept: a scaling after the bias (it would scale the bias too), a division
+// by a constant whose inverse f32 rounds (3), a scale that is not a
+// constant, and a scaled product read by another call too.
+// CHECK-LABEL: func.func @matmul_scales_kept
+// CHECK-COUNT-5: culib.elementwise
+// REPORT: remark: culib-fuse-epilogues: 1 activation / bias / residual / cast call(s)
+func.func @matmul_scales_kept(%a: memref<2x3xf32>, %k: memref<1xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) {
+  %b = culib.weight "b" dense<1.0> : tensor<3x4xf32> : memref<3x4xf32>
+  %three = culib.weight "three" dense<3.0> : tensor<1xf32> : memref<1xf32>
+  %bias = culib.weight "bias" dense<-1.0> : tensor<4xf32> : memref<4xf32>
+  %t = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%t) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %tb = culib.alloc : memref<2x4xf32>
+  culib.elementwise add ins(%t, %bias) outs(%tb) : memref<2x4xf32>, memref<4xf32>, memref<2x4xf32>
+  %y = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%tb, %three) outs(%y) : memref<2x4xf32>, memref<1xf32>, memref<2x4xf32>
+  %u = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%u) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %y2 = culib.alloc : memref<2x4xf32>
+  culib.elementwise div ins(%u, %three) outs(%y2) : memref<2x4xf32>, memref<1xf32>, memref<2x4xf32>
+  %v = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%v) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %y3 = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%v, %k) outs(%y3) : memref<2x4xf32>, memref<1xf32>, memref<2x4xf32>
+  %w = culib.alloc : memref<2x4xf32>
+  culib.matmul ins(%a, %b) outs(%w) {compute_type = f32} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>
+  %y4 = culib.alloc : memref<2x4xf32>
+  culib.elementwise mul ins(%w, %three) outs(%y4) : memref<2x4xf32>, memref<1xf32>, memref<2x4xf32>
+  %y5 = culib.alloc : memref<2x4xf32>
+  culib.elementwise relu ins(%w) outs(%y5) : memref<2x4xf32>, memref<2x4xf32>
+  return %y, %y2, %y3, %y4, %y5 : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+}
