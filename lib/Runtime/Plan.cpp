@@ -232,6 +232,9 @@ bool hasFormat15Activation(const PlanCall &c) {
 uint32_t Plan::requiredFormatMinor() const {
   uint32_t fused = 0;
   for (const PlanCall &c : calls)
+    if (c.kind == "kernel.rms_norm")
+      return 6;
+  for (const PlanCall &c : calls)
     if (hasFormat15Activation(c))
       return 5;
   for (const PlanCall &c : calls) {

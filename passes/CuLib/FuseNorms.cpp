@@ -7,6 +7,10 @@
 //   d = sub(x, m);  p = pow(d, 2) (or mul(d, d));  v = reduce mean(p)
 //   s = sqrt(add(v, eps));  n = div(d, s);  y = add(mul(n, scale), bias)
 //
+// RMSNorm (torch's x * rsqrt(mean(x^2) + eps) * weight) comes as six or
+// seven calls (Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul, Mul), which
+// become one culib.rms_norm.
+//
 // This pass makes them one culib.layer_norm call (the bias add optional),
 // whose statistics the kernels keep in f32 or wider: the intermediate
 // buffers go, and with them seven round trips through memory. Only when
@@ -202,23 +206,160 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
   int64_t &folded, &calls, &bytes;
 };
 
+/// The squares of `x` as `t`, written for `reader` alone: pow(x, 2) or
+/// mul(x, x); the constant 2 (if any) in `two`.
+culib::ElementwiseOp squareWriting(Value t, Operation *reader, Value &x,
+                                   Value &two) {
+  auto op =
+      dyn_cast_or_null<culib::ElementwiseOp>(culib::soleWriter(t, {reader}));
+  if (!op || op.getY() != t || op.getInputs().size() != 2 || op.getAlpha() ||
+      op.getBeta())
+    return nullptr;
+  ValueRange in = op.getInputs();
+  if (op.getFn() == ElementwiseFn::Pow && scalarWeight(in[1]) == 2.f) {
+    x = in[0];
+    two = in[1];
+    return op;
+  }
+  if (op.getFn() == ElementwiseFn::Mul && in[0] == in[1]) {
+    x = in[0];
+    return op;
+  }
+  return nullptr;
+}
+
+/// RMSNorm as exporters write it (torch's x * rsqrt(mean(x^2) + eps) *
+/// weight, rsqrt being Sqrt then Reciprocal; or x / sqrt(...)):
+///
+///   p = pow(x, 2) (or mul(x, x));  v = reduce mean(p) over the last dims
+///   s = sqrt(add(v, eps));  n = mul(x, reciprocal(s)) or div(x, s)
+///   y = mul(n, scale) (either order)
+///
+/// -> one culib.rms_norm, under the layer norm's conditions.
+struct FoldDecomposedRmsNorm : OpRewritePattern<culib::ElementwiseOp> {
+  FoldDecomposedRmsNorm(MLIRContext *ctx, int64_t &folded, int64_t &calls,
+                        int64_t &bytes)
+      : OpRewritePattern(ctx), folded(folded), calls(calls), bytes(bytes) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp root,
+                                PatternRewriter &rewriter) const override {
+    if (root.getFn() != ElementwiseFn::Mul || root.getInputs().size() != 2 ||
+        root.getAlpha() || root.getBeta())
+      return failure();
+    for (auto [n, scale] :
+         {std::pair(root.getInputs()[0], root.getInputs()[1]),
+          std::pair(root.getInputs()[1], root.getInputs()[0])})
+      if (n != scale && succeeded(fold(root, n, scale, rewriter)))
+        return success();
+    return rewriter.notifyMatchFailure(root, "not x * rsqrt(mean(x^2) + eps)");
+  }
+
+  LogicalResult fold(culib::ElementwiseOp root, Value n, Value scale,
+                     PatternRewriter &rewriter) const {
+    // n = div(x, s), or mul(x, r) / mul(r, x) with r = reciprocal(s).
+    SmallVector<Operation *> chain;
+    Value x, s;
+    if (auto div = elementwiseWriting(n, ElementwiseFn::Div, {root})) {
+      x = div.getInputs()[0];
+      s = div.getInputs()[1];
+      chain.push_back(div);
+    } else if (auto mul = elementwiseWriting(n, ElementwiseFn::Mul, {root})) {
+      for (auto [a, r] : {std::pair(mul.getInputs()[0], mul.getInputs()[1]),
+                          std::pair(mul.getInputs()[1], mul.getInputs()[0])}) {
+        auto reciprocal =
+            elementwiseWriting(r, ElementwiseFn::Reciprocal, {mul});
+        if (reciprocal && !x) {
+          x = a;
+          s = reciprocal.getInputs()[0];
+          chain.append({reciprocal.getOperation(), mul.getOperation()});
+        }
+      }
+    }
+    if (!x)
+      return failure();
+    auto sqrt = elementwiseWriting(s, ElementwiseFn::Sqrt, {chain.front()});
+    auto addEps = sqrt ? elementwiseWriting(sqrt.getInputs()[0],
+                                            ElementwiseFn::Add, {sqrt})
+                       : nullptr;
+    if (!addEps)
+      return failure();
+    int64_t axis = 0;
+    culib::ReduceOp mean;
+    Value epsValue;
+    for (Value in : addEps.getInputs())
+      if (!mean && (mean = meanWriting(in, addEps, axis)))
+        epsValue = otherInput(addEps, in);
+    std::optional<float> eps = mean ? scalarWeight(epsValue) : std::nullopt;
+    if (!eps)
+      return failure();
+    Value squared, two;
+    auto square = squareWriting(mean.getX(), mean, squared, two);
+    if (!square || squared != x)
+      return failure();
+    MemRefType xType = memrefOf(x);
+    Value y = root.getY();
+    if (!isa<FloatType>(xType.getElementType()) || memrefOf(y) != xType ||
+        !isAffineParameter(scale, xType, axis))
+      return failure();
+    chain.append({sqrt.getOperation(), addEps.getOperation(),
+                  mean.getOperation(), square.getOperation(),
+                  root.getOperation()});
+    // The call reads x and scale where the chain ends.
+    for (Value read : {x, scale})
+      if (culib::writtenBetween(read, square, root, chain))
+        return failure();
+    rewriter.setInsertionPoint(root);
+    culib::RMSNormOp::create(rewriter, root.getLoc(), x, scale, y,
+                             rewriter.getI64IntegerAttr(axis),
+                             rewriter.getF32FloatAttr(*eps));
+    ++folded;
+    calls += static_cast<int64_t>(chain.size()) - 1;
+    llvm::sort(chain, [](Operation *a, Operation *b) {
+      return b->isBeforeInBlock(a);
+    });
+    for (Operation *op : chain) {
+      // Every call of the chain writes its one output last.
+      Value out = op->getOperands().back();
+      rewriter.eraseOp(op);
+      if (out != y && out.use_empty()) {
+        bytes += culib::byteSize(memrefOf(out));
+        rewriter.eraseOp(out.getDefiningOp());
+      }
+    }
+    for (Value c : {epsValue, two})
+      if (c && c.use_empty())
+        rewriter.eraseOp(c.getDefiningOp());
+    return success();
+  }
+
+  int64_t &folded, &calls, &bytes;
+};
+
 struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
   using Base::Base;
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     int64_t folded = 0, calls = 0, bytes = 0;
+    int64_t rmsFolded = 0, rmsCalls = 0, rmsBytes = 0;
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldDecomposedLayerNorm>(&getContext(), folded, calls, bytes);
+    patterns.add<FoldDecomposedRmsNorm>(&getContext(), rmsFolded, rmsCalls,
+                                        rmsBytes);
     if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
       return signalPassFailure();
-    if (record)
+    if (record) {
       culib::recordFusion(func, getArgument(), "decomposed layer norm", folded,
                           calls, bytes);
+      culib::recordFusion(func, getArgument(), "decomposed RMS norm", rmsFolded,
+                          rmsCalls, rmsBytes);
+    }
     if (report)
       func.emitRemark() << "culib-fuse-norms: " << folded
-                        << " decomposed layer norm(s) made one call each; "
-                        << bytes << " intermediate bytes no longer written";
+                        << " decomposed layer norm(s) and " << rmsFolded
+                        << " RMS norm(s) made one call each; "
+                        << bytes + rmsBytes
+                        << " intermediate bytes no longer written";
   }
 };
 

@@ -113,6 +113,11 @@ std::optional<CallBuffers> mp::culib::getCallBuffers(Operation *op) {
                            {req("y", o.getY()), opt("mean", o.getMean()),
                             opt("inv_std_dev", o.getInvStdDev())}};
       })
+      .Case([&](culib::RMSNormOp o) {
+        return CallBuffers{"kernel.rms_norm",
+                           {req("x", o.getX()), req("scale", o.getScale())},
+                           {req("y", o.getY())}};
+      })
       .Case([&](culib::AttentionOp o) {
         return CallBuffers{"kernel.attention",
                            {req("q", o.getQ()), req("k", o.getK()),

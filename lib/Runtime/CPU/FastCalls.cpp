@@ -110,6 +110,7 @@ FastCallChoice prepareFastCall(const PlanCall &call,
       {"cudnn.softmax", onednn::prepareSoftmax},
       {"cudnn.pool", onednn::preparePool},
       {"kernel.layer_norm", onednn::prepareLayerNorm},
+      {"kernel.rms_norm", onednn::prepareRmsNorm},
       {"kernel.attention", onednn::prepareAttention},
       {"cudnn.lrn", onednn::prepareLrn},
       {"kernel.fused_elementwise", prepareFusedElementwise}};

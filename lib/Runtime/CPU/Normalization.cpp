@@ -8,6 +8,7 @@
 #include "mp/Runtime/CPU/NNKernels.h"
 
 #include "KernelUtil.h"
+#include "Parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -206,6 +207,53 @@ Status layerNorm(const TensorView &x, const TensorView &scale,
     fromF32(means.data(), mean->dtype, mean->data, rows);
   if (invStdDev)
     fromF32(invStds.data(), invStdDev->dtype, invStdDev->data, rows);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// RMS normalization
+//===----------------------------------------------------------------------===//
+
+Status checkRmsNorm(const TensorView &x, const TensorView &scale,
+                    const TensorView &y, int64_t &axis, float epsilon) {
+  constexpr std::string_view kOp = "rms_norm";
+  if (Status s = checkSameShapeAndType(kOp, x, y); !s)
+    return s;
+  if (Status s = normalizeAxis(kOp, axis, x.shape.size()); !s)
+    return s;
+  if (!(epsilon >= 0.0f))
+    return fail(kOp, "epsilon must be >= 0");
+  Shape inner(x.shape.begin() + axis, x.shape.end());
+  return checkBroadcastTo(kOp, "scale", scale, inner);
+}
+
+Status rmsNorm(const TensorView &x, const TensorView &scale,
+               const TensorView &y, int64_t axis, float epsilon) {
+  constexpr std::string_view kOp = "rms_norm";
+  if (Status s = checkRmsNorm(x, scale, y, axis, epsilon); !s)
+    return s;
+  Shape inner(x.shape.begin() + axis, x.shape.end());
+  int64_t rowSize = numElements(inner);
+  int64_t rows = numElements(Shape(x.shape.begin(), x.shape.begin() + axis));
+  std::vector<float> scaleF;
+  if (Status s = broadcastToF32(kOp, "scale", scale, inner, scaleF); !s)
+    return s;
+  size_t elt = byteSize(x.dtype);
+  detail::parallelItems(rows, rowSize, [&](int64_t i) {
+    std::vector<float> row(static_cast<size_t>(rowSize));
+    const char *src = static_cast<const char *>(x.data) + i * rowSize * elt;
+    toF32(x.dtype, src, row.data(), rowSize);
+    double squares = 0.0;
+    for (int64_t j = 0; j < rowSize; ++j)
+      squares += static_cast<double>(row[j]) * row[j];
+    double meanSquare = rowSize ? squares / static_cast<double>(rowSize) : 0.0;
+    const float inv = static_cast<float>(
+        1.0 / std::sqrt(meanSquare + static_cast<double>(epsilon)));
+    for (int64_t j = 0; j < rowSize; ++j)
+      row[j] = row[j] * inv * scaleF[j];
+    fromF32(row.data(), y.dtype,
+            static_cast<char *>(y.data) + i * rowSize * elt, rowSize);
+  });
   return Status::ok();
 }
 

@@ -152,6 +152,48 @@ Result<NormParams> planLayerNorm(const PlanCall &call,
   return p;
 }
 
+Result<NormParams> planRmsNorm(const PlanCall &call,
+                               const std::vector<TensorDesc> &ops,
+                               const std::vector<TensorDesc> &res) {
+  std::array<const TensorDesc *, 2> in;
+  std::array<const TensorDesc *, 1> out;
+  if (Status s =
+          cpu::bindCallBuffers(call, ops, {{{"x", false}, {"scale", false}}},
+                               in, res, {{{"y", false}}}, out);
+      !s)
+    return s;
+  MP_TRY(axis, intAttr(call, "axis", -1));
+  MP_TRY(epsilon, floatAttr(call, "epsilon", 1e-5));
+  Views<2> vi(in);
+  Views<1> vo(out);
+  if (Status s = cpu::checkRmsNorm(*vi[0], *vi[1], *vo[0], axis,
+                                   static_cast<float>(epsilon));
+      !s)
+    return s;
+  const TensorDesc &x = *in[0];
+  const Shape inner(x.shape.begin() + axis, x.shape.end());
+  NormParams p;
+  p.rms = 1;
+  p.xDtype = code(x.dtype);
+  p.scaleDtype = code(in[1]->dtype);
+  p.epsilon = static_cast<float>(epsilon);
+  p.rowSize = rt::numElements(inner);
+  p.rows = product(x.shape, 0, static_cast<size_t>(axis));
+  p.rowRank = static_cast<int32_t>(inner.size());
+  broadcastStrides(in[1]->shape, inner, p.scaleStrides, p.scaleDense);
+  if (!p.scaleDense && inner.size() > kMaxDims)
+    return fail("rms_norm", "a broadcast scale over more than " +
+                                std::to_string(kMaxDims) +
+                                " normalized dims is not implemented on the "
+                                "GPU");
+  for (size_t i = 0; i < inner.size() && i < kMaxDims; ++i)
+    p.rowDims[i] = inner[i];
+  p.x = cptr(x);
+  p.scale = cptr(in[1]);
+  p.y = mptr(out[0]);
+  return p;
+}
+
 Result<NormParams> planInstanceNorm(const PlanCall &call,
                                     const std::vector<TensorDesc> &ops,
                                     const std::vector<TensorDesc> &res) {

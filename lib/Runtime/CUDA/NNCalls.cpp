@@ -25,6 +25,11 @@ Result<std::unique_ptr<PreparedCall>> prepareLayerNorm(const PrepareArgs &a) {
   return preparedCall<NormCall>(p, "layer_norm kernel");
 }
 
+Result<std::unique_ptr<PreparedCall>> prepareRmsNorm(const PrepareArgs &a) {
+  MP_TRY_PREPARE(p, planRmsNorm(a.call, a.operands, a.results));
+  return preparedCall<NormCall>(p, "rms_norm kernel");
+}
+
 Result<std::unique_ptr<PreparedCall>> prepareAttention(const PrepareArgs &a) {
   MP_TRY_PREPARE(p, planAttention(a.call, a.operands, a.results));
   return preparedCall<LaunchCall<AttentionParams, launchAttention>>(
@@ -273,6 +278,7 @@ void addNNCalls(std::map<std::string, PrepareFn> &t) {
   MP_ADD_PREPARE("kernel.attention", prepareAttention);
   MP_ADD_PREPARE("kernel.layer_norm", prepareLayerNorm);
   MP_ADD_PREPARE("kernel.instance_norm", prepareInstanceNorm);
+  MP_ADD_PREPARE("kernel.rms_norm", prepareRmsNorm);
   MP_ADD_PREPARE("cudnn.lrn", prepareLrn);
   MP_ADD_PREPARE("cudnn.rnn", prepareRnn);
   MP_ADD_PREPARE("kernel.lstm_bwd", prepareLstmBwd);

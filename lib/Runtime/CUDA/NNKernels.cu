@@ -38,16 +38,19 @@ __device__ inline int64_t broadcastIndex(const NormParams &p,
 }
 
 /// One block per row: mean and 1 / sqrt(biased variance + epsilon) in f64
-/// (two passes, as the CPU's moments), then the row normalized in f32.
+/// (two passes, as the CPU's moments; RMS norm: 1 / sqrt(mean square +
+/// epsilon) in one), then the row normalized in f32.
 __global__ void normKernel(NormParams p) {
   __shared__ double shared[32];
   const int64_t n = p.rowSize;
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const int64_t base = row * n;
     double s = 0;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-      s += static_cast<double>(loadF32(p.x, p.xDtype, base + j));
-    double m = n ? blockSum(s, shared) / static_cast<double>(n) : 0.0;
+    if (!p.rms)
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+        s += static_cast<double>(loadF32(p.x, p.xDtype, base + j));
+    // RMS norm: the mean is taken as 0 (the variance is the mean square).
+    double m = n && !p.rms ? blockSum(s, shared) / static_cast<double>(n) : 0.0;
     double sq = 0;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
       double c = static_cast<double>(loadF32(p.x, p.xDtype, base + j)) - m;

@@ -325,3 +325,17 @@ TEST_CASE("plans with the activations 1.4 lacks are format 1.5", "[plan]") {
   }
   CHECK(kPlanFormatMinor >= 5);
 }
+
+TEST_CASE("plans with an RMS norm are format 1.6", "[plan]") {
+  Plan plan;
+  PlanCall conv;
+  conv.kind = "cudnn.conv_fwd";
+  conv.attributes = {{"activation", std::string("gelu")}};
+  plan.calls.push_back(conv);
+  CHECK(plan.requiredFormatMinor() == 5);
+  PlanCall rms;
+  rms.kind = "kernel.rms_norm";
+  plan.calls.push_back(rms);
+  CHECK(plan.requiredFormatMinor() == 6);
+  CHECK(kPlanFormatMinor >= 6);
+}

@@ -25,7 +25,7 @@
 using namespace mp::rt;
 using namespace mp::rt::test::cudadevice;
 
-TEST_CASE("CUDA: layer_norm, instance_norm, lrn", "[cuda][device]") {
+TEST_CASE("CUDA: layer_norm, rms_norm, instance_norm, lrn", "[cuda][device]") {
   Rng rng(15);
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     INFO("dtype " << dtypeName(t));
@@ -59,6 +59,16 @@ TEST_CASE("CUDA: layer_norm, instance_norm, lrn", "[cuda][device]") {
                          {"scale", rnd(t, {33}, rng)},
                          {"bias", rnd(t, {1}, rng)}},
                         {{"y", t, {5, 33}, 0, true}}));
+    // RMS norm: a LLaMA-style row, and axis 1 with a broadcast f32 scale.
+    compareCall(oneCall(
+        "kernel.rms_norm", {{"epsilon", 1e-6}},
+        {{"x", rnd(t, {2, 7, 512}, rng, -3, 3)}, {"scale", rnd(t, {512}, rng)}},
+        {{"y", t, {2, 7, 512}}}));
+    compareCall(oneCall("kernel.rms_norm",
+                        {{"axis", int64_t(1)}, {"epsilon", 1e-3}},
+                        {{"x", rnd(t, {3, 4, 5}, rng, 1, 2)},
+                         {"scale", rnd(DType::F32, {4, 1}, rng)}},
+                        {{"y", t, {3, 4, 5}}}));
     compareCall(oneCall("kernel.instance_norm", {{"epsilon", 1e-3}},
                         {{"x", rnd(t, {2, 3, 6, 7}, rng, -2, 2)},
                          {"scale", rnd(DType::F32, {3}, rng)},

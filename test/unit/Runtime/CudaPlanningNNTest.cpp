@@ -65,6 +65,25 @@ TEST_CASE("normalization planning: layer norm, instance norm, LRN",
     // In place is allowed.
     CHECK(planLayerNorm(plain, {x, at(DType::F16, {8})}, {x}));
   }
+  SECTION("rms_norm") {
+    TensorDesc x = at(DType::BF16, {4, 6, 8}), y = at(DType::BF16, {4, 6, 8});
+    PlanCall rms =
+        callOf("kernel.rms_norm", {{"axis", int64_t(-1)}, {"epsilon", 1e-6}});
+    Result<NormParams> p = planRmsNorm(rms, {x, at(DType::F32, {8})}, {y});
+    REQUIRE(p);
+    CHECK(p->rms == 1);
+    CHECK(p->instance == 0);
+    CHECK(p->rows == 24);
+    CHECK(p->rowSize == 8);
+    CHECK(p->scaleDense == 1);
+    CHECK(p->biasDtype == 0);
+    CHECK(p->meanDtype == 0);
+    CHECK(p->invStdDtype == 0);
+    CHECK(p->epsilon == Approx(1e-6));
+    CHECK(messageOf(planRmsNorm(rms, {x, at(DType::F32, {6})}, {y})) ==
+          "rms_norm: scale [6] does not broadcast to [8]");
+    CHECK(messageOf(planRmsNorm(rms, {x}, {y})) != "");
+  }
   SECTION("layer_norm over more normalized dims than the kernel's strides") {
     // 12 normalized dims: a dense scale needs no strides (and none are
     // written past the 8 the parameters hold); a broadcast one is refused.

@@ -154,6 +154,59 @@ TEST_CASE("layerNorm matches LayerNormalization-17", "[runtime][cpu][norm]") {
     }
 }
 
+TEST_CASE("rmsNorm divides by the root mean square, no mean subtracted",
+          "[runtime][cpu][norm]") {
+  Rng rng(2);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    for (int64_t axis : {-1, 1}) {
+      INFO(dtypeName(dt) << " axis " << axis);
+      // Rows of 1-2.5 plus an offset: a layer norm would subtract the mean.
+      Shape xs{3, 4, 5};
+      int64_t a = axis < 0 ? axis + 3 : axis;
+      Shape inner(xs.begin() + a, xs.end());
+      int64_t rowSize = numElements(inner), rows = 60 / rowSize;
+      HostTensor x = randomTensor(dt, xs, rng, 1, 2.5);
+      Shape ss = inner;
+      if (ss.size() >= 2)
+        ss[0] = 1; // broadcast along the first normalized dim
+      HostTensor scale = randomTensor(dt, ss, rng);
+      HostTensor y = garbage(dt, xs);
+      Status s = rmsNorm(x.view(), scale.view(), y.view(), axis, 1e-3f);
+      INFO(s.message());
+      REQUIRE(s.isOk());
+      std::vector<double> xv = values(x), sv = values(scale), ry(60);
+      for (int64_t r = 0; r < rows; ++r) {
+        double squares = 0;
+        for (int64_t j = 0; j < rowSize; ++j)
+          squares += xv[r * rowSize + j] * xv[r * rowSize + j];
+        double inv = 1 / std::sqrt(squares / rowSize + 1e-3);
+        for (int64_t j = 0; j < rowSize; ++j) {
+          int64_t sj = ss.size() >= 2 ? j % (rowSize / inner[0]) : j;
+          ry[r * rowSize + j] = xv[r * rowSize + j] * inv * sv[sj];
+        }
+      }
+      expectClose(values(y), ry, tolerance(dt), "y");
+    }
+  // In place, and the checks (the CPU's words, shared with CUDA planning).
+  HostTensor x = randomTensor(DType::F32, {2, 4}, rng);
+  std::vector<double> before = values(x);
+  HostTensor ones = randomTensor(DType::F32, {4}, rng, 1, 1);
+  REQUIRE(rmsNorm(x.view(), ones.view(), x.view(), -1, 0.f).isOk());
+  for (int64_t r = 0; r < 2; ++r) {
+    double squares = 0;
+    for (int64_t j = 0; j < 4; ++j)
+      squares += before[r * 4 + j] * before[r * 4 + j];
+    for (int64_t j = 0; j < 4; ++j)
+      CHECK(values(x)[r * 4 + j] ==
+            Approx(before[r * 4 + j] / std::sqrt(squares / 4)).epsilon(1e-5));
+  }
+  HostTensor wrong = randomTensor(DType::F32, {3}, rng);
+  CHECK(rmsNorm(x.view(), wrong.view(), x.view()).message() ==
+        "rms_norm: scale [3] does not broadcast to [4]");
+  CHECK(rmsNorm(x.view(), ones.view(), x.view(), -1, -1.f).message() ==
+        "rms_norm: epsilon must be >= 0");
+}
+
 TEST_CASE("layerNorm: ONNX backend test data", "[runtime][cpu][norm][onnx]") {
   if (!haveTestData())
     return;

@@ -506,6 +506,22 @@ def CuLib_LayerNormOp : CuLib_Op<"layer_norm", [AttrSizedOperandSegments]> {
   }];
 }
 
+def CuLib_RMSNormOp : CuLib_Op<"rms_norm"> {
+  let summary = "RMS normalization (RMSNorm; ONNX RMSNormalization-23)";
+  let description = [{
+    y = x / sqrt(mean(x^2) + epsilon) * scale over x's dims from `axis`
+    (the mean of the squares in f32 or wider, no mean subtracted), `scale`
+    broadcast from the right onto those dims. culib-fuse-norms makes it
+    from the chain exporters write (Pow or Mul, ReduceMean, Add, Sqrt,
+    Reciprocal and Mul, or Div).
+  }];
+  let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$scale,
+                       CuLib_FloatBuffer:$y, I64Attr:$axis, F32Attr:$epsilon);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $scale `)` `outs` `(` $y `)` attr-dict `:` type(operands)
+  }];
+}
+
 def CuLib_InstanceNormOp : CuLib_Op<"instance_norm"> {
   let summary = "ONNX InstanceNormalization";
   let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$scale,

@@ -148,7 +148,7 @@ def FuseAttention : Pass<"culib-fuse-attention", "mlir::func::FuncOp"> {
 }
 
 def FuseNorms : Pass<"culib-fuse-norms", "mlir::func::FuncOp"> {
-  let summary = "Make decomposed layer norms one culib.layer_norm call";
+  let summary = "Make decomposed layer norms and RMS norms one call each";
   let description = [{
     Exporters below opset 17 write LayerNorm as ReduceMean, Sub, Pow,
     ReduceMean, Add, Sqrt, Div, Mul and Add, which convert-mp-to-culib
@@ -160,9 +160,14 @@ def FuseNorms : Pass<"culib-fuse-norms", "mlir::func::FuncOp"> {
     accurate, and seven intermediate buffers fewer. Only when every
     intermediate is an arena buffer the chain alone uses, nothing between
     writes x, scale or bias, scale and bias broadcast onto the normalised
-    dims, and everything has x's float type. With `report`, a remark counts
-    the norms folded and the bytes no longer written. Run it after
-    culib-nhwc-layout and before culib-fuse-elementwise (mp-compile does,
+    dims, and everything has x's float type. RMSNorm as torch exports it
+    (x -> its square (pow 2 or x * x) -> mean over the trailing dims ->
+    plus a constant eps -> sqrt -> reciprocal and x times that, or x
+    divided by it -> times scale, in either order) becomes one
+    `culib.rms_norm` (axis, epsilon) under the same conditions: six or
+    seven calls one, the mean square in f32 or wider. With `report`, a
+    remark counts the norms folded and the bytes no longer written. Run it
+    after culib-nhwc-layout and before culib-fuse-elementwise (mp-compile does,
     unless its `fuse` option is off).
   }];
   let options = [

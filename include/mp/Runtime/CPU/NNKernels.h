@@ -188,6 +188,17 @@ Status checkLayerNorm(const TensorView &x, const TensorView &scale,
                       const TensorView *mean, const TensorView *invStdDev,
                       int64_t &axis, float epsilon);
 
+/// RMS normalization (ONNX RMSNormalization-23, stash_type f32): over the
+/// dimensions from `axis` on, y = x * invRms * scale, invRms = 1 /
+/// sqrt(mean(x^2) + epsilon), no mean subtracted. x, y and scale as
+/// layerNorm's (no bias); the mean of the squares accumulates in f64 and is
+/// used as f32. y may be x itself.
+Status rmsNorm(const TensorView &x, const TensorView &scale,
+               const TensorView &y, int64_t axis = -1, float epsilon = 1e-5f);
+/// rmsNorm's checks without running it; `axis` normalized as layerNorm's.
+Status checkRmsNorm(const TensorView &x, const TensorView &scale,
+                    const TensorView &y, int64_t &axis, float epsilon);
+
 /// ONNX InstanceNormalization: per image and channel of x [N, C, D...],
 /// y = scale[c] * (x - mean) / sqrt(var + epsilon) + bias[c] over the
 /// spatial dimensions. x, y: same shape and dtype (f32, f16, bf16); scale,

@@ -401,6 +401,8 @@ PlannerFn<AttentionParams> planAttention;
 /// kernel.layer_norm: x, scale, bias? -> y, mean?, inv_std_dev? (the CPU's
 /// checks: cpu::checkLayerNorm).
 PlannerFn<NormParams> planLayerNorm;
+/// kernel.rms_norm: x, scale -> y (the CPU's checks: cpu::checkRmsNorm).
+PlannerFn<NormParams> planRmsNorm;
 /// kernel.instance_norm: x, scale, bias -> y.
 PlannerFn<NormParams> planInstanceNorm;
 /// cudnn.lrn: x -> y.

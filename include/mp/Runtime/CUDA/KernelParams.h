@@ -356,6 +356,7 @@ struct LossScaleParams {
 /// and y = x * a + (bias[c] - mean * a), a = invStd * scale[c].
 struct NormParams {
   int32_t instance = 0;
+  int32_t rms = 0;    ///< RMS norm: no mean subtracted, the mean square's root
   int32_t xDtype = 1; ///< y's as well
   int32_t scaleDtype = 1;
   int32_t biasDtype = 0;                  ///< 0: no bias

@@ -341,6 +341,13 @@ FastCallChoice prepareLayerNorm(const PlanCall &call,
                                 const std::vector<TensorView> &results,
                                 const std::vector<bool> &constant,
                                 const FilterSource *filter);
+/// kernel.rms_norm: always the own kernel (oneDNN 3.2's layer
+/// normalization has no RMS mode); the reason for --timing.
+FastCallChoice prepareRmsNorm(const PlanCall &call,
+                              const std::vector<TensorView> &operands,
+                              const std::vector<TensorView> &results,
+                              const std::vector<bool> &constant,
+                              const FilterSource *filter);
 FastCallChoice prepareLrn(const PlanCall &call,
                           const std::vector<TensorView> &operands,
                           const std::vector<TensorView> &results,

@@ -20,6 +20,14 @@
 
 namespace mp::rt::cpu::onednn {
 
+FastCallChoice prepareRmsNorm(const PlanCall &, const std::vector<TensorView> &,
+                              const std::vector<TensorView> &,
+                              const std::vector<bool> &, const FilterSource *) {
+  return referenceKernel(
+      "oneDNN 3.2's layer normalization has no RMS mode (own kernel, rows "
+      "over the threads)");
+}
+
 FastCallChoice prepareLayerNorm(const PlanCall &call,
                                 const std::vector<TensorView> &operands,
                                 const std::vector<TensorView> &results,

@@ -1,6 +1,8 @@
 // culib-fuse-norms: a decomposed layer norm (mean, deviation, its square,
 // mean, + eps, sqrt, divide, scale, bias) becomes one culib.layer_norm
-// writing the chain's output; its intermediates and constants go.
+// writing the chain's output, and a decomposed RMS norm (square, mean,
+// + eps, sqrt, reciprocal and multiply or divide, scale) one
+// culib.rms_norm; their intermediates and constants go.
 // RUN: mp-opt %s --culib-fuse-norms | FileCheck %s
 // Round trip: the output parses and prints the same.
 // RUN: mp-opt %s --culib-fuse-norms | mp-opt | FileCheck %s
@@ -13,7 +15,7 @@
 // CHECK-NEXT: culib.layer_norm ins(%arg0, %[[S]]) bias(%[[B]]) outs(%[[Y]]) {axis = 2 : i64, epsilon = 9.99999974E-6 : f32}
 // CHECK-NEXT: return %[[Y]]
 // CHECK-NOT: culib.weight "two"
-// REPORT: remark: culib-fuse-norms: 1 decomposed layer norm(s) made one call each; 864 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-norms: 1 decomposed layer norm(s) and 0 RMS norm(s) made one call each; 864 intermediate bytes no longer written
 func.func @layer_norm(%x: memref<2x3x8xf32>) -> memref<2x3x8xf32> {
   %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
   %eps = culib.weight "eps" dense<1.0e-5> : tensor<f32> : memref<f32>
@@ -136,4 +138,95 @@ func.func @eps_not_constant(%x: memref<2x8xf32>, %eps: memref<f32>) -> memref<2x
   %y = culib.alloc : memref<2x8xf32>
   culib.elementwise mul ins(%n, %scale) outs(%y) : memref<2x8xf32>, memref<8xf32>, memref<2x8xf32>
   return %y : memref<2x8xf32>
+}
+
+// RMSNorm as torch exports it: x * (1 / sqrt(mean(x^2) + eps)), then the
+// weight times that: one culib.rms_norm; the constants go.
+// CHECK-LABEL: func.func @rms_norm
+// CHECK-DAG: %[[S:.*]] = culib.weight "weight"
+// CHECK: %[[Y:.*]] = culib.alloc : memref<2x3x8xf32>
+// CHECK-NEXT: culib.rms_norm ins(%arg0, %[[S]]) outs(%[[Y]]) {axis = 2 : i64, epsilon = 9.99999997E-7 : f32} : memref<2x3x8xf32>, memref<8xf32>, memref<2x3x8xf32>
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: culib.weight "two"
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s) and 1 RMS norm(s) made one call each; 480 intermediate bytes no longer written
+func.func @rms_norm(%x: memref<2x3x8xf32>) -> memref<2x3x8xf32> {
+  %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
+  %eps = culib.weight "eps" dense<1.0e-6> : tensor<f32> : memref<f32>
+  %weight = culib.weight "weight" dense<1.5> : tensor<8xf32> : memref<8xf32>
+  %p = culib.alloc : memref<2x3x8xf32>
+  culib.elementwise pow ins(%x, %two) outs(%p) : memref<2x3x8xf32>, memref<f32>, memref<2x3x8xf32>
+  %v = culib.alloc : memref<2x3x1xf32>
+  culib.reduce mean ins(%p) outs(%v) {axes = array<i64: 2>, compute_type = f32} : memref<2x3x8xf32>, memref<2x3x1xf32>
+  %ve = culib.alloc : memref<2x3x1xf32>
+  culib.elementwise add ins(%v, %eps) outs(%ve) : memref<2x3x1xf32>, memref<f32>, memref<2x3x1xf32>
+  %s = culib.alloc : memref<2x3x1xf32>
+  culib.elementwise sqrt ins(%ve) outs(%s) : memref<2x3x1xf32>, memref<2x3x1xf32>
+  %r = culib.alloc : memref<2x3x1xf32>
+  culib.elementwise reciprocal ins(%s) outs(%r) : memref<2x3x1xf32>, memref<2x3x1xf32>
+  %n = culib.alloc : memref<2x3x8xf32>
+  culib.elementwise mul ins(%x, %r) outs(%n) : memref<2x3x8xf32>, memref<2x3x1xf32>, memref<2x3x8xf32>
+  %y = culib.alloc : memref<2x3x8xf32>
+  culib.elementwise mul ins(%weight, %n) outs(%y) : memref<8xf32>, memref<2x3x8xf32>, memref<2x3x8xf32>
+  return %y : memref<2x3x8xf32>
+}
+
+// The square as x * x, a division by the root, the scale second, f16.
+// CHECK-LABEL: func.func @rms_norm_div
+// CHECK: culib.rms_norm ins(%arg0, %{{.*}}) outs(%{{.*}}) {axis = 1 : i64, epsilon = {{.*}} : f32} : memref<4x16xf16>, memref<16xf16>, memref<4x16xf16>
+// CHECK-NOT: culib.elementwise
+// CHECK-NOT: culib.reduce
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s) and 1 RMS norm(s)
+func.func @rms_norm_div(%x: memref<4x16xf16>) -> memref<4x16xf16> {
+  %eps = culib.weight "eps" dense<1.0e-5> : tensor<1xf16> : memref<1xf16>
+  %weight = culib.weight "weight" dense<0.5> : tensor<16xf16> : memref<16xf16>
+  %p = culib.alloc : memref<4x16xf16>
+  culib.elementwise mul ins(%x, %x) outs(%p) : memref<4x16xf16>, memref<4x16xf16>, memref<4x16xf16>
+  %v = culib.alloc : memref<4x1xf16>
+  culib.reduce mean ins(%p) outs(%v) {axes = array<i64: 1>, compute_type = f32} : memref<4x16xf16>, memref<4x1xf16>
+  %ve = culib.alloc : memref<4x1xf16>
+  culib.elementwise add ins(%eps, %v) outs(%ve) : memref<1xf16>, memref<4x1xf16>, memref<4x1xf16>
+  %s = culib.alloc : memref<4x1xf16>
+  culib.elementwise sqrt ins(%ve) outs(%s) : memref<4x1xf16>, memref<4x1xf16>
+  %n = culib.alloc : memref<4x16xf16>
+  culib.elementwise div ins(%x, %s) outs(%n) : memref<4x16xf16>, memref<4x1xf16>, memref<4x16xf16>
+  %y = culib.alloc : memref<4x16xf16>
+  culib.elementwise mul ins(%n, %weight) outs(%y) : memref<4x16xf16>, memref<16xf16>, memref<4x16xf16>
+  return %y : memref<4x16xf16>
+}
+
+// Not fusable: the root mean square read elsewhere too (a training step
+// keeps it for the gradient), and a root of something else than x's
+// squares.
+// CHECK-LABEL: func.func @rms_not_fusable
+// CHECK-NOT: culib.rms_norm
+// CHECK: return
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s) and 0 RMS norm(s)
+func.func @rms_not_fusable(%x: memref<4x16xf32>, %z: memref<4x16xf32>) -> (memref<4x16xf32>, memref<4x1xf32>, memref<4x16xf32>) {
+  %eps = culib.weight "eps" dense<1.0e-5> : tensor<1xf32> : memref<1xf32>
+  %weight = culib.weight "weight" dense<0.5> : tensor<16xf32> : memref<16xf32>
+  %p = culib.alloc : memref<4x16xf32>
+  culib.elementwise mul ins(%x, %x) outs(%p) : memref<4x16xf32>, memref<4x16xf32>, memref<4x16xf32>
+  %v = culib.alloc : memref<4x1xf32>
+  culib.reduce mean ins(%p) outs(%v) {axes = array<i64: 1>, compute_type = f32} : memref<4x16xf32>, memref<4x1xf32>
+  %ve = culib.alloc : memref<4x1xf32>
+  culib.elementwise add ins(%eps, %v) outs(%ve) : memref<1xf32>, memref<4x1xf32>, memref<4x1xf32>
+  %s = culib.alloc : memref<4x1xf32>
+  culib.elementwise sqrt ins(%ve) outs(%s) : memref<4x1xf32>, memref<4x1xf32>
+  %n = culib.alloc : memref<4x16xf32>
+  culib.elementwise div ins(%x, %s) outs(%n) : memref<4x16xf32>, memref<4x1xf32>, memref<4x16xf32>
+  %y = culib.alloc : memref<4x16xf32>
+  culib.elementwise mul ins(%n, %weight) outs(%y) : memref<4x16xf32>, memref<16xf32>, memref<4x16xf32>
+  %p2 = culib.alloc : memref<4x16xf32>
+  culib.elementwise mul ins(%z, %z) outs(%p2) : memref<4x16xf32>, memref<4x16xf32>, memref<4x16xf32>
+  %v2 = culib.alloc : memref<4x1xf32>
+  culib.reduce mean ins(%p2) outs(%v2) {axes = array<i64: 1>, compute_type = f32} : memref<4x16xf32>, memref<4x1xf32>
+  %ve2 = culib.alloc : memref<4x1xf32>
+  culib.elementwise add ins(%eps, %v2) outs(%ve2) : memref<1xf32>, memref<4x1xf32>, memref<4x1xf32>
+  %s2 = culib.alloc : memref<4x1xf32>
+  culib.elementwise sqrt ins(%ve2) outs(%s2) : memref<4x1xf32>, memref<4x1xf32>
+  %n2 = culib.alloc : memref<4x16xf32>
+  culib.elementwise div ins(%x, %s2) outs(%n2) : memref<4x16xf32>, memref<4x1xf32>, memref<4x16xf32>
+  %y2 = culib.alloc : memref<4x16xf32>
+  culib.elementwise mul ins(%n2, %weight) outs(%y2) : memref<4x16xf32>, memref<16xf32>, memref<4x16xf32>
+  return %y, %v, %y2 : memref<4x16xf32>, memref<4x1xf32>, memref<4x16xf32>
 }
