@@ -9,7 +9,9 @@
 //
 // RMSNorm (torch's x * rsqrt(mean(x^2) + eps) * weight) comes as six or
 // seven calls (Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul, Mul), which
-// become one culib.rms_norm.
+// become one culib.rms_norm; GroupNorm as a reshape, an instance norm with
+// unit scale and zero bias, a reshape back, the channels' scale and bias
+// (five calls), which become one culib.group_norm.
 //
 // This pass makes them one culib.layer_norm call (the bias add optional),
 // whose statistics the kernels keep in f32 or wider: the intermediate
@@ -335,6 +337,131 @@ struct FoldDecomposedRmsNorm : OpRewritePattern<culib::ElementwiseOp> {
   int64_t &folded, &calls, &bytes;
 };
 
+/// Whether `v` is a float weight whose every element is `value`.
+bool isSplatWeight(Value v, double value) {
+  auto weight = v.getDefiningOp<culib::WeightOp>();
+  auto dense =
+      weight ? dyn_cast<DenseElementsAttr>(weight.getValue()) : nullptr;
+  if (!dense || !isa<FloatType>(dense.getElementType()))
+    return false;
+  return llvm::all_of(dense.getValues<APFloat>(), [&](const APFloat &f) {
+    return f.convertToDouble() == value;
+  });
+}
+
+/// Whether `v` holds one value per channel of `channels` ([C] or [C, 1,
+/// ...], leading 1s allowed) in x's element type.
+bool isPerChannel(Value v, int64_t channels, Type element) {
+  MemRefType type = memrefOf(v);
+  if (type.getElementType() != element)
+    return false;
+  ArrayRef<int64_t> shape = type.getShape();
+  while (shape.size() > 1 && shape.front() == 1)
+    shape = shape.drop_front();
+  return !shape.empty() && shape.front() == channels &&
+         llvm::all_of(shape.drop_front(), [](int64_t d) { return d == 1; });
+}
+
+/// The culib.copy (a reshape) writing `t` for `reader` alone, if any.
+culib::CopyOp copyWriting(Value t, Operation *reader) {
+  auto op = dyn_cast_or_null<culib::CopyOp>(culib::soleWriter(t, {reader}));
+  return op && op.getY() == t ? op : nullptr;
+}
+
+/// GroupNorm as torch exports it:
+///
+///   r = reshape(x [N, C, D...], [N, G, -1])
+///   n = instance_norm(r, ones(G), zeros(G))
+///   y = reshape(n, x's shape) * scale + bias   (scale, bias [C, 1, ...])
+///
+/// -> one culib.group_norm (the bias add optional): the statistics per
+/// image and group, as the instance norm computed them, then each channel's
+/// scale and bias; two copies and an elementwise call fewer.
+struct FoldDecomposedGroupNorm : OpRewritePattern<culib::ElementwiseOp> {
+  FoldDecomposedGroupNorm(MLIRContext *ctx, int64_t &folded, int64_t &calls,
+                          int64_t &bytes)
+      : OpRewritePattern(ctx), folded(folded), calls(calls), bytes(bytes) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp root,
+                                PatternRewriter &rewriter) const override {
+    // y = mul(n4, scale) + bias, or y = mul(n4, scale), either order.
+    culib::ElementwiseOp addBias, mulScale;
+    if (root.getFn() == ElementwiseFn::Add && root.getInputs().size() == 2) {
+      addBias = root;
+      for (Value in : root.getInputs())
+        if (!mulScale)
+          mulScale = elementwiseWriting(in, ElementwiseFn::Mul, {root});
+    } else if (root.getFn() == ElementwiseFn::Mul) {
+      mulScale = root;
+    }
+    if (!mulScale || mulScale.getInputs().size() != 2 || root.getAlpha() ||
+        root.getBeta())
+      return failure();
+    culib::CopyOp back;
+    Value normalised;
+    for (Value in : mulScale.getInputs())
+      if (!back && (back = copyWriting(in, mulScale)))
+        normalised = in;
+    auto instance = back ? dyn_cast_or_null<culib::InstanceNormOp>(
+                               culib::soleWriter(back.getX(), {back}))
+                         : nullptr;
+    if (!instance || instance.getY() != back.getX())
+      return rewriter.notifyMatchFailure(root, "no reshaped instance norm");
+    culib::CopyOp reshape = copyWriting(instance.getX(), instance);
+    if (!reshape || !isSplatWeight(instance.getScale(), 1.0) ||
+        !isSplatWeight(instance.getBias(), 0.0))
+      return rewriter.notifyMatchFailure(root, "not a plain grouped norm");
+    Value x = reshape.getX(), y = root.getY();
+    MemRefType xType = memrefOf(x), grouped = memrefOf(instance.getX());
+    Type element = xType.getElementType();
+    if (!isa<FloatType>(element) || memrefOf(y) != xType ||
+        memrefOf(normalised) != xType || xType.getRank() < 2 ||
+        grouped.getRank() != 3 || grouped.getElementType() != element ||
+        !xType.hasStaticShape() || !grouped.hasStaticShape() ||
+        grouped.getDimSize(0) != xType.getDimSize(0))
+      return rewriter.notifyMatchFailure(root, "shapes or types differ");
+    const int64_t channels = xType.getDimSize(1),
+                  groups = grouped.getDimSize(1);
+    if (groups < 1 || channels % groups)
+      return rewriter.notifyMatchFailure(root, "groups do not split C");
+    Value scale = otherInput(mulScale, normalised);
+    Value bias = addBias ? otherInput(addBias, mulScale.getY()) : Value();
+    if (scale == normalised || !isPerChannel(scale, channels, element) ||
+        (bias &&
+         (bias == mulScale.getY() || !isPerChannel(bias, channels, element))))
+      return rewriter.notifyMatchFailure(root, "no per-channel scale, bias");
+
+    SmallVector<Operation *> chain = {reshape, instance, back, mulScale};
+    if (addBias)
+      chain.push_back(addBias);
+    for (Value read : {x, scale, bias})
+      if (read && culib::writtenBetween(read, reshape, root, chain))
+        return rewriter.notifyMatchFailure(root, "an input is written before");
+    SmallVector<Value> constants = {instance.getScale(), instance.getBias()};
+    rewriter.setInsertionPoint(root);
+    culib::GroupNormOp::create(rewriter, root.getLoc(), x, scale, bias, y,
+                               rewriter.getI64IntegerAttr(groups),
+                               instance.getEpsilonAttr());
+    ++folded;
+    calls += static_cast<int64_t>(chain.size()) - 1;
+    for (Operation *op : llvm::reverse(chain)) {
+      // Every call of the chain writes its one output last.
+      Value out = op->getOperands().back();
+      rewriter.eraseOp(op);
+      if (out != y && out.use_empty()) {
+        bytes += culib::byteSize(memrefOf(out));
+        rewriter.eraseOp(out.getDefiningOp());
+      }
+    }
+    for (Value c : constants)
+      if (c.use_empty())
+        rewriter.eraseOp(c.getDefiningOp());
+    return success();
+  }
+
+  int64_t &folded, &calls, &bytes;
+};
+
 struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
   using Base::Base;
 
@@ -342,10 +469,13 @@ struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
     func::FuncOp func = getOperation();
     int64_t folded = 0, calls = 0, bytes = 0;
     int64_t rmsFolded = 0, rmsCalls = 0, rmsBytes = 0;
+    int64_t groupFolded = 0, groupCalls = 0, groupBytes = 0;
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldDecomposedLayerNorm>(&getContext(), folded, calls, bytes);
     patterns.add<FoldDecomposedRmsNorm>(&getContext(), rmsFolded, rmsCalls,
                                         rmsBytes);
+    patterns.add<FoldDecomposedGroupNorm>(&getContext(), groupFolded,
+                                          groupCalls, groupBytes);
     if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
       return signalPassFailure();
     if (record) {
@@ -353,12 +483,15 @@ struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
                           calls, bytes);
       culib::recordFusion(func, getArgument(), "decomposed RMS norm", rmsFolded,
                           rmsCalls, rmsBytes);
+      culib::recordFusion(func, getArgument(), "reshaped group norm",
+                          groupFolded, groupCalls, groupBytes);
     }
     if (report)
       func.emitRemark() << "culib-fuse-norms: " << folded
-                        << " decomposed layer norm(s) and " << rmsFolded
-                        << " RMS norm(s) made one call each; "
-                        << bytes + rmsBytes
+                        << " decomposed layer norm(s), " << rmsFolded
+                        << " RMS norm(s) and " << groupFolded
+                        << " group norm(s) made one call each; "
+                        << bytes + rmsBytes + groupBytes
                         << " intermediate bytes no longer written";
   }
 };

@@ -113,6 +113,12 @@ std::optional<CallBuffers> mp::culib::getCallBuffers(Operation *op) {
                            {req("y", o.getY()), opt("mean", o.getMean()),
                             opt("inv_std_dev", o.getInvStdDev())}};
       })
+      .Case([&](culib::GroupNormOp o) {
+        return CallBuffers{"kernel.group_norm",
+                           {req("x", o.getX()), req("scale", o.getScale()),
+                            opt("bias", o.getBias())},
+                           {req("y", o.getY())}};
+      })
       .Case([&](culib::RMSNormOp o) {
         return CallBuffers{"kernel.rms_norm",
                            {req("x", o.getX()), req("scale", o.getScale())},

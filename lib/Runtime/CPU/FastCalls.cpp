@@ -111,6 +111,7 @@ FastCallChoice prepareFastCall(const PlanCall &call,
       {"cudnn.pool", onednn::preparePool},
       {"kernel.layer_norm", onednn::prepareLayerNorm},
       {"kernel.rms_norm", onednn::prepareRmsNorm},
+      {"kernel.group_norm", onednn::prepareGroupNorm},
       {"kernel.attention", onednn::prepareAttention},
       {"cudnn.lrn", onednn::prepareLrn},
       {"kernel.fused_elementwise", prepareFusedElementwise}};

@@ -258,6 +258,99 @@ Status rmsNorm(const TensorView &x, const TensorView &scale,
 }
 
 //===----------------------------------------------------------------------===//
+// Group normalization
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Whether `t` holds one value per channel of `channels`: [C] or [C, 1,
+/// ...], leading 1s allowed.
+bool isPerChannel(const TensorView &t, int64_t channels) {
+  size_t d = 0;
+  while (d < t.shape.size() && t.shape[d] == 1 && t.shape.size() - d > 1)
+    ++d;
+  if (d == t.shape.size() || t.shape[d] != channels)
+    return false;
+  for (size_t rest = d + 1; rest < t.shape.size(); ++rest)
+    if (t.shape[rest] != 1)
+      return false;
+  return true;
+}
+} // namespace
+
+Status checkGroupNorm(const TensorView &x, const TensorView &scale,
+                      const TensorView *bias, const TensorView &y,
+                      int64_t groups, float epsilon) {
+  constexpr std::string_view kOp = "group_norm";
+  if (Status s = checkSameShapeAndType(kOp, x, y); !s)
+    return s;
+  if (x.shape.size() < 2)
+    return fail(kOp,
+                "x needs rank >= 2 ([N, C, ...]), got " + shapeStr(x.shape));
+  if (!(epsilon >= 0.0f))
+    return fail(kOp, "epsilon must be >= 0");
+  const int64_t c = x.shape[1];
+  if (groups < 1 || c % groups)
+    return fail(kOp, "groups must divide the " + std::to_string(c) +
+                         " channels, got " + std::to_string(groups));
+  for (auto [name, v] :
+       {std::pair<const char *, const TensorView *>{"scale", &scale},
+        {"bias", bias}}) {
+    if (!v)
+      continue;
+    if (Status s = checkView(kOp, name, *v); !s)
+      return s;
+    if (v->dtype != x.dtype && v->dtype != DType::F32)
+      return fail(kOp, std::string(name) + " has dtype " +
+                           std::string(dtypeName(v->dtype)) +
+                           "; expected x's or f32");
+    if (!isPerChannel(*v, c))
+      return fail(kOp, std::string(name) + " " + shapeStr(v->shape) +
+                           " must hold one value per channel ([" +
+                           std::to_string(c) + "] or [" + std::to_string(c) +
+                           ", 1, ...])");
+  }
+  return Status::ok();
+}
+
+Status groupNorm(const TensorView &x, const TensorView &scale,
+                 const TensorView *bias, const TensorView &y, int64_t groups,
+                 float epsilon) {
+  if (Status s = checkGroupNorm(x, scale, bias, y, groups, epsilon); !s)
+    return s;
+  const int64_t n = x.shape[0], c = x.shape[1];
+  const int64_t perGroup = c / groups;
+  const int64_t spatial =
+      numElements(Shape(x.shape.begin() + 2, x.shape.end()));
+  std::vector<float> scaleF(static_cast<size_t>(c)),
+      biasF(static_cast<size_t>(c), 0.0f);
+  toF32(scale.dtype, scale.data, scaleF.data(), c);
+  if (bias)
+    toF32(bias->dtype, bias->data, biasF.data(), c);
+  const size_t elt = byteSize(x.dtype);
+  const int64_t groupSize = perGroup * spatial;
+  detail::parallelItems(n * groups, groupSize, [&](int64_t item) {
+    // Group `item % groups` of image `item / groups`: contiguous.
+    std::vector<float> values(static_cast<size_t>(groupSize));
+    const int64_t first = item * groupSize;
+    toF32(x.dtype, static_cast<const char *>(x.data) + first * elt,
+          values.data(), groupSize);
+    float m, inv;
+    moments(values.data(), groupSize, epsilon, m, inv);
+    const int64_t firstChannel = (item % groups) * perGroup;
+    for (int64_t k = 0; k < perGroup; ++k) {
+      const float a = inv * scaleF[static_cast<size_t>(firstChannel + k)];
+      const float b = biasF[static_cast<size_t>(firstChannel + k)] - m * a;
+      float *channel = values.data() + k * spatial;
+      for (int64_t j = 0; j < spatial; ++j)
+        channel[j] = channel[j] * a + b;
+    }
+    fromF32(values.data(), y.dtype, static_cast<char *>(y.data) + first * elt,
+            groupSize);
+  });
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
 // InstanceNormalization
 //===----------------------------------------------------------------------===//
 

@@ -194,6 +194,41 @@ Result<NormParams> planRmsNorm(const PlanCall &call,
   return p;
 }
 
+Result<NormParams> planGroupNorm(const PlanCall &call,
+                                 const std::vector<TensorDesc> &ops,
+                                 const std::vector<TensorDesc> &res) {
+  std::array<const TensorDesc *, 3> in;
+  std::array<const TensorDesc *, 1> out;
+  if (Status s = cpu::bindCallBuffers(
+          call, ops, {{{"x", false}, {"scale", false}, {"bias", true}}}, in,
+          res, {{{"y", false}}}, out);
+      !s)
+    return s;
+  MP_TRY(groups, intAttr(call, "groups", 1));
+  MP_TRY(epsilon, floatAttr(call, "epsilon", 1e-5));
+  Views<3> vi(in);
+  Views<1> vo(out);
+  if (Status s = cpu::checkGroupNorm(*vi[0], *vi[1], vi[2], *vo[0], groups,
+                                     static_cast<float>(epsilon));
+      !s)
+    return s;
+  const TensorDesc &x = *in[0];
+  NormParams p;
+  p.xDtype = code(x.dtype);
+  p.scaleDtype = code(in[1]->dtype);
+  p.biasDtype = in[2] ? code(in[2]->dtype) : 0;
+  p.epsilon = static_cast<float>(epsilon);
+  p.groups = groups;
+  p.groupSpatial = product(x.shape, 2, x.shape.size());
+  p.rows = x.shape[0] * groups;
+  p.rowSize = x.shape[1] / groups * p.groupSpatial;
+  p.x = cptr(x);
+  p.scale = cptr(in[1]);
+  p.bias = cptr(in[2]);
+  p.y = mptr(out[0]);
+  return p;
+}
+
 Result<NormParams> planInstanceNorm(const PlanCall &call,
                                     const std::vector<TensorDesc> &ops,
                                     const std::vector<TensorDesc> &res) {

@@ -30,6 +30,11 @@ Result<std::unique_ptr<PreparedCall>> prepareRmsNorm(const PrepareArgs &a) {
   return preparedCall<NormCall>(p, "rms_norm kernel");
 }
 
+Result<std::unique_ptr<PreparedCall>> prepareGroupNorm(const PrepareArgs &a) {
+  MP_TRY_PREPARE(p, planGroupNorm(a.call, a.operands, a.results));
+  return preparedCall<NormCall>(p, "group_norm kernel");
+}
+
 Result<std::unique_ptr<PreparedCall>> prepareAttention(const PrepareArgs &a) {
   MP_TRY_PREPARE(p, planAttention(a.call, a.operands, a.results));
   return preparedCall<LaunchCall<AttentionParams, launchAttention>>(
@@ -279,6 +284,7 @@ void addNNCalls(std::map<std::string, PrepareFn> &t) {
   MP_ADD_PREPARE("kernel.layer_norm", prepareLayerNorm);
   MP_ADD_PREPARE("kernel.instance_norm", prepareInstanceNorm);
   MP_ADD_PREPARE("kernel.rms_norm", prepareRmsNorm);
+  MP_ADD_PREPARE("kernel.group_norm", prepareGroupNorm);
   MP_ADD_PREPARE("cudnn.lrn", prepareLrn);
   MP_ADD_PREPARE("cudnn.rnn", prepareRnn);
   MP_ADD_PREPARE("kernel.lstm_bwd", prepareLstmBwd);

@@ -60,7 +60,18 @@ __global__ void normKernel(NormParams p) {
     const float mean = static_cast<float>(m);
     const float inv =
         static_cast<float>(1.0 / sqrt(var + static_cast<double>(p.epsilon)));
-    if (p.instance) {
+    if (p.groupSpatial) {
+      // Group norm: the row's channels, each with its scale and bias.
+      const int64_t firstChannel = (row % p.groups) * (n / p.groupSpatial);
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        const int64_t ch = firstChannel + j / p.groupSpatial;
+        const float a = inv * loadF32(p.scale, p.scaleDtype, ch);
+        const float b =
+            (p.biasDtype ? loadF32(p.bias, p.biasDtype, ch) : 0.0f) - mean * a;
+        storeF32(p.y, p.xDtype, base + j,
+                 loadF32(p.x, p.xDtype, base + j) * a + b);
+      }
+    } else if (p.instance) {
       const int64_t ch = row % p.channels;
       const float a = inv * loadF32(p.scale, p.scaleDtype, ch);
       const float b = loadF32(p.bias, p.biasDtype, ch) - mean * a;

@@ -34,8 +34,12 @@ func.func @kernels(%a: memref<2x3xf16>, %b: memref<3xf16>, %c: memref<2x3xf16>, 
 // CHECK-LABEL: func.func @norms
 // CHECK: culib.layer_norm ins(%arg0, %arg1) outs(%arg2) {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : memref<2x8xf16>, memref<8xf16>, memref<2x8xf16>
 // CHECK: culib.rms_norm ins(%arg0, %arg1) outs(%arg2) {axis = 1 : i64, epsilon = 9.99999997E-7 : f32} : memref<2x8xf16>, memref<8xf16>, memref<2x8xf16>
+// CHECK: culib.group_norm ins(%arg0, %arg1) outs(%arg2) {epsilon = 9.99999974E-6 : f32, groups = 4 : i64} : memref<2x8xf16>, memref<8xf16>, memref<2x8xf16>
+// CHECK: culib.group_norm ins(%arg0, %arg1) bias(%arg1) outs(%arg2) {epsilon = 9.99999974E-6 : f32, groups = 2 : i64}
 func.func @norms(%x: memref<2x8xf16>, %scale: memref<8xf16>, %y: memref<2x8xf16>) {
   culib.layer_norm ins(%x, %scale) outs(%y) {axis = 1 : i64, epsilon = 1.0e-5 : f32} : memref<2x8xf16>, memref<8xf16>, memref<2x8xf16>
   culib.rms_norm ins(%x, %scale) outs(%y) {axis = 1 : i64, epsilon = 1.0e-6 : f32} : memref<2x8xf16>, memref<8xf16>, memref<2x8xf16>
+  culib.group_norm ins(%x, %scale) outs(%y) {groups = 4 : i64, epsilon = 1.0e-5 : f32} : memref<2x8xf16>, memref<8xf16>, memref<2x8xf16>
+  culib.group_norm ins(%x, %scale) bias(%scale) outs(%y) {groups = 2 : i64, epsilon = 1.0e-5 : f32} : memref<2x8xf16>, memref<8xf16>, memref<8xf16>, memref<2x8xf16>
   return
 }

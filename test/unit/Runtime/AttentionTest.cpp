@@ -326,7 +326,7 @@ TEST_CASE("plans with the activations 1.4 lacks are format 1.5", "[plan]") {
   CHECK(kPlanFormatMinor >= 5);
 }
 
-TEST_CASE("plans with an RMS norm are format 1.6", "[plan]") {
+TEST_CASE("plans with an RMS or a group norm are format 1.6", "[plan]") {
   Plan plan;
   PlanCall conv;
   conv.kind = "cudnn.conv_fwd";
@@ -336,6 +336,8 @@ TEST_CASE("plans with an RMS norm are format 1.6", "[plan]") {
   PlanCall rms;
   rms.kind = "kernel.rms_norm";
   plan.calls.push_back(rms);
+  CHECK(plan.requiredFormatMinor() == 6);
+  plan.calls.back().kind = "kernel.group_norm";
   CHECK(plan.requiredFormatMinor() == 6);
   CHECK(kPlanFormatMinor >= 6);
 }

@@ -25,7 +25,8 @@
 using namespace mp::rt;
 using namespace mp::rt::test::cudadevice;
 
-TEST_CASE("CUDA: layer_norm, rms_norm, instance_norm, lrn", "[cuda][device]") {
+TEST_CASE("CUDA: layer_norm, rms_norm, group_norm, instance_norm, lrn",
+          "[cuda][device]") {
   Rng rng(15);
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     INFO("dtype " << dtypeName(t));
@@ -69,6 +70,19 @@ TEST_CASE("CUDA: layer_norm, rms_norm, instance_norm, lrn", "[cuda][device]") {
                         {{"x", rnd(t, {3, 4, 5}, rng, 1, 2)},
                          {"scale", rnd(DType::F32, {4, 1}, rng)}},
                         {{"y", t, {3, 4, 5}}}));
+    // Group norm: a diffusion UNet's 32 groups, and one group, no bias.
+    compareCall(oneCall(
+        "kernel.group_norm",
+        {{"has_bias", int64_t(1)}, {"groups", int64_t(32)}, {"epsilon", 1e-5}},
+        {{"x", rnd(t, {2, 64, 6, 6}, rng, -3, 3)},
+         {"scale", rnd(t, {64}, rng)},
+         {"bias", rnd(DType::F32, {64, 1, 1}, rng)}},
+        {{"y", t, {2, 64, 6, 6}}}));
+    compareCall(oneCall("kernel.group_norm",
+                        {{"has_bias", int64_t(0)}, {"groups", int64_t(1)}},
+                        {{"x", rnd(t, {3, 4, 7}, rng, 1, 2)},
+                         {"scale", rnd(DType::F32, {4, 1}, rng)}},
+                        {{"y", t, {3, 4, 7}}}));
     compareCall(oneCall("kernel.instance_norm", {{"epsilon", 1e-3}},
                         {{"x", rnd(t, {2, 3, 6, 7}, rng, -2, 2)},
                          {"scale", rnd(DType::F32, {3}, rng)},

@@ -84,6 +84,28 @@ TEST_CASE("normalization planning: layer norm, instance norm, LRN",
           "rms_norm: scale [6] does not broadcast to [8]");
     CHECK(messageOf(planRmsNorm(rms, {x}, {y})) != "");
   }
+  SECTION("group_norm") {
+    TensorDesc x = at(DType::F16, {2, 6, 4, 5}),
+               y = at(DType::F16, {2, 6, 4, 5});
+    PlanCall gn = callOf(
+        "kernel.group_norm",
+        {{"has_bias", int64_t(1)}, {"groups", int64_t(3)}, {"epsilon", 1e-5}});
+    Result<NormParams> p = planGroupNorm(
+        gn, {x, at(DType::F32, {6, 1, 1}), at(DType::F16, {6})}, {y});
+    REQUIRE(p);
+    CHECK(p->groupSpatial == 20);
+    CHECK(p->groups == 3);
+    CHECK(p->rows == 6);
+    CHECK(p->rowSize == 40);
+    CHECK(p->scaleDtype == 1);
+    CHECK(p->biasDtype != 0); // f16, not the scale's f32
+    CHECK(p->biasDtype != p->scaleDtype);
+    CHECK(messageOf(planGroupNorm(
+              callOf("kernel.group_norm",
+                     {{"has_bias", int64_t(0)}, {"groups", int64_t(4)}}),
+              {x, at(DType::F32, {6})}, {y})) ==
+          "group_norm: groups must divide the 6 channels, got 4");
+  }
   SECTION("layer_norm over more normalized dims than the kernel's strides") {
     // 12 normalized dims: a dense scale needs no strides (and none are
     // written past the 8 the parameters hold); a broadcast one is refused.

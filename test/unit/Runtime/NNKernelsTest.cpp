@@ -207,6 +207,67 @@ TEST_CASE("rmsNorm divides by the root mean square, no mean subtracted",
         "rms_norm: epsilon must be >= 0");
 }
 
+TEST_CASE("groupNorm normalizes each image's groups of channels",
+          "[runtime][cpu][norm]") {
+  Rng rng(3);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    for (int64_t groups : {1, 2, 6}) {
+      INFO(dtypeName(dt) << " groups " << groups);
+      const int64_t n = 2, c = 6, spatial = 5;
+      HostTensor x = randomTensor(dt, {n, c, spatial}, rng, -2, 3);
+      // Per channel, as exporters write them ([C, 1]) and as a vector.
+      HostTensor scale = randomTensor(dt, {c, 1}, rng);
+      HostTensor bias = randomTensor(DType::F32, {c}, rng);
+      HostTensor y = garbage(dt, {n, c, spatial});
+      Status s = groupNorm(x.view(), scale.view(), &bias.view(), y.view(),
+                           groups, 1e-3f);
+      INFO(s.message());
+      REQUIRE(s.isOk());
+      std::vector<double> xv = values(x), sv = values(scale), bv = values(bias);
+      std::vector<double> ry(xv.size());
+      const int64_t size = c / groups * spatial;
+      for (int64_t item = 0; item < n * groups; ++item) {
+        double m = 0, v = 0;
+        for (int64_t j = 0; j < size; ++j)
+          m += xv[item * size + j];
+        m /= size;
+        for (int64_t j = 0; j < size; ++j)
+          v += (xv[item * size + j] - m) * (xv[item * size + j] - m);
+        v /= size;
+        for (int64_t j = 0; j < size; ++j) {
+          int64_t ch = (item % groups) * (c / groups) + j / spatial;
+          ry[item * size + j] =
+              (xv[item * size + j] - m) / std::sqrt(v + 1e-3) * sv[ch] + bv[ch];
+        }
+      }
+      expectClose(values(y), ry, tolerance(dt), "y");
+    }
+  // The checks (the CPU's words, shared with CUDA planning).
+  HostTensor x = randomTensor(DType::F32, {1, 6, 4}, rng);
+  HostTensor scale = randomTensor(DType::F32, {6}, rng);
+  CHECK(groupNorm(x.view(), scale.view(), nullptr, x.view(), 4).message() ==
+        "group_norm: groups must divide the 6 channels, got 4");
+  HostTensor wide = randomTensor(DType::F32, {6, 4}, rng);
+  CHECK(groupNorm(x.view(), wide.view(), nullptr, x.view(), 3).message() ==
+        "group_norm: scale [6, 4] must hold one value per channel ([6] or "
+        "[6, 1, ...])");
+  // In place, without a bias: each group has mean 0 and variance 1.
+  REQUIRE(groupNorm(x.view(),
+                    randomTensor(DType::F32, {1, 6, 1}, rng, 1, 1).view(),
+                    nullptr, x.view(), 3, 0.f)
+              .isOk());
+  std::vector<double> out = values(x);
+  for (int64_t g = 0; g < 3; ++g) {
+    double m = 0, v = 0;
+    for (int64_t j = 0; j < 8; ++j)
+      m += out[g * 8 + j] / 8;
+    for (int64_t j = 0; j < 8; ++j)
+      v += (out[g * 8 + j] - m) * (out[g * 8 + j] - m) / 8;
+    CHECK(m == Approx(0).margin(1e-5));
+    CHECK(v == Approx(1).epsilon(1e-4));
+  }
+}
+
 TEST_CASE("layerNorm: ONNX backend test data", "[runtime][cpu][norm][onnx]") {
   if (!haveTestData())
     return;

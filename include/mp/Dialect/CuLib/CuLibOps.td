@@ -522,6 +522,27 @@ def CuLib_RMSNormOp : CuLib_Op<"rms_norm"> {
   }];
 }
 
+def CuLib_GroupNormOp : CuLib_Op<"group_norm"> {
+  let summary = "group normalization (GroupNorm; ONNX GroupNormalization-21)";
+  let description = [{
+    x [N, C, D...] (channels first) in `groups` groups of C / groups
+    channels: y = (x - mean) / sqrt(var + epsilon) * scale[c] + bias[c],
+    the (biased) statistics over each group's channels and spatial dims in
+    f32 or wider. `scale` and `bias` (optional) hold one value per channel
+    ([C], or [C, 1, ...] as exporters write them). culib-fuse-norms makes it
+    from the chain torch exports (Reshape to [N, groups, -1],
+    InstanceNormalization with unit scale and zero bias, Reshape back, Mul,
+    Add).
+  }];
+  let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$scale,
+                       Optional<CuLib_FloatBuffer>:$bias, CuLib_FloatBuffer:$y,
+                       I64Attr:$groups, F32Attr:$epsilon);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $scale `)` (`bias` `(` $bias^ `)`)? `outs` `(` $y `)`
+    attr-dict `:` type(operands)
+  }];
+}
+
 def CuLib_InstanceNormOp : CuLib_Op<"instance_norm"> {
   let summary = "ONNX InstanceNormalization";
   let arguments = (ins CuLib_FloatBuffer:$x, CuLib_FloatBuffer:$scale,

@@ -148,7 +148,7 @@ def FuseAttention : Pass<"culib-fuse-attention", "mlir::func::FuncOp"> {
 }
 
 def FuseNorms : Pass<"culib-fuse-norms", "mlir::func::FuncOp"> {
-  let summary = "Make decomposed layer norms and RMS norms one call each";
+  let summary = "Make decomposed layer, RMS and group norms one call each";
   let description = [{
     Exporters below opset 17 write LayerNorm as ReduceMean, Sub, Pow,
     ReduceMean, Add, Sqrt, Div, Mul and Add, which convert-mp-to-culib
@@ -165,7 +165,13 @@ def FuseNorms : Pass<"culib-fuse-norms", "mlir::func::FuncOp"> {
     plus a constant eps -> sqrt -> reciprocal and x times that, or x
     divided by it -> times scale, in either order) becomes one
     `culib.rms_norm` (axis, epsilon) under the same conditions: six or
-    seven calls one, the mean square in f32 or wider. With `report`, a
+    seven calls one, the mean square in f32 or wider. GroupNorm as torch
+    exports it (x [N, C, D...] copied (reshaped) to [N, groups, -1] ->
+    instance norm with a scale of ones and a bias of zeros -> copied back to
+    x's shape -> times a per-channel scale ([C] or [C, 1, ...]) -> plus a
+    per-channel bias, optional) becomes one `culib.group_norm` (groups,
+    the instance norm's epsilon): the same statistics, two copies and an
+    elementwise call fewer. With `report`, a
     remark counts the norms folded and the bytes no longer written. Run it
     after culib-nhwc-layout and before culib-fuse-elementwise (mp-compile does,
     unless its `fuse` option is off).

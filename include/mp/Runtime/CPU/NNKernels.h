@@ -199,6 +199,20 @@ Status rmsNorm(const TensorView &x, const TensorView &scale,
 Status checkRmsNorm(const TensorView &x, const TensorView &scale,
                     const TensorView &y, int64_t &axis, float epsilon);
 
+/// Group normalization (ONNX GroupNormalization-21, stash_type f32): x
+/// [N, C, D...] (channels first) in `groups` groups of C / groups channels,
+/// y = (x - mean) * invStdDev * scale[c] + bias[c], the biased statistics
+/// over each group's channels and spatial dims accumulated in f64 and used
+/// as f32. scale and bias (optional) hold one value per channel: [C] or
+/// [C, 1, ...] (leading 1s allowed), x's dtype or f32. y may be x itself.
+Status groupNorm(const TensorView &x, const TensorView &scale,
+                 const TensorView *bias, const TensorView &y, int64_t groups,
+                 float epsilon = 1e-5f);
+/// groupNorm's checks without running it.
+Status checkGroupNorm(const TensorView &x, const TensorView &scale,
+                      const TensorView *bias, const TensorView &y,
+                      int64_t groups, float epsilon);
+
 /// ONNX InstanceNormalization: per image and channel of x [N, C, D...],
 /// y = scale[c] * (x - mean) / sqrt(var + epsilon) + bias[c] over the
 /// spatial dimensions. x, y: same shape and dtype (f32, f16, bf16); scale,

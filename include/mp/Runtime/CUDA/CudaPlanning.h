@@ -403,6 +403,9 @@ PlannerFn<AttentionParams> planAttention;
 PlannerFn<NormParams> planLayerNorm;
 /// kernel.rms_norm: x, scale -> y (the CPU's checks: cpu::checkRmsNorm).
 PlannerFn<NormParams> planRmsNorm;
+/// kernel.group_norm: x, scale, bias? -> y (the CPU's checks:
+/// cpu::checkGroupNorm).
+PlannerFn<NormParams> planGroupNorm;
 /// kernel.instance_norm: x, scale, bias -> y.
 PlannerFn<NormParams> planInstanceNorm;
 /// cudnn.lrn: x -> y.

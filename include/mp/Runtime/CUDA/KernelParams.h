@@ -356,7 +356,10 @@ struct LossScaleParams {
 /// and y = x * a + (bias[c] - mean * a), a = invStd * scale[c].
 struct NormParams {
   int32_t instance = 0;
-  int32_t rms = 0;    ///< RMS norm: no mean subtracted, the mean square's root
+  int32_t rms = 0; ///< RMS norm: no mean subtracted, the mean square's root
+  /// Group norm: a row is one group of an image, groupSpatial elements per
+  /// channel, `groups` groups per image; 0: not a group norm.
+  int64_t groupSpatial = 0, groups = 1;
   int32_t xDtype = 1; ///< y's as well
   int32_t scaleDtype = 1;
   int32_t biasDtype = 0;                  ///< 0: no bias

@@ -201,6 +201,22 @@ Status rmsNormCall(const CallArgs &args) {
   return rmsNorm(*in[0], *in[1], *out[0], axis, static_cast<float>(epsilon));
 }
 
+Status groupNormCall(const CallArgs &args) {
+  const PlanCall &call = args.call;
+  std::array<const TensorView *, 3> in;
+  std::array<const TensorView *, 1> out;
+  if (Status s =
+          bindCallBuffers(call, args.operands,
+                          {{{"x", false}, {"scale", false}, {"bias", true}}},
+                          in, args.results, {{{"y", false}}}, out);
+      !s)
+    return s;
+  MP_RT_TRY_ASSIGN(groups, intAttr(call, "groups", 1));
+  MP_RT_TRY_ASSIGN(epsilon, floatAttr(call, "epsilon", 1e-5));
+  return groupNorm(*in[0], *in[1], in[2], *out[0], groups,
+                   static_cast<float>(epsilon));
+}
+
 Status instanceNormCall(const CallArgs &args) {
   if (Status s = checkArity(args, 3, 3, 1, 1); !s)
     return s;
@@ -271,6 +287,7 @@ void addNNCalls(CallTable &table) {
   MP_ADD_CALL("kernel.attention", attentionCall);
   MP_ADD_CALL("kernel.layer_norm", layerNormCall);
   MP_ADD_CALL("kernel.rms_norm", rmsNormCall);
+  MP_ADD_CALL("kernel.group_norm", groupNormCall);
   MP_ADD_CALL("kernel.instance_norm", instanceNormCall);
   MP_ADD_CALL("kernel.nll_loss", nllLossCall);
   MP_ADD_CALL("kernel.topk", topkCall);

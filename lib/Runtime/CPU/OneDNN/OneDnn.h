@@ -341,8 +341,14 @@ FastCallChoice prepareLayerNorm(const PlanCall &call,
                                 const std::vector<TensorView> &results,
                                 const std::vector<bool> &constant,
                                 const FilterSource *filter);
-/// kernel.rms_norm: always the own kernel (oneDNN 3.2's layer
-/// normalization has no RMS mode); the reason for --timing.
+/// kernel.rms_norm and kernel.group_norm: always the own kernels (oneDNN
+/// 3.2's layer normalization has no RMS mode, and it has no group
+/// normalization); the reasons for --timing.
+FastCallChoice prepareGroupNorm(const PlanCall &call,
+                                const std::vector<TensorView> &operands,
+                                const std::vector<TensorView> &results,
+                                const std::vector<bool> &constant,
+                                const FilterSource *filter);
 FastCallChoice prepareRmsNorm(const PlanCall &call,
                               const std::vector<TensorView> &operands,
                               const std::vector<TensorView> &results,

@@ -28,6 +28,15 @@ FastCallChoice prepareRmsNorm(const PlanCall &, const std::vector<TensorView> &,
       "over the threads)");
 }
 
+FastCallChoice prepareGroupNorm(const PlanCall &,
+                                const std::vector<TensorView> &,
+                                const std::vector<TensorView> &,
+                                const std::vector<bool> &,
+                                const FilterSource *) {
+  return referenceKernel("oneDNN 3.2 has no group normalization (own kernel, "
+                         "groups over the threads)");
+}
+
 FastCallChoice prepareLayerNorm(const PlanCall &call,
                                 const std::vector<TensorView> &operands,
                                 const std::vector<TensorView> &results,

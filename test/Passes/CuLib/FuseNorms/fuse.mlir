@@ -2,7 +2,9 @@
 // mean, + eps, sqrt, divide, scale, bias) becomes one culib.layer_norm
 // writing the chain's output, and a decomposed RMS norm (square, mean,
 // + eps, sqrt, reciprocal and multiply or divide, scale) one
-// culib.rms_norm; their intermediates and constants go.
+// culib.rms_norm, and GroupNorm as torch exports it (reshape, instance
+// norm with unit scale and zero bias, reshape back, scale, bias) one
+// culib.group_norm; their intermediates and constants go.
 // RUN: mp-opt %s --culib-fuse-norms | FileCheck %s
 // Round trip: the output parses and prints the same.
 // RUN: mp-opt %s --culib-fuse-norms | mp-opt | FileCheck %s
@@ -15,7 +17,7 @@
 // CHECK-NEXT: culib.layer_norm ins(%arg0, %[[S]]) bias(%[[B]]) outs(%[[Y]]) {axis = 2 : i64, epsilon = 9.99999974E-6 : f32}
 // CHECK-NEXT: return %[[Y]]
 // CHECK-NOT: culib.weight "two"
-// REPORT: remark: culib-fuse-norms: 1 decomposed layer norm(s) and 0 RMS norm(s) made one call each; 864 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-norms: 1 decomposed layer norm(s), 0 RMS norm(s) and 0 group norm(s) made one call each; 864 intermediate bytes no longer written
 func.func @layer_norm(%x: memref<2x3x8xf32>) -> memref<2x3x8xf32> {
   %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
   %eps = culib.weight "eps" dense<1.0e-5> : tensor<f32> : memref<f32>
@@ -148,7 +150,7 @@ func.func @eps_not_constant(%x: memref<2x8xf32>, %eps: memref<f32>) -> memref<2x
 // CHECK-NEXT: culib.rms_norm ins(%arg0, %[[S]]) outs(%[[Y]]) {axis = 2 : i64, epsilon = 9.99999997E-7 : f32} : memref<2x3x8xf32>, memref<8xf32>, memref<2x3x8xf32>
 // CHECK-NEXT: return %[[Y]]
 // CHECK-NOT: culib.weight "two"
-// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s) and 1 RMS norm(s) made one call each; 480 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 1 RMS norm(s) and 0 group norm(s) made one call each; 480 intermediate bytes no longer written
 func.func @rms_norm(%x: memref<2x3x8xf32>) -> memref<2x3x8xf32> {
   %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
   %eps = culib.weight "eps" dense<1.0e-6> : tensor<f32> : memref<f32>
@@ -175,7 +177,7 @@ func.func @rms_norm(%x: memref<2x3x8xf32>) -> memref<2x3x8xf32> {
 // CHECK: culib.rms_norm ins(%arg0, %{{.*}}) outs(%{{.*}}) {axis = 1 : i64, epsilon = {{.*}} : f32} : memref<4x16xf16>, memref<16xf16>, memref<4x16xf16>
 // CHECK-NOT: culib.elementwise
 // CHECK-NOT: culib.reduce
-// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s) and 1 RMS norm(s)
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 1 RMS norm(s)
 func.func @rms_norm_div(%x: memref<4x16xf16>) -> memref<4x16xf16> {
   %eps = culib.weight "eps" dense<1.0e-5> : tensor<1xf16> : memref<1xf16>
   %weight = culib.weight "weight" dense<0.5> : tensor<16xf16> : memref<16xf16>
@@ -200,7 +202,7 @@ func.func @rms_norm_div(%x: memref<4x16xf16>) -> memref<4x16xf16> {
 // CHECK-LABEL: func.func @rms_not_fusable
 // CHECK-NOT: culib.rms_norm
 // CHECK: return
-// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s) and 0 RMS norm(s)
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s)
 func.func @rms_not_fusable(%x: memref<4x16xf32>, %z: memref<4x16xf32>) -> (memref<4x16xf32>, memref<4x1xf32>, memref<4x16xf32>) {
   %eps = culib.weight "eps" dense<1.0e-5> : tensor<1xf32> : memref<1xf32>
   %weight = culib.weight "weight" dense<0.5> : tensor<16xf32> : memref<16xf32>
@@ -229,4 +231,64 @@ func.func @rms_not_fusable(%x: memref<4x16xf32>, %z: memref<4x16xf32>) -> (memre
   %y2 = culib.alloc : memref<4x16xf32>
   culib.elementwise mul ins(%n2, %weight) outs(%y2) : memref<4x16xf32>, memref<16xf32>, memref<4x16xf32>
   return %y, %v, %y2 : memref<4x16xf32>, memref<4x1xf32>, memref<4x16xf32>
+}
+
+// GroupNorm as torch exports it: reshape to [N, G, -1], an instance norm
+// with unit scale and zero bias, reshape back, the channels' scale and
+// bias: one culib.group_norm; the instance norm's constants go.
+// CHECK-LABEL: func.func @group_norm
+// CHECK-DAG: %[[S:.*]] = culib.weight "scale"
+// CHECK-DAG: %[[B:.*]] = culib.weight "bias"
+// CHECK: %[[Y:.*]] = culib.alloc : memref<2x8x4x4xf16>
+// CHECK-NEXT: culib.group_norm ins(%arg0, %[[S]]) bias(%[[B]]) outs(%[[Y]]) {epsilon = 9.99999974E-6 : f32, groups = 2 : i64} : memref<2x8x4x4xf16>, memref<8x1x1xf16>, memref<8x1x1xf16>, memref<2x8x4x4xf16>
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: culib.weight "ones"
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s) and 1 group norm(s) made one call each; 2048 intermediate bytes no longer written
+func.func @group_norm(%x: memref<2x8x4x4xf16>) -> memref<2x8x4x4xf16> {
+  %ones = culib.weight "ones" dense<1.0> : tensor<2xf16> : memref<2xf16>
+  %zeros = culib.weight "zeros" dense<0.0> : tensor<2xf16> : memref<2xf16>
+  %scale = culib.weight "scale" dense<1.5> : tensor<8x1x1xf16> : memref<8x1x1xf16>
+  %bias = culib.weight "bias" dense<0.5> : tensor<8x1x1xf16> : memref<8x1x1xf16>
+  %r = culib.alloc : memref<2x2x64xf16>
+  culib.copy ins(%x) outs(%r) : memref<2x8x4x4xf16>, memref<2x2x64xf16>
+  %n = culib.alloc : memref<2x2x64xf16>
+  culib.instance_norm ins(%r, %ones, %zeros) outs(%n) {epsilon = 1.0e-5 : f32} : memref<2x2x64xf16>, memref<2xf16>, memref<2xf16>, memref<2x2x64xf16>
+  %n4 = culib.alloc : memref<2x8x4x4xf16>
+  culib.copy ins(%n) outs(%n4) : memref<2x2x64xf16>, memref<2x8x4x4xf16>
+  %m = culib.alloc : memref<2x8x4x4xf16>
+  culib.elementwise mul ins(%n4, %scale) outs(%m) : memref<2x8x4x4xf16>, memref<8x1x1xf16>, memref<2x8x4x4xf16>
+  %y = culib.alloc : memref<2x8x4x4xf16>
+  culib.elementwise add ins(%bias, %m) outs(%y) : memref<8x1x1xf16>, memref<2x8x4x4xf16>, memref<2x8x4x4xf16>
+  return %y : memref<2x8x4x4xf16>
+}
+
+// Kept: an instance norm with a scale other than ones (not a plain
+// grouped norm), and a scale per element rather than per channel.
+// CHECK-LABEL: func.func @group_norm_kept
+// CHECK-NOT: culib.group_norm
+// CHECK: return
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s) and 0 group norm(s)
+func.func @group_norm_kept(%x: memref<2x8x4x4xf32>) -> (memref<2x8x4x4xf32>, memref<2x8x4x4xf32>) {
+  %twos = culib.weight "twos" dense<2.0> : tensor<2xf32> : memref<2xf32>
+  %ones = culib.weight "ones" dense<1.0> : tensor<2xf32> : memref<2xf32>
+  %zeros = culib.weight "zeros" dense<0.0> : tensor<2xf32> : memref<2xf32>
+  %scale = culib.weight "scale" dense<1.5> : tensor<8x1x1xf32> : memref<8x1x1xf32>
+  %wide = culib.weight "wide" dense<1.5> : tensor<8x4x4xf32> : memref<8x4x4xf32>
+  %r = culib.alloc : memref<2x2x64xf32>
+  culib.copy ins(%x) outs(%r) : memref<2x8x4x4xf32>, memref<2x2x64xf32>
+  %n = culib.alloc : memref<2x2x64xf32>
+  culib.instance_norm ins(%r, %twos, %zeros) outs(%n) {epsilon = 1.0e-5 : f32} : memref<2x2x64xf32>, memref<2xf32>, memref<2xf32>, memref<2x2x64xf32>
+  %n4 = culib.alloc : memref<2x8x4x4xf32>
+  culib.copy ins(%n) outs(%n4) : memref<2x2x64xf32>, memref<2x8x4x4xf32>
+  %y = culib.alloc : memref<2x8x4x4xf32>
+  culib.elementwise mul ins(%n4, %scale) outs(%y) : memref<2x8x4x4xf32>, memref<8x1x1xf32>, memref<2x8x4x4xf32>
+  %r2 = culib.alloc : memref<2x2x64xf32>
+  culib.copy ins(%x) outs(%r2) : memref<2x8x4x4xf32>, memref<2x2x64xf32>
+  %n2 = culib.alloc : memref<2x2x64xf32>
+  culib.instance_norm ins(%r2, %ones, %zeros) outs(%n2) {epsilon = 1.0e-5 : f32} : memref<2x2x64xf32>, memref<2xf32>, memref<2xf32>, memref<2x2x64xf32>
+  %n24 = culib.alloc : memref<2x8x4x4xf32>
+  culib.copy ins(%n2) outs(%n24) : memref<2x2x64xf32>, memref<2x8x4x4xf32>
+  %y2 = culib.alloc : memref<2x8x4x4xf32>
+  culib.elementwise mul ins(%n24, %wide) outs(%y2) : memref<2x8x4x4xf32>, memref<8x4x4xf32>, memref<2x8x4x4xf32>
+  return %y, %y2 : memref<2x8x4x4xf32>, memref<2x8x4x4xf32>
 }
