@@ -232,7 +232,8 @@ bool hasFormat15Activation(const PlanCall &c) {
 uint32_t Plan::requiredFormatMinor() const {
   uint32_t fused = 0;
   for (const PlanCall &c : calls)
-    if (c.kind == "kernel.rms_norm" || c.kind == "kernel.group_norm")
+    if (c.kind == "kernel.rms_norm" || c.kind == "kernel.group_norm" ||
+        c.kind == "kernel.scaled_softmax")
       return 6;
   for (const PlanCall &c : calls)
     if (hasFormat15Activation(c))

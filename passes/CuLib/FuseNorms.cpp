@@ -11,7 +11,9 @@
 // seven calls (Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul, Mul), which
 // become one culib.rms_norm; GroupNorm as a reshape, an instance norm with
 // unit scale and zero bias, a reshape back, the channels' scale and bias
-// (five calls), which become one culib.group_norm.
+// (five calls), which become one culib.group_norm; a softmax over the last
+// dim of a constant scale of x, of x plus a mask, or both, one
+// culib.scaled_softmax.
 //
 // This pass makes them one culib.layer_norm call (the bias add optional),
 // whose statistics the kernels keep in f32 or wider: the intermediate
@@ -462,6 +464,124 @@ struct FoldDecomposedGroupNorm : OpRewritePattern<culib::ElementwiseOp> {
   int64_t &folded, &calls, &bytes;
 };
 
+/// softmax over the last dim of t, where t = x * s or x / s (s a constant
+/// one-element float; either order for *), t = u + mask, or t = (x * s) +
+/// mask (the mask broadcast onto x, x's type) -> one culib.scaled_softmax:
+/// x scaled and masked in f32 inside the call, rounded once at its store
+/// (the calls rounded t first).
+struct FoldScaledSoftmax : OpRewritePattern<culib::SoftmaxOp> {
+  FoldScaledSoftmax(MLIRContext *ctx, int64_t &folded, int64_t &calls,
+                    int64_t &bytes)
+      : OpRewritePattern(ctx), folded(folded), calls(calls), bytes(bytes) {}
+
+  /// `t` as x * s (or x / s) written for `reader` alone: the call, x and s.
+  static culib::ElementwiseOp scaleWriting(Value t, Operation *reader, Value &x,
+                                           float &s) {
+    for (ElementwiseFn fn : {ElementwiseFn::Mul, ElementwiseFn::Div}) {
+      auto op = elementwiseWriting(t, fn, {reader});
+      if (!op || op.getInputs().size() != 2)
+        continue;
+      SmallVector<std::pair<Value, Value>, 2> orders = {
+          {op.getInputs()[0], op.getInputs()[1]}};
+      if (fn == ElementwiseFn::Mul)
+        orders.push_back({op.getInputs()[1], op.getInputs()[0]});
+      for (auto [in, scale] : orders) {
+        std::optional<double> value = culib::scalarWeightValue(scale);
+        if (!value || memrefOf(in) != memrefOf(t) || *value == 0.0)
+          continue;
+        x = in;
+        s = static_cast<float>(fn == ElementwiseFn::Mul ? *value
+                                                        : 1.0 / *value);
+        return op;
+      }
+    }
+    return nullptr;
+  }
+
+  LogicalResult matchAndRewrite(culib::SoftmaxOp softmax,
+                                PatternRewriter &rewriter) const override {
+    Value t = softmax.getX(), y = softmax.getY();
+    MemRefType type = memrefOf(t);
+    const int64_t rank = type.getRank(),
+                  axis = static_cast<int64_t>(softmax.getAxis());
+    if (softmax.getLog() || rank < 1 || (axis != -1 && axis != rank - 1) ||
+        memrefOf(y) != type)
+      return rewriter.notifyMatchFailure(softmax, "not over the last dim");
+    SmallVector<Operation *> chain;
+    Value x = t, mask;
+    float scale = 1.0f;
+    // t = u + mask (either order), u perhaps x * s.
+    if (auto add = elementwiseWriting(t, ElementwiseFn::Add, {softmax});
+        add && add.getInputs().size() == 2) {
+      for (auto [u, m] : {std::pair(add.getInputs()[0], add.getInputs()[1]),
+                          std::pair(add.getInputs()[1], add.getInputs()[0])}) {
+        if (mask || memrefOf(u) != type || u == m ||
+            memrefOf(m).getElementType() != type.getElementType() ||
+            memrefOf(m).getRank() > rank)
+          continue;
+        mask = m;
+        x = u;
+        chain.push_back(add);
+      }
+      if (mask) {
+        Value scaled;
+        if (auto mul = scaleWriting(x, chain.back(), scaled, scale)) {
+          chain.push_back(mul);
+          x = scaled;
+        }
+      }
+    } else if (auto mul = scaleWriting(t, softmax, x, scale)) {
+      chain.push_back(mul);
+    }
+    if (chain.empty())
+      return rewriter.notifyMatchFailure(softmax, "no scale or mask before");
+    if (mask) {
+      // The mask broadcasts onto x (numpy rules).
+      ArrayRef<int64_t> ms = memrefOf(mask).getShape(), xs = type.getShape();
+      for (size_t i = 0; i < ms.size(); ++i) {
+        int64_t d = ms[ms.size() - 1 - i], e = xs[xs.size() - 1 - i];
+        if (d != 1 && d != e)
+          return rewriter.notifyMatchFailure(softmax,
+                                             "mask does not broadcast");
+      }
+    }
+    // The chain's first call (pushed last); the new call reads x and the
+    // mask where the softmax ran.
+    Operation *first = chain.back();
+    chain.push_back(softmax);
+    for (Value read : {x, mask})
+      if (read && culib::writtenBetween(read, first, softmax, chain))
+        return rewriter.notifyMatchFailure(softmax, "an input is written");
+    SmallVector<Value> constants;
+    for (Operation *op : chain)
+      for (Value v : op->getOperands())
+        if (v.getDefiningOp<culib::WeightOp>() && v != mask)
+          constants.push_back(v);
+    rewriter.setInsertionPoint(softmax);
+    culib::ScaledSoftmaxOp::create(rewriter, softmax.getLoc(), x, mask, y,
+                                   rewriter.getF32FloatAttr(scale));
+    ++folded;
+    calls += static_cast<int64_t>(chain.size()) - 1;
+    llvm::sort(chain, [](Operation *a, Operation *b) {
+      return b->isBeforeInBlock(a);
+    });
+    for (Operation *op : chain) {
+      Value out = op->getOperands().back();
+      rewriter.eraseOp(op);
+      if (out != y && out.use_empty()) {
+        bytes += culib::byteSize(memrefOf(out));
+        rewriter.eraseOp(out.getDefiningOp());
+      }
+    }
+    for (Value c : constants)
+      if (c.use_empty() && c.getDefiningOp())
+        rewriter.eraseOp(c.getDefiningOp());
+    return success();
+  }
+
+  int64_t &folded, &calls, &bytes;
+};
+
 struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
   using Base::Base;
 
@@ -470,12 +590,15 @@ struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
     int64_t folded = 0, calls = 0, bytes = 0;
     int64_t rmsFolded = 0, rmsCalls = 0, rmsBytes = 0;
     int64_t groupFolded = 0, groupCalls = 0, groupBytes = 0;
+    int64_t softmaxFolded = 0, softmaxCalls = 0, softmaxBytes = 0;
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldDecomposedLayerNorm>(&getContext(), folded, calls, bytes);
     patterns.add<FoldDecomposedRmsNorm>(&getContext(), rmsFolded, rmsCalls,
                                         rmsBytes);
     patterns.add<FoldDecomposedGroupNorm>(&getContext(), groupFolded,
                                           groupCalls, groupBytes);
+    patterns.add<FoldScaledSoftmax>(&getContext(), softmaxFolded, softmaxCalls,
+                                    softmaxBytes);
     if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
       return signalPassFailure();
     if (record) {
@@ -485,13 +608,16 @@ struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
                           rmsCalls, rmsBytes);
       culib::recordFusion(func, getArgument(), "reshaped group norm",
                           groupFolded, groupCalls, groupBytes);
+      culib::recordFusion(func, getArgument(), "scaled or masked softmax",
+                          softmaxFolded, softmaxCalls, softmaxBytes);
     }
     if (report)
       func.emitRemark() << "culib-fuse-norms: " << folded
                         << " decomposed layer norm(s), " << rmsFolded
-                        << " RMS norm(s) and " << groupFolded
-                        << " group norm(s) made one call each; "
-                        << bytes + rmsBytes + groupBytes
+                        << " RMS norm(s), " << groupFolded
+                        << " group norm(s) and " << softmaxFolded
+                        << " scaled or masked softmax(es) made one call each; "
+                        << bytes + rmsBytes + groupBytes + softmaxBytes
                         << " intermediate bytes no longer written";
   }
 };

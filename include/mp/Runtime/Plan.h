@@ -48,8 +48,8 @@ namespace mp::rt {
 /// and convolutions with a residual, 1.5 more activations (a matmul's
 /// gelu_tanh, silu, sigmoid, tanh and hard_swish epilogues, a convolution's
 /// gelu and gelu_tanh: names a 1.4 runtime refuses), 1.6 RMS and group
-/// norms (kernel.rms_norm, kernel.group_norm, refused by name before); 1.0
-/// files still load.
+/// norms and scaled softmaxes (kernel.rms_norm, kernel.group_norm,
+/// kernel.scaled_softmax, refused by name before); 1.0 files still load.
 /// savePlan writes the lowest minor version that the contents need, and at
 /// least Plan::formatMinor.
 constexpr uint32_t kPlanFormatMajor = 1;

@@ -113,6 +113,11 @@ std::optional<CallBuffers> mp::culib::getCallBuffers(Operation *op) {
                            {req("y", o.getY()), opt("mean", o.getMean()),
                             opt("inv_std_dev", o.getInvStdDev())}};
       })
+      .Case([&](culib::ScaledSoftmaxOp o) {
+        return CallBuffers{"kernel.scaled_softmax",
+                           {req("x", o.getX()), opt("mask", o.getMask())},
+                           {req("y", o.getY())}};
+      })
       .Case([&](culib::GroupNormOp o) {
         return CallBuffers{"kernel.group_norm",
                            {req("x", o.getX()), req("scale", o.getScale()),

@@ -2,10 +2,14 @@
 #include "mp/Runtime/CPU/FastCalls.h"
 #include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
+#include "mp/Runtime/CPU/Kernels.h"
+#include "mp/Runtime/CPU/VectorMath.h"
+#include "mp/Runtime/Half.h"
 
 #ifdef MP_RUNTIME_HAVE_ONEDNN
 #include "OneDNN/OneDnn.h"
 #endif
+#include "Parallel.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -90,6 +94,111 @@ FastCallChoice prepareFusedElementwise(const PlanCall &call,
   return {std::make_unique<FusedProgramCall>(std::move(*kernel)), ""};
 }
 
+/// kernel.scaled_softmax on the own kernel with the vectorised exp
+/// (VectorMath.h), rows over the threads: each row widened to f32, scaled,
+/// the mask row added, softmaxInPlace, rounded once into y.
+class ScaledSoftmaxCall : public PreparedCall {
+public:
+  ScaledSoftmaxCall(const TensorView &x, const TensorView *mask,
+                    const TensorView &y, float scale)
+      : x_(x), y_(y), scale_(scale) {
+    if (mask) {
+      mask_ = *mask;
+      maskStrides_ = broadcastStridesOf(mask->shape, x.shape);
+    }
+  }
+  size_t scratchBytes() const override { return 0; }
+  const std::string &implementation() const override { return name_; }
+
+  Status run(void *) override {
+    const int64_t len = x_.shape.back();
+    const int64_t rows = len ? x_.numElements() / len : 0;
+    const size_t rank = x_.shape.size();
+    const size_t xBytes = byteSize(x_.dtype), maskBytes = byteSize(mask_.dtype);
+    detail::parallelItems(rows, len * 8, [&](int64_t r) {
+      thread_local std::vector<float> row, maskRow;
+      row.resize(static_cast<size_t>(len));
+      convertToF32(x_.dtype,
+                   static_cast<const char *>(x_.data) + r * len * xBytes,
+                   row.data(), len);
+      for (float &v : row)
+        v *= scale_;
+      if (!maskStrides_.empty()) {
+        int64_t offset = 0, rest = r;
+        for (size_t d = rank - 1; d-- > 0;) {
+          offset += (rest % x_.shape[d]) * maskStrides_[d];
+          rest /= x_.shape[d];
+        }
+        const int64_t step = maskStrides_[rank - 1];
+        const char *base = static_cast<const char *>(mask_.data);
+        if (step == 1) {
+          maskRow.resize(static_cast<size_t>(len));
+          convertToF32(mask_.dtype, base + offset * maskBytes, maskRow.data(),
+                       len);
+          for (int64_t j = 0; j < len; ++j)
+            row[j] += maskRow[j];
+        } else {
+          float m = 0;
+          convertToF32(mask_.dtype, base + offset * maskBytes, &m, 1);
+          for (float &v : row)
+            v += m; // step 0: one mask value for the whole row
+        }
+      }
+      softmaxInPlace(row.data(), len);
+      convertFromF32(row.data(), y_.dtype,
+                     static_cast<char *>(y_.data) + r * len * xBytes, len);
+    });
+    return Status::ok();
+  }
+
+private:
+  /// n values of dtype t (f32, f16, bf16) at src as f32, and back.
+  static void convertToF32(DType t, const void *src, float *dst, int64_t n) {
+    const auto count = static_cast<size_t>(n);
+    if (t == DType::F16)
+      convertF16ToF32(static_cast<const uint16_t *>(src), dst, count);
+    else if (t == DType::BF16)
+      convertBF16ToF32(static_cast<const uint16_t *>(src), dst, count);
+    else
+      std::copy_n(static_cast<const float *>(src), count, dst);
+  }
+  static void convertFromF32(const float *src, DType t, void *dst, int64_t n) {
+    const auto count = static_cast<size_t>(n);
+    if (t == DType::F16)
+      convertF32ToF16(src, static_cast<uint16_t *>(dst), count);
+    else if (t == DType::BF16)
+      convertF32ToBF16(src, static_cast<uint16_t *>(dst), count);
+    else
+      std::copy_n(src, count, static_cast<float *>(dst));
+  }
+
+  TensorView x_, y_, mask_;
+  std::vector<int64_t> maskStrides_;
+  float scale_;
+  std::string name_ = "own:rows over the threads, vectorised exp";
+};
+
+FastCallChoice prepareScaledSoftmax(const PlanCall &call,
+                                    const std::vector<TensorView> &operands,
+                                    const std::vector<TensorView> &results,
+                                    const std::vector<bool> &,
+                                    const FilterSource *) {
+  std::array<const TensorView *, 2> in;
+  std::array<const TensorView *, 1> out;
+  Result<double> scale = floatAttr(call, "scale", 1.0);
+  if (!bindCallBuffers(call, operands, {{{"x", false}, {"mask", true}}}, in,
+                       results, {{{"y", false}}}, out) ||
+      !scale || !checkScaledSoftmax(*in[0], in[1], *out[0]))
+    return {nullptr, "the reference kernel reports the call's error"};
+  if (in[0]->dtype == DType::F64)
+    return {nullptr, "f64 (the vectorised exp is f32)"};
+  // y in place of x reads each row before writing it: fine; a mask row is
+  // read whole first too.
+  return {std::make_unique<ScaledSoftmaxCall>(*in[0], in[1], *out[0],
+                                              static_cast<float>(*scale)),
+          ""};
+}
+
 } // namespace
 
 FastCallChoice prepareFastCall(const PlanCall &call,
@@ -112,6 +221,7 @@ FastCallChoice prepareFastCall(const PlanCall &call,
       {"kernel.layer_norm", onednn::prepareLayerNorm},
       {"kernel.rms_norm", onednn::prepareRmsNorm},
       {"kernel.group_norm", onednn::prepareGroupNorm},
+      {"kernel.scaled_softmax", prepareScaledSoftmax},
       {"kernel.attention", onednn::prepareAttention},
       {"cudnn.lrn", onednn::prepareLrn},
       {"kernel.fused_elementwise", prepareFusedElementwise}};

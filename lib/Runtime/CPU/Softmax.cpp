@@ -9,8 +9,11 @@
 //===----------------------------------------------------------------------===//
 #include "KernelUtil.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 namespace mp::rt::cpu {
 using namespace detail;
@@ -137,6 +140,139 @@ Status softmax(const TensorView &x, const TensorView &y, int64_t axis) {
 
 Status logSoftmax(const TensorView &x, const TensorView &y, int64_t axis) {
   return softmaxImpl(x, y, axis, true);
+}
+
+//===----------------------------------------------------------------------===//
+// softmax(x * scale + mask) over the last dim
+//===----------------------------------------------------------------------===//
+
+std::vector<int64_t> broadcastStridesOf(const Shape &maskShape,
+                                        const Shape &shape) {
+  std::vector<int64_t> strides(shape.size(), 0);
+  int64_t stride = 1;
+  for (size_t i = 0; i < maskShape.size(); ++i) {
+    const size_t m = maskShape.size() - 1 - i, d = shape.size() - 1 - i;
+    strides[d] = maskShape[m] == 1 ? 0 : stride;
+    stride *= maskShape[m];
+  }
+  return strides;
+}
+
+Status checkScaledSoftmax(const TensorView &x, const TensorView *mask,
+                          const TensorView &y) {
+  constexpr std::string_view kOp = "scaled_softmax";
+  if (Status s = checkView(kOp, "x", x); !s)
+    return s;
+  if (Status s = checkView(kOp, "y", y); !s)
+    return s;
+  if (!isFloat(x.dtype))
+    return fail(kOp, "x has dtype " + std::string(dtypeName(x.dtype)) +
+                         "; expected a float type");
+  if (y.dtype != x.dtype || y.shape != x.shape)
+    return fail(kOp, "y is " + std::string(dtypeName(y.dtype)) + " " +
+                         shapeStr(y.shape) + ", expected x's " +
+                         std::string(dtypeName(x.dtype)) + " " +
+                         shapeStr(x.shape));
+  if (x.shape.empty())
+    return fail(kOp, "x needs at least one dim");
+  if (!mask)
+    return Status::ok();
+  if (Status s = checkView(kOp, "mask", *mask); !s)
+    return s;
+  if (mask->dtype != x.dtype && mask->dtype != DType::F32)
+    return fail(kOp, "mask has dtype " + std::string(dtypeName(mask->dtype)) +
+                         "; expected x's or f32");
+  bool broadcasts = mask->shape.size() <= x.shape.size();
+  for (size_t i = 0; broadcasts && i < mask->shape.size(); ++i) {
+    int64_t d = mask->shape[mask->shape.size() - 1 - i],
+            e = x.shape[x.shape.size() - 1 - i];
+    broadcasts = d == 1 || d == e;
+  }
+  if (!broadcasts)
+    return fail(kOp, "mask " + shapeStr(mask->shape) +
+                         " does not broadcast to " + shapeStr(x.shape));
+  if (overlaps(mask->data, mask->byteCount(), y.data, y.byteCount()))
+    return fail(kOp, "mask overlaps y");
+  return Status::ok();
+}
+
+Status scaledSoftmax(const TensorView &x, const TensorView *mask,
+                     const TensorView &y, float scale) {
+  if (Status s = checkScaledSoftmax(x, mask, y); !s)
+    return s;
+  const int64_t len = x.shape.back();
+  const int64_t rows = len ? x.numElements() / len : 0;
+  const bool f64 = x.dtype == DType::F64;
+  std::vector<int64_t> maskStrides;
+  if (mask)
+    maskStrides = broadcastStridesOf(mask->shape, x.shape);
+  const size_t rank = x.shape.size();
+  std::vector<double> row(static_cast<size_t>(len));
+  std::vector<float> narrow(static_cast<size_t>(len));
+  for (int64_t r = 0; r < rows; ++r) {
+    if (f64) {
+      const double *src = static_cast<const double *>(x.data) + r * len;
+      std::copy(src, src + len, row.data());
+    } else {
+      toF32(x.dtype,
+            static_cast<const char *>(x.data) + r * len * byteSize(x.dtype),
+            narrow.data(), len);
+      for (int64_t j = 0; j < len; ++j)
+        row[j] = narrow[j];
+    }
+    // Scale (in the compute type), then the mask row.
+    for (int64_t j = 0; j < len; ++j)
+      row[j] = f64 ? row[j] * scale
+                   : static_cast<double>(static_cast<float>(row[j]) * scale);
+    if (mask) {
+      int64_t offset = 0, rest = r;
+      for (size_t d = rank - 1; d-- > 0;) {
+        offset += (rest % x.shape[d]) * maskStrides[d];
+        rest /= x.shape[d];
+      }
+      const int64_t step = maskStrides[rank - 1];
+      const size_t elt = byteSize(mask->dtype);
+      for (int64_t j = 0; j < len; ++j) {
+        const char *at =
+            static_cast<const char *>(mask->data) + (offset + j * step) * elt;
+        double m;
+        if (mask->dtype == DType::F64) {
+          std::memcpy(&m, at, sizeof m);
+        } else {
+          float narrow;
+          toF32(mask->dtype, at, &narrow, 1);
+          m = narrow;
+        }
+        row[j] = f64 ? row[j] + m
+                     : static_cast<double>(static_cast<float>(row[j]) +
+                                           static_cast<float>(m));
+      }
+    }
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < len; ++j)
+      mx = row[j] > mx ? row[j] : mx;
+    if (mx == -std::numeric_limits<double>::infinity())
+      mx = 0; // every input -inf: shift by 0, not by -inf
+    double sum = 0;
+    for (int64_t j = 0; j < len; ++j) {
+      row[j] =
+          f64 ? std::exp(row[j] - mx)
+              : static_cast<double>(std::exp(static_cast<float>(row[j] - mx)));
+      sum += row[j];
+    }
+    const double inv = 1.0 / sum;
+    if (f64) {
+      double *out = static_cast<double *>(y.data) + r * len;
+      for (int64_t j = 0; j < len; ++j)
+        out[j] = row[j] * inv;
+    } else {
+      for (int64_t j = 0; j < len; ++j)
+        narrow[j] = static_cast<float>(row[j]) * static_cast<float>(inv);
+      fromF32(narrow.data(), y.dtype,
+              static_cast<char *>(y.data) + r * len * byteSize(y.dtype), len);
+    }
+  }
+  return Status::ok();
 }
 
 } // namespace mp::rt::cpu

@@ -74,6 +74,7 @@ const std::vector<TopicPlanner> &topicPlanners() {
       MP_TOPIC_PLANNER("kernel.layer_norm", planLayerNorm),
       MP_TOPIC_PLANNER("kernel.rms_norm", planRmsNorm),
       MP_TOPIC_PLANNER("kernel.group_norm", planGroupNorm),
+      MP_TOPIC_PLANNER("kernel.scaled_softmax", planScaledSoftmax),
       MP_TOPIC_PLANNER("kernel.instance_norm", planInstanceNorm),
       MP_TOPIC_PLANNER("cudnn.lrn", planLrn),
       MP_TOPIC_PLANNER("cudnn.rnn", planRnn),

@@ -194,6 +194,13 @@ Result<std::unique_ptr<PreparedCall>> prepareReduce(const PrepareArgs &a) {
                                                               "reduce kernel");
 }
 
+Result<std::unique_ptr<PreparedCall>>
+prepareScaledSoftmax(const PrepareArgs &a) {
+  MP_TRY_PREPARE(p, planScaledSoftmax(a.call, a.operands, a.results));
+  return preparedCall<LaunchCall<SoftmaxParams, launchSoftmax>>(
+      p, "softmax kernel (scaled, masked)");
+}
+
 Result<std::unique_ptr<PreparedCall>> prepareSoftmax(const PrepareArgs &a) {
   if (Status s = arity(a, 1, 1); !s)
     return s;
@@ -358,6 +365,7 @@ void addKernelCalls(std::map<std::string, PrepareFn> &t) {
   MP_ADD_PREPARE("kernel.concat", prepareConcat);
   MP_ADD_PREPARE("kernel.reduce", prepareReduce);
   MP_ADD_PREPARE("cudnn.softmax", prepareSoftmax);
+  MP_ADD_PREPARE("kernel.scaled_softmax", prepareScaledSoftmax);
   MP_ADD_PREPARE("cudnn.pool", preparePoolFwd);
   MP_ADD_PREPARE("cudnn.pool_bwd", preparePoolBwd);
   MP_ADD_PREPARE("kernel.gather", prepareGather);

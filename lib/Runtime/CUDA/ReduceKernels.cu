@@ -421,6 +421,24 @@ __device__ inline C loadC(const void *p, int32_t t, int64_t i) {
   return loadAs<C>(p, t, i);
 }
 
+/// Element i of the softmax's input: x, or (kernel.scaled_softmax) x *
+/// scale + the mask element broadcast onto i, in the compute type.
+template <typename C>
+__device__ inline C loadInput(const SoftmaxParams &p, int64_t i) {
+  C v = loadC<C>(p.in, p.dtype, i);
+  if (p.scale != 1.0f)
+    v = v * static_cast<C>(p.scale);
+  if (p.maskDtype) {
+    int64_t offset = 0, rest = i;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      offset += (rest % p.dims[d]) * p.maskStrides[d];
+      rest /= p.dims[d];
+    }
+    v = v + loadC<C>(p.mask, p.maskDtype, offset);
+  }
+  return v;
+}
+
 /// One thread per (outer, inner) slice.
 template <typename C> __global__ void softmaxThreadKernel(SoftmaxParams p) {
   MP_GRID_LOOP(s, p.outer * p.inner) {
@@ -428,19 +446,19 @@ template <typename C> __global__ void softmaxThreadKernel(SoftmaxParams p) {
     int64_t base = o * p.len * p.inner + j;
     C mx = -INFINITY;
     for (int64_t l = 0; l < p.len; ++l) {
-      C v = loadC<C>(p.in, p.dtype, base + l * p.inner);
+      C v = loadInput<C>(p, base + l * p.inner);
       mx = v > mx ? v : mx;
     }
     if (mx == C(-INFINITY))
       mx = C(0);
     double sum = 0;
     for (int64_t l = 0; l < p.len; ++l)
-      sum += static_cast<double>(
-          mExp(loadC<C>(p.in, p.dtype, base + l * p.inner) - mx));
+      sum +=
+          static_cast<double>(mExp(loadInput<C>(p, base + l * p.inner) - mx));
     C factor = p.log ? static_cast<C>(log(sum)) : static_cast<C>(1.0 / sum);
     for (int64_t l = 0; l < p.len; ++l) {
       int64_t i = base + l * p.inner;
-      C v = loadC<C>(p.in, p.dtype, i) - mx;
+      C v = loadInput<C>(p, i) - mx;
       storeAs(p.out, p.dtype, i, p.log ? v - factor : mExp(v) * factor);
     }
   }
@@ -454,7 +472,7 @@ template <typename C> __global__ void softmaxBlockKernel(SoftmaxParams p) {
     int64_t base = o * p.len;
     C mx = -INFINITY;
     for (int64_t l = threadIdx.x; l < p.len; l += blockDim.x) {
-      C v = loadC<C>(p.in, p.dtype, base + l);
+      C v = loadInput<C>(p, base + l);
       mx = v > mx ? v : mx;
     }
     smax[threadIdx.x] = mx;
@@ -471,11 +489,11 @@ template <typename C> __global__ void softmaxBlockKernel(SoftmaxParams p) {
       mx = C(0);
     double sum = 0;
     for (int64_t l = threadIdx.x; l < p.len; l += blockDim.x)
-      sum += static_cast<double>(mExp(loadC<C>(p.in, p.dtype, base + l) - mx));
+      sum += static_cast<double>(mExp(loadInput<C>(p, base + l) - mx));
     sum = blockSum(sum, shared);
     C factor = p.log ? static_cast<C>(log(sum)) : static_cast<C>(1.0 / sum);
     for (int64_t l = threadIdx.x; l < p.len; l += blockDim.x) {
-      C v = loadC<C>(p.in, p.dtype, base + l) - mx;
+      C v = loadInput<C>(p, base + l) - mx;
       storeAs(p.out, p.dtype, base + l, p.log ? v - factor : mExp(v) * factor);
     }
     __syncthreads();

@@ -307,3 +307,19 @@ func.func @conv_residual_type(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, 
   culib.conv_fwd ins(%x, %w) residual(%r) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x6x6xf16>, memref<1x4x6x6xf32>
   return
 }
+
+// -----
+
+func.func @scaled_softmax_mask(%x: memref<2x3x8xf16>, %mask: memref<3x4xf16>, %y: memref<2x3x8xf16>) {
+  // expected-error @+1 {{mask does not broadcast to X's shape}}
+  culib.scaled_softmax ins(%x) mask(%mask) outs(%y) : memref<2x3x8xf16>, memref<3x4xf16>, memref<2x3x8xf16>
+  return
+}
+
+// -----
+
+func.func @scaled_softmax_mask_type(%x: memref<2x3x8xf16>, %mask: memref<8xbf16>, %y: memref<2x3x8xf16>) {
+  // expected-error @+1 {{mask must have X's element type or f32}}
+  culib.scaled_softmax ins(%x) mask(%mask) outs(%y) : memref<2x3x8xf16>, memref<8xbf16>, memref<2x3x8xf16>
+  return
+}

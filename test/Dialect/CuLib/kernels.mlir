@@ -43,3 +43,12 @@ func.func @norms(%x: memref<2x8xf16>, %scale: memref<8xf16>, %y: memref<2x8xf16>
   culib.group_norm ins(%x, %scale) bias(%scale) outs(%y) {groups = 2 : i64, epsilon = 1.0e-5 : f32} : memref<2x8xf16>, memref<8xf16>, memref<8xf16>, memref<2x8xf16>
   return
 }
+
+// CHECK-LABEL: func.func @scaled_softmax
+// CHECK: culib.scaled_softmax ins(%arg0) mask(%arg1) outs(%arg2) {scale = 1.250000e-01 : f32} : memref<2x3x8xbf16>, memref<1x8xf32>, memref<2x3x8xbf16>
+// CHECK: culib.scaled_softmax ins(%arg0) outs(%arg2) : memref<2x3x8xbf16>, memref<2x3x8xbf16>
+func.func @scaled_softmax(%x: memref<2x3x8xbf16>, %mask: memref<1x8xf32>, %y: memref<2x3x8xbf16>) {
+  culib.scaled_softmax ins(%x) mask(%mask) outs(%y) {scale = 0.125 : f32} : memref<2x3x8xbf16>, memref<1x8xf32>, memref<2x3x8xbf16>
+  culib.scaled_softmax ins(%x) outs(%y) : memref<2x3x8xbf16>, memref<2x3x8xbf16>
+  return
+}

@@ -326,7 +326,9 @@ TEST_CASE("plans with the activations 1.4 lacks are format 1.5", "[plan]") {
   CHECK(kPlanFormatMinor >= 5);
 }
 
-TEST_CASE("plans with an RMS or a group norm are format 1.6", "[plan]") {
+TEST_CASE(
+    "plans with an RMS or a group norm or a scaled softmax are format 1.6",
+    "[plan]") {
   Plan plan;
   PlanCall conv;
   conv.kind = "cudnn.conv_fwd";
@@ -338,6 +340,8 @@ TEST_CASE("plans with an RMS or a group norm are format 1.6", "[plan]") {
   plan.calls.push_back(rms);
   CHECK(plan.requiredFormatMinor() == 6);
   plan.calls.back().kind = "kernel.group_norm";
+  CHECK(plan.requiredFormatMinor() == 6);
+  plan.calls.back().kind = "kernel.scaled_softmax";
   CHECK(plan.requiredFormatMinor() == 6);
   CHECK(kPlanFormatMinor >= 6);
 }

@@ -268,6 +268,50 @@ TEST_CASE("softmax and logSoftmax match the definition",
         }
 }
 
+TEST_CASE("scaledSoftmax is softmax(x * scale + mask) over the last dim",
+          "[runtime][cpu][softmax]") {
+  uint64_t seed = 9100;
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})
+    for (bool hasMask : {false, true}) {
+      INFO(dtypeName(t) << (hasMask ? " with a mask" : ""));
+      Rng rng(seed++);
+      const Shape shape{2, 3, 7};
+      HostTensor x = randomTensor(t, shape, rng, -6, 6);
+      // One mask value per image and column, broadcast over the rows.
+      HostTensor mask = randomTensor(t, {2, 1, 7}, rng, -3, 0);
+      HostTensor y = garbage(t, shape);
+      const float scale = 0.75f;
+      Status s = cpu::scaledSoftmax(x.view(), hasMask ? &mask.view() : nullptr,
+                                    y.view(), scale);
+      INFO(s.message());
+      REQUIRE(s.isOk());
+      std::vector<double> xv = values(x), mv = values(mask), ref(xv.size());
+      for (int64_t r = 0; r < 6; ++r) {
+        std::vector<double> row(7);
+        for (int64_t j = 0; j < 7; ++j)
+          row[j] = xv[r * 7 + j] * scale + (hasMask ? mv[(r / 3) * 7 + j] : 0);
+        double mx = *std::max_element(row.begin(), row.end()), sum = 0;
+        for (double &v : row)
+          sum += (v = std::exp(v - mx));
+        for (int64_t j = 0; j < 7; ++j)
+          ref[r * 7 + j] = row[j] / sum;
+      }
+      std::vector<double> bound(ref.size());
+      for (size_t i = 0; i < ref.size(); ++i)
+        bound[i] = 32 * unitRoundoff(t) * (std::fabs(ref[i]) + 1e-3);
+      expectClose(y, ref, bound);
+    }
+  // The checks, shared with the fast call and CUDA planning.
+  HostTensor x(DType::F32, {2, 3}), y(DType::F32, {2, 3}),
+      wide(DType::F32, {4}), bf(DType::BF16, {3});
+  CHECK(cpu::scaledSoftmax(x.view(), &wide.view(), y.view(), 1.f).message() ==
+        "scaled_softmax: mask [4] does not broadcast to [2, 3]");
+  CHECK(cpu::scaledSoftmax(x.view(), &bf.view(), y.view(), 1.f).message() ==
+        "scaled_softmax: mask has dtype bf16; expected x's or f32");
+  CHECK(cpu::scaledSoftmax(x.view(), &y.view(), y.view(), 1.f).message() ==
+        "scaled_softmax: mask overlaps y");
+}
+
 TEST_CASE("softmax rejects bad arguments", "[runtime][cpu][softmax]") {
   HostTensor x(DType::F32, {2, 3}), y(DType::F32, {2, 3});
   auto err = [](const Status &s, const std::string &what) {

@@ -309,6 +309,20 @@ TEST_CASE("CUDA: batch norm", "[cuda][device]") {
     }
 }
 
+TEST_CASE("CUDA: kernel.scaled_softmax", "[cuda][device]") {
+  Rng rng(8);
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (bool hasMask : {false, true}) {
+      INFO("dtype " << dtypeName(t) << (hasMask ? " with a mask" : ""));
+      std::vector<Arg> in = {{"x", rnd(t, {2, 3, 300}, rng, -8, 8)}};
+      if (hasMask)
+        in.emplace_back("mask", rnd(DType::F32, {2, 1, 300}, rng, -4, 0));
+      compareCall(oneCall("kernel.scaled_softmax",
+                          {{"has_mask", int64_t(hasMask)}, {"scale", 0.125}},
+                          std::move(in), {{"y", t, {2, 3, 300}}}));
+    }
+}
+
 TEST_CASE("CUDA: cudnn.softmax", "[cuda][device]") {
   Rng rng(7);
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})

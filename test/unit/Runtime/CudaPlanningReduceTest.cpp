@@ -101,3 +101,24 @@ TEST_CASE("softmax planning", "[cuda][planning]") {
                               x, y)) ==
         "softmax: axis 3 is out of range for x [2, 5, 3]");
 }
+
+TEST_CASE("scaled softmax planning", "[cuda][planning]") {
+  Addr at;
+  TensorDesc x = at(DType::F16, {2, 4, 6}), y = at(DType::F16, {2, 4, 6});
+  TensorDesc mask = at(DType::F32, {2, 1, 6});
+  PlanCall call = callOf("kernel.scaled_softmax",
+                         {{"has_mask", int64_t(1)}, {"scale", 0.5}});
+  Result<SoftmaxParams> p = planScaledSoftmax(call, {x, mask}, {y});
+  REQUIRE(p);
+  CHECK(p->outer == 8);
+  CHECK(p->len == 6);
+  CHECK(p->inner == 1);
+  CHECK(p->scale == 0.5f);
+  CHECK(p->rank == 3);
+  CHECK(p->maskStrides[0] == 6);
+  CHECK(p->maskStrides[1] == 0); // broadcast over the rows
+  CHECK(p->maskStrides[2] == 1);
+  CHECK(p->mask == mask.ptr<void>());
+  CHECK(messageOf(planScaledSoftmax(call, {x, at(DType::F32, {3, 6})}, {y})) ==
+        "scaled_softmax: mask [3, 6] does not broadcast to [2, 4, 6]");
+}

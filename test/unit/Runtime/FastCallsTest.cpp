@@ -994,6 +994,42 @@ TEST_CASE("fast softmax computes what the reference computes", "[cpu][fast]") {
       }
 }
 
+TEST_CASE("fast scaled softmax computes what the reference computes",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  // Masks: one per row, per column (broadcast over rows), a whole one, f32
+  // for 16-bit x, and none.
+  struct MaskCase {
+    Shape shape;
+    bool f32;
+  };
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (const MaskCase &m : std::vector<MaskCase>{{{2, 1, 1}, false},
+                                                   {{1, 1000}, false},
+                                                   {{2, 3, 1000}, true},
+                                                   {{}, false}}) {
+      INFO(dtypeName(dtype)
+           << ", mask rank " << m.shape.size() << (m.f32 ? " f32" : ""));
+      const bool hasMask = !m.shape.empty();
+      Case c;
+      c.call = callOf("kernel.scaled_softmax",
+                      {{"has_mask", int64_t(hasMask)}, {"scale", 0.125}});
+      c.operands.push_back(randomTensor(dtype, {2, 3, 1000}, 13));
+      c.constant = {false};
+      if (hasMask) {
+        c.operands.push_back(
+            randomTensor(m.f32 ? DType::F32 : dtype, m.shape, 14));
+        c.constant.push_back(true);
+      }
+      c.yDtype = dtype;
+      c.yShape = {2, 3, 1000};
+      CHECK(compareWithReference(c));
+    }
+}
+
 TEST_CASE("fast convolution gradients compute what the reference computes",
           "[cpu][fast]") {
   if (!cpu::haveFastKernels()) {

@@ -191,6 +191,26 @@ def CuLib_SoftmaxOp : CuLib_Op<"softmax"> {
 }
 
 
+def CuLib_ScaledSoftmaxOp : CuLib_Op<"scaled_softmax"> {
+  let summary = "softmax(x * scale + mask) over the last dim";
+  let description = [{
+    y = softmax(x * scale + mask) along x's last dim, computed in f32 (f64
+    for f64 data) from x and the optional `mask` (broadcast to x's shape,
+    numpy rules; x's type or f32) and rounded once. culib-fuse-norms makes
+    it from a softmax whose input is a constant scale of x, x plus a mask,
+    or both (attention scores outside a fused attention, temperature
+    scaling).
+  }];
+  let arguments = (ins CuLib_FloatBuffer:$x, Optional<CuLib_FloatBuffer>:$mask,
+                       CuLib_FloatBuffer:$y,
+                       DefaultValuedAttr<F32Attr, "1.0">:$scale);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` (`mask` `(` $mask^ `)`)? `outs` `(` $y `)` attr-dict `:`
+    type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
 def CuLib_ConvBwdDataOp : CuLib_Op<"conv_bwd_data"> {
   let summary = "cudnnConvolutionBackwardData: a transposed convolution";
   let description = [{

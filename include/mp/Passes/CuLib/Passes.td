@@ -148,7 +148,7 @@ def FuseAttention : Pass<"culib-fuse-attention", "mlir::func::FuncOp"> {
 }
 
 def FuseNorms : Pass<"culib-fuse-norms", "mlir::func::FuncOp"> {
-  let summary = "Make decomposed layer, RMS and group norms one call each";
+  let summary = "Make decomposed layer, RMS and group norms and scaled softmaxes one call each";
   let description = [{
     Exporters below opset 17 write LayerNorm as ReduceMean, Sub, Pow,
     ReduceMean, Add, Sqrt, Div, Mul and Add, which convert-mp-to-culib
@@ -171,7 +171,11 @@ def FuseNorms : Pass<"culib-fuse-norms", "mlir::func::FuncOp"> {
     x's shape -> times a per-channel scale ([C] or [C, 1, ...]) -> plus a
     per-channel bias, optional) becomes one `culib.group_norm` (groups,
     the instance norm's epsilon): the same statistics, two copies and an
-    elementwise call fewer. With `report`, a
+    elementwise call fewer. A softmax over the last dim whose input is x
+    times a constant one-element float (or x divided by one), x plus a
+    mask (x's type, broadcast onto x), or both, becomes one
+    `culib.scaled_softmax` (scale, mask): x scaled and masked in f32 inside
+    the call, rounded once. With `report`, a
     remark counts the norms folded and the bytes no longer written. Run it
     after culib-nhwc-layout and before culib-fuse-elementwise (mp-compile does,
     unless its `fuse` option is off).

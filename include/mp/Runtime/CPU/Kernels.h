@@ -246,6 +246,20 @@ Status checkBatchNormTraining(const TensorView &x, const TensorView &scale,
 /// the end), as ONNX Softmax-13. x and y: same shape and dtype (f32, f16,
 /// bf16 computed in f32; f64 in f64); y may be x itself.
 Status softmax(const TensorView &x, const TensorView &y, int64_t axis = -1);
+/// y = softmax(x * scale + mask) along x's last dim: x and mask (optional;
+/// broadcast to x's shape, numpy rules; x's dtype or f32) read as f32 (f64
+/// for f64 data), the sum of the exponentials in f64, y rounded once. x and
+/// y: same shape and dtype; y may be x itself.
+Status scaledSoftmax(const TensorView &x, const TensorView *mask,
+                     const TensorView &y, float scale);
+/// scaledSoftmax's checks without running it (shared with the fast call and
+/// the CUDA backend's planning).
+Status checkScaledSoftmax(const TensorView &x, const TensorView *mask,
+                          const TensorView &y);
+/// The element strides of `mask` broadcast onto `shape` (0 along the dims
+/// it repeats), one per dim of `shape`.
+std::vector<int64_t> broadcastStridesOf(const Shape &maskShape,
+                                        const Shape &shape);
 /// y = (x - max) - log(sum(exp(x - max))) along `axis`, as ONNX LogSoftmax-13.
 Status logSoftmax(const TensorView &x, const TensorView &y, int64_t axis = -1);
 /// softmax's (log: logSoftmax's) checks without running it; `axis`

@@ -175,6 +175,9 @@ Result<ReduceParams> planReduce(const PlanCall &call, const TensorDesc &x,
 /// cudnn.softmax (the project's kernel, the CPU's arithmetic).
 Result<SoftmaxParams> planSoftmax(const PlanCall &call, const TensorDesc &x,
                                   const TensorDesc &y);
+/// kernel.scaled_softmax: x, mask? -> y (the softmax kernels with x * scale
+/// + mask as their input; the CPU's checks: cpu::checkScaledSoftmax).
+PlannerFn<SoftmaxParams> planScaledSoftmax;
 
 //===----------------------------------------------------------------------===//
 // Matmul (cuBLASLt; CudaPlanningMatmul.cpp)

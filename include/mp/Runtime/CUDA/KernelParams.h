@@ -175,6 +175,12 @@ struct SoftmaxParams {
   int64_t outer = 0, len = 0, inner = 0;
   const void *in = nullptr;
   void *out = nullptr;
+  /// kernel.scaled_softmax: x * scale + mask (mask broadcast to x's `rank`
+  /// dims by maskStrides, 0 along repeated dims; maskDtype 0: no mask).
+  float scale = 1.0f;
+  int32_t maskDtype = 0, rank = 0;
+  int64_t dims[kMaxDims] = {}, maskStrides[kMaxDims] = {};
+  const void *mask = nullptr;
 };
 
 /// Pooling (NCHW or NHWC; kMaxSpatial spatial dims at most). One output

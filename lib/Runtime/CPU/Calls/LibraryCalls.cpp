@@ -159,6 +159,17 @@ Status softmaxCall(const CallArgs &args) {
              : softmax(args.operands[0], args.results[0], axis);
 }
 
+Status scaledSoftmaxCall(const CallArgs &args) {
+  std::array<const TensorView *, 2> in;
+  std::array<const TensorView *, 1> out;
+  if (Status s = bindCallBuffers(args.call, args.operands,
+                                 {{{"x", false}, {"mask", true}}}, in,
+                                 args.results, {{{"y", false}}}, out);
+      !s)
+    return s;
+  MP_RT_TRY_ASSIGN(scale, floatAttr(args.call, "scale", 1.0));
+  return scaledSoftmax(*in[0], in[1], *out[0], static_cast<float>(scale));
+}
 
 } // namespace
 
@@ -249,6 +260,7 @@ void addLibraryCalls(CallTable &table) {
   MP_ADD_CALL("cudnn.batch_norm_inference", batchNormInferenceCall);
   MP_ADD_CALL("cudnn.batch_norm_training", batchNormTrainingCall);
   MP_ADD_CALL("cudnn.softmax", softmaxCall);
+  MP_ADD_CALL("kernel.scaled_softmax", scaledSoftmaxCall);
 }
 
 Result<BatchNormOptions> batchNormOptionsOf(const PlanCall &call) {

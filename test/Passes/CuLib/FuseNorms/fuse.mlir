@@ -4,7 +4,8 @@
 // + eps, sqrt, reciprocal and multiply or divide, scale) one
 // culib.rms_norm, and GroupNorm as torch exports it (reshape, instance
 // norm with unit scale and zero bias, reshape back, scale, bias) one
-// culib.group_norm; their intermediates and constants go.
+// culib.group_norm, and a softmax of a scaled or masked input one
+// culib.scaled_softmax; their intermediates and constants go.
 // RUN: mp-opt %s --culib-fuse-norms | FileCheck %s
 // Round trip: the output parses and prints the same.
 // RUN: mp-opt %s --culib-fuse-norms | mp-opt | FileCheck %s
@@ -17,7 +18,7 @@
 // CHECK-NEXT: culib.layer_norm ins(%arg0, %[[S]]) bias(%[[B]]) outs(%[[Y]]) {axis = 2 : i64, epsilon = 9.99999974E-6 : f32}
 // CHECK-NEXT: return %[[Y]]
 // CHECK-NOT: culib.weight "two"
-// REPORT: remark: culib-fuse-norms: 1 decomposed layer norm(s), 0 RMS norm(s) and 0 group norm(s) made one call each; 864 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-norms: 1 decomposed layer norm(s), 0 RMS norm(s), 0 group norm(s) and 0 scaled or masked softmax(es) made one call each; 864 intermediate bytes no longer written
 func.func @layer_norm(%x: memref<2x3x8xf32>) -> memref<2x3x8xf32> {
   %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
   %eps = culib.weight "eps" dense<1.0e-5> : tensor<f32> : memref<f32>
@@ -150,7 +151,7 @@ func.func @eps_not_constant(%x: memref<2x8xf32>, %eps: memref<f32>) -> memref<2x
 // CHECK-NEXT: culib.rms_norm ins(%arg0, %[[S]]) outs(%[[Y]]) {axis = 2 : i64, epsilon = 9.99999997E-7 : f32} : memref<2x3x8xf32>, memref<8xf32>, memref<2x3x8xf32>
 // CHECK-NEXT: return %[[Y]]
 // CHECK-NOT: culib.weight "two"
-// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 1 RMS norm(s) and 0 group norm(s) made one call each; 480 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 1 RMS norm(s), 0 group norm(s) and 0 scaled or masked softmax(es) made one call each; 480 intermediate bytes no longer written
 func.func @rms_norm(%x: memref<2x3x8xf32>) -> memref<2x3x8xf32> {
   %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
   %eps = culib.weight "eps" dense<1.0e-6> : tensor<f32> : memref<f32>
@@ -243,7 +244,7 @@ func.func @rms_not_fusable(%x: memref<4x16xf32>, %z: memref<4x16xf32>) -> (memre
 // CHECK-NEXT: culib.group_norm ins(%arg0, %[[S]]) bias(%[[B]]) outs(%[[Y]]) {epsilon = 9.99999974E-6 : f32, groups = 2 : i64} : memref<2x8x4x4xf16>, memref<8x1x1xf16>, memref<8x1x1xf16>, memref<2x8x4x4xf16>
 // CHECK-NEXT: return %[[Y]]
 // CHECK-NOT: culib.weight "ones"
-// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s) and 1 group norm(s) made one call each; 2048 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s), 1 group norm(s) and 0 scaled or masked softmax(es) made one call each; 2048 intermediate bytes no longer written
 func.func @group_norm(%x: memref<2x8x4x4xf16>) -> memref<2x8x4x4xf16> {
   %ones = culib.weight "ones" dense<1.0> : tensor<2xf16> : memref<2xf16>
   %zeros = culib.weight "zeros" dense<0.0> : tensor<2xf16> : memref<2xf16>
@@ -267,7 +268,7 @@ func.func @group_norm(%x: memref<2x8x4x4xf16>) -> memref<2x8x4x4xf16> {
 // CHECK-LABEL: func.func @group_norm_kept
 // CHECK-NOT: culib.group_norm
 // CHECK: return
-// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s) and 0 group norm(s)
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s), 0 group norm(s)
 func.func @group_norm_kept(%x: memref<2x8x4x4xf32>) -> (memref<2x8x4x4xf32>, memref<2x8x4x4xf32>) {
   %twos = culib.weight "twos" dense<2.0> : tensor<2xf32> : memref<2xf32>
   %ones = culib.weight "ones" dense<1.0> : tensor<2xf32> : memref<2xf32>
@@ -291,4 +292,58 @@ func.func @group_norm_kept(%x: memref<2x8x4x4xf32>) -> (memref<2x8x4x4xf32>, mem
   %y2 = culib.alloc : memref<2x8x4x4xf32>
   culib.elementwise mul ins(%n24, %wide) outs(%y2) : memref<2x8x4x4xf32>, memref<8x4x4xf32>, memref<2x8x4x4xf32>
   return %y, %y2 : memref<2x8x4x4xf32>, memref<2x8x4x4xf32>
+}
+
+// A softmax over the last dim of scores scaled by a constant and plus a
+// mask (attention outside a fused attention), of scores divided by a
+// temperature, and of scores plus a mask: one culib.scaled_softmax each.
+// CHECK-LABEL: func.func @scaled_softmax
+// CHECK: culib.scaled_softmax ins(%arg0) mask(%arg1) outs(%{{.*}}) {scale = 1.250000e-01 : f32} : memref<2x4x6xf16>, memref<2x1x6xf16>, memref<2x4x6xf16>
+// CHECK: culib.scaled_softmax ins(%arg0) outs(%{{.*}}) {scale = 5.000000e-01 : f32} : memref<2x4x6xf16>, memref<2x4x6xf16>
+// CHECK: culib.scaled_softmax ins(%arg0) mask(%arg1) outs(%{{.*}}) : memref<2x4x6xf16>, memref<2x1x6xf16>, memref<2x4x6xf16>
+// CHECK-NOT: culib.elementwise
+// CHECK-NOT: culib.softmax
+// CHECK-NOT: culib.weight
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s), 0 group norm(s) and 3 scaled or masked softmax(es) made one call each; 384 intermediate bytes no longer written
+func.func @scaled_softmax(%x: memref<2x4x6xf16>, %mask: memref<2x1x6xf16>) -> (memref<2x4x6xf16>, memref<2x4x6xf16>, memref<2x4x6xf16>) {
+  %eighth = culib.weight "eighth" dense<0.125> : tensor<f16> : memref<f16>
+  %two = culib.weight "two" dense<2.0> : tensor<1xf16> : memref<1xf16>
+  %s = culib.alloc : memref<2x4x6xf16>
+  culib.elementwise mul ins(%eighth, %x) outs(%s) : memref<f16>, memref<2x4x6xf16>, memref<2x4x6xf16>
+  %m = culib.alloc : memref<2x4x6xf16>
+  culib.elementwise add ins(%s, %mask) outs(%m) : memref<2x4x6xf16>, memref<2x1x6xf16>, memref<2x4x6xf16>
+  %y = culib.alloc : memref<2x4x6xf16>
+  culib.softmax ins(%m) outs(%y) {axis = 2 : i64} : memref<2x4x6xf16>, memref<2x4x6xf16>
+  %t = culib.alloc : memref<2x4x6xf16>
+  culib.elementwise div ins(%x, %two) outs(%t) : memref<2x4x6xf16>, memref<1xf16>, memref<2x4x6xf16>
+  %y2 = culib.alloc : memref<2x4x6xf16>
+  culib.softmax ins(%t) outs(%y2) {axis = -1 : i64} : memref<2x4x6xf16>, memref<2x4x6xf16>
+  %a = culib.alloc : memref<2x4x6xf16>
+  culib.elementwise add ins(%mask, %x) outs(%a) : memref<2x1x6xf16>, memref<2x4x6xf16>, memref<2x4x6xf16>
+  %y3 = culib.alloc : memref<2x4x6xf16>
+  culib.softmax ins(%a) outs(%y3) {axis = 2 : i64} : memref<2x4x6xf16>, memref<2x4x6xf16>
+  return %y, %y2, %y3 : memref<2x4x6xf16>, memref<2x4x6xf16>, memref<2x4x6xf16>
+}
+
+// Kept: a softmax over another dim than the last, a log-softmax, and a
+// scaled input read by another call too.
+// CHECK-LABEL: func.func @scaled_softmax_kept
+// CHECK-NOT: culib.scaled_softmax
+// CHECK: return
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s), 0 group norm(s) and 0 scaled or masked softmax(es)
+func.func @scaled_softmax_kept(%x: memref<2x4x6xf32>) -> (memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>) {
+  %half = culib.weight "half" dense<0.5> : tensor<1xf32> : memref<1xf32>
+  %s = culib.alloc : memref<2x4x6xf32>
+  culib.elementwise mul ins(%x, %half) outs(%s) : memref<2x4x6xf32>, memref<1xf32>, memref<2x4x6xf32>
+  %y = culib.alloc : memref<2x4x6xf32>
+  culib.softmax ins(%s) outs(%y) {axis = 1 : i64} : memref<2x4x6xf32>, memref<2x4x6xf32>
+  %s2 = culib.alloc : memref<2x4x6xf32>
+  culib.elementwise mul ins(%x, %half) outs(%s2) : memref<2x4x6xf32>, memref<1xf32>, memref<2x4x6xf32>
+  %y2 = culib.alloc : memref<2x4x6xf32>
+  culib.softmax ins(%s2) outs(%y2) {axis = 2 : i64, log = true} : memref<2x4x6xf32>, memref<2x4x6xf32>
+  %s3 = culib.alloc : memref<2x4x6xf32>
+  culib.elementwise mul ins(%x, %half) outs(%s3) : memref<2x4x6xf32>, memref<1xf32>, memref<2x4x6xf32>
+  %y3 = culib.alloc : memref<2x4x6xf32>
+  culib.softmax ins(%s3) outs(%y3) {axis = 2 : i64} : memref<2x4x6xf32>, memref<2x4x6xf32>
+  return %y, %y2, %y3, %s3 : memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>
 }
