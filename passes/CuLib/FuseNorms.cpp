@@ -182,9 +182,6 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
     for (Value read : {x, scale, bias})
       if (read && culib::writtenBetween(read, mean, root, chain))
         return rewriter.notifyMatchFailure(root, "an input is written before");
-    SmallVector<Value> constants = {epsValue};
-    if (squareOp.getFn() == ElementwiseFn::Pow)
-      constants.push_back(squareOp.getInputs()[1]);
     rewriter.setInsertionPoint(root);
     culib::LayerNormOp::create(rewriter, root.getLoc(), x, scale, bias, y,
                                /*mean=*/Value(), /*inv_std_dev=*/Value(),
@@ -192,18 +189,8 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
                                rewriter.getF32FloatAttr(*eps));
     ++folded;
     calls += static_cast<int64_t>(chain.size()) - 1;
-    for (Operation *op : llvm::reverse(chain)) {
-      // Every call of the chain writes its one output last.
-      Value out = op->getOperands().back();
-      rewriter.eraseOp(op);
-      if (out != y && out.use_empty()) {
-        bytes += culib::byteSize(memrefOf(out));
-        rewriter.eraseOp(out.getDefiningOp());
-      }
-    }
-    for (Value c : constants)
-      if (c.use_empty())
-        rewriter.eraseOp(c.getDefiningOp());
+    // The chain, its intermediate buffers and the constants only it read.
+    bytes += culib::eraseCallsAndTheirBuffers(chain, y, rewriter);
     return success();
   }
 
@@ -318,21 +305,8 @@ struct FoldDecomposedRmsNorm : OpRewritePattern<culib::ElementwiseOp> {
                              rewriter.getF32FloatAttr(*eps));
     ++folded;
     calls += static_cast<int64_t>(chain.size()) - 1;
-    llvm::sort(chain, [](Operation *a, Operation *b) {
-      return b->isBeforeInBlock(a);
-    });
-    for (Operation *op : chain) {
-      // Every call of the chain writes its one output last.
-      Value out = op->getOperands().back();
-      rewriter.eraseOp(op);
-      if (out != y && out.use_empty()) {
-        bytes += culib::byteSize(memrefOf(out));
-        rewriter.eraseOp(out.getDefiningOp());
-      }
-    }
-    for (Value c : {epsValue, two})
-      if (c && c.use_empty())
-        rewriter.eraseOp(c.getDefiningOp());
+    // The chain, its intermediate buffers and the constants only it read.
+    bytes += culib::eraseCallsAndTheirBuffers(chain, y, rewriter);
     return success();
   }
 
@@ -439,25 +413,14 @@ struct FoldDecomposedGroupNorm : OpRewritePattern<culib::ElementwiseOp> {
     for (Value read : {x, scale, bias})
       if (read && culib::writtenBetween(read, reshape, root, chain))
         return rewriter.notifyMatchFailure(root, "an input is written before");
-    SmallVector<Value> constants = {instance.getScale(), instance.getBias()};
     rewriter.setInsertionPoint(root);
     culib::GroupNormOp::create(rewriter, root.getLoc(), x, scale, bias, y,
                                rewriter.getI64IntegerAttr(groups),
                                instance.getEpsilonAttr());
     ++folded;
     calls += static_cast<int64_t>(chain.size()) - 1;
-    for (Operation *op : llvm::reverse(chain)) {
-      // Every call of the chain writes its one output last.
-      Value out = op->getOperands().back();
-      rewriter.eraseOp(op);
-      if (out != y && out.use_empty()) {
-        bytes += culib::byteSize(memrefOf(out));
-        rewriter.eraseOp(out.getDefiningOp());
-      }
-    }
-    for (Value c : constants)
-      if (c.use_empty())
-        rewriter.eraseOp(c.getDefiningOp());
+    // The chain, its intermediate buffers and the constants only it read.
+    bytes += culib::eraseCallsAndTheirBuffers(chain, y, rewriter);
     return success();
   }
 
@@ -552,30 +515,13 @@ struct FoldScaledSoftmax : OpRewritePattern<culib::SoftmaxOp> {
     for (Value read : {x, mask})
       if (read && culib::writtenBetween(read, first, softmax, chain))
         return rewriter.notifyMatchFailure(softmax, "an input is written");
-    SmallVector<Value> constants;
-    for (Operation *op : chain)
-      for (Value v : op->getOperands())
-        if (v.getDefiningOp<culib::WeightOp>() && v != mask)
-          constants.push_back(v);
     rewriter.setInsertionPoint(softmax);
     culib::ScaledSoftmaxOp::create(rewriter, softmax.getLoc(), x, mask, y,
                                    rewriter.getF32FloatAttr(scale));
     ++folded;
     calls += static_cast<int64_t>(chain.size()) - 1;
-    llvm::sort(chain, [](Operation *a, Operation *b) {
-      return b->isBeforeInBlock(a);
-    });
-    for (Operation *op : chain) {
-      Value out = op->getOperands().back();
-      rewriter.eraseOp(op);
-      if (out != y && out.use_empty()) {
-        bytes += culib::byteSize(memrefOf(out));
-        rewriter.eraseOp(out.getDefiningOp());
-      }
-    }
-    for (Value c : constants)
-      if (c.use_empty() && c.getDefiningOp())
-        rewriter.eraseOp(c.getDefiningOp());
+    // The chain, its intermediate buffers and the constants only it read.
+    bytes += culib::eraseCallsAndTheirBuffers(chain, y, rewriter);
     return success();
   }
 

@@ -275,31 +275,6 @@ LogicalResult SoftmaxOp::verify() {
   return success();
 }
 
-LogicalResult ScaledSoftmaxOp::verify() {
-  if (failed(verifyBuffer(*this, getX(), "X")) ||
-      failed(verifyBuffer(*this, getY(), "Y")) ||
-      failed(verifySameShape(*this, getX(), "X", getY(), "Y")))
-    return failure();
-  MemRefType x = memrefOf(getX());
-  if (x.getRank() < 1)
-    return emitOpError("X needs at least one dim");
-  if (Value mask = getMask()) {
-    MemRefType m = memrefOf(mask);
-    if (m.getElementType() != x.getElementType() && !m.getElementType().isF32())
-      return emitOpError("mask must have X's element type or f32");
-    // Numpy broadcasting onto X's shape (ranks aligned on the right).
-    ArrayRef<int64_t> ms = m.getShape(), xs = x.getShape();
-    bool broadcasts = ms.size() <= xs.size();
-    for (size_t i = 0; broadcasts && i < ms.size(); ++i) {
-      int64_t d = ms[ms.size() - 1 - i], e = xs[xs.size() - 1 - i];
-      broadcasts = d == 1 || d == e;
-    }
-    if (!broadcasts)
-      return emitOpError("mask does not broadcast to X's shape");
-  }
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
@@ -316,6 +291,24 @@ bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
   return true;
 }
 } // namespace
+
+LogicalResult ScaledSoftmaxOp::verify() {
+  if (failed(verifyBuffer(*this, getX(), "X")) ||
+      failed(verifyBuffer(*this, getY(), "Y")) ||
+      failed(verifySameShape(*this, getX(), "X", getY(), "Y")))
+    return failure();
+  MemRefType x = memrefOf(getX());
+  if (x.getRank() < 1)
+    return emitOpError("X needs at least one dim");
+  if (Value mask = getMask()) {
+    MemRefType m = memrefOf(mask);
+    if (m.getElementType() != x.getElementType() && !m.getElementType().isF32())
+      return emitOpError("mask must have X's element type or f32");
+    if (!broadcastsTo(m.getShape(), x.getShape()))
+      return emitOpError("mask does not broadcast to X's shape");
+  }
+  return success();
+}
 
 LogicalResult ElementwiseOp::verify() {
   // The functions, their inputs and result type: ElementwiseFunctions.def

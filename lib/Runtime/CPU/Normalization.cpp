@@ -125,20 +125,32 @@ Status checkSameShapeAndType(std::string_view op, const TensorView &x,
 // LayerNormalization
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// The checks of a norm over x's dims from `axis` (layer and RMS norms):
+/// y like x, the axis (normalized), epsilon, a scale broadcast onto the
+/// normalized dims.
+Status checkRowNorm(std::string_view op, const TensorView &x,
+                    const TensorView &scale, const TensorView &y, int64_t &axis,
+                    float epsilon) {
+  if (Status s = checkSameShapeAndType(op, x, y); !s)
+    return s;
+  if (Status s = normalizeAxis(op, axis, x.shape.size()); !s)
+    return s;
+  if (!(epsilon >= 0.0f))
+    return fail(op, "epsilon must be >= 0");
+  Shape inner(x.shape.begin() + axis, x.shape.end());
+  return checkBroadcastTo(op, "scale", scale, inner);
+}
+} // namespace
+
 Status checkLayerNorm(const TensorView &x, const TensorView &scale,
                       const TensorView *bias, const TensorView &y,
                       const TensorView *mean, const TensorView *invStdDev,
                       int64_t &axis, float epsilon) {
   constexpr std::string_view kOp = "layer_norm";
-  if (Status s = checkSameShapeAndType(kOp, x, y); !s)
+  if (Status s = checkRowNorm(kOp, x, scale, y, axis, epsilon); !s)
     return s;
-  if (Status s = normalizeAxis(kOp, axis, x.shape.size()); !s)
-    return s;
-  if (!(epsilon >= 0.0f))
-    return fail(kOp, "epsilon must be >= 0");
   Shape inner(x.shape.begin() + axis, x.shape.end());
-  if (Status s = checkBroadcastTo(kOp, "scale", scale, inner); !s)
-    return s;
   if (bias)
     if (Status s = checkBroadcastTo(kOp, "bias", *bias, inner); !s)
       return s;
@@ -216,15 +228,7 @@ Status layerNorm(const TensorView &x, const TensorView &scale,
 
 Status checkRmsNorm(const TensorView &x, const TensorView &scale,
                     const TensorView &y, int64_t &axis, float epsilon) {
-  constexpr std::string_view kOp = "rms_norm";
-  if (Status s = checkSameShapeAndType(kOp, x, y); !s)
-    return s;
-  if (Status s = normalizeAxis(kOp, axis, x.shape.size()); !s)
-    return s;
-  if (!(epsilon >= 0.0f))
-    return fail(kOp, "epsilon must be >= 0");
-  Shape inner(x.shape.begin() + axis, x.shape.end());
-  return checkBroadcastTo(kOp, "scale", scale, inner);
+  return checkRowNorm("rms_norm", x, scale, y, axis, epsilon);
 }
 
 Status rmsNorm(const TensorView &x, const TensorView &scale,
