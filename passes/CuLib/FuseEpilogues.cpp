@@ -537,19 +537,15 @@ struct FoldScaleIntoMatmul : OpRewritePattern<culib::ElementwiseOp> {
       std::optional<double> value = culib::scalarWeightValue(scale);
       if (!value || t.getType() != y.getType() || t == scale)
         continue;
-      double factor = *value;
-      if (!isMul) {
-        int exponent = 0;
-        if (factor == 0 || std::frexp(factor, &exponent) != 0.5)
-          continue; // 1 / s would be rounded
-        factor = 1.0 / factor;
-      }
+      std::optional<double> factor = culib::exactFactor(*value, !isMul);
+      if (!factor)
+        continue;
       auto matmul = soleProducer<culib::MatmulOp>(t, root);
       if (!matmul || matmul.getBias() || matmul.getC() ||
           matmul.getEpilogue() != culib::Epilogue::none)
         continue;
       const float alpha =
-          static_cast<float>(matmul.getAlpha().convertToDouble() * factor);
+          static_cast<float>(matmul.getAlpha().convertToDouble() * *factor);
       if (!std::isfinite(alpha))
         continue;
       if (failed(writeInto(matmul, t, y, root, rewriter)))

@@ -101,6 +101,75 @@ bool isAffineParameter(Value v, MemRefType x, int64_t axis) {
   return true;
 }
 
+/// root = mul(n, scale) + bias (either order), or root = mul(n, scale):
+/// the add (null without a bias) and the mul, a norm's affine end.
+bool matchScaleAndBias(culib::ElementwiseOp root, culib::ElementwiseOp &addBias,
+                       culib::ElementwiseOp &mulScale) {
+  if (root.getAlpha() || root.getBeta())
+    return false;
+  if (root.getFn() == ElementwiseFn::Add && root.getInputs().size() == 2) {
+    addBias = root;
+    for (Value in : root.getInputs())
+      if (!mulScale)
+        mulScale = elementwiseWriting(in, ElementwiseFn::Mul, {root});
+  } else if (root.getFn() == ElementwiseFn::Mul) {
+    mulScale = root;
+  }
+  return mulScale && mulScale.getInputs().size() == 2;
+}
+
+/// The squares of `x` as `t`, written for `reader` alone: pow(x, 2) or
+/// mul(x, x).
+culib::ElementwiseOp squareWriting(Value t, Operation *reader, Value &x) {
+  auto op =
+      dyn_cast_or_null<culib::ElementwiseOp>(culib::soleWriter(t, {reader}));
+  if (!op || op.getY() != t || op.getInputs().size() != 2 || op.getAlpha() ||
+      op.getBeta())
+    return nullptr;
+  ValueRange in = op.getInputs();
+  if ((op.getFn() == ElementwiseFn::Pow && scalarWeight(in[1]) == 2.f) ||
+      (op.getFn() == ElementwiseFn::Mul && in[0] == in[1])) {
+    x = in[0];
+    return op;
+  }
+  return nullptr;
+}
+
+/// s = sqrt(mean(v^2) + eps) written for `reader` alone (the square as
+/// pow(v, 2) or v * v, the mean over the trailing dims from `axis`, eps a
+/// constant one-element float on either side of the add): the
+/// denominator of layer norms (v the deviation) and RMS norms (v = x).
+struct RootMeanSquare {
+  Value v;
+  float eps = 0;
+  int64_t axis = 0;
+  culib::ElementwiseOp square, addEps, sqrt;
+  culib::ReduceOp mean;
+};
+
+std::optional<RootMeanSquare> rootMeanSquareWriting(Value s,
+                                                    Operation *reader) {
+  RootMeanSquare r;
+  r.sqrt = elementwiseWriting(s, ElementwiseFn::Sqrt, {reader});
+  r.addEps = r.sqrt ? elementwiseWriting(r.sqrt.getInputs()[0],
+                                         ElementwiseFn::Add, {r.sqrt})
+                    : nullptr;
+  if (!r.addEps)
+    return std::nullopt;
+  Value epsValue;
+  for (Value in : r.addEps.getInputs())
+    if (!r.mean && (r.mean = meanWriting(in, r.addEps, r.axis)))
+      epsValue = otherInput(r.addEps, in);
+  std::optional<float> eps = r.mean ? scalarWeight(epsValue) : std::nullopt;
+  if (!eps)
+    return std::nullopt;
+  r.eps = *eps;
+  r.square = squareWriting(r.mean.getX(), r.mean, r.v);
+  if (!r.square)
+    return std::nullopt;
+  return r;
+}
+
 struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
   FoldDecomposedLayerNorm(MLIRContext *ctx, int64_t &folded, int64_t &calls,
                           int64_t &bytes)
@@ -108,17 +177,8 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
 
   LogicalResult matchAndRewrite(culib::ElementwiseOp root,
                                 PatternRewriter &rewriter) const override {
-    // y = mul(n, scale) + bias, or y = mul(n, scale).
     culib::ElementwiseOp addBias, mulScale;
-    if (root.getFn() == ElementwiseFn::Add && root.getInputs().size() == 2) {
-      addBias = root;
-      for (Value in : root.getInputs())
-        if (!mulScale)
-          mulScale = elementwiseWriting(in, ElementwiseFn::Mul, {root});
-    } else if (root.getFn() == ElementwiseFn::Mul) {
-      mulScale = root;
-    }
-    if (!mulScale || mulScale.getInputs().size() != 2)
+    if (!matchScaleAndBias(root, addBias, mulScale))
       return failure();
     // n = div(d, s), s = sqrt(add(v, eps)), v = mean(p), p = d * d.
     culib::ElementwiseOp div;
@@ -128,35 +188,14 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
     if (!div)
       return rewriter.notifyMatchFailure(root, "no normalised value");
     Value d = div.getInputs()[0];
-    auto sqrt =
-        elementwiseWriting(div.getInputs()[1], ElementwiseFn::Sqrt, {div});
-    auto addEps = sqrt ? elementwiseWriting(sqrt.getInputs()[0],
-                                            ElementwiseFn::Add, {sqrt})
-                       : nullptr;
-    if (!addEps)
-      return rewriter.notifyMatchFailure(root, "no sqrt(variance + eps)");
-    int64_t axis = 0, meanAxis = 0;
-    culib::ReduceOp variance;
-    Value epsValue;
-    for (Value in : addEps.getInputs())
-      if (!variance && (variance = meanWriting(in, addEps, axis)))
-        epsValue = otherInput(addEps, in);
-    std::optional<float> eps = variance ? scalarWeight(epsValue) : std::nullopt;
-    if (!eps)
-      return rewriter.notifyMatchFailure(root, "no mean + constant eps");
-    // p = pow(d, 2) or mul(d, d); d = sub(x, mean(x)), read by p and div.
-    Operation *square = culib::soleWriter(variance.getX(), {variance});
-    auto squareOp = dyn_cast_or_null<culib::ElementwiseOp>(square);
-    bool isSquare =
-        squareOp && squareOp.getY() == variance.getX() &&
-        ((squareOp.getFn() == ElementwiseFn::Pow &&
-          squareOp.getInputs()[0] == d &&
-          scalarWeight(squareOp.getInputs()[1]) == 2.f) ||
-         (squareOp.getFn() == ElementwiseFn::Mul &&
-          squareOp.getInputs()[0] == d && squareOp.getInputs()[1] == d));
-    if (!isSquare)
-      return rewriter.notifyMatchFailure(root, "no squared deviation");
-    auto sub = elementwiseWriting(d, ElementwiseFn::Sub, {squareOp, div});
+    std::optional<RootMeanSquare> rms =
+        rootMeanSquareWriting(div.getInputs()[1], div);
+    if (!rms || rms->v != d)
+      return rewriter.notifyMatchFailure(
+          root, "no sqrt(mean of the squared deviation + constant eps)");
+    const int64_t axis = rms->axis;
+    int64_t meanAxis = 0;
+    auto sub = elementwiseWriting(d, ElementwiseFn::Sub, {rms->square, div});
     if (!sub)
       return rewriter.notifyMatchFailure(root, "no deviation");
     Value x = sub.getInputs()[0];
@@ -174,8 +213,9 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
         (bias && !isAffineParameter(bias, xType, axis)))
       return rewriter.notifyMatchFailure(root, "shapes or types differ");
 
-    SmallVector<Operation *> chain = {mean,   sub,  squareOp, variance,
-                                      addEps, sqrt, div,      mulScale};
+    SmallVector<Operation *> chain = {mean,      sub,         rms->square,
+                                      rms->mean, rms->addEps, rms->sqrt,
+                                      div,       mulScale};
     if (addBias)
       chain.push_back(addBias);
     // The call reads x, scale and bias where the chain ends.
@@ -186,7 +226,7 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
     culib::LayerNormOp::create(rewriter, root.getLoc(), x, scale, bias, y,
                                /*mean=*/Value(), /*inv_std_dev=*/Value(),
                                rewriter.getI64IntegerAttr(axis),
-                               rewriter.getF32FloatAttr(*eps));
+                               rewriter.getF32FloatAttr(rms->eps));
     ++folded;
     calls += static_cast<int64_t>(chain.size()) - 1;
     // The chain, its intermediate buffers and the constants only it read.
@@ -196,28 +236,6 @@ struct FoldDecomposedLayerNorm : OpRewritePattern<culib::ElementwiseOp> {
 
   int64_t &folded, &calls, &bytes;
 };
-
-/// The squares of `x` as `t`, written for `reader` alone: pow(x, 2) or
-/// mul(x, x); the constant 2 (if any) in `two`.
-culib::ElementwiseOp squareWriting(Value t, Operation *reader, Value &x,
-                                   Value &two) {
-  auto op =
-      dyn_cast_or_null<culib::ElementwiseOp>(culib::soleWriter(t, {reader}));
-  if (!op || op.getY() != t || op.getInputs().size() != 2 || op.getAlpha() ||
-      op.getBeta())
-    return nullptr;
-  ValueRange in = op.getInputs();
-  if (op.getFn() == ElementwiseFn::Pow && scalarWeight(in[1]) == 2.f) {
-    x = in[0];
-    two = in[1];
-    return op;
-  }
-  if (op.getFn() == ElementwiseFn::Mul && in[0] == in[1]) {
-    x = in[0];
-    return op;
-  }
-  return nullptr;
-}
 
 /// RMSNorm as exporters write it (torch's x * rsqrt(mean(x^2) + eps) *
 /// weight, rsqrt being Sqrt then Reciprocal; or x / sqrt(...)):
@@ -268,41 +286,26 @@ struct FoldDecomposedRmsNorm : OpRewritePattern<culib::ElementwiseOp> {
     }
     if (!x)
       return failure();
-    auto sqrt = elementwiseWriting(s, ElementwiseFn::Sqrt, {chain.front()});
-    auto addEps = sqrt ? elementwiseWriting(sqrt.getInputs()[0],
-                                            ElementwiseFn::Add, {sqrt})
-                       : nullptr;
-    if (!addEps)
+    std::optional<RootMeanSquare> rms = rootMeanSquareWriting(s, chain.front());
+    if (!rms || rms->v != x)
       return failure();
-    int64_t axis = 0;
-    culib::ReduceOp mean;
-    Value epsValue;
-    for (Value in : addEps.getInputs())
-      if (!mean && (mean = meanWriting(in, addEps, axis)))
-        epsValue = otherInput(addEps, in);
-    std::optional<float> eps = mean ? scalarWeight(epsValue) : std::nullopt;
-    if (!eps)
-      return failure();
-    Value squared, two;
-    auto square = squareWriting(mean.getX(), mean, squared, two);
-    if (!square || squared != x)
-      return failure();
+    const int64_t axis = rms->axis;
     MemRefType xType = memrefOf(x);
     Value y = root.getY();
     if (!isa<FloatType>(xType.getElementType()) || memrefOf(y) != xType ||
         !isAffineParameter(scale, xType, axis))
       return failure();
-    chain.append({sqrt.getOperation(), addEps.getOperation(),
-                  mean.getOperation(), square.getOperation(),
+    chain.append({rms->sqrt.getOperation(), rms->addEps.getOperation(),
+                  rms->mean.getOperation(), rms->square.getOperation(),
                   root.getOperation()});
     // The call reads x and scale where the chain ends.
     for (Value read : {x, scale})
-      if (culib::writtenBetween(read, square, root, chain))
+      if (culib::writtenBetween(read, rms->square, root, chain))
         return failure();
     rewriter.setInsertionPoint(root);
     culib::RMSNormOp::create(rewriter, root.getLoc(), x, scale, y,
                              rewriter.getI64IntegerAttr(axis),
-                             rewriter.getF32FloatAttr(*eps));
+                             rewriter.getF32FloatAttr(rms->eps));
     ++folded;
     calls += static_cast<int64_t>(chain.size()) - 1;
     // The chain, its intermediate buffers and the constants only it read.
@@ -360,18 +363,8 @@ struct FoldDecomposedGroupNorm : OpRewritePattern<culib::ElementwiseOp> {
 
   LogicalResult matchAndRewrite(culib::ElementwiseOp root,
                                 PatternRewriter &rewriter) const override {
-    // y = mul(n4, scale) + bias, or y = mul(n4, scale), either order.
     culib::ElementwiseOp addBias, mulScale;
-    if (root.getFn() == ElementwiseFn::Add && root.getInputs().size() == 2) {
-      addBias = root;
-      for (Value in : root.getInputs())
-        if (!mulScale)
-          mulScale = elementwiseWriting(in, ElementwiseFn::Mul, {root});
-    } else if (root.getFn() == ElementwiseFn::Mul) {
-      mulScale = root;
-    }
-    if (!mulScale || mulScale.getInputs().size() != 2 || root.getAlpha() ||
-        root.getBeta())
+    if (!matchScaleAndBias(root, addBias, mulScale))
       return failure();
     culib::CopyOp back;
     Value normalised;
@@ -437,7 +430,8 @@ struct FoldScaledSoftmax : OpRewritePattern<culib::SoftmaxOp> {
                     int64_t &bytes)
       : OpRewritePattern(ctx), folded(folded), calls(calls), bytes(bytes) {}
 
-  /// `t` as x * s (or x / s) written for `reader` alone: the call, x and s.
+  /// `t` as x * s (or x / s, s a power of two) written for `reader` alone:
+  /// the call, x and the factor.
   static culib::ElementwiseOp scaleWriting(Value t, Operation *reader, Value &x,
                                            float &s) {
     for (ElementwiseFn fn : {ElementwiseFn::Mul, ElementwiseFn::Div}) {
@@ -450,11 +444,13 @@ struct FoldScaledSoftmax : OpRewritePattern<culib::SoftmaxOp> {
         orders.push_back({op.getInputs()[1], op.getInputs()[0]});
       for (auto [in, scale] : orders) {
         std::optional<double> value = culib::scalarWeightValue(scale);
-        if (!value || memrefOf(in) != memrefOf(t) || *value == 0.0)
+        std::optional<double> factor =
+            value ? culib::exactFactor(*value, fn == ElementwiseFn::Div)
+                  : std::nullopt;
+        if (!factor || memrefOf(in) != memrefOf(t))
           continue;
         x = in;
-        s = static_cast<float>(fn == ElementwiseFn::Mul ? *value
-                                                        : 1.0 / *value);
+        s = static_cast<float>(*factor);
         return op;
       }
     }
@@ -480,7 +476,7 @@ struct FoldScaledSoftmax : OpRewritePattern<culib::SoftmaxOp> {
                           std::pair(add.getInputs()[1], add.getInputs()[0])}) {
         if (mask || memrefOf(u) != type || u == m ||
             memrefOf(m).getElementType() != type.getElementType() ||
-            memrefOf(m).getRank() > rank)
+            !culib::broadcastsTo(memrefOf(m).getShape(), type.getShape()))
           continue;
         mask = m;
         x = u;
@@ -498,16 +494,6 @@ struct FoldScaledSoftmax : OpRewritePattern<culib::SoftmaxOp> {
     }
     if (chain.empty())
       return rewriter.notifyMatchFailure(softmax, "no scale or mask before");
-    if (mask) {
-      // The mask broadcasts onto x (numpy rules).
-      ArrayRef<int64_t> ms = memrefOf(mask).getShape(), xs = type.getShape();
-      for (size_t i = 0; i < ms.size(); ++i) {
-        int64_t d = ms[ms.size() - 1 - i], e = xs[xs.size() - 1 - i];
-        if (d != 1 && d != e)
-          return rewriter.notifyMatchFailure(softmax,
-                                             "mask does not broadcast");
-      }
-    }
     // The chain's first call (pushed last); the new call reads x and the
     // mask where the softmax ran.
     Operation *first = chain.back();

@@ -20,6 +20,9 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <cmath>
+#include <optional>
+
 namespace mp::culib {
 
 /// Whether call `op` writes `buffer` (one of its outs).
@@ -88,6 +91,18 @@ inline std::optional<llvm::APFloat> scalarFloatWeight(mlir::Value v) {
 inline std::optional<double> scalarWeightValue(mlir::Value v) {
   std::optional<llvm::APFloat> value = scalarFloatWeight(v);
   return value ? std::optional<double>(value->convertToDouble()) : std::nullopt;
+}
+
+/// What a multiplication by `value` (or, with `divide`, a division by it)
+/// multiplies by, when a fused call can apply it exactly as a factor: the
+/// value itself, or its inverse when that is exact (a power of two).
+inline std::optional<double> exactFactor(double value, bool divide) {
+  if (!divide)
+    return value;
+  int exponent = 0;
+  if (value == 0 || std::frexp(value, &exponent) != 0.5)
+    return std::nullopt; // 1 / value would be rounded
+  return 1.0 / value;
 }
 
 /// The elementwise call `fn` (without alpha or beta) that alone writes `t`

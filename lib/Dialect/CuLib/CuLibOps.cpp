@@ -279,9 +279,7 @@ LogicalResult SoftmaxOp::verify() {
 // Kernels
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// True when `from` broadcasts (numpy rules) to exactly `to`.
-bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
+bool mp::culib::broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
   if (from.size() > to.size())
     return false;
   size_t offset = to.size() - from.size();
@@ -290,7 +288,6 @@ bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
       return false;
   return true;
 }
-} // namespace
 
 LogicalResult ScaledSoftmaxOp::verify() {
   if (failed(verifyBuffer(*this, getX(), "X")) ||

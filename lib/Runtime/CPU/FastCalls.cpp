@@ -4,11 +4,11 @@
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/CPU/Kernels.h"
 #include "mp/Runtime/CPU/VectorMath.h"
-#include "mp/Runtime/Half.h"
 
 #ifdef MP_RUNTIME_HAVE_ONEDNN
 #include "OneDNN/OneDnn.h"
 #endif
+#include "KernelUtil.h"
 #include "Parallel.h"
 
 #ifdef _OPENMP
@@ -118,60 +118,36 @@ public:
     detail::parallelItems(rows, len * 8, [&](int64_t r) {
       thread_local std::vector<float> row, maskRow;
       row.resize(static_cast<size_t>(len));
-      convertToF32(x_.dtype,
-                   static_cast<const char *>(x_.data) + r * len * xBytes,
-                   row.data(), len);
+      detail::toF32(x_.dtype,
+                    static_cast<const char *>(x_.data) + r * len * xBytes,
+                    row.data(), len);
       for (float &v : row)
         v *= scale_;
       if (!maskStrides_.empty()) {
-        int64_t offset = 0, rest = r;
-        for (size_t d = rank - 1; d-- > 0;) {
-          offset += (rest % x_.shape[d]) * maskStrides_[d];
-          rest /= x_.shape[d];
-        }
+        const int64_t offset = broadcastRowOffset(x_.shape, maskStrides_, r);
         const int64_t step = maskStrides_[rank - 1];
         const char *base = static_cast<const char *>(mask_.data);
         if (step == 1) {
           maskRow.resize(static_cast<size_t>(len));
-          convertToF32(mask_.dtype, base + offset * maskBytes, maskRow.data(),
-                       len);
+          detail::toF32(mask_.dtype, base + offset * maskBytes, maskRow.data(),
+                        len);
           for (int64_t j = 0; j < len; ++j)
             row[j] += maskRow[j];
         } else {
           float m = 0;
-          convertToF32(mask_.dtype, base + offset * maskBytes, &m, 1);
+          detail::toF32(mask_.dtype, base + offset * maskBytes, &m, 1);
           for (float &v : row)
             v += m; // step 0: one mask value for the whole row
         }
       }
       softmaxInPlace(row.data(), len);
-      convertFromF32(row.data(), y_.dtype,
-                     static_cast<char *>(y_.data) + r * len * xBytes, len);
+      detail::fromF32(row.data(), y_.dtype,
+                      static_cast<char *>(y_.data) + r * len * xBytes, len);
     });
     return Status::ok();
   }
 
 private:
-  /// n values of dtype t (f32, f16, bf16) at src as f32, and back.
-  static void convertToF32(DType t, const void *src, float *dst, int64_t n) {
-    const auto count = static_cast<size_t>(n);
-    if (t == DType::F16)
-      convertF16ToF32(static_cast<const uint16_t *>(src), dst, count);
-    else if (t == DType::BF16)
-      convertBF16ToF32(static_cast<const uint16_t *>(src), dst, count);
-    else
-      std::copy_n(static_cast<const float *>(src), count, dst);
-  }
-  static void convertFromF32(const float *src, DType t, void *dst, int64_t n) {
-    const auto count = static_cast<size_t>(n);
-    if (t == DType::F16)
-      convertF32ToF16(src, static_cast<uint16_t *>(dst), count);
-    else if (t == DType::BF16)
-      convertF32ToBF16(src, static_cast<uint16_t *>(dst), count);
-    else
-      std::copy_n(src, count, static_cast<float *>(dst));
-  }
-
   TensorView x_, y_, mask_;
   std::vector<int64_t> maskStrides_;
   float scale_;

@@ -551,3 +551,28 @@ void fromF64(const double *src, const TensorView &v) {
 }
 
 } // namespace mp::rt::cpu::detail
+
+namespace mp::rt::cpu {
+
+std::vector<int64_t> broadcastStridesOf(const Shape &from, const Shape &shape) {
+  std::vector<int64_t> strides(shape.size(), 0);
+  int64_t stride = 1;
+  for (size_t i = 0; i < from.size() && i < shape.size(); ++i) {
+    const size_t f = from.size() - 1 - i, d = shape.size() - 1 - i;
+    strides[d] = from[f] == 1 ? 0 : stride;
+    stride *= from[f];
+  }
+  return strides;
+}
+
+int64_t broadcastRowOffset(const Shape &shape,
+                           const std::vector<int64_t> &strides, int64_t row) {
+  int64_t offset = 0;
+  for (size_t d = shape.size() - 1; d-- > 0;) {
+    offset += (row % shape[d]) * strides[d];
+    row /= shape[d];
+  }
+  return offset;
+}
+
+} // namespace mp::rt::cpu

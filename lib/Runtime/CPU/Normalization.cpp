@@ -244,7 +244,8 @@ Status rmsNorm(const TensorView &x, const TensorView &scale,
     return s;
   size_t elt = byteSize(x.dtype);
   detail::parallelItems(rows, rowSize, [&](int64_t i) {
-    std::vector<float> row(static_cast<size_t>(rowSize));
+    thread_local std::vector<float> row;
+    row.resize(static_cast<size_t>(rowSize));
     const char *src = static_cast<const char *>(x.data) + i * rowSize * elt;
     toF32(x.dtype, src, row.data(), rowSize);
     double squares = 0.0;
@@ -334,7 +335,8 @@ Status groupNorm(const TensorView &x, const TensorView &scale,
   const int64_t groupSize = perGroup * spatial;
   detail::parallelItems(n * groups, groupSize, [&](int64_t item) {
     // Group `item % groups` of image `item / groups`: contiguous.
-    std::vector<float> values(static_cast<size_t>(groupSize));
+    thread_local std::vector<float> values;
+    values.resize(static_cast<size_t>(groupSize));
     const int64_t first = item * groupSize;
     toF32(x.dtype, static_cast<const char *>(x.data) + first * elt,
           values.data(), groupSize);

@@ -146,18 +146,6 @@ Status logSoftmax(const TensorView &x, const TensorView &y, int64_t axis) {
 // softmax(x * scale + mask) over the last dim
 //===----------------------------------------------------------------------===//
 
-std::vector<int64_t> broadcastStridesOf(const Shape &maskShape,
-                                        const Shape &shape) {
-  std::vector<int64_t> strides(shape.size(), 0);
-  int64_t stride = 1;
-  for (size_t i = 0; i < maskShape.size(); ++i) {
-    const size_t m = maskShape.size() - 1 - i, d = shape.size() - 1 - i;
-    strides[d] = maskShape[m] == 1 ? 0 : stride;
-    stride *= maskShape[m];
-  }
-  return strides;
-}
-
 Status checkScaledSoftmax(const TensorView &x, const TensorView *mask,
                           const TensorView &y) {
   constexpr std::string_view kOp = "scaled_softmax";
@@ -225,11 +213,7 @@ Status scaledSoftmax(const TensorView &x, const TensorView *mask,
       row[j] = f64 ? row[j] * scale
                    : static_cast<double>(static_cast<float>(row[j]) * scale);
     if (mask) {
-      int64_t offset = 0, rest = r;
-      for (size_t d = rank - 1; d-- > 0;) {
-        offset += (rest % x.shape[d]) * maskStrides[d];
-        rest /= x.shape[d];
-      }
+      const int64_t offset = broadcastRowOffset(x.shape, maskStrides, r);
       const int64_t step = maskStrides[rank - 1];
       const size_t elt = byteSize(mask->dtype);
       for (int64_t j = 0; j < len; ++j) {

@@ -15,6 +15,7 @@
 
 #include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/Kernels.h"
 #include "mp/Runtime/CPU/NNKernels.h"
 
 #include <algorithm>
@@ -36,18 +37,9 @@ namespace {
 void broadcastStrides(const Shape &v, const Shape &target, int64_t *strides,
                       int32_t &dense) {
   dense = rt::numElements(v) == rt::numElements(target);
-  size_t lead = target.size() - v.size();
-  int64_t s = 1;
-  for (size_t i = target.size(); i-- > 0;) {
-    int64_t stride = 0;
-    if (i >= lead) {
-      int64_t d = v[i - lead];
-      stride = d == 1 ? 0 : s;
-      s *= d;
-    }
-    if (i < static_cast<size_t>(kMaxDims))
-      strides[i] = stride;
-  }
+  const std::vector<int64_t> all = cpu::broadcastStridesOf(v, target);
+  for (size_t i = 0; i < all.size() && i < static_cast<size_t>(kMaxDims); ++i)
+    strides[i] = all[i];
 }
 
 } // namespace

@@ -28,6 +28,9 @@ llvm::StringRef spellingOf(rt::cpu::ReduceFn fn);
 /// The plan's spelling of a culib enum attribute (layout, epilogue, the
 /// reductions, the functions); nullopt for other attributes.
 std::optional<llvm::StringRef> enumSpelling(mlir::Attribute attr);
+/// True when a shape `from` broadcasts (numpy rules) to exactly `to` (the
+/// verifiers' and the fusion passes' rule for broadcast operands).
+bool broadcastsTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
 } // namespace mp::culib
 
 #define GET_ATTRDEF_CLASSES

@@ -172,7 +172,8 @@ def FuseNorms : Pass<"culib-fuse-norms", "mlir::func::FuncOp"> {
     per-channel bias, optional) becomes one `culib.group_norm` (groups,
     the instance norm's epsilon): the same statistics, two copies and an
     elementwise call fewer. A softmax over the last dim whose input is x
-    times a constant one-element float (or x divided by one), x plus a
+    times a constant one-element float (or x divided by one whose inverse
+    is exact, a power of two), x plus a
     mask (x's type, broadcast onto x), or both, becomes one
     `culib.scaled_softmax` (scale, mask): x scaled and masked in f32 inside
     the call, rounded once. With `report`, a

@@ -256,10 +256,14 @@ Status scaledSoftmax(const TensorView &x, const TensorView *mask,
 /// the CUDA backend's planning).
 Status checkScaledSoftmax(const TensorView &x, const TensorView *mask,
                           const TensorView &y);
-/// The element strides of `mask` broadcast onto `shape` (0 along the dims
-/// it repeats), one per dim of `shape`.
-std::vector<int64_t> broadcastStridesOf(const Shape &maskShape,
-                                        const Shape &shape);
+/// The element strides of a tensor of shape `from` broadcast (numpy rules)
+/// onto `shape`: one per dim of `shape`, 0 along the dims it repeats
+/// (shared with the CUDA backend's planning).
+std::vector<int64_t> broadcastStridesOf(const Shape &from, const Shape &shape);
+/// With those strides, where the broadcast tensor's values for row `row` of
+/// `shape` (rows over every dim but the last) start.
+int64_t broadcastRowOffset(const Shape &shape,
+                           const std::vector<int64_t> &strides, int64_t row);
 /// y = (x - max) - log(sum(exp(x - max))) along `axis`, as ONNX LogSoftmax-13.
 Status logSoftmax(const TensorView &x, const TensorView &y, int64_t axis = -1);
 /// softmax's (log: logSoftmax's) checks without running it; `axis`

@@ -325,13 +325,14 @@ func.func @scaled_softmax(%x: memref<2x4x6xf16>, %mask: memref<2x1x6xf16>) -> (m
   return %y, %y2, %y3 : memref<2x4x6xf16>, memref<2x4x6xf16>, memref<2x4x6xf16>
 }
 
-// Kept: a softmax over another dim than the last, a log-softmax, and a
-// scaled input read by another call too.
+// Kept: a softmax over another dim than the last, a log-softmax, a
+// scaled input read by another call too, and a division by 3 (its inverse
+// would be rounded).
 // CHECK-LABEL: func.func @scaled_softmax_kept
 // CHECK-NOT: culib.scaled_softmax
 // CHECK: return
 // REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s), 0 group norm(s) and 0 scaled or masked softmax(es)
-func.func @scaled_softmax_kept(%x: memref<2x4x6xf32>) -> (memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>) {
+func.func @scaled_softmax_kept(%x: memref<2x4x6xf32>) -> (memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>) {
   %half = culib.weight "half" dense<0.5> : tensor<1xf32> : memref<1xf32>
   %s = culib.alloc : memref<2x4x6xf32>
   culib.elementwise mul ins(%x, %half) outs(%s) : memref<2x4x6xf32>, memref<1xf32>, memref<2x4x6xf32>
@@ -345,5 +346,10 @@ func.func @scaled_softmax_kept(%x: memref<2x4x6xf32>) -> (memref<2x4x6xf32>, mem
   culib.elementwise mul ins(%x, %half) outs(%s3) : memref<2x4x6xf32>, memref<1xf32>, memref<2x4x6xf32>
   %y3 = culib.alloc : memref<2x4x6xf32>
   culib.softmax ins(%s3) outs(%y3) {axis = 2 : i64} : memref<2x4x6xf32>, memref<2x4x6xf32>
-  return %y, %y2, %y3, %s3 : memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>
+  %three = culib.weight "three" dense<3.0> : tensor<1xf32> : memref<1xf32>
+  %s4 = culib.alloc : memref<2x4x6xf32>
+  culib.elementwise div ins(%x, %three) outs(%s4) : memref<2x4x6xf32>, memref<1xf32>, memref<2x4x6xf32>
+  %y4 = culib.alloc : memref<2x4x6xf32>
+  culib.softmax ins(%s4) outs(%y4) {axis = 2 : i64} : memref<2x4x6xf32>, memref<2x4x6xf32>
+  return %y, %y2, %y3, %s3, %y4 : memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>
 }
