@@ -29,6 +29,9 @@ void mp::buildCompilePipeline(mlir::OpPassManager &pm,
     pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseNorms(norms));
     pm.addNestedPass<mlir::func::FuncOp>(
         mp::createFuseElementwise(elementwise));
+    HoistWeightCallsOptions hoist;
+    hoist.record = record;
+    pm.addNestedPass<mlir::func::FuncOp>(mp::createHoistWeightCalls(hoist));
     if (record)
       pm.addPass(
           mp::createFusionReport(FusionReportOptions{fusionReport.str()}));

@@ -16,8 +16,10 @@
 #include <new>
 #include <numeric>
 #include <optional>
+#include <set>
+#include <type_traits>
 #include <unordered_map>
-
+#include <variant>
 
 namespace mp::rt {
 
@@ -104,7 +106,10 @@ public:
     FilterChain chain;
     chain.calls = {writerOf_[filter]};
     uint32_t from = plan_.calls[chain.calls[0]].operands[0];
-    if (plan_.buffer(from)->storage == BufferStorage::Arena) {
+    // (Calls at load make Derived buffers: a chain of them is folded too,
+    // and the buffers they made are then not kept.)
+    if (plan_.buffer(from)->storage == BufferStorage::Arena ||
+        plan_.buffer(from)->storage == BufferStorage::Derived) {
       // Cast from a weight or state buffer that only this transpose reads.
       size_t cast = writerOf_[from];
       if (writers_[from] != 1 || readers_[from] != 1 ||
@@ -112,7 +117,8 @@ public:
         return std::nullopt;
       chain.calls.insert(chain.calls.begin(), cast);
       from = plan_.calls[cast].operands[0];
-      if (plan_.buffer(from)->storage == BufferStorage::Arena)
+      if (plan_.buffer(from)->storage == BufferStorage::Arena ||
+          plan_.buffer(from)->storage == BufferStorage::Derived)
         return std::nullopt;
     }
     // The source keeps its value from the chain's first call to call i (an
@@ -190,10 +196,83 @@ detail::WeakCache<TransposeKey, void> &transposedWeights() {
   return cache;
 }
 
+/// The buffers a plan's calls at load make (BufferStorage::Derived), in one
+/// block shared by the executors of the plan (WeakCache.h): named by the
+/// bytes of the weights those calls read and by the calls themselves, so
+/// that copies of one plan share it and no other plan finds it.
+struct DerivedKey {
+  std::vector<const void *> weights;
+  std::string calls; ///< the calls at load, spelled out
+  size_t bytes = 0;  ///< the block's
+  bool operator==(const DerivedKey &o) const {
+    return weights == o.weights && calls == o.calls && bytes == o.bytes;
+  }
+};
+detail::WeakCache<DerivedKey, void> &derivedBuffers() {
+  static detail::WeakCache<DerivedKey, void> cache;
+  return cache;
+}
+
+/// An attribute's value spelled out (for DerivedKey).
+std::string attrValueString(const PlanAttrValue &value) {
+  return std::visit(
+      [](const auto &v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>)
+          return v;
+        else if constexpr (std::is_arithmetic_v<T>)
+          return std::to_string(v);
+        else {
+          std::string out = "[";
+          for (const auto &e : v)
+            out += std::to_string(e) + ",";
+          return out + "]";
+        }
+      },
+      value);
+}
+
+/// Each Derived buffer's offset in its block (64-byte aligned), the block's
+/// size and key.
+struct DerivedLayout {
+  std::map<uint32_t, size_t> offsets;
+  DerivedKey key;
+};
+DerivedLayout layOutDerived(const Plan &plan) {
+  DerivedLayout layout;
+  for (const PlanBuffer &b : plan.buffers)
+    if (b.storage == BufferStorage::Derived) {
+      layout.offsets[b.id] = layout.key.bytes;
+      layout.key.bytes += (b.byteCount() + 63) / 64 * 64;
+    }
+  for (size_t i = 0; i < plan.calls.size(); ++i) {
+    const PlanCall &c = plan.calls[i];
+    if (!c.atLoad)
+      continue;
+    std::string &s = layout.key.calls;
+    s += c.kind + "(";
+    for (uint32_t id : c.operands) {
+      s += std::to_string(id) + ",";
+      const PlanBuffer *b = plan.buffer(id);
+      if (b->storage == BufferStorage::Weight)
+        layout.key.weights.push_back(plan.weights[b->weight].data);
+    }
+    s += ")->(";
+    for (uint32_t id : c.results)
+      s += std::to_string(id) + ",";
+    s += ")";
+    for (const PlanAttr &a : c.attributes)
+      s += a.name + "=" + attrValueString(a.value) + ";";
+  }
+  return layout;
+}
+
 } // namespace
 
 size_t preparedWeightBytes() {
   return cpu::preparedConstantBytes() +
+         derivedBuffers().liveBytes(
+             [](const DerivedKey &key, const void *) { return key.bytes; }) +
          transposedWeights().liveBytes(
              [](const TransposeKey &key, const void *) {
                return static_cast<size_t>(numElements(key.shape)) *
@@ -223,6 +302,8 @@ std::vector<CallTimes::KindRow> CallTimes::byKind(const Plan &plan) const {
   std::map<std::string, KindRow> rows;
   double perRun = msPerRun();
   for (size_t i = 0; i < totalMs.size() && i < plan.calls.size(); ++i) {
+    if (plan.calls[i].atLoad) // not part of a run
+      continue;
     KindRow &row = rows[plan.calls[i].kind];
     row.kind = plan.calls[i].kind;
     ++row.calls;
@@ -382,6 +463,8 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
       exec.state_.push_back(std::move(slot));
       break;
     }
+    case BufferStorage::Derived:
+      break; // below, once the others are placed
     }
   }
   std::sort(exec.state_.begin(), exec.state_.end(),
@@ -396,6 +479,60 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
     v.data = exec.bufferData_[id];
     return v;
   };
+  // Buffers made at load: the calls at load run now (the reference kernels:
+  // once, so speed does not matter), into a block the executors of the plan
+  // share; on every run they are skipped.
+  DerivedLayout derived = layOutDerived(plan);
+  uintptr_t derivedBegin = 0, derivedEnd = 0; // the block's addresses
+  auto placeDerived = [&](void *block) {
+    for (auto [id, offset] : derived.offsets)
+      exec.bufferData_[id] = static_cast<unsigned char *>(block) + offset;
+  };
+  if (!derived.offsets.empty()) {
+    Status failedAtLoad = Status::ok();
+    exec.derived_ =
+        derivedBuffers().get(derived.key, [&]() -> std::shared_ptr<void> {
+          std::shared_ptr<void> block(allocateZeroed(derived.key.bytes),
+                                      AlignedFree());
+          if (!block) {
+            failedAtLoad = Status::error(name + ": cannot allocate " +
+                                         std::to_string(derived.key.bytes) +
+                                         " bytes for the buffers made at load");
+            return nullptr;
+          }
+          placeDerived(block.get());
+          for (size_t i = 0; i < plan.calls.size(); ++i) {
+            const PlanCall &call = plan.calls[i];
+            if (!call.atLoad)
+              continue;
+            std::vector<TensorView> operands, results;
+            for (uint32_t id : call.operands)
+              operands.push_back(viewOf(id));
+            for (uint32_t id : call.results)
+              results.push_back(viewOf(id));
+            if (Status s = exec.prepared_[i].fn(
+                    cpu::CallArgs{call, operands, results,
+                                  exec.workspace_.get(), exec.workspaceSize_});
+                !s) {
+              failedAtLoad =
+                  Status::error(call.describe(i) + " at load: " + s.message());
+              return nullptr;
+            }
+          }
+          return block;
+        });
+    if (!exec.derived_)
+      return failedAtLoad;
+    placeDerived(exec.derived_.get());
+    derivedBegin = reinterpret_cast<uintptr_t>(exec.derived_.get());
+    derivedEnd = derivedBegin + derived.key.bytes;
+    for (size_t i = 0; i < plan.calls.size(); ++i)
+      if (plan.calls[i].atLoad) {
+        exec.prepared_[i].skipped = true;
+        exec.prepared_[i].whyOwn = "ran once, at load";
+      }
+  }
+
   // Filters a plan transposes from a weight on every run (channels-last
   // convolutions read [K, R, S, C] made from the weight's [K, C, R, S]):
   // when the transposed buffer's one reader gets a fast call, the transpose
@@ -436,16 +573,19 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
   };
 
   size_t fastScratch = 0;
+  std::set<size_t> filterFromSource; // calls whose filter chain is folded
   for (size_t i = 0; i < plan.calls.size(); ++i) {
     Prepared &p = exec.prepared_[i];
     std::vector<bool> constant;
     for (uint32_t id : plan.calls[i].operands) {
       p.operands.push_back(viewOf(id));
-      constant.push_back(plan.buffer(id)->storage == BufferStorage::Weight);
+      BufferStorage storage = plan.buffer(id)->storage;
+      constant.push_back(storage == BufferStorage::Weight ||
+                         storage == BufferStorage::Derived);
     }
     for (uint32_t id : plan.calls[i].results)
       p.results.push_back(viewOf(id));
-    if (p.skipped) // folded into an earlier call's filter reorder
+    if (p.skipped) // ran at load, or folded into a filter reorder
       continue;
     if (options.kernels != cpu::CpuKernels::Fast) {
       p.whyOwn = "the reference kernels were asked for";
@@ -465,6 +605,8 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
       cpu::FilterSource filter{viewOf(chain->buffer),
                                plan.buffer(chain->buffer)->storage ==
                                    BufferStorage::Weight};
+      // (chain->buffer is a weight or state: a Derived buffer only ends a
+      // chain when no cast leads to it, and operandChain then refuses.)
       choice = cpu::prepareFastCall(plan.calls[i], p.operands, p.results,
                                     constant, &filter);
       if (!choice.filterFromSource)
@@ -518,6 +660,8 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
     if (!p.fast)
       continue;
     fastScratch = std::max(fastScratch, p.fast->scratchBytes());
+    if (choice.filterFromSource && !dwChain)
+      filterFromSource.insert(i);
     if (choice.filterFromSource) {
       if (dwChain) {
         skipAsFolded({dwChain->calls, {i}});
@@ -541,6 +685,41 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
   for (const auto &[transpose, chain] : folded)
     if (chain.readers.size() == readers[plan.calls[transpose].results[0]])
       skipAsFolded(chain);
+  // The buffers made at load are not kept when no call of a run reads them
+  // any more: every convolution reading a filter made at load took its
+  // channels-first weight instead (its reorder transposes and casts), as
+  // the inference plans of f32 and bf16 convolutions do.
+  if (exec.derived_) {
+    auto isDerived = [&](uint32_t id) {
+      return plan.buffer(id)->storage == BufferStorage::Derived;
+    };
+    bool needed =
+        std::any_of(plan.outputs.begin(), plan.outputs.end(),
+                    [&](const PlanBinding &b) { return isDerived(b.buffer); });
+    for (size_t i = 0; i < plan.calls.size() && !needed; ++i) {
+      if (plan.calls[i].atLoad || exec.prepared_[i].skipped)
+        continue;
+      const std::vector<uint32_t> &ops = plan.calls[i].operands;
+      for (size_t k = 0; k < ops.size(); ++k)
+        needed |= isDerived(ops[k]) && !(k == 1 && filterFromSource.count(i));
+    }
+    if (!needed) {
+      // No view keeps pointing into the freed block.
+      auto inBlock = [&](const void *data) {
+        auto at = reinterpret_cast<uintptr_t>(data);
+        return at >= derivedBegin && at < derivedEnd;
+      };
+      exec.derived_.reset();
+      for (Prepared &p : exec.prepared_) {
+        for (TensorView &v : p.operands)
+          if (inBlock(v.data))
+            v.data = nullptr;
+        for (TensorView &v : p.results)
+          if (inBlock(v.data))
+            v.data = nullptr;
+      }
+    }
+  }
   // The library's scratch memory is the workspace too (one call runs at a
   // time).
   if (fastScratch > exec.workspaceSize_) {

@@ -232,6 +232,12 @@ bool hasFormat15Activation(const PlanCall &c) {
 uint32_t Plan::requiredFormatMinor() const {
   uint32_t fused = 0;
   for (const PlanCall &c : calls)
+    if (c.atLoad)
+      return 7;
+  for (const PlanBuffer &b : buffers)
+    if (b.storage == BufferStorage::Derived)
+      return 7;
+  for (const PlanCall &c : calls)
     if (c.kind == "kernel.rms_norm" || c.kind == "kernel.group_norm" ||
         c.kind == "kernel.scaled_softmax")
       return 6;
@@ -480,6 +486,8 @@ Status validatePlan(const Plan &plan, const std::string &name,
       }
       break;
     }
+    case BufferStorage::Derived:
+      break; // its writer at load is checked with the calls
     default:
       return fail(what + " has an unknown storage kind " +
                   std::to_string(static_cast<int>(b.storage)));
@@ -514,6 +522,10 @@ Status validatePlan(const Plan &plan, const std::string &name,
                     ", but its " + bufferName(*b) + " is " +
                     typeString(b->dtype, b->shape));
       if (isInput) {
+        if (b->storage == BufferStorage::Derived)
+          return fail(what + " uses " + bufferName(*b) +
+                      ", which is made at load (inputs are written: they "
+                      "must be arena or state buffers)");
         if (b->storage == BufferStorage::Weight)
           return fail(what + " uses " + bufferName(*b) + ", which holds weight " +
                       quoted(plan.weights[b->weight].name) +
@@ -532,20 +544,47 @@ Status validatePlan(const Plan &plan, const std::string &name,
   if (Status s = checkBindings(plan.outputs, "output", false); !s)
     return s;
 
-  // Calls.
+  // Calls. A Derived buffer is written by one call at load, and read (at
+  // load) only after it.
+  std::vector<bool> madeAtLoad(n, false);
   for (size_t i = 0; i < plan.calls.size(); ++i) {
     const PlanCall &c = plan.calls[i];
     if (c.kind.empty())
       return fail(c.describe(i) + " has no kind");
-    for (uint32_t id : c.operands)
-      if (!lookup(id))
+    for (uint32_t id : c.operands) {
+      const PlanBuffer *b = lookup(id);
+      if (!b)
         return fail(c.describe(i) + " uses buffer " + std::to_string(id) +
                     ", which does not exist");
+      if (c.atLoad && b->storage != BufferStorage::Weight &&
+          !(b->storage == BufferStorage::Derived && madeAtLoad[id]))
+        return fail(c.describe(i) + " runs at load but reads " +
+                    bufferName(*b) +
+                    (b->storage == BufferStorage::Derived
+                         ? ", which no earlier call at load writes"
+                         : ", which is neither a weight nor made at load"));
+      if (!c.atLoad && b->storage == BufferStorage::Derived && !madeAtLoad[id])
+        return fail(c.describe(i) + " reads " + bufferName(*b) +
+                    ", which is made at load, but no call at load writes it");
+    }
     for (uint32_t id : c.results) {
       const PlanBuffer *b = lookup(id);
       if (!b)
         return fail(c.describe(i) + " writes buffer " + std::to_string(id) +
                     ", which does not exist");
+      if (c.atLoad != (b->storage == BufferStorage::Derived))
+        return fail(c.describe(i) + (c.atLoad ? " runs at load and " : " ") +
+                    "writes " + bufferName(*b) +
+                    (c.atLoad ? ", which is not made at load (a call at load "
+                                "writes only Derived buffers)"
+                              : ", which is made at load (only calls at load "
+                                "write it)"));
+      if (c.atLoad && madeAtLoad[id])
+        return fail(c.describe(i) + " writes " + bufferName(*b) +
+                    ", which an earlier call at load wrote (a buffer made at "
+                    "load has one writer)");
+      if (c.atLoad)
+        madeAtLoad[id] = true;
       if (b->storage == BufferStorage::Weight)
         return fail(c.describe(i) + " writes " + bufferName(*b) +
                     ", which holds weight " +

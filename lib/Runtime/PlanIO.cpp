@@ -244,7 +244,7 @@ Result<Plan> parseBytes(const uint8_t *data, size_t size,
       out.dtype = static_cast<DType>(b->dtype());
       out.shape = toShape(b->shape());
       auto storage = static_cast<uint8_t>(b->storage());
-      if (storage > static_cast<uint8_t>(BufferStorage::State))
+      if (storage > static_cast<uint8_t>(BufferStorage::Derived))
         return fail("buffer #" + std::to_string(i) + " (id " +
                     std::to_string(b->id()) + ") has an unknown storage kind " +
                     std::to_string(storage));
@@ -282,6 +282,7 @@ Result<Plan> parseBytes(const uint8_t *data, size_t size,
       out.results = toVector(c->results());
       out.workspaceSize = c->workspace_size();
       out.location = toString(c->location());
+      out.atLoad = c->at_load();
       const auto *attrs = c->attributes();
       if (!attrs)
         continue;
@@ -449,7 +450,8 @@ void buildMetadata(flatbuffers::FlatBufferBuilder &fbb, const Plan &plan,
     auto attrVec = fbb.CreateVector(attrs);
     auto location = optString(c.location);
     calls.push_back(fb::CreateCall(fbb, kind, operands, results,
-                                   c.workspaceSize, attrVec, location));
+                                   c.workspaceSize, attrVec, location,
+                                   c.atLoad));
   }
 
   flatbuffers::Offset<fb::TrainingInfo> training;

@@ -201,6 +201,13 @@ struct ExportPlanPass : public mp::impl::ExportPlanBase<ExportPlanPass> {
 
     for (Operation &op : func.getBody().front()) {
       if (auto alloc = dyn_cast<culib::AllocOp>(op)) {
+        if (alloc.getAtLoad()) {
+          if (!addBuffer(alloc.getBuffer(), alloc.getLoc(),
+                         getNodeName(alloc.getLoc())))
+            return std::nullopt;
+          plan.buffers.back().storage = rt::BufferStorage::Derived;
+          continue;
+        }
         if (!alloc.getOffset()) {
           alloc.emitError("buffer has no arena offset: run culib-plan-memory");
           return std::nullopt;
@@ -277,6 +284,7 @@ struct ExportPlanPass : public mp::impl::ExportPlanBase<ExportPlanPass> {
       }
       rt::PlanCall call;
       call.kind = buffers->kind;
+      call.atLoad = op.hasAttr(culib::kAtLoadAttr);
       call.location = getNodeName(op.getLoc());
       auto collect = [&](ArrayRef<NamedBuffer> list,
                          std::vector<uint32_t> &ids) {
@@ -303,7 +311,8 @@ struct ExportPlanPass : public mp::impl::ExportPlanBase<ExportPlanPass> {
       NamedAttrList attrs(op.getAttrs());
       op.getName().populateDefaultAttrs(attrs);
       for (NamedAttribute attr : attrs) {
-        if (attr.getName() == "operandSegmentSizes")
+        if (attr.getName() == "operandSegmentSizes" ||
+            attr.getName() == culib::kAtLoadAttr)
           continue;
         std::optional<rt::PlanAttrValue> value = convertAttr(attr.getValue());
         if (!value) {

@@ -91,7 +91,9 @@ struct FusionReportPass : public mp::impl::FusionReportBase<FusionReportPass> {
       FunctionFigures figures;
       figures.name = func.getSymName().str();
       func.walk([&](Operation *op) {
-        figures.callsAfter += culib::getCallBuffers(op).has_value();
+        // Calls per run: those at load run once.
+        figures.callsAfter += culib::getCallBuffers(op).has_value() &&
+                              !op->hasAttr(culib::kAtLoadAttr);
       });
       if (auto record =
               func->getAttrOfType<ArrayAttr>(culib::kFusionRecordAttr)) {

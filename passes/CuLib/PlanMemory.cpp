@@ -75,6 +75,8 @@ struct PlanMemoryPass : public mp::impl::PlanMemoryBase<PlanMemoryPass> {
       unplannedBytes += size;
     }
     for (auto alloc : body.getOps<culib::AllocOp>()) {
+      if (alloc.getAtLoad()) // memory of its own, made at load
+        continue;
       int64_t size = bytesOf(alloc.getType());
       int64_t start = index[alloc];
       intervals.push_back({alloc, -1, start, lastUse(alloc, start), size});

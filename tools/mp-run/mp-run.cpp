@@ -996,12 +996,25 @@ void printPlan(const Plan &plan) {
       external ? ", " + std::to_string(external) + " external (" +
                      std::to_string(externalBytes) + " bytes)"
                : std::string();
+  size_t atLoad = 0;
+  uint64_t derivedBytes = 0;
+  for (const PlanCall &c : plan.calls)
+    atLoad += c.atLoad;
+  for (const PlanBuffer &b : plan.buffers)
+    if (b.storage == BufferStorage::Derived)
+      derivedBytes += b.byteCount();
+  // Calls per run first: those at load run once, when the plan is loaded.
+  std::string atLoadText = atLoad ? " per run, " + std::to_string(atLoad) +
+                                        " at load (making " +
+                                        std::to_string(derivedBytes) + " bytes)"
+                                  : std::string();
   std::printf("arena: %llu bytes; workspace: %llu bytes; weights: %zu (%llu "
-              "bytes%s); buffers: %zu; calls: %zu\n",
+              "bytes%s); buffers: %zu; calls: %zu%s\n",
               static_cast<unsigned long long>(plan.arenaSize),
               static_cast<unsigned long long>(plan.maxWorkspaceSize()),
               plan.weights.size(), static_cast<unsigned long long>(weightBytes),
-              externalText.c_str(), plan.buffers.size(), plan.calls.size());
+              externalText.c_str(), plan.buffers.size(),
+              plan.calls.size() - atLoad, atLoadText.c_str());
   for (const PlanBinding &b : plan.inputs)
     std::printf("input  %s: %s (buffer %u)\n", b.name.c_str(),
                 describeTensorType(b.dtype, b.shape).c_str(), b.buffer);
@@ -1012,10 +1025,13 @@ void printPlan(const Plan &plan) {
     std::string where =
         b.storage == BufferStorage::Arena
             ? "arena offset " + std::to_string(b.offset)
+        : b.storage == BufferStorage::Derived ? std::string("made at load")
         : b.storage == BufferStorage::Weight
             ? "weight '" + plan.weights[b.weight].name + "'"
             : "state, initially weight '" + plan.weights[b.weight].name + "'";
-    if (b.storage != BufferStorage::Arena && plan.weights[b.weight].external &&
+    const bool hasWeight =
+        b.storage == BufferStorage::Weight || b.storage == BufferStorage::State;
+    if (hasWeight && plan.weights[b.weight].external &&
         !plan.weights[b.weight].data)
       where += " (external)";
     std::printf("buffer %u%s: %s, %s\n", b.id,
@@ -1030,8 +1046,9 @@ void printPlan(const Plan &plan) {
         out += (out.empty() ? "" : ", ") + std::to_string(id);
       return out;
     };
-    std::printf("%s: (%s) -> (%s)\n", c.describe(i).c_str(),
-                ids(c.operands).c_str(), ids(c.results).c_str());
+    std::printf("%s: (%s) -> (%s)%s\n", c.describe(i).c_str(),
+                ids(c.operands).c_str(), ids(c.results).c_str(),
+                c.atLoad ? " at load" : "");
   }
   if (const std::optional<PlanTrainingInfo> &t = plan.training) {
     std::printf("training: task %s, data input %s, label input %s, loss "

@@ -210,9 +210,10 @@ private:
     /// The library primitive that runs the call instead of fn, if any.
     std::unique_ptr<cpu::PreparedCall> fast;
     std::string whyOwn; ///< without `fast`: why the reference runs it
-    /// Not run: done once when the plan was loaded (an f16 weight's
-    /// transpose that only a fast call reads), or folded into a fast call's
-    /// filter reorder (a channels-last filter's cast and transpose).
+    /// Not run: a call at load (run when the executor was made), done once
+    /// when the plan was loaded (an older plan's weight transpose that only
+    /// a fast call reads), or folded into a fast call's filter reorder (a
+    /// channels-last filter's cast and transpose of a training step).
     bool skipped = false;
   };
   struct AlignedFree {
@@ -239,6 +240,9 @@ private:
   /// Weights transposed once at load for the fast calls that read them
   /// (shared with the other executors of the plan).
   std::vector<std::shared_ptr<void>> loadTimeBuffers_;
+  /// The buffers the plan's calls at load made (BufferStorage::Derived),
+  /// shared with the other executors of the plan.
+  std::shared_ptr<void> derived_;
   size_t workspaceSize_ = 0;
   std::vector<Prepared> prepared_; ///< one per call, in plan order
   bool timing_ = false;

@@ -49,11 +49,13 @@ namespace mp::rt {
 /// gelu_tanh, silu, sigmoid, tanh and hard_swish epilogues, a convolution's
 /// gelu and gelu_tanh: names a 1.4 runtime refuses), 1.6 RMS and group
 /// norms and scaled softmaxes (kernel.rms_norm, kernel.group_norm,
-/// kernel.scaled_softmax, refused by name before); 1.0 files still load.
+/// kernel.scaled_softmax, refused by name before), 1.7 calls at load and
+/// the Derived buffers they write (BufferStorage::Derived, which a 1.6
+/// runtime refuses as an unknown storage kind); 1.0 files still load.
 /// savePlan writes the lowest minor version that the contents need, and at
 /// least Plan::formatMinor.
 constexpr uint32_t kPlanFormatMajor = 1;
-constexpr uint32_t kPlanFormatMinor = 6;
+constexpr uint32_t kPlanFormatMinor = 7;
 /// What a new Plan's formatMinor says: plans without external weights are
 /// written as 1.1 files, as before 1.2.
 constexpr uint32_t kPlanFormatMinorDefault = 1;
@@ -76,6 +78,11 @@ enum class BufferStorage : uint8_t {
   /// runs. Calls may write it (in place: a call that updates it lists it in
   /// its results and reads the current contents).
   State = 2,
+  /// (Format 1.7.) Made at load: memory of its own (never in the arena),
+  /// written once, when an executor is created, by the calls at load
+  /// (PlanCall::atLoad) from weights and other Derived buffers, and
+  /// read-only on every run. Executors of one plan may share it.
+  Derived = 3,
 };
 
 /// A tensor of the static memory plan.
@@ -156,6 +163,11 @@ struct PlanCall {
   uint64_t workspaceSize = 0;     ///< scratch bytes the call needs
   std::vector<PlanAttr> attributes; ///< names unique
   std::string location; ///< optional: the ONNX node name
+  /// (Format 1.7.) Runs once, when an executor is created, not on every
+  /// run: it reads only Weight and Derived buffers and writes only Derived
+  /// buffers (each written by exactly one call at load, before any call
+  /// reads it).
+  bool atLoad = false;
 
   /// The attribute `name`, or null.
   const PlanAttrValue *attr(std::string_view name) const;

@@ -1,5 +1,6 @@
 //===- CuLibDialect.cpp - the culib dialect ------------------------------===//
 #include "mp/Dialect/CuLib/CuLibDialect.h"
+#include "mp/Dialect/CuLib/CallBuffers.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -82,4 +83,38 @@ std::optional<StringRef> mp::culib::enumSpelling(Attribute attr) {
       .Case([](ElementwiseFnAttr a) { return a.getSpelling(); })
       .Case([](ReduceFnAttr a) { return a.getSpelling(); })
       .Default([](Attribute) { return std::nullopt; });
+}
+
+/// `culib.at_load` marks a call that runs once, at load: it reads weights
+/// and buffers made at load, and writes buffers made at load (which only
+/// such calls write: AllocOp::verify).
+LogicalResult CuLibDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  // The others (culib.arena_size, culib.fusion_record on functions) are
+  // the passes' own bookkeeping.
+  if (attr.getName() != kAtLoadAttr)
+    return success();
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitError() << "'" << kAtLoadAttr << "' is a unit attribute";
+  std::optional<CallBuffers> buffers = getCallBuffers(op);
+  if (!buffers)
+    return op->emitError() << "'" << kAtLoadAttr << "' marks culib calls only";
+  auto madeAtLoad = [](Value v) {
+    auto alloc = v.getDefiningOp<AllocOp>();
+    return alloc && alloc.getAtLoad();
+  };
+  for (const NamedBuffer &in : buffers->ins)
+    if (in.value && !in.value.getDefiningOp<WeightOp>() &&
+        !madeAtLoad(in.value))
+      return op->emitError()
+             << "a call at load reads only weights and buffers made at "
+                "load; its '"
+             << in.name << "' is neither";
+  for (const NamedBuffer &out : buffers->outs)
+    if (out.value && !madeAtLoad(out.value))
+      return op->emitError()
+             << "a call at load writes only buffers made at load "
+                "(culib.alloc at_load); its '"
+             << out.name << "' is not one";
+  return success();
 }

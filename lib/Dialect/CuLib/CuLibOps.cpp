@@ -5,6 +5,7 @@
 // with buffers of the wrong size.
 //
 //===----------------------------------------------------------------------===//
+#include "mp/Dialect/CuLib/CallBuffers.h"
 #include "mp/Dialect/CuLib/CuLibDialect.h"
 #include "mp/Runtime/Attention.h"
 #include "mp/Runtime/ElementwiseFunctions.h"
@@ -67,6 +68,21 @@ LogicalResult AllocOp::verify() {
     return failure();
   if (getOffset() && static_cast<int64_t>(*getOffset()) < 0)
     return emitOpError("offset must not be negative");
+  if (!getAtLoad())
+    return success();
+  if (getOffset())
+    return emitOpError("a buffer made at load is not in the arena: it has no "
+                       "offset");
+  for (Operation *user : getBuffer().getUsers()) {
+    std::optional<CallBuffers> buffers = getCallBuffers(user);
+    if (!buffers || user->hasAttr(kAtLoadAttr))
+      continue;
+    for (const NamedBuffer &out : buffers->outs)
+      if (out.value == getBuffer())
+        return emitOpError("a buffer made at load is written only by calls "
+                           "at load ('")
+               << kAtLoadAttr << "'), not by " << user->getName();
+  }
   return success();
 }
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <new>
 #include <unordered_map>
 
@@ -95,7 +96,8 @@ struct CudaExecutor::Impl {
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
   cudnnHandle_t dnn = nullptr;
-  DeviceBlock arena, weights, states, workspace, errors;
+  /// `derived`: the buffers the calls at load make (BufferStorage::Derived).
+  DeviceBlock arena, weights, states, derived, workspace, errors;
   std::vector<uint64_t> weightOffset; ///< per weight, in `weights`
   struct StateSlot {
     uint32_t buffer = 0;
@@ -146,8 +148,10 @@ struct CudaExecutor::Impl {
     return nullptr;
   }
 
-  /// Enqueues every call (and the clearing of the error slots).
-  Status enqueueAll(bool timed) {
+  /// Enqueues every call of a run, or (`atLoad`) the calls at load, which
+  /// run once, when the executor is made (and the clearing of the error
+  /// slots).
+  Status enqueueAll(bool timed, bool atLoad = false) {
     MP_CUDA_TRY(
         cudaMemsetAsync(errors.p, 0,
                         std::max<size_t>(calls.size(), 1) * sizeof(DeviceError),
@@ -160,6 +164,8 @@ struct CudaExecutor::Impl {
     ctx.workspace = workspace.bytesPtr();
     auto *err = static_cast<DeviceError *>(errors.p);
     for (size_t i = 0; i < calls.size(); ++i) {
+      if (plan.calls[i].atLoad != atLoad)
+        continue;
       ctx.error = err + i;
       if (timed)
         MP_CUDA_TRY(cudaEventRecord(events[2 * i], stream), "timing");
@@ -249,6 +255,8 @@ struct CudaExecutor::Impl {
     ++runs;
     if (timed) {
       for (size_t i = 0; i < calls.size(); ++i) {
+        if (plan.calls[i].atLoad) // not part of a run
+          continue;
         float ms = 0;
         MP_CUDA_TRY(cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]),
                     "timing");
@@ -339,14 +347,22 @@ Result<CudaExecutor> CudaExecutor::create(Plan plan, const std::string &name,
             [](const Impl::StateSlot &a, const Impl::StateSlot &b) {
               return a.buffer < b.buffer;
             });
+  std::map<uint32_t, uint64_t> derivedOffset; // buffer id -> in `derived`
+  uint64_t derivedBytes = 0;
+  for (const PlanBuffer &b : plan.buffers)
+    if (b.storage == BufferStorage::Derived) {
+      derivedOffset[b.id] = derivedBytes;
+      derivedBytes += (b.byteCount() + 255) / 256 * 256;
+    }
   size_t freeBytes = 0, totalBytes = 0;
   MP_CUDA_TRY(cudaMemGetInfo(&freeBytes, &totalBytes), "cudaMemGetInfo");
-  uint64_t needed = plan.arenaSize + weightBytes + stateBytes;
+  uint64_t needed = plan.arenaSize + weightBytes + stateBytes + derivedBytes;
   if (needed > freeBytes)
     return Status::error(
         name + ": out of GPU memory: the plan needs " +
         std::to_string(plan.arenaSize) + " bytes of activation arena, " +
-        std::to_string(weightBytes) + " bytes of weights and " +
+        std::to_string(weightBytes) + " bytes of weights, " +
+        std::to_string(derivedBytes) + " bytes made from them at load and " +
         std::to_string(stateBytes) + " bytes of state; " + x.deviceName +
         " has " + std::to_string(freeBytes) + " bytes free");
   if (Status s = x.arena.allocate(plan.arenaSize, "the activation arena"); !s)
@@ -354,6 +370,9 @@ Result<CudaExecutor> CudaExecutor::create(Plan plan, const std::string &name,
   if (Status s = x.weights.allocate(weightBytes, "the weights"); !s)
     return Status::error(name + ": " + s.message());
   if (Status s = x.states.allocate(stateBytes, "the state buffers"); !s)
+    return Status::error(name + ": " + s.message());
+  if (Status s = x.derived.allocate(derivedBytes, "the buffers made at load");
+      !s)
     return Status::error(name + ": " + s.message());
   for (size_t i = 0; i < plan.weights.size(); ++i)
     if (plan.weights[i].size)
@@ -371,6 +390,9 @@ Result<CudaExecutor> CudaExecutor::create(Plan plan, const std::string &name,
       x.bufferData[b.id] = x.weights.bytesPtr() + x.weightOffset[b.weight];
       break;
     case BufferStorage::State:
+      break;
+    case BufferStorage::Derived:
+      x.bufferData[b.id] = x.derived.bytesPtr() + derivedOffset[b.id];
       break;
     }
   }
@@ -439,6 +461,18 @@ Result<CudaExecutor> CudaExecutor::create(Plan plan, const std::string &name,
     return Status::error(name + ": " + s.message());
   x.times.totalMs.assign(plan.calls.size(), 0.0);
   x.plan = std::move(plan);
+  // The calls at load run now, once: their buffers are ready (and
+  // read-only) before the first run.
+  if (std::any_of(x.plan.calls.begin(), x.plan.calls.end(),
+                  [](const PlanCall &c) { return c.atLoad; })) {
+    if (Status s = x.enqueueAll(false, /*atLoad=*/true); !s) {
+      cudaStreamSynchronize(x.stream);
+      return Status::error(name + ": at load: " + s.message());
+    }
+    MP_CUDA_TRY(cudaStreamSynchronize(x.stream), "making the buffers at load");
+    if (Status s = x.checkDeviceErrors(); !s)
+      return Status::error(name + ": at load: " + s.message());
+  }
   return CudaExecutor(std::move(impl));
 }
 

@@ -65,31 +65,38 @@ enum Storage : uint8_t {
   /// update it in place. Training plans keep parameters, optimizer and
   /// loss-scale state in it.
   Storage_State = 2,
+  /// Since 1.7: made at load. Memory of its own (never in the arena),
+  /// written once, when an execution context is created, by the calls with
+  /// `at_load` (from weights and other Derived buffers), read-only on every
+  /// run.
+  Storage_Derived = 3,
   Storage_MIN = Storage_Arena,
-  Storage_MAX = Storage_State
+  Storage_MAX = Storage_Derived
 };
 
-inline const Storage (&EnumValuesStorage())[3] {
+inline const Storage (&EnumValuesStorage())[4] {
   static const Storage values[] = {
     Storage_Arena,
     Storage_Weight,
-    Storage_State
+    Storage_State,
+    Storage_Derived
   };
   return values;
 }
 
 inline const char * const *EnumNamesStorage() {
-  static const char * const names[4] = {
+  static const char * const names[5] = {
     "Arena",
     "Weight",
     "State",
+    "Derived",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameStorage(Storage e) {
-  if (flatbuffers::IsOutRange(e, Storage_Arena, Storage_State)) return "";
+  if (flatbuffers::IsOutRange(e, Storage_Arena, Storage_Derived)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesStorage()[index];
 }
@@ -899,7 +906,8 @@ struct Call FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_RESULTS = 8,
     VT_WORKSPACE_SIZE = 10,
     VT_ATTRIBUTES = 12,
-    VT_LOCATION = 14
+    VT_LOCATION = 14,
+    VT_AT_LOAD = 16
   };
   /// "cublaslt.matmul", "cudnn.conv_fwd", "kernel.add", ...
   const flatbuffers::String *kind() const {
@@ -923,6 +931,12 @@ struct Call FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const flatbuffers::String *location() const {
     return GetPointer<const flatbuffers::String *>(VT_LOCATION);
   }
+  /// Since 1.7: the call runs once, when an execution context is created,
+  /// not on every run. It reads only Weight and Derived buffers and writes
+  /// only Derived buffers.
+  bool at_load() const {
+    return GetField<uint8_t>(VT_AT_LOAD, 0) != 0;
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyOffsetRequired(verifier, VT_KIND) &&
@@ -937,6 +951,7 @@ struct Call FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            verifier.VerifyVectorOfTables(attributes()) &&
            VerifyOffset(verifier, VT_LOCATION) &&
            verifier.VerifyString(location()) &&
+           VerifyField<uint8_t>(verifier, VT_AT_LOAD, 1) &&
            verifier.EndTable();
   }
 };
@@ -963,6 +978,9 @@ struct CallBuilder {
   void add_location(flatbuffers::Offset<flatbuffers::String> location) {
     fbb_.AddOffset(Call::VT_LOCATION, location);
   }
+  void add_at_load(bool at_load) {
+    fbb_.AddElement<uint8_t>(Call::VT_AT_LOAD, static_cast<uint8_t>(at_load), 0);
+  }
   explicit CallBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -982,7 +1000,8 @@ inline flatbuffers::Offset<Call> CreateCall(
     flatbuffers::Offset<flatbuffers::Vector<uint32_t>> results = 0,
     uint64_t workspace_size = 0,
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::Attribute>>> attributes = 0,
-    flatbuffers::Offset<flatbuffers::String> location = 0) {
+    flatbuffers::Offset<flatbuffers::String> location = 0,
+    bool at_load = false) {
   CallBuilder builder_(_fbb);
   builder_.add_workspace_size(workspace_size);
   builder_.add_location(location);
@@ -990,6 +1009,7 @@ inline flatbuffers::Offset<Call> CreateCall(
   builder_.add_results(results);
   builder_.add_operands(operands);
   builder_.add_kind(kind);
+  builder_.add_at_load(at_load);
   return builder_.Finish();
 }
 
@@ -1000,7 +1020,8 @@ inline flatbuffers::Offset<Call> CreateCallDirect(
     const std::vector<uint32_t> *results = nullptr,
     uint64_t workspace_size = 0,
     const std::vector<flatbuffers::Offset<mp::rt::fb::Attribute>> *attributes = nullptr,
-    const char *location = nullptr) {
+    const char *location = nullptr,
+    bool at_load = false) {
   auto kind__ = kind ? _fbb.CreateString(kind) : 0;
   auto operands__ = operands ? _fbb.CreateVector<uint32_t>(*operands) : 0;
   auto results__ = results ? _fbb.CreateVector<uint32_t>(*results) : 0;
@@ -1013,7 +1034,8 @@ inline flatbuffers::Offset<Call> CreateCallDirect(
       results__,
       workspace_size,
       attributes__,
-      location__);
+      location__,
+      at_load);
 }
 
 /// Since 1.1: how to train with a training plan (mp-run --train). Every

@@ -323,3 +323,61 @@ func.func @scaled_softmax_mask_type(%x: memref<2x3x8xf16>, %mask: memref<8xbf16>
   culib.scaled_softmax ins(%x) mask(%mask) outs(%y) : memref<2x3x8xf16>, memref<8xbf16>, memref<2x3x8xf16>
   return
 }
+
+// -----
+
+// A call at load reads only weights and buffers made at load.
+func.func @at_load_reads_input(%x: memref<4xf32>) {
+  %a = culib.alloc at_load : memref<4xf32>
+  // expected-error @+1 {{a call at load reads only weights and buffers made at load; its 'inputs' is neither}}
+  culib.elementwise neg ins(%x) outs(%a) {culib.at_load} : memref<4xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @at_load_writes_arena() {
+  %w = culib.weight "w" dense<1.0> : tensor<4xf32> : memref<4xf32>
+  %a = culib.alloc : memref<4xf32>
+  // expected-error @+1 {{a call at load writes only buffers made at load (culib.alloc at_load); its 'y' is not one}}
+  culib.elementwise neg ins(%w) outs(%a) {culib.at_load} : memref<4xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @at_load_not_a_call() {
+  // expected-error @+1 {{'culib.at_load' marks culib calls only}}
+  %w = culib.weight "w" dense<1.0> : tensor<4xf32> {culib.at_load} : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @at_load_not_unit() {
+  %w = culib.weight "w" dense<1.0> : tensor<4xf32> : memref<4xf32>
+  %a = culib.alloc at_load : memref<4xf32>
+  // expected-error @+1 {{'culib.at_load' is a unit attribute}}
+  culib.elementwise neg ins(%w) outs(%a) {culib.at_load = 1 : i64} : memref<4xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+// A buffer made at load is written only at load, and is not in the arena.
+func.func @made_at_load_written_on_every_run(%x: memref<4xf32>) {
+  %w = culib.weight "w" dense<1.0> : tensor<4xf32> : memref<4xf32>
+  // expected-error @+1 {{'culib.alloc' op a buffer made at load is written only by calls at load ('culib.at_load'), not by culib.elementwise}}
+  %a = culib.alloc at_load : memref<4xf32>
+  culib.elementwise neg ins(%w) outs(%a) {culib.at_load} : memref<4xf32>, memref<4xf32>
+  culib.elementwise neg ins(%x) outs(%a) : memref<4xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @made_at_load_with_offset() {
+  // expected-error @+1 {{'culib.alloc' op a buffer made at load is not in the arena: it has no offset}}
+  %a = culib.alloc at_load {offset = 0 : i64} : memref<4xf32>
+  return
+}

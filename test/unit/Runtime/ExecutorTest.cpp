@@ -42,6 +42,17 @@ struct PlanBuilder {
     return appendWeightBuffer(plan, BufferStorage::Weight, name, name,
                               std::move(shape), values);
   }
+  /// A buffer made at load (BufferStorage::Derived).
+  uint32_t derived(DType dtype, Shape shape, std::string name = "") {
+    PlanBuffer b;
+    b.id = static_cast<uint32_t>(plan.buffers.size());
+    b.dtype = dtype;
+    b.shape = std::move(shape);
+    b.storage = BufferStorage::Derived;
+    b.name = std::move(name);
+    plan.buffers.push_back(std::move(b));
+    return plan.buffers.back().id;
+  }
   void input(const std::string &name, uint32_t id) {
     const PlanBuffer &b = plan.buffers[id];
     plan.inputs.push_back({name, id, b.dtype, b.shape});
@@ -999,4 +1010,66 @@ TEST_CASE("executors on one plan run concurrently and share its prepared "
   }
   executors.clear();
   CHECK(preparedWeightBytes() == before);
+}
+
+TEST_CASE("calls at load run once, when the executor is made, and their "
+          "buffers are shared",
+          "[executor]") {
+  // y = x + neg(transpose(w)): the transpose and the neg run at load (a
+  // chain: the neg reads what the transpose made), the add on every run.
+  std::vector<float> w = ramp(12, 7), x = ramp(12, 8);
+  PlanBuilder b;
+  uint32_t xid = b.arena(DType::F32, {4, 3}, "x");
+  uint32_t wid = b.weight("w", {3, 4}, w);
+  uint32_t wT = b.derived(DType::F32, {4, 3}, "wT");
+  uint32_t negT = b.derived(DType::F32, {4, 3}, "negT");
+  uint32_t y = b.arena(DType::F32, {4, 3}, "y");
+  b.input("x", xid);
+  b.output("y", y);
+  b.call("kernel.transpose", {wid}, {wT},
+         {{"perm", std::vector<int64_t>{1, 0}}}, "w_t")
+      .atLoad = true;
+  b.call("kernel.elementwise", {wT}, {negT}, {{"fn", std::string("neg")}},
+         "w_neg")
+      .atLoad = true;
+  b.call("kernel.elementwise", {xid, negT}, {y}, {{"fn", std::string("add")}},
+         "add");
+  REQUIRE(b.plan.requiredFormatMinor() == 7);
+
+  size_t before = preparedWeightBytes();
+  CpuExecutor exec = makeExecutor(b.plan);
+  size_t afterOne = preparedWeightBytes();
+  // The two buffers made at load, 64-byte aligned.
+  CHECK(afterOne >= before + 128);
+  CpuExecutor other = makeExecutor(b.plan);
+  CHECK(preparedWeightBytes() == afterOne); // found, not made again
+  CHECK(exec.implementationOf(0) == "skipped: ran once, at load");
+  CHECK(exec.implementationOf(1) == "skipped: ran once, at load");
+  CHECK(exec.implementationOf(2).rfind("skipped", 0) == std::string::npos);
+
+  std::vector<double> expected(12);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j)
+      expected[i * 3 + j] = double(x[i * 3 + j]) - w[j * 4 + i];
+  HostTensor input = tensorOf({4, 3}, x);
+  exec.setTiming(true);
+  for (CpuExecutor *e : {&exec, &other, &exec}) {
+    auto out = e->run({{"x", input.view()}});
+    INFO(out.message());
+    REQUIRE(out);
+    checkClose(valuesOf((*out)[0].tensor), expected);
+  }
+  // A run is one call: the timing table counts only it.
+  std::vector<CallTimes::KindRow> rows = exec.callTimes().byKind(exec.plan());
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].kind == "kernel.elementwise");
+  CHECK(rows[0].calls == 1);
+
+  // A call at load that fails stops create with its name and "at load".
+  Plan bad = b.plan;
+  bad.calls[0].attributes = {{"perm", std::vector<int64_t>{0, 0}}};
+  Result<CpuExecutor> refused = CpuExecutor::create(bad, "bad.mpplan");
+  REQUIRE(!refused);
+  CHECK(refused.message().find("call #0 (kernel.transpose at node 'w_t') at "
+                               "load: ") != std::string::npos);
 }

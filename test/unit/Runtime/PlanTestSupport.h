@@ -135,6 +135,30 @@ inline Plan makePlan() {
   return p;
 }
 
+/// makePlan with its weight `w` transposed at load: buffer 5 'wT' f16
+/// [4, 4] made at load by call #0 (kernel.transpose at 'w_t', at load), which
+/// the matmul (now call #1) reads instead of `w`.
+inline Plan makeAtLoadPlan() {
+  Plan p = makePlan();
+  PlanBuffer wT;
+  wT.id = 5;
+  wT.dtype = DType::F16;
+  wT.shape = {4, 4};
+  wT.storage = BufferStorage::Derived;
+  wT.name = "wT";
+  p.buffers.push_back(wT);
+  PlanCall t;
+  t.kind = "kernel.transpose";
+  t.operands = {1};
+  t.results = {5};
+  t.attributes = {{"perm", std::vector<int64_t>{1, 0}}};
+  t.location = "w_t";
+  t.atLoad = true;
+  p.calls[0].operands = {0, 5};
+  p.calls.insert(p.calls.begin(), t);
+  return p;
+}
+
 /// A plan with every dtype (as weights and arena buffers), every attribute
 /// kind with edge values, a scalar and an empty weight, and buffers listed in
 /// an order other than their ids.
@@ -290,6 +314,7 @@ inline void requireSamePlan(const Plan &want, const Plan &got) {
     CHECK(g.results == w.results);
     CHECK(g.workspaceSize == w.workspaceSize);
     CHECK(g.location == w.location);
+    CHECK(g.atLoad == w.atLoad);
     REQUIRE(g.attributes.size() == w.attributes.size());
     for (size_t k = 0; k < g.attributes.size(); ++k) {
       INFO("attribute " << w.attributes[k].name);

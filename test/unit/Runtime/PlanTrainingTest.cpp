@@ -265,10 +265,10 @@ TEST_CASE("readers reject a storage kind they do not know",
   // A later minor version may add storage kinds: the error names the value.
   TempDir dir;
   Plan p = makeTrainingPlan();
-  p.buffers[5].storage = static_cast<BufferStorage>(3);
+  p.buffers[5].storage = static_cast<BufferStorage>(4);
   Result<Plan> r = saveUncheckedAndLoad(p, dir.file("s.mpplan"));
   REQUIRE(!r);
-  CHECK(r.message().find("buffer #5 (id 5) has an unknown storage kind 3") !=
+  CHECK(r.message().find("buffer #5 (id 5) has an unknown storage kind 4") !=
         std::string::npos);
 }
 

@@ -318,3 +318,61 @@ TEST_CASE("the weight data layout is checked", "[plan]") {
         std::string::npos);
   CHECK(patchedSection(dataOffset + 64).find("truncated") != std::string::npos);
 }
+
+TEST_CASE("calls at load and the buffers they make: rules and round trip",
+          "[plan]") {
+  const Plan base = makeAtLoadPlan();
+  CHECK(base.requiredFormatMinor() == 7);
+  TempDir dir;
+  const std::string path = dir.file("at-load.mpplan");
+  REQUIRE(savePlan(base, path).isOk());
+  Result<Plan> loaded = loadPlan(path);
+  INFO(loaded.message());
+  REQUIRE(loaded);
+  CHECK(loaded->formatMinor == 7); // written as the contents need
+  Plan expected = base;
+  expected.formatMinor = 7;
+  requireSamePlan(expected, *loaded);
+  CHECK(loaded->buffers[5].storage == BufferStorage::Derived);
+
+  const std::vector<RuleCase> cases = {
+      {"a call at load reads an arena buffer",
+       [](Plan &p) { p.calls[0].operands = {0}; },
+       "call #0 (kernel.transpose at node 'w_t') runs at load but reads "
+       "buffer 0 ('x'), which is neither a weight nor made at load"},
+      {"a call at load writes an arena buffer",
+       [](Plan &p) { p.calls[0].results = {2}; },
+       "call #0 (kernel.transpose at node 'w_t') runs at load and writes "
+       "buffer 2 ('t'), which is not made at load"},
+      {"a call of every run writes a buffer made at load",
+       [](Plan &p) { p.calls[0].atLoad = false; },
+       "call #0 (kernel.transpose at node 'w_t') writes buffer 5 ('wT'), "
+       "which is made at load (only calls at load write it)"},
+      {"a buffer made at load written twice",
+       [](Plan &p) { p.calls.insert(p.calls.begin(), p.calls[0]); },
+       "call #1 (kernel.transpose at node 'w_t') writes buffer 5 ('wT'), "
+       "which an earlier call at load wrote"},
+      {"a buffer made at load that nothing makes",
+       [](Plan &p) { p.calls.erase(p.calls.begin()); },
+       "call #0 (cublaslt.matmul at node 'matmul0') reads buffer 5 ('wT'), "
+       "which is made at load, but no call at load writes it"},
+      {"a call at load reading a buffer made later",
+       [](Plan &p) {
+         PlanCall copy = p.calls[0];
+         copy.kind = "kernel.copy";
+         copy.operands = {5};
+         copy.results = {5};
+         p.calls.insert(p.calls.begin(), copy);
+       },
+       "call #0 (kernel.copy at node 'w_t') runs at load but reads buffer 5 "
+       "('wT'), which no earlier call at load writes"},
+      {"an input bound to a buffer made at load",
+       [](Plan &p) {
+         p.inputs[0].buffer = 5;
+         p.inputs[0].dtype = DType::F16;
+         p.inputs[0].shape = {4, 4};
+       },
+       "input 'x' uses buffer 5 ('wT'), which is made at load"},
+  };
+  checkRules(base, cases);
+}

@@ -31,6 +31,9 @@ std::optional<llvm::StringRef> enumSpelling(mlir::Attribute attr);
 /// True when a shape `from` broadcasts (numpy rules) to exactly `to` (the
 /// verifiers' and the fusion passes' rule for broadcast operands).
 bool broadcastsTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
+/// The unit attribute of a call that runs once, when the plan is loaded
+/// (culib-hoist-weight-calls; CuLibDialect.td says where it may be).
+inline constexpr llvm::StringLiteral kAtLoadAttr = "culib.at_load";
 } // namespace mp::culib
 
 #define GET_ATTRDEF_CLASSES

@@ -22,9 +22,16 @@ def CuLib_Dialect : Dialect {
     is one call the runtime makes, with the data types and the compute
     (accumulation) type it uses: 16-bit inputs with an `f32` compute type is
     the tensor-core contract.
+
+    A call with the unit attribute `culib.at_load` runs once, when the
+    runtime loads the plan, not on every run: it reads only weights and
+    buffers made at load, and writes only buffers made at load
+    (`culib.alloc at_load`). culib-hoist-weight-calls marks such calls.
   }];
   // The enum attributes (CuLibAttrs.td) print as #culib.<mnemonic><...>.
   let useDefaultAttributePrinterParser = 1;
+  // `culib.at_load` on a call (CuLibDialect.cpp checks where it may be).
+  let hasOperationAttrVerify = 1;
 }
 
 #endif // MP_DIALECT_CULIB_CULIBDIALECT_TD

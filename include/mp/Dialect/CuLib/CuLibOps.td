@@ -28,16 +28,22 @@ def CuLib_ComputeTypeAttr : TypeAttrOf<AnyFloat>;
 //===----------------------------------------------------------------------===//
 
 def CuLib_AllocOp : CuLib_Op<"alloc"> {
-  let summary = "an activation buffer in the arena";
+  let summary = "an activation buffer in the arena, or a buffer made at load";
   let description = [{
     A buffer for intermediate values. `offset` is its byte offset in the
     activation arena, set by the memory planner (buffers whose live ranges do
     not overlap share bytes).
+
+    With `at_load`, the buffer is derived from weights once, when the
+    runtime loads the plan, by the calls marked `culib.at_load`
+    (culib-hoist-weight-calls), and is read-only afterwards: memory of its
+    own, never in the arena, so it has no `offset`. Only such calls write
+    it.
   }];
-  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let arguments = (ins OptionalAttr<I64Attr>:$offset, UnitAttr:$at_load);
   // Allocating is its only effect: an unused buffer is dead.
   let results = (outs Res<CuLib_Buffer, "", [MemAlloc<DefaultResource>]>:$buffer);
-  let assemblyFormat = "attr-dict `:` type($buffer)";
+  let assemblyFormat = "(`at_load` $at_load^)? attr-dict `:` type($buffer)";
   let hasVerifier = 1;
 }
 

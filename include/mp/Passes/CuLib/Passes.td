@@ -220,6 +220,38 @@ def FuseElementwise : Pass<"culib-fuse-elementwise", "mlir::func::FuncOp"> {
   let dependentDialects = ["mp::culib::CuLibDialect"];
 }
 
+def HoistWeightCalls : Pass<"culib-hoist-weight-calls", "mlir::func::FuncOp"> {
+  let summary = "Run the calls that only derive buffers from weights once, at load";
+  let description = [{
+    A call whose every input is a weight (`culib.weight`) or a buffer
+    another such call made, and whose every output is a buffer that only it
+    writes and that the function does not return, computes the same bytes
+    on every run: a channels-last filter transposed from the ONNX weight
+    (culib-nhwc-layout), a weight cast to 16 bits (autocast), a fused
+    program over constants. This pass marks it `culib.at_load` and its
+    outputs `culib.alloc at_load`: the runtime runs it once, when it loads
+    the plan, into memory of its own (kept, read-only, next to the
+    weights), and skips it on every run. The plan keeps the weights
+    themselves in their ONNX layout and type, so that they stay
+    exchangeable by name (weights loaded from files, an evaluation plan
+    taking a training plan's state) and external weights stay external.
+    Training steps' parameters (`culib.state`) change every step: calls
+    reading them are not hoisted. With `record`, the figures go to
+    culib-fusion-report (calls per run fewer, bytes no longer written per
+    run); with `report`, a remark says the same. Run it after the fusion
+    passes (a cast a fused program absorbed is not a call of its own) and
+    before culib-plan-memory, which leaves the buffers made at load out of
+    the arena (mp-compile does, unless its `fuse` option is off).
+  }];
+  let options = [
+    Option<"record", "record", "bool", /*default=*/"false",
+           "Leave the figures on the function for culib-fusion-report">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the calls hoisted and their bytes">,
+  ];
+  let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
 def PlanMemory : Pass<"culib-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Assign arena offsets to culib buffers, reusing memory of dead buffers";
   let description = [{
