@@ -125,7 +125,8 @@ struct CompilePipelineOptions
                     llvm::cl::desc("Run the culib fusion passes "
                                    "(culib-fuse-attention, "
                                    "culib-fuse-epilogues, culib-fuse-norms, "
-                                   "culib-fuse-elementwise); default true"),
+                                   "culib-fuse-elementwise, "
+                                   "culib-hoist-weight-calls); default true"),
                     llvm::cl::init(true)};
   Option<std::string> fusionReport{
       *this, "fusion-report",

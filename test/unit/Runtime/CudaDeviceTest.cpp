@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CudaDeviceTestSupport.h"
+#include "mp/Runtime/PlanBuilding.h"
 
 #include <catch2/catch.hpp>
 
@@ -161,4 +162,49 @@ TEST_CASE("CUDA: a training step keeps its state across runs and graph "
   CHECK(gpu.callTimes().runs == 1);
   CHECK(gpu.callTimes().totalMs.size() == 3);
 #endif
+}
+
+TEST_CASE("CUDA: calls at load run once, before the first run, and stay out "
+          "of every run",
+          "[cuda][device]") {
+  // y = x + neg(transpose(w)): the transpose and the neg at load, the add
+  // on every run (twice: the second run replays the CUDA graph, which must
+  // not hold the calls at load).
+  Rng rng(41);
+  HostTensor w = rnd(DType::F32, {3, 4}, rng);
+  const float *wv = w.as<float>();
+  OneCall c;
+  Plan &p = c.plan;
+  uint32_t x = appendArenaBuffer(p, DType::F32, {4, 3}, "x");
+  uint32_t wid = appendWeightBuffer(p, BufferStorage::Weight, "w", "w", {3, 4},
+                                    std::vector<float>(wv, wv + 12));
+  auto derived = [&](const std::string &name) {
+    PlanBuffer b;
+    b.id = static_cast<uint32_t>(p.buffers.size());
+    b.dtype = DType::F32;
+    b.shape = {4, 3};
+    b.storage = BufferStorage::Derived;
+    b.name = name;
+    p.buffers.push_back(b);
+    return b.id;
+  };
+  uint32_t wT = derived("wT"), negT = derived("negT");
+  uint32_t y = appendArenaBuffer(p, DType::F32, {4, 3}, "y");
+  p.inputs.push_back({"x", x, DType::F32, {4, 3}});
+  p.outputs.push_back({"y", y, DType::F32, {4, 3}});
+  PlanCall t{"kernel.transpose",
+             {wid},
+             {wT},
+             0,
+             {{"perm", std::vector<int64_t>{1, 0}}},
+             "w_t",
+             true};
+  PlanCall neg{"kernel.elementwise",         {wT},    {negT}, 0,
+               {{"fn", std::string("neg")}}, "w_neg", true};
+  PlanCall add{"kernel.elementwise",         {x, negT}, {y},  0,
+               {{"fn", std::string("add")}}, "add",     false};
+  p.calls = {t, neg, add};
+  c.values.push_back(
+      std::make_shared<HostTensor>(rnd(DType::F32, {4, 3}, rng)));
+  compareCall(c);
 }
