@@ -29,6 +29,9 @@ void mp::buildCompilePipeline(mlir::OpPassManager &pm,
     pm.addNestedPass<mlir::func::FuncOp>(mp::createFuseNorms(norms));
     pm.addNestedPass<mlir::func::FuncOp>(
         mp::createFuseElementwise(elementwise));
+    AliasReshapesOptions views;
+    views.record = record;
+    pm.addNestedPass<mlir::func::FuncOp>(mp::createAliasReshapes(views));
     HoistWeightCallsOptions hoist;
     hoist.record = record;
     pm.addNestedPass<mlir::func::FuncOp>(mp::createHoistWeightCalls(hoist));
@@ -126,6 +129,7 @@ struct CompilePipelineOptions
                                    "(culib-fuse-attention, "
                                    "culib-fuse-epilogues, culib-fuse-norms, "
                                    "culib-fuse-elementwise, "
+                                   "culib-alias-reshapes, "
                                    "culib-hoist-weight-calls); default true"),
                     llvm::cl::init(true)};
   Option<std::string> fusionReport{

@@ -219,6 +219,31 @@ struct ExportPlanPass : public mp::impl::ExportPlanBase<ExportPlanPass> {
         buffer->offset = *alloc.getOffset();
         continue;
       }
+      // A view is its source's bytes with another shape: a buffer of its
+      // own in the plan, at the same place (arena offset or weight).
+      if (auto view = dyn_cast<culib::ViewOp>(op)) {
+        auto source = bufferIds.find(view.getSource());
+        if (source == bufferIds.end()) {
+          view.emitError("the source of a view is not a buffer of the "
+                         "function");
+          return std::nullopt;
+        }
+        rt::PlanBuffer from = plan.buffers[source->second];
+        if (from.storage == rt::BufferStorage::State ||
+            from.storage == rt::BufferStorage::Derived) {
+          view.emitError("a view of a state or of a buffer made at load "
+                         "cannot be put in a plan");
+          return std::nullopt;
+        }
+        rt::PlanBuffer *buffer = addBuffer(view.getBuffer(), view.getLoc(),
+                                           getNodeName(view.getLoc()));
+        if (!buffer)
+          return std::nullopt;
+        buffer->storage = from.storage;
+        buffer->offset = from.offset;
+        buffer->weight = from.weight;
+        continue;
+      }
       // Weights and state buffers both carry a value: the bytes of a
       // weight, the initial contents of a state buffer.
       auto state = dyn_cast<culib::StateOp>(op);

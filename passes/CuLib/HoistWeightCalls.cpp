@@ -56,7 +56,13 @@ struct HoistWeightCallsPass
     // Weights, then what hoisted calls make from them, in program order.
     llvm::DenseSet<Value> constant;
     auto isConstant = [&](Value v) {
-      return v.getDefiningOp<culib::WeightOp>() || constant.contains(v);
+      // (A view of a weight is a weight with another shape; a view of a
+      // buffer made at load would need a writer at load of its own.)
+      return v.getDefiningOp<culib::WeightOp>() || constant.contains(v) ||
+             (v.getDefiningOp<culib::ViewOp>() &&
+              v.getDefiningOp<culib::ViewOp>()
+                  .getSource()
+                  .getDefiningOp<culib::WeightOp>());
     };
     int64_t hoisted = 0, bytes = 0;
     for (Operation &op : body) {
@@ -76,8 +82,12 @@ struct HoistWeightCallsPass
         if (!out.value)
           continue;
         auto alloc = out.value.getDefiningOp<culib::AllocOp>();
+        // (A view of a buffer made at load has no place in a plan.)
         hoistable &= alloc && writers.lookup(out.value) == 1 &&
-                     !returned.contains(out.value);
+                     !returned.contains(out.value) &&
+                     llvm::none_of(out.value.getUsers(), [](Operation *u) {
+                       return isa<culib::ViewOp>(u);
+                     });
         outBytes += culib::byteSize(cast<MemRefType>(out.value.getType()));
       }
       if (!hoistable || outBytes > kMaxGrowth * inBytes)

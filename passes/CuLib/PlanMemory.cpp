@@ -5,6 +5,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <functional>
+
 namespace mp {
 #define GEN_PASS_DEF_PLANMEMORY
 #include "mp/Passes/CuLib/Passes.h.inc"
@@ -53,12 +55,17 @@ struct PlanMemoryPass : public mp::impl::PlanMemoryBase<PlanMemoryPass> {
       return static_cast<int64_t>(
           llvm::alignTo(std::max<int64_t>(bytes, 1), align));
     };
-    auto lastUse = [&](Value value, int64_t from) {
+    // A buffer lives to its last use, or to the last use of a view of it
+    // (culib.view: its bytes with another shape).
+    std::function<int64_t(Value, int64_t)> lastUse = [&](Value value,
+                                                         int64_t from) {
       int64_t end = from;
       for (Operation *user : value.getUsers()) {
         Operation *inBlock = body.findAncestorOpInBlock(*user);
         int64_t at = isa<func::ReturnOp>(inBlock) ? endOfFunction
                                                   : index.lookup(inBlock);
+        if (auto view = dyn_cast<culib::ViewOp>(inBlock))
+          at = lastUse(view.getBuffer(), at);
         end = std::max(end, at);
       }
       return end;

@@ -153,7 +153,9 @@ llvm::cl::opt<bool> fuseCalls(
                    "adds and casts into the convolution or matmul before "
                    "them; culib-fuse-norms: decomposed layer norms into one "
                    "call; culib-fuse-elementwise: groups of elementwise "
-                   "calls and casts into one; culib-hoist-weight-calls: "
+                   "calls and casts into one; culib-alias-reshapes: "
+                   "copies that only reshape into views; "
+                   "culib-hoist-weight-calls: "
                    "calls deriving buffers from weights run once, at "
                    "load); default true"),
     llvm::cl::init(true), llvm::cl::cat(outputCategory));

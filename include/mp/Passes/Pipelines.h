@@ -23,8 +23,8 @@ namespace mp {
 /// a plan is written from), registered as the `mp-compile` pipeline;
 /// `layout` chooses the convolutions that go channels last, `fuse` runs the
 /// culib fusion passes (culib-fuse-attention, -epilogues, -norms,
-/// -elementwise, then culib-hoist-weight-calls) and, with a `fusionReport`
-/// file, culib-fusion-report after them.
+/// -elementwise, then culib-alias-reshapes and culib-hoist-weight-calls)
+/// and, with a `fusionReport` file, culib-fusion-report after them.
 void buildCompilePipeline(mlir::OpPassManager &pm,
                           const NHWCLayoutOptions &layout = {},
                           bool fuse = true, llvm::StringRef fusionReport = {});

@@ -103,9 +103,13 @@ LogicalResult CuLibDialect::verifyOperationAttribute(Operation *op,
     auto alloc = v.getDefiningOp<AllocOp>();
     return alloc && alloc.getAtLoad();
   };
+  auto isWeight = [](Value v) {
+    if (auto view = v.getDefiningOp<ViewOp>())
+      v = view.getSource();
+    return static_cast<bool>(v.getDefiningOp<WeightOp>());
+  };
   for (const NamedBuffer &in : buffers->ins)
-    if (in.value && !in.value.getDefiningOp<WeightOp>() &&
-        !madeAtLoad(in.value))
+    if (in.value && !isWeight(in.value) && !madeAtLoad(in.value))
       return op->emitError()
              << "a call at load reads only weights and buffers made at "
                 "load; its '"

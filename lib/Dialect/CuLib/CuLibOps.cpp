@@ -86,6 +86,18 @@ LogicalResult AllocOp::verify() {
   return success();
 }
 
+LogicalResult ViewOp::verify() {
+  if (failed(verifyBuffer(*this, getSource(), "source")) ||
+      failed(verifyBuffer(*this, getBuffer(), "buffer")))
+    return failure();
+  MemRefType from = getSource().getType(), to = getBuffer().getType();
+  if (from.getNumElements() != to.getNumElements() ||
+      from.getElementType() != to.getElementType())
+    return emitOpError() << "a view of " << from << " as " << to
+                         << " must keep the element type and count";
+  return success();
+}
+
 LogicalResult WeightOp::verify() {
   if (failed(verifyBuffer(*this, getBuffer(), "weight")))
     return failure();

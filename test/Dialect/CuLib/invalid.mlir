@@ -381,3 +381,11 @@ func.func @made_at_load_with_offset() {
   %a = culib.alloc at_load {offset = 0 : i64} : memref<4xf32>
   return
 }
+
+// -----
+
+func.func @view_changes_count(%x: memref<2x4xf32>) {
+  // expected-error @+1 {{'culib.view' op a view of 'memref<2x4xf32>' as 'memref<9xf32>' must keep the element type and count}}
+  %v = culib.view %x : memref<2x4xf32> to memref<9xf32>
+  return
+}

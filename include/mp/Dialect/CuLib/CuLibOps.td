@@ -47,6 +47,21 @@ def CuLib_AllocOp : CuLib_Op<"alloc"> {
   let hasVerifier = 1;
 }
 
+def CuLib_ViewOp : CuLib_Op<"view", [Pure]> {
+  let summary = "the bytes of a buffer seen with another shape (no call)";
+  let description = [{
+    `buffer` is `source`'s bytes with another shape of the same element type
+    and count: no call, no memory of its own. The memory planner keeps the
+    source's bytes while the view is used, and the plan gives both buffers
+    the same bytes (culib-alias-reshapes makes views of the copies that
+    only reshape).
+  }];
+  let arguments = (ins CuLib_Buffer:$source);
+  let results = (outs CuLib_Buffer:$buffer);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($buffer)";
+  let hasVerifier = 1;
+}
+
 def CuLib_WeightOp : CuLib_Op<"weight", [Pure]> {
   let summary = "a read-only weight buffer with its value";
   let arguments = (ins StrAttr:$name, ElementsAttr:$value);

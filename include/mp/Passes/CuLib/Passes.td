@@ -220,6 +220,35 @@ def FuseElementwise : Pass<"culib-fuse-elementwise", "mlir::func::FuncOp"> {
   let dependentDialects = ["mp::culib::CuLibDialect"];
 }
 
+def AliasReshapes : Pass<"culib-alias-reshapes", "mlir::func::FuncOp"> {
+  let summary = "Make the copies that only reshape views of their source";
+  let description = [{
+    A `culib.copy` whose output has its own shape but the same element type
+    and count as its input (a Reshape, Flatten, Squeeze or Unsqueeze, a
+    reduction's kept dims dropped) moves every byte for nothing when the
+    bytes could be seen with the new shape: training steps make dozens (the
+    BERT-style encoder's step 51, each a pass over an activation or a
+    gradient). This pass replaces such a copy by `culib.view` of its input,
+    and its output buffer by the view, when that changes no value read: the
+    output is written by the copy alone, and nothing writes the input after
+    the copy (else the view would see the new bytes). A training step's
+    state (`culib.state`, updated in place) is never viewed. The memory
+    planner then keeps the input's bytes while the view is used. With
+    `record`, the figures go to culib-fusion-report (calls fewer, bytes no
+    longer written); with `report`, a remark says the same. Run it after the
+    fusion passes (their patterns read through copies) and before
+    culib-hoist-weight-calls (a view of a weight is a weight for it) and
+    culib-plan-memory (mp-compile does, unless its `fuse` option is off).
+  }];
+  let options = [
+    Option<"record", "record", "bool", /*default=*/"false",
+           "Leave the figures on the function for culib-fusion-report">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the copies made views and their bytes">,
+  ];
+  let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
 def HoistWeightCalls : Pass<"culib-hoist-weight-calls", "mlir::func::FuncOp"> {
   let summary = "Run the calls that only derive buffers from weights once, at load";
   let description = [{
