@@ -231,9 +231,16 @@ bool hasFormat15Activation(const PlanCall &c) {
 
 uint32_t Plan::requiredFormatMinor() const {
   uint32_t fused = 0;
-  for (const PlanCall &c : calls)
+  for (const PlanCall &c : calls) {
     if (c.atLoad)
       return 7;
+    // ReLU's gradient, as a call or a step of a fused program.
+    const std::string *fn = c.attrAs<std::string>("fn");
+    const std::string *program = c.attrAs<std::string>("program");
+    if ((fn && *fn == "relu_grad") ||
+        (program && program->find("relu_grad(") != std::string::npos))
+      return 7;
+  }
   for (const PlanBuffer &b : buffers)
     if (b.storage == BufferStorage::Derived)
       return 7;

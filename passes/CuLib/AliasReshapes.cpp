@@ -63,9 +63,8 @@ struct AliasReshapesPass
       if (writers.lookup(out.getBuffer()).size() != 1)
         continue;
       // The input: not written after the copy.
-      if (llvm::any_of(writers.lookup(from), [&](Operation *w) {
-            return copy->isBeforeInBlock(w);
-          }))
+      if (llvm::any_of(writers.lookup(from),
+                       [&](Operation *w) { return copy->isBeforeInBlock(w); }))
         continue;
       // The view takes the copy's place: every other use of the output
       // must come after it (a read before the copy would read nothing the
@@ -77,8 +76,7 @@ struct AliasReshapesPass
         continue;
       rewriter.setInsertionPoint(copy);
       auto view = culib::ViewOp::create(rewriter, copy.getLoc(),
-                                        out.getBuffer().getType(),
-                                        copy.getX());
+                                        out.getBuffer().getType(), copy.getX());
       rewriter.replaceAllUsesExcept(out.getBuffer(), view.getBuffer(), copy);
       rewriter.eraseOp(copy);
       rewriter.eraseOp(out);

@@ -20,6 +20,11 @@
 // rounding it did is gone (the program is never less accurate than the
 // calls one by one). Groups of one call are left alone.
 //
+// Before grouping, a ReLU's gradient as training steps write it,
+// where(x > 0, dy, 0) (a comparison into a bool mask, then a select), becomes
+// one relu_grad(dy, x): a function from floats to floats, which can then
+// join a group (the residual add of the gradients before it).
+//
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CuLibDialect.h"
 #include "mp/Passes/CuLib/Passes.h"
@@ -209,12 +214,59 @@ Lowered lowerGroup(const Group &group) {
   return lowered;
 }
 
+/// where(greater(x, 0), dy, 0) -> relu_grad(dy, x), when the mask is the
+/// comparison's alone and only the select reads it, dy, x and y have one
+/// type and shape, and x does not change between the two calls.
+struct FoldReluGradient : public OpRewritePattern<culib::ElementwiseOp> {
+  FoldReluGradient(MLIRContext *context, int64_t &folded, int64_t &bytes)
+      : OpRewritePattern(context), folded(folded), bytes(bytes) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp select,
+                                PatternRewriter &rewriter) const override {
+    using rt::cpu::ElementwiseFn;
+    if (select.getFn() != ElementwiseFn::Where ||
+        select.getInputs().size() != 3)
+      return failure();
+    Value mask = select.getInputs()[0], dy = select.getInputs()[1],
+          otherwise = select.getInputs()[2], y = select.getY();
+    auto compare = dyn_cast_or_null<culib::ElementwiseOp>(
+        culib::soleWriter(mask, {select.getOperation()}));
+    if (!compare || compare.getFn() != ElementwiseFn::Greater ||
+        compare.getInputs().size() != 2 ||
+        culib::scalarWeightValue(otherwise) != 0.0 ||
+        culib::scalarWeightValue(compare.getInputs()[1]) != 0.0)
+      return failure();
+    Value x = compare.getInputs()[0];
+    if (!isFloatBuffer(y) || dy.getType() != y.getType() ||
+        x.getType() != y.getType() || culib::writtenBetween(x, compare, select))
+      return failure();
+    rewriter.setInsertionPoint(select);
+    culib::ElementwiseOp::create(rewriter, select.getLoc(), ValueRange{dy, x},
+                                 y, ElementwiseFn::ReluGrad,
+                                 /*alpha=*/FloatAttr(), /*beta=*/FloatAttr());
+    bytes += culib::eraseCallsAndTheirBuffers(
+        {compare.getOperation(), select.getOperation()}, y, rewriter);
+    ++folded;
+    return success();
+  }
+
+  int64_t &folded, &bytes;
+};
+
 struct FuseElementwisePass
     : public mp::impl::FuseElementwiseBase<FuseElementwisePass> {
   using Base::Base;
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    int64_t reluGradients = 0, reluGradientBytes = 0;
+    {
+      RewritePatternSet patterns(&getContext());
+      patterns.add<FoldReluGradient>(&getContext(), reluGradients,
+                                     reluGradientBytes);
+      if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
+        return signalPassFailure();
+    }
     llvm::DenseSet<Operation *> taken;
     GroupBuilder builder(taken);
     SmallVector<Group> groups;
@@ -252,14 +304,20 @@ struct FuseElementwisePass
       }
     }
     if (record)
+      culib::recordFusion(func, getArgument(), "ReLU gradient", reluGradients,
+                          reluGradients, reluGradientBytes);
+    if (record)
       culib::recordFusion(func, getArgument(), "elementwise program",
                           static_cast<int64_t>(groups.size()),
                           callsBefore - static_cast<int64_t>(groups.size()),
                           bytes);
     if (report)
-      func.emitRemark() << "culib-fuse-elementwise: " << callsBefore
+      func.emitRemark() << "culib-fuse-elementwise: " << reluGradients
+                        << " ReLU gradient(s) made one call each, "
+                        << callsBefore
                         << " elementwise / cast call(s) fused into "
-                        << groups.size() << " call(s); " << bytes
+                        << groups.size() << " call(s); "
+                        << bytes + reluGradientBytes
                         << " intermediate bytes no longer written";
   }
 };

@@ -297,6 +297,12 @@ template <typename C> struct OpPRelu {
       return x < C(0) ? slope * x : x;
   }
 };
+/// ReLU's gradient (torch's threshold_backward): dy where x > 0, else 0
+/// (NaN x: 0).
+template <typename C> struct OpReluGrad {
+  explicit OpReluGrad(const Ctx &) {}
+  C operator()(C dy, C x) const { return x > C(0) ? dy : C(0); }
+};
 /// NaN-propagating, as numpy.maximum / numpy.minimum (`|`: no branch).
 MP_BINARY(OpMax, ((x > y) | (x != x)) ? x : y)
 MP_BINARY(OpMin, ((x < y) | (x != x)) ? x : y)
@@ -744,6 +750,7 @@ BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
     MP_SELECT(Mod, binaryFn, OpMod, kNumeric)
     MP_SELECT(Fmod, binaryFn, OpFmod, kNumeric)
     MP_SELECT(PRelu, binaryFn, OpPRelu, kNumeric)
+    MP_SELECT(ReluGrad, binaryFn, OpReluGrad, kFloats)
     MP_SELECT(BitShiftLeft, binaryFn, OpShl, kUnsigned)
     MP_SELECT(BitShiftRight, binaryFn, OpShr, kUnsigned)
   case F::Equal:

@@ -114,6 +114,8 @@ __device__ inline C floatOp(int32_t op, C x, C y, C a, C b) {
     return mFmod(x, y);
   case kEwPRelu:
     return x < C(0) ? y * x : x;
+  case kEwReluGrad: // (dy, x)
+    return y > C(0) ? x : C(0);
   case kEwMax:
     return nanMax(x, y);
   case kEwMin:

@@ -53,6 +53,10 @@ TEST_CASE("CUDA: kernel.elementwise", "[cuda][device]") {
          {"y", t, {2, 3, 17}});
     ew("pow", {{"a", rnd(t, {4, 5}, rng, 0.5, 2)}, {"b", rnd(t, {5}, rng)}},
        {"y", t, {4, 5}});
+    ew("relu_grad",
+       {{"dy", rnd(t, {2, 3, 17}, rng, -3, 3)},
+        {"x", rnd(t, {2, 3, 17}, rng, -3, 3)}},
+       {"y", t, {2, 3, 17}});
     for (const char *fn : {"greater", "less", "equal", "less_equal"})
       ew(fn, {{"a", rnd(t, {4, 5}, rng)}, {"b", rnd(t, {1, 5}, rng)}},
          {"y", DType::Bool, {4, 5}});

@@ -299,6 +299,8 @@ TEST_CASE("elementwise binary float functions broadcast as numpy",
        3},
       {F::PRelu, [](double a, double s) { return a < 0 ? s * a : a; }, -4, 4,
        -1, 1},
+      {F::ReluGrad, [](double dy, double x) { return x > 0 ? dy : 0.0; }, -4, 4,
+       -4, 4},
       {F::Max, [](double a, double b) { return std::max(a, b); }, -4, 4, -4, 4},
       {F::Min, [](double a, double b) { return std::min(a, b); }, -4, 4, -4, 4},
   };

@@ -376,3 +376,22 @@ TEST_CASE("calls at load and the buffers they make: rules and round trip",
   };
   checkRules(base, cases);
 }
+
+TEST_CASE("plans with ReLU gradients are format 1.7", "[plan]") {
+  Plan plan;
+  PlanCall add;
+  add.kind = "kernel.elementwise";
+  add.attributes = {{"fn", std::string("add")}};
+  plan.calls.push_back(add);
+  CHECK(plan.requiredFormatMinor() == 0);
+  PlanCall grad = add;
+  grad.attributes = {{"fn", std::string("relu_grad")}};
+  plan.calls.push_back(grad);
+  CHECK(plan.requiredFormatMinor() == 7);
+  plan.calls.back().kind = "kernel.fused_elementwise";
+  plan.calls.back().attributes = {
+      {"program", std::string("add(x0, x1); relu_grad(t0, x2)")}};
+  CHECK(plan.requiredFormatMinor() == 7);
+  plan.calls.back().attributes = {{"program", std::string("add(x0, x1)")}};
+  CHECK(plan.requiredFormatMinor() == 3);
+}

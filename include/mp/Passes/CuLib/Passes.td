@@ -205,7 +205,12 @@ def FuseElementwise : Pass<"culib-fuse-elementwise", "mlir::func::FuncOp"> {
     the group's end writes what the call reads, and within the runtime's
     limits (32 steps, 8 inputs). Comparisons, `where`, integer and bool
     functions, broadcast intermediates and buffers read elsewhere (a
-    training step's saved activations) end a group. With `report`, a
+    training step's saved activations) end a group. Before grouping, a
+    ReLU's gradient as training steps write it, `where(x > 0, dy, 0)` (a
+    comparison into a bool mask, then a select), becomes one
+    `relu_grad(dy, x)`, which then joins a group like any function from
+    floats to floats (ResNet-18's step: 17 fewer calls, and with the
+    residual adds of the gradients before them 7 more). With `report`, a
     remark counts the calls before and after and the bytes no longer
     written. Run it after culib-fuse-epilogues (a ReLU that can be a
     convolution's epilogue is one) and before culib-plan-memory

@@ -11,7 +11,7 @@
 // CHECK-NEXT: %[[Y:.*]] = culib.alloc : memref<2x8xf32>
 // CHECK-NEXT: culib.fused_elementwise "sigmoid(x0); mul(x0, t0)" ins(%arg0) outs(%[[Y]]) : memref<2x8xf32>, memref<2x8xf32>
 // CHECK-NEXT: return %[[Y]]
-// REPORT: remark: culib-fuse-elementwise: 2 elementwise / cast call(s) fused into 1 call(s); 64 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-elementwise: 0 ReLU gradient(s) made one call each, 2 elementwise / cast call(s) fused into 1 call(s); 64 intermediate bytes no longer written
 func.func @silu(%x: memref<2x8xf32>) -> memref<2x8xf32> {
   %s = culib.alloc : memref<2x8xf32>
   culib.elementwise sigmoid ins(%x) outs(%s) : memref<2x8xf32>, memref<2x8xf32>
@@ -28,7 +28,7 @@ func.func @silu(%x: memref<2x8xf32>) -> memref<2x8xf32> {
 // CHECK-NEXT: culib.fused_elementwise "div(x0, x1); erf(t0); add(t1, x2); mul(x0, t2); mul(t3, x3); leaky_relu(t4) alpha=0.2" ins(%arg0, %{{.*}}, %{{.*}}, %{{.*}}) outs(%[[Y]]) : memref<4x8xf32>, memref<f32>, memref<f32>, memref<f32>, memref<4x8xf16>
 // CHECK-NOT: culib.elementwise
 // CHECK-NOT: culib.cast
-// REPORT: remark: culib-fuse-elementwise: 9 elementwise / cast call(s) fused into 1 call(s); 960 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-elementwise: 0 ReLU gradient(s) made one call each, 9 elementwise / cast call(s) fused into 1 call(s); 960 intermediate bytes no longer written
 func.func @gelu_between_casts(%x: memref<4x8xf32>) -> memref<4x8xf16> {
   %sqrt2 = culib.weight "sqrt2" dense<1.41421354> : tensor<f32> : memref<f32>
   %one = culib.weight "one" dense<1.0> : tensor<f32> : memref<f32>
@@ -57,7 +57,7 @@ func.func @gelu_between_casts(%x: memref<4x8xf32>) -> memref<4x8xf16> {
 // A cast chain alone: an identity step rounds once.
 // CHECK-LABEL: func.func @casts_only
 // CHECK: culib.fused_elementwise "identity(x0)" ins(%arg0) outs(%{{.*}}) : memref<8xf32>, memref<8xbf16>
-// REPORT: remark: culib-fuse-elementwise: 2 elementwise / cast call(s) fused into 1 call(s); 16 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-elementwise: 0 ReLU gradient(s) made one call each, 2 elementwise / cast call(s) fused into 1 call(s); 16 intermediate bytes no longer written
 func.func @casts_only(%x: memref<8xf32>) -> memref<8xbf16> {
   %h = culib.alloc : memref<8xf16>
   culib.cast ins(%x) outs(%h) : memref<8xf32>, memref<8xf16>
@@ -88,7 +88,7 @@ func.func @residual_relu(%x: memref<1x2x3x3xf32>) -> memref<1x2x3x3xf32> {
 // CHECK: culib.elementwise exp ins(%arg0) outs(%[[E:[^)]*]])
 // CHECK: culib.fused_elementwise "neg(x0); add(t0, x1)" ins(%[[E]], %arg0)
 // CHECK: culib.reduce sum ins(%[[E]])
-// REPORT: remark: culib-fuse-elementwise: 2 elementwise / cast call(s) fused into 1 call(s); 32 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-elementwise: 0 ReLU gradient(s) made one call each, 2 elementwise / cast call(s) fused into 1 call(s); 32 intermediate bytes no longer written
 func.func @intermediate_read_elsewhere(%x: memref<8xf32>) -> (memref<8xf32>, memref<f32>) {
   %e = culib.alloc : memref<8xf32>
   culib.elementwise exp ins(%x) outs(%e) : memref<8xf32>, memref<8xf32>
@@ -111,7 +111,7 @@ func.func @intermediate_read_elsewhere(%x: memref<8xf32>) -> (memref<8xf32>, mem
 // CHECK: culib.elementwise abs
 // CHECK: culib.elementwise neg
 // CHECK-NOT: culib.fused_elementwise
-// REPORT: remark: culib-fuse-elementwise: 0 elementwise / cast call(s) fused into 0 call(s); 0 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-elementwise: 0 ReLU gradient(s) made one call each, 0 elementwise / cast call(s) fused into 0 call(s); 0 intermediate bytes no longer written
 func.func @not_fusable(%x: memref<4x8xf32>, %v: memref<8xf32>, %i: memref<8xi32>) -> (memref<4x8xf32>, memref<4x8xi1>, memref<8xi32>) {
   %e = culib.alloc : memref<8xf32>
   culib.elementwise exp ins(%v) outs(%e) : memref<8xf32>, memref<8xf32>
@@ -143,4 +143,47 @@ func.func @input_written_between(%g: memref<8xf32>) -> memref<8xf32> {
   %y = culib.alloc : memref<8xf32>
   culib.elementwise neg ins(%e) outs(%y) : memref<8xf32>, memref<8xf32>
   return %y : memref<8xf32>
+}
+
+// A ReLU's gradient as training steps write it, where(x > 0, dy, 0),
+// becomes relu_grad(dy, x), which then fuses with the residual add of the
+// gradients before it: one call instead of three, and no bool mask.
+// CHECK-LABEL: func.func @relu_gradient
+// CHECK: %[[Y:.*]] = culib.alloc : memref<2x8xf32>
+// CHECK: culib.fused_elementwise "add(x0, x1); relu_grad(t0, x2)" ins(%arg1, %arg2, %arg0) outs(%[[Y]])
+// CHECK-NOT: culib.elementwise
+// CHECK: return
+// REPORT: remark: culib-fuse-elementwise: 1 ReLU gradient(s) made one call each, 2 elementwise / cast call(s) fused into 1 call(s); 80 intermediate bytes no longer written
+func.func @relu_gradient(%x: memref<2x8xf32>, %da: memref<2x8xf32>, %db: memref<2x8xf32>) -> memref<2x8xf32> {
+  %zero = culib.weight "zero" dense<0.0> : tensor<f32> : memref<f32>
+  %dy = culib.alloc : memref<2x8xf32>
+  culib.elementwise add ins(%da, %db) outs(%dy) : memref<2x8xf32>, memref<2x8xf32>, memref<2x8xf32>
+  %mask = culib.alloc : memref<2x8xi1>
+  culib.elementwise greater ins(%x, %zero) outs(%mask) : memref<2x8xf32>, memref<f32>, memref<2x8xi1>
+  %y = culib.alloc : memref<2x8xf32>
+  culib.elementwise where ins(%mask, %dy, %zero) outs(%y) : memref<2x8xi1>, memref<2x8xf32>, memref<f32>, memref<2x8xf32>
+  return %y : memref<2x8xf32>
+}
+
+// Not a ReLU's gradient: a threshold other than 0, an otherwise other than
+// 0, a mask read elsewhere.
+// CHECK-LABEL: func.func @not_relu_gradients
+// CHECK-NOT: relu_grad
+// CHECK: return
+func.func @not_relu_gradients(%x: memref<8xf32>, %dy: memref<8xf32>) -> (memref<8xf32>, memref<8xf32>, memref<8xi1>) {
+  %zero = culib.weight "zero" dense<0.0> : tensor<f32> : memref<f32>
+  %one = culib.weight "one" dense<1.0> : tensor<f32> : memref<f32>
+  %m1 = culib.alloc : memref<8xi1>
+  culib.elementwise greater ins(%x, %one) outs(%m1) : memref<8xf32>, memref<f32>, memref<8xi1>
+  %a = culib.alloc : memref<8xf32>
+  culib.elementwise where ins(%m1, %dy, %zero) outs(%a) : memref<8xi1>, memref<8xf32>, memref<f32>, memref<8xf32>
+  %m2 = culib.alloc : memref<8xi1>
+  culib.elementwise greater ins(%x, %zero) outs(%m2) : memref<8xf32>, memref<f32>, memref<8xi1>
+  %b = culib.alloc : memref<8xf32>
+  culib.elementwise where ins(%m2, %dy, %one) outs(%b) : memref<8xi1>, memref<8xf32>, memref<f32>, memref<8xf32>
+  %m3 = culib.alloc : memref<8xi1>
+  culib.elementwise greater ins(%x, %zero) outs(%m3) : memref<8xf32>, memref<f32>, memref<8xi1>
+  %c = culib.alloc : memref<8xf32>
+  culib.elementwise where ins(%m3, %dy, %zero) outs(%c) : memref<8xi1>, memref<8xf32>, memref<f32>, memref<8xf32>
+  return %a, %b, %m3 : memref<8xf32>, memref<8xf32>, memref<8xi1>
 }

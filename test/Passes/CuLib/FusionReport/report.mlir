@@ -28,6 +28,7 @@
 // TEXT: function f: 5 calls -> 2;
 // PASSES: function f: 5 calls -> 1; 120 intermediate bytes no longer written
 // PASSES-NEXT: culib-fuse-norms decomposed layer norm: 1 fused call(s), 3 calls fewer, 96 bytes
+// PASSES-NEXT: culib-fuse-elementwise ReLU gradient: 0 fused call(s), 0 calls fewer, 0 bytes
 // PASSES-NEXT: culib-fuse-elementwise elementwise program: 1 fused call(s), 1 calls fewer, 24 bytes
 // ERROR: error: cannot write the fusion report
 func.func @f(%x: memref<2x3xf32>, %y: memref<2x3xf32>) attributes {culib.fusion_record = [{pass = "culib-fuse-norms", pattern = "decomposed layer norm", fused = 1 : i64, calls_removed = 3 : i64, bytes = 96 : i64}]} {
