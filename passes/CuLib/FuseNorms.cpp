@@ -24,7 +24,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CuLibDialect.h"
+#include "mp/Dialect/MP/MPDialect.h"
 #include "mp/Passes/CuLib/Passes.h"
+#include "mp/Runtime/FusedProgram.h"
 
 #include "FusionUtils.h"
 
@@ -514,6 +516,93 @@ struct FoldScaledSoftmax : OpRewritePattern<culib::SoftmaxOp> {
   int64_t &folded, &calls, &bytes;
 };
 
+/// A batch norm in inference whose one reader is an elementwise function
+/// (a ReLU) becomes its per-channel scale and shift, y = x * s + t with
+/// s = scale / sqrt(var + eps) and t = bias - mean * s: two programs over
+/// the weights (which culib-hoist-weight-calls runs once, at load) and a
+/// mul and an add, which culib-fuse-elementwise fuses with the function
+/// after them: one pass over the activations instead of two. All f32 (the
+/// statistics are; 16-bit x keeps the batch norm call).
+struct BatchNormAsScaleAndShift
+    : OpRewritePattern<culib::BatchNormInferenceOp> {
+  BatchNormAsScaleAndShift(MLIRContext *context, int64_t &folded,
+                           int64_t &calls)
+      : OpRewritePattern(context), folded(folded), calls(calls) {}
+
+  LogicalResult matchAndRewrite(culib::BatchNormInferenceOp bn,
+                                PatternRewriter &rewriter) const override {
+    Value x = bn.getX(), y = bn.getY();
+    auto type = cast<MemRefType>(x.getType());
+    if (!type.getElementType().isF32() || type.getRank() < 2 ||
+        y.getType() != x.getType() || !y.getDefiningOp<culib::AllocOp>())
+      return failure();
+    // y's one reader: an elementwise function from floats to floats, after
+    // the batch norm (it will take the mul and the add into its program).
+    Operation *reader = nullptr;
+    for (Operation *user : y.getUsers()) {
+      if (user == bn.getOperation())
+        continue;
+      if (reader)
+        return failure();
+      reader = user;
+    }
+    auto next = dyn_cast_or_null<culib::ElementwiseOp>(reader);
+    if (!next || !rt::isFusableFn(next.getFn()) ||
+        next->getBlock() != bn->getBlock() || next->isBeforeInBlock(bn) ||
+        culib::writes(next, y))
+      return failure();
+    // The per-channel parameters, seen as [C, 1, ...] channels first.
+    const bool channelsLast = bn.getLayout() == culib::Layout::nhwc;
+    int64_t channels = type.getDimSize(channelsLast ? type.getRank() - 1 : 1);
+    SmallVector<int64_t> paramShape{channels};
+    if (!channelsLast)
+      paramShape.append(type.getRank() - 2, 1);
+    auto paramType = MemRefType::get(paramShape, rewriter.getF32Type());
+    Location loc = bn.getLoc();
+    rewriter.setInsertionPoint(bn);
+    auto param = [&](Value v) -> Value {
+      if (v.getType() == paramType)
+        return v;
+      return culib::ViewOp::create(rewriter, loc, paramType, v);
+    };
+    for (Value p :
+         {bn.getScale(), bn.getBias(), bn.getMean(), bn.getVariance()})
+      if (cast<MemRefType>(p.getType()).getNumElements() != channels)
+        return failure();
+    auto scalarType = MemRefType::get({}, rewriter.getF32Type());
+    auto epsilon = culib::WeightOp::create(
+        rewriter, loc, scalarType,
+        rewriter.getStringAttr(mp::getNodeName(loc) + ".epsilon"),
+        DenseElementsAttr::get(RankedTensorType::get({}, rewriter.getF32Type()),
+                               bn.getEpsilon()));
+    Value s = culib::AllocOp::create(rewriter, loc, paramType, IntegerAttr(),
+                                     UnitAttr());
+    culib::FusedElementwiseOp::create(
+        rewriter, loc,
+        ValueRange{param(bn.getVariance()), epsilon, param(bn.getScale())}, s,
+        "add(x0, x1); sqrt(t0); div(x2, t1)");
+    Value t = culib::AllocOp::create(rewriter, loc, paramType, IntegerAttr(),
+                                     UnitAttr());
+    culib::FusedElementwiseOp::create(
+        rewriter, loc, ValueRange{param(bn.getMean()), s, param(bn.getBias())},
+        t, "mul(x0, x1); sub(x2, t0)");
+    Value scaled =
+        culib::AllocOp::create(rewriter, loc, type, IntegerAttr(), UnitAttr());
+    culib::ElementwiseOp::create(rewriter, loc, ValueRange{x, s}, scaled,
+                                 rt::cpu::ElementwiseFn::Mul, FloatAttr(),
+                                 FloatAttr());
+    culib::ElementwiseOp::create(rewriter, loc, ValueRange{scaled, t}, y,
+                                 rt::cpu::ElementwiseFn::Add, FloatAttr(),
+                                 FloatAttr());
+    rewriter.eraseOp(bn);
+    ++folded;
+    calls -= 3; // one call became four (two of them run at load)
+    return success();
+  }
+
+  int64_t &folded, &calls;
+};
+
 struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
   using Base::Base;
 
@@ -523,7 +612,10 @@ struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
     int64_t rmsFolded = 0, rmsCalls = 0, rmsBytes = 0;
     int64_t groupFolded = 0, groupCalls = 0, groupBytes = 0;
     int64_t softmaxFolded = 0, softmaxCalls = 0, softmaxBytes = 0;
+    int64_t batchNorms = 0, batchNormCalls = 0;
     RewritePatternSet patterns(&getContext());
+    patterns.add<BatchNormAsScaleAndShift>(&getContext(), batchNorms,
+                                           batchNormCalls);
     patterns.add<FoldDecomposedLayerNorm>(&getContext(), folded, calls, bytes);
     patterns.add<FoldDecomposedRmsNorm>(&getContext(), rmsFolded, rmsCalls,
                                         rmsBytes);
@@ -542,13 +634,18 @@ struct FuseNormsPass : public mp::impl::FuseNormsBase<FuseNormsPass> {
                           groupFolded, groupCalls, groupBytes);
       culib::recordFusion(func, getArgument(), "scaled or masked softmax",
                           softmaxFolded, softmaxCalls, softmaxBytes);
+      culib::recordFusion(func, getArgument(), "batch norm as scale and shift",
+                          batchNorms, batchNormCalls, 0);
     }
     if (report)
       func.emitRemark() << "culib-fuse-norms: " << folded
                         << " decomposed layer norm(s), " << rmsFolded
                         << " RMS norm(s), " << groupFolded
                         << " group norm(s) and " << softmaxFolded
-                        << " scaled or masked softmax(es) made one call each; "
+                        << " scaled or masked softmax(es) made one call each, "
+                        << batchNorms
+                        << " batch norm(s) before an elementwise function "
+                           "made a scale and shift; "
                         << bytes + rmsBytes + groupBytes + softmaxBytes
                         << " intermediate bytes no longer written";
   }

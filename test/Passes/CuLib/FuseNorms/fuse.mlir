@@ -18,7 +18,7 @@
 // CHECK-NEXT: culib.layer_norm ins(%arg0, %[[S]]) bias(%[[B]]) outs(%[[Y]]) {axis = 2 : i64, epsilon = 9.99999974E-6 : f32}
 // CHECK-NEXT: return %[[Y]]
 // CHECK-NOT: culib.weight "two"
-// REPORT: remark: culib-fuse-norms: 1 decomposed layer norm(s), 0 RMS norm(s), 0 group norm(s) and 0 scaled or masked softmax(es) made one call each; 864 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-norms: 1 decomposed layer norm(s), 0 RMS norm(s), 0 group norm(s) and 0 scaled or masked softmax(es) made one call each, 0 batch norm(s) before an elementwise function made a scale and shift; 864 intermediate bytes no longer written
 func.func @layer_norm(%x: memref<2x3x8xf32>) -> memref<2x3x8xf32> {
   %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
   %eps = culib.weight "eps" dense<1.0e-5> : tensor<f32> : memref<f32>
@@ -151,7 +151,7 @@ func.func @eps_not_constant(%x: memref<2x8xf32>, %eps: memref<f32>) -> memref<2x
 // CHECK-NEXT: culib.rms_norm ins(%arg0, %[[S]]) outs(%[[Y]]) {axis = 2 : i64, epsilon = 9.99999997E-7 : f32} : memref<2x3x8xf32>, memref<8xf32>, memref<2x3x8xf32>
 // CHECK-NEXT: return %[[Y]]
 // CHECK-NOT: culib.weight "two"
-// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 1 RMS norm(s), 0 group norm(s) and 0 scaled or masked softmax(es) made one call each; 480 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 1 RMS norm(s), 0 group norm(s) and 0 scaled or masked softmax(es) made one call each, 0 batch norm(s) before an elementwise function made a scale and shift; 480 intermediate bytes no longer written
 func.func @rms_norm(%x: memref<2x3x8xf32>) -> memref<2x3x8xf32> {
   %two = culib.weight "two" dense<2.0> : tensor<f32> : memref<f32>
   %eps = culib.weight "eps" dense<1.0e-6> : tensor<f32> : memref<f32>
@@ -244,7 +244,7 @@ func.func @rms_not_fusable(%x: memref<4x16xf32>, %z: memref<4x16xf32>) -> (memre
 // CHECK-NEXT: culib.group_norm ins(%arg0, %[[S]]) bias(%[[B]]) outs(%[[Y]]) {epsilon = 9.99999974E-6 : f32, groups = 2 : i64} : memref<2x8x4x4xf16>, memref<8x1x1xf16>, memref<8x1x1xf16>, memref<2x8x4x4xf16>
 // CHECK-NEXT: return %[[Y]]
 // CHECK-NOT: culib.weight "ones"
-// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s), 1 group norm(s) and 0 scaled or masked softmax(es) made one call each; 2048 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s), 1 group norm(s) and 0 scaled or masked softmax(es) made one call each, 0 batch norm(s) before an elementwise function made a scale and shift; 2048 intermediate bytes no longer written
 func.func @group_norm(%x: memref<2x8x4x4xf16>) -> memref<2x8x4x4xf16> {
   %ones = culib.weight "ones" dense<1.0> : tensor<2xf16> : memref<2xf16>
   %zeros = culib.weight "zeros" dense<0.0> : tensor<2xf16> : memref<2xf16>
@@ -304,7 +304,7 @@ func.func @group_norm_kept(%x: memref<2x8x4x4xf32>) -> (memref<2x8x4x4xf32>, mem
 // CHECK-NOT: culib.elementwise
 // CHECK-NOT: culib.softmax
 // CHECK-NOT: culib.weight
-// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s), 0 group norm(s) and 3 scaled or masked softmax(es) made one call each; 384 intermediate bytes no longer written
+// REPORT: remark: culib-fuse-norms: 0 decomposed layer norm(s), 0 RMS norm(s), 0 group norm(s) and 3 scaled or masked softmax(es) made one call each, 0 batch norm(s) before an elementwise function made a scale and shift; 384 intermediate bytes no longer written
 func.func @scaled_softmax(%x: memref<2x4x6xf16>, %mask: memref<2x1x6xf16>) -> (memref<2x4x6xf16>, memref<2x4x6xf16>, memref<2x4x6xf16>) {
   %eighth = culib.weight "eighth" dense<0.125> : tensor<f16> : memref<f16>
   %two = culib.weight "two" dense<2.0> : tensor<1xf16> : memref<1xf16>
@@ -352,4 +352,62 @@ func.func @scaled_softmax_kept(%x: memref<2x4x6xf32>) -> (memref<2x4x6xf32>, mem
   %y4 = culib.alloc : memref<2x4x6xf32>
   culib.softmax ins(%s4) outs(%y4) {axis = 2 : i64} : memref<2x4x6xf32>, memref<2x4x6xf32>
   return %y, %y2, %y3, %s3, %y4 : memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>, memref<2x4x6xf32>
+}
+
+// A batch norm in inference before an elementwise function (a ReLU)
+// becomes its per-channel scale and shift: two programs over the weights
+// (run at load), a mul and an add that culib-fuse-elementwise then fuses
+// with the ReLU. Channels last: [C] parameters broadcast over the last dim.
+// CHECK-LABEL: func.func @batch_norm_relu
+// CHECK: %[[EPS:.*]] = culib.weight "{{.*}}.epsilon" dense<9.99999974E-6> : tensor<f32> : memref<f32>
+// CHECK: %[[S:.*]] = culib.alloc : memref<4xf32>
+// CHECK: culib.fused_elementwise "add(x0, x1); sqrt(t0); div(x2, t1)" ins(%{{.*}}, %[[EPS]], %{{.*}}) outs(%[[S]])
+// CHECK: %[[T:.*]] = culib.alloc : memref<4xf32>
+// CHECK: culib.fused_elementwise "mul(x0, x1); sub(x2, t0)" ins(%{{.*}}, %[[S]], %{{.*}}) outs(%[[T]])
+// CHECK: culib.elementwise mul ins(%arg0, %[[S]]) outs(%[[XS:.*]]) :
+// CHECK: culib.elementwise add ins(%[[XS]], %[[T]]) outs(%[[BN:.*]]) :
+// CHECK: culib.elementwise relu ins(%[[BN]])
+// CHECK-NOT: culib.batch_norm_inference
+// CHECK: return
+// Channels first: the parameters are viewed as [C, 1, 1].
+// CHECK-LABEL: func.func @batch_norm_nchw
+// CHECK: culib.view %{{.*}} : memref<4xf32> to memref<4x1x1xf32>
+// CHECK: culib.elementwise mul ins(%arg0, %{{.*}}) outs(%{{.*}}) : memref<1x4x2x2xf32>, memref<4x1x1xf32>, memref<1x4x2x2xf32>
+// CHECK-NOT: culib.batch_norm_inference
+// CHECK: return
+// Left alone: a batch norm whose result goes to a convolution (nothing to
+// fuse it with), or to two readers.
+// CHECK-LABEL: func.func @batch_norms_left
+// CHECK-COUNT-2: culib.batch_norm_inference
+// CHECK: return
+func.func @batch_norm_relu(%x: memref<1x2x2x4xf32>) -> memref<1x2x2x4xf32> {
+  %g = culib.weight "g" dense<[1.0, 2.0, 0.5, 1.5]> : tensor<4xf32> : memref<4xf32>
+  %b = culib.weight "b" dense<[0.0, 0.1, -0.1, 0.2]> : tensor<4xf32> : memref<4xf32>
+  %m = culib.weight "m" dense<[0.5, 0.0, -0.5, 1.0]> : tensor<4xf32> : memref<4xf32>
+  %v = culib.weight "v" dense<[1.0, 4.0, 0.25, 2.0]> : tensor<4xf32> : memref<4xf32>
+  %n = culib.alloc : memref<1x2x2x4xf32>
+  culib.batch_norm_inference ins(%x, %g, %b, %m, %v) outs(%n) {epsilon = 9.99999974E-6 : f32, layout = #culib.layout<nhwc>} : memref<1x2x2x4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<1x2x2x4xf32>
+  %y = culib.alloc : memref<1x2x2x4xf32>
+  culib.elementwise relu ins(%n) outs(%y) : memref<1x2x2x4xf32>, memref<1x2x2x4xf32>
+  return %y : memref<1x2x2x4xf32>
+}
+func.func @batch_norm_nchw(%x: memref<1x4x2x2xf32>) -> memref<1x4x2x2xf32> {
+  %g = culib.weight "g" dense<1.0> : tensor<4xf32> : memref<4xf32>
+  %n = culib.alloc : memref<1x4x2x2xf32>
+  culib.batch_norm_inference ins(%x, %g, %g, %g, %g) outs(%n) {epsilon = 9.99999974E-6 : f32} : memref<1x4x2x2xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<1x4x2x2xf32>
+  %y = culib.alloc : memref<1x4x2x2xf32>
+  culib.elementwise relu ins(%n) outs(%y) : memref<1x4x2x2xf32>, memref<1x4x2x2xf32>
+  return %y : memref<1x4x2x2xf32>
+}
+func.func @batch_norms_left(%x: memref<1x4x2x2xf32>, %w: memref<4x4x1x1xf32>) -> (memref<1x4x2x2xf32>, memref<1x4x2x2xf32>, memref<1x4x2x2xf32>) {
+  %g = culib.weight "g" dense<1.0> : tensor<4xf32> : memref<4xf32>
+  %n = culib.alloc : memref<1x4x2x2xf32>
+  culib.batch_norm_inference ins(%x, %g, %g, %g, %g) outs(%n) {epsilon = 9.99999974E-6 : f32} : memref<1x4x2x2xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<1x4x2x2xf32>
+  %c = culib.alloc : memref<1x4x2x2xf32>
+  culib.conv_fwd ins(%n, %w) outs(%c) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x4x2x2xf32>, memref<4x4x1x1xf32>, memref<1x4x2x2xf32>
+  %n2 = culib.alloc : memref<1x4x2x2xf32>
+  culib.batch_norm_inference ins(%x, %g, %g, %g, %g) outs(%n2) {epsilon = 9.99999974E-6 : f32} : memref<1x4x2x2xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<1x4x2x2xf32>
+  %r = culib.alloc : memref<1x4x2x2xf32>
+  culib.elementwise relu ins(%n2) outs(%r) : memref<1x4x2x2xf32>, memref<1x4x2x2xf32>
+  return %c, %r, %n2 : memref<1x4x2x2xf32>, memref<1x4x2x2xf32>, memref<1x4x2x2xf32>
 }
