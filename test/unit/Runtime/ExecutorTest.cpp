@@ -944,8 +944,7 @@ TEST_CASE("executors on one plan run concurrently and share its prepared "
   INFO("transpose at load: " << atLoad);
   if (atLoad) {
     b.plan.calls[0].atLoad = true;
-    b.plan.buffers[b.plan.calls[0].results[0]].storage =
-        BufferStorage::Derived;
+    b.plan.buffers[b.plan.calls[0].results[0]].storage = BufferStorage::Derived;
   }
 
   constexpr int kThreads = 4, kInputs = 4, kRuns = 12;
