@@ -32,6 +32,69 @@ Value rootOf(Value v) {
   return v;
 }
 
+/// A transpose of a transpose's result reads the first one's input with the
+/// two permutations composed, and becomes a copy when they undo one another
+/// (culib-nhwc-layout's transpose back to channels first right before an
+/// exporter's permute to channels last: ConvNeXt's blocks); the first
+/// transpose goes when nothing else reads its result. Only when the first
+/// one's result has no other writer and its input does not change between
+/// the two. `writers` (by root buffer) stays true: the rewritten calls
+/// write what they wrote before.
+void foldTransposePairs(
+    Block &body, llvm::DenseMap<Value, llvm::SmallVector<Operation *>> &writers,
+    IRRewriter &rewriter, int64_t &folded, int64_t &calls, int64_t &bytes) {
+  llvm::SmallVector<culib::TransposeOp> transposes(
+      body.getOps<culib::TransposeOp>());
+  for (culib::TransposeOp second : transposes) {
+    Value mid = second.getX();
+    auto first =
+        mid.getDefiningOp<culib::AllocOp>()
+            ? dyn_cast_or_null<culib::TransposeOp>(
+                  writers.lookup(mid).size() == 1 ? writers.lookup(mid).front()
+                                                  : nullptr)
+            : culib::TransposeOp();
+    if (!first || !first->isBeforeInBlock(second) ||
+        second->hasAttr(culib::kAtLoadAttr) ||
+        first->hasAttr(culib::kAtLoadAttr))
+      continue;
+    Value x = first.getX();
+    if (culib::writtenBetween(x, first, second))
+      continue;
+    ArrayRef<int64_t> p1 = first.getPerm(), p2 = second.getPerm();
+    SmallVector<int64_t> composed;
+    bool identity = true;
+    for (size_t i = 0; i < p2.size(); ++i) {
+      composed.push_back(p1[p2[i]]);
+      identity &= composed.back() == static_cast<int64_t>(i);
+    }
+    rewriter.setInsertionPoint(second);
+    Value y = second.getY();
+    Operation *replacement =
+        identity ? culib::CopyOp::create(rewriter, second.getLoc(), x, y)
+                       .getOperation()
+                 : culib::TransposeOp::create(
+                       rewriter, second.getLoc(), x, y,
+                       rewriter.getDenseI64ArrayAttr(composed))
+                       .getOperation();
+    for (Operation *&writer : writers[rootOf(y)])
+      if (writer == second.getOperation())
+        writer = replacement;
+    rewriter.eraseOp(second);
+    ++folded;
+    // The first transpose goes with its result when nothing reads it.
+    auto midAlloc = mid.getDefiningOp<culib::AllocOp>();
+    if (llvm::all_of(mid.getUsers(), [&](Operation *user) {
+          return user == first.getOperation();
+        })) {
+      bytes += culib::byteSize(cast<MemRefType>(mid.getType()));
+      ++calls;
+      writers.erase(mid);
+      rewriter.eraseOp(first);
+      rewriter.eraseOp(midAlloc);
+    }
+  }
+}
+
 struct AliasReshapesPass
     : public mp::impl::AliasReshapesBase<AliasReshapesPass> {
   using Base::Base;
@@ -51,8 +114,12 @@ struct AliasReshapesPass
           if (out.value)
             writers[rootOf(out.value)].push_back(&op);
 
-    llvm::SmallVector<culib::CopyOp> copies(body.getOps<culib::CopyOp>());
     IRRewriter rewriter(&getContext());
+    int64_t transposesFolded = 0, transposeCalls = 0, transposeBytes = 0;
+    foldTransposePairs(body, writers, rewriter, transposesFolded,
+                       transposeCalls, transposeBytes);
+
+    llvm::SmallVector<culib::CopyOp> copies(body.getOps<culib::CopyOp>());
     int64_t viewed = 0, bytes = 0;
     for (culib::CopyOp copy : copies) {
       Value from = rootOf(copy.getX());
@@ -83,12 +150,17 @@ struct AliasReshapesPass
       ++viewed;
       bytes += culib::byteSize(view.getBuffer().getType());
     }
-    if (record)
+    if (record) {
+      culib::recordFusion(func, getArgument(), "transposes of transposes",
+                          transposesFolded, transposeCalls, transposeBytes);
       culib::recordFusion(func, getArgument(), "reshape copies as views",
                           viewed, viewed, bytes);
+    }
     if (report)
-      func.emitRemark() << "culib-alias-reshapes: " << viewed
-                        << " copy call(s) made views; " << bytes
+      func.emitRemark() << "culib-alias-reshapes: " << transposesFolded
+                        << " transpose(s) of a transpose read the first's "
+                           "input, "
+                        << viewed << " copy call(s) made views; " << bytes
                         << " bytes no longer copied";
   }
 };

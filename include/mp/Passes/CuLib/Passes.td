@@ -233,7 +233,7 @@ def FuseElementwise : Pass<"culib-fuse-elementwise", "mlir::func::FuncOp"> {
 }
 
 def AliasReshapes : Pass<"culib-alias-reshapes", "mlir::func::FuncOp"> {
-  let summary = "Make the copies that only reshape views of their source";
+  let summary = "Make the copies that only reshape views of their source, and fold transposes of transposes";
   let description = [{
     A `culib.copy` whose output has its own shape but the same element type
     and count as its input (a Reshape, Flatten, Squeeze or Unsqueeze, a
@@ -251,6 +251,14 @@ def AliasReshapes : Pass<"culib-alias-reshapes", "mlir::func::FuncOp"> {
     fusion passes (their patterns read through copies) and before
     culib-hoist-weight-calls (a view of a weight is a weight for it) and
     culib-plan-memory (mp-compile does, unless its `fuse` option is off).
+
+    First, a transpose of a transpose's result reads the first one's input
+    with the two permutations composed, and is a copy (then a view) when
+    they undo one another: culib-nhwc-layout's transpose back to channels
+    first right before an exporter's permute to channels last (ConvNeXt-T:
+    26 such pairs, 51 calls fewer with their copies). The first transpose
+    goes when nothing else reads its result; nothing happens when its input
+    changes between the two.
   }];
   let options = [
     Option<"record", "record", "bool", /*default=*/"false",

@@ -18,7 +18,7 @@
 // CHECK: culib.elementwise add ins(%[[V]], %[[WV]])
 // CHECK-NOT: culib.copy
 // CHECK: return
-// REPORT: remark: culib-alias-reshapes: 2 copy call(s) made views; 64 bytes no longer copied
+// REPORT: remark: culib-alias-reshapes: 0 transpose(s) of a transpose read the first's input, 2 copy call(s) made views; 64 bytes no longer copied
 // The sum lives until the add that reads its view (not only to the view):
 // the add's output cannot take its bytes.
 // MEMORY-LABEL: func.func @reshapes
@@ -44,7 +44,7 @@ func.func @reshapes(%x: memref<4x2x8xf32>) -> memref<8xf32> {
 // CHECK-LABEL: func.func @copies_that_stay
 // CHECK-NOT: culib.view
 // CHECK: return
-// REPORT: remark: culib-alias-reshapes: 0 copy call(s) made views
+// REPORT: remark: culib-alias-reshapes: 0 transpose(s) of a transpose read the first's input, 0 copy call(s) made views
 func.func @copies_that_stay(%x: memref<8xf32>) -> (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) {
   %a = culib.alloc : memref<8xf32>
   culib.elementwise neg ins(%x) outs(%a) : memref<8xf32>, memref<8xf32>
@@ -58,4 +58,47 @@ func.func @copies_that_stay(%x: memref<8xf32>) -> (memref<2x4xf32>, memref<2x4xf
   %d = culib.alloc : memref<2x4xf32>
   culib.copy ins(%p) outs(%d) : memref<8xf32>, memref<2x4xf32>
   return %b, %c, %d : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>
+}
+
+// Transposes that undo one another (culib-nhwc-layout's transpose back to
+// channels first right before an exporter's permute to channels last): the
+// second becomes a copy of the first one's input, then a view, and the
+// first goes (nothing else reads it). Two that compose to another
+// permutation: one transpose of the input.
+// CHECK-LABEL: func.func @transpose_pairs
+// CHECK-NOT: culib.transpose ins(%arg0) outs(%{{.*}}) {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: %[[V:.*]] = culib.view %arg0 : memref<1x2x2x3xf32> to memref<1x2x2x3xf32>
+// CHECK: culib.elementwise relu ins(%[[V]])
+// CHECK: culib.transpose ins(%arg1) outs(%{{.*}}) {perm = array<i64: 2, 1, 0>} : memref<2x3x4xf32>, memref<4x3x2xf32>
+// CHECK-NOT: culib.transpose
+// CHECK: return
+// REPORT: remark: culib-alias-reshapes: 2 transpose(s) of a transpose read the first's input, 1 copy call(s) made views
+func.func @transpose_pairs(%x: memref<1x2x2x3xf32>, %z: memref<2x3x4xf32>) -> (memref<1x2x2x3xf32>, memref<4x3x2xf32>) {
+  %a = culib.alloc : memref<1x3x2x2xf32>
+  culib.transpose ins(%x) outs(%a) {perm = array<i64: 0, 3, 1, 2>} : memref<1x2x2x3xf32>, memref<1x3x2x2xf32>
+  %b = culib.alloc : memref<1x2x2x3xf32>
+  culib.transpose ins(%a) outs(%b) {perm = array<i64: 0, 2, 3, 1>} : memref<1x3x2x2xf32>, memref<1x2x2x3xf32>
+  %r = culib.alloc : memref<1x2x2x3xf32>
+  culib.elementwise relu ins(%b) outs(%r) : memref<1x2x2x3xf32>, memref<1x2x2x3xf32>
+  %c = culib.alloc : memref<3x2x4xf32>
+  culib.transpose ins(%z) outs(%c) {perm = array<i64: 1, 0, 2>} : memref<2x3x4xf32>, memref<3x2x4xf32>
+  %d = culib.alloc : memref<4x3x2xf32>
+  culib.transpose ins(%c) outs(%d) {perm = array<i64: 2, 0, 1>} : memref<3x2x4xf32>, memref<4x3x2xf32>
+  return %r, %d : memref<1x2x2x3xf32>, memref<4x3x2xf32>
+}
+
+// The first transpose stays when its result is read elsewhere, and the
+// pair is left alone when its input changes between the two.
+// CHECK-LABEL: func.func @transpose_pairs_kept
+// CHECK: culib.transpose ins(%arg0) outs(%[[A:.*]]) {perm = array<i64: 1, 0>}
+// CHECK: culib.transpose ins(%[[A]])
+// CHECK: return
+// REPORT: remark: culib-alias-reshapes: 0 transpose(s) of a transpose
+func.func @transpose_pairs_kept(%x: memref<2x3xf32>) -> (memref<2x3xf32>, memref<3x2xf32>) {
+  %a = culib.alloc : memref<3x2xf32>
+  culib.transpose ins(%x) outs(%a) {perm = array<i64: 1, 0>} : memref<2x3xf32>, memref<3x2xf32>
+  culib.elementwise neg ins(%x) outs(%x) : memref<2x3xf32>, memref<2x3xf32>
+  %b = culib.alloc : memref<2x3xf32>
+  culib.transpose ins(%a) outs(%b) {perm = array<i64: 1, 0>} : memref<3x2xf32>, memref<2x3xf32>
+  return %b, %a : memref<2x3xf32>, memref<3x2xf32>
 }
