@@ -106,13 +106,8 @@ struct AliasReshapesPass
     Block &body = func.getBody().front();
 
     // Each buffer's writers (by root), in program order.
-    llvm::DenseMap<Value, llvm::SmallVector<Operation *>> writers;
-    for (Operation &op : body)
-      if (std::optional<culib::CallBuffers> buffers =
-              culib::getCallBuffers(&op))
-        for (const culib::NamedBuffer &out : buffers->outs)
-          if (out.value)
-            writers[rootOf(out.value)].push_back(&op);
+    llvm::DenseMap<Value, llvm::SmallVector<Operation *>> writers =
+        culib::callWriters(body, rootOf);
 
     IRRewriter rewriter(&getContext());
     int64_t transposesFolded = 0, transposeCalls = 0, transposeBytes = 0;

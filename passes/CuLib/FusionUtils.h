@@ -33,6 +33,22 @@ inline bool writes(mlir::Operation *op, mlir::Value buffer) {
          });
 }
 
+/// The calls of `body` that write each buffer (a call updating a buffer in
+/// place lists it among its outputs), in program order, each counted under
+/// key(buffer): the buffer itself, or the one whose bytes it is.
+inline llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::Operation *>>
+callWriters(
+    mlir::Block &body, llvm::function_ref<mlir::Value(mlir::Value)> key =
+                           [](mlir::Value v) { return v; }) {
+  llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::Operation *>> writers;
+  for (mlir::Operation &op : body)
+    if (std::optional<CallBuffers> buffers = getCallBuffers(&op))
+      for (const NamedBuffer &out : buffers->outs)
+        if (out.value)
+          writers[key(out.value)].push_back(&op);
+  return writers;
+}
+
 /// The one call that writes the arena buffer `t` when every other user of t
 /// is one of `readers` and comes after that call in its block; null
 /// otherwise (t is a weight, an argument or state, has other users, or

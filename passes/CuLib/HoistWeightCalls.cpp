@@ -40,15 +40,8 @@ struct HoistWeightCallsPass
       return;
     Block &body = func.getBody().front();
 
-    // How many calls write each buffer (a call updating a buffer in place
-    // lists it among its outputs).
-    llvm::DenseMap<Value, int64_t> writers;
-    for (Operation &op : body)
-      if (std::optional<culib::CallBuffers> buffers =
-              culib::getCallBuffers(&op))
-        for (const culib::NamedBuffer &out : buffers->outs)
-          if (out.value)
-            ++writers[out.value];
+    llvm::DenseMap<Value, llvm::SmallVector<Operation *>> writers =
+        culib::callWriters(body);
     llvm::DenseSet<Value> returned;
     for (auto ret : body.getOps<func::ReturnOp>())
       returned.insert(ret.getOperands().begin(), ret.getOperands().end());
@@ -83,7 +76,7 @@ struct HoistWeightCallsPass
           continue;
         auto alloc = out.value.getDefiningOp<culib::AllocOp>();
         // (A view of a buffer made at load has no place in a plan.)
-        hoistable &= alloc && writers.lookup(out.value) == 1 &&
+        hoistable &= alloc && writers.lookup(out.value).size() == 1 &&
                      !returned.contains(out.value) &&
                      llvm::none_of(out.value.getUsers(), [](Operation *u) {
                        return isa<culib::ViewOp>(u);
