@@ -483,7 +483,6 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
   // once, so speed does not matter), into a block the executors of the plan
   // share; on every run they are skipped.
   DerivedLayout derived = layOutDerived(plan);
-  uintptr_t derivedBegin = 0, derivedEnd = 0; // the block's addresses
   auto placeDerived = [&](void *block) {
     for (auto [id, offset] : derived.offsets)
       exec.bufferData_[id] = static_cast<unsigned char *>(block) + offset;
@@ -524,8 +523,6 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
     if (!exec.derived_)
       return failedAtLoad;
     placeDerived(exec.derived_.get());
-    derivedBegin = reinterpret_cast<uintptr_t>(exec.derived_.get());
-    derivedEnd = derivedBegin + derived.key.bytes;
     for (size_t i = 0; i < plan.calls.size(); ++i)
       if (plan.calls[i].atLoad) {
         exec.prepared_[i].skipped = true;
@@ -705,18 +702,17 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
     }
     if (!needed) {
       // No view keeps pointing into the freed block.
-      auto inBlock = [&](const void *data) {
-        auto at = reinterpret_cast<uintptr_t>(data);
-        return at >= derivedBegin && at < derivedEnd;
-      };
       exec.derived_.reset();
-      for (Prepared &p : exec.prepared_) {
-        for (TensorView &v : p.operands)
-          if (inBlock(v.data))
-            v.data = nullptr;
-        for (TensorView &v : p.results)
-          if (inBlock(v.data))
-            v.data = nullptr;
+      for (auto [id, offset] : derived.offsets)
+        exec.bufferData_[id] = nullptr;
+      for (size_t i = 0; i < plan.calls.size(); ++i) {
+        Prepared &p = exec.prepared_[i];
+        for (size_t k = 0; k < p.operands.size(); ++k)
+          if (isDerived(plan.calls[i].operands[k]))
+            p.operands[k].data = nullptr;
+        for (size_t k = 0; k < p.results.size(); ++k)
+          if (isDerived(plan.calls[i].results[k]))
+            p.results[k].data = nullptr;
       }
     }
   }

@@ -48,14 +48,10 @@ struct HoistWeightCallsPass
 
     // Weights, then what hoisted calls make from them, in program order.
     llvm::DenseSet<Value> constant;
+    // (A view of a weight is a weight with another shape; a view of a
+    // buffer made at load would need a writer at load of its own.)
     auto isConstant = [&](Value v) {
-      // (A view of a weight is a weight with another shape; a view of a
-      // buffer made at load would need a writer at load of its own.)
-      return v.getDefiningOp<culib::WeightOp>() || constant.contains(v) ||
-             (v.getDefiningOp<culib::ViewOp>() &&
-              v.getDefiningOp<culib::ViewOp>()
-                  .getSource()
-                  .getDefiningOp<culib::WeightOp>());
+      return culib::isWeightBuffer(v) || constant.contains(v);
     };
     int64_t hoisted = 0, bytes = 0;
     for (Operation &op : body) {

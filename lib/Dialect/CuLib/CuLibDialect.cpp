@@ -103,13 +103,8 @@ LogicalResult CuLibDialect::verifyOperationAttribute(Operation *op,
     auto alloc = v.getDefiningOp<AllocOp>();
     return alloc && alloc.getAtLoad();
   };
-  auto isWeight = [](Value v) {
-    if (auto view = v.getDefiningOp<ViewOp>())
-      v = view.getSource();
-    return static_cast<bool>(v.getDefiningOp<WeightOp>());
-  };
   for (const NamedBuffer &in : buffers->ins)
-    if (in.value && !isWeight(in.value) && !madeAtLoad(in.value))
+    if (in.value && !isWeightBuffer(in.value) && !madeAtLoad(in.value))
       return op->emitError()
              << "a call at load reads only weights and buffers made at "
                 "load; its '"
@@ -121,4 +116,10 @@ LogicalResult CuLibDialect::verifyOperationAttribute(Operation *op,
                 "(culib.alloc at_load); its '"
              << out.name << "' is not one";
   return success();
+}
+
+bool mp::culib::isWeightBuffer(Value v) {
+  if (auto view = v.getDefiningOp<ViewOp>())
+    v = view.getSource();
+  return static_cast<bool>(v.getDefiningOp<WeightOp>());
 }

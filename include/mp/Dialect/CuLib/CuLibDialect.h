@@ -34,6 +34,8 @@ bool broadcastsTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
 /// The unit attribute of a call that runs once, when the plan is loaded
 /// (culib-hoist-weight-calls; CuLibDialect.td says where it may be).
 inline constexpr llvm::StringLiteral kAtLoadAttr = "culib.at_load";
+/// Whether `v` is a weight's bytes: a culib.weight, or a culib.view of one.
+bool isWeightBuffer(mlir::Value v);
 } // namespace mp::culib
 
 #define GET_ATTRDEF_CLASSES
