@@ -32,6 +32,10 @@ void mp::buildCompilePipeline(mlir::OpPassManager &pm,
     AliasReshapesOptions views;
     views.record = record;
     pm.addNestedPass<mlir::func::FuncOp>(mp::createAliasReshapes(views));
+    FoldMatmulTransposesOptions transposes;
+    transposes.record = record;
+    pm.addNestedPass<mlir::func::FuncOp>(
+        mp::createFoldMatmulTransposes(transposes));
     HoistWeightCallsOptions hoist;
     hoist.record = record;
     pm.addNestedPass<mlir::func::FuncOp>(mp::createHoistWeightCalls(hoist));

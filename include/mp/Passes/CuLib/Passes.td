@@ -269,6 +269,37 @@ def AliasReshapes : Pass<"culib-alias-reshapes", "mlir::func::FuncOp"> {
   let dependentDialects = ["mp::culib::CuLibDialect"];
 }
 
+def FoldMatmulTransposes
+    : Pass<"culib-fold-matmul-transposes", "mlir::func::FuncOp"> {
+  let summary = "Make transposes of matmul operands the matmuls' trans_a / trans_b flags";
+  let description = [{
+    A `culib.transpose` that swaps the last two dims of a buffer (leading
+    dims kept) and whose result only matmuls read, as A or B, writes a copy
+    both libraries can do without: cuBLASLt and oneDNN read an operand
+    transposed as they load it. This pass makes each such matmul read the
+    transpose's input with its `trans_a` / `trans_b` flag flipped, and
+    drops the transpose and its buffer. Training steps make them: each
+    matmul's input gradient dY * W^T transposed the weight (the BERT-style
+    encoder's step, 12), and attention's gradients transpose Q, K and the
+    probabilities. Nothing happens when another call reads the result, when
+    the result has another writer, or when the input changes between the
+    transpose and a matmul. With `record`, the figures go to
+    culib-fusion-report (operands folded, calls fewer, bytes no longer
+    written); with `report`, a remark says the same. Run it after
+    culib-alias-reshapes (transposes of transposes composed first) and
+    culib-fuse-attention (whose patterns read K's transpose), before
+    culib-hoist-weight-calls (a weight's transpose folded is no call at
+    load either); mp-compile does, unless its `fuse` option is off.
+  }];
+  let options = [
+    Option<"record", "record", "bool", /*default=*/"false",
+           "Leave the figures on the function for culib-fusion-report">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the transposes folded and their bytes">,
+  ];
+  let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
 def HoistWeightCalls : Pass<"culib-hoist-weight-calls", "mlir::func::FuncOp"> {
   let summary = "Run the calls that only derive buffers from weights once, at load";
   let description = [{
