@@ -36,6 +36,10 @@ void mp::buildCompilePipeline(mlir::OpPassManager &pm,
     transposes.record = record;
     pm.addNestedPass<mlir::func::FuncOp>(
         mp::createFoldMatmulTransposes(transposes));
+    FuseBiasGradientsOptions biasGradients;
+    biasGradients.record = record;
+    pm.addNestedPass<mlir::func::FuncOp>(
+        mp::createFuseBiasGradients(biasGradients));
     HoistWeightCallsOptions hoist;
     hoist.record = record;
     pm.addNestedPass<mlir::func::FuncOp>(mp::createHoistWeightCalls(hoist));

@@ -231,6 +231,11 @@ bool hasFormat15Activation(const PlanCall &c) {
 
 uint32_t Plan::requiredFormatMinor() const {
   uint32_t fused = 0;
+  // A matmul that also sums op(B)'s rows (a bias gradient).
+  for (const PlanCall &c : calls)
+    if (const int64_t *grad = c.attrAs<int64_t>("has_bias_grad");
+        grad && *grad && c.kind == "cublaslt.matmul")
+      return 8;
   for (const PlanCall &c : calls) {
     if (c.atLoad)
       return 7;

@@ -114,9 +114,9 @@ struct FoldMatmulTransposesPass
       culib::recordFusion(func, getArgument(), "transposed matmul operands",
                           operandsFolded, transposesFolded, bytes);
     if (report)
-      func.emitRemark() << "culib-fold-matmul-transposes: "
-                        << transposesFolded << " transpose call(s) folded into "
-                        << operandsFolded << " matmul operand(s); " << bytes
+      func.emitRemark() << "culib-fold-matmul-transposes: " << transposesFolded
+                        << " transpose call(s) folded into " << operandsFolded
+                        << " matmul operand(s); " << bytes
                         << " bytes no longer written";
   }
 };

@@ -155,6 +155,10 @@ llvm::cl::opt<bool> fuseCalls(
                    "call; culib-fuse-elementwise: groups of elementwise "
                    "calls and casts into one; culib-alias-reshapes: "
                    "copies that only reshape into views; "
+                   "culib-fold-matmul-transposes: transposes of matmul "
+                   "operands into their trans flags; "
+                   "culib-fuse-bias-gradients: bias gradients into the "
+                   "weight gradient's matmul; "
                    "culib-hoist-weight-calls: "
                    "calls deriving buffers from weights run once, at "
                    "load); default true"),

@@ -51,11 +51,13 @@ namespace mp::rt {
 /// norms and scaled softmaxes (kernel.rms_norm, kernel.group_norm,
 /// kernel.scaled_softmax, refused by name before), 1.7 calls at load and
 /// the Derived buffers they write (BufferStorage::Derived, which a 1.6
-/// runtime refuses as an unknown storage kind); 1.0 files still load.
+/// runtime refuses as an unknown storage kind), 1.8 a matmul's bias_grad
+/// output (the sums of op(B)'s rows; has_bias_grad, absent before);
+/// 1.0 files still load.
 /// savePlan writes the lowest minor version that the contents need, and at
 /// least Plan::formatMinor.
 constexpr uint32_t kPlanFormatMajor = 1;
-constexpr uint32_t kPlanFormatMinor = 7;
+constexpr uint32_t kPlanFormatMinor = 8;
 /// What a new Plan's formatMinor says: plans without external weights are
 /// written as 1.1 files, as before 1.2.
 constexpr uint32_t kPlanFormatMinorDefault = 1;

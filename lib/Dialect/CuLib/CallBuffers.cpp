@@ -24,10 +24,11 @@ std::optional<CallBuffers> mp::culib::getCallBuffers(Operation *op) {
   };
   return TypeSwitch<Operation *, std::optional<CallBuffers>>(op)
       .Case([&](culib::MatmulOp o) {
-        return CallBuffers{"cublaslt.matmul",
-                           {req("a", o.getA()), req("b", o.getB()),
-                            opt("c", o.getC()), opt("bias", o.getBias())},
-                           {req("d", o.getD())}};
+        return CallBuffers{
+            "cublaslt.matmul",
+            {req("a", o.getA()), req("b", o.getB()), opt("c", o.getC()),
+             opt("bias", o.getBias())},
+            {req("d", o.getD()), opt("bias_grad", o.getBiasGrad())}};
       })
       .Case([&](culib::ConvFwdOp o) {
         return CallBuffers{"cudnn.conv_fwd",

@@ -153,6 +153,27 @@ LogicalResult MatmulOp::verify() {
     return failure();
   if (getBias() && failed(verifyChannelVector(*this, getBias(), "bias", n)))
     return failure();
+  if (Value grad = getBiasGrad()) {
+    // The sums of op(B) (op(A)) over the contraction dim: N (M) values of
+    // its type, in any shape of ones but its last dim.
+    const bool ofA = getBiasGradOfA();
+    MemRefType summed = ofA ? a : b, g = memrefOf(grad);
+    StringRef name = ofA ? "A" : "B";
+    int64_t count = ofA ? m : n;
+    if (summed.getRank() != 2)
+      return emitOpError() << "bias_grad needs " << name << " of rank 2, got "
+                           << summed;
+    if (g.getElementType() != summed.getElementType())
+      return emitOpError() << "bias_grad must have " << name
+                           << "'s element type, got " << g;
+    if (g.getRank() < 1 || g.getDimSize(g.getRank() - 1) != count ||
+        g.getNumElements() != count)
+      return emitOpError() << "bias_grad must hold the " << count
+                           << " sums of op(" << name
+                           << ") over K in its last dim, got " << g;
+  } else if (getBiasGradOfA()) {
+    return emitOpError("bias_grad_of_a without a bias_grad");
+  }
   return success();
 }
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "KernelUtil.h"
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
 
 #include <cmath>
 #include <optional>
@@ -330,6 +331,24 @@ Status matmul(const TensorView &a, const TensorView &b, const TensorView *c,
   else
     run<float>(p, a, b, c, bias, d, o);
   return Status::ok();
+}
+
+Status matmulBiasGradient(const TensorView &operand, bool kIsRows,
+                          const TensorView &grad) {
+  constexpr std::string_view kOp = "matmul bias_grad";
+  if (operand.shape.size() != 2)
+    return fail(kOp, "the summed operand must have rank 2, got " +
+                         shapeStr(operand.shape));
+  const int64_t n = operand.shape[kIsRows ? 1 : 0];
+  if (grad.numElements() != n || grad.shape.empty() || grad.shape.back() != n)
+    return fail(kOp, "bias_grad " + shapeStr(grad.shape) + " must hold the " +
+                         std::to_string(n) + " sums over K");
+  // The reduction over K, with the sums in the operand's layout.
+  TensorView sums = grad;
+  sums.shape = kIsRows ? Shape{1, n} : Shape{n, 1};
+  ReduceOptions options;
+  options.computeType = operand.dtype == DType::F64 ? DType::F64 : DType::F32;
+  return reduce(operand, sums, ReduceFn::Sum, {kIsRows ? 0 : 1}, options);
 }
 
 } // namespace mp::rt::cpu

@@ -27,16 +27,25 @@ Result<ReduceParams> planReduce(const PlanCall &call, const TensorDesc &x,
   if (!fn)
     return Status::error("unknown reduce fn '" + name + "'");
   MP_TRY(axes, intListAttr(call, "axes"));
-  std::optional<DType> computeType;
+  cpu::ReduceOptions options;
   if (call.attr("compute_type")) {
     MP_TRY(ct, dtypeAttr(call, "compute_type"));
-    computeType = ct;
+    options.computeType = ct;
   }
   MP_TRY(last, intAttr(call, "select_last_index", 0));
-  const std::string op = "reduce " + name;
+  options.selectLastIndex = last != 0;
+  return planReduce(*fn, axes, options, x, y);
+}
+
+Result<ReduceParams> planReduce(cpu::ReduceFn fn,
+                                const std::vector<int64_t> &axes,
+                                const cpu::ReduceOptions &options,
+                                const TensorDesc &x, const TensorDesc &y) {
+  const std::string op = "reduce " + std::string(cpu::reduceFnName(fn));
+  const bool last = options.selectLastIndex;
   using R = cpu::ReduceFn;
   ReduceParams p;
-  switch (*fn) {
+  switch (fn) {
   case R::Sum:
     p.op = kRedSum;
     break;
@@ -78,12 +87,9 @@ Result<ReduceParams> planReduce(const PlanCall &call, const TensorDesc &x,
     return s;
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
-  cpu::ReduceOptions options;
-  options.computeType = computeType;
-  options.selectLastIndex = last != 0;
   std::vector<bool> reduced;
   if (Status s =
-          cpu::checkReduce(viewOf(x), viewOf(y), *fn, axes, options, reduced);
+          cpu::checkReduce(viewOf(x), viewOf(y), fn, axes, options, reduced);
       !s)
     return s;
   bool arg = p.op == kRedArgMax || p.op == kRedArgMin;
@@ -98,7 +104,7 @@ Result<ReduceParams> planReduce(const PlanCall &call, const TensorDesc &x,
   }
   p.dtype = code(x.dtype);
   p.outDtype = code(y.dtype);
-  p.selectLast = last != 0;
+  p.selectLast = last;
   p.ySize = y.numElements();
   p.count = p.ySize ? x.numElements() / p.ySize : 0;
   // Kept and reduced dims (size 1 dropped), neighbours merged.

@@ -247,6 +247,14 @@ public:
   uint64_t workspaceBytes() const override { return total; }
 
   Status enqueue(const RunContext &ctx) override {
+    if (Status s = enqueueProduct(ctx); !s || !plan.biasGrad)
+      return s;
+    MP_CUDA_TRY(launchReduce(*plan.biasGrad, ctx.stream), "matmul bias_grad");
+    return Status::ok();
+  }
+
+  /// D, as the GEMM (and the staged epilogue) make it.
+  Status enqueueProduct(const RunContext &ctx) {
     if (plan.empty)
       return Status::ok();
     void *target = plan.stagedBytes ? ctx.workspace + stagedOffset : d;

@@ -41,6 +41,46 @@ func.func @matmul_result(%a: memref<2x3xf16>, %b: memref<5x3xf16>, %d: memref<2x
 
 // -----
 
+func.func @matmul_bias_grad_count(%x: memref<64x24xf32>, %dy: memref<64x12xf32>, %dw: memref<24x12xf32>, %db: memref<2x12xf32>) {
+  // expected-error @+1 {{bias_grad must hold the 12 sums of op(B) over K in its last dim, got 'memref<2x12xf32>'}}
+  culib.matmul ins(%x, %dy) outs(%dw) bias_grad(%db) {compute_type = f32, trans_a = true} : memref<64x24xf32>, memref<64x12xf32>, memref<24x12xf32>, memref<2x12xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_grad_type(%x: memref<64x24xbf16>, %dy: memref<64x12xbf16>, %dw: memref<24x12xbf16>, %db: memref<12xf32>) {
+  // expected-error @+1 {{bias_grad must have B's element type, got 'memref<12xf32>'}}
+  culib.matmul ins(%x, %dy) outs(%dw) bias_grad(%db) {compute_type = f32, trans_a = true} : memref<64x24xbf16>, memref<64x12xbf16>, memref<24x12xbf16>, memref<12xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_grad_batched(%x: memref<2x32x24xf32>, %dy: memref<2x32x12xf32>, %dw: memref<2x24x12xf32>, %db: memref<12xf32>) {
+  // expected-error @+1 {{bias_grad needs B of rank 2, got 'memref<2x32x12xf32>'}}
+  culib.matmul ins(%x, %dy) outs(%dw) bias_grad(%db) {compute_type = f32, trans_a = true} : memref<2x32x24xf32>, memref<2x32x12xf32>, memref<2x24x12xf32>, memref<12xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_grad_of_a(%dy: memref<64x12xf32>, %x: memref<64x24xf32>, %dw: memref<12x24xf32>, %db: memref<24xf32>) {
+  // expected-error @+1 {{bias_grad must hold the 12 sums of op(A) over K in its last dim, got 'memref<24xf32>'}}
+  culib.matmul ins(%dy, %x) outs(%dw) bias_grad(%db) {bias_grad_of_a = true, compute_type = f32, trans_a = true} : memref<64x12xf32>, memref<64x24xf32>, memref<12x24xf32>, memref<24xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_grad_of_a_alone(%x: memref<64x24xf32>, %dy: memref<64x12xf32>, %dw: memref<24x12xf32>) {
+  // expected-error @+1 {{bias_grad_of_a without a bias_grad}}
+  culib.matmul ins(%x, %dy) outs(%dw) {bias_grad_of_a = true, compute_type = f32, trans_a = true} : memref<64x24xf32>, memref<64x12xf32>, memref<24x12xf32>
+  return
+}
+
+// -----
+
 func.func @matmul_batch(%a: memref<3x2x4xf32>, %b: memref<2x4x5xf32>, %d: memref<3x2x5xf32>) {
   // expected-error @+1 {{batch dim 0 of 'memref<2x4x5xf32>' does not broadcast to 'memref<3x2x5xf32>'}}
   culib.matmul ins(%a, %b) outs(%d) {compute_type = f32} : memref<3x2x4xf32>, memref<2x4x5xf32>, memref<3x2x5xf32>

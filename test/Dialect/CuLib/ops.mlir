@@ -41,6 +41,14 @@ func.func @batched(%a: memref<4x1x8x3xbf16>, %b: memref<5x8x6xbf16>, %c: memref<
   return
 }
 
+// A weight gradient X^T dY that also sums dY's rows: the bias gradient.
+// CHECK-LABEL: func.func @weight_and_bias_gradient
+// CHECK: culib.matmul ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) bias_grad(%{{.*}}) {compute_type = f32, trans_a = true} : memref<64x24xbf16>, memref<64x12xbf16>, memref<24x12xbf16>, memref<1x1x12xbf16>
+func.func @weight_and_bias_gradient(%x: memref<64x24xbf16>, %dy: memref<64x12xbf16>, %dw: memref<24x12xbf16>, %db: memref<1x1x12xbf16>) {
+  culib.matmul ins(%x, %dy) outs(%dw) bias_grad(%db) {compute_type = f32, trans_a = true} : memref<64x24xbf16>, memref<64x12xbf16>, memref<24x12xbf16>, memref<1x1x12xbf16>
+  return
+}
+
 // Training-mode batch norm and NHWC grouped convolution.
 // CHECK-LABEL: func.func @training
 // CHECK: culib.batch_norm_training

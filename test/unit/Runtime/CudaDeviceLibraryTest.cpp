@@ -73,6 +73,31 @@ TEST_CASE("CUDA: cublaslt.matmul", "[cuda][device]") {
     else // f32 inputs narrowed to f16 (an output cast folded in): staged
       mm({8, 16}, {16, 24}, {8, 24}, {{"epilogue", std::string("gelu")}},
          std::nullopt, rnd(DType::F32, {24}, rng), DType::F16);
+    // A weight gradient X^T dY with the bias gradient sum(dY) (format 1.8),
+    // dY read as it is and transposed.
+    for (int64_t transB : {0, 1}) {
+      INFO("bias_grad, trans_b " << transB);
+      std::vector<PlanAttr> attrs{
+          {"has_c", int64_t(0)},         {"has_bias", int64_t(0)},
+          {"has_bias_grad", int64_t(1)}, {"trans_a", int64_t(1)},
+          {"trans_b", transB},           {"compute_type", int64_t(1)}};
+      compareCall(
+          oneCall("cublaslt.matmul", attrs,
+                  {{"a", rnd(t, {64, 24}, rng)},
+                   {"b", rnd(t, transB ? Shape{12, 64} : Shape{64, 12}, rng)}},
+                  {{"d", t, {24, 12}}, {"bias_grad", t, {1, 12}}}));
+    }
+    // dW = dY^T X: the sums of op(A) = dY^T.
+    compareCall(
+        oneCall("cublaslt.matmul",
+                {{"has_c", int64_t(0)},
+                 {"has_bias", int64_t(0)},
+                 {"has_bias_grad", int64_t(1)},
+                 {"bias_grad_of_a", int64_t(1)},
+                 {"trans_a", int64_t(1)},
+                 {"compute_type", int64_t(1)}},
+                {{"a", rnd(t, {64, 12}, rng)}, {"b", rnd(t, {64, 24}, rng)}},
+                {{"d", t, {12, 24}}, {"bias_grad", t, {12}}}));
   }
 }
 

@@ -261,3 +261,50 @@ TEST_CASE("matmul planning: epilogues, C and bias", "[cuda][planning]") {
     CHECK(p->alignA == 256);
   }
 }
+
+TEST_CASE("matmul planning: bias_grad sums op(B)'s rows after the GEMM",
+          "[cuda][planning]") {
+  Addr at;
+  // dW = X^T dY with X [64, 24], dY [64, 12]: the sums of dY's 64 rows.
+  TensorDesc x = at(DType::BF16, {64, 24}), dy = at(DType::BF16, {64, 12}),
+             dw = at(DType::BF16, {24, 12}), grad = at(DType::BF16, {1, 1, 12});
+  PlanCall call =
+      matmulCall({{"trans_a", int64_t(1)}, {"has_bias_grad", int64_t(1)}});
+  Result<MatmulPlan> p = planMatmul(call, {x, dy}, {dw, grad});
+  REQUIRE(p);
+  REQUIRE(p->biasGrad);
+  const ReduceParams &r = *p->biasGrad;
+  CHECK(r.op == kRedSum);
+  CHECK(r.ySize == 12);
+  CHECK(r.count == 64);
+  CHECK(r.in == dy.ptr<const void>());
+  CHECK(r.out == grad.ptr<void>());
+  // dW = dY^T X: the sums of op(A) = dY^T over K, dY's 64 rows.
+  Result<MatmulPlan> ofA =
+      planMatmul(matmulCall({{"trans_a", int64_t(1)},
+                             {"has_bias_grad", int64_t(1)},
+                             {"bias_grad_of_a", int64_t(1)}}),
+                 {dy, x}, {at(DType::BF16, {12, 24}), grad});
+  REQUIRE(ofA);
+  REQUIRE(ofA->biasGrad);
+  CHECK(ofA->biasGrad->ySize == 12);
+  CHECK(ofA->biasGrad->count == 64);
+  CHECK(ofA->biasGrad->in == dy.ptr<const void>());
+  // No bias_grad: none planned (and plans before format 1.8 lack the
+  // attribute).
+  Result<MatmulPlan> plain =
+      planMatmul(matmulCall({{"trans_a", int64_t(1)}}), {x, dy}, {dw});
+  REQUIRE(plain);
+  CHECK_FALSE(plain->biasGrad);
+  // The CPU's rules: N sums, B of rank 2, one more result.
+  CHECK(messageOf(planMatmul(call, {x, dy}, {dw, at(DType::BF16, {24})}))
+            .find("bias_grad [24] must hold the 12 sums over K") !=
+        std::string::npos);
+  CHECK(messageOf(planMatmul(call, {x, dy}, {dw})).find("result") !=
+        std::string::npos);
+  TensorDesc x3 = at(DType::BF16, {2, 32, 24}),
+             dy3 = at(DType::BF16, {2, 32, 12}),
+             dw3 = at(DType::BF16, {2, 24, 12});
+  CHECK(messageOf(planMatmul(call, {x3, dy3}, {dw3, grad}))
+            .find("must have rank 2") != std::string::npos);
+}

@@ -320,6 +320,55 @@ TEST_CASE("fast matmuls add a C operand (a residual) as the reference does",
     }
 }
 
+TEST_CASE("fast matmuls sum B's rows into bias_grad as the reference does",
+          "[cpu][fast]") {
+  if (!cpu::haveFastKernels()) {
+    WARN("built without oneDNN: no fast calls to check");
+    return;
+  }
+  // A training step's weight gradient X^T dY with its bias gradient
+  // sum(dY) (culib-fuse-bias-gradients), and the same with dY read
+  // transposed, in f32 and bf16.
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (int64_t transB : {0, 1}) {
+      INFO(dtypeName(dtype) << ", trans_b " << transB);
+      Case c;
+      c.call =
+          callOf("cublaslt.matmul", {{"has_c", int64_t(0)},
+                                     {"has_bias", int64_t(0)},
+                                     {"has_bias_grad", int64_t(1)},
+                                     {"trans_a", int64_t(1)},
+                                     {"trans_b", transB},
+                                     {"compute_type", int64_t(DType::F32)}});
+      c.operands.push_back(randomTensor(dtype, {40, 24}, 5));
+      c.operands.push_back(
+          randomTensor(dtype, transB ? Shape{12, 40} : Shape{40, 12}, 6));
+      c.constant = {false, false};
+      c.yDtype = dtype;
+      c.yShape = {24, 12};
+      c.moreResults = {{dtype, {1, 12}}};
+      CHECK(compareWithReference(c));
+    }
+  // dW = dY^T X (a Gemm with transB = 1): the sums of op(A) = dY^T over K.
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    INFO(dtypeName(dtype) << ", bias_grad_of_a");
+    Case c;
+    c.call = callOf("cublaslt.matmul", {{"has_c", int64_t(0)},
+                                        {"has_bias", int64_t(0)},
+                                        {"has_bias_grad", int64_t(1)},
+                                        {"bias_grad_of_a", int64_t(1)},
+                                        {"trans_a", int64_t(1)},
+                                        {"compute_type", int64_t(DType::F32)}});
+    c.operands.push_back(randomTensor(dtype, {40, 12}, 7));
+    c.operands.push_back(randomTensor(dtype, {40, 24}, 8));
+    c.constant = {false, false};
+    c.yDtype = dtype;
+    c.yShape = {12, 24};
+    c.moreResults = {{dtype, {12}}};
+    CHECK(compareWithReference(c));
+  }
+}
+
 TEST_CASE("fast matmul calls leave what oneDNN cannot do to the reference",
           "[cpu][fast]") {
   if (!cpu::haveFastKernels()) {

@@ -329,6 +329,41 @@ TEST_CASE("matmul: 16-bit results are rounded once from f32",
   CHECK(wide.as<float>()[0] == 1.5f + 0x1p-11f + 0x1p-20f);
 }
 
+TEST_CASE("matmul bias gradients sum op(B)'s rows in f32 and round once",
+          "[runtime][cpu][matmul]") {
+  // B [3, 2] (a weight gradient's dY): column 0 is 256, 1, 1, whose exact
+  // sum 258 is a bf16 value that a running bf16 sum misses (256 + 1 ties
+  // to 256, twice); column 1 is -1.5, 2.5, 0.25.
+  HostTensor b(DType::BF16, {3, 2});
+  const float values[] = {256, -1.5f, 1, 2.5f, 1, 0.25f};
+  for (int i = 0; i < 6; ++i)
+    b.as<BFloat16>()[i] = toBFloat16(values[i]);
+  // Any shape with the sums in its last dim: the [1, 1, N] a reduction
+  // keeping its dims writes.
+  HostTensor grad(DType::BF16, {1, 1, 2});
+  REQUIRE(cpu::matmulBiasGradient(b.view(), /*kIsRows=*/true, grad.view()));
+  CHECK(toFloat(grad.as<BFloat16>()[0]) == 258.0f);
+  CHECK(toFloat(grad.as<BFloat16>()[1]) == 1.25f);
+
+  // K as columns: a [2, 3] operand (B read transposed, or A) sums its
+  // rows' elements.
+  HostTensor bt(DType::F32, {2, 3}), sums(DType::F32, {2});
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 2; ++c)
+      bt.as<float>()[c * 3 + r] = values[r * 2 + c];
+  REQUIRE(cpu::matmulBiasGradient(bt.view(), /*kIsRows=*/false, sums.view()));
+  CHECK(sums.as<float>()[0] == 258.0f);
+  CHECK(sums.as<float>()[1] == 1.25f);
+
+  // Wrong shapes are refused by name.
+  Status wrong = cpu::matmulBiasGradient(bt.view(), true, sums.view());
+  CHECK_FALSE(wrong);
+  CHECK(wrong.message().find("bias_grad [2] must hold the 3 sums over K") !=
+        std::string::npos);
+  HostTensor batched(DType::F32, {2, 3, 2});
+  CHECK_FALSE(cpu::matmulBiasGradient(batched.view(), true, sums.view()));
+}
+
 TEST_CASE("matmul rejects bad arguments", "[runtime][cpu][matmul]") {
   auto f32 = [](Shape s) { return HostTensor(DType::F32, std::move(s)); };
   HostTensor a = f32({4, 5}), b = f32({5, 6}), d = f32({4, 6});

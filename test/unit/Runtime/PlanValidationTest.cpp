@@ -395,3 +395,14 @@ TEST_CASE("plans with ReLU gradients are format 1.7", "[plan]") {
   plan.calls.back().attributes = {{"program", std::string("add(x0, x1)")}};
   CHECK(plan.requiredFormatMinor() == 3);
 }
+
+TEST_CASE("plans with a matmul's bias gradient are format 1.8", "[plan]") {
+  Plan plan;
+  PlanCall matmul;
+  matmul.kind = "cublaslt.matmul";
+  matmul.attributes = {{"has_bias_grad", int64_t(0)}};
+  plan.calls.push_back(matmul);
+  CHECK(plan.requiredFormatMinor() == 0);
+  plan.calls.back().attributes = {{"has_bias_grad", int64_t(1)}};
+  CHECK(plan.requiredFormatMinor() == 8);
+}

@@ -84,20 +84,30 @@ def CuLib_MatmulOp : CuLib_Op<"matmul", [AttrSizedOperandSegments]> {
     before the `epilogue` activation (`none`, `relu` or `gelu`), as
     cuBLASLt's BIAS/RELU_BIAS/GELU_BIAS epilogues do. `compute_type` is the
     accumulation type (`f32` for 16-bit inputs: the tensor-core contract).
+    `bias_grad` (optional, a second output) gets the sums of op(B) over
+    the contraction dim (N values; with `bias_grad_of_a`, of op(A): M
+    values), accumulated in f32 and rounded once, in any shape of ones but
+    its last dim and the summed operand's element type: in a training
+    step's weight gradient dW = X^T dY (or dY^T X), the bias gradient
+    sum(dY) (cuBLASLt's BGRADB / BGRADA epilogues; culib-fuse-bias-gradients
+    folds the reduction in). The summed operand must be rank 2.
   }];
   let arguments = (ins CuLib_FloatBuffer:$a, CuLib_FloatBuffer:$b,
                        Optional<CuLib_FloatBuffer>:$c,
                        Optional<CuLib_FloatBuffer>:$bias,
                        CuLib_FloatBuffer:$d,
+                       Optional<CuLib_FloatBuffer>:$bias_grad,
                        DefaultValuedAttr<BoolAttr, "false">:$trans_a,
                        DefaultValuedAttr<BoolAttr, "false">:$trans_b,
                        DefaultValuedAttr<F32Attr, "1.0">:$alpha,
                        DefaultValuedAttr<F32Attr, "0.0">:$beta,
                        CuLib_ComputeTypeAttr:$compute_type,
-                       CuLib_EpilogueOrNone:$epilogue);
+                       CuLib_EpilogueOrNone:$epilogue,
+                       DefaultValuedAttr<BoolAttr, "false">:$bias_grad_of_a);
   let assemblyFormat = [{
     `ins` `(` $a `,` $b `)` (`c` `(` $c^ `)`)? (`bias` `(` $bias^ `)`)?
-    `outs` `(` $d `)` attr-dict `:` type(operands)
+    `outs` `(` $d `)` (`bias_grad` `(` $bias_grad^ `)`)? attr-dict `:`
+    type(operands)
   }];
   let hasVerifier = 1;
 }

@@ -300,6 +300,33 @@ def FoldMatmulTransposes
   let dependentDialects = ["mp::culib::CuLibDialect"];
 }
 
+def FuseBiasGradients
+    : Pass<"culib-fuse-bias-gradients", "mlir::func::FuncOp"> {
+  let summary = "Sum bias gradients in the matmul that computes the weight gradient";
+  let description = [{
+    A training step computes a linear layer's gradients from dY (its
+    output's gradient, [..., N]): the weight gradient, a matmul contracting
+    dY's rows (X^T dY, dY as B; or dY^T X for a Gemm with transB, dY as A
+    read transposed), and the bias gradient, a sum of dY over every dim but
+    the last (a `culib.reduce sum`). This pass makes the matmul write the
+    sums too, as its `bias_grad` output (`bias_grad_of_a` when dY is A):
+    cuBLASLt's BGRADB / BGRADA epilogues reduce the operand over the GEMM's
+    k dim while they read it; the CPU sums it in f32 in the same call. The
+    reduction call goes. Only when the matmul reads all of dY (itself or a
+    view), dY does not change between the two calls, and every reader of
+    the sums comes after both. With `record`, the figures go to culib-fusion-report
+    (calls fewer); with `report`, a remark says the same. mp-compile runs
+    it in its fusion stage, unless its `fuse` option is off.
+  }];
+  let options = [
+    Option<"record", "record", "bool", /*default=*/"false",
+           "Leave the figures on the function for culib-fusion-report">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the bias gradients fused">,
+  ];
+  let dependentDialects = ["mp::culib::CuLibDialect"];
+}
+
 def HoistWeightCalls : Pass<"culib-hoist-weight-calls", "mlir::func::FuncOp"> {
   let summary = "Run the calls that only derive buffers from weights once, at load";
   let description = [{

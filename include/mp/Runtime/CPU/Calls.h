@@ -123,6 +123,11 @@ Status writeChannelsLast(const TensorView &channelsFirst,
 /// Whether the optional buffer `name` is there: the attribute has_<name>,
 /// which the serializer writes for every optional buffer (required, 0 or 1).
 Result<bool> hasBuffer(const PlanCall &call, std::string_view name);
+/// The same for a buffer newer than the call itself (a matmul's bias_grad,
+/// format 1.8): plans written before it lack the attribute, meaning
+/// `absent`.
+Result<bool> hasBuffer(const PlanCall &call, std::string_view name,
+                       bool absent);
 
 /// One buffer of a call's operand or result list, by its name in the call
 /// reference; optional ones are placed by their has_<name> attribute.

@@ -93,6 +93,24 @@ Status checkMatmul(const TensorView &a, const TensorView &b,
                    const TensorView *c, const TensorView *bias,
                    const TensorView &d, const MatmulOptions &o,
                    MatmulShape &shape);
+/// cublaslt.matmul's `bias_grad` output: the sums of a rank-2 operand over
+/// the contraction dim K, summed in f32 (f64 for f64) and rounded once into
+/// `grad` (the operand's dtype, its other dim's count of elements in any
+/// shape). `kIsRows`: the operand is [K, n] (B, or A^T read with trans_a),
+/// else [n, K]. In a weight gradient X^T dY (dY^T X) that is the bias
+/// gradient sum(dY) (cuBLASLt's BGRADB / BGRADA epilogues).
+Status matmulBiasGradient(const TensorView &operand, bool kIsRows,
+                          const TensorView &grad);
+/// Whether `bias_grad` sums A (else B), and the summed operand's K is its
+/// rows: from the call's bias_grad_of_a, trans_a and trans_b.
+struct BiasGradientOperand {
+  bool ofA = false;
+  bool kIsRows = true;
+};
+inline BiasGradientOperand biasGradientOperand(bool ofA,
+                                               const MatmulOptions &o) {
+  return {ofA, ofA ? o.transA : !o.transB};
+}
 inline Status matmul(const TensorView &a, const TensorView &b,
                      const TensorView &d, const MatmulOptions &options = {}) {
   return matmul(a, b, nullptr, nullptr, d, options);

@@ -24,6 +24,7 @@
 #ifndef MP_RUNTIME_CUDA_CUDAPLANNING_H
 #define MP_RUNTIME_CUDA_CUDAPLANNING_H
 
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/CUDA/KernelParams.h"
 #include "mp/Runtime/DType.h"
 #include "mp/Runtime/Plan.h"
@@ -32,6 +33,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -171,6 +173,11 @@ Result<GatherCopyParams> planWindowCopy(DType dtype, const Shape &x,
 /// argmax, argmin (log_sum_exp is not implemented on the GPU).
 Result<ReduceParams> planReduce(const PlanCall &call, const TensorDesc &x,
                                 const TensorDesc &y);
+/// The same reduction given by value (a matmul's bias_grad).
+Result<ReduceParams> planReduce(cpu::ReduceFn fn,
+                                const std::vector<int64_t> &axes,
+                                const cpu::ReduceOptions &options,
+                                const TensorDesc &x, const TensorDesc &y);
 
 /// cudnn.softmax (the project's kernel, the CPU's arithmetic).
 Result<SoftmaxParams> planSoftmax(const PlanCall &call, const TensorDesc &x,
@@ -233,9 +240,12 @@ struct MatmulPlan {
   uint32_t alignA = 256, alignB = 256, alignC = 256, alignD = 256;
   EpilogueParams epilogue; ///< staged: pointers to fill in
   EwParams cCopy;          ///< withC && !cDirect: pointers to fill in
+  /// bias_grad: the sums of op(B)'s rows, by the reduction kernel after the
+  /// GEMM (the CPU's arithmetic: f32 sums rounded once).
+  std::optional<ReduceParams> biasGrad;
 };
 
-/// cublaslt.matmul: a, b, c?, bias? -> d (the CPU's rules).
+/// cublaslt.matmul: a, b, c?, bias? -> d, bias_grad? (the CPU's rules).
 PlannerFn<MatmulPlan> planMatmul;
 
 //===----------------------------------------------------------------------===//

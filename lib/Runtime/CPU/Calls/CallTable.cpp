@@ -179,6 +179,11 @@ Result<bool> hasBuffer(const PlanCall &call, std::string_view name) {
   return boolAttr(call, "has_" + std::string(name));
 }
 
+Result<bool> hasBuffer(const PlanCall &call, std::string_view name,
+                       bool absent) {
+  return boolAttr(call, "has_" + std::string(name), absent);
+}
+
 Status checkComputeType(const PlanCall &call, DType input, bool required) {
   if (!required && !call.attr("compute_type"))
     return Status::ok();

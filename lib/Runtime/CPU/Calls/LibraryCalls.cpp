@@ -60,14 +60,16 @@ Status splitPads(const std::vector<int64_t> &pads, size_t spatial,
 }
 
 //===----------------------------------------------------------------------===//
-// cublaslt.matmul: a, b, c?, bias? -> d
+// cublaslt.matmul: a, b, c?, bias? -> d, bias_grad?
 //===----------------------------------------------------------------------===//
 
 Status matmulCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   MP_RT_TRY_ASSIGN(hasC, hasBuffer(call, "c"));
   MP_RT_TRY_ASSIGN(hasBias, hasBuffer(call, "bias"));
-  if (Status s = checkOperandCount(args, 2, size_t(hasC) + size_t(hasBias), 1);
+  MP_RT_TRY_ASSIGN(hasBiasGrad, hasBuffer(call, "bias_grad", false));
+  if (Status s = checkOperandCount(args, 2, size_t(hasC) + size_t(hasBias),
+                                   1 + size_t(hasBiasGrad));
       !s)
     return s;
   MP_RT_TRY_ASSIGN(options, matmulOptionsOf(call));
@@ -78,8 +80,14 @@ Status matmulCall(const CallArgs &args) {
   size_t next = 2;
   const TensorView *c = hasC ? &args.operands[next++] : nullptr;
   const TensorView *bias = hasBias ? &args.operands[next++] : nullptr;
-  return matmul(args.operands[0], args.operands[1], c, bias, args.results[0],
-                options);
+  if (Status s = matmul(args.operands[0], args.operands[1], c, bias,
+                        args.results[0], options);
+      !s || !hasBiasGrad)
+    return s;
+  MP_RT_TRY_ASSIGN(ofA, boolAttr(call, "bias_grad_of_a", false));
+  BiasGradientOperand summed = biasGradientOperand(ofA, options);
+  return matmulBiasGradient(args.operands[summed.ofA ? 0 : 1], summed.kIsRows,
+                            args.results[1]);
 }
 
 //===----------------------------------------------------------------------===//

@@ -46,21 +46,18 @@ void logicalOf(const TensorView &t, size_t batchRank, bool transposed,
   }
 }
 
-} // namespace
-
-FastCallChoice prepareMatmul(const PlanCall &call,
-                             const std::vector<TensorView> &operands,
-                             const std::vector<TensorView> &results,
-                             const std::vector<bool> &constant,
-                             const FilterSource *) {
+/// D = epilogue(alpha * op(A) op(B) + beta * C + bias) as one primitive.
+FastCallChoice prepareProduct(const PlanCall &call,
+                              const std::vector<TensorView> &operands,
+                              const TensorView &d,
+                              const std::vector<bool> &constant) {
   Result<bool> hasC = hasBuffer(call, "c");
   Result<bool> hasBias = hasBuffer(call, "bias");
   Result<MatmulOptions> options = matmulOptionsOf(call);
   if (!hasC || !hasBias || !options ||
-      operands.size() != 2 + size_t(*hasC) + size_t(*hasBias) ||
-      results.size() != 1)
+      operands.size() != 2 + size_t(*hasC) + size_t(*hasBias))
     return referenceKernel("the reference kernel reports the call's error");
-  const TensorView &a = operands[0], &b = operands[1], &d = results[0];
+  const TensorView &a = operands[0], &b = operands[1];
   const TensorView *c = *hasC ? &operands[2] : nullptr;
   const TensorView *bias = *hasBias ? &operands[2 + size_t(*hasC)] : nullptr;
   MatmulShape shape;
@@ -174,6 +171,55 @@ FastCallChoice prepareMatmul(const PlanCall &call,
       buffers.emplace_back(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS, alpha);
     return PrimitiveCall::prepare(pd, dnnl::matmul(pd), buffers);
   });
+}
+
+/// The matmul's primitive, then the sums of op(B) (op(A)) over K into
+/// bias_grad (a training step's bias gradient, culib-fuse-bias-gradients):
+/// the project's reduction kernel, over the operand the product just read.
+class MatmulWithBiasGradient final : public PreparedCall {
+public:
+  MatmulWithBiasGradient(std::unique_ptr<PreparedCall> matmul,
+                         const TensorView &summed, bool kIsRows,
+                         const TensorView &grad)
+      : matmul_(std::move(matmul)), summed_(summed), grad_(grad),
+        kIsRows_(kIsRows),
+        name_(matmul_->implementation() + " + bias gradient") {}
+  size_t scratchBytes() const override { return matmul_->scratchBytes(); }
+  Status run(void *scratch) override {
+    if (Status s = matmul_->run(scratch); !s)
+      return s;
+    return matmulBiasGradient(summed_, kIsRows_, grad_);
+  }
+  const std::string &implementation() const override { return name_; }
+
+private:
+  std::unique_ptr<PreparedCall> matmul_;
+  TensorView summed_, grad_;
+  bool kIsRows_;
+  std::string name_;
+};
+
+} // namespace
+
+FastCallChoice prepareMatmul(const PlanCall &call,
+                             const std::vector<TensorView> &operands,
+                             const std::vector<TensorView> &results,
+                             const std::vector<bool> &constant,
+                             const FilterSource *) {
+  Result<bool> hasBiasGrad = hasBuffer(call, "bias_grad", false);
+  Result<bool> ofA = boolAttr(call, "bias_grad_of_a", false);
+  Result<MatmulOptions> options = matmulOptionsOf(call);
+  if (!hasBiasGrad || !ofA || !options || operands.size() < 2 ||
+      results.size() != 1 + size_t(*hasBiasGrad))
+    return referenceKernel("the reference kernel reports the call's error");
+  FastCallChoice product = prepareProduct(call, operands, results[0], constant);
+  if (!*hasBiasGrad || !product.call)
+    return product;
+  BiasGradientOperand summed = biasGradientOperand(*ofA, *options);
+  product.call = std::make_unique<MatmulWithBiasGradient>(
+      std::move(product.call), operands[summed.ofA ? 0 : 1], summed.kIsRows,
+      results[1]);
+  return product;
 }
 
 } // namespace mp::rt::cpu::onednn
