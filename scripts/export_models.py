@@ -129,6 +129,55 @@ class GptDecoder(nn.Module):
         return self.head(self.norm(x))
 
 
+class QkvAttention(nn.Module):
+    """Self-attention as timm and Swin write it: one qkv projection,
+    reshaped, permuted and unbound into q, k and v (an ONNX Split whose
+    sizes are a constant and whose output shapes only shape inference
+    gives), scaled q k^T, softmax, the heads merged back."""
+
+    def __init__(self, dim=64, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        attn = ((q @ k.transpose(-2, -1)) * self.scale).softmax(dim=-1)
+        return self.proj((attn @ v).transpose(1, 2).reshape(b, n, c))
+
+
+class SwinBlock(nn.Module):
+    """A Swin-style block: layer norm, padding to a multiple of the window
+    (the pads computed from the input's shape with Mod and Sub, transposed
+    into ONNX's order), a cyclic shift, window partition, QkvAttention per
+    window, the windows merged, the shift undone, the padding cropped, a
+    residual add."""
+
+    def __init__(self, dim=32, heads=2, window=4, shift=2):
+        super().__init__()
+        self.window, self.shift = window, shift
+        self.norm = nn.LayerNorm(dim)
+        self.attn = QkvAttention(dim, heads)
+
+    def forward(self, x):
+        b, h, w, c = x.shape
+        ws = self.window
+        y = nn.functional.pad(self.norm(x),
+                              (0, 0, 0, (ws - w % ws) % ws, 0, (ws - h % ws) % ws))
+        _, hp, wp, _ = y.shape
+        y = torch.roll(y, shifts=(-self.shift, -self.shift), dims=(1, 2))
+        y = y.view(b, hp // ws, ws, wp // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+        y = self.attn(y.reshape(-1, ws * ws, c))
+        y = y.view(b, hp // ws, wp // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+        y = torch.roll(y.reshape(b, hp, wp, c), shifts=(self.shift, self.shift),
+                       dims=(1, 2))
+        return x + y[:, :h, :w, :]
+
+
 def vit_b_16():
     """torchvision's ViT-B/16 with attention the exporter takes: torch 1.13's
     MultiheadAttention runs a fused kernel (aten::_native_multi_head_attention,
@@ -203,6 +252,12 @@ MODELS = collections.OrderedDict([
                     _image_input, {})),
     ("bert_encoder", (BertEncoder, _token_input(1000, 32), {})),
     ("lstm_lm", (LstmLM, _token_input(500, 16), {})),
+    ("qkv_attention", (QkvAttention,
+                       lambda batch, gen: torch.randn(batch, 10, 64, generator=gen),
+                       {})),
+    ("swin_block", (SwinBlock,
+                    lambda batch, gen: torch.randn(batch, 6, 6, 32, generator=gen),
+                    {})),
 ])
 
 # Exported only on request (--only): large models for benchmarks.

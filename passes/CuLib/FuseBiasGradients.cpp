@@ -1,4 +1,5 @@
-//===- FuseBiasGradients.cpp - bias gradients in the weight gradient's call -===//
+//===- FuseBiasGradients.cpp - bias gradients in the weight gradient's call
+//-===//
 //
 // culib-fuse-bias-gradients (Passes.td): a training step's bias gradient,
 // the sum of dY over every dim but the last, is computed by the matmul that
@@ -124,9 +125,8 @@ struct FuseBiasGradientsPass
       // The gradient's readers all come after both calls (the sums are
       // written when the later of the two ran before), and the matmul
       // reads it in no operand.
-      Operation *last = matmul->isBeforeInBlock(reduce)
-                            ? reduce.getOperation()
-                            : matmul.getOperation();
+      Operation *last = matmul->isBeforeInBlock(reduce) ? reduce.getOperation()
+                                                        : matmul.getOperation();
       llvm::SmallVector<Operation *> readers;
       readersOf(grad, readers);
       if (llvm::any_of(readers, [&](Operation *reader) {
@@ -151,8 +151,8 @@ struct FuseBiasGradientsPass
     // another call.
     if (record)
       culib::recordFusion(func, getArgument(),
-                          "bias gradients in the weight gradient", fused,
-                          fused, /*bytes=*/0);
+                          "bias gradients in the weight gradient", fused, fused,
+                          /*bytes=*/0);
     if (report)
       func.emitRemark() << "culib-fuse-bias-gradients: " << fused
                         << " bias gradient(s) summed by the matmul of their "

@@ -165,6 +165,8 @@ std::optional<Value64> elementwise(Operation *op, ArrayRef<Value64> inputs,
               .Case([&](SubOp) { return a(0) - a(1); })
               .Case([&](MulOp) { return a(0) * a(1); })
               .Case([&](DivOp) { return a(0) / a(1); })
+              // Float Mod is C's fmod (ONNX requires fmod = 1 for floats).
+              .Case([&](ModOp) { return std::fmod(a(0), a(1)); })
               .Case([&](NegOp) { return -a(0); })
               .Case([&](AbsOp) { return std::fabs(a(0)); })
               .Case([&](SqrtOp) { return std::sqrt(a(0)); })
@@ -188,6 +190,17 @@ std::optional<Value64> elementwise(Operation *op, ArrayRef<Value64> inputs,
                 if (ai(1) == 0)
                   return std::nullopt;
                 return ai(0) / ai(1);
+              })
+              .Case([&](ModOp mod) -> std::optional<int64_t> {
+                if (ai(1) == 0)
+                  return std::nullopt;
+                // fmod = 1: the sign of the dividend (C's %); else of the
+                // divisor (Python's %), as ONNX Mod says.
+                int64_t rem = ai(0) % ai(1);
+                if (!mod.getFmod().value_or(0) && rem != 0 &&
+                    ((rem < 0) != (ai(1) < 0)))
+                  rem += ai(1);
+                return rem;
               })
               .Case([&](NegOp) { return -ai(0); })
               .Case([&](AbsOp) { return ai(0) < 0 ? -ai(0) : ai(0); })
@@ -400,8 +413,44 @@ std::optional<Value64> evaluate(Operation *op, RankedTensorType type,
     }
     return setFrom(sliced);
   }
-  if (isa<AddOp, SubOp, MulOp, DivOp, NegOp, AbsOp, SqrtOp, CeilOp, FloorOp,
-          MaxOp, MinOp, EqualOp, LessOp, GreaterOp, NotOp, AndOp, OrOp,
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    // Shape arithmetic transposes its [rank, 2] pads into ONNX's order.
+    const Value64 *data = constantOperand(0);
+    if (!data)
+      return std::nullopt;
+    int64_t rank = data->shape.size();
+    SmallVector<int64_t> perm;
+    if (std::optional<ArrayRef<int64_t>> given = transpose.getPerm())
+      perm.assign(given->begin(), given->end());
+    else
+      for (int64_t d = rank - 1; d >= 0; --d)
+        perm.push_back(d);
+    if (static_cast<int64_t>(perm.size()) != rank)
+      return std::nullopt;
+    SmallVector<int64_t> strides(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * data->shape[d + 1];
+    Value64 moved;
+    moved.element = data->element;
+    SmallVector<int64_t> index(rank, 0);
+    for (int64_t flat = 0, n = product(out.shape); flat < n; ++flat) {
+      int64_t at = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        at += index[d] * strides[perm[d]];
+      if (data->isFloat())
+        moved.floats.push_back(data->floats[at]);
+      else
+        moved.ints.push_back(data->ints[at]);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++index[d] < out.shape[d])
+          break;
+        index[d] = 0;
+      }
+    }
+    return setFrom(moved);
+  }
+  if (isa<AddOp, SubOp, MulOp, DivOp, ModOp, NegOp, AbsOp, SqrtOp, CeilOp,
+          FloorOp, MaxOp, MinOp, EqualOp, LessOp, GreaterOp, NotOp, AndOp, OrOp,
           WhereOp>(op)) {
     SmallVector<Value64> inputs;
     for (const auto &operand : operands)
@@ -423,22 +472,15 @@ struct FoldConstantsPass
     bool failedInference = false;
     SmallVector<Operation *> folded;
     func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (!isa_and_nonnull<MPDialect>(op->getDialect()) ||
-          op->getNumResults() != 1)
+      if (!isa_and_nonnull<MPDialect>(op->getDialect()))
         return;
       // Refine first: a folded operand may have made the type static.
-      if (auto inferrable = dyn_cast<InferTypeOpInterface>(op)) {
-        SmallVector<Type> inferred;
-        if (failed(inferrable.inferReturnTypes(
-                op->getContext(), op->getLoc(), op->getOperands(),
-                op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
-                op->getRegions(), inferred))) {
-          failedInference = true;
-          return;
-        }
-        for (auto [result, t] : llvm::zip(op->getResults(), inferred))
-          result.setType(refineType(result.getType(), t));
+      if (failed(refineResultTypes(op))) {
+        failedInference = true;
+        return;
       }
+      if (op->getNumResults() != 1)
+        return;
       if (isa<InitializerOp, ConstantOp, NoneOp>(op))
         return;
       auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());

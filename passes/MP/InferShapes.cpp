@@ -21,19 +21,9 @@ struct InferShapesPass : public mp::impl::InferShapesBase<InferShapesPass> {
     bool failedInference = false;
     // Program order: operands are refined before their users are visited.
     func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      auto inferrable = dyn_cast<InferTypeOpInterface>(op);
-      if (!inferrable || !isa_and_nonnull<MPDialect>(op->getDialect()))
-        return;
-      SmallVector<Type> inferred;
-      if (failed(inferrable.inferReturnTypes(
-              op->getContext(), op->getLoc(), op->getOperands(),
-              op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
-              op->getRegions(), inferred))) {
+      if (isa_and_nonnull<MPDialect>(op->getDialect()) &&
+          failed(refineResultTypes(op)))
         failedInference = true;
-        return;
-      }
-      for (auto [result, type] : llvm::zip(op->getResults(), inferred))
-        result.setType(refineType(result.getType(), type));
     });
     if (failedInference)
       return signalPassFailure();

@@ -66,6 +66,37 @@ LogicalResult OnnxGenericOp::verify() {
 // SplitOp
 //===----------------------------------------------------------------------===//
 
+SmallVector<Type> SplitOp::inferOutputTypes() {
+  auto inputType = dyn_cast<RankedTensorType>(getInput().getType());
+  if (!inputType)
+    return {};
+  int64_t rank = inputType.getRank();
+  int64_t axis = getAxis().value_or(0);
+  if (axis < -rank || axis >= rank)
+    return {};
+  if (axis < 0)
+    axis += rank;
+  ShapeContext ctx(getContext(), getLoc(), getOperation()->getOperands(), {},
+                   nullptr, kOnnxOpType);
+  int64_t dim = inputType.getDimSize(axis);
+  size_t numOutputs = getOutputs().size();
+  SmallVector<int64_t> parts(numOutputs, ShapedType::kDynamic);
+  if (auto sizes = ctx.getConstantInts(1)) {
+    if (sizes->size() == numOutputs)
+      parts.assign(sizes->begin(), sizes->end());
+  } else if (ctx.isAbsent(1) && !ShapedType::isDynamic(dim) &&
+             dim % static_cast<int64_t>(numOutputs) == 0) {
+    parts.assign(numOutputs, dim / static_cast<int64_t>(numOutputs));
+  }
+  SmallVector<Type> types;
+  for (int64_t part : parts) {
+    SmallVector<int64_t> shape(inputType.getShape());
+    shape[axis] = part;
+    types.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  }
+  return types;
+}
+
 LogicalResult SplitOp::verify() {
   if (getOutputs().empty())
     return emitOpError("must have at least one output");

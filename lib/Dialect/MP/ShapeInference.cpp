@@ -123,6 +123,22 @@ bool mp::areCompatibleTypeLists(TypeRange inferred, TypeRange actual) {
   return true;
 }
 
+LogicalResult mp::refineResultTypes(Operation *op) {
+  SmallVector<Type> inferred;
+  if (auto split = dyn_cast<SplitOp>(op)) {
+    inferred = split.inferOutputTypes();
+  } else if (auto inferrable = dyn_cast<InferTypeOpInterface>(op)) {
+    if (failed(inferrable.inferReturnTypes(
+            op->getContext(), op->getLoc(), op->getOperands(),
+            op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+            op->getRegions(), inferred)))
+      return failure();
+  }
+  for (auto [result, type] : llvm::zip(op->getResults(), inferred))
+    result.setType(refineType(result.getType(), type));
+  return success();
+}
+
 Type mp::refineType(Type a, Type b) {
   if (!a || isa<UnknownType>(a))
     return b;

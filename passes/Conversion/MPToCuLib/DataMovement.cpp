@@ -42,6 +42,38 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
   }
 };
 
+/// ConstantOfShape too large for mp-fold-constants to make a constant: its
+/// one value as a rank-0 weight, broadcast to the (static) result: a fill.
+struct ConstantOfShapeLowering : OpConversionPattern<ConstantOfShapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConstantOfShapeOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type element = elementOf(op.getOutput());
+    auto scalar = RankedTensorType::get({}, element);
+    // ONNX's default value is a float 0.
+    auto value = cast<DenseElementsAttr>(rewriter.getZeroAttr(scalar));
+    if (auto given = dyn_cast_or_null<DenseElementsAttr>(op.getValueAttr()))
+      value = given.reshape(scalar);
+    // Named after the ONNX value it fills (or its node).
+    std::string name = getNodeName(op);
+    if (auto outputs = op->getAttrOfType<ArrayAttr>("mp.outputs"))
+      if (auto first =
+              outputs.empty() ? StringAttr() : dyn_cast<StringAttr>(outputs[0]))
+        name = first.str();
+    Value fill = culib::WeightOp::create(
+        rewriter, op.getLoc(), MemRefType::get({}, element),
+        rewriter.getStringAttr((name.empty() ? "constant_of_shape" : name) +
+                               ".value"),
+        value);
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getOutput());
+    culib::BroadcastOp::create(rewriter, op.getLoc(), fill, out);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 /// Reshape-like ops: the data are copied into a buffer of the new shape.
 template <typename OpTy> struct CopyLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
@@ -356,6 +388,15 @@ void mp::populateDataMovementPatterns(const TypeConverter &tc,
                                       LowerableOps &lowerable) {
   addLowering<InitializerLowering, InitializerOp>(tc, patterns, lowerable);
   addLowering<ConstantLowering, ConstantOp>(tc, patterns, lowerable);
+  addLowering<ConstantOfShapeLowering, ConstantOfShapeOp>(tc, patterns,
+                                                          lowerable);
+  addRule<ConstantOfShapeOp>(lowerable, [](Operation *op, raw_ostream &os) {
+    auto value = dyn_cast_or_null<DenseElementsAttr>(
+        cast<ConstantOfShapeOp>(op).getValueAttr());
+    if (cast<ConstantOfShapeOp>(op).getValueAttr() &&
+        (!value || value.getNumElements() != 1))
+      os << "'value' must be a one-element tensor";
+  });
   addLowering<CopyLowering<FlattenOp>, FlattenOp>(tc, patterns, lowerable);
   addLowering<CopyLowering<ReshapeOp>, ReshapeOp>(tc, patterns, lowerable);
   addLowering<CopyLowering<SqueezeOp>, SqueezeOp>(tc, patterns, lowerable);
@@ -387,9 +428,10 @@ void mp::populateDataMovementPatterns(const TypeConverter &tc,
   });
   addLowering<SplitLowering, SplitOp>(tc, patterns, lowerable);
   addRule<SplitOp>(lowerable, [](Operation *op, raw_ostream &os) {
-    for (Value result : cast<SplitOp>(op).getOutputs())
-      if (!cast<ShapedType>(result.getType()).hasStaticShape())
-        os << "the split sizes must be known at compile time";
+    if (llvm::any_of(cast<SplitOp>(op).getOutputs(), [](Value result) {
+          return !cast<ShapedType>(result.getType()).hasStaticShape();
+        }))
+      os << "the split sizes must be known at compile time";
   });
   addLowering<PadLowering, PadOp>(tc, patterns, lowerable);
   addRule<PadOp>(lowerable, [](Operation *op, raw_ostream &os) {

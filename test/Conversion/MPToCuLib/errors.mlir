@@ -18,6 +18,15 @@ func.func @no_lowering(%x: tensor<2x3xf32>) -> tensor<2x?xi64> {
 
 // -----
 
+// Sizes known only at run time: one message, however many outputs.
+func.func @split_sizes(%x: tensor<4x3xf32>, %sizes: tensor<3xi64>) -> (tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x3xf32>) {
+  // CHECK: error: {{.*}}cannot lower mp.split at node 's': the split sizes must be known at compile time{{$}}
+  %0:3 = mp.split %x, %sizes : (tensor<4x3xf32>, tensor<3xi64>) -> (tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x3xf32>) loc("s")
+  return %0#0, %0#1, %0#2 : tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x3xf32>
+}
+
+// -----
+
 func.func @dynamic(%x: tensor<?x3xf32>) -> tensor<?x3xf32> {
   // CHECK: error: {{.*}}cannot lower mp.relu at node 'r': result type 'tensor<?x3xf32>' is not static (plans need static shapes)
   // CHECK: error: {{.*}}cannot lower @dynamic: argument type 'tensor<?x3xf32>' is not a static tensor

@@ -79,6 +79,8 @@ class MP_OnnxOp<string mnemonic, string onnxType, int since,
               [DeclareOpInterfaceMethods<InferTypeOpInterface>]))> {
   string onnxOpType = onnxType;
   int onnxSinceVersion = since;
+  // More of the op's own declarations, after the ONNX constants.
+  code extraOnnxDeclarations = "";
 
   let summary = "ONNX " # onnxType;
   let description = "The ONNX `" # onnxType # "` operator (schema version " #
@@ -96,7 +98,7 @@ class MP_OnnxOp<string mnemonic, string onnxType, int since,
     /// Declared types may refine the inferred ones (`?` to a static dim).
     static bool isCompatibleReturnTypes(::mlir::TypeRange inferred,
                                         ::mlir::TypeRange actual);
-  }]);
+  }]) # extraOnnxDeclarations;
 
   let extraClassDefinition = !if(!empty(shapeFunction), "", [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(

@@ -543,6 +543,14 @@ def MP_SplitOp : MP_OnnxOp<"split", "Split", 13, "", 2, -1> {
                        MP_OptInt:$axis);
   let results = (outs Variadic<MP_Tensor>:$outputs);
   let hasVerifier = 1;
+  let extraOnnxDeclarations = [{
+    /// The outputs' types as the input's type and constant sizes (or an
+    /// equal split) give them: the input's shape with the axis dim of each
+    /// part, dynamic where unknown; empty for an unranked input. (Split has
+    /// a variable number of results, so it is no InferTypeOpInterface op:
+    /// mp-infer-shapes asks this.)
+    ::llvm::SmallVector<::mlir::Type> inferOutputTypes();
+  }];
 }
 
 def MP_SliceOp : MP_OnnxOp<"slice", "Slice", 10, "inferSlice", 5, 1> {

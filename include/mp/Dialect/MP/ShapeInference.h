@@ -95,6 +95,10 @@ bool isCompatibleType(mlir::Type inferred, mlir::Type actual);
 bool areCompatibleTypeLists(mlir::TypeRange inferred, mlir::TypeRange actual);
 /// The more refined of two compatible types.
 mlir::Type refineType(mlir::Type a, mlir::Type b);
+/// Refines the result types of `op` (an mp op) by what its operands now
+/// say: InferTypeOpInterface ops, and mp.split (a variable number of
+/// results). Fails when inference reports an error (emitted on `op`).
+mlir::LogicalResult refineResultTypes(mlir::Operation *op);
 
 /// The compile-time value of `value`: an initializer's tensor, or the
 /// attribute a ConstantLike op (mp.constant, ...) folds to; null otherwise.

@@ -29,8 +29,9 @@ def FoldConstants : Pass<"mp-fold-constants", "mlir::func::FuncOp"> {
   let description = [{
     Replaces `mp.shape` / `mp.size` of static tensors, and ops on small
     constant tensors (ConstantOfShape, Range, Cast, Gather, Concat, Slice,
-    reshape-likes, integer and float arithmetic, comparisons, Where), by
-    `mp.constant`s, refining result types on the way (as `mp-infer-shapes`).
+    Transpose, reshape-likes, integer and float arithmetic with Mod,
+    comparisons, Where), by `mp.constant`s, refining result types on the
+    way (as `mp-infer-shapes`, mp.split's outputs included).
     With the input shapes fixed, this turns the run-time shape arithmetic
     of exported models (Shape -> Gather -> Concat -> Reshape) into static
     shapes, which plans need.

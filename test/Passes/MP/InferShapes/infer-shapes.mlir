@@ -73,8 +73,9 @@ func.func @constants(%x: tensor<2x3x4xf32>) -> (tensor<*xf32>, tensor<*xf32>, te
 }
 
 // Ops in the subgraph regions of generic ops are refined too; the generic op
-// itself, mp.split (no inference of its own) and other dialects' ops are not
-// changed.
+// itself and other dialects' ops are not changed. mp.split (a variable number
+// of results) is refined by its own rule: an equal split without sizes, and
+// constant sizes (torch's unbind writes a splat [1, 1, 1]).
 // CHECK-LABEL: func.func @regions(
 // CHECK-SAME: -> (tensor<*xf32>, tensor<2x3xf32>)
 func.func @regions(%c: tensor<i1>, %x: tensor<2x3xf32>) -> (tensor<*xf32>, tensor<*xf32>) {
@@ -90,8 +91,11 @@ func.func @regions(%c: tensor<i1>, %x: tensor<2x3xf32>) -> (tensor<*xf32>, tenso
     mp.yield %a : !mp.unknown
   } : (tensor<i1>) -> tensor<*xf32>
   %none = mp.none
-  // CHECK: mp.split %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x3xf32>, none) -> !mp.unknown
+  // CHECK: mp.split %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x3xf32>, none) -> tensor<2x3xf32>
   %s = mp.split %x, %none {axis = 1 : i64} : (tensor<2x3xf32>, none) -> !mp.unknown
+  %ones = mp.constant {value = dense<1> : tensor<2xi64>} : () -> tensor<2xi64>
+  // CHECK: mp.split %{{.*}}, %{{.*}} : (tensor<2x3xf32>, tensor<2xi64>) -> (tensor<1x3xf32>, tensor<1x3xf32>)
+  %u:2 = mp.split %x, %ones : (tensor<2x3xf32>, tensor<2xi64>) -> (tensor<*xf32>, tensor<*xf32>)
   // CHECK: mp.identity %{{.*}} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   %i = mp.identity %x : (tensor<2x3xf32>) -> tensor<*xf32>
   // CHECK: return %{{.*}}, %{{.*}} : tensor<*xf32>, tensor<2x3xf32>
