@@ -24,14 +24,6 @@ using namespace mp;
 
 namespace {
 
-/// The buffer whose bytes `v` are: through views to an alloc, a weight, a
-/// state or a function argument.
-Value rootOf(Value v) {
-  while (auto view = v.getDefiningOp<culib::ViewOp>())
-    v = view.getSource();
-  return v;
-}
-
 /// A transpose of a transpose's result reads the first one's input with the
 /// two permutations composed, and becomes a copy when they undo one another
 /// (culib-nhwc-layout's transpose back to channels first right before an
@@ -76,7 +68,7 @@ void foldTransposePairs(
                        rewriter, second.getLoc(), x, y,
                        rewriter.getDenseI64ArrayAttr(composed))
                        .getOperation();
-    for (Operation *&writer : writers[rootOf(y)])
+    for (Operation *&writer : writers[culib::viewRoot(y)])
       if (writer == second.getOperation())
         writer = replacement;
     rewriter.eraseOp(second);
@@ -107,7 +99,7 @@ struct AliasReshapesPass
 
     // Each buffer's writers (by root), in program order.
     llvm::DenseMap<Value, llvm::SmallVector<Operation *>> writers =
-        culib::callWriters(body, rootOf);
+        culib::callWriters(body, culib::viewRoot);
 
     IRRewriter rewriter(&getContext());
     int64_t transposesFolded = 0, transposeCalls = 0, transposeBytes = 0;
@@ -117,7 +109,7 @@ struct AliasReshapesPass
     llvm::SmallVector<culib::CopyOp> copies(body.getOps<culib::CopyOp>());
     int64_t viewed = 0, bytes = 0;
     for (culib::CopyOp copy : copies) {
-      Value from = rootOf(copy.getX());
+      Value from = culib::viewRoot(copy.getX());
       auto out = copy.getY().getDefiningOp<culib::AllocOp>();
       if (!out || out.getAtLoad() || from.getDefiningOp<culib::StateOp>())
         continue;

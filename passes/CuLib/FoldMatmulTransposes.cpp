@@ -23,14 +23,6 @@ using namespace mp;
 
 namespace {
 
-/// The buffer whose bytes `v` are: through views to an alloc, a weight, a
-/// state or a function argument.
-Value rootOf(Value v) {
-  while (auto view = v.getDefiningOp<culib::ViewOp>())
-    v = view.getSource();
-  return v;
-}
-
 /// Whether `perm` keeps the leading dims and swaps the last two: what a
 /// matmul's trans flag does to its operand.
 bool swapsLastTwo(ArrayRef<int64_t> perm) {
@@ -53,7 +45,7 @@ struct FoldMatmulTransposesPass
       return;
     Block &body = func.getBody().front();
     llvm::DenseMap<Value, llvm::SmallVector<Operation *>> writers =
-        culib::callWriters(body, rootOf);
+        culib::callWriters(body, culib::viewRoot);
 
     IRRewriter rewriter(&getContext());
     int64_t transposesFolded = 0, operandsFolded = 0, bytes = 0;
@@ -69,7 +61,8 @@ struct FoldMatmulTransposesPass
       // A or B (not C, not as its output), with the input unchanged between
       // the two.
       Value x = transpose.getX();
-      llvm::SmallVector<Operation *> xWriters = writers.lookup(rootOf(x));
+      llvm::SmallVector<Operation *> xWriters =
+          writers.lookup(culib::viewRoot(x));
       llvm::SmallVector<culib::MatmulOp> readers;
       bool foldable = true;
       for (Operation *user : out.getBuffer().getUsers()) {

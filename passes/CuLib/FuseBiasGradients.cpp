@@ -25,14 +25,6 @@ using namespace mp;
 
 namespace {
 
-/// The buffer whose bytes `v` are: through views to an alloc, a weight, a
-/// state or a function argument.
-Value rootOf(Value v) {
-  while (auto view = v.getDefiningOp<culib::ViewOp>())
-    v = view.getSource();
-  return v;
-}
-
 /// Whether `axes` name every dim of a rank-`rank` buffer but the last.
 bool allButLast(ArrayRef<int64_t> axes, int64_t rank) {
   llvm::SmallVector<bool> named(rank, false);
@@ -71,8 +63,8 @@ struct FuseBiasGradientsPass
     int64_t n = yType.getShape().back();
     auto readsAllOfY = [&](Value operand) {
       auto type = cast<MemRefType>(operand.getType());
-      return rootOf(operand) == rootOf(y) && type.getRank() == 2 &&
-             type.getShape().back() == n &&
+      return culib::viewRoot(operand) == culib::viewRoot(y) &&
+             type.getRank() == 2 && type.getShape().back() == n &&
              type.getNumElements() == yType.getNumElements() &&
              type.getElementType() == yType.getElementType();
     };
@@ -103,7 +95,7 @@ struct FuseBiasGradientsPass
       return;
     Block &body = func.getBody().front();
     llvm::DenseMap<Value, llvm::SmallVector<Operation *>> writers =
-        culib::callWriters(body, rootOf);
+        culib::callWriters(body, culib::viewRoot);
 
     IRRewriter rewriter(&getContext());
     int64_t fused = 0;
@@ -118,8 +110,8 @@ struct FuseBiasGradientsPass
           writers.lookup(grad).size() != 1)
         continue;
       bool ofA = false;
-      culib::MatmulOp matmul =
-          weightGradientReading(reduce, body, writers.lookup(rootOf(y)), ofA);
+      culib::MatmulOp matmul = weightGradientReading(
+          reduce, body, writers.lookup(culib::viewRoot(y)), ofA);
       if (!matmul)
         continue;
       // The gradient's readers all come after both calls (the sums are

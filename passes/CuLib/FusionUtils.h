@@ -33,6 +33,14 @@ inline bool writes(mlir::Operation *op, mlir::Value buffer) {
          });
 }
 
+/// The buffer whose bytes `v` are: through culib.views to an alloc, a
+/// weight, a state or a function argument.
+inline mlir::Value viewRoot(mlir::Value v) {
+  while (auto view = v.getDefiningOp<ViewOp>())
+    v = view.getSource();
+  return v;
+}
+
 /// The calls of `body` that write each buffer (a call updating a buffer in
 /// place lists it among its outputs), in program order, each counted under
 /// key(buffer): the buffer itself, or the one whose bytes it is.
