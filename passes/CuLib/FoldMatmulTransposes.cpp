@@ -74,10 +74,7 @@ struct FoldMatmulTransposesPass
                    matmul.getC() != out.getBuffer() &&
                    matmul.getBias() != out.getBuffer() &&
                    matmul.getD() != out.getBuffer() &&
-                   llvm::none_of(xWriters, [&](Operation *w) {
-                     return transpose->isBeforeInBlock(w) &&
-                            w->isBeforeInBlock(matmul);
-                   });
+                   !culib::anyBetween(xWriters, transpose, matmul);
         if (!foldable)
           break;
         readers.push_back(matmul);

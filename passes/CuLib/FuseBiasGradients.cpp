@@ -77,12 +77,7 @@ struct FuseBiasGradientsPass
         ofA = true;
       else
         continue;
-      Operation *first = reduce, *last = matmul;
-      if (matmul->isBeforeInBlock(reduce))
-        std::swap(first, last);
-      if (llvm::any_of(yWriters, [&](Operation *w) {
-            return first->isBeforeInBlock(w) && w->isBeforeInBlock(last);
-          }))
+      if (culib::anyBetween(yWriters, reduce, matmul))
         continue;
       return matmul;
     }

@@ -98,6 +98,17 @@ inline bool writtenBetween(mlir::Value buffer, mlir::Operation *from,
   return false;
 }
 
+/// Whether one of `writers` (calls of the block of `from` and `to`, in any
+/// order) comes strictly between `from` and `to`, whichever is first.
+inline bool anyBetween(llvm::ArrayRef<mlir::Operation *> writers,
+                       mlir::Operation *from, mlir::Operation *to) {
+  if (to->isBeforeInBlock(from))
+    std::swap(from, to);
+  return llvm::any_of(writers, [&](mlir::Operation *w) {
+    return from->isBeforeInBlock(w) && w->isBeforeInBlock(to);
+  });
+}
+
 /// The value of a one-element float weight (a constant operand), if `v` is
 /// one.
 inline std::optional<llvm::APFloat> scalarFloatWeight(mlir::Value v) {

@@ -132,8 +132,6 @@ LogicalResult SplitOp::verify() {
                    nullptr, kOnnxOpType);
   int64_t dim = inputType.getDimSize(axis);
   int64_t numOutputs = getOutputs().size();
-  // The axis dim of each output, when known.
-  SmallVector<int64_t> parts;
   if (auto sizes = ctx.getConstantInts(1)) {
     if (sizes->size() != getOutputs().size())
       return emitOpError("'split' gives ")
@@ -148,18 +146,20 @@ LogicalResult SplitOp::verify() {
     if (!ShapedType::isDynamic(dim) && total != dim)
       return emitOpError("'split' sizes add up to ")
              << total << " but the axis has " << dim << " elements";
-    parts = *sizes;
-  } else if (ctx.isAbsent(1) && !ShapedType::isDynamic(dim)) {
+  } else if (ctx.isAbsent(1) && !ShapedType::isDynamic(dim) &&
+             dim % numOutputs != 0) {
     // Without sizes the axis is split into equal parts.
-    if (dim % numOutputs != 0)
-      return emitOpError("cannot split the axis of ")
-             << dim << " elements into " << numOutputs << " equal parts";
-    parts.assign(numOutputs, dim / numOutputs);
+    return emitOpError("cannot split the axis of ")
+           << dim << " elements into " << numOutputs << " equal parts";
   }
-  // The declared output types must agree with the parts.
-  for (auto [i, part] : llvm::enumerate(parts)) {
-    auto outputType = dyn_cast<RankedTensorType>(getOutputs()[i].getType());
-    if (!outputType || outputType.isDynamicDim(axis))
+  // The declared output types must agree with the parts the sizes give.
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip(getOutputs(), inferOutputTypes()))) {
+    auto [output, inferred] = pair;
+    auto outputType = dyn_cast<RankedTensorType>(output.getType());
+    int64_t part = cast<RankedTensorType>(inferred).getDimSize(axis);
+    if (!outputType || outputType.isDynamicDim(axis) ||
+        ShapedType::isDynamic(part))
       continue;
     if (outputType.getDimSize(axis) != part)
       return emitOpError("output #")

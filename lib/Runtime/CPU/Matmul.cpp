@@ -7,7 +7,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "KernelUtil.h"
-#include "mp/Runtime/CPU/ElementwiseKernels.h"
 
 #include <cmath>
 #include <optional>
@@ -333,8 +332,9 @@ Status matmul(const TensorView &a, const TensorView &b, const TensorView *c,
   return Status::ok();
 }
 
-Status matmulBiasGradient(const TensorView &operand, bool kIsRows,
-                          const TensorView &grad) {
+Result<BiasGradientReduction> biasGradientReduction(const TensorView &operand,
+                                                    bool kIsRows,
+                                                    const TensorView &grad) {
   constexpr std::string_view kOp = "matmul bias_grad";
   if (operand.shape.size() != 2)
     return fail(kOp, "the summed operand must have rank 2, got " +
@@ -343,12 +343,23 @@ Status matmulBiasGradient(const TensorView &operand, bool kIsRows,
   if (grad.numElements() != n || grad.shape.empty() || grad.shape.back() != n)
     return fail(kOp, "bias_grad " + shapeStr(grad.shape) + " must hold the " +
                          std::to_string(n) + " sums over K");
-  // The reduction over K, with the sums in the operand's layout.
+  // The sums in the operand's layout, its K dim reduced.
+  BiasGradientReduction r;
+  r.sumsShape = kIsRows ? Shape{1, n} : Shape{n, 1};
+  r.axis = kIsRows ? 0 : 1;
+  r.options.computeType = operand.dtype == DType::F64 ? DType::F64 : DType::F32;
+  return r;
+}
+
+Status matmulBiasGradient(const TensorView &operand, bool kIsRows,
+                          const TensorView &grad) {
+  Result<BiasGradientReduction> r =
+      biasGradientReduction(operand, kIsRows, grad);
+  if (!r)
+    return r.status();
   TensorView sums = grad;
-  sums.shape = kIsRows ? Shape{1, n} : Shape{n, 1};
-  ReduceOptions options;
-  options.computeType = operand.dtype == DType::F64 ? DType::F64 : DType::F32;
-  return reduce(operand, sums, ReduceFn::Sum, {kIsRows ? 0 : 1}, options);
+  sums.shape = r->sumsShape;
+  return reduce(operand, sums, ReduceFn::Sum, {r->axis}, r->options);
 }
 
 } // namespace mp::rt::cpu

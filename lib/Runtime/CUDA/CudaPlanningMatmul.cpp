@@ -95,28 +95,18 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
   if (m > kIntMax || n > kIntMax || k > kIntMax)
     return fail(kOp, "dimensions exceed cuBLASLt's range");
   if (hasBiasGrad) {
-    // The CPU's checks (cpu::matmulBiasGradient), then its reduction.
+    // The CPU's checks and reduction (cpu::biasGradientReduction).
     MP_TRY(ofA, boolAttr(call, "bias_grad_of_a", false));
     cpu::BiasGradientOperand summed = cpu::biasGradientOperand(ofA, options);
     const TensorDesc &operand = summed.ofA ? a : b, &grad = res[1];
     if (Status s = checkDesc(kOp, "bias_grad", grad); !s)
       return s;
-    if (operand.shape.size() != 2)
-      return fail(kOp, "the summed operand must have rank 2, got " +
-                           shapeStr(operand.shape));
-    const int64_t count = operand.shape[summed.kIsRows ? 1 : 0];
-    if (grad.numElements() != count || grad.shape.empty() ||
-        grad.shape.back() != count)
-      return fail(kOp, "bias_grad " + shapeStr(grad.shape) + " must hold the " +
-                           std::to_string(count) + " sums over K");
-    if (grad.dtype != operand.dtype)
-      return fail(kOp, "bias_grad must have the summed operand's dtype");
+    MP_TRY(r, cpu::biasGradientReduction(viewOf(operand), summed.kIsRows,
+                                         viewOf(grad)));
     TensorDesc sums = grad;
-    sums.shape = summed.kIsRows ? Shape{1, count} : Shape{count, 1};
-    cpu::ReduceOptions sum;
-    sum.computeType = f64 ? DType::F64 : DType::F32;
-    Result<ReduceParams> reduce = planReduce(
-        cpu::ReduceFn::Sum, {summed.kIsRows ? 0 : 1}, sum, operand, sums);
+    sums.shape = r.sumsShape;
+    Result<ReduceParams> reduce =
+        planReduce(cpu::ReduceFn::Sum, {r.axis}, r.options, operand, sums);
     if (!reduce)
       return fail(kOp, reduce.message());
     p.biasGrad = *reduce;

@@ -55,12 +55,7 @@ struct ConstantOfShapeLowering : OpConversionPattern<ConstantOfShapeOp> {
     auto value = cast<DenseElementsAttr>(rewriter.getZeroAttr(scalar));
     if (auto given = dyn_cast_or_null<DenseElementsAttr>(op.getValueAttr()))
       value = given.reshape(scalar);
-    // Named after the ONNX value it fills (or its node).
     std::string name = getNodeName(op);
-    if (auto outputs = op->getAttrOfType<ArrayAttr>("mp.outputs"))
-      if (auto first =
-              outputs.empty() ? StringAttr() : dyn_cast<StringAttr>(outputs[0]))
-        name = first.str();
     Value fill = culib::WeightOp::create(
         rewriter, op.getLoc(), MemRefType::get({}, element),
         rewriter.getStringAttr((name.empty() ? "constant_of_shape" : name) +

@@ -24,6 +24,7 @@
 #ifndef MP_RUNTIME_CPU_KERNELS_H
 #define MP_RUNTIME_CPU_KERNELS_H
 
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/Status.h"
 #include "mp/Runtime/Tensor.h"
 
@@ -101,6 +102,17 @@ Status checkMatmul(const TensorView &a, const TensorView &b,
 /// gradient sum(dY) (cuBLASLt's BGRADB / BGRADA epilogues).
 Status matmulBiasGradient(const TensorView &operand, bool kIsRows,
                           const TensorView &grad);
+/// The reduction matmulBiasGradient runs, after its checks (shared with the
+/// CUDA backend's planning): a sum over `axis` of the operand into grad's
+/// bytes seen as `sumsShape`, accumulated as `options` says.
+struct BiasGradientReduction {
+  Shape sumsShape;
+  int64_t axis = 0;
+  ReduceOptions options;
+};
+Result<BiasGradientReduction> biasGradientReduction(const TensorView &operand,
+                                                    bool kIsRows,
+                                                    const TensorView &grad);
 /// Whether `bias_grad` sums A (else B), and the summed operand's K is its
 /// rows: from the call's bias_grad_of_a, trans_a and trans_b.
 struct BiasGradientOperand {

@@ -240,8 +240,8 @@ struct MatmulPlan {
   uint32_t alignA = 256, alignB = 256, alignC = 256, alignD = 256;
   EpilogueParams epilogue; ///< staged: pointers to fill in
   EwParams cCopy;          ///< withC && !cDirect: pointers to fill in
-  /// bias_grad: the sums of op(B)'s rows, by the reduction kernel after the
-  /// GEMM (the CPU's arithmetic: f32 sums rounded once).
+  /// bias_grad: the sums of op(B) (op(A)) over K, by the reduction kernel
+  /// after the GEMM (the CPU's arithmetic: f32 sums rounded once).
   std::optional<ReduceParams> biasGrad;
 };
 
