@@ -6,6 +6,8 @@
 # (bf16, with the autocast and padding reports) and runs both plans side by
 # side: time per run and the mixed plan's error against fp32.
 set -euo pipefail
+# Excerpts are cut with sed -n, not head: head exits early, and with pipefail
+# the writer's SIGPIPE (exit 141) would fail the script when its output is long.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MP_BUILD_DIR:-$ROOT/build}"
 "$ROOT/scripts/install-deps.sh"
@@ -19,18 +21,18 @@ echo "== mp-opt $MODEL --mp-infer-shapes -o $OUT"
 
 echo "== imported $(basename "$MODEL") ($(stat -c %s "$MODEL") bytes) into $OUT"
 echo "   graph: $(grep -o 'func.func @[^(]*' "$OUT" | sed 's/func.func //')"
-echo "   inputs: $(grep -o 'mp.name = "[^"]*"' "$OUT" | head -1 | cut -d'"' -f2)," \
+echo "   inputs: $(grep -o 'mp.name = "[^"]*"' "$OUT" | sed -n '1,1p' | cut -d'"' -f2)," \
      "outputs: $(grep -o 'mp.name = "[^"]*"' "$OUT" | tail -1 | cut -d'"' -f2)"
 echo "   ops (mp-opt --print-op-stats):"
 "$BUILD/bin/mp-opt" "$OUT" --print-op-stats -o /dev/null 2>&1 | grep -E '^ +mp\.' | sed -E 's/ +,/:/; s/^ +/     /'
 echo "== first lines of the result:"
-grep -E 'mp\.(conv|batch_normalization|softmax)' "$OUT" | head -3 | cut -c1-160
+grep -E 'mp\.(conv|batch_normalization|softmax)' "$OUT" | sed -n '1,3p' | cut -c1-160
 
 PLAN="$BUILD/tiny_cnn.mpplan"
 echo "== mp-opt $MODEL --emit=plan -o $PLAN"
 "$BUILD/bin/mp-opt" "$MODEL" --emit=plan -o "$PLAN"
 echo "   $(stat -c %s "$PLAN") bytes:"
-"$BUILD/bin/mp-run" "$PLAN" --print-plan | head -4 | sed 's/^/     /'
+"$BUILD/bin/mp-run" "$PLAN" --print-plan | sed -n '1,4p' | sed 's/^/     /'
 INPUT="$BUILD/tiny_cnn.input.npy"
 "$ROOT/.venv/bin/python" -c "import numpy as np; np.save('$INPUT', np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32))"
 echo "== mp-run $PLAN $INPUT --timing"
@@ -49,7 +51,7 @@ echo "== mp-opt $MODEL --mp-autocast-pipeline=\"target=bf16 pad-report=...\" --m
 echo "   autocast ($REPORT):"
 grep -E '^ +(converted|weights:|activations)' "$REPORT" | sed -E 's/^ +/     /'
 echo "   tensor-core padding ($PAD_REPORT):"
-grep -vE '^\s*$' "$PAD_REPORT" | head -3 | sed -E 's/^ */     /'
+grep -vE '^\s*$' "$PAD_REPORT" | sed -n '1,3p' | sed -E 's/^ */     /'
 
 echo "== fp32 and mixed precision side by side (mp-run --repeat=50 --warmup=5)"
 for label in fp32 bf16; do
