@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything MixPrec needs on a fresh Debian 12 machine: Debian
-# packages (LLVM/MLIR 22, ONNX 1.12, protobuf, Catch2, build tools, torch for
-# exporting test models, the ONNX backend test data) and a Python venv (.venv)
+# packages (LLVM/MLIR 22, protobuf, Catch2, build tools, torch for
+# exporting test models, ONNX 1.12's backend test data), a Python venv (.venv)
 # with oneDNN (the CPU runtime's primitives) and the pip packages the tests
-# compare against. Fast when all is there:
+# compare against, and ONNX's C++ libraries (scripts/build-onnx.sh). Fast when all is there:
 # nothing is downloaded unless something is missing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,7 +11,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 APT_PACKAGES=(
   cmake ninja-build ccache lld g++ git clang-format-22
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata libflatbuffers-dev flatbuffers-compiler
+  libprotobuf-dev protobuf-compiler libonnx-testdata libflatbuffers-dev flatbuffers-compiler
   catch2 libopenblas-dev graphviz
   python3 python3-venv python3-numpy python3-onnx python3-torch python3-torchvision
   python3-sklearn
@@ -46,3 +46,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; 
 else
   echo "== Python venv: up to date"
 fi
+
+# ONNX's C++ libraries and backend test data, built from its PyPI source
+# distribution (Debian's libonnx-dev is ONNX 1.12).
+"$ROOT/scripts/build-onnx.sh"

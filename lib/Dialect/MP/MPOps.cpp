@@ -84,9 +84,16 @@ SmallVector<Type> SplitOp::inferOutputTypes() {
   if (auto sizes = ctx.getConstantInts(1)) {
     if (sizes->size() == numOutputs)
       parts.assign(sizes->begin(), sizes->end());
-  } else if (ctx.isAbsent(1) && !ShapedType::isDynamic(dim) &&
-             dim % static_cast<int64_t>(numOutputs) == 0) {
-    parts.assign(numOutputs, dim / static_cast<int64_t>(numOutputs));
+  } else if (ctx.isAbsent(1) && !ShapedType::isDynamic(dim)) {
+    // Equal parts; when the dim does not divide, Split-18's num_outputs form
+    // gives each part ceil(dim / n) and the last one the rest.
+    int64_t n = static_cast<int64_t>(numOutputs);
+    int64_t part = (dim + n - 1) / n;
+    int64_t last = dim - part * (n - 1);
+    if (last > 0) {
+      parts.assign(numOutputs, part);
+      parts.back() = last;
+    }
   }
   SmallVector<Type> types;
   for (int64_t part : parts) {

@@ -79,6 +79,9 @@ private:
                                      onnx::NodeProto &node,
                                      onnx::GraphProto &graph);
   int64_t defaultOpset();
+  /// Whether `op` is a reduction whose axes are an input at the module's
+  /// opset (18 and later) rather than the attribute the typed op has.
+  bool reductionAxesAsInput(Operation *op);
   LogicalResult exportAttribute(StringRef name, Attribute value,
                                 onnx::AttributeProto &attr, Operation *op);
   LogicalResult exportTensor(ElementsAttr value, StringRef name,
@@ -339,11 +342,23 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::GraphProto &graph) {
       return diag;
     }
     node.set_op_type(opType.str());
-    for (StringAttr name : op->getRegisteredInfo()->getAttributeNames())
+    for (StringAttr name : op->getRegisteredInfo()->getAttributeNames()) {
+      if (reductionAxesAsInput(op) && name.getValue() == "axes")
+        continue; // an input at this opset, below
       if (std::optional<Attribute> value = op->getInherentAttr(name))
         if (*value && failed(exportAttribute(name, *value,
                                              *node.add_attribute(), op)))
           return failure();
+    }
+    // Split-18 without sizes says how many parts.
+    if (auto split = dyn_cast<SplitOp>(op);
+        split && defaultOpset() >= 18 &&
+        isa<NoneType>(split.getSplit().getType())) {
+      onnx::AttributeProto &parts = *node.add_attribute();
+      parts.set_name("num_outputs");
+      parts.set_type(onnx::AttributeProto::INT);
+      parts.set_i(static_cast<int64_t>(split.getOutputs().size()));
+    }
   }
 
   // BatchNormalization before opset 15 needs one type for X and its
@@ -362,6 +377,19 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::GraphProto &graph) {
                                                       : nameOf(operand));
   while (!inputs.empty() && inputs.back().empty())
     inputs.pop_back();
+  // ReduceMean-18 and its kin take the typed op's axes as an input: an int64
+  // initializer named after the node's output.
+  if (reductionAxesAsInput(op))
+    if (auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes")) {
+      std::string name = uniqueName(nameOf(op->getResult(0)) + "_axes");
+      onnx::TensorProto &tensor = *graph.add_initializer();
+      tensor.set_name(name);
+      tensor.set_data_type(onnx::TensorProto::INT64);
+      tensor.add_dims(axes.size());
+      for (int64_t axis : axes.asArrayRef())
+        tensor.add_int64_data(axis);
+      inputs.push_back(name);
+    }
   for (const std::string &in : inputs)
     node.add_input(in);
   // Outputs the model did not name (optional ones) stay "".
@@ -378,6 +406,13 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::GraphProto &graph) {
   for (const std::string &out : outputs)
     node.add_output(out);
   return success();
+}
+
+bool Exporter::reductionAxesAsInput(Operation *op) {
+  return defaultOpset() >= 18 &&
+         isa<ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceL1Op,
+             ReduceL2Op, ReduceLogSumOp, ReduceLogSumExpOp, ReduceSumSquareOp>(
+             op);
 }
 
 int64_t Exporter::defaultOpset() {

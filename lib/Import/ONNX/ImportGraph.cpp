@@ -26,6 +26,8 @@ LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
   std::string domain =
       isDefaultDomain(node.domain()) ? std::string() : node.domain();
   int64_t version = opsets.lookup(domain);
+  rewriteToTypedForm(node, version,
+                     [&](llvm::StringRef name) { return scope.lookup(name); });
 
   // Pick a typed op when the schema version and attributes fit it.
   const OnnxOpInfo *typed = nullptr;

@@ -15,6 +15,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <onnx/common/version.h>
 #include <onnx/defs/schema.h>
 
 #include <cstring>
@@ -173,7 +174,8 @@ LogicalResult Importer::readOpsets(const onnx::ModelProto &model) {
       return emitError(UnknownLoc::get(ctx))
              << "unsupported opset: the model uses " << shown << " opset "
              << version << ", this build supports up to "
-             << range->second.second << " (ONNX 1.12)";
+             << range->second.second << " (ONNX " << onnx::LAST_RELEASE_VERSION
+             << ")";
     if (!opsets.try_emplace(domain, version).second)
       return emitError(UnknownLoc::get(ctx))
              << "opset_import lists domain '" << shown << "' twice";

@@ -33,7 +33,8 @@
 
 namespace mp::onnx_import {
 
-constexpr int64_t kMaxKnownIRVersion = 8; // ONNX 1.12
+/// The newest IR version of the ONNX release this build links.
+constexpr int64_t kMaxKnownIRVersion = onnx::Version::IR_VERSION;
 /// No tensor may claim more elements than this (2^40): such claims come
 /// from corrupt or hostile files and would overflow byte counts.
 constexpr int64_t kMaxElements = int64_t(1) << 40;
@@ -51,6 +52,13 @@ bool isDefaultDomain(llvm::StringRef domain);
 
 /// "op_type", or "domain::op_type" outside the default domain.
 std::string describeNode(const onnx::NodeProto &node);
+/// Rewrites a node of a newer opset whose form differs from its typed op's
+/// (ReduceMean-18's axes input, Split-18's num_outputs) into the typed op's
+/// form where that computes the same (OpsetForms.cpp). `lookup` gives the
+/// value of a name in scope, to read constant inputs.
+void rewriteToTypedForm(
+    onnx::NodeProto &node, int64_t version,
+    llvm::function_ref<mlir::Value(llvm::StringRef)> lookup);
 
 /// Bytes per element of a fixed-size ONNX data type, 0 for others.
 size_t elementByteSize(int dataType);
@@ -111,8 +119,8 @@ enum class InferenceOutcome { Done, Failed, Crashed, OutOfMemory };
 InferenceOutcome inferShapesHere(onnx::ModelProto &model, std::string &message);
 
 /// Runs ONNX shape inference on `model` in a child process and copies the
-/// types it infers into `model`. ONNX 1.12 crashes on some malformed nodes
-/// that pass the schema checks (a Transpose `perm` out of range, some RNN
+/// types it infers into `model`. ONNX's inference has crashed on malformed
+/// nodes that pass the schema checks (a Transpose `perm` out of range, some RNN
 /// shapes); in a child such a crash costs the types, not the import.
 /// `message` says why when the outcome is not Done.
 InferenceOutcome inferShapesIsolated(onnx::ModelProto &model,

@@ -132,8 +132,8 @@ void limitChildAddressSpace() {
 } // namespace
 
 /// Runs ONNX shape inference on `model` in a child process and copies the
-/// types it infers into `model`. ONNX 1.12 crashes on some malformed nodes
-/// that pass the schema checks (a Transpose `perm` out of range, some RNN
+/// types it infers into `model`. ONNX's inference has crashed on malformed
+/// nodes that pass the schema checks (a Transpose `perm` out of range, some RNN
 /// shapes); in a child such a crash costs the types, not the import.
 /// `message` says why when the outcome is not Done.
 InferenceOutcome inferShapesIsolated(onnx::ModelProto &model,

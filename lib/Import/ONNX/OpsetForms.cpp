@@ -1,0 +1,100 @@
+//===- OpsetForms.cpp - newer operator forms as the typed ops' forms ------===//
+//
+// Some operators changed form in later opsets without changing what they
+// compute: ReduceMean-18 and its kin take `axes` as an input instead of an
+// attribute, Split-18 may say `num_outputs`. The typed mp ops keep one form
+// (the attribute), so a node in the newer form whose extra input is a
+// constant is rewritten into it before the importer picks its op; anything
+// else (axes computed at run time, `noop_with_empty_axes` set with no axes)
+// stays a generic mp.onnx_op. The ONNX exporter writes the opset's form back
+// (lib/Export/ONNX/ONNXExporter.cpp, exportOpsetForm).
+//
+//===----------------------------------------------------------------------===//
+#include "ImporterInternal.h"
+
+#include "mp/Dialect/MP/ShapeInference.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace mp::onnx_import {
+
+namespace {
+
+/// The reductions whose `axes` attribute became an input at opset 18
+/// (ReduceSum's did at 13, and its typed op has the input form).
+bool hasAxesInputSince18(llvm::StringRef opType) {
+  static constexpr llvm::StringLiteral kReductions[] = {
+      "ReduceMean", "ReduceMax",    "ReduceMin",       "ReduceProd",
+      "ReduceL1",   "ReduceL2",     "ReduceLogSum",    "ReduceLogSumExp",
+      "ReduceSumSquare"};
+  return llvm::is_contained(kReductions, opType);
+}
+
+const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
+                                          llvm::StringRef name) {
+  for (const auto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+void eraseAttribute(onnx::NodeProto &node, llvm::StringRef name) {
+  auto *attrs = node.mutable_attribute();
+  for (int i = 0; i < attrs->size(); ++i)
+    if (attrs->Get(i).name() == name) {
+      attrs->DeleteSubrange(i, 1);
+      return;
+    }
+}
+
+/// ReduceX-18: (data, axes) with a constant axes -> (data) <axes = ...>.
+void rewriteReduceAxes(onnx::NodeProto &node,
+                       llvm::function_ref<Value(llvm::StringRef)> lookup) {
+  std::optional<SmallVector<int64_t>> axes;
+  if (node.input_size() >= 2 && !node.input(1).empty()) {
+    Attribute value = getConstantValue(lookup(node.input(1)));
+    auto elements = dyn_cast_or_null<DenseIntElementsAttr>(value);
+    if (!elements)
+      return; // computed at run time: the generic op
+    axes.emplace();
+    for (const APInt &axis : elements.getValues<APInt>())
+      axes->push_back(axis.getSExtValue());
+  }
+  const onnx::AttributeProto *noop =
+      findAttribute(node, "noop_with_empty_axes");
+  bool noAxes = !axes || axes->empty();
+  if (noAxes && noop && noop->i() != 0)
+    return; // reduces nothing: no typed form
+  if (noop)
+    eraseAttribute(node, "noop_with_empty_axes");
+  while (node.input_size() > 1)
+    node.mutable_input()->RemoveLast();
+  if (!noAxes) {
+    onnx::AttributeProto &attr = *node.add_attribute();
+    attr.set_name("axes");
+    attr.set_type(onnx::AttributeProto::INTS);
+    for (int64_t axis : *axes)
+      attr.add_ints(axis);
+  }
+}
+
+} // namespace
+
+void rewriteToTypedForm(onnx::NodeProto &node, int64_t version,
+                        llvm::function_ref<Value(llvm::StringRef)> lookup) {
+  if (!isDefaultDomain(node.domain()))
+    return;
+  if (version >= 18 && hasAxesInputSince18(node.op_type()))
+    return rewriteReduceAxes(node, lookup);
+  // Split-18's num_outputs repeats the number of outputs, which the typed
+  // op has: an uneven split gives the last part the rest (SplitOp's
+  // inferOutputTypes).
+  if (version >= 18 && node.op_type() == "Split")
+    if (const onnx::AttributeProto *parts = findAttribute(node, "num_outputs"))
+      if (parts->i() == node.output_size())
+        eraseAttribute(node, "num_outputs");
+}
+
+} // namespace mp::onnx_import
