@@ -11,9 +11,13 @@ import subprocess
 import onnx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_TESTDATA = os.environ.get("MP_ONNX_TESTDATA",
-                                  "/usr/share/libonnx-testdata/data")
-SUITES = ("node", "pytorch-converted")
+# The backend test data of the ONNX release the build links: its source
+# distribution, unpacked by scripts/build-onnx.sh.
+DEFAULT_TESTDATA = os.environ.get(
+    "MP_ONNX_TESTDATA",
+    os.path.join(ROOT, ".deps", "onnx", "src", "onnx", "backend", "test",
+                 "data"))
+SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple")
 TARGET_NODE_PASS = 550
 
 # ---------------------------------------------------------------------------

@@ -51,8 +51,8 @@ int main(int argc, char **argv) {
 
   onnx::ModelProto converted;
   try {
-    converted =
-        onnx::version_conversion::ConvertVersion(model, static_cast<int>(opset));
+    converted = onnx::version_conversion::ConvertVersion(
+        model, static_cast<int>(opset));
   } catch (const std::exception &e) {
     fail(in, std::string("the version converter failed: ") + e.what());
   }

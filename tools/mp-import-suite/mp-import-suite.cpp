@@ -1,7 +1,9 @@
 //===- mp-import-suite.cpp - import every model of an ONNX test corpus ----===//
 //
-// Imports every `model.onnx` below the given directories (by default the ONNX
-// backend test data: node/ and pytorch-converted/) and prints, per corpus,
+// Imports every ONNX model below the given directories (`model.onnx` in a
+// test's directory, or a `*.onnx` file as in light/; by default the backend
+// test data of the ONNX this build links: node/, pytorch-converted/,
+// pytorch-operator/, simple/ and light/) and prints, per corpus,
 // how many models imported with typed ops only, imported but kept some nodes
 // as generic `mp.onnx_op` ("unsupported" by typed ops), failed with a
 // diagnostic, or crashed. Each import runs in a child process, so a crash is
@@ -158,8 +160,9 @@ int main(int argc, char **argv) {
       "Imports every model.onnx of ONNX test corpora and counts the outcomes\n");
   std::vector<std::string> dirs(corpora.begin(), corpora.end());
   if (dirs.empty())
-    dirs = {"/usr/share/libonnx-testdata/data/node",
-            "/usr/share/libonnx-testdata/data/pytorch-converted"};
+    for (const char *suite :
+         {"node", "pytorch-converted", "pytorch-operator", "simple", "light"})
+      dirs.push_back(std::string(MP_ONNX_TESTDATA_DIR) + "/" + suite);
 
   std::unique_ptr<llvm::raw_fd_ostream> failures;
   if (!failuresFile.empty()) {
@@ -179,7 +182,7 @@ int main(int argc, char **argv) {
     std::error_code ec;
     for (llvm::sys::fs::recursive_directory_iterator it(dir, ec), end;
          it != end && !ec; it.increment(ec))
-      if (llvm::sys::path::filename(it->path()) == "model.onnx")
+      if (llvm::sys::path::extension(it->path()) == ".onnx")
         models.push_back(it->path());
     if (ec || models.empty()) {
       llvm::errs() << "no models found under '" << dir << "'\n";
@@ -192,7 +195,10 @@ int main(int argc, char **argv) {
       Result result = runIsolated(model);
       ++counts[static_cast<int>(result.outcome)];
       std::string name =
-          llvm::sys::path::filename(llvm::sys::path::parent_path(model)).str();
+          llvm::sys::path::filename(model) == "model.onnx"
+              ? llvm::sys::path::filename(llvm::sys::path::parent_path(model))
+                    .str()
+              : llvm::sys::path::stem(model).str();
       if (result.outcome == Outcome::Generic) {
         llvm::SmallVector<llvm::StringRef> ops;
         llvm::StringRef(result.detail).split(ops, ',');

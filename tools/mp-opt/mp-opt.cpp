@@ -84,6 +84,13 @@ llvm::cl::opt<bool> onnxTypedOps(
                    "node becomes mp.onnx_op (default on)"),
     llvm::cl::init(true), llvm::cl::cat(onnxCategory));
 
+llvm::cl::opt<bool> onnxInlineFunctions(
+    "onnx-inline-functions",
+    llvm::cl::desc("Replace ONNX function ops without a typed op "
+                   "(RMSNormalization, Gelu, Attention, ...) and calls of the "
+                   "model's local functions by their bodies (default on)"),
+    llvm::cl::init(true), llvm::cl::cat(onnxCategory));
+
 llvm::cl::opt<unsigned> onnxInlineLimit(
     "onnx-inline-limit",
     llvm::cl::desc("Tensors up to this many bytes are imported as inline dense "
@@ -255,6 +262,7 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
     options.format = mp::ONNXFormat::Text;
   options.shapeInference = onnxShapeInference;
   options.typedOps = onnxTypedOps;
+  options.inlineFunctions = onnxInlineFunctions;
   options.inlineTensorLimit = onnxInlineLimit;
   options.externalDataDirectory = onnxExternalDataDir;
   if (!readSpecializationOptions(options))

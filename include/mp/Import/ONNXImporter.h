@@ -37,14 +37,20 @@ struct ONNXImportOptions {
   ONNXFormat format = ONNXFormat::Auto;
   /// Run ONNX shape inference before import so intermediate values get types.
   bool shapeInference = true;
-  /// Run ONNX shape inference in a forked child process: ONNX 1.12 crashes
-  /// on some malformed nodes, and in a child that costs the inferred types,
-  /// not the process. Programs that must not fork (e.g. with threads holding
-  /// locks ONNX needs) can turn it off.
+  /// Run ONNX shape inference in a forked child process: ONNX's inference
+  /// has crashed on malformed nodes, and in a child that costs the inferred
+  /// types, not the process. Programs that must not fork (e.g. with threads
+  /// holding locks ONNX needs) can turn it off.
   bool isolateShapeInference = true;
   /// Import nodes that have a typed op as that op; when false every node
   /// becomes the generic `mp.onnx_op`.
   bool typedOps = true;
+  /// Replace nodes of ONNX function ops that have no typed op (or none for
+  /// their form: RMSNormalization, Gelu, Attention, ...) by their function
+  /// bodies, and inline the model's local functions, so that they lower
+  /// through the ops they are made of. Off: they stay generic ops, and an
+  /// export gives them back as they were.
+  bool inlineFunctions = true;
   /// Tensors of at most this many bytes are stored inline as dense elements;
   /// larger ones as `dense_resource` blobs that reuse the imported memory.
   /// (BOOL and STRING tensors are always inline: ONNX stores them in a

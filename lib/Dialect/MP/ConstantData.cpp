@@ -43,4 +43,38 @@ std::optional<ArrayRef<char>> elementBytes(ElementsAttr attr,
   return stored->bytes;
 }
 
+unsigned packedElementBits(mlir::Type element) {
+  if (llvm::isa<mlir::Float4E2M1FNType>(element))
+    return 4;
+  if (auto integer = llvm::dyn_cast<mlir::IntegerType>(element))
+    if (integer.getWidth() == 4 || integer.getWidth() == 2)
+      return integer.getWidth();
+  return 0;
+}
+
+std::string packNarrowElements(llvm::ArrayRef<char> bytes, unsigned bits) {
+  unsigned perByte = 8 / bits;
+  unsigned mask = (1u << bits) - 1;
+  std::string packed((bytes.size() + perByte - 1) / perByte, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i)
+    packed[i / perByte] =
+        static_cast<char>(static_cast<unsigned char>(packed[i / perByte]) |
+                          ((static_cast<unsigned char>(bytes[i]) & mask)
+                           << (bits * (i % perByte))));
+  return packed;
+}
+
+std::string unpackNarrowElements(llvm::ArrayRef<char> packed, unsigned bits,
+                                 size_t count) {
+  unsigned perByte = 8 / bits;
+  unsigned mask = (1u << bits) - 1;
+  std::string bytes(count, '\0');
+  for (size_t i = 0; i < count; ++i)
+    bytes[i] =
+        static_cast<char>((static_cast<unsigned char>(packed[i / perByte]) >>
+                           (bits * (i % perByte))) &
+                          mask);
+  return bytes;
+}
+
 } // namespace mp

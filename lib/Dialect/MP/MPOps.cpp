@@ -85,12 +85,12 @@ SmallVector<Type> SplitOp::inferOutputTypes() {
     if (sizes->size() == numOutputs)
       parts.assign(sizes->begin(), sizes->end());
   } else if (ctx.isAbsent(1) && !ShapedType::isDynamic(dim)) {
-    // Equal parts; when the dim does not divide, Split-18's num_outputs form
-    // gives each part ceil(dim / n) and the last one the rest.
+    // Equal parts; when the dim does not divide (Split-18's num_outputs
+    // only), each part has ceil(dim / n) and the last one the rest.
     int64_t n = static_cast<int64_t>(numOutputs);
     int64_t part = (dim + n - 1) / n;
     int64_t last = dim - part * (n - 1);
-    if (last > 0) {
+    if (dim % n == 0 || (getNumOutputs() && last >= 0)) {
       parts.assign(numOutputs, part);
       parts.back() = last;
     }
@@ -155,10 +155,17 @@ LogicalResult SplitOp::verify() {
              << total << " but the axis has " << dim << " elements";
   } else if (ctx.isAbsent(1) && !ShapedType::isDynamic(dim) &&
              dim % numOutputs != 0) {
-    // Without sizes the axis is split into equal parts.
-    return emitOpError("cannot split the axis of ")
-           << dim << " elements into " << numOutputs << " equal parts";
+    // Without sizes the axis is split into equal parts; num_outputs
+    // (Split-18) gives the last part the rest, which must not be negative.
+    int64_t part = (dim + numOutputs - 1) / numOutputs;
+    if (!getNumOutputs() || dim - part * (numOutputs - 1) < 0)
+      return emitOpError("cannot split the axis of ")
+             << dim << " elements into " << numOutputs << " equal parts";
   }
+  if (std::optional<int64_t> parts = getNumOutputs();
+      parts && *parts != numOutputs)
+    return emitOpError("num_outputs is ")
+           << *parts << " but the op has " << numOutputs << " outputs";
   // The declared output types must agree with the parts the sizes give.
   for (auto [i, pair] :
        llvm::enumerate(llvm::zip(getOutputs(), inferOutputTypes()))) {

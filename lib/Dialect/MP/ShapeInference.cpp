@@ -55,6 +55,18 @@ Type mp::getTypeForOnnxDataType(MLIRContext *ctx, int64_t dataType) {
   case 18: return Float8E4M3FNUZType::get(ctx);
   case 19: return Float8E5M2Type::get(ctx);
   case 20: return Float8E5M2FNUZType::get(ctx);
+  case 21:
+    return IntegerType::get(ctx, 4, IntegerType::Unsigned);
+  case 22:
+    return b.getIntegerType(4);
+  case 23:
+    return Float4E2M1FNType::get(ctx);
+  case 24:
+    return Float8E8M0FNUType::get(ctx);
+  case 25:
+    return IntegerType::get(ctx, 2, IntegerType::Unsigned);
+  case 26:
+    return b.getIntegerType(2);
   default: return {};
   }
 }
@@ -69,6 +81,10 @@ int64_t mp::getOnnxDataTypeForType(Type type) {
   if (isa<Float8E4M3FNUZType>(type)) return 18;
   if (isa<Float8E5M2Type>(type)) return 19;
   if (isa<Float8E5M2FNUZType>(type)) return 20;
+  if (isa<Float4E2M1FNType>(type))
+    return 23;
+  if (isa<Float8E8M0FNUType>(type))
+    return 24;
   if (auto complex = dyn_cast<ComplexType>(type)) {
     if (complex.getElementType().isF32()) return 14;
     if (complex.getElementType().isF64()) return 15;
@@ -78,6 +94,10 @@ int64_t mp::getOnnxDataTypeForType(Type type) {
     bool isUnsigned = integer.isUnsigned();
     switch (integer.getWidth()) {
     case 1: return integer.isSignless() ? 9 : 0;
+    case 2:
+      return isUnsigned ? 25 : integer.isSignless() ? 26 : 0;
+    case 4:
+      return isUnsigned ? 21 : integer.isSignless() ? 22 : 0;
     case 8: return isUnsigned ? 2 : integer.isSignless() ? 3 : 0;
     case 16: return isUnsigned ? 4 : integer.isSignless() ? 5 : 0;
     case 32: return isUnsigned ? 12 : integer.isSignless() ? 6 : 0;

@@ -218,6 +218,11 @@ LogicalResult Exporter::exportTensor(ElementsAttr value, StringRef name,
   std::optional<ArrayRef<char>> raw = rawDataOf(value, storage);
   if (!raw)
     return op->emitError("cannot export the data of tensor '") << name << "'";
+  // int4, uint4, float4e2m1, int2, uint2: stored one per byte, packed in ONNX.
+  if (unsigned bits = mp::packedElementBits(element)) {
+    tensor.set_raw_data(mp::packNarrowElements(*raw, bits));
+    return success();
+  }
   if (mayGoExternal && storage.empty() &&
       static_cast<int64_t>(raw->size()) >= options.externalDataThreshold) {
     // Large data is never copied into the proto: exportONNXFile streams it
@@ -352,7 +357,7 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::GraphProto &graph) {
     }
     // Split-18 without sizes says how many parts.
     if (auto split = dyn_cast<SplitOp>(op);
-        split && defaultOpset() >= 18 &&
+        split && defaultOpset() >= 18 && !split.getNumOutputs() &&
         isa<NoneType>(split.getSplit().getType())) {
       onnx::AttributeProto &parts = *node.add_attribute();
       parts.set_name("num_outputs");

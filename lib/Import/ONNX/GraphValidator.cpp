@@ -32,7 +32,6 @@ std::string describeNode(const onnx::NodeProto &node) {
   return s;
 }
 
-/// Bytes per element of a fixed-size ONNX data type, 0 for others.
 size_t elementByteSize(int dataType) {
   switch (dataType) {
   case onnx::TensorProto::FLOAT:
@@ -56,8 +55,30 @@ size_t elementByteSize(int dataType) {
   case onnx::TensorProto::COMPLEX128:
     return 16;
   default:
-    return (dataType >= 17 && dataType <= 20) ? 1 : 0; // float8
+    // float8 (17-20), float8e8m0 (24); int4, uint4, float4e2m1, int2 and
+    // uint2 (21-23, 25, 26), which the IR stores one element per byte.
+    return (dataType >= 17 && dataType <= 26) ? 1 : 0;
   }
+}
+
+unsigned packedBits(int dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::UINT4:
+  case onnx::TensorProto::INT4:
+  case onnx::TensorProto::FLOAT4E2M1:
+    return 4;
+  case onnx::TensorProto::UINT2:
+  case onnx::TensorProto::INT2:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+size_t onnxDataBytes(int dataType, int64_t count) {
+  if (unsigned bits = packedBits(dataType))
+    return (static_cast<size_t>(count) * bits + 7) / 8;
+  return static_cast<size_t>(count) * elementByteSize(dataType);
 }
 
 /// Checks what can be checked of a tensor without reading external data:
@@ -87,7 +108,7 @@ FailureOr<int64_t> checkTensor(const onnx::TensorProto &tensor, Location loc,
   }
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
     return count;
-  size_t byteSize = static_cast<size_t>(count) * elementByteSize(dataType);
+  size_t byteSize = onnxDataBytes(dataType, count);
   if (tensor.has_raw_data()) {
     if (tensor.raw_data().size() != byteSize)
       return emitError(loc)
@@ -116,6 +137,8 @@ FailureOr<int64_t> checkTensor(const onnx::TensorProto &tensor, Location loc,
     break;
   default: // int32_data holds INT32, BOOL and every narrower type
     have = tensor.int32_data_size();
+    if (packedBits(dataType))
+      need = static_cast<int64_t>(byteSize); // one packed byte per int32
     break;
   }
   if (have != need)

@@ -20,6 +20,24 @@ using namespace mp;
 
 namespace mp::onnx_import {
 
+const OnnxOpInfo *typedOpFor(const onnx::NodeProto &node,
+                             const onnx::OpSchema &schema,
+                             const llvm::StringMap<OnnxOpInfo> &table,
+                             MLIRContext *ctx) {
+  auto info = table.find(node.op_type());
+  if (info == table.end() || schema.SinceVersion() < info->second.sinceVersion)
+    return nullptr;
+  const OnnxOpInfo &typed = info->second;
+  ArrayRef<StringAttr> known = typed.opName.getAttributeNames();
+  for (const auto &attr : node.attribute())
+    if (!llvm::is_contained(known, StringAttr::get(ctx, attr.name())))
+      return nullptr;
+  if ((typed.numInputs >= 0 && node.input_size() > typed.numInputs) ||
+      (typed.numOutputs >= 0 && node.output_size() > typed.numOutputs))
+    return nullptr;
+  return &typed;
+}
+
 LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
                                    Scope &scope) {
   Location loc = nodeLoc(node);
@@ -38,19 +56,8 @@ LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
       emitWarning(loc) << "'" << node.op_type()
                        << "' is not an ONNX operator at opset " << version
                        << "; it is kept as a generic op";
-    auto info = dialect->getOnnxOpTable().find(node.op_type());
-    if (schema && options.typedOps && info != dialect->getOnnxOpTable().end() &&
-        schema->SinceVersion() >= info->second.sinceVersion) {
-      typed = &info->second;
-      ArrayRef<StringAttr> known = typed->opName.getAttributeNames();
-      for (const auto &attr : node.attribute())
-        if (!llvm::is_contained(known, builder.getStringAttr(attr.name())))
-          typed = nullptr;
-      if (typed &&
-          ((typed->numInputs >= 0 && node.input_size() > typed->numInputs) ||
-           (typed->numOutputs >= 0 && node.output_size() > typed->numOutputs)))
-        typed = nullptr;
-    }
+    if (schema && options.typedOps)
+      typed = typedOpFor(node, *schema, dialect->getOnnxOpTable(), ctx);
   }
 
   OperationState state(loc, typed ? typed->opName.getStringRef()
@@ -304,7 +311,6 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
     return {};
   if (failed(specializeInputs(*model.mutable_graph(), fileLoc)))
     return {};
-
   // The outputs' symbolic dims as the model declares them: ONNX shape
   // inference invents names ("unk__0") for the dims it fills in.
   std::vector<onnx::TypeProto> declaredOutputTypes;
@@ -353,6 +359,20 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
       return {};
     }
   }
+  // Function ops are inlined into the validated graph, after shape inference
+  // (Attention's body depends on its inputs' types), and the result is
+  // validated again (the bodies bring nodes and names of their own).
+  if (options.inlineFunctions) {
+    FailureOr<bool> inlined = inlineFunctionOps(model, fileLoc);
+    if (failed(inlined))
+      return {};
+    if (*inlined) {
+      orders.clear();
+      if (failed(validator.validate(model.graph(), {}, 0, orders)))
+        return {};
+    }
+  }
+
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   ModuleOp m = *module;

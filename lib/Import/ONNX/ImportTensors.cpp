@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "ImporterInternal.h"
 
+#include "mp/Dialect/MP/ConstantData.h"
 #include "mp/Runtime/TensorIO.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -349,6 +350,8 @@ FailureOr<ElementsAttr> Importer::importTensor(onnx::TensorProto &tensor,
   size_t byteSize = static_cast<size_t>(count) * eltSize;
   size_t align = std::min<size_t>(eltSize, 8);
   std::string blobName = blobKey.str();
+  if (unsigned bits = packedBits(dataType))
+    return importPackedTensor(tensor, type, count, bits, loc, what, blobName);
 
   // Data left in the mapped model file: referenced, never copied. Protobuf
   // does not align fields, so the blob declares the alignment it has (its
@@ -480,6 +483,40 @@ FailureOr<ElementsAttr> Importer::importTensor(onnx::TensorProto &tensor,
     return emitError(loc) << what << " has data of the wrong size";
   return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
       type, ArrayRef<char>(bytes.data(), bytes.size())));
+}
+
+FailureOr<ElementsAttr>
+Importer::importPackedTensor(onnx::TensorProto &tensor, RankedTensorType type,
+                             int64_t count, unsigned bits, Location loc,
+                             llvm::StringRef what,
+                             const std::string &blobName) {
+  size_t packedSize = onnxDataBytes(tensor.data_type(), count);
+  std::string packed;
+  if (auto it = mappedData.find(&tensor); it != mappedData.end()) {
+    packed.assign(it->second.data(), it->second.size());
+  } else if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    auto blob = loadExternalData(tensor, packedSize, 1, loc, what);
+    if (failed(blob))
+      return failure();
+    packed.assign(blob->getData().data(), blob->getData().size());
+  } else if (tensor.has_raw_data()) {
+    packed = tensor.raw_data();
+  } else {
+    for (int32_t byte : tensor.int32_data()) // one packed byte each
+      packed.push_back(static_cast<char>(byte));
+  }
+  if (packed.size() != packedSize)
+    return emitError(loc) << what << " has " << packed.size()
+                          << " bytes of data, its shape and type need "
+                          << packedSize;
+  std::string bytes = unpackNarrowElements(
+      ArrayRef<char>(packed.data(), packed.size()), bits, count);
+  ArrayRef<char> data(bytes.data(), bytes.size());
+  if (bytes.size() > options.inlineTensorLimit)
+    return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+        type, blobName,
+        HeapAsmResourceBlob::allocateAndCopyWithAlign(data, 1)));
+  return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, data));
 }
 
 FailureOr<Attribute> Importer::importAttribute(onnx::AttributeProto &attr,

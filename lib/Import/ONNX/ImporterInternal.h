@@ -24,6 +24,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
@@ -53,15 +54,31 @@ bool isDefaultDomain(llvm::StringRef domain);
 /// "op_type", or "domain::op_type" outside the default domain.
 std::string describeNode(const onnx::NodeProto &node);
 /// Rewrites a node of a newer opset whose form differs from its typed op's
-/// (ReduceMean-18's axes input, Split-18's num_outputs) into the typed op's
+/// (ReduceMean-18's axes input) into the typed op's
 /// form where that computes the same (OpsetForms.cpp). `lookup` gives the
 /// value of a name in scope, to read constant inputs.
 void rewriteToTypedForm(
     onnx::NodeProto &node, int64_t version,
     llvm::function_ref<mlir::Value(llvm::StringRef)> lookup);
 
-/// Bytes per element of a fixed-size ONNX data type, 0 for others.
+/// The typed op the importer makes of `node`, whose schema at the model's
+/// opset is `schema`: its op has one in `table`, the schema is at least as
+/// new as the typed op's, and the typed op has every attribute the node sets
+/// and room for its inputs and outputs. Null: the node is a generic op.
+const OnnxOpInfo *typedOpFor(const onnx::NodeProto &node,
+                             const onnx::OpSchema &schema,
+                             const llvm::StringMap<OnnxOpInfo> &table,
+                             mlir::MLIRContext *ctx);
+
+/// Bytes per element of a fixed-size ONNX data type as the IR stores it (one
+/// per element for the packed narrow types), 0 for others.
 size_t elementByteSize(int dataType);
+/// The bits of an element of ONNX's packed types (int4, uint4, float4e2m1:
+/// 4; int2, uint2: 2), 0 for the others.
+unsigned packedBits(int dataType);
+/// The bytes of `count` elements in an ONNX file (raw_data, external data):
+/// packed for the narrow types.
+size_t onnxDataBytes(int dataType, int64_t count);
 
 /// Checks what can be checked of a tensor without reading external data:
 /// its data type, its dims, and that it holds as many values as they need.
@@ -184,6 +201,11 @@ private:
   };
 
   mlir::LogicalResult readOpsets(const onnx::ModelProto &model);
+  /// Replaces the nodes of ONNX function ops that would import as generic
+  /// ops, and calls of the model's local functions, by their bodies
+  /// (InlineFunctions.cpp). True when it changed the graph.
+  mlir::FailureOr<bool> inlineFunctionOps(onnx::ModelProto &model,
+                                          mlir::Location fileLoc);
   /// Applies options.inputShapes, dimParams and frozenInputs to the graph.
   mlir::LogicalResult specializeInputs(onnx::GraphProto &graph,
                                        mlir::Location fileLoc);
@@ -196,6 +218,12 @@ private:
                                          mlir::Location loc,
                                          llvm::StringRef what);
   /// `blobName` names the resource blob if the tensor becomes one.
+  /// importTensor for ONNX's packed narrow types (int4, uint4, float4e2m1,
+  /// int2, uint2): unpacked to one element per byte, as MLIR stores them.
+  mlir::FailureOr<mlir::ElementsAttr>
+  importPackedTensor(onnx::TensorProto &tensor, mlir::RankedTensorType type,
+                     int64_t count, unsigned bits, mlir::Location loc,
+                     llvm::StringRef what, const std::string &blobName);
   mlir::FailureOr<mlir::ElementsAttr> importTensor(onnx::TensorProto &tensor,
                                                    mlir::Location loc,
                                                    llvm::StringRef what,

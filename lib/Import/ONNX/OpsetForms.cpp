@@ -2,7 +2,7 @@
 //
 // Some operators changed form in later opsets without changing what they
 // compute: ReduceMean-18 and its kin take `axes` as an input instead of an
-// attribute, Split-18 may say `num_outputs`. The typed mp ops keep one form
+// attribute. The typed mp ops keep one form
 // (the attribute), so a node in the newer form whose extra input is a
 // constant is rewritten into it before the importer picks its op; anything
 // else (axes computed at run time, `noop_with_empty_axes` set with no axes)
@@ -26,9 +26,9 @@ namespace {
 /// (ReduceSum's did at 13, and its typed op has the input form).
 bool hasAxesInputSince18(llvm::StringRef opType) {
   static constexpr llvm::StringLiteral kReductions[] = {
-      "ReduceMean", "ReduceMax",    "ReduceMin",       "ReduceProd",
-      "ReduceL1",   "ReduceL2",     "ReduceLogSum",    "ReduceLogSumExp",
-      "ReduceSumSquare"};
+      "ReduceMean",   "ReduceMax",       "ReduceMin",
+      "ReduceProd",   "ReduceL1",        "ReduceL2",
+      "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
   return llvm::is_contained(kReductions, opType);
 }
 
@@ -87,14 +87,7 @@ void rewriteToTypedForm(onnx::NodeProto &node, int64_t version,
   if (!isDefaultDomain(node.domain()))
     return;
   if (version >= 18 && hasAxesInputSince18(node.op_type()))
-    return rewriteReduceAxes(node, lookup);
-  // Split-18's num_outputs repeats the number of outputs, which the typed
-  // op has: an uneven split gives the last part the rest (SplitOp's
-  // inferOutputTypes).
-  if (version >= 18 && node.op_type() == "Split")
-    if (const onnx::AttributeProto *parts = findAttribute(node, "num_outputs"))
-      if (parts->i() == node.output_size())
-        eraseAttribute(node, "num_outputs");
+    rewriteReduceAxes(node, lookup);
 }
 
 } // namespace mp::onnx_import

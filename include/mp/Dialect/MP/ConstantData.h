@@ -38,6 +38,22 @@ std::optional<StoredBytes> storedBytes(mlir::ElementsAttr attr);
 std::optional<llvm::ArrayRef<char>> elementBytes(mlir::ElementsAttr attr,
                                                  std::string &storage);
 
+/// The bits of one element of ONNX's packed types: 4 for int4, uint4 and
+/// float4e2m1 (two per byte), 2 for int2 and uint2 (four per byte); 0 for
+/// every other type. In the IR such a tensor stores one element per byte
+/// (MLIR's storage for narrow types), in the element's low bits.
+unsigned packedElementBits(mlir::Type element);
+
+/// ONNX's packed bytes of `count` narrow elements stored one per byte
+/// (`bits` from packedElementBits): the first element in the lowest bits.
+std::string packNarrowElements(llvm::ArrayRef<char> bytes, unsigned bits);
+
+/// The inverse of packNarrowElements: `count` elements, one per byte, each in
+/// the byte's low `bits` bits (the rest zero). `packed` must hold
+/// ceil(count * bits / 8) bytes.
+std::string unpackNarrowElements(llvm::ArrayRef<char> packed, unsigned bits,
+                                 size_t count);
+
 } // namespace mp
 
 #endif // MP_DIALECT_MP_CONSTANTDATA_H

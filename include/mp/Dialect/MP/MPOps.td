@@ -538,9 +538,10 @@ def MP_ConcatOp : MP_OnnxOp<"concat", "Concat", 4, "inferConcat", -1, 1> {
 }
 
 def MP_SplitOp : MP_OnnxOp<"split", "Split", 13, "", 2, -1> {
-  let summary = "ONNX Split (schema 13 and later: sizes as an input)";
+  let summary = "ONNX Split (schema 13 and later: sizes as an input; 18: "
+                "num_outputs, whose last part may be smaller)";
   let arguments = (ins MP_Tensor:$input, MP_OptI64Tensor:$split,
-                       MP_OptInt:$axis);
+                       MP_OptInt:$axis, MP_OptInt:$num_outputs);
   let results = (outs Variadic<MP_Tensor>:$outputs);
   let hasVerifier = 1;
   let extraOnnxDeclarations = [{

@@ -1,0 +1,91 @@
+//===- InlineFunctions.cpp - function ops as their ONNX function bodies ---===//
+//
+// Many newer ONNX operators are defined as functions of older ones in their
+// schema: RMSNormalization, Gelu, GroupNormalization, Attention (a function
+// that depends on the node's attributes and input types), CenterCropPad,
+// Mish, ... A node of such an operator that has no typed mp op, or whose
+// form the typed op does not take, is replaced by its body before import
+// (ONNX's inliner, onnx/inliner/inliner.h), so that it lowers through the
+// ops it is made of. So are calls of the model's own local functions, which
+// exporters write for modules (torch.onnx's export_modules_as_functions).
+// ONNXImportOptions::inlineFunctions (mp-opt --onnx-inline-functions=false)
+// keeps them as generic ops instead, for an export that must return the
+// nodes as they were.
+//
+//===----------------------------------------------------------------------===//
+#include "ImporterInternal.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/inliner/inliner.h>
+
+#include <exception>
+#include <set>
+
+using namespace mlir;
+
+namespace mp::onnx_import {
+
+FailureOr<bool> Importer::inlineFunctionOps(onnx::ModelProto &model,
+                                            Location fileLoc) {
+  const auto &table = dialect->getOnnxOpTable();
+  int64_t version = opsets.lookup("");
+  onnx::inliner::FunctionIdVector selected;
+  std::set<std::string> seen;
+  for (const onnx::NodeProto &node : model.graph().node()) {
+    if (!isDefaultDomain(node.domain()) || !seen.insert(node.op_type()).second)
+      continue;
+    const onnx::OpSchema *schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), version, "");
+    if (!schema ||
+        (!schema->HasFunction() && !schema->HasContextDependentFunction()))
+      continue;
+    // All nodes of an op type are inlined or none: inline the type when one
+    // of its nodes would stay generic.
+    bool anyGeneric = false;
+    for (const onnx::NodeProto &other : model.graph().node())
+      if (other.op_type() == node.op_type() &&
+          isDefaultDomain(other.domain()) &&
+          !typedOpFor(other, *schema, table, ctx))
+        anyGeneric = true;
+    if (anyGeneric)
+      selected.emplace_back(node.domain(), node.op_type());
+  }
+  if (selected.empty() && model.functions_size() == 0)
+    return false;
+  // The bodies read the node's attributes (Cast <to = @output_datatype>),
+  // and the inliner leaves one the node does not set unresolved: the
+  // schema's defaults are written into the nodes first.
+  for (onnx::NodeProto &node : *model.mutable_graph()->mutable_node()) {
+    if (!isDefaultDomain(node.domain()) ||
+        !llvm::any_of(selected, [&](const auto &id) {
+          return id.second == node.op_type();
+        }))
+      continue;
+    const onnx::OpSchema *schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), version, "");
+    for (const auto &[name, attr] : schema->attributes()) {
+      if (attr.default_value.type() == onnx::AttributeProto::UNDEFINED ||
+          llvm::any_of(node.attribute(),
+                       [&](const auto &set) { return set.name() == name; }))
+        continue;
+      onnx::AttributeProto &value = *node.add_attribute();
+      value = attr.default_value;
+      value.set_name(name);
+    }
+  }
+  try {
+    if (model.functions_size() > 0)
+      onnx::inliner::InlineLocalFunctions(model, /*convert_version=*/true);
+    if (!selected.empty()) {
+      auto ids = onnx::inliner::FunctionIdSet::Create(std::move(selected));
+      onnx::inliner::InlineSelectedFunctions(model, *ids,
+                                             onnx::OpSchemaRegistry::Instance());
+    }
+  } catch (const std::exception &e) {
+    return emitError(fileLoc) << "cannot inline the model's function ops: "
+                              << e.what();
+  }
+  return true;
+}
+
+} // namespace mp::onnx_import
