@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """ONNX backend conformance runner for MixPrec.
 
-Runs the ONNX backend tests (Debian's libonnx-testdata: node/ and
-pytorch-converted/) through the whole pipeline: mp-opt imports, lowers and
+Runs the ONNX backend tests (the test data of the ONNX release the build
+links, unpacked by scripts/build-onnx.sh: node/, pytorch-converted/,
+pytorch-operator/ and simple/) through the whole pipeline: mp-opt imports, lowers and
 plans each model (`--emit=plan`), mp-run executes the plan on the CPU in fp32
 and compares every output with the test's expected output using ONNX's
 default tolerances (rtol 1e-3, atol 1e-7).
@@ -118,7 +119,7 @@ def canonical_command(args):
         parts.append("--suite " + s)
     if args.filter:
         parts.append("--filter '%s'" % args.filter)
-    if args.testdata != "/usr/share/libonnx-testdata/data":
+    if args.testdata != DEFAULT_TESTDATA:
         parts.append("--testdata " + args.testdata)
     if args.ort:
         parts.append("--ort")

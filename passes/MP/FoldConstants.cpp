@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/MP/MPDialect.h"
+#include "mp/Dialect/MP/OpsetForms.h"
 #include "mp/Dialect/MP/ShapeInference.h"
 #include "mp/Passes/MP/Passes.h"
 
@@ -474,6 +475,18 @@ struct FoldConstantsPass
     func.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (!isa_and_nonnull<MPDialect>(op->getDialect()))
         return;
+      // A reduction whose axes input (opset 18) has folded becomes its typed
+      // op, which lowers; the generic one goes with the folded ops.
+      if (auto generic = dyn_cast<OnnxGenericOp>(op))
+        if (Operation *typed = typedFormOf(generic, builder)) {
+          if (failed(refineResultTypes(typed))) {
+            failedInference = true;
+            return;
+          }
+          generic->replaceAllUsesWith(typed);
+          folded.push_back(op);
+          return;
+        }
       // Refine first: a folded operand may have made the type static.
       if (failed(refineResultTypes(op))) {
         failedInference = true;

@@ -12,6 +12,7 @@
 #include "mp/Export/ONNXExporter.h"
 #include "mp/Dialect/MP/ConstantData.h"
 #include "mp/Dialect/MP/MPDialect.h"
+#include "mp/Dialect/MP/OpsetForms.h"
 
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -414,10 +415,9 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::GraphProto &graph) {
 }
 
 bool Exporter::reductionAxesAsInput(Operation *op) {
-  return defaultOpset() >= 18 &&
-         isa<ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceL1Op,
-             ReduceL2Op, ReduceLogSumOp, ReduceLogSumExpOp, ReduceSumSquareOp>(
-             op);
+  // onnxTypes is filled before a typed op's attributes are written.
+  return op->hasAttr("axes") &&
+         takesAxesAsInput(onnxTypes.lookup(op->getName()), defaultOpset());
 }
 
 int64_t Exporter::defaultOpset() {

@@ -373,7 +373,6 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
     }
   }
 
-
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   ModuleOp m = *module;
   auto setString = [&](llvm::StringRef name, const std::string &value) {

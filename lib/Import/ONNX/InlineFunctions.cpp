@@ -18,6 +18,8 @@
 #include <onnx/defs/schema.h>
 #include <onnx/inliner/inliner.h>
 
+#include "llvm/ADT/StringSet.h"
+
 #include <exception>
 #include <set>
 
@@ -73,17 +75,37 @@ FailureOr<bool> Importer::inlineFunctionOps(onnx::ModelProto &model,
       value.set_name(name);
     }
   }
+  // Context-dependent bodies (Attention, CenterCropPad) are built from the
+  // inputs' types, which the inliner reads from the graph's inputs and
+  // value_info: initializers (frozen inputs among them) get theirs.
+  onnx::GraphProto &graph = *model.mutable_graph();
+  llvm::StringSet<> typed;
+  for (const auto &info : graph.input())
+    typed.insert(info.name());
+  for (const auto &info : graph.value_info())
+    typed.insert(info.name());
+  for (const onnx::TensorProto &init : graph.initializer()) {
+    if (typed.contains(init.name()))
+      continue;
+    onnx::ValueInfoProto &info = *graph.add_value_info();
+    info.set_name(init.name());
+    auto *tensor = info.mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(init.data_type());
+    auto *shape = tensor->mutable_shape();
+    for (int64_t d : init.dims())
+      shape->add_dim()->set_dim_value(d);
+  }
   try {
     if (model.functions_size() > 0)
       onnx::inliner::InlineLocalFunctions(model, /*convert_version=*/true);
     if (!selected.empty()) {
       auto ids = onnx::inliner::FunctionIdSet::Create(std::move(selected));
-      onnx::inliner::InlineSelectedFunctions(model, *ids,
-                                             onnx::OpSchemaRegistry::Instance());
+      onnx::inliner::InlineSelectedFunctions(
+          model, *ids, onnx::OpSchemaRegistry::Instance());
     }
   } catch (const std::exception &e) {
-    return emitError(fileLoc) << "cannot inline the model's function ops: "
-                              << e.what();
+    return emitError(fileLoc)
+           << "cannot inline the model's function ops: " << e.what();
   }
   return true;
 }

@@ -6,31 +6,20 @@
 // (the attribute), so a node in the newer form whose extra input is a
 // constant is rewritten into it before the importer picks its op; anything
 // else (axes computed at run time, `noop_with_empty_axes` set with no axes)
-// stays a generic mp.onnx_op. The ONNX exporter writes the opset's form back
-// (lib/Export/ONNX/ONNXExporter.cpp, exportOpsetForm).
+// stays a generic mp.onnx_op, which mp-fold-constants makes typed once the
+// axes fold (mp::typedFormOf). The ONNX exporter writes the opset's form back.
 //
 //===----------------------------------------------------------------------===//
 #include "ImporterInternal.h"
 
+#include "mp/Dialect/MP/OpsetForms.h"
 #include "mp/Dialect/MP/ShapeInference.h"
-
-#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 
 namespace mp::onnx_import {
 
 namespace {
-
-/// The reductions whose `axes` attribute became an input at opset 18
-/// (ReduceSum's did at 13, and its typed op has the input form).
-bool hasAxesInputSince18(llvm::StringRef opType) {
-  static constexpr llvm::StringLiteral kReductions[] = {
-      "ReduceMean",   "ReduceMax",       "ReduceMin",
-      "ReduceProd",   "ReduceL1",        "ReduceL2",
-      "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
-  return llvm::is_contained(kReductions, opType);
-}
 
 const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
                                           llvm::StringRef name) {
@@ -86,7 +75,7 @@ void rewriteToTypedForm(onnx::NodeProto &node, int64_t version,
                         llvm::function_ref<Value(llvm::StringRef)> lookup) {
   if (!isDefaultDomain(node.domain()))
     return;
-  if (version >= 18 && hasAxesInputSince18(node.op_type()))
+  if (takesAxesAsInput(node.op_type(), version))
     rewriteReduceAxes(node, lookup);
 }
 

@@ -47,6 +47,7 @@ bool parseCoordinateTransform(const std::string &name, CoordinateTransform &t) {
       {"asymmetric", CoordinateTransform::Asymmetric},
       {"tf_crop_and_resize", CoordinateTransform::TfCropAndResize},
       {"tf_half_pixel_for_nn", CoordinateTransform::TfHalfPixelForNN},
+      {"half_pixel_symmetric", CoordinateTransform::HalfPixelSymmetric},
   };
   return detail::parseName(name, kNames, t);
 }
@@ -107,6 +108,11 @@ Status computeTaps(const ResizeOptions &o, size_t dim, size_t rank,
     case CoordinateTransform::TfHalfPixelForNN:
       xo = (xr + 0.5) / scale;
       break;
+    case CoordinateTransform::HalfPixelSymmetric: {
+      const double adjustment = static_cast<double>(outLen) / outScaled;
+      xo = in / 2 * (1 - adjustment) + (xr + 0.5) / scale - 0.5;
+      break;
+    }
     case CoordinateTransform::TfCropAndResize: {
       const double start = o.roi[dim], end = o.roi[rank + dim];
       xo = outLen == 1 ? (end - start) * (in - 1) / 2

@@ -215,6 +215,7 @@ enum : int32_t {
   kAsymmetric,
   kTfCropAndResize,
   kTfHalfPixelForNN,
+  kHalfPixelSymmetric,
 };
 enum : int32_t { kRoundPreferFloor = 0, kRoundPreferCeil, kFloor, kCeil };
 
@@ -242,6 +243,11 @@ __device__ inline Taps resizeTaps(const ResizeParams &p, int d, int64_t o) {
   case kTfHalfPixelForNN:
     xo = (xr + 0.5) / scale;
     break;
+  case kHalfPixelSymmetric: {
+    const double adjustment = static_cast<double>(outLen) / outScaled;
+    xo = in / 2 * (1 - adjustment) + (xr + 0.5) / scale - 0.5;
+    break;
+  }
   case kTfCropAndResize: {
     const double start = p.roiStart[d], end = p.roiEnd[d];
     xo = outLen == 1 ? (end - start) * (in - 1) / 2

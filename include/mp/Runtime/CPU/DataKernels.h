@@ -182,6 +182,9 @@ enum class CoordinateTransform {
   TfCropAndResize,
   /// Resize-11 only: (x + 0.5) / scale, for nearest sampling.
   TfHalfPixelForNN,
+  /// Resize-19: half_pixel about the input's centre, shifted by how much the
+  /// integer output length differs from scale * input length.
+  HalfPixelSymmetric,
 };
 enum class NearestMode { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
 
