@@ -142,7 +142,8 @@ listed above.
 
 ## Test data accommodations
 
-The runner adapts three quirks of the ONNX 1.12 test data, and nothing else:
+The runner adapts three quirks of older ONNX test data (ONNX 1.12's; the
+1.20 data no longer has them), and nothing else:
 
 - bfloat16 tensors are stored as `UINT16` (their bits); where the model
   declares bfloat16, the runner hands `mp-run` a copy that says `BFLOAT16`.

@@ -24,7 +24,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MP_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 MAIN_BUILD="${MP_BUILD_DIR:-$ROOT/build}"
-TESTDATA=/usr/share/libonnx-testdata/data
+TESTDATA="$ROOT/.deps/onnx/src/onnx/backend/test/data"
 SECONDS_PER_TARGET=60
 JOBS=2
 KEEP_GOING=()

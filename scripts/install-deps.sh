@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything MixPrec needs on a fresh Debian 12 machine: Debian
 # packages (LLVM/MLIR 22, protobuf, Catch2, build tools, torch for
-# exporting test models, ONNX 1.12's backend test data), a Python venv (.venv)
+# exporting test models, ONNX 1.12's backend test data, which some runtime unit
+# tests read), a Python venv (.venv)
 # with oneDNN (the CPU runtime's primitives) and the pip packages the tests
 # compare against, and ONNX's C++ libraries (scripts/build-onnx.sh). Fast when all is there:
 # nothing is downloaded unless something is missing.

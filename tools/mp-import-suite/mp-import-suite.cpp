@@ -78,8 +78,11 @@ int importOne(const std::string &path, llvm::raw_ostream &out) {
     llvm::raw_string_ostream firstStream(first), secondStream(second);
     OpPrintingFlags flags;
     module->print(firstStream, flags);
+    // A context of its own: in this one the resource blobs' names are taken,
+    // and the parser would rename the reparsed ones.
+    MLIRContext reparseContext(registry);
     OwningOpRef<ModuleOp> reparsed =
-        parseSourceString<ModuleOp>(first, &context);
+        parseSourceString<ModuleOp>(first, &reparseContext);
     if (!reparsed) {
       out << "F" << "round trip: the printed module does not parse: "
           << diagnostics;

@@ -12,16 +12,17 @@ namespace mp {
 
 bool takesAxesAsInput(llvm::StringRef opType, int64_t version) {
   static constexpr llvm::StringLiteral kReductions[] = {
-      "ReduceMean", "ReduceMax",    "ReduceMin",       "ReduceProd",
-      "ReduceL1",   "ReduceL2",     "ReduceLogSum",    "ReduceLogSumExp",
-      "ReduceSumSquare"};
+      "ReduceMean",   "ReduceMax",       "ReduceMin",
+      "ReduceProd",   "ReduceL1",        "ReduceL2",
+      "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
   return version >= 18 && llvm::is_contained(kReductions, opType);
 }
 
 namespace {
 
 std::optional<SmallVector<int64_t>> constantInts(Value value) {
-  auto elements = dyn_cast_or_null<DenseIntElementsAttr>(getConstantValue(value));
+  auto elements =
+      dyn_cast_or_null<DenseIntElementsAttr>(getConstantValue(value));
   if (!elements)
     return std::nullopt;
   SmallVector<int64_t> ints;

@@ -112,11 +112,18 @@ struct ConvertMPToCuLibPass
       // An operand that is no static tensor comes from a value already
       // reported (a result below, a generic op, a function argument): the
       // op is skipped without a message of its own, so that one problem
-      // gives one diagnostic, not one per op downstream.
+      // gives one diagnostic, not one per op downstream. The lowering
+      // rules below may then read their operands' shapes.
       if (!llvm::all_of(op->getOperandTypes(), [](Type type) {
             auto tensor = dyn_cast<RankedTensorType>(type);
             return isa<NoneType>(type) || (tensor && tensor.hasStaticShape());
           })) {
+        unsupported = true;
+        return WalkResult::skip();
+      }
+      if (std::string why = lowerable.whyNotLowerable(op); !why.empty()) {
+        op->emitError() << "cannot lower " << op->getName() << " at " << where
+                        << ": " << why;
         unsupported = true;
         return WalkResult::skip();
       }
@@ -138,12 +145,6 @@ struct ConvertMPToCuLibPass
           unsupported = true;
           return WalkResult::skip();
         }
-      }
-      if (std::string why = lowerable.whyNotLowerable(op); !why.empty()) {
-        op->emitError() << "cannot lower " << op->getName() << " at " << where
-                        << ": " << why;
-        unsupported = true;
-        return WalkResult::skip();
       }
       return WalkResult::advance();
     });
