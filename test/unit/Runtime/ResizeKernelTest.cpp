@@ -312,11 +312,17 @@ TEST_CASE("kernel.resize through the call table", "[cpu][resize][calls]") {
   REQUIRE(fn({call, {x.view()}, {y.view()}}).isOk());
   CHECK(y.as<float>()[0] == Approx(1.0f));
   CHECK(y.as<float>()[1] == Approx(3.142857f));
+  // Resize-19's half_pixel_symmetric: rows at 0.5, columns at 2/3 and 7/3
+  // (offset 4 / 2 * (1 - 2 / 2.4) = 1/3 for 2 outputs of 2.4).
   call.attributes[1].value = std::string("half_pixel_symmetric");
+  REQUIRE(fn({call, {x.view()}, {y.view()}}).isOk());
+  CHECK(y.as<float>()[0] == Approx(11.0f / 3));
+  CHECK(y.as<float>()[1] == Approx(16.0f / 3));
+  call.attributes[1].value = std::string("half_pixel_sym");
   Status s = fn({call, {x.view()}, {y.view()}});
   REQUIRE_FALSE(s.isOk());
   CHECK(s.message() == "attribute 'coordinate_transformation_mode' has an "
-                       "unknown value 'half_pixel_symmetric'");
+                       "unknown value 'half_pixel_sym'");
   call.attributes.pop_back();
   call.attributes[1].value = std::string("half_pixel");
   s = fn({call, {x.view()}, {y.view()}});

@@ -864,8 +864,8 @@ TEST_CASE("TensorIO: ONNX test data casts agree with Half.h",
                              DType::F32, [&](uint16_t x, float y) {
                                return sameFloat(toFloat(Half::fromBits(x)), y);
                              });
-  // ONNX 1.12's data keeps bf16 as UINT16 bit patterns.
-  checkCast<uint16_t, float>("test_cast_BFLOAT16_to_FLOAT", DType::U16,
+  // ONNX 1.20's data stores bf16 as BFLOAT16 (1.12's as UINT16 bits).
+  checkCast<uint16_t, float>("test_cast_BFLOAT16_to_FLOAT", DType::BF16,
                              DType::F32, [&](uint16_t x, float y) {
                                return sameFloat(toFloat(BFloat16::fromBits(x)),
                                                 y);
