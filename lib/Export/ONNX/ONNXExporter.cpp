@@ -387,14 +387,30 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::GraphProto &graph) {
   // initializer named after the node's output.
   if (reductionAxesAsInput(op))
     if (auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes")) {
-      std::string name = uniqueName(nameOf(op->getResult(0)) + "_axes");
-      onnx::TensorProto &tensor = *graph.add_initializer();
-      tensor.set_name(name);
-      tensor.set_data_type(onnx::TensorProto::INT64);
-      tensor.add_dims(axes.size());
-      for (int64_t axis : axes.asArrayRef())
-        tensor.add_int64_data(axis);
-      inputs.push_back(name);
+      // The model's own axes initializer (the importer noted its name) when
+      // it still holds these axes; else a new one.
+      InitializerOp original;
+      if (auto name = op->getAttrOfType<StringAttr>("mp.axes_input"))
+        for (auto init : op->getBlock()->getOps<InitializerOp>())
+          if (init.getName() == name.getValue())
+            original = init;
+      auto values = original
+                        ? dyn_cast<DenseIntElementsAttr>(original.getValue())
+                        : nullptr;
+      if (values &&
+          values.getNumElements() == static_cast<int64_t>(axes.size()) &&
+          llvm::equal(values.getValues<int64_t>(), axes.asArrayRef())) {
+        inputs.push_back(nameOf(original.getResult()));
+      } else {
+        std::string name = uniqueName(nameOf(op->getResult(0)) + "_axes");
+        onnx::TensorProto &tensor = *graph.add_initializer();
+        tensor.set_name(name);
+        tensor.set_data_type(onnx::TensorProto::INT64);
+        tensor.add_dims(axes.size());
+        for (int64_t axis : axes.asArrayRef())
+          tensor.add_int64_data(axis);
+        inputs.push_back(name);
+      }
     }
   for (const std::string &in : inputs)
     node.add_input(in);

@@ -44,8 +44,12 @@ LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
   std::string domain =
       isDefaultDomain(node.domain()) ? std::string() : node.domain();
   int64_t version = opsets.lookup(domain);
-  rewriteToTypedForm(node, version,
-                     [&](llvm::StringRef name) { return scope.lookup(name); });
+  // Generic ops keep the form the model has.
+  std::string foldedInput;
+  if (options.typedOps)
+    foldedInput = rewriteToTypedForm(node, version, [&](llvm::StringRef name) {
+      return scope.lookup(name);
+    });
 
   // Pick a typed op when the schema version and attributes fit it.
   const OnnxOpInfo *typed = nullptr;
@@ -116,6 +120,8 @@ LogicalResult Importer::importNode(onnx::NodeProto &node, Block *block,
   if (!node.doc_string().empty())
     state.addAttribute(MPDialect::kDocStringAttr,
                        builder.getStringAttr(node.doc_string()));
+  if (!foldedInput.empty())
+    state.addAttribute("mp.axes_input", builder.getStringAttr(foldedInput));
 
   // Declared types (value_info / shape inference), refined below.
   for (int i = 0; i < numResults; ++i) {

@@ -54,12 +54,14 @@ bool isDefaultDomain(llvm::StringRef domain);
 /// "op_type", or "domain::op_type" outside the default domain.
 std::string describeNode(const onnx::NodeProto &node);
 /// Rewrites a node of a newer opset whose form differs from its typed op's
-/// (ReduceMean-18's axes input) into the typed op's
-/// form where that computes the same (OpsetForms.cpp). `lookup` gives the
-/// value of a name in scope, to read constant inputs.
-void rewriteToTypedForm(
-    onnx::NodeProto &node, int64_t version,
-    llvm::function_ref<mlir::Value(llvm::StringRef)> lookup);
+/// (ReduceMean-18's axes input) into the typed op's form where that computes
+/// the same (OpsetForms.cpp). `lookup` gives the value of a name in scope,
+/// to read constant inputs. Returns the name of the input that became an
+/// attribute (empty: none), which the op keeps as `mp.axes_input` so that an
+/// export can use it again.
+std::string
+rewriteToTypedForm(onnx::NodeProto &node, int64_t version,
+                   llvm::function_ref<mlir::Value(llvm::StringRef)> lookup);
 
 /// The typed op the importer makes of `node`, whose schema at the model's
 /// opset is `schema`: its op has one in `table`, the schema is at least as

@@ -39,14 +39,15 @@ void eraseAttribute(onnx::NodeProto &node, llvm::StringRef name) {
 }
 
 /// ReduceX-18: (data, axes) with a constant axes -> (data) <axes = ...>.
-void rewriteReduceAxes(onnx::NodeProto &node,
-                       llvm::function_ref<Value(llvm::StringRef)> lookup) {
+std::string
+rewriteReduceAxes(onnx::NodeProto &node,
+                  llvm::function_ref<Value(llvm::StringRef)> lookup) {
   std::optional<SmallVector<int64_t>> axes;
   if (node.input_size() >= 2 && !node.input(1).empty()) {
     Attribute value = getConstantValue(lookup(node.input(1)));
     auto elements = dyn_cast_or_null<DenseIntElementsAttr>(value);
     if (!elements)
-      return; // computed at run time: the generic op
+      return {}; // computed at run time: the generic op
     axes.emplace();
     for (const APInt &axis : elements.getValues<APInt>())
       axes->push_back(axis.getSExtValue());
@@ -55,9 +56,10 @@ void rewriteReduceAxes(onnx::NodeProto &node,
       findAttribute(node, "noop_with_empty_axes");
   bool noAxes = !axes || axes->empty();
   if (noAxes && noop && noop->i() != 0)
-    return; // reduces nothing: no typed form
+    return {}; // reduces nothing: no typed form
   if (noop)
     eraseAttribute(node, "noop_with_empty_axes");
+  std::string axesInput = node.input_size() >= 2 ? node.input(1) : "";
   while (node.input_size() > 1)
     node.mutable_input()->RemoveLast();
   if (!noAxes) {
@@ -67,16 +69,19 @@ void rewriteReduceAxes(onnx::NodeProto &node,
     for (int64_t axis : *axes)
       attr.add_ints(axis);
   }
+  return axesInput;
 }
 
 } // namespace
 
-void rewriteToTypedForm(onnx::NodeProto &node, int64_t version,
-                        llvm::function_ref<Value(llvm::StringRef)> lookup) {
+std::string
+rewriteToTypedForm(onnx::NodeProto &node, int64_t version,
+                   llvm::function_ref<Value(llvm::StringRef)> lookup) {
   if (!isDefaultDomain(node.domain()))
-    return;
+    return {};
   if (takesAxesAsInput(node.op_type(), version))
-    rewriteReduceAxes(node, lookup);
+    return rewriteReduceAxes(node, lookup);
+  return {};
 }
 
 } // namespace mp::onnx_import
