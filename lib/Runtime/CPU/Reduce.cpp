@@ -427,11 +427,17 @@ Status checkReduce(const TensorView &x, const TensorView &y, ReduceFn fn,
     return fail(op, "y " + shapeStr(y.shape) + " is not x " +
                         shapeStr(x.shape) + " reduced over the axes (" +
                         shapeStr(kept) + " or " + shapeStr(dropped) + ")");
-  bool numeric =
-      isFloat(x.dtype) || (byteSize(x.dtype) != 0 && x.dtype != DType::Bool);
+  // Bool max and min (ReduceMax/ReduceMin-20) are any and all: the max and
+  // min of the bytes, which hold 0 or 1.
+  bool boolMaxMin =
+      x.dtype == DType::Bool && (fn == ReduceFn::Max || fn == ReduceFn::Min);
+  bool numeric = isFloat(x.dtype) ||
+                 (byteSize(x.dtype) != 0 && x.dtype != DType::Bool) ||
+                 boolMaxMin;
   if (!numeric)
     return fail(op, "x has dtype " + std::string(dtypeName(x.dtype)) +
-                        "; expected a float or integer dtype");
+                        "; expected a float or integer dtype (or bool for "
+                        "max and min)");
   DType yWant = arg ? DType::I64 : x.dtype;
   if (y.dtype != yWant)
     return fail(op, "y has dtype " + std::string(dtypeName(y.dtype)) +
@@ -451,6 +457,11 @@ Status reduce(const TensorView &x, const TensorView &y, ReduceFn fn,
   std::vector<bool> reduced;
   if (Status s = checkReduce(x, y, fn, axes, options, reduced); !s)
     return s;
+  if (x.dtype == DType::Bool) { // max or min (checkReduce): of the 0/1 bytes
+    TensorView xBytes = x, yBytes = y;
+    xBytes.dtype = yBytes.dtype = DType::U8;
+    return reduce(xBytes, yBytes, fn, axes, options);
+  }
   const std::string op = "reduce " + std::string(reduceFnName(fn));
   bool arg = fn == ReduceFn::ArgMax || fn == ReduceFn::ArgMin;
   int64_t rank = static_cast<int64_t>(x.shape.size());

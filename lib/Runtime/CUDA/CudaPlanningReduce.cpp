@@ -102,8 +102,9 @@ Result<ReduceParams> planReduce(cpu::ReduceFn fn,
       return fail(op, "axis " + std::to_string(axes[0]) + " of x " +
                           shapeStr(x.shape) + " is empty");
   }
-  p.dtype = code(x.dtype);
-  p.outDtype = code(y.dtype);
+  // Bool max and min reduce the 0/1 bytes (checkReduce allows no other).
+  p.dtype = code(x.dtype == DType::Bool ? DType::U8 : x.dtype);
+  p.outDtype = code(y.dtype == DType::Bool ? DType::U8 : y.dtype);
   p.selectLast = last;
   p.ySize = y.numElements();
   p.count = p.ySize ? x.numElements() / p.ySize : 0;

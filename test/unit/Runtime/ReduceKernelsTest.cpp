@@ -271,6 +271,25 @@ TEST_CASE("reduce: integers reduce exactly", "[runtime][cpu][reduce]") {
   CHECK(by.as<int64_t>()[0] == (int64_t(1) << 53) + 1);
 }
 
+TEST_CASE("reduce: bool max and min are any and all (ReduceMax/Min-20)",
+          "[runtime][cpu][reduce]") {
+  HostTensor x(DType::Bool, {2, 3});
+  const uint8_t bits[] = {0, 1, 0, 1, 1, 1};
+  std::memcpy(x.data(), bits, sizeof bits);
+  HostTensor any(DType::Bool, {2}), all(DType::Bool, {2});
+  REQUIRE(cpu::reduce(x.view(), any.view(), ReduceFn::Max, {1}).isOk());
+  REQUIRE(cpu::reduce(x.view(), all.view(), ReduceFn::Min, {1}).isOk());
+  CHECK(any.as<uint8_t>()[0] == 1);
+  CHECK(any.as<uint8_t>()[1] == 1);
+  CHECK(all.as<uint8_t>()[0] == 0);
+  CHECK(all.as<uint8_t>()[1] == 1);
+  // Other functions of bools are errors.
+  HostTensor sum(DType::Bool, {2});
+  Status s = cpu::reduce(x.view(), sum.view(), ReduceFn::Sum, {1});
+  REQUIRE_FALSE(s.isOk());
+  CHECK(s.message().find("x has dtype bool") != std::string::npos);
+}
+
 TEST_CASE("reduce: an empty reduction gives the identity",
           "[runtime][cpu][reduce]") {
   const double inf = std::numeric_limits<double>::infinity();
