@@ -90,9 +90,20 @@ struct ConvertMPToCuLibPass
     module.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
       if (!isa_and_nonnull<MPDialect>(op->getDialect()) || isa<NoneOp>(op))
         return WalkResult::advance();
+      // An unnamed node (ONNX's test models, inlined function bodies) is
+      // named by the value it writes, so that two of them read apart.
       std::string node = getNodeName(op);
-      std::string where =
-          node.empty() ? std::string("an unnamed node") : "node '" + node + "'";
+      std::string where = "node '" + node + "'";
+      if (node.empty()) {
+        auto outputs =
+            op->getAttrOfType<ArrayAttr>(MPDialect::kOutputNamesAttr);
+        auto first = outputs && !outputs.empty()
+                         ? dyn_cast<StringAttr>(outputs[0])
+                         : StringAttr();
+        where = first && !first.getValue().empty()
+                    ? "the unnamed node writing '" + first.str() + "'"
+                    : std::string("an unnamed node");
+      }
       if (auto generic = dyn_cast<OnnxGenericOp>(op)) {
         op->emitError() << "cannot lower "
                         << (generic.getDomain().empty()
@@ -149,12 +160,15 @@ struct ConvertMPToCuLibPass
       return WalkResult::advance();
     });
     for (auto func : module.getOps<func::FuncOp>())
-      for (Type type : func.getFunctionType().getInputs())
+      for (auto [i, type] : llvm::enumerate(func.getFunctionType().getInputs()))
         if (!typeConverter.convertType(type)) {
+          auto name = func.getArgAttrOfType<StringAttr>(i, "mp.name");
           func.emitError() << "cannot lower @" << func.getName()
-                           << ": argument type " << type
-                           << " is not a static tensor of numbers or bool "
-                              "(plans need static shapes)";
+                           << ": argument #" << i
+                           << (name ? " '" + name.str() + "'" : std::string())
+                           << " has type " << type
+                           << ", which is not a static tensor of numbers or "
+                              "bool (plans need static shapes)";
           unsupported = true;
         }
     if (unsupported)

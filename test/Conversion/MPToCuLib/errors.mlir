@@ -31,14 +31,14 @@ func.func @split_sizes(%x: tensor<4x3xf32>, %sizes: tensor<3xi64>) -> (tensor<?x
 // again.
 func.func @dynamic(%x: tensor<?x3xf32>) -> tensor<?x3xf32> {
   // CHECK-NOT: mp.relu
-  // CHECK: error: {{.*}}cannot lower @dynamic: argument type 'tensor<?x3xf32>' is not a static tensor
+  // CHECK: error: {{.*}}cannot lower @dynamic: argument #0 has type 'tensor<?x3xf32>', which is not a static tensor
   %0 = mp.relu %x : (tensor<?x3xf32>) -> tensor<?x3xf32> loc("r")
   return %0 : tensor<?x3xf32>
 }
 
 // -----
 
-// CHECK: error: {{.*}}cannot lower @args: argument type 'tensor<*xf32>' is not a static tensor
+// CHECK: error: {{.*}}cannot lower @args: argument #0 has type 'tensor<*xf32>', which is not a static tensor
 func.func @args(%x: tensor<*xf32>) {
   return
 }
