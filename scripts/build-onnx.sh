@@ -36,7 +36,10 @@ fi
 echo "== building ONNX $ONNX_VERSION's C++ libraries into $PREFIX"
 rm -rf "$PREFIX"
 mkdir -p "$PREFIX"
-WORK="$(mktemp -d "$PREFIX/work.XXXXXX")"
+# A fixed path inside the prefix (made afresh above): ccache sees the same
+# paths on a rebuild.
+WORK="$PREFIX/work"
+mkdir -p "$WORK"
 trap 'rm -rf "$WORK"' EXIT
 "$ROOT/.venv/bin/pip" download -q --disable-pip-version-check --no-deps \
   --no-binary :all: "onnx==$ONNX_VERSION" -d "$WORK"

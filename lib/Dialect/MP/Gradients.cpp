@@ -637,18 +637,6 @@ LogicalResult gradLSTM(LSTMOp op, GradBuilder &g, ArrayRef<Value> dR,
 }
 
 /// Constant integers of an optional operand, or nullopt.
-std::optional<SmallVector<int64_t>> constantInts(Value v) {
-  if (!v || isa<NoneType>(v.getType()))
-    return std::nullopt;
-  auto attr = dyn_cast_or_null<DenseIntElementsAttr>(getConstantValue(v));
-  if (!attr)
-    return std::nullopt;
-  SmallVector<int64_t> out;
-  for (const APInt &a : attr.getValues<APInt>())
-    out.push_back(a.getSExtValue());
-  return out;
-}
-
 LogicalResult gradConcat(ConcatOp op, GradBuilder &g, ArrayRef<Value> dR,
                          Grads &dO) {
   Value dy = dR[0];
@@ -684,9 +672,9 @@ LogicalResult gradSlice(SliceOp op, GradBuilder &g, ArrayRef<Value> dR,
   Value x = op->getOperand(0);
   ArrayRef<int64_t> xs = shapeOf(x), ys = shapeOf(dR[0]);
   int64_t rank = xs.size();
-  auto starts = constantInts(op->getOperand(1));
-  auto axes = constantInts(op->getOperand(3));
-  auto steps = constantInts(op->getOperand(4));
+  auto starts = getConstantInts(op->getOperand(1));
+  auto axes = getConstantInts(op->getOperand(3));
+  auto steps = getConstantInts(op->getOperand(4));
   if (!starts || (!isa<NoneType>(op->getOperand(3).getType()) && !axes) ||
       (!isa<NoneType>(op->getOperand(4).getType()) && !steps))
     return op.emitError("gradient of Slice needs constant starts, axes and "

@@ -20,24 +20,13 @@ bool takesAxesAsInput(llvm::StringRef opType, int64_t version) {
 
 namespace {
 
-std::optional<SmallVector<int64_t>> constantInts(Value value) {
-  auto elements =
-      dyn_cast_or_null<DenseIntElementsAttr>(getConstantValue(value));
-  if (!elements)
-    return std::nullopt;
-  SmallVector<int64_t> ints;
-  for (const APInt &v : elements.getValues<APInt>())
-    ints.push_back(v.getSExtValue());
-  return ints;
-}
-
 /// Pad-18 with an `axes` input: (data, pads, constant_value, axes), the pads
 /// given for those axes only -> the typed op's pads for every dim.
 Operation *typedPadOf(OnnxGenericOp op, OpBuilder &builder) {
   ValueRange inputs = op.getInputs();
   auto dataType = dyn_cast<RankedTensorType>(inputs[0].getType());
-  std::optional<SmallVector<int64_t>> pads = constantInts(inputs[1]);
-  std::optional<SmallVector<int64_t>> axes = constantInts(inputs[3]);
+  std::optional<SmallVector<int64_t>> pads = getConstantInts(inputs[1]);
+  std::optional<SmallVector<int64_t>> axes = getConstantInts(inputs[3]);
   if (!dataType || !pads || !axes || pads->size() != 2 * axes->size())
     return nullptr;
   int64_t rank = dataType.getRank();
@@ -91,7 +80,7 @@ Operation *typedFormOf(OnnxGenericOp op, OpBuilder &builder) {
   if (op.getInputs().size() == 2 &&
       !isa<NoneType>(op.getInputs()[1].getType())) {
     std::optional<SmallVector<int64_t>> constant =
-        constantInts(op.getInputs()[1]);
+        getConstantInts(op.getInputs()[1]);
     if (!constant)
       return nullptr;
     axes = std::move(*constant);

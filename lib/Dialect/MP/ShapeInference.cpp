@@ -351,6 +351,15 @@ Attribute mp::getConstantValue(Value value) {
   return {};
 }
 
+std::optional<SmallVector<int64_t>> mp::getConstantInts(Value value) {
+  if (!value || isa<NoneType>(value.getType()))
+    return std::nullopt;
+  auto elements = dyn_cast_or_null<ElementsAttr>(getConstantValue(value));
+  if (!elements || !isa<IntegerType>(elements.getElementType()))
+    return std::nullopt;
+  return readValues<int64_t>(elements);
+}
+
 std::optional<SmallVector<int64_t>>
 ShapeContext::getConstantInts(unsigned i) const {
   if (isAbsent(i))

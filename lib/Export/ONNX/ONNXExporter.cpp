@@ -83,6 +83,11 @@ private:
   /// Whether `op` is a reduction whose axes are an input at the module's
   /// opset (18 and later) rather than the attribute the typed op has.
   bool reductionAxesAsInput(Operation *op);
+  /// The name of the axes input of such a reduction: the model's own
+  /// initializer (`mp.axes_input`) while it holds `axes`, else a new int64
+  /// initializer named after the op's output.
+  std::string axesInput(Operation *op, DenseI64ArrayAttr axes,
+                        onnx::GraphProto &graph);
   LogicalResult exportAttribute(StringRef name, Attribute value,
                                 onnx::AttributeProto &attr, Operation *op);
   LogicalResult exportTensor(ElementsAttr value, StringRef name,
@@ -383,35 +388,10 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::GraphProto &graph) {
                                                       : nameOf(operand));
   while (!inputs.empty() && inputs.back().empty())
     inputs.pop_back();
-  // ReduceMean-18 and its kin take the typed op's axes as an input: an int64
-  // initializer named after the node's output.
+  // ReduceMean-18 and its kin take the typed op's axes as an input.
   if (reductionAxesAsInput(op))
-    if (auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes")) {
-      // The model's own axes initializer (the importer noted its name) when
-      // it still holds these axes; else a new one.
-      InitializerOp original;
-      if (auto name = op->getAttrOfType<StringAttr>("mp.axes_input"))
-        for (auto init : op->getBlock()->getOps<InitializerOp>())
-          if (init.getName() == name.getValue())
-            original = init;
-      auto values = original
-                        ? dyn_cast<DenseIntElementsAttr>(original.getValue())
-                        : nullptr;
-      if (values &&
-          values.getNumElements() == static_cast<int64_t>(axes.size()) &&
-          llvm::equal(values.getValues<int64_t>(), axes.asArrayRef())) {
-        inputs.push_back(nameOf(original.getResult()));
-      } else {
-        std::string name = uniqueName(nameOf(op->getResult(0)) + "_axes");
-        onnx::TensorProto &tensor = *graph.add_initializer();
-        tensor.set_name(name);
-        tensor.set_data_type(onnx::TensorProto::INT64);
-        tensor.add_dims(axes.size());
-        for (int64_t axis : axes.asArrayRef())
-          tensor.add_int64_data(axis);
-        inputs.push_back(name);
-      }
-    }
+    if (auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes"))
+      inputs.push_back(axesInput(op, axes, graph));
   for (const std::string &in : inputs)
     node.add_input(in);
   // Outputs the model did not name (optional ones) stay "".
@@ -428,6 +408,26 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::GraphProto &graph) {
   for (const std::string &out : outputs)
     node.add_output(out);
   return success();
+}
+
+std::string Exporter::axesInput(Operation *op, DenseI64ArrayAttr axes,
+                                onnx::GraphProto &graph) {
+  // The model's own initializer (the importer noted its name) while it holds
+  // these axes.
+  if (auto name = op->getAttrOfType<StringAttr>("mp.axes_input"))
+    for (auto init : op->getBlock()->getOps<InitializerOp>())
+      if (init.getName() == name.getValue() &&
+          getConstantInts(init.getResult()) ==
+              SmallVector<int64_t>(axes.asArrayRef()))
+        return nameOf(init.getResult());
+  std::string name = uniqueName(nameOf(op->getResult(0)) + "_axes");
+  onnx::TensorProto &tensor = *graph.add_initializer();
+  tensor.set_name(name);
+  tensor.set_data_type(onnx::TensorProto::INT64);
+  tensor.add_dims(axes.size());
+  for (int64_t axis : axes.asArrayRef())
+    tensor.add_int64_data(axis);
+  return name;
 }
 
 bool Exporter::reductionAxesAsInput(Operation *op) {

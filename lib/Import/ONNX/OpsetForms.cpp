@@ -44,13 +44,9 @@ rewriteReduceAxes(onnx::NodeProto &node,
                   llvm::function_ref<Value(llvm::StringRef)> lookup) {
   std::optional<SmallVector<int64_t>> axes;
   if (node.input_size() >= 2 && !node.input(1).empty()) {
-    Attribute value = getConstantValue(lookup(node.input(1)));
-    auto elements = dyn_cast_or_null<DenseIntElementsAttr>(value);
-    if (!elements)
+    axes = getConstantInts(lookup(node.input(1)));
+    if (!axes)
       return {}; // computed at run time: the generic op
-    axes.emplace();
-    for (const APInt &axis : elements.getValues<APInt>())
-      axes->push_back(axis.getSExtValue());
   }
   const onnx::AttributeProto *noop =
       findAttribute(node, "noop_with_empty_axes");

@@ -104,6 +104,10 @@ mlir::LogicalResult refineResultTypes(mlir::Operation *op);
 /// attribute a ConstantLike op (mp.constant, ...) folds to; null otherwise.
 mlir::Attribute getConstantValue(mlir::Value value);
 
+/// getConstantValue's integers (axes, pads, sizes); nullopt for a null or
+/// none value, one that is not constant, or a non-integer constant.
+std::optional<llvm::SmallVector<int64_t>> getConstantInts(mlir::Value value);
+
 /// Explicit pads of a conv or pool window (begins for every spatial dim, then
 /// ends), resolving ONNX auto_pad from the static input and output sizes:
 /// SAME_UPPER puts the odd pad at the end, SAME_LOWER at the begin, VALID
