@@ -11,11 +11,17 @@ weights -- no weight downloads -- and exported with ``torch.onnx.export``:
     bert_encoder   2-layer Transformer encoder classifier            [N,32] int64
     lstm_lm        2-layer LSTM language model                       [N,16] int64
 
+and two attention blocks (qkv_attention, swin_block) and a GPT-style decoder
+whose sequence length is dynamic too (gpt_decoder_seq, [N,S] int64, S <= 128).
+
 Next to every ``<name>.onnx`` the script writes ``<name>.input.npy`` (the
 deterministic sample input) and ``<name>.output.npy`` (torch's eval-mode
 output on that input, float32); these are the reference outputs for the
-correctness tests.  Only the batch dimension is dynamic (named "batch");
-the graph input is called ``input`` and the output ``output``.
+correctness tests.  The batch dimension is dynamic (named "batch"), and
+gpt_decoder_seq's sequence too ("seq"); the graph input is called ``input``
+and the output ``output``.  For the dynamic-shape plan tests, some models
+also get references at other sizes (SAMPLES): ``<name>.<tag>.input.npy`` and
+``<name>.<tag>.output.npy``, e.g. ``bert_encoder.b3``, ``gpt_decoder_seq.b2s128``.
 
 All files are written to a temporary name and renamed into place, so an
 interrupted run never leaves a half-written file behind.
@@ -129,6 +135,21 @@ class GptDecoder(nn.Module):
         return self.head(self.norm(x))
 
 
+class GptDecoderSeq(GptDecoder):
+    """GptDecoder for any sequence length up to seq_len, as GPT-2 writes it:
+    the positions and the causal mask are the leading part of tables made
+    for the longest sequence (a Slice by the input's length in the export)."""
+
+    def __init__(self):
+        super().__init__(seq_len=128)
+
+    def forward(self, ids):
+        s = ids.shape[1]
+        x = self.tok(ids) + self.pos[:, :s]
+        x = self.blocks(x, mask=self.causal[:s, :s])
+        return self.head(self.norm(x))
+
+
 class QkvAttention(nn.Module):
     """Self-attention as timm and Swin write it: one qkv projection,
     reshaped, permuted and unbound into q, k and v (an ONNX Split whose
@@ -234,7 +255,7 @@ def _image_input(batch, gen):
 
 
 def _token_input(vocab, seq):
-    def make(batch, gen):
+    def make(batch, gen, seq=seq):
         return torch.randint(0, vocab, (batch, seq), generator=gen, dtype=torch.int64)
     return make
 
@@ -258,7 +279,22 @@ MODELS = collections.OrderedDict([
     ("swin_block", (SwinBlock,
                     lambda batch, gen: torch.randn(batch, 6, 6, 32, generator=gen),
                     {})),
+    ("gpt_decoder_seq", (GptDecoderSeq, _token_input(1000, 32),
+                         {"dynamic_axes": {"input": {0: "batch", 1: "seq"},
+                                           "output": {0: "batch", 1: "seq"}}})),
 ])
+
+# Extra reference pairs at other sizes (tag -> input maker arguments), for
+# the tests of dynamic-shape plans (test/Models/dynamic_shapes.test).
+SAMPLES = {
+    "squeezenet": {"b1": dict(batch=1), "b3": dict(batch=3),
+                   "b8": dict(batch=8)},
+    "bert_encoder": {"b1": dict(batch=1), "b3": dict(batch=3),
+                     "b8": dict(batch=8)},
+    "gpt_decoder_seq": {"b2s16": dict(batch=2, seq=16),
+                        "b2s128": dict(batch=2, seq=128),
+                        "b1s37": dict(batch=1, seq=37)},
+}
 
 # Exported only on request (--only): large models for benchmarks.
 EXTRA_MODELS = collections.OrderedDict([
@@ -325,7 +361,16 @@ def export_one(name, out_dir, batch):
     onnx_path = os.path.join(out_dir, name + ".onnx")
     _save_npy(os.path.join(out_dir, name + ".input.npy"), x.numpy())
     _save_npy(os.path.join(out_dir, name + ".output.npy"), ref)
+    for tag, kwargs in SAMPLES.get(name, {}).items():
+        sample = make_input(gen=gen, **kwargs)
+        with torch.no_grad():
+            out = model(sample).float().numpy()
+        _save_npy(os.path.join(out_dir, "%s.%s.input.npy" % (name, tag)), sample.numpy())
+        _save_npy(os.path.join(out_dir, "%s.%s.output.npy" % (name, tag)), out)
 
+    extra = dict(extra)
+    dynamic_axes = extra.pop("dynamic_axes",
+                             {"input": {0: "batch"}, "output": {0: "batch"}})
     tmp = _atomic_target(onnx_path)
     try:
         with torch.no_grad():
@@ -333,7 +378,7 @@ def export_one(name, out_dir, batch):
                 model, (x,), tmp,
                 opset_version=OPSET,
                 input_names=["input"], output_names=["output"],
-                dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                dynamic_axes=dynamic_axes,
                 **extra)
         onnx.checker.check_model(tmp)
         os.replace(tmp, onnx_path)

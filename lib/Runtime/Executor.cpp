@@ -2,6 +2,7 @@
 #include "mp/Runtime/Executor.h"
 #include "PlanInternal.h"
 #include "WeakCache.h"
+#include "mp/Runtime/DynamicShapes.h"
 
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <list>
 #include <map>
 #include <memory>
 #include <new>
@@ -380,6 +382,15 @@ void CpuExecutor::AlignedFree::operator()(void *p) const { std::free(p); }
 
 Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
                                         const CpuExecutorOptions &options) {
+  if (plan.isDynamic())
+    return createDynamic(std::move(plan), name, options);
+  return createStatic(std::move(plan), name, options, nullptr);
+}
+
+Result<CpuExecutor> CpuExecutor::createStatic(Plan plan,
+                                              const std::string &name,
+                                              const CpuExecutorOptions &options,
+                                              void *sharedArena) {
   // After validatePlan every buffer lies in the arena or in its weight and
   // every call names existing buffers: the views below are in bounds.
   if (Status s = validatePlan(plan, name); !s)
@@ -421,10 +432,13 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
         " bytes of workspace and " + std::to_string(stateBytes) +
         " bytes of state, more than this machine's " +
         std::to_string(physical) + " bytes of memory");
-  exec.arena_.reset(allocateZeroed(plan.arenaSize));
-  if (!exec.arena_)
-    return Status::error(name + ": cannot allocate the activation arena of " +
-                         std::to_string(plan.arenaSize) + " bytes");
+  if (!sharedArena) {
+    exec.arena_.reset(allocateZeroed(plan.arenaSize));
+    if (!exec.arena_)
+      return Status::error(name + ": cannot allocate the activation arena of " +
+                           std::to_string(plan.arenaSize) + " bytes");
+    sharedArena = exec.arena_.get();
+  }
   exec.workspace_.reset(allocateZeroed(workspace));
   if (!exec.workspace_)
     return Status::error(name + ": cannot allocate the workspace of " +
@@ -433,7 +447,7 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
 
   // Where each buffer's bytes are. Every state buffer gets its own block,
   // initialised with its weight's bytes.
-  auto *arena = static_cast<unsigned char *>(exec.arena_.get());
+  auto *arena = static_cast<unsigned char *>(sharedArena);
   exec.bufferData_.assign(plan.buffers.size(), nullptr);
   for (const PlanBuffer &b : plan.buffers) {
     switch (b.storage) {
@@ -732,7 +746,86 @@ Result<CpuExecutor> CpuExecutor::create(Plan plan, const std::string &name,
   return exec;
 }
 
+/// A dynamic-shape plan's static plans, by symbol values, the most recently
+/// used first, in one arena planned for the maxima.
+struct CpuExecutor::Dynamic {
+  /// Enough for a server alternating between a few batch sizes; each keeps
+  /// its prepared library calls.
+  static constexpr size_t kKept = 4;
+  struct Specialized {
+    std::vector<int64_t> values;
+    std::unique_ptr<CpuExecutor> exec;
+  };
+  std::unique_ptr<void, AlignedFree> arena;
+  std::list<Specialized> recent;
+  CpuExecutor *current = nullptr;
+};
+
+Result<CpuExecutor>
+CpuExecutor::createDynamic(Plan plan, const std::string &name,
+                           const CpuExecutorOptions &options) {
+  if (Status s = validatePlan(plan, name); !s)
+    return s;
+  CpuExecutor exec;
+  exec.dynamic_ = std::make_shared<Dynamic>();
+  exec.dynamic_->arena.reset(allocateZeroed(plan.arenaSize));
+  if (!exec.dynamic_->arena)
+    return Status::error(name + ": cannot allocate the activation arena of " +
+                         std::to_string(plan.arenaSize) + " bytes");
+  // The plan at the maxima, prepared now: create() reports what it would
+  // for a static plan (a call kind without CPU implementation, memory).
+  std::vector<int64_t> maxima;
+  for (const PlanSymbol &s : plan.symbols)
+    maxima.push_back(s.max);
+  Result<Plan> largest = specializePlan(plan, maxima);
+  if (!largest)
+    return Status::error(name + ": " + largest.message());
+  Result<CpuExecutor> prepared =
+      createStatic(largest.take(), name, options, exec.dynamic_->arena.get());
+  if (!prepared)
+    return prepared.status();
+  exec.dynamic_->recent.push_front(
+      {maxima, std::make_unique<CpuExecutor>(prepared.take())});
+  exec.dynamic_->current = exec.dynamic_->recent.front().exec.get();
+  exec.plan_ = std::move(plan);
+  exec.name_ = name;
+  exec.options_ = options;
+  exec.times_.totalMs.assign(exec.plan_.calls.size(), 0.0);
+  return exec;
+}
+
 Status CpuExecutor::bindInputs(const std::vector<NamedView> &inputs) {
+  if (dynamic_) {
+    std::vector<std::pair<std::string, Shape>> shapes;
+    for (const NamedView &input : inputs)
+      shapes.emplace_back(input.name, input.view.shape);
+    Result<std::vector<int64_t>> values = bindSymbols(plan_, shapes);
+    if (!values)
+      return values.status();
+    std::list<Dynamic::Specialized> &recent = dynamic_->recent;
+    auto it = std::find_if(
+        recent.begin(), recent.end(),
+        [&](const Dynamic::Specialized &s) { return s.values == *values; });
+    if (it != recent.end()) {
+      recent.splice(recent.begin(), recent, it);
+    } else {
+      Result<Plan> plan = specializePlan(plan_, *values);
+      if (!plan)
+        return Status::error(name_ + ": " + plan.message());
+      Result<CpuExecutor> prepared = createStatic(
+          plan.take(),
+          name_ + " (" + describeSymbolValues(plan_.symbols, *values) + ")",
+          options_, dynamic_->arena.get());
+      if (!prepared)
+        return prepared.status();
+      recent.push_front(
+          {*values, std::make_unique<CpuExecutor>(prepared.take())});
+      if (recent.size() > Dynamic::kKept)
+        recent.pop_back();
+    }
+    dynamic_->current = recent.front().exec.get();
+    return dynamic_->current->bindInputs(inputs);
+  }
   std::vector<bool> bound(plan_.inputs.size(), false);
   for (const NamedView &input : inputs) {
     auto it = std::find_if(
@@ -767,6 +860,18 @@ Status CpuExecutor::bindInputs(const std::vector<NamedView> &inputs) {
 }
 
 Status CpuExecutor::execute() {
+  if (dynamic_) {
+    CpuExecutor &current = *dynamic_->current;
+    current.timing_ = timing_;
+    Status s = current.execute();
+    if (timing_) {
+      for (size_t i = 0; i < times_.totalMs.size(); ++i)
+        times_.totalMs[i] += current.times_.totalMs[i];
+      times_.runs += current.times_.runs;
+      current.resetCallTimes();
+    }
+    return s;
+  }
   cpu::configureCpuThreads(options_.kernels, options_.threads);
   for (size_t i = 0; i < prepared_.size(); ++i) {
     const Prepared &p = prepared_[i];
@@ -787,7 +892,13 @@ Status CpuExecutor::execute() {
   return Status::ok();
 }
 
+size_t CpuExecutor::workspaceSize() const {
+  return dynamic_ ? dynamic_->current->workspaceSize() : workspaceSize_;
+}
+
 std::string CpuExecutor::implementationOf(size_t call) const {
+  if (dynamic_)
+    return dynamic_->current->implementationOf(call);
   if (call >= prepared_.size())
     return "";
   const Prepared &p = prepared_[call];
@@ -799,6 +910,8 @@ std::string CpuExecutor::implementationOf(size_t call) const {
 }
 
 Result<std::vector<NamedTensor>> CpuExecutor::readOutputs() const {
+  if (dynamic_)
+    return dynamic_->current->readOutputs();
   std::vector<NamedTensor> outputs;
   outputs.reserve(plan_.outputs.size());
   for (const PlanBinding &binding : plan_.outputs) {

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/Plan.h"
+#include "mp/Runtime/DynamicShapes.h"
 
 #include "PlanInternal.h"
 
@@ -230,6 +231,8 @@ bool hasFormat15Activation(const PlanCall &c) {
 } // namespace
 
 uint32_t Plan::requiredFormatMinor() const {
+  if (isDynamic())
+    return 9;
   uint32_t fused = 0;
   // A matmul that also sums op(B)'s rows (a bias gradient).
   for (const PlanCall &c : calls)
@@ -621,6 +624,8 @@ Status validatePlan(const Plan &plan, const std::string &name,
   if (plan.training)
     if (std::string why = checkTraining(plan); !why.empty())
       return fail(why);
+  if (std::string why = checkPlanSymbols(plan); !why.empty())
+    return fail(why);
   return Status::ok();
 }
 

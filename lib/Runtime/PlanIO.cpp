@@ -74,6 +74,32 @@ template <typename T> std::vector<T> toVector(const flatbuffers::Vector<T> *v) {
 
 Shape toShape(const flatbuffers::Vector<int64_t> *v) { return toVector(v); }
 
+/// Format 1.9's symbolic values. The powers are split evenly over the terms;
+/// validatePlan reports a term without one power per symbol.
+std::vector<PlanSymbolicValue> readSymbolicValues(
+    const flatbuffers::Vector<flatbuffers::Offset<fb::SymbolicValue>> *list) {
+  std::vector<PlanSymbolicValue> out;
+  if (!list)
+    return out;
+  for (const fb::SymbolicValue *v : *list) {
+    PlanSymbolicValue &value = out.emplace_back();
+    value.index = v->index();
+    value.attribute = v->attribute() ? v->attribute()->str() : "";
+    std::vector<int64_t> coefficients = toVector(v->value()->coefficients());
+    std::vector<uint8_t> powers = toVector(v->value()->powers());
+    size_t perTerm =
+        coefficients.empty() ? 0 : powers.size() / coefficients.size();
+    if (perTerm * coefficients.size() != powers.size())
+      perTerm = 0; // uneven: every term gets none (validatePlan says so)
+    for (size_t t = 0; t < coefficients.size(); ++t)
+      value.value.terms.push_back(
+          {coefficients[t],
+           std::vector<uint8_t>(powers.begin() + t * perTerm,
+                                powers.begin() + (t + 1) * perTerm)});
+  }
+  return out;
+}
+
 std::string toString(const flatbuffers::String *s) {
   return s ? s->str() : std::string();
 }
@@ -252,6 +278,7 @@ Result<Plan> parseBytes(const uint8_t *data, size_t size,
       out.offset = b->offset();
       out.weight = b->weight();
       out.name = toString(b->name());
+      out.symbolicShape = readSymbolicValues(b->symbolic_shape());
     }
   }
 
@@ -283,6 +310,7 @@ Result<Plan> parseBytes(const uint8_t *data, size_t size,
       out.workspaceSize = c->workspace_size();
       out.location = toString(c->location());
       out.atLoad = c->at_load();
+      out.symbolicAttributes = readSymbolicValues(c->symbolic_attributes());
       const auto *attrs = c->attributes();
       if (!attrs)
         continue;
@@ -314,6 +342,10 @@ Result<Plan> parseBytes(const uint8_t *data, size_t size,
       }
     }
   }
+
+  if (const auto *symbols = fbPlan->symbols())
+    for (const fb::Symbol *sym : *symbols)
+      plan.symbols.push_back({sym->name()->str(), sym->min(), sym->max()});
 
   if (const fb::TrainingInfo *t = fbPlan->training()) {
     PlanTrainingInfo &out = plan.training.emplace();
@@ -378,14 +410,38 @@ void buildMetadata(flatbuffers::FlatBufferBuilder &fbb, const Plan &plan,
   };
   auto shape = [&](const Shape &s) { return fbb.CreateVector(s); };
 
+  // Absent when empty: a static plan's file is as before format 1.9.
+  auto symbolic = [&](const std::vector<PlanSymbolicValue> &values) {
+    using List = flatbuffers::Offset<
+        flatbuffers::Vector<flatbuffers::Offset<fb::SymbolicValue>>>;
+    if (values.empty())
+      return List();
+    std::vector<flatbuffers::Offset<fb::SymbolicValue>> out;
+    for (const PlanSymbolicValue &v : values) {
+      std::vector<int64_t> coefficients;
+      std::vector<uint8_t> powers;
+      for (const PlanPolynomial::Term &t : v.value.terms) {
+        coefficients.push_back(t.coefficient);
+        powers.insert(powers.end(), t.powers.begin(), t.powers.end());
+      }
+      auto polynomial = fb::CreatePolynomial(
+          fbb, fbb.CreateVector(coefficients), fbb.CreateVector(powers));
+      out.push_back(fb::CreateSymbolicValue(
+          fbb, v.index, optString(v.attribute), polynomial));
+    }
+    return fbb.CreateVector(out);
+  };
+
   std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
   buffers.reserve(plan.buffers.size());
   for (const PlanBuffer &b : plan.buffers) {
     auto name = optString(b.name);
     auto dims = shape(b.shape);
-    buffers.push_back(fb::CreateBuffer(
-        fbb, b.id, static_cast<int32_t>(b.dtype), dims,
-        static_cast<fb::Storage>(b.storage), b.offset, b.weight, name));
+    auto symbolicShape = symbolic(b.symbolicShape);
+    buffers.push_back(
+        fb::CreateBuffer(fbb, b.id, static_cast<int32_t>(b.dtype), dims,
+                         static_cast<fb::Storage>(b.storage), b.offset,
+                         b.weight, name, symbolicShape));
   }
 
   std::vector<flatbuffers::Offset<fb::Weight>> weights;
@@ -449,9 +505,10 @@ void buildMetadata(flatbuffers::FlatBufferBuilder &fbb, const Plan &plan,
     auto results = fbb.CreateVector(c.results);
     auto attrVec = fbb.CreateVector(attrs);
     auto location = optString(c.location);
+    auto symbolicAttributes = symbolic(c.symbolicAttributes);
     calls.push_back(fb::CreateCall(fbb, kind, operands, results,
-                                   c.workspaceSize, attrVec, location,
-                                   c.atLoad));
+                                   c.workspaceSize, attrVec, location, c.atLoad,
+                                   symbolicAttributes));
   }
 
   flatbuffers::Offset<fb::TrainingInfo> training;
@@ -473,12 +530,22 @@ void buildMetadata(flatbuffers::FlatBufferBuilder &fbb, const Plan &plan,
   auto bufferVec = fbb.CreateVector(buffers);
   auto weightVec = fbb.CreateVector(weights);
   auto callVec = fbb.CreateVector(calls);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Symbol>>>
+      symbolVec;
+  if (plan.isDynamic()) {
+    std::vector<flatbuffers::Offset<fb::Symbol>> symbols;
+    for (const PlanSymbol &sym : plan.symbols)
+      symbols.push_back(
+          fb::CreateSymbol(fbb, fbb.CreateString(sym.name), sym.min, sym.max));
+    symbolVec = fbb.CreateVector(symbols);
+  }
   // A plan with 1.1 contents (State buffers, training information) is
   // written as at least 1.1, whatever minor version it was read as.
   const uint32_t minor = std::max(plan.formatMinor, plan.requiredFormatMinor());
-  auto root = fb::CreatePlan(fbb, plan.formatMajor, minor, producer, modelName,
-                             plan.arenaSize, bufferVec, weightVec, inputs,
-                             outputs, callVec, dataOffset, dataSize, training);
+  auto root =
+      fb::CreatePlan(fbb, plan.formatMajor, minor, producer, modelName,
+                     plan.arenaSize, bufferVec, weightVec, inputs, outputs,
+                     callVec, dataOffset, dataSize, training, symbolVec);
   fb::FinishSizePrefixedPlanBuffer(fbb, root);
 }
 

@@ -8,10 +8,12 @@
 //===----------------------------------------------------------------------===//
 #include "mp/Autocast/PrecisionPolicy.h"
 #include "mp/Config.h"
-#include "mp/InitAll.h"
 #include "mp/Export/ONNXExporter.h"
 #include "mp/Import/ONNXImporter.h"
+#include "mp/InitAll.h"
+#include "mp/Passes/CuLib/Passes.h"
 #include "mp/Passes/Passes.h"
+#include "mp/Runtime/DynamicShapes.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
@@ -111,7 +113,9 @@ llvm::cl::list<std::string> inputShapes(
 llvm::cl::list<std::string> dimParams(
     "dim-param",
     llvm::cl::desc("Size of a symbolic dim (ONNX dim_param), NAME=SIZE (e.g. "
-                   "batch_size=1); repeatable"),
+                   "batch_size=1), or with --emit=plan a range NAME=MIN:MAX "
+                   "(e.g. batch=1:8): a dynamic-shape plan that runs every "
+                   "size in it; repeatable"),
     llvm::cl::cat(onnxCategory));
 
 llvm::cl::list<std::string> frozenInputs(
@@ -197,6 +201,9 @@ bool splitOption(llvm::StringRef option, llvm::StringRef flag, char sep,
   return true;
 }
 
+/// The --dim-param ranges (NAME=MIN:MAX), in the order given.
+std::vector<mp::rt::PlanSymbol> dimRanges;
+
 /// The specialization options as importer options; false on a bad one.
 bool readSpecializationOptions(mp::ONNXImportOptions &options) {
   for (const std::string &option : inputShapes) {
@@ -217,10 +224,24 @@ bool readSpecializationOptions(mp::ONNXImportOptions &options) {
     }
     options.inputShapes[name] = shape;
   }
+  dimRanges.clear();
   for (const std::string &option : dimParams) {
     std::string name, size;
     if (!splitOption(option, "dim-param", '=', name, size))
       return false;
+    if (llvm::StringRef(size).contains(':')) {
+      auto [lo, hi] = llvm::StringRef(size).split(':');
+      mp::rt::PlanSymbol range;
+      range.name = name;
+      if (lo.getAsInteger(10, range.min) || hi.getAsInteger(10, range.max) ||
+          range.min < 1 || range.max < range.min) {
+        llvm::errs() << "mp-opt: error: --dim-param=" << option
+                     << ": a range is MIN:MAX with 1 <= MIN <= MAX\n";
+        return false;
+      }
+      dimRanges.push_back(range);
+      continue;
+    }
     int64_t d;
     if (llvm::StringRef(size).getAsInteger(10, d) || d < 0) {
       llvm::errs() << "mp-opt: error: --dim-param=" << option
@@ -240,6 +261,121 @@ bool readSpecializationOptions(mp::ONNXImportOptions &options) {
     options.frozenInputs[option.substr(0, at)] = option.substr(at + 1);
   }
   return true;
+}
+
+/// The module of the input file (ONNX, or MLIR when --emit=plan needs the
+/// module here); null after reporting an error.
+OwningOpRef<ModuleOp> importModule(MLIRContext &context,
+                                   llvm::StringRef inputFilename,
+                                   const mp::ONNXImportOptions &options,
+                                   bool isONNX) {
+  if (!isONNX) {
+    llvm::SourceMgr sourceMgr;
+    std::string error;
+    auto input = openInputFile(inputFilename, &error);
+    if (!input) {
+      llvm::errs() << error << "\n";
+      return nullptr;
+    }
+    sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+    SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    return parseSourceFile<ModuleOp>(sourceMgr, &context);
+  }
+  if (inputFilename == "-") {
+    std::string error;
+    auto input = openInputFile("-", &error);
+    if (!input) {
+      llvm::errs() << error << "\n";
+      return nullptr;
+    }
+    return mp::importONNXBuffer(input->getBuffer(), "<stdin>", &context,
+                                options);
+  }
+  return mp::importONNXFile(inputFilename, &context, options);
+}
+
+/// --emit=plan with dim ranges: the model compiled at the sample points of
+/// the ranges (rt::planSampling), the plans generalized into one
+/// dynamic-shape plan (rt::generalizePlans), written to `outputFilename`.
+/// The maxima are compiled last, so that reports (--fusion-report,
+/// --mp-report) describe the plan at them.
+LogicalResult compileDynamicPlan(llvm::StringRef inputFilename,
+                                 llvm::StringRef outputFilename,
+                                 DialectRegistry &registry,
+                                 mp::ONNXImportOptions options) {
+  std::string source = inputFilename == "-" ? "<stdin>" : inputFilename.str();
+  if (inputFilename == "-") {
+    llvm::errs() << "mp-opt: error: a dynamic-shape plan (--dim-param with a "
+                    "range) compiles the model several times: give it as a "
+                    "file, not on standard input\n";
+    return failure();
+  }
+  mp::rt::Result<mp::rt::PlanSampling> sampling =
+      mp::rt::planSampling(dimRanges);
+  if (!sampling) {
+    llvm::errs() << "mp-opt: error: " << sampling.message() << "\n";
+    return failure();
+  }
+  const size_t largest = sampling->gridSize - 1;
+  std::vector<size_t> order;
+  for (size_t p = 0; p < sampling->points.size(); ++p)
+    if (p != largest)
+      order.push_back(p);
+  order.push_back(largest);
+  std::vector<mp::rt::Plan> plans(sampling->points.size());
+  for (size_t p : order) {
+    const std::vector<int64_t> &point = sampling->points[p];
+    for (size_t s = 0; s < dimRanges.size(); ++s)
+      options.dimParams[dimRanges[s].name] = point[s];
+    MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+    MLIRContext context(registry);
+    context.printOpOnDiagnostic(false);
+    mp::ONNXDiagnosticHandler diagnostics(&context, source, llvm::errs());
+    std::string at = mp::rt::describeSymbolValues(dimRanges, point);
+    auto note = [&]() {
+      llvm::errs() << "mp-opt: note: while compiling " << source << " at " << at
+                   << " for a dynamic-shape plan\n";
+      return failure();
+    };
+    OwningOpRef<ModuleOp> module =
+        importModule(context, inputFilename, options, /*isONNX=*/true);
+    if (!module)
+      return note();
+    PassManager pm(&context, module.get()->getName().getStringRef(),
+                   OpPassManager::Nesting::Implicit);
+    pm.enableVerifier(config.shouldVerifyPasses());
+    if (failed(applyPassManagerCLOptions(pm)) ||
+        failed(config.setupPassPipeline(pm)))
+      return failure();
+    mp::NHWCLayoutOptions layout;
+    layout.dtypes.assign(channelsLast.begin(), channelsLast.end());
+    mp::buildCompilePipeline(pm, layout, fuseCalls,
+                             p == largest ? fusionReportFile.getValue() : "");
+    if (failed(pm.run(*module)))
+      return note();
+    std::optional<mp::rt::Plan> plan = mp::translateToPlan(
+        *module, llvm::sys::path::filename(inputFilename), outputFilename);
+    if (!plan)
+      return note();
+    // Its weights may point into the module's constants, which go with the
+    // context: the plan keeps copies.
+    for (mp::rt::PlanWeight &w : plan->weights)
+      w = mp::rt::PlanWeight::copyOf(w.name, w.dtype, w.shape, w.data, w.size);
+    plans[p] = std::move(*plan);
+  }
+  mp::rt::Result<mp::rt::Plan> plan =
+      mp::rt::generalizePlans(dimRanges, *sampling, plans);
+  if (!plan) {
+    llvm::errs() << source
+                 << ": error: no dynamic-shape plan: " << plan.message()
+                 << "\n";
+    return failure();
+  }
+  if (mp::rt::Status s = mp::rt::savePlan(*plan, outputFilename.str()); !s) {
+    llvm::errs() << "mp-opt: error: " << s.message() << "\n";
+    return failure();
+  }
+  return success();
 }
 
 /// Reads the input (ONNX, or MLIR when --emit=plan needs the module here),
@@ -267,34 +403,6 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
   options.externalDataDirectory = onnxExternalDataDir;
   if (!readSpecializationOptions(options))
     return failure();
-
-  OwningOpRef<ModuleOp> module;
-  if (!isONNX) {
-    llvm::SourceMgr sourceMgr;
-    std::string error;
-    auto input = openInputFile(inputFilename, &error);
-    if (!input) {
-      llvm::errs() << error << "\n";
-      return failure();
-    }
-    sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-    SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  } else if (inputFilename == "-") {
-    std::string error;
-    auto input = openInputFile("-", &error);
-    if (!input) {
-      llvm::errs() << error << "\n";
-      return failure();
-    }
-    module = mp::importONNXBuffer(input->getBuffer(), "<stdin>", &context,
-                                  options);
-  } else {
-    module = mp::importONNXFile(inputFilename, &context, options);
-  }
-  if (!module)
-    return failure();
-
   if (!channelsLast.empty() && emitKind != EmitKind::Plan) {
     llvm::errs() << "mp-opt: error: --channels-last applies to --emit=plan "
                     "(for other output, run --culib-nhwc-layout=dtypes=...)\n";
@@ -311,6 +419,28 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
                     "--mp-compile=fusion-report=...)\n";
     return failure();
   }
+  if (!dimRanges.empty()) {
+    if (emitKind != EmitKind::Plan || !isONNX) {
+      llvm::errs() << "mp-opt: error: --dim-param=" << dimRanges.front().name
+                   << "=" << dimRanges.front().min << ":"
+                   << dimRanges.front().max
+                   << " is a range: ranges make a dynamic-shape plan from "
+                      "ONNX input (--emit=plan); give a size otherwise\n";
+      return failure();
+    }
+    if (outputFilename == "-") {
+      llvm::errs() << "mp-opt: error: --emit=plan writes a binary file: give "
+                      "one with -o (e.g. -o model.mpplan)\n";
+      return failure();
+    }
+    return compileDynamicPlan(inputFilename, outputFilename, registry, options);
+  }
+
+  OwningOpRef<ModuleOp> module =
+      importModule(context, inputFilename, options, isONNX);
+  if (!module)
+    return failure();
+
   // Implicit nesting, as mlir-opt does: `--mp-infer-shapes` alone works.
   PassManager pm(&context, module.get()->getName().getStringRef(),
                  OpPassManager::Nesting::Implicit);

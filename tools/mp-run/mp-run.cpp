@@ -19,6 +19,7 @@
 #include "Train.h"
 
 #include "mp/Runtime/CUDA/CudaPlanning.h"
+#include "mp/Runtime/DynamicShapes.h"
 #include "mp/Runtime/Executor.h"
 #include "mp/Runtime/Half.h"
 #include "mp/Runtime/Plan.h"
@@ -1015,12 +1016,23 @@ void printPlan(const Plan &plan) {
               plan.weights.size(), static_cast<unsigned long long>(weightBytes),
               externalText.c_str(), plan.buffers.size(),
               plan.calls.size() - atLoad, atLoadText.c_str());
+  // A dynamic-shape plan's shapes with their symbols (the sizes above are
+  // at the maxima).
+  auto typeOf = [&](uint32_t id) {
+    const PlanBuffer &b = *plan.buffer(id);
+    if (b.symbolicShape.empty())
+      return describeTensorType(b.dtype, b.shape);
+    return std::string(dtypeName(b.dtype)) + " " + symbolicShapeString(plan, b);
+  };
+  if (plan.isDynamic())
+    std::printf("symbols: %s (the arena is planned for the maxima)\n",
+                describeSymbols(plan.symbols).c_str());
   for (const PlanBinding &b : plan.inputs)
     std::printf("input  %s: %s (buffer %u)\n", b.name.c_str(),
-                describeTensorType(b.dtype, b.shape).c_str(), b.buffer);
+                typeOf(b.buffer).c_str(), b.buffer);
   for (const PlanBinding &b : plan.outputs)
     std::printf("output %s: %s (buffer %u)\n", b.name.c_str(),
-                describeTensorType(b.dtype, b.shape).c_str(), b.buffer);
+                typeOf(b.buffer).c_str(), b.buffer);
   for (const PlanBuffer &b : plan.buffers) {
     std::string where =
         b.storage == BufferStorage::Arena
@@ -1036,7 +1048,7 @@ void printPlan(const Plan &plan) {
       where += " (external)";
     std::printf("buffer %u%s: %s, %s\n", b.id,
                 b.name.empty() ? "" : (" '" + b.name + "'").c_str(),
-                describeTensorType(b.dtype, b.shape).c_str(), where.c_str());
+                typeOf(b.id).c_str(), where.c_str());
   }
   for (size_t i = 0; i < plan.calls.size(); ++i) {
     const PlanCall &c = plan.calls[i];
@@ -1046,9 +1058,16 @@ void printPlan(const Plan &plan) {
         out += (out.empty() ? "" : ", ") + std::to_string(id);
       return out;
     };
-    std::printf("%s: (%s) -> (%s)%s\n", c.describe(i).c_str(),
+    std::string symbolic;
+    for (const PlanSymbolicValue &v : c.symbolicAttributes)
+      symbolic += (symbolic.empty() ? "; " : ", ") + v.attribute +
+                  (c.attrAs<int64_t>(v.attribute)
+                       ? ""
+                       : "[" + std::to_string(v.index) + "]") +
+                  " = " + v.value.str(plan.symbols);
+    std::printf("%s: (%s) -> (%s)%s%s\n", c.describe(i).c_str(),
                 ids(c.operands).c_str(), ids(c.results).c_str(),
-                c.atLoad ? " at load" : "");
+                c.atLoad ? " at load" : "", symbolic.c_str());
   }
   if (const std::optional<PlanTrainingInfo> &t = plan.training) {
     std::printf("training: task %s, data input %s, label input %s, loss "

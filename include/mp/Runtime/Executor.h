@@ -17,6 +17,12 @@
 // the outputs out. Runs reuse the arena. An executor runs one plan at a time
 // (it is not thread-safe); create one per thread to run a plan concurrently.
 //
+// A dynamic-shape plan (format 1.9, DynamicShapes.h) runs any input shapes
+// within its ranges: bindInputs takes the symbols' values from the inputs'
+// shapes and runs the static plan for them (specializePlan), prepared once
+// per distinct shape (the last few are kept) in one arena planned for the
+// maxima. plan() is then the dynamic-shape plan.
+//
 // State buffers (training plans, format 1.1) get memory of their own,
 // initialised from their weights by create() and kept across runs: a
 // training plan's run is one training step that updates them in place.
@@ -172,7 +178,7 @@ public:
   void resetCallTimes();
 
   size_t arenaSize() const { return plan_.arenaSize; }
-  size_t workspaceSize() const { return workspaceSize_; }
+  size_t workspaceSize() const;
 
   //===--------------------------------------------------------------------===//
   // State buffers (BufferStorage::State)
@@ -226,7 +232,15 @@ private:
     std::unique_ptr<void, AlignedFree> memory;
     size_t bytes = 0;
   };
+  struct Dynamic;
   CpuExecutor() = default;
+  /// `arena`: memory of plan.arenaSize bytes to use (a dynamic-shape plan's
+  /// specialisations share one); null: allocate it.
+  static Result<CpuExecutor> createStatic(Plan plan, const std::string &name,
+                                          const CpuExecutorOptions &options,
+                                          void *arena);
+  static Result<CpuExecutor> createDynamic(Plan plan, const std::string &name,
+                                           const CpuExecutorOptions &options);
   const StateSlot *findState(const std::string &name) const;
 
   Plan plan_;
@@ -247,6 +261,8 @@ private:
   std::vector<Prepared> prepared_; ///< one per call, in plan order
   bool timing_ = false;
   CallTimes times_;
+  /// A dynamic-shape plan's specialisations; null for a static plan.
+  std::shared_ptr<Dynamic> dynamic_;
 };
 
 } // namespace mp::rt

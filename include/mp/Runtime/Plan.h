@@ -57,7 +57,7 @@ namespace mp::rt {
 /// savePlan writes the lowest minor version that the contents need, and at
 /// least Plan::formatMinor.
 constexpr uint32_t kPlanFormatMajor = 1;
-constexpr uint32_t kPlanFormatMinor = 8;
+constexpr uint32_t kPlanFormatMinor = 9;
 /// What a new Plan's formatMinor says: plans without external weights are
 /// written as 1.1 files, as before 1.2.
 constexpr uint32_t kPlanFormatMinorDefault = 1;
@@ -88,6 +88,39 @@ enum class BufferStorage : uint8_t {
 };
 
 /// A tensor of the static memory plan.
+/// A dimension a dynamic-shape plan (format 1.9) takes at run time, from the
+/// inputs, and the range it was compiled for.
+struct PlanSymbol {
+  std::string name;
+  int64_t min = 1;
+  int64_t max = 1;
+};
+
+/// An integer given by the plan's symbols: the sum over the terms of
+/// coefficient * product of symbols[i]^powers[i].
+struct PlanPolynomial {
+  struct Term {
+    int64_t coefficient = 0;
+    std::vector<uint8_t> powers; ///< one per plan symbol
+  };
+  std::vector<Term> terms;
+
+  /// Its value for the symbols' values; nullopt when it overflows int64.
+  std::optional<int64_t> evaluate(const std::vector<int64_t> &values) const;
+  /// Spelled with the symbols' names, e.g. "2*batch*seq + 4".
+  std::string str(const std::vector<PlanSymbol> &symbols) const;
+  /// The symbol it is (a single term 1 * symbol), or -1.
+  int symbolIndex() const;
+};
+
+/// A buffer dim or an integer (list) attribute element of a dynamic-shape
+/// plan that changes with its symbols.
+struct PlanSymbolicValue {
+  uint32_t index = 0;    ///< the dim, or the attribute's element
+  std::string attribute; ///< a call's: the attribute's name
+  PlanPolynomial value;
+};
+
 struct PlanBuffer {
   /// Unique, in [0, number of buffers). Calls and bindings use ids.
   uint32_t id = 0;
@@ -103,6 +136,10 @@ struct PlanBuffer {
   uint32_t weight = 0;
   /// Optional: the ONNX value name, for messages.
   std::string name;
+  /// Dynamic-shape plans: the dims that change with the symbols (`shape`
+  /// holds them at the symbols' maxima). A Weight buffer smaller than its
+  /// weight reads the weight's leading corner.
+  std::vector<PlanSymbolicValue> symbolicShape;
 
   int64_t numElements() const { return rt::numElements(shape); }
   uint64_t byteCount() const { return numElements() * byteSize(dtype); }
@@ -170,6 +207,9 @@ struct PlanCall {
   /// buffers (each written by exactly one call at load, before any call
   /// reads it).
   bool atLoad = false;
+  /// Dynamic-shape plans: the integer attribute elements that change with
+  /// the symbols (`attributes` hold them at the symbols' maxima).
+  std::vector<PlanSymbolicValue> symbolicAttributes;
 
   /// The attribute `name`, or null.
   const PlanAttrValue *attr(std::string_view name) const;
@@ -224,6 +264,9 @@ struct Plan {
   std::vector<PlanCall> calls; ///< in execution order
   /// (Format 1.1.) Present in training plans.
   std::optional<PlanTrainingInfo> training;
+  /// Format 1.9: a dynamic-shape plan's symbols (DynamicShapes.h). Empty: a
+  /// static plan.
+  std::vector<PlanSymbol> symbols;
 
   /// The buffer with this id, or null.
   const PlanBuffer *buffer(uint32_t id) const;
@@ -236,6 +279,7 @@ struct Plan {
   /// weights, 1 with State buffers or training information, else 0.
   /// savePlan writes at least this.
   uint32_t requiredFormatMinor() const;
+  bool isDynamic() const { return !symbols.empty(); }
 };
 
 /// The name of a State buffer: its own name, or its initial weight's name

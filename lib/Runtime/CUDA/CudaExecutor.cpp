@@ -280,6 +280,8 @@ Result<CudaExecutor> CudaExecutor::create(Plan plan, const std::string &name,
   // run (and they need no device).
   if (Status s = validatePlan(plan, name); !s)
     return s;
+  if (Status s = checkDynamicPlanForCuda(plan, name); !s)
+    return s;
   {
     // The call table and the planner's list of kinds must agree (the list
     // is what checkPlanForCuda and the tests see).

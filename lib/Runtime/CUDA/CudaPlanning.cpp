@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CUDA/CudaPlanning.h"
+#include "mp/Runtime/DynamicShapes.h"
 
 #include "PlanningUtil.h"
 
@@ -227,8 +228,20 @@ Status planCall(const PlanCall &call, const std::vector<TensorDesc> &ops,
   return Status::error("no CUDA implementation of '" + k + "'");
 }
 
+Status checkDynamicPlanForCuda(const Plan &plan, const std::string &name) {
+  if (!plan.isDynamic())
+    return Status::ok();
+  return Status::error(
+      name + ": a dynamic-shape plan (" + describeSymbols(plan.symbols) +
+      ") runs on the CPU backend; the CUDA backend runs static plans: "
+      "specialize it for the sizes to run (rt::specializePlan) or compile "
+      "with sizes instead of ranges");
+}
+
 Status checkPlanForCuda(const Plan &plan, const std::string &name) {
   if (Status s = validatePlan(plan, name); !s)
+    return s;
+  if (Status s = checkDynamicPlanForCuda(plan, name); !s)
     return s;
   std::vector<std::string> missing;
   for (size_t i = 0; i < plan.calls.size(); ++i)

@@ -26,6 +26,15 @@ struct WeightBuilder;
 struct Binding;
 struct BindingBuilder;
 
+struct Polynomial;
+struct PolynomialBuilder;
+
+struct SymbolicValue;
+struct SymbolicValueBuilder;
+
+struct Symbol;
+struct SymbolBuilder;
+
 struct IntAttr;
 struct IntAttrBuilder;
 
@@ -180,7 +189,8 @@ struct Buffer FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_STORAGE = 10,
     VT_OFFSET = 12,
     VT_WEIGHT = 14,
-    VT_NAME = 16
+    VT_NAME = 16,
+    VT_SYMBOLIC_SHAPE = 18
   };
   /// Unique, in [0, number of buffers): calls and bindings refer to it.
   uint32_t id() const {
@@ -209,6 +219,12 @@ struct Buffer FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const flatbuffers::String *name() const {
     return GetPointer<const flatbuffers::String *>(VT_NAME);
   }
+  /// Since 1.9: the dims that change with the plan's symbols (`index`: the
+  /// dim). A Weight buffer whose dims are smaller than its weight's reads
+  /// the weight's leading corner.
+  const flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>> *symbolic_shape() const {
+    return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>> *>(VT_SYMBOLIC_SHAPE);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint32_t>(verifier, VT_ID, 4) &&
@@ -220,6 +236,9 @@ struct Buffer FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyField<uint32_t>(verifier, VT_WEIGHT, 4) &&
            VerifyOffset(verifier, VT_NAME) &&
            verifier.VerifyString(name()) &&
+           VerifyOffset(verifier, VT_SYMBOLIC_SHAPE) &&
+           verifier.VerifyVector(symbolic_shape()) &&
+           verifier.VerifyVectorOfTables(symbolic_shape()) &&
            verifier.EndTable();
   }
 };
@@ -249,6 +268,9 @@ struct BufferBuilder {
   void add_name(flatbuffers::Offset<flatbuffers::String> name) {
     fbb_.AddOffset(Buffer::VT_NAME, name);
   }
+  void add_symbolic_shape(flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>>> symbolic_shape) {
+    fbb_.AddOffset(Buffer::VT_SYMBOLIC_SHAPE, symbolic_shape);
+  }
   explicit BufferBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -268,9 +290,11 @@ inline flatbuffers::Offset<Buffer> CreateBuffer(
     mp::rt::fb::Storage storage = mp::rt::fb::Storage_Arena,
     uint64_t offset = 0,
     uint32_t weight = 0,
-    flatbuffers::Offset<flatbuffers::String> name = 0) {
+    flatbuffers::Offset<flatbuffers::String> name = 0,
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>>> symbolic_shape = 0) {
   BufferBuilder builder_(_fbb);
   builder_.add_offset(offset);
+  builder_.add_symbolic_shape(symbolic_shape);
   builder_.add_name(name);
   builder_.add_weight(weight);
   builder_.add_shape(shape);
@@ -288,9 +312,11 @@ inline flatbuffers::Offset<Buffer> CreateBufferDirect(
     mp::rt::fb::Storage storage = mp::rt::fb::Storage_Arena,
     uint64_t offset = 0,
     uint32_t weight = 0,
-    const char *name = nullptr) {
+    const char *name = nullptr,
+    const std::vector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>> *symbolic_shape = nullptr) {
   auto shape__ = shape ? _fbb.CreateVector<int64_t>(*shape) : 0;
   auto name__ = name ? _fbb.CreateString(name) : 0;
+  auto symbolic_shape__ = symbolic_shape ? _fbb.CreateVector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>>(*symbolic_shape) : 0;
   return mp::rt::fb::CreateBuffer(
       _fbb,
       id,
@@ -299,7 +325,8 @@ inline flatbuffers::Offset<Buffer> CreateBufferDirect(
       storage,
       offset,
       weight,
-      name__);
+      name__,
+      symbolic_shape__);
 }
 
 /// A constant tensor. Its bytes are weight data section bytes
@@ -543,6 +570,235 @@ inline flatbuffers::Offset<Binding> CreateBindingDirect(
       buffer,
       dtype,
       shape__);
+}
+
+/// Since 1.9: an integer given by the plan's symbols: the sum over terms of
+/// coefficient * product of symbol^power.
+struct Polynomial FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
+  typedef PolynomialBuilder Builder;
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_COEFFICIENTS = 4,
+    VT_POWERS = 6
+  };
+  /// One per term.
+  const flatbuffers::Vector<int64_t> *coefficients() const {
+    return GetPointer<const flatbuffers::Vector<int64_t> *>(VT_COEFFICIENTS);
+  }
+  /// Per term, one power per symbol of Plan.symbols (row-major: terms x
+  /// symbols).
+  const flatbuffers::Vector<uint8_t> *powers() const {
+    return GetPointer<const flatbuffers::Vector<uint8_t> *>(VT_POWERS);
+  }
+  bool Verify(flatbuffers::Verifier &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_COEFFICIENTS) &&
+           verifier.VerifyVector(coefficients()) &&
+           VerifyOffset(verifier, VT_POWERS) &&
+           verifier.VerifyVector(powers()) &&
+           verifier.EndTable();
+  }
+};
+
+struct PolynomialBuilder {
+  typedef Polynomial Table;
+  flatbuffers::FlatBufferBuilder &fbb_;
+  flatbuffers::uoffset_t start_;
+  void add_coefficients(flatbuffers::Offset<flatbuffers::Vector<int64_t>> coefficients) {
+    fbb_.AddOffset(Polynomial::VT_COEFFICIENTS, coefficients);
+  }
+  void add_powers(flatbuffers::Offset<flatbuffers::Vector<uint8_t>> powers) {
+    fbb_.AddOffset(Polynomial::VT_POWERS, powers);
+  }
+  explicit PolynomialBuilder(flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  flatbuffers::Offset<Polynomial> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = flatbuffers::Offset<Polynomial>(end);
+    return o;
+  }
+};
+
+inline flatbuffers::Offset<Polynomial> CreatePolynomial(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    flatbuffers::Offset<flatbuffers::Vector<int64_t>> coefficients = 0,
+    flatbuffers::Offset<flatbuffers::Vector<uint8_t>> powers = 0) {
+  PolynomialBuilder builder_(_fbb);
+  builder_.add_powers(powers);
+  builder_.add_coefficients(coefficients);
+  return builder_.Finish();
+}
+
+inline flatbuffers::Offset<Polynomial> CreatePolynomialDirect(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    const std::vector<int64_t> *coefficients = nullptr,
+    const std::vector<uint8_t> *powers = nullptr) {
+  auto coefficients__ = coefficients ? _fbb.CreateVector<int64_t>(*coefficients) : 0;
+  auto powers__ = powers ? _fbb.CreateVector<uint8_t>(*powers) : 0;
+  return mp::rt::fb::CreatePolynomial(
+      _fbb,
+      coefficients__,
+      powers__);
+}
+
+/// Since 1.9: a buffer dim or an integer (list) attribute element that
+/// changes with the plan's symbols.
+struct SymbolicValue FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
+  typedef SymbolicValueBuilder Builder;
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_INDEX = 4,
+    VT_ATTRIBUTE = 6,
+    VT_VALUE = 8
+  };
+  /// A buffer's dim; an attribute's element (0 for an integer attribute).
+  uint32_t index() const {
+    return GetField<uint32_t>(VT_INDEX, 0);
+  }
+  /// For a call: the attribute's name.
+  const flatbuffers::String *attribute() const {
+    return GetPointer<const flatbuffers::String *>(VT_ATTRIBUTE);
+  }
+  const mp::rt::fb::Polynomial *value() const {
+    return GetPointer<const mp::rt::fb::Polynomial *>(VT_VALUE);
+  }
+  bool Verify(flatbuffers::Verifier &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyField<uint32_t>(verifier, VT_INDEX, 4) &&
+           VerifyOffset(verifier, VT_ATTRIBUTE) &&
+           verifier.VerifyString(attribute()) &&
+           VerifyOffsetRequired(verifier, VT_VALUE) &&
+           verifier.VerifyTable(value()) &&
+           verifier.EndTable();
+  }
+};
+
+struct SymbolicValueBuilder {
+  typedef SymbolicValue Table;
+  flatbuffers::FlatBufferBuilder &fbb_;
+  flatbuffers::uoffset_t start_;
+  void add_index(uint32_t index) {
+    fbb_.AddElement<uint32_t>(SymbolicValue::VT_INDEX, index, 0);
+  }
+  void add_attribute(flatbuffers::Offset<flatbuffers::String> attribute) {
+    fbb_.AddOffset(SymbolicValue::VT_ATTRIBUTE, attribute);
+  }
+  void add_value(flatbuffers::Offset<mp::rt::fb::Polynomial> value) {
+    fbb_.AddOffset(SymbolicValue::VT_VALUE, value);
+  }
+  explicit SymbolicValueBuilder(flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  flatbuffers::Offset<SymbolicValue> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = flatbuffers::Offset<SymbolicValue>(end);
+    fbb_.Required(o, SymbolicValue::VT_VALUE);
+    return o;
+  }
+};
+
+inline flatbuffers::Offset<SymbolicValue> CreateSymbolicValue(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    uint32_t index = 0,
+    flatbuffers::Offset<flatbuffers::String> attribute = 0,
+    flatbuffers::Offset<mp::rt::fb::Polynomial> value = 0) {
+  SymbolicValueBuilder builder_(_fbb);
+  builder_.add_value(value);
+  builder_.add_attribute(attribute);
+  builder_.add_index(index);
+  return builder_.Finish();
+}
+
+inline flatbuffers::Offset<SymbolicValue> CreateSymbolicValueDirect(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    uint32_t index = 0,
+    const char *attribute = nullptr,
+    flatbuffers::Offset<mp::rt::fb::Polynomial> value = 0) {
+  auto attribute__ = attribute ? _fbb.CreateString(attribute) : 0;
+  return mp::rt::fb::CreateSymbolicValue(
+      _fbb,
+      index,
+      attribute__,
+      value);
+}
+
+/// Since 1.9: a dimension a dynamic-shape plan takes at run time, and the
+/// range the plan was compiled for.
+struct Symbol FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
+  typedef SymbolBuilder Builder;
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_NAME = 4,
+    VT_MIN = 6,
+    VT_MAX = 8
+  };
+  const flatbuffers::String *name() const {
+    return GetPointer<const flatbuffers::String *>(VT_NAME);
+  }
+  int64_t min() const {
+    return GetField<int64_t>(VT_MIN, 0);
+  }
+  int64_t max() const {
+    return GetField<int64_t>(VT_MAX, 0);
+  }
+  bool Verify(flatbuffers::Verifier &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffsetRequired(verifier, VT_NAME) &&
+           verifier.VerifyString(name()) &&
+           VerifyField<int64_t>(verifier, VT_MIN, 8) &&
+           VerifyField<int64_t>(verifier, VT_MAX, 8) &&
+           verifier.EndTable();
+  }
+};
+
+struct SymbolBuilder {
+  typedef Symbol Table;
+  flatbuffers::FlatBufferBuilder &fbb_;
+  flatbuffers::uoffset_t start_;
+  void add_name(flatbuffers::Offset<flatbuffers::String> name) {
+    fbb_.AddOffset(Symbol::VT_NAME, name);
+  }
+  void add_min(int64_t min) {
+    fbb_.AddElement<int64_t>(Symbol::VT_MIN, min, 0);
+  }
+  void add_max(int64_t max) {
+    fbb_.AddElement<int64_t>(Symbol::VT_MAX, max, 0);
+  }
+  explicit SymbolBuilder(flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  flatbuffers::Offset<Symbol> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = flatbuffers::Offset<Symbol>(end);
+    fbb_.Required(o, Symbol::VT_NAME);
+    return o;
+  }
+};
+
+inline flatbuffers::Offset<Symbol> CreateSymbol(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    flatbuffers::Offset<flatbuffers::String> name = 0,
+    int64_t min = 0,
+    int64_t max = 0) {
+  SymbolBuilder builder_(_fbb);
+  builder_.add_max(max);
+  builder_.add_min(min);
+  builder_.add_name(name);
+  return builder_.Finish();
+}
+
+inline flatbuffers::Offset<Symbol> CreateSymbolDirect(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    const char *name = nullptr,
+    int64_t min = 0,
+    int64_t max = 0) {
+  auto name__ = name ? _fbb.CreateString(name) : 0;
+  return mp::rt::fb::CreateSymbol(
+      _fbb,
+      name__,
+      min,
+      max);
 }
 
 struct IntAttr FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
@@ -907,7 +1163,8 @@ struct Call FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_WORKSPACE_SIZE = 10,
     VT_ATTRIBUTES = 12,
     VT_LOCATION = 14,
-    VT_AT_LOAD = 16
+    VT_AT_LOAD = 16,
+    VT_SYMBOLIC_ATTRIBUTES = 18
   };
   /// "cublaslt.matmul", "cudnn.conv_fwd", "kernel.add", ...
   const flatbuffers::String *kind() const {
@@ -937,6 +1194,11 @@ struct Call FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   bool at_load() const {
     return GetField<uint8_t>(VT_AT_LOAD, 0) != 0;
   }
+  /// Since 1.9: the integer attribute elements that change with the plan's
+  /// symbols.
+  const flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>> *symbolic_attributes() const {
+    return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>> *>(VT_SYMBOLIC_ATTRIBUTES);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyOffsetRequired(verifier, VT_KIND) &&
@@ -952,6 +1214,9 @@ struct Call FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyOffset(verifier, VT_LOCATION) &&
            verifier.VerifyString(location()) &&
            VerifyField<uint8_t>(verifier, VT_AT_LOAD, 1) &&
+           VerifyOffset(verifier, VT_SYMBOLIC_ATTRIBUTES) &&
+           verifier.VerifyVector(symbolic_attributes()) &&
+           verifier.VerifyVectorOfTables(symbolic_attributes()) &&
            verifier.EndTable();
   }
 };
@@ -981,6 +1246,9 @@ struct CallBuilder {
   void add_at_load(bool at_load) {
     fbb_.AddElement<uint8_t>(Call::VT_AT_LOAD, static_cast<uint8_t>(at_load), 0);
   }
+  void add_symbolic_attributes(flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>>> symbolic_attributes) {
+    fbb_.AddOffset(Call::VT_SYMBOLIC_ATTRIBUTES, symbolic_attributes);
+  }
   explicit CallBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1001,9 +1269,11 @@ inline flatbuffers::Offset<Call> CreateCall(
     uint64_t workspace_size = 0,
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::Attribute>>> attributes = 0,
     flatbuffers::Offset<flatbuffers::String> location = 0,
-    bool at_load = false) {
+    bool at_load = false,
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>>> symbolic_attributes = 0) {
   CallBuilder builder_(_fbb);
   builder_.add_workspace_size(workspace_size);
+  builder_.add_symbolic_attributes(symbolic_attributes);
   builder_.add_location(location);
   builder_.add_attributes(attributes);
   builder_.add_results(results);
@@ -1021,12 +1291,14 @@ inline flatbuffers::Offset<Call> CreateCallDirect(
     uint64_t workspace_size = 0,
     const std::vector<flatbuffers::Offset<mp::rt::fb::Attribute>> *attributes = nullptr,
     const char *location = nullptr,
-    bool at_load = false) {
+    bool at_load = false,
+    const std::vector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>> *symbolic_attributes = nullptr) {
   auto kind__ = kind ? _fbb.CreateString(kind) : 0;
   auto operands__ = operands ? _fbb.CreateVector<uint32_t>(*operands) : 0;
   auto results__ = results ? _fbb.CreateVector<uint32_t>(*results) : 0;
   auto attributes__ = attributes ? _fbb.CreateVector<flatbuffers::Offset<mp::rt::fb::Attribute>>(*attributes) : 0;
   auto location__ = location ? _fbb.CreateString(location) : 0;
+  auto symbolic_attributes__ = symbolic_attributes ? _fbb.CreateVector<flatbuffers::Offset<mp::rt::fb::SymbolicValue>>(*symbolic_attributes) : 0;
   return mp::rt::fb::CreateCall(
       _fbb,
       kind__,
@@ -1035,7 +1307,8 @@ inline flatbuffers::Offset<Call> CreateCallDirect(
       workspace_size,
       attributes__,
       location__,
-      at_load);
+      at_load,
+      symbolic_attributes__);
 }
 
 /// Since 1.1: how to train with a training plan (mp-run --train). Every
@@ -1199,7 +1472,8 @@ struct Plan FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_CALLS = 22,
     VT_WEIGHT_DATA_OFFSET = 24,
     VT_WEIGHT_DATA_SIZE = 26,
-    VT_TRAINING = 28
+    VT_TRAINING = 28,
+    VT_SYMBOLS = 30
   };
   /// Fields 0 and 1 in every version (see above).
   uint32_t format_major() const {
@@ -1249,6 +1523,12 @@ struct Plan FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const mp::rt::fb::TrainingInfo *training() const {
     return GetPointer<const mp::rt::fb::TrainingInfo *>(VT_TRAINING);
   }
+  /// Since 1.9, optional: the symbols of a dynamic-shape plan. Every symbol
+  /// is a dim of some input; the shapes and attributes above are those at
+  /// every symbol's maximum, and the arena is planned for them.
+  const flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::Symbol>> *symbols() const {
+    return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::Symbol>> *>(VT_SYMBOLS);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint32_t>(verifier, VT_FORMAT_MAJOR, 4) &&
@@ -1277,6 +1557,9 @@ struct Plan FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyField<uint64_t>(verifier, VT_WEIGHT_DATA_SIZE, 8) &&
            VerifyOffset(verifier, VT_TRAINING) &&
            verifier.VerifyTable(training()) &&
+           VerifyOffset(verifier, VT_SYMBOLS) &&
+           verifier.VerifyVector(symbols()) &&
+           verifier.VerifyVectorOfTables(symbols()) &&
            verifier.EndTable();
   }
 };
@@ -1324,6 +1607,9 @@ struct PlanBuilder {
   void add_training(flatbuffers::Offset<mp::rt::fb::TrainingInfo> training) {
     fbb_.AddOffset(Plan::VT_TRAINING, training);
   }
+  void add_symbols(flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::Symbol>>> symbols) {
+    fbb_.AddOffset(Plan::VT_SYMBOLS, symbols);
+  }
   explicit PlanBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1349,11 +1635,13 @@ inline flatbuffers::Offset<Plan> CreatePlan(
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::Call>>> calls = 0,
     uint64_t weight_data_offset = 0,
     uint64_t weight_data_size = 0,
-    flatbuffers::Offset<mp::rt::fb::TrainingInfo> training = 0) {
+    flatbuffers::Offset<mp::rt::fb::TrainingInfo> training = 0,
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<mp::rt::fb::Symbol>>> symbols = 0) {
   PlanBuilder builder_(_fbb);
   builder_.add_weight_data_size(weight_data_size);
   builder_.add_weight_data_offset(weight_data_offset);
   builder_.add_arena_size(arena_size);
+  builder_.add_symbols(symbols);
   builder_.add_training(training);
   builder_.add_calls(calls);
   builder_.add_outputs(outputs);
@@ -1381,7 +1669,8 @@ inline flatbuffers::Offset<Plan> CreatePlanDirect(
     const std::vector<flatbuffers::Offset<mp::rt::fb::Call>> *calls = nullptr,
     uint64_t weight_data_offset = 0,
     uint64_t weight_data_size = 0,
-    flatbuffers::Offset<mp::rt::fb::TrainingInfo> training = 0) {
+    flatbuffers::Offset<mp::rt::fb::TrainingInfo> training = 0,
+    const std::vector<flatbuffers::Offset<mp::rt::fb::Symbol>> *symbols = nullptr) {
   auto producer__ = producer ? _fbb.CreateString(producer) : 0;
   auto model_name__ = model_name ? _fbb.CreateString(model_name) : 0;
   auto buffers__ = buffers ? _fbb.CreateVector<flatbuffers::Offset<mp::rt::fb::Buffer>>(*buffers) : 0;
@@ -1389,6 +1678,7 @@ inline flatbuffers::Offset<Plan> CreatePlanDirect(
   auto inputs__ = inputs ? _fbb.CreateVector<flatbuffers::Offset<mp::rt::fb::Binding>>(*inputs) : 0;
   auto outputs__ = outputs ? _fbb.CreateVector<flatbuffers::Offset<mp::rt::fb::Binding>>(*outputs) : 0;
   auto calls__ = calls ? _fbb.CreateVector<flatbuffers::Offset<mp::rt::fb::Call>>(*calls) : 0;
+  auto symbols__ = symbols ? _fbb.CreateVector<flatbuffers::Offset<mp::rt::fb::Symbol>>(*symbols) : 0;
   return mp::rt::fb::CreatePlan(
       _fbb,
       format_major,
@@ -1403,7 +1693,8 @@ inline flatbuffers::Offset<Plan> CreatePlanDirect(
       calls__,
       weight_data_offset,
       weight_data_size,
-      training);
+      training,
+      symbols__);
 }
 
 inline bool VerifyAttrValue(flatbuffers::Verifier &verifier, const void *obj, AttrValue type) {

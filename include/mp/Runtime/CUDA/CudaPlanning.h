@@ -101,6 +101,11 @@ bool isCudaCallKind(const std::string &kind);
 /// that fails is named.
 Status checkPlanForCuda(const Plan &plan, const std::string &name = "<plan>");
 
+/// An error for a dynamic-shape plan (format 1.9): the CUDA backend runs
+/// static ones (specializePlan makes one).
+Status checkDynamicPlanForCuda(const Plan &plan,
+                               const std::string &name = "<plan>");
+
 /// The type of a call's planner: `PlannerFn<R> planX;` declares
 /// Result<R> planX(const PlanCall &call, const std::vector<TensorDesc>
 /// &operands, const std::vector<TensorDesc> &results).
