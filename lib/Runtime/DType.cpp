@@ -4,10 +4,13 @@
 namespace mp::rt {
 
 namespace {
-constexpr DType kAll[] = {DType::F32, DType::U8,  DType::I8,   DType::U16,
-                          DType::I16, DType::I32, DType::I64,  DType::Bool,
-                          DType::F16, DType::F64, DType::U32,  DType::U64,
-                          DType::BF16};
+constexpr DType kAll[] = {
+    DType::F32,        DType::U8,       DType::I8,         DType::U16,
+    DType::I16,        DType::I32,      DType::I64,        DType::Bool,
+    DType::F16,        DType::F64,      DType::U32,        DType::U64,
+    DType::BF16,       DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2,
+    DType::F8E5M2FNUZ, DType::U4,       DType::I4,         DType::F4E2M1,
+    DType::U2,         DType::I2};
 } // namespace
 
 std::string_view dtypeName(DType t) {
@@ -25,6 +28,25 @@ std::string_view dtypeName(DType t) {
   case DType::U32: return "ui32";
   case DType::U64: return "ui64";
   case DType::BF16: return "bf16";
+  // As MLIR spells them.
+  case DType::F8E4M3FN:
+    return "f8E4M3FN";
+  case DType::F8E4M3FNUZ:
+    return "f8E4M3FNUZ";
+  case DType::F8E5M2:
+    return "f8E5M2";
+  case DType::F8E5M2FNUZ:
+    return "f8E5M2FNUZ";
+  case DType::U4:
+    return "ui4";
+  case DType::I4:
+    return "i4";
+  case DType::F4E2M1:
+    return "f4E2M1FN";
+  case DType::U2:
+    return "ui2";
+  case DType::I2:
+    return "i2";
   }
   return "?";
 }

@@ -1,6 +1,7 @@
 //===- Tensor.cpp - host tensors of the runtime --------------------------===//
 #include "mp/Runtime/Tensor.h"
 #include "mp/Runtime/Half.h"
+#include "mp/Runtime/NarrowTypes.h"
 
 #include <cstdlib>
 #include <new>
@@ -58,6 +59,11 @@ double elementAsDouble(const HostTensor &t, int64_t i) {
     return static_cast<double>(t.as<int64_t>()[i]);
   case DType::U64:
     return static_cast<double>(t.as<uint64_t>()[i]);
+  default:
+    if (isNarrow(t.dtype()))
+      return narrow::decodeNarrow(static_cast<int32_t>(t.dtype()),
+                                  t.as<uint8_t>()[i]);
+    return 0;
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/TensorIO.h"
+#include "mp/Runtime/NarrowTypes.h"
 
 #include <algorithm>
 #include <cctype>
@@ -223,6 +224,8 @@ std::string_view npyDescr(DType t) {
   case DType::U64: return "<u8";
   case DType::Bool: return "|b1";
   case DType::BF16: return "";
+  default:
+    return ""; // the narrow types: NumPy has none
   }
   return "";
 }
@@ -638,26 +641,51 @@ Result<NamedTensor> readTensorProto(const std::string &path) {
     return fileError(path, std::string("both raw_data and ") + wanted +
                                " are set");
 
+  // The 4- and 2-bit types are packed, in raw_data and in int32_data (a
+  // packed byte per value) alike (NarrowTypes.h).
+  const unsigned packedBits = narrow::packedBits(proto.data_type());
+  const uint64_t packedBytes =
+      packedBits < 8 ? (static_cast<uint64_t>(n) * packedBits + 7) / 8
+                     : extent->bytes;
+  const int64_t typedWanted =
+      packedBits < 8 ? static_cast<int64_t>(packedBytes) : n;
   if (proto.has_raw_data()) {
-    if (proto.raw_data().size() != extent->bytes)
-      return fileError(path, "raw_data has " +
-                                 std::to_string(proto.raw_data().size()) +
-                                 " bytes, dims " + shapeString(shape) +
-                                 " of " + typeName + " need " +
-                                 std::to_string(extent->bytes));
-  } else if (typedCount != n) {
-    return fileError(path, std::string(wanted) + " has " +
-                               std::to_string(typedCount) + " values, dims " +
-                               shapeString(shape) + " need " +
-                               std::to_string(n) +
-                               (typedCount ? ""
-                                           : " (and there is no raw_data)"));
+    if (proto.raw_data().size() != packedBytes)
+      return fileError(
+          path, "raw_data has " + std::to_string(proto.raw_data().size()) +
+                    " bytes, dims " + shapeString(shape) + " of " + typeName +
+                    " need " + std::to_string(packedBytes));
+  } else if (typedCount != typedWanted) {
+    return fileError(
+        path, std::string(wanted) + " has " + std::to_string(typedCount) +
+                  " values, dims " + shapeString(shape) + " need " +
+                  std::to_string(typedWanted) +
+                  (typedCount ? "" : " (and there is no raw_data)"));
   }
 
   Result<HostTensor> allocated = allocate(path, *dtype, shape);
   if (!allocated)
     return allocated.status();
   HostTensor tensor = allocated.take();
+  if (isNarrow(*dtype)) {
+    std::vector<uint8_t> bytes;
+    if (proto.has_raw_data()) {
+      bytes.assign(proto.raw_data().begin(), proto.raw_data().end());
+    } else {
+      for (int32_t v : proto.int32_data()) {
+        if (v < 0 || v > 255)
+          return fileError(path, "int32_data holds " + std::to_string(v) +
+                                     ", not a byte of " + typeName);
+        bytes.push_back(static_cast<uint8_t>(v));
+      }
+    }
+    if (packedBits < 8)
+      narrow::unpackNarrow(bytes.data(), static_cast<size_t>(n), packedBits,
+                           tensor.as<uint8_t>());
+    else if (n)
+      std::memcpy(tensor.data(), bytes.data(), static_cast<size_t>(n));
+    return NamedTensor{proto.name(), std::move(tensor)};
+  }
   if (proto.has_raw_data()) {
     if (extent->bytes)
       std::memcpy(tensor.data(), proto.raw_data().data(), extent->bytes);
@@ -721,6 +749,8 @@ Result<NamedTensor> readTensorProto(const std::string &path) {
         p[i] = i32.Get(static_cast<int>(i)) != 0;
       break;
     }
+    default: // the narrow types: above
+      break;
     }
     if (!s)
       return s;
@@ -742,8 +772,18 @@ Status writeTensorProto(const std::string &path, const TensorView &tensor,
   proto.set_data_type(static_cast<int32_t>(tensor.dtype));
   if (!name.empty())
     proto.set_name(name);
-  proto.set_raw_data(static_cast<const char *>(tensor.data),
-                     static_cast<size_t>(bytes));
+  const unsigned packedBits =
+      narrow::packedBits(static_cast<int32_t>(tensor.dtype));
+  if (isNarrow(tensor.dtype) && packedBits < 8) {
+    size_t count = static_cast<size_t>(tensor.numElements());
+    std::string packed((count * packedBits + 7) / 8, '\0');
+    narrow::packNarrow(static_cast<const uint8_t *>(tensor.data), count,
+                       packedBits, reinterpret_cast<uint8_t *>(packed.data()));
+    proto.set_raw_data(std::move(packed));
+  } else {
+    proto.set_raw_data(static_cast<const char *>(tensor.data),
+                       static_cast<size_t>(bytes));
+  }
   std::string out;
   if (!proto.SerializeToString(&out))
     return fileError(path, "cannot serialize the TensorProto");

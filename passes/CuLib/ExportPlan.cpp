@@ -105,6 +105,13 @@ LogicalResult weightBytes(ElementsAttr value, Location loc,
     } else {
       owned.assign(raw.begin(), raw.end());
     }
+    // 4- and 2-bit integers: the runtime keeps an element's bits in the low
+    // bits of its byte, the rest zero (MLIR may keep them sign-extended).
+    if (auto integer = dyn_cast<IntegerType>(element);
+        integer && integer.getWidth() < 8)
+      for (char &byte : owned)
+        byte = static_cast<char>(static_cast<unsigned char>(byte) &
+                                 ((1u << integer.getWidth()) - 1));
   }
   data = owned.data();
   size = owned.size();

@@ -20,8 +20,13 @@
 
 namespace mp {
 
-/// Element types the runtime has buffers of: ONNX's numeric types and bool.
+/// Element types the runtime has buffers of: ONNX's numeric types, bool and
+/// the narrow types.
 bool isPlanElementType(mlir::Type type);
+/// The narrow types (mp/Runtime/NarrowTypes.h): float8 e4m3fn, e4m3fnuz,
+/// e5m2, e5m2fnuz, float4 e2m1, 4- and 2-bit integers. Buffers of them are
+/// stored, cast and reshaped; no other call reads them.
+bool isNarrowElementType(mlir::Type type);
 
 /// tensor<...> of static shape and a plan element type -> memref<...>; none
 /// stays none; memrefs stay as they are.

@@ -28,6 +28,18 @@ enum class DType : int32_t {
   U32 = 12,
   U64 = 13,
   BF16 = 16,
+  // The narrow types (NarrowTypes.h): one element per byte, in its low
+  // bits. Buffers of them are stored, moved, cast (kernel.cast) and
+  // quantized; no other arithmetic reads them.
+  F8E4M3FN = 17,
+  F8E4M3FNUZ = 18,
+  F8E5M2 = 19,
+  F8E5M2FNUZ = 20,
+  U4 = 21,
+  I4 = 22,
+  F4E2M1 = 23,
+  U2 = 25,
+  I2 = 26,
 };
 
 /// Bytes per element (Bool is one byte per element).
@@ -37,8 +49,24 @@ constexpr size_t byteSize(DType t) {
   case DType::F32: case DType::I32: case DType::U32: return 4;
   case DType::F16: case DType::BF16: case DType::I16: case DType::U16: return 2;
   case DType::I8: case DType::U8: case DType::Bool: return 1;
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::U4:
+  case DType::I4:
+  case DType::F4E2M1:
+  case DType::U2:
+  case DType::I2:
+    return 1;
   }
   return 0;
+}
+
+/// The narrow types: float8, float4 and 4- and 2-bit integers.
+constexpr bool isNarrow(DType t) {
+  return (t >= DType::F8E4M3FN && t <= DType::F4E2M1) || t == DType::U2 ||
+         t == DType::I2;
 }
 
 constexpr bool isFloat(DType t) {

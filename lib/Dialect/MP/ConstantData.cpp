@@ -1,6 +1,7 @@
 //===- ConstantData.cpp - the bytes of a constant's value -----------------===//
 
 #include "mp/Dialect/MP/ConstantData.h"
+#include "mp/Runtime/NarrowTypes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -53,27 +54,19 @@ unsigned packedElementBits(mlir::Type element) {
 }
 
 std::string packNarrowElements(llvm::ArrayRef<char> bytes, unsigned bits) {
-  unsigned perByte = 8 / bits;
-  unsigned mask = (1u << bits) - 1;
-  std::string packed((bytes.size() + perByte - 1) / perByte, '\0');
-  for (size_t i = 0; i < bytes.size(); ++i)
-    packed[i / perByte] =
-        static_cast<char>(static_cast<unsigned char>(packed[i / perByte]) |
-                          ((static_cast<unsigned char>(bytes[i]) & mask)
-                           << (bits * (i % perByte))));
+  std::string packed((bytes.size() * bits + 7) / 8, '\0');
+  rt::narrow::packNarrow(reinterpret_cast<const uint8_t *>(bytes.data()),
+                         bytes.size(), bits,
+                         reinterpret_cast<uint8_t *>(packed.data()));
   return packed;
 }
 
 std::string unpackNarrowElements(llvm::ArrayRef<char> packed, unsigned bits,
                                  size_t count) {
-  unsigned perByte = 8 / bits;
-  unsigned mask = (1u << bits) - 1;
   std::string bytes(count, '\0');
-  for (size_t i = 0; i < count; ++i)
-    bytes[i] =
-        static_cast<char>((static_cast<unsigned char>(packed[i / perByte]) >>
-                           (bits * (i % perByte))) &
-                          mask);
+  rt::narrow::unpackNarrow(reinterpret_cast<const uint8_t *>(packed.data()),
+                           count, bits,
+                           reinterpret_cast<uint8_t *>(bytes.data()));
   return bytes;
 }
 

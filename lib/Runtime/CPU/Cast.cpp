@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
+#include "mp/Runtime/NarrowTypes.h"
 
 #include "ElementwiseConvert.h"
 #include "KernelUtil.h"
@@ -53,6 +54,35 @@ bool bulkCast(DType from, DType to, const void *src, void *dst, size_t n) {
   return true;
 }
 
+/// A cast from or to a narrow type, through the exact f64 value of each
+/// element.
+void narrowCast(const TensorView &x, const TensorView &y, bool saturate,
+                int64_t begin, int64_t end) {
+  const auto fromCode = static_cast<int32_t>(x.dtype);
+  const auto toCode = static_cast<int32_t>(y.dtype);
+  const size_t xSize = byteSize(x.dtype);
+  for (int64_t i = begin; i < end; ++i) {
+    const void *src = static_cast<const char *>(x.data) + i * xSize;
+    double value = 0;
+    if (isNarrow(x.dtype))
+      value =
+          narrow::decodeNarrow(fromCode, *static_cast<const uint8_t *>(src));
+    else
+      visitAny(x.dtype, [&](auto from) {
+        using From = typename decltype(from)::Storage;
+        value = convertValue<double>(*static_cast<const From *>(src));
+      });
+    if (isNarrow(y.dtype)) {
+      y.as<uint8_t>()[i] = narrow::encodeNarrow(toCode, value, saturate);
+      continue;
+    }
+    visitAny(y.dtype, [&](auto to) {
+      using To = typename decltype(to)::Storage;
+      static_cast<To *>(y.data)[i] = convertValue<To>(value);
+    });
+  }
+}
+
 } // namespace
 
 Status checkCast(const TensorView &x, const TensorView &y) {
@@ -77,7 +107,7 @@ Status checkCast(const TensorView &x, const TensorView &y) {
   return Status::ok();
 }
 
-Status cast(const TensorView &x, const TensorView &y) {
+Status cast(const TensorView &x, const TensorView &y, bool saturate) {
   if (Status s = checkCast(x, y); !s)
     return s;
   int64_t n = x.numElements();
@@ -86,6 +116,12 @@ Status cast(const TensorView &x, const TensorView &y) {
   if (x.dtype == y.dtype) {
     if (x.data != y.data)
       std::memcpy(y.data, x.data, x.byteCount());
+    return Status::ok();
+  }
+  if (isNarrow(x.dtype) || isNarrow(y.dtype)) {
+    parallelRanges(n, [&](int64_t begin, int64_t end) {
+      narrowCast(x, y, saturate, begin, end);
+    });
     return Status::ok();
   }
   // Element by element, so split over the CPU threads (Parallel.h).

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Runtime/CPU/DataKernels.h"
+#include "mp/Runtime/NarrowTypes.h"
 
 #include "KernelUtil.h"
 #include "Parallel.h"
@@ -638,6 +639,9 @@ Status constantElement(DType t, double value, unsigned char *out) {
   case DType::I32: return integer(int32_t{});
   case DType::U64: return integer(uint64_t{});
   case DType::I64: return integer(int64_t{});
+  default: // the narrow types: rounded as kernel.cast does
+    out[0] = narrow::encodeNarrow(static_cast<int32_t>(t), value);
+    return Status::ok();
   }
   return fail("pad", "unsupported dtype");
 }

@@ -514,7 +514,20 @@ void applyScatter(const TensorView &data, const TensorView &updates,
   case DType::I64: combineSlices<int64_t>(reduction, yd, ud, offsets, sliceLen); break;
   case DType::U64: combineSlices<uint64_t>(reduction, yd, ud, offsets, sliceLen); break;
   case DType::Bool: combineSlices<Bool8>(reduction, yd, ud, offsets, sliceLen); break;
+  default:
+    break; // the narrow types: refused by checkReductionDType
   }
+}
+
+/// A scatter that combines (add, mul, max, min) computes in the elements'
+/// type: not in the narrow types, which only store and convert.
+Status checkReductionDType(std::string_view op, const TensorView &y,
+                           ScatterReduction reduction) {
+  if (reduction != ScatterReduction::None && isNarrow(y.dtype))
+    return fail(op, "a reduction on " + std::string(dtypeName(y.dtype)) +
+                        " elements (the narrow types are only stored and "
+                        "converted)");
+  return Status::ok();
 }
 
 } // namespace
@@ -535,6 +548,8 @@ Status scatterElements(const TensorView &data, const TensorView &indices,
                        int64_t axisIn, ScatterReduction reduction) {
   constexpr std::string_view op = "scatter_elements";
   if (Status s = checkScatterElements(data, indices, updates, y, axisIn); !s)
+    return s;
+  if (Status s = checkReductionDType(op, y, reduction); !s)
     return s;
   const size_t axis = static_cast<size_t>(axisIn);
   std::vector<int64_t> offsets;
@@ -574,6 +589,8 @@ Status scatterND(const TensorView &data, const TensorView &indices,
                  ScatterReduction reduction) {
   constexpr std::string_view op = "scatter_nd";
   if (Status s = checkScatterND(data, indices, updates, y); !s)
+    return s;
+  if (Status s = checkReductionDType(op, y, reduction); !s)
     return s;
   const size_t r = data.shape.size(), q = indices.shape.size();
   const int64_t k = indices.shape[q - 1];

@@ -73,6 +73,8 @@ template <typename Fn> bool withNumeric(DType t, Fn &&fn) {
   case DType::I64: fn(int64_t{}); return true;
   case DType::U64: fn(uint64_t{}); return true;
   case DType::Bool: return false;
+  default:
+    return false; // the narrow types
   }
   return false;
 }

@@ -183,7 +183,7 @@ Status planCall(const PlanCall &call, const std::vector<TensorDesc> &ops,
     if (Status s = arity(ops, res, 1, 1, 1, 1); !s)
       return s;
     if (k == "kernel.cast")
-      return st(planCast(ops[0], res[0]));
+      return st(planCast(call, ops[0], res[0]));
     if (k == "kernel.copy")
       return st(planCopy(ops[0], res[0]));
     if (k == "kernel.reduce")

@@ -315,15 +315,21 @@ Result<EwParams> planBroadcastConvert(const TensorDesc &x,
 // Cast
 //===----------------------------------------------------------------------===//
 
-Result<CastParams> planCast(const TensorDesc &x, const TensorDesc &y) {
+Result<CastParams> planCast(const PlanCall &call, const TensorDesc &x,
+                            const TensorDesc &y) {
   constexpr std::string_view op = "cast";
+  Result<int64_t> saturate = cpu::intAttr(call, "saturate", 1);
+  if (!saturate)
+    return saturate.status();
   if (Status s = checkDesc(op, "x", x); !s)
     return s;
   if (Status s = checkDesc(op, "y", y); !s)
     return s;
   if (Status s = cpu::checkCast(viewOf(x), viewOf(y)); !s)
     return s;
-  return castOf(x.dtype, cptr(x), y.dtype, mptr(y), x.numElements());
+  CastParams p = castOf(x.dtype, cptr(x), y.dtype, mptr(y), x.numElements());
+  p.saturate = *saturate != 0;
+  return p;
 }
 
 CastParams castOf(DType from, const void *in, DType to, void *out, int64_t n) {

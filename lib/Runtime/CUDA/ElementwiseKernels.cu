@@ -11,6 +11,7 @@
 #include "DeviceMath.cuh"
 
 #include "mp/Runtime/IntegerPow.h"
+#include "mp/Runtime/NarrowTypes.h"
 
 #include <cmath>
 #include <type_traits>
@@ -469,6 +470,29 @@ __global__ void castKernel(CastParams p) {
   }
 }
 
+/// Casts from or to a narrow type (float8, float4, int4, int2), through
+/// the exact double value as the CPU's narrowCast (NarrowTypes.h).
+__global__ void narrowCastKernel(CastParams p) {
+  MP_GRID_LOOP(i, p.n) {
+    double value;
+    if (narrow::isNarrow(p.inDtype)) {
+      value = narrow::decodeNarrow(p.inDtype,
+                                   static_cast<const uint8_t *>(p.in)[i]);
+    } else {
+      Val v = loadVal(p.in, p.inDtype, i);
+      value = v.kind == 0   ? static_cast<double>(v.f)
+              : v.kind == 1 ? v.d
+              : v.kind == 2 ? static_cast<double>(v.s)
+                            : static_cast<double>(v.u);
+    }
+    if (narrow::isNarrow(p.outDtype))
+      static_cast<uint8_t *>(p.out)[i] =
+          narrow::encodeNarrow(p.outDtype, value, p.saturate);
+    else
+      storeVal(p.out, p.outDtype, i, Val{1, 0.0f, value, 0, 0});
+  }
+}
+
 /// The common float conversions without the generic switch.
 template <typename From, typename To> __device__ inline To conv(From v);
 template <> __device__ inline __half conv<float, __half>(float v) {
@@ -625,7 +649,11 @@ cudaError_t launchCast(const CastParams &p, cudaStream_t stream) {
   unsigned threads = 256, blocks = blocksFor(p.n, threads);
   auto in = p.in;
   auto out = p.out;
-  if (p.inDtype == kF32 && p.outDtype == kF16)
+  if (narrow::isNarrow(p.inDtype) || narrow::isNarrow(p.outDtype)) {
+    if (p.inDtype == p.outDtype)
+      return cudaMemcpyAsync(out, in, p.n, cudaMemcpyDeviceToDevice, stream);
+    narrowCastKernel<<<blocks, threads, 0, stream>>>(p);
+  } else if (p.inDtype == kF32 && p.outDtype == kF16)
     castFastKernel<<<blocks, threads, 0, stream>>>(
         static_cast<const float *>(in), static_cast<__half *>(out), p.n);
   else if (p.inDtype == kF32 && p.outDtype == kBF16)

@@ -97,7 +97,7 @@ struct CastCall : PreparedCall {
 Result<std::unique_ptr<PreparedCall>> prepareCast(const PrepareArgs &a) {
   if (Status s = arity(a, 1, 1); !s)
     return s;
-  MP_TRY_PREPARE(p, planCast(a.operands[0], a.results[0]));
+  MP_TRY_PREPARE(p, planCast(a.call, a.operands[0], a.results[0]));
   return preparedCall<CastCall>(p);
 }
 

@@ -25,9 +25,26 @@ using namespace mp;
 
 bool mp::isPlanElementType(Type type) {
   if (auto integer = dyn_cast<IntegerType>(type))
-    return llvm::is_contained({1u, 8u, 16u, 32u, 64u}, integer.getWidth()) &&
+    return (llvm::is_contained({1u, 8u, 16u, 32u, 64u}, integer.getWidth()) &&
+            !integer.isSigned()) ||
+           isNarrowElementType(type);
+  return type.isF16() || type.isBF16() || type.isF32() || type.isF64() ||
+         isNarrowElementType(type);
+}
+
+bool mp::isNarrowElementType(Type type) {
+  if (auto integer = dyn_cast<IntegerType>(type))
+    return (integer.getWidth() == 4 || integer.getWidth() == 2) &&
            !integer.isSigned();
-  return type.isF16() || type.isBF16() || type.isF32() || type.isF64();
+  return isa<Float8E4M3FNType, Float8E4M3FNUZType, Float8E5M2Type,
+             Float8E5M2FNUZType, Float4E2M1FNType>(type);
+}
+
+/// The ops that take or make the narrow types: the runtime stores them,
+/// converts them and moves them, but computes nothing in them.
+static bool handlesNarrowTypes(Operation *op) {
+  return isa<CastOp, CastLikeOp, ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp,
+             IdentityOp>(op);
 }
 
 BufferTypeConverter::BufferTypeConverter() {
@@ -132,6 +149,20 @@ struct ConvertMPToCuLibPass
         unsupported = true;
         return WalkResult::skip();
       }
+      auto narrowType = [](Type type) {
+        auto tensor = dyn_cast<RankedTensorType>(type);
+        return tensor && isNarrowElementType(tensor.getElementType());
+      };
+      if (!handlesNarrowTypes(op) &&
+          (llvm::any_of(op->getOperandTypes(), narrowType) ||
+           llvm::any_of(op->getResultTypes(), narrowType))) {
+        op->emitError() << "cannot lower " << op->getName() << " at " << where
+                        << ": the runtime computes nothing in float8, float4, "
+                           "int4 or int2 elements (Cast, CastLike and "
+                           "reshapes take them)";
+        unsupported = true;
+        return WalkResult::skip();
+      }
       if (std::string why = lowerable.whyNotLowerable(op); !why.empty()) {
         op->emitError() << "cannot lower " << op->getName() << " at " << where
                         << ": " << why;
@@ -152,7 +183,8 @@ struct ConvertMPToCuLibPass
         if (!isPlanElementType(tensor.getElementType())) {
           op->emitError() << "cannot lower " << op->getName() << " at " << where
                           << ": element type " << tensor.getElementType()
-                          << " has no runtime buffers (numbers and bool only)";
+                          << " has no runtime buffers (numbers, bool and the "
+                             "narrow types only)";
           unsupported = true;
           return WalkResult::skip();
         }
@@ -167,8 +199,8 @@ struct ConvertMPToCuLibPass
                            << ": argument #" << i
                            << (name ? " '" + name.str() + "'" : std::string())
                            << " has type " << type
-                           << ", which is not a static tensor of numbers or "
-                              "bool (plans need static shapes)";
+                           << ", which is not a static tensor of numbers, bool "
+                              "or a narrow type (plans need static shapes)";
           unsupported = true;
         }
     if (unsupported)

@@ -76,7 +76,11 @@ struct CastLowering : OneCallLowering<CastOp> {
   Value result(CastOp op) const override { return op.getOutput(); }
   void buildCall(CastOp op, OpAdaptor adaptor, Value out,
                  ConversionPatternRewriter &rewriter) const override {
-    culib::CastOp::create(rewriter, op.getLoc(), adaptor.getInput(), out);
+    auto call =
+        culib::CastOp::create(rewriter, op.getLoc(), adaptor.getInput(), out);
+    if (std::optional<int64_t> saturate = op.getSaturate();
+        saturate && !*saturate)
+      call.setSaturate(false);
   }
 };
 

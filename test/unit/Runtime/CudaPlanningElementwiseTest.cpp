@@ -308,13 +308,22 @@ TEST_CASE("each elementwise function takes the dtypes ElementwiseFunctions.def "
 TEST_CASE("cast, copy, transpose and window copies", "[cuda][planning]") {
   Addr at;
   TensorDesc x = at(DType::F32, {2, 3}), y = at(DType::BF16, {6});
-  Result<CastParams> c = planCast(x, y);
+  PlanCall call;
+  call.kind = "kernel.cast";
+  Result<CastParams> c = planCast(call, x, y);
   REQUIRE(c);
   CHECK(c->n == 6);
   CHECK(c->inDtype == 1);
   CHECK(c->outDtype == 16);
-  CHECK(messageOf(planCast(x, at(DType::F16, {5}))) ==
+  CHECK(c->saturate);
+  CHECK(messageOf(planCast(call, x, at(DType::F16, {5}))) ==
         "cast: x [2, 3] and y [5] have different numbers of elements");
+  // To float8, without saturation (ONNX Cast's saturate = 0).
+  call.attributes.push_back({"saturate", int64_t(0)});
+  Result<CastParams> f8 = planCast(call, x, at(DType::F8E4M3FN, {6}));
+  REQUIRE(f8);
+  CHECK(f8->outDtype == 17);
+  CHECK_FALSE(f8->saturate);
 
   Result<uint64_t> copy = planCopy(x, at(DType::F32, {3, 2}));
   REQUIRE(copy);

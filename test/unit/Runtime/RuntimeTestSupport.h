@@ -11,6 +11,7 @@
 #define MP_TEST_UNIT_RUNTIME_RUNTIMETESTSUPPORT_H
 
 #include "mp/Runtime/Half.h"
+#include "mp/Runtime/NarrowTypes.h"
 #include "mp/Runtime/Tensor.h"
 
 #include <catch2/catch.hpp>
@@ -74,6 +75,8 @@ inline double getD(const HostTensor &t, int64_t i) {
   case DType::U16: return static_cast<const uint16_t *>(p)[i];
   case DType::U32: return static_cast<const uint32_t *>(p)[i];
   case DType::U64: return static_cast<double>(static_cast<const uint64_t *>(p)[i]);
+  default:
+    return elementAsDouble(t, i); // the narrow types
   }
   return 0;
 }
@@ -96,6 +99,10 @@ inline void setD(HostTensor &t, int64_t i, double v) {
   case DType::U16: static_cast<uint16_t *>(p)[i] = static_cast<uint16_t>(v); return;
   case DType::U32: static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v); return;
   case DType::U64: static_cast<uint64_t *>(p)[i] = static_cast<uint64_t>(v); return;
+  default: // the narrow types, as kernel.cast rounds
+    static_cast<uint8_t *>(p)[i] =
+        narrow::encodeNarrow(static_cast<int32_t>(t.dtype()), v);
+    return;
   }
 }
 

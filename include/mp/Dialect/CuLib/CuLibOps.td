@@ -383,7 +383,13 @@ def CuLib_AttentionOp : CuLib_Op<"attention"> {
 
 def CuLib_CastOp : CuLib_Op<"cast"> {
   let summary = "element type conversion (round to nearest even)";
-  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y);
+  let description = [{
+    Any element type to any other (docs/plan-format.md, `kernel.cast`).
+    `saturate` (ONNX Cast's, for float8 results): a value beyond the type's
+    range becomes its largest value (true, the default) or infinity / NaN.
+  }];
+  let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y,
+                       DefaultValuedAttr<BoolAttr, "true">:$saturate);
   let assemblyFormat = [{
     `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
   }];

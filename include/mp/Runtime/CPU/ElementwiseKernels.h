@@ -92,8 +92,11 @@ private:
 /// zero (NaN gives 0, out-of-range values saturate), integer -> integer wraps
 /// (two's complement), anything -> bool is != 0 (NaN is true), bool -> number
 /// is 0 or 1; to f16 / bf16 rounds once to nearest even (f64 and integers go
-/// through f64, f16 <-> bf16 through the exact f32).
-Status cast(const TensorView &x, const TensorView &y);
+/// through f64, f16 <-> bf16 through the exact f32). To and from the narrow
+/// types (float8, float4, int4, int2: NarrowTypes.h) through the exact f64
+/// value, rounded by encodeNarrow: `saturate` (ONNX Cast's attribute) for
+/// float8 values beyond the type's range.
+Status cast(const TensorView &x, const TensorView &y, bool saturate = true);
 /// cast's checks without running it (shared with the CUDA backend's
 /// planning).
 Status checkCast(const TensorView &x, const TensorView &y);

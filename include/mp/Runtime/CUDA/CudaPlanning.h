@@ -139,7 +139,9 @@ PlannerFn<FusedEwParams> planFusedElementwise;
 Result<EwParams> planBroadcastConvert(const TensorDesc &x, const TensorDesc &y);
 
 /// kernel.cast (any dtype to any but u64 sources or targets).
-Result<CastParams> planCast(const TensorDesc &x, const TensorDesc &y);
+/// kernel.cast: `call`'s `saturate` (default 1) applies to float8 results.
+Result<CastParams> planCast(const PlanCall &call, const TensorDesc &x,
+                            const TensorDesc &y);
 /// A cast of `n` contiguous elements (scratch conversions).
 CastParams castOf(DType from, const void *in, DType to, void *out, int64_t n);
 

@@ -105,6 +105,8 @@ struct FusedEwParams {
 /// kernel.cast: n elements of inDtype to outDtype, with the CPU's rules.
 struct CastParams {
   int32_t inDtype = 0, outDtype = 0;
+  /// For float8 results (mp/Runtime/NarrowTypes.h).
+  bool saturate = true;
   int64_t n = 0;
   const void *in = nullptr;
   void *out = nullptr;

@@ -3,7 +3,7 @@
 // docs/plan-format.md, "Call reference":
 //   kernel.elementwise  inputs... -> y   fn, alpha?, beta?
 //   kernel.fused_elementwise  inputs... -> y   program
-//   kernel.cast         x -> y
+//   kernel.cast         x -> y           saturate?
 //   kernel.reduce       x -> y           fn, axes, compute_type,
 //                                        select_last_index?
 //
@@ -48,7 +48,10 @@ Status fusedElementwiseCall(const CallArgs &args) {
 Status castCall(const CallArgs &args) {
   if (Status s = checkArity(args, 1, 1, 1, 1); !s)
     return s;
-  return cast(args.operands[0], args.results[0]);
+  Result<int64_t> saturate = intAttr(args.call, "saturate", 1);
+  if (!saturate)
+    return saturate.status();
+  return cast(args.operands[0], args.results[0], *saturate != 0);
 }
 
 Status reduceCall(const CallArgs &args) {
