@@ -10,6 +10,7 @@ void mp::buildCompilePipeline(mlir::OpPassManager &pm,
                               const NHWCLayoutOptions &layout, bool fuse,
                               llvm::StringRef fusionReport) {
   pm.addNestedPass<mlir::func::FuncOp>(mp::createInferShapes());
+  pm.addNestedPass<mlir::func::FuncOp>(mp::createDecomposeNodes());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createFoldConstants());
   pm.addPass(mp::createConvertMPToCuLib());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createNHWCLayout(layout));

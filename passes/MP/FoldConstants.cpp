@@ -273,6 +273,26 @@ std::optional<Value64> evaluate(Operation *op, RankedTensorType type,
     return out;
   }
 
+  // EyeLike (no typed op): ones on the k-th diagonal of its input's shape,
+  // whatever the input holds.
+  if (auto generic = dyn_cast<OnnxGenericOp>(op);
+      generic && generic.getDomain().empty() &&
+      generic.getOpType() == "EyeLike") {
+    if (out.shape.size() != 2 || generic->getNumOperands() != 1)
+      return std::nullopt;
+    DictionaryAttr attrs = generic.getOnnxAttrsAttr();
+    auto kAttr = attrs ? attrs.getAs<IntegerAttr>("k") : IntegerAttr();
+    const int64_t k = kAttr ? kAttr.getInt() : 0;
+    for (int64_t r = 0; r < out.shape[0]; ++r)
+      for (int64_t c = 0; c < out.shape[1]; ++c) {
+        if (out.isFloat())
+          out.floats.push_back(c - r == k ? 1.0 : 0.0);
+        else
+          out.ints.push_back(c - r == k ? 1 : 0);
+      }
+    return out;
+  }
+
   // Everything else needs constant operands (absent optional ones are none).
   for (auto [i, operand] : llvm::enumerate(op->getOperands()))
     if (!isa<NoneType>(operand.getType()) && !constantOperand(i))

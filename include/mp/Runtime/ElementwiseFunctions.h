@@ -40,6 +40,7 @@ enum class ElementwiseDtypes {
   Floats,   ///< f16, bf16, f32, f64
   Numeric,  ///< floats and integers
   Integers, ///< unsigned integers (the bit shifts)
+  Ints,     ///< signed and unsigned integers (the bitwise functions)
   Bool,
   Any ///< raw elements, no arithmetic
 };

@@ -1,4 +1,5 @@
-//===- NarrowTypes.h - float8, float4 and int4/int2 elements ------*- C++ -*-===//
+//===- NarrowTypes.h - float8, float4 and int4/int2 elements ------*- C++
+//-*-===//
 //
 // The element types narrower than a byte's worth of meaning that ONNX 1.20
 // has: float8 e4m3fn, e4m3fnuz, e5m2 and e5m2fnuz, float4 e2m1, and 4- and
@@ -26,9 +27,9 @@
 #ifndef MP_RUNTIME_NARROWTYPES_H
 #define MP_RUNTIME_NARROWTYPES_H
 
-#include <math.h>
 #include <cstddef>
 #include <cstdint>
+#include <math.h>
 
 #if defined(__CUDACC__)
 #define MP_NARROW_HD __host__ __device__
@@ -117,10 +118,9 @@ MP_NARROW_HD inline double decodeNarrow(int32_t code, uint8_t bits) {
     return NAN;
   double magnitude =
       exponent == 0
-          ? ::ldexp(static_cast<double>(mantissa),
-                       1 - f.bias - f.mantissaBits)
+          ? ::ldexp(static_cast<double>(mantissa), 1 - f.bias - f.mantissaBits)
           : ::ldexp(static_cast<double>(mantissa + (1 << f.mantissaBits)),
-                       exponent - f.bias - f.mantissaBits);
+                    exponent - f.bias - f.mantissaBits);
   return negative ? -magnitude : magnitude;
 }
 
@@ -132,7 +132,7 @@ MP_NARROW_HD inline uint8_t encodeNarrow(int32_t code, double value,
     int64_t whole = 0;
     if (value == value) { // not NaN
       double t = ::trunc(value);
-      whole = t >= 9.2e18 ? INT64_MAX
+      whole = t >= 9.2e18    ? INT64_MAX
               : t <= -9.2e18 ? INT64_MIN
                              : static_cast<int64_t>(t);
     }
@@ -159,8 +159,7 @@ MP_NARROW_HD inline uint8_t encodeNarrow(int32_t code, double value,
   const bool negative = ::copysign(1.0, value) < 0;
   const uint8_t sign = negative ? signBit : 0;
   if (value != value) // float4 e2m1 has no NaN: ml_dtypes gives -0
-    return f.hasNaN ? static_cast<uint8_t>(f.fnuz ? nan : sign | nan)
-                    : signBit;
+    return f.hasNaN ? static_cast<uint8_t>(f.fnuz ? nan : sign | nan) : signBit;
   double magnitude = ::fabs(value);
   auto overflow = [&]() -> uint8_t {
     if (saturate || !f.hasNaN)
@@ -174,10 +173,9 @@ MP_NARROW_HD inline uint8_t encodeNarrow(int32_t code, double value,
   const int minExponent = 1 - f.bias; // of the normal numbers
   // The rounded magnitude: a multiple of the spacing at its exponent.
   int exponent = magnitude > 0 ? ::ilogb(magnitude) : minExponent;
-  int quantum = (exponent > minExponent ? exponent : minExponent) -
-                f.mantissaBits;
-  double rounded =
-      ::ldexp(::nearbyint(::ldexp(magnitude, -quantum)), quantum);
+  int quantum =
+      (exponent > minExponent ? exponent : minExponent) - f.mantissaBits;
+  double rounded = ::ldexp(::nearbyint(::ldexp(magnitude, -quantum)), quantum);
   if (rounded > f.largest)
     return overflow();
   if (rounded == 0)

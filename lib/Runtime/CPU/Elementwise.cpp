@@ -206,6 +206,7 @@ template <typename C> struct OpIsInf {
   }
 };
 MP_UNARY(OpNot, C(x == 0))
+MP_UNARY(OpBitNot, C(~x))
 
 // Binary, floats and integers.
 template <typename C> struct OpAdd {
@@ -312,6 +313,9 @@ MP_BINARY(OpPow, std::pow(x, y))
 MP_BINARY(OpIntegerPow, integerPow(x, y))
 MP_BINARY(OpShl, y >= C(sizeof(C) * 8) ? C(0) : C(x << y))
 MP_BINARY(OpShr, y >= C(sizeof(C) * 8) ? C(0) : C(x >> y))
+MP_BINARY(OpBitAnd, C(x &y))
+MP_BINARY(OpBitOr, C(x | y))
+MP_BINARY(OpBitXor, C(x ^ y))
 MP_BINARY(OpAnd, C((x != 0) & (y != 0)))
 MP_BINARY(OpOr, C((x != 0) | (y != 0)))
 MP_BINARY(OpXor, C((x != 0) != (y != 0)))
@@ -753,6 +757,10 @@ BlockFn selectBlockFn(ElementwiseFn fn, DType t, size_t numInputs) {
     MP_SELECT(ReluGrad, binaryFn, OpReluGrad, kFloats)
     MP_SELECT(BitShiftLeft, binaryFn, OpShl, kUnsigned)
     MP_SELECT(BitShiftRight, binaryFn, OpShr, kUnsigned)
+    MP_SELECT(BitwiseAnd, binaryFn, OpBitAnd, kInts)
+    MP_SELECT(BitwiseOr, binaryFn, OpBitOr, kInts)
+    MP_SELECT(BitwiseXor, binaryFn, OpBitXor, kInts)
+    MP_SELECT(BitwiseNot, unaryFn, OpBitNot, kInts)
   case F::Equal:
     return compareFn<OpEqual>(t);
   case F::Less:

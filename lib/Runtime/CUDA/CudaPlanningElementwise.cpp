@@ -183,8 +183,8 @@ Result<EwParams> planElementwise(const PlanCall &call,
       return fail(op, "does not take dtype " + dt(t));
     p.compute = t == DType::F64 ? kComputeF64 : kComputeF32;
   } else {
-    bool takes =
-        info.dtypes == D::Numeric || (info.dtypes == D::Integers && isUnsigned);
+    bool takes = info.dtypes == D::Numeric || info.dtypes == D::Ints ||
+                 (info.dtypes == D::Integers && isUnsigned);
     if (!takes || (isUnsigned && (p.op == kEwNeg || p.op == kEwRelu)))
       return fail(op, "does not take dtype " + dt(t));
     p.compute = t == DType::U64 ? kComputeU64 : kComputeInt;

@@ -185,6 +185,15 @@ __device__ inline int64_t intOp(int32_t op, int64_t x, int64_t y, int64_t a,
     return (x != 0) | (y != 0);
   case kEwXor:
     return (x != 0) != (y != 0);
+  // On the sign-extended values: the stored low bits are the dtype's.
+  case kEwBitwiseAnd:
+    return x & y;
+  case kEwBitwiseOr:
+    return x | y;
+  case kEwBitwiseXor:
+    return x ^ y;
+  case kEwBitwiseNot:
+    return ~x;
   }
   return x;
 }
@@ -220,6 +229,14 @@ __device__ inline uint64_t uintOp(int32_t op, uint64_t x, uint64_t y,
     return y >= static_cast<uint64_t>(bits) ? 0 : x << y;
   case kEwBitShiftRight:
     return y >= static_cast<uint64_t>(bits) ? 0 : x >> y;
+  case kEwBitwiseAnd:
+    return x & y;
+  case kEwBitwiseOr:
+    return x | y;
+  case kEwBitwiseXor:
+    return x ^ y;
+  case kEwBitwiseNot:
+    return ~x;
   case kEwMax:
     return x > y ? x : y;
   case kEwMin:

@@ -39,23 +39,54 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
   ElementwiseFn fn;
 };
 
+/// BitShift: the direction picks the function.
+struct BitShiftLowering : OpConversionPattern<BitShiftOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BitShiftOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value out =
+        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getResult());
+    ElementwiseFn fn = op.getDirection() == "LEFT"
+                           ? ElementwiseFn::BitShiftLeft
+                           : ElementwiseFn::BitShiftRight;
+    culib::ElementwiseOp::create(
+        rewriter, op.getLoc(), adaptor.getOperands(), out,
+        culib::ElementwiseFnAttr::get(rewriter.getContext(), fn), FloatAttr(),
+        FloatAttr());
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 struct ClipLowering : OpConversionPattern<ClipOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(ClipOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Type element = elementOf(op.getOutput());
-    auto floatType = cast<FloatType>(element); // see whyNotLowerable
-    // Missing bounds are the type's infinities.
+    // Missing bounds are the type's infinities, or its extremes (integers).
     auto bound = [&](Value given, bool upper) -> Value {
       if (!isAbsent(given))
         return given;
       auto scalar = RankedTensorType::get({}, element);
-      APFloat inf = APFloat::getInf(floatType.getFloatSemantics(), !upper);
+      DenseElementsAttr value;
+      if (auto floatType = dyn_cast<FloatType>(element)) {
+        value = DenseElementsAttr::get(
+            scalar, APFloat::getInf(floatType.getFloatSemantics(), !upper));
+      } else {
+        auto integer = cast<IntegerType>(element); // see the rule
+        unsigned bits = integer.getWidth();
+        APInt extreme =
+            integer.isUnsigned()
+                ? (upper ? APInt::getMaxValue(bits) : APInt::getMinValue(bits))
+                : (upper ? APInt::getSignedMaxValue(bits)
+                         : APInt::getSignedMinValue(bits));
+        value = DenseElementsAttr::get(scalar, extreme);
+      }
       return culib::WeightOp::create(
           rewriter, op.getLoc(), MemRefType::get({}, element),
-          rewriter.getStringAttr(upper ? "+inf" : "-inf"),
-          DenseElementsAttr::get(scalar, inf));
+          rewriter.getStringAttr(upper ? "+inf" : "-inf"), value);
     };
     Value lo = bound(adaptor.getMin(), false);
     Value hi = bound(adaptor.getMax(), true);
@@ -314,6 +345,10 @@ void mp::populateElementwisePatterns(const TypeConverter &tc,
   MP_ELEMENTWISE(AndOp, And)
   MP_ELEMENTWISE(OrOp, Or)
   MP_ELEMENTWISE(XorOp, Xor)
+  MP_ELEMENTWISE(BitwiseAndOp, BitwiseAnd)
+  MP_ELEMENTWISE(BitwiseOrOp, BitwiseOr)
+  MP_ELEMENTWISE(BitwiseXorOp, BitwiseXor)
+  MP_ELEMENTWISE(BitwiseNotOp, BitwiseNot)
   MP_ELEMENTWISE(WhereOp, Where)
   MP_ELEMENTWISE(TanOp, Tan)
   MP_ELEMENTWISE(AsinOp, Asin)
@@ -350,8 +385,20 @@ void mp::populateElementwisePatterns(const TypeConverter &tc,
 
   addLowering<ClipLowering, ClipOp>(tc, patterns, lowerable);
   addRule<ClipOp>(lowerable, [](Operation *op, raw_ostream &os) {
-    if (!isa<FloatType>(elementOf(cast<ClipOp>(op).getOutput())))
-      os << "only floating-point Clip is supported";
+    Type element = elementOf(cast<ClipOp>(op).getOutput());
+    auto integer = dyn_cast<IntegerType>(element);
+    if (!isa<FloatType>(element) && !(integer && integer.getWidth() > 1))
+      os << "Clip takes float and integer tensors";
+  });
+  addLowering<BitShiftLowering, BitShiftOp>(tc, patterns, lowerable);
+  addRule<BitShiftOp>(lowerable, [](Operation *op, raw_ostream &os) {
+    auto shift = cast<BitShiftOp>(op);
+    auto integer = dyn_cast<IntegerType>(elementOf(shift.getC()));
+    if (shift.getDirection() != "LEFT" && shift.getDirection() != "RIGHT")
+      os << "direction must be \"LEFT\" or \"RIGHT\", not \""
+         << shift.getDirection() << "\"";
+    else if (!integer || !integer.isUnsigned())
+      os << "BitShift takes unsigned integers";
   });
   addLowering<IsInfLowering, IsInfOp>(tc, patterns, lowerable);
   addLowering<ModLowering, ModOp>(tc, patterns, lowerable);

@@ -265,6 +265,9 @@ TEST_CASE("each elementwise function takes the dtypes ElementwiseFunctions.def "
       case ElementwiseDtypes::Integers:
         expected = isUnsigned;
         break;
+      case ElementwiseDtypes::Ints:
+        expected = t != DType::Bool && !isFloat(t);
+        break;
       case ElementwiseDtypes::Bool:
         expected = t == DType::Bool;
         break;

@@ -946,3 +946,40 @@ TEST_CASE("integer pow: f64 by squaring, the cast rules",
   CHECK(out[2] == 0);    // 1/3 truncated
   CHECK(out[3] == 25);
 }
+
+TEST_CASE("elementwise: bitwise and, or, xor and not on every integer dtype",
+          "[runtime][cpu][elementwise]") {
+  for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64, DType::U8,
+                  DType::U16, DType::U32, DType::U64}) {
+    INFO("dtype " << dtypeName(t));
+    const bool isSigned =
+        t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
+    // Broadcast: a [2, 2] against b [2].
+    HostTensor a = tensor(t, {2, 2}, {12, 10, 0, isSigned ? -1.0 : 7.0});
+    HostTensor b = tensor(t, {2}, {10, 6});
+    HostTensor r = garbage(t, {2, 2});
+    REQUIRE(cpu::elementwise(ElementwiseFn::BitwiseAnd, {a.view(), b.view()},
+                             r.view())
+                .isOk());
+    expectExact(r, {8, 2, 0, isSigned ? 6.0 : 6.0});
+    REQUIRE(cpu::elementwise(ElementwiseFn::BitwiseOr, {a.view(), b.view()},
+                             r.view())
+                .isOk());
+    expectExact(r, {14, 14, 10, isSigned ? -1.0 : 7.0});
+    REQUIRE(cpu::elementwise(ElementwiseFn::BitwiseXor, {a.view(), b.view()},
+                             r.view())
+                .isOk());
+    expectExact(r, {6, 12, 10, isSigned ? -7.0 : 1.0});
+    REQUIRE(cpu::elementwise(ElementwiseFn::BitwiseNot, {a.view()}, r.view())
+                .isOk());
+    if (isSigned)
+      expectExact(r, {-13, -11, -1, 0});
+    else if (t == DType::U8)
+      expectExact(r, {243, 245, 255, 248});
+  }
+  // Not on floats or bool.
+  HostTensor f = tensor(DType::F32, {1}, {1});
+  CHECK_FALSE(cpu::elementwise(ElementwiseFn::BitwiseAnd, {f.view(), f.view()},
+                               f.view())
+                  .isOk());
+}

@@ -3,8 +3,8 @@
 // without saturation; every code of every float type decodes and encodes
 // back to itself; kernel.cast to and from them; ONNX's packing in TensorProto
 // files.
-#include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/NarrowTypes.h"
+#include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/TensorIO.h"
 
 #include "RuntimeTestSupport.h"
@@ -26,8 +26,10 @@ int32_t codeOf(DType t) { return static_cast<int32_t>(t); }
 
 TEST_CASE("float8 and float4 rounding, saturation, NaN and infinity",
           "[narrow]") {
-  const int32_t e4m3 = codeOf(DType::F8E4M3FN), e4m3uz = codeOf(DType::F8E4M3FNUZ),
-                e5m2 = codeOf(DType::F8E5M2), e5m2uz = codeOf(DType::F8E5M2FNUZ),
+  const int32_t e4m3 = codeOf(DType::F8E4M3FN),
+                e4m3uz = codeOf(DType::F8E4M3FNUZ),
+                e5m2 = codeOf(DType::F8E5M2),
+                e5m2uz = codeOf(DType::F8E5M2FNUZ),
                 e2m1 = codeOf(DType::F4E2M1);
   // The largest finite values, and what lies beyond them.
   CHECK(decodeNarrow(e4m3, 0x7E) == 448);
@@ -37,7 +39,7 @@ TEST_CASE("float8 and float4 rounding, saturation, NaN and infinity",
   CHECK(decodeNarrow(e2m1, 0x7) == 6);
   CHECK(encodeNarrow(e4m3, 1e6) == 0x7E);
   CHECK(encodeNarrow(e4m3, -1e6) == 0xFE);
-  CHECK(encodeNarrow(e4m3, 1e6, false) == 0x7F);  // NaN
+  CHECK(encodeNarrow(e4m3, 1e6, false) == 0x7F); // NaN
   CHECK(encodeNarrow(e4m3, -INFINITY, false) == 0xFF);
   CHECK(encodeNarrow(e4m3, 464, false) == 0x7E); // a tie, to even: 448
   CHECK(encodeNarrow(e4m3, 470, false) == 0x7F); // rounds past 448: NaN
@@ -47,8 +49,8 @@ TEST_CASE("float8 and float4 rounding, saturation, NaN and infinity",
   CHECK(encodeNarrow(e4m3uz, 1e6, false) == 0x80);
   CHECK(encodeNarrow(e2m1, 100, false) == 0x7); // no NaN: saturates
   // Ties to even, subnormals, zeros.
-  CHECK(encodeNarrow(e4m3, 1.0625) == 0x38);   // between 1 and 1.125
-  CHECK(encodeNarrow(e4m3, 1.1875) == 0x3A);   // between 1.125 and 1.25
+  CHECK(encodeNarrow(e4m3, 1.0625) == 0x38); // between 1 and 1.125
+  CHECK(encodeNarrow(e4m3, 1.1875) == 0x3A); // between 1.125 and 1.25
   CHECK(encodeNarrow(e4m3, std::ldexp(1.0, -9)) == 0x01);
   CHECK(encodeNarrow(e4m3, std::ldexp(1.0, -11)) == 0x00);
   CHECK(encodeNarrow(e4m3, -0.0) == 0x80);

@@ -253,6 +253,16 @@ def MP_AndOp : MP_CompareOp<"and", "And", 7, MP_BoolTensor>;
 def MP_OrOp : MP_CompareOp<"or", "Or", 7, MP_BoolTensor>;
 def MP_XorOp : MP_CompareOp<"xor", "Xor", 7, MP_BoolTensor>;
 
+// Bits of integers.
+def MP_BitwiseAndOp : MP_BinaryOp<"bitwise_and", "BitwiseAnd", 18, MP_IntTensor>;
+def MP_BitwiseOrOp : MP_BinaryOp<"bitwise_or", "BitwiseOr", 18, MP_IntTensor>;
+def MP_BitwiseXorOp : MP_BinaryOp<"bitwise_xor", "BitwiseXor", 18, MP_IntTensor>;
+def MP_BitwiseNotOp : MP_UnaryOp<"bitwise_not", "BitwiseNot", 18, MP_IntTensor>;
+def MP_BitShiftOp : MP_BinaryOp<"bit_shift", "BitShift", 11, MP_IntTensor,
+                                (ins MP_Str:$direction)> {
+  let summary = "ONNX BitShift: `direction` \"LEFT\" or \"RIGHT\" (unsigned X)";
+}
+
 def MP_SumOp : MP_VariadicOp<"sum", "Sum", 8>;
 def MP_MaxOp : MP_VariadicOp<"max", "Max", 8>;
 def MP_MinOp : MP_VariadicOp<"min", "Min", 8>;

@@ -24,10 +24,41 @@ def InferShapes : Pass<"mp-infer-shapes", "mlir::func::FuncOp"> {
   ];
 }
 
+def DecomposeNodes : Pass<"mp-decompose-nodes",
+                                 "mlir::func::FuncOp"> {
+  let summary = "ONNX nodes without a typed op as the typed ops they compute";
+  let description = [{
+    Replaces ONNX nodes (`mp.onnx_op` of the default domain) whose tensors
+    have static shapes by the typed ops they are defined by:
+
+    QuantizeLinear and DequantizeLinear, computed in f32 as ONNX defines
+    them: per tensor, per axis (`axis`, a 1-D scale) or per block
+    (`block_size`, the scale repeated along `axis`).
+
+    * QuantizeLinear to an integer type: `round(x / scale) + zero_point`
+      (ties to even), clipped to the type's range, cast (exact). To float8
+      or float4: `x / scale + zero_point` cast with ONNX's rounding and
+      `saturate`.
+    * DequantizeLinear: `(x - zero_point) * scale` in f32, then rounded once
+      to the output type (the scale's, or `output_dtype`).
+
+    Blocks that do not divide the axis, a `precision` other than the
+    default, and dynamic shapes are left as they are (and reported by
+    convert-mp-to-culib).
+
+    LpNormalization: `x / ReduceL1(x)` or `x / ReduceL2(x)` over `axis`
+    (keeping the dim), as ONNX's reference (a zero norm gives NaN or inf).
+
+    Part of the `mp-compile` pipeline, after mp-infer-shapes: import and
+    export keep the nodes.
+  }];
+}
+
 def FoldConstants : Pass<"mp-fold-constants", "mlir::func::FuncOp"> {
   let summary = "Evaluate shape computations (Shape, Size, Range, small constant ops) at compile time";
   let description = [{
-    Replaces `mp.shape` / `mp.size` of static tensors, and ops on small
+    Replaces `mp.shape` / `mp.size` of static tensors, ONNX EyeLike nodes
+    (their input's shape alone decides them), and ops on small
     constant tensors (ConstantOfShape, Range, Cast, Gather, Concat, Slice,
     Transpose, reshape-likes, integer and float arithmetic with Mod,
     comparisons, Where), by `mp.constant`s, refining result types on the
