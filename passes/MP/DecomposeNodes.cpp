@@ -57,8 +57,8 @@ struct Builder {
     return RankedTensorType::get(t.getShape(), f32);
   }
   Value i64List(ArrayRef<int64_t> values) {
-    auto type = RankedTensorType::get({int64_t(values.size())},
-                                      rewriter.getI64Type());
+    auto type =
+        RankedTensorType::get({int64_t(values.size())}, rewriter.getI64Type());
     return ConstantOp::create(
         rewriter, loc, TypeRange{type}, ValueRange{},
         {rewriter.getNamedAttr("value",
@@ -68,9 +68,10 @@ struct Builder {
     auto type = RankedTensorType::get({}, f32);
     return ConstantOp::create(
         rewriter, loc, TypeRange{type}, ValueRange{},
-        {rewriter.getNamedAttr("value", DenseElementsAttr::get(
-                                            type, rewriter.getF32FloatAttr(
-                                                      static_cast<float>(v))))});
+        {rewriter.getNamedAttr(
+            "value",
+            DenseElementsAttr::get(
+                type, rewriter.getF32FloatAttr(static_cast<float>(v))))});
   }
   Value castTo(Value v, Type element) {
     auto type = mlir::cast<RankedTensorType>(v.getType());
@@ -110,7 +111,8 @@ struct Builder {
       shape[axis] = xShape[axis];
       return reshape(v, shape);
     }
-    // Blocks: [.., C/B, ..] -> [.., C/B, 1, ..] -> [.., C/B, B, ..] -> [.., C, ..]
+    // Blocks: [.., C/B, ..] -> [.., C/B, 1, ..] -> [.., C/B, B, ..] -> [.., C,
+    // ..]
     if (type.getRank() != rank || xShape[axis] % block ||
         type.getDimSize(axis) != xShape[axis] / block)
       return Value();
@@ -125,7 +127,8 @@ struct Builder {
                          i64List(split));
     return reshape(v, xShape);
   }
-  template <typename OpTy> Value binary(Value a, Value b, ArrayRef<int64_t> shape) {
+  template <typename OpTy>
+  Value binary(Value a, Value b, ArrayRef<int64_t> shape) {
     return OpTy::create(rewriter, loc, RankedTensorType::get(shape, f32), a, b);
   }
 };
@@ -137,9 +140,10 @@ struct DecomposeQDQ : OpRewritePattern<OnnxGenericOp> {
                                 PatternRewriter &rewriter) const override {
     StringRef opType = op.getOpType();
     const bool quantize = opType == "QuantizeLinear";
-    if ((!quantize && opType != "DequantizeLinear") || !op.getDomain().empty() ||
-        op->getNumResults() != 1 || op->getNumOperands() < 2 ||
-        op->getNumOperands() > 3 || op->getNumRegions() != 0)
+    if ((!quantize && opType != "DequantizeLinear") ||
+        !op.getDomain().empty() || op->getNumResults() != 1 ||
+        op->getNumOperands() < 2 || op->getNumOperands() > 3 ||
+        op->getNumRegions() != 0)
       return failure();
     if (intAttrOr(op, "precision", 0) != 0)
       return failure();
@@ -147,10 +151,10 @@ struct DecomposeQDQ : OpRewritePattern<OnnxGenericOp> {
     auto yType = staticTensor(op->getResult(0));
     if (!xType || !yType || xType.getShape() != yType.getShape())
       return failure();
-    Value zeroPoint = op->getNumOperands() == 3 &&
-                              !isa<NoneType>(op->getOperand(2).getType())
-                          ? op->getOperand(2)
-                          : Value();
+    Value zeroPoint =
+        op->getNumOperands() == 3 && !isa<NoneType>(op->getOperand(2).getType())
+            ? op->getOperand(2)
+            : Value();
     const int64_t rank = xType.getRank();
     int64_t axis = intAttrOr(op, "axis", 1);
     if (axis < 0)
@@ -229,11 +233,11 @@ struct DecomposeLpNormalization : OpRewritePattern<OnnxGenericOp> {
     DenseI64ArrayAttr axes = rewriter.getDenseI64ArrayAttr({axis});
     IntegerAttr keep = rewriter.getI64IntegerAttr(1);
     Value x = op->getOperand(0);
-    Value norm = p == 1 ? ReduceL1Op::create(rewriter, op.getLoc(),
-                                             reducedType, x, axes, keep)
+    Value norm = p == 1 ? ReduceL1Op::create(rewriter, op.getLoc(), reducedType,
+                                             x, axes, keep)
                               .getResult()
-                        : ReduceL2Op::create(rewriter, op.getLoc(),
-                                             reducedType, x, axes, keep)
+                        : ReduceL2Op::create(rewriter, op.getLoc(), reducedType,
+                                             x, axes, keep)
                               .getResult();
     auto y = DivOp::create(rewriter, op.getLoc(), xType, x, norm);
     if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))

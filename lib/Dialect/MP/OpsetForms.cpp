@@ -59,9 +59,124 @@ Operation *typedPadOf(OnnxGenericOp op, OpBuilder &builder) {
   return builder.create(state);
 }
 
+/// Resize-18 with the `axes` attribute: roi, scales or sizes given for those
+/// axes only -> the typed op's for every dim (roi [0, 1], scale 1, the
+/// input's size elsewhere). Antialiasing and keep_aspect_ratio_policy other
+/// than their defaults have no typed form.
+Operation *typedResizeOf(OnnxGenericOp op, OpBuilder &builder) {
+  ValueRange inputs = op.getInputs();
+  DictionaryAttr attrs = op.getOnnxAttrsAttr();
+  auto axesAttr = attrs ? attrs.getAs<DenseI64ArrayAttr>("axes") : nullptr;
+  auto dataType = dyn_cast<RankedTensorType>(inputs[0].getType());
+  if (!axesAttr || !dataType)
+    return nullptr;
+  const int64_t rank = dataType.getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t axis : axesAttr.asArrayRef()) {
+    if (axis < -rank || axis >= rank)
+      return nullptr;
+    axes.push_back(axis < 0 ? axis + rank : axis);
+  }
+  // The attributes first: nothing is built for a node without typed form.
+  SmallVector<NamedAttribute> kept;
+  static constexpr llvm::StringLiteral kTypedAttrs[] = {
+      "coordinate_transformation_mode",
+      "cubic_coeff_a",
+      "exclude_outside",
+      "extrapolation_value",
+      "mode",
+      "nearest_mode"};
+  for (NamedAttribute attr : attrs) {
+    StringRef name = attr.getName();
+    if (name == "axes")
+      continue;
+    if (name == "antialias") {
+      auto value = dyn_cast<IntegerAttr>(attr.getValue());
+      if (!value || value.getInt() != 0)
+        return nullptr;
+      continue;
+    }
+    if (name == "keep_aspect_ratio_policy") {
+      auto value = dyn_cast<StringAttr>(attr.getValue());
+      if (!value || value.getValue() != "stretch")
+        return nullptr;
+      continue;
+    }
+    if (!llvm::is_contained(kTypedAttrs, name))
+      return nullptr;
+    kept.push_back(attr);
+  }
+  const size_t n = axes.size();
+  auto present = [&](size_t i) {
+    return i < inputs.size() && !isa<NoneType>(inputs[i].getType());
+  };
+  // Then the values, all constant and of the axes' length.
+  std::optional<SmallVector<double>> roi, scales;
+  std::optional<SmallVector<int64_t>> sizes;
+  if (present(1) &&
+      (!(roi = getConstantFloats(inputs[1])) || roi->size() != 2 * n))
+    return nullptr;
+  if (present(2) &&
+      (!(scales = getConstantFloats(inputs[2])) || scales->size() != n))
+    return nullptr;
+  if (present(3) && (!(sizes = getConstantInts(inputs[3])) ||
+                     sizes->size() != n || !dataType.hasStaticShape()))
+    return nullptr;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(op);
+  auto constant = [&](RankedTensorType type, DenseElementsAttr value) {
+    return ConstantOp::create(builder, op.getLoc(), type, value, FloatAttr(),
+                              DenseF32ArrayAttr(), IntegerAttr(),
+                              DenseI64ArrayAttr(), StringAttr(), ArrayAttr())
+        .getResult();
+  };
+  SmallVector<Value, 4> operands = {inputs[0]};
+  for (size_t i = 1; i < 4; ++i)
+    operands.push_back(i < inputs.size() ? inputs[i] : Value());
+  if (roi) { // starts, then ends
+    SmallVector<float> full(2 * rank, 0.0f);
+    for (int64_t d = 0; d < rank; ++d)
+      full[rank + d] = 1.0f;
+    for (size_t i = 0; i < n; ++i) {
+      full[axes[i]] = static_cast<float>((*roi)[i]);
+      full[rank + axes[i]] = static_cast<float>((*roi)[n + i]);
+    }
+    auto type = RankedTensorType::get({2 * rank}, builder.getF32Type());
+    operands[1] = constant(type, DenseElementsAttr::get(type, ArrayRef(full)));
+  }
+  if (scales) {
+    SmallVector<float> full(rank, 1.0f);
+    for (size_t i = 0; i < n; ++i)
+      full[axes[i]] = static_cast<float>((*scales)[i]);
+    auto type = RankedTensorType::get({rank}, builder.getF32Type());
+    operands[2] = constant(type, DenseElementsAttr::get(type, ArrayRef(full)));
+  }
+  if (sizes) {
+    SmallVector<int64_t> full(dataType.getShape());
+    for (size_t i = 0; i < n; ++i)
+      full[axes[i]] = (*sizes)[i];
+    auto type = RankedTensorType::get({rank}, builder.getI64Type());
+    operands[3] = constant(type, DenseIntElementsAttr::get(type, full));
+  }
+  for (Value &operand : operands)
+    if (!operand)
+      operand = NoneOp::create(builder, op.getLoc());
+  OperationState state(op.getLoc(), ResizeOp::getOperationName());
+  state.addOperands(operands);
+  state.addAttributes(kept);
+  if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
+    state.addAttribute(MPDialect::kOutputNamesAttr, names);
+  state.addTypes(op->getResultTypes());
+  return builder.create(state);
+}
+
 } // namespace
 
 Operation *typedFormOf(OnnxGenericOp op, OpBuilder &builder) {
+  if (op.getDomain().empty() && op.getOpType() == "Resize" &&
+      op.getVersion() >= 18 && !op.getInputs().empty() &&
+      op->getNumResults() == 1)
+    return typedResizeOf(op, builder);
   if (op.getDomain().empty() && op.getOpType() == "Pad" &&
       op.getVersion() >= 18 && op.getInputs().size() == 4 &&
       !isa<NoneType>(op.getInputs()[3].getType()) && op->getNumResults() == 1)

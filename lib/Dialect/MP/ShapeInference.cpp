@@ -360,6 +360,15 @@ std::optional<SmallVector<int64_t>> mp::getConstantInts(Value value) {
   return readValues<int64_t>(elements);
 }
 
+std::optional<SmallVector<double>> mp::getConstantFloats(Value value) {
+  if (!value || isa<NoneType>(value.getType()))
+    return std::nullopt;
+  auto elements = dyn_cast_or_null<ElementsAttr>(getConstantValue(value));
+  if (!elements || !isa<FloatType>(elements.getElementType()))
+    return std::nullopt;
+  return readValues<double>(elements);
+}
+
 std::optional<SmallVector<int64_t>>
 ShapeContext::getConstantInts(unsigned i) const {
   if (isAbsent(i))

@@ -107,6 +107,8 @@ mlir::Attribute getConstantValue(mlir::Value value);
 /// getConstantValue's integers (axes, pads, sizes); nullopt for a null or
 /// none value, one that is not constant, or a non-integer constant.
 std::optional<llvm::SmallVector<int64_t>> getConstantInts(mlir::Value value);
+/// getConstantValue's floats (scales, roi), as getConstantInts.
+std::optional<llvm::SmallVector<double>> getConstantFloats(mlir::Value value);
 
 /// Explicit pads of a conv or pool window (begins for every spatial dim, then
 /// ends), resolving ONNX auto_pad from the static input and output sizes:
