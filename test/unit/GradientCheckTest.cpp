@@ -6,6 +6,7 @@
 // runtime, and compares the `grad:<input>` outputs with
 // (L(x + h e_i) - L(x - h e_i)) / 2h measured with the same plan.
 #include "mp/Dialect/MP/MPDialect.h"
+#include "mp/Import/ONNXImporter.h"
 #include "mp/InitAll.h"
 #include "mp/Passes/Passes.h"
 #include "mp/Runtime/Executor.h"
@@ -32,7 +33,9 @@ namespace {
 
 struct Case {
   std::string name;
-  std::string mlir;              ///< func.func @main(...) with named inputs
+  /// func.func @main(...) with named inputs, or an ONNX text model (starts
+  /// with '<'; its function ops are inlined: the ops of their bodies).
+  std::string mlir;
   std::string loss = "mse";      ///< or cross-entropy
   /// Inputs whose values must stay away from a kink (relu, clip, max).
   double minAbs = 0.0;
@@ -51,7 +54,14 @@ rt::CpuExecutor compile(const std::string &source, const std::string &loss,
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   std::string diagnostics;
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &context);
+  OwningOpRef<ModuleOp> module;
+  if (!source.empty() && source[0] == '<') {
+    mp::ONNXImportOptions options;
+    options.format = mp::ONNXFormat::Text;
+    module = mp::importONNXBuffer(source, "<case>", &context, options);
+  } else {
+    module = parseSourceString<ModuleOp>(source, &context);
+  }
   REQUIRE(module);
   llvm::SmallString<128> path;
   REQUIRE(!llvm::sys::fs::createTemporaryFile("mp-gradcheck", "mpplan", path));
@@ -388,7 +398,35 @@ func.func @main(%x: tensor<2x3x4xf32> {mp.name = "x"}, %g: tensor<3x4xf32> {mp.n
   return %y : tensor<2x3x4xf32>
 })";
 
+// The function ops of opsets 20-23, imported as their ONNX function bodies:
+// training goes through the gradient rules of the ops in them.
+const char *kGelu20 = R"(<ir_version: 10, opset_import: ["" : 20]>
+g (float[3, 4] x) => (float[3, 4] y, float[3, 4] t) {
+  y = Gelu (x)
+  t = Gelu <approximate = "tanh"> (x)
+})";
+const char *kRMSNorm23 = R"(<ir_version: 10, opset_import: ["" : 23]>
+g (float[2, 3, 8] x, float[8] scale) => (float[2, 3, 8] y) {
+  y = RMSNormalization <epsilon = 1e-5> (x, scale)
+})";
+const char *kGroupNorm21 = R"(<ir_version: 10, opset_import: ["" : 21]>
+g (float[2, 4, 3, 3] x, float[4] scale, float[4] bias) => (float[2, 4, 3, 3] y) {
+  y = GroupNormalization <num_groups = 2, epsilon = 1e-5> (x, scale, bias)
+})";
+const char *kAttention23 = R"(<ir_version: 10, opset_import: ["" : 23]>
+g (float[1, 2, 4, 8] q, float[1, 2, 5, 8] k, float[1, 2, 5, 8] v) => (float[1, 2, 4, 8] y) {
+  y = Attention (q, k, v)
+})";
+
 } // namespace
+
+TEST_CASE("gradients: function ops of opsets 20-23 through their bodies",
+          "[gradcheck]") {
+  check({"gelu-20", kGelu20});
+  check({"rms-norm-23", kRMSNorm23});
+  check({"group-norm-21", kGroupNorm21});
+  check({"attention-23", kAttention23});
+}
 
 TEST_CASE("gradients: LayerNormalization (fused)", "[gradcheck]") {
   check({"fused-layer-norm", kFusedLayerNorm});

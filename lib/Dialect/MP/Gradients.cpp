@@ -157,6 +157,20 @@ LogicalResult gradAdd(AddOp op, GradBuilder &g, ArrayRef<Value> dR, Grads &dO) {
   dO[1] = g.unbroadcast(dR[0], op.getB().getType());
   return success();
 }
+/// Expand broadcasts its input: the gradient sums over the broadcast dims
+/// (the shape operand has none).
+LogicalResult gradExpand(ExpandOp op, GradBuilder &g, ArrayRef<Value> dR,
+                         Grads &dO) {
+  dO[0] = g.unbroadcast(dR[0], op.getInput().getType());
+  return success();
+}
+/// Sum of any number of inputs (Gelu-20's function body has one): each
+/// input gets the gradient, summed over the dims it was broadcast along.
+LogicalResult gradSum(SumOp op, GradBuilder &g, ArrayRef<Value> dR, Grads &dO) {
+  for (auto [i, input] : llvm::enumerate(op->getOperands()))
+    dO[i] = g.unbroadcast(dR[0], input.getType());
+  return success();
+}
 LogicalResult gradSub(SubOp op, GradBuilder &g, ArrayRef<Value> dR, Grads &dO) {
   dO[0] = g.unbroadcast(dR[0], op.getA().getType());
   dO[1] = g.unbroadcast(g.neg(dR[0]), op.getB().getType());
@@ -267,7 +281,9 @@ LogicalResult gradWhere(WhereOp op, GradBuilder &g, ArrayRef<Value> dR,
   dO[2] = g.unbroadcast(g.where(cond, zeros, dR[0]), op->getOperand(2).getType());
   return success();
 }
-LogicalResult gradCast(CastOp op, GradBuilder &g, ArrayRef<Value> dR,
+/// Cast and CastLike (the second operand only gives the type: no gradient).
+template <typename CastLikeOrCast>
+LogicalResult gradCast(CastLikeOrCast op, GradBuilder &g, ArrayRef<Value> dR,
                        Grads &dO) {
   Value x = op->getOperand(0);
   if (!isa<FloatType>(elementOf(x)))
@@ -783,6 +799,8 @@ LogicalResult generic(OpTy op, GradBuilder &g, ArrayRef<Value> dR, Grads &dO) {
 void mp::registerGradientModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, MPDialect *) {
     attach<AddOp, gradAdd>(ctx);
+    attach<SumOp, gradSum>(ctx);
+    attach<ExpandOp, gradExpand>(ctx);
     attach<SubOp, gradSub>(ctx);
     attach<MulOp, gradMul>(ctx);
     attach<DivOp, gradDiv>(ctx);
@@ -798,7 +816,8 @@ void mp::registerGradientModels(DialectRegistry &registry) {
     attach<ReciprocalOp, gradReciprocal>(ctx);
     attach<ErfOp, gradErf>(ctx);
     attach<WhereOp, gradWhere>(ctx);
-    attach<CastOp, gradCast>(ctx);
+    attach<CastOp, gradCast<CastOp>>(ctx);
+    attach<CastLikeOp, gradCast<CastLikeOp>>(ctx);
     attach<IdentityOp, generic<IdentityOp, gradIdentity>>(ctx);
     attach<DropoutOp, gradDropout>(ctx);
     attach<ReshapeOp, generic<ReshapeOp, gradReshapeLike>>(ctx);
