@@ -3,7 +3,8 @@
 
 Runs the ONNX backend tests (the test data of the ONNX release the build
 links, unpacked by scripts/build-onnx.sh: node/, pytorch-converted/,
-pytorch-operator/ and simple/) through the whole pipeline: mp-opt imports, lowers and
+pytorch-operator/, simple/ and light/, whose model-zoo graphs get the inputs
+ONNX's own runner feeds them) through the whole pipeline: mp-opt imports, lowers and
 plans each model (`--emit=plan`), mp-run executes the plan on the CPU in fp32
 and compares every output with the test's expected output using ONNX's
 default tolerances (rtol 1e-3, atol 1e-7).

@@ -17,7 +17,7 @@ DEFAULT_TESTDATA = os.environ.get(
     "MP_ONNX_TESTDATA",
     os.path.join(ROOT, ".deps", "onnx", "src", "onnx", "backend", "test",
                  "data"))
-SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple")
+SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple", "light")
 # Issue 22's bar: the share of node/ tests that pass end to end.
 TARGET_NODE_PASS_RATE = 0.85
 

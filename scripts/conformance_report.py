@@ -88,8 +88,10 @@ of the ONNX release the build links (ONNX 1.20.1's source distribution,
 which `scripts/build-onnx.sh` unpacks into `.deps/onnx/src`): `node/` (1,653
 one-op tests, including the `_expanded` tests that spell a function op with
 primitive ops), `pytorch-converted/` (82 small torch modules),
-`pytorch-operator/` (35) and `simple/` (23). (`light/` holds model-zoo
-graphs with expected outputs but no inputs; `mp-import-suite` imports them.)
+`pytorch-operator/` (35), `simple/` (23) and `light/` (9 model-zoo graphs
+of opset 9, their weights made by ConstantOfShape: the test data holds
+their expected outputs, and the inputs are those ONNX's own runner makes,
+`arange(n) / n` of the declared shape).
 
 The runner is `scripts/conformance.py` (python3 with the `onnx` package: the
 project's `.venv` or Debian's `python3-onnx`):

@@ -378,12 +378,63 @@ def _export_and_run_ort(r, testdir, model, model_path, args, work):
 # ---------------------------------------------------------------------------
 # Driver.
 
+_LIGHT_STAGE = []  # the staging directory of the light suite, made once
+
+
+def light_input(vi):
+    """A light model's input as ONNX's backend test runner makes it
+    (BackendTest.generate_dummy_data, random=False): a float tensor of the
+    declared shape, dim_params taken as 1, holding arange(n) / n."""
+    import numpy as np
+    shape = tuple(d.dim_value if d.HasField("dim_value") else 1
+                  for d in vi.type.tensor_type.shape.dim)
+    n = int(np.prod(shape))
+    return (np.arange(n).reshape(shape) / n).astype(np.float32)
+
+
+def stage_light(base):
+    """The light suite (light_<name>.onnx and light_<name>_output_0.pb, no
+    inputs) laid out as the other suites are: <stage>/light_<name>/model.onnx
+    and test_data_set_0/ with the inputs ONNX's runner feeds them."""
+    if _LIGHT_STAGE:
+        return _LIGHT_STAGE[0]
+    import atexit
+    from onnx import numpy_helper
+    stage = tempfile.mkdtemp(prefix="mp-conformance-light-")
+    atexit.register(shutil.rmtree, stage, True)
+    for f in sorted(os.listdir(base)):
+        if not (f.startswith("light_") and f.endswith(".onnx")):
+            continue
+        name = f[:-len(".onnx")]
+        d = os.path.join(stage, name)
+        ds = os.path.join(d, "test_data_set_0")
+        os.makedirs(ds)
+        os.symlink(os.path.join(base, f), os.path.join(d, "model.onnx"))
+        model = onnx.load(os.path.join(base, f), load_external_data=False)
+        inits = {i.name for i in model.graph.initializer}
+        inputs = [i for i in model.graph.input if i.name not in inits]
+        for k, vi in enumerate(inputs):
+            if vi.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+                continue  # ONNX's runner makes float inputs only
+            with open(os.path.join(ds, "input_%d.pb" % k), "wb") as out:
+                out.write(numpy_helper.from_array(
+                    light_input(vi), vi.name).SerializeToString())
+        for k in range(len(model.graph.output)):
+            expected = os.path.join(base, "%s_output_%d.pb" % (name, k))
+            if os.path.exists(expected):
+                os.symlink(expected, os.path.join(ds, "output_%d.pb" % k))
+    _LIGHT_STAGE.append(stage)
+    return stage
+
+
 def discover(testdata, suites, name_filter, only=None):
     tests = []
     for suite in suites:
         base = os.path.join(testdata, suite)
         if not os.path.isdir(base):
             sys.exit("conformance.py: no test suite at %s" % base)
+        if suite == "light":
+            base = stage_light(base)
         for name in sorted(os.listdir(base)):
             d = os.path.join(base, name)
             if not os.path.isfile(os.path.join(d, "model.onnx")):

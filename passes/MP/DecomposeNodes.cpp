@@ -252,7 +252,12 @@ struct DecomposeNodesPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeQDQ, DecomposeLpNormalization>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // Only these rewrites: no folding, and constants stay where they are
+    // (the plan's buffers keep their order).
+    GreedyRewriteConfig config;
+    config.enableFolding(false).enableConstantCSE(false);
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
   }
 };

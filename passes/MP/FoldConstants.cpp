@@ -503,7 +503,10 @@ struct FoldConstantsPass
             failedInference = true;
             return;
           }
-          generic->replaceAllUsesWith(typed);
+          // A typed form may drop results nothing reads (Dropout's mask).
+          for (auto [from, to] :
+               llvm::zip(generic->getResults(), typed->getResults()))
+            from.replaceAllUsesWith(to);
           folded.push_back(op);
           return;
         }

@@ -294,6 +294,22 @@ OwningOpRef<ModuleOp> importModule(MLIRContext &context,
   return mp::importONNXFile(inputFilename, &context, options);
 }
 
+/// A pass manager for `module` with the command line's pass pipeline (and
+/// options); null after reporting a bad pipeline.
+std::unique_ptr<PassManager> cliPassManager(MLIRContext &context,
+                                            ModuleOp module) {
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  // Implicit nesting, as mlir-opt does: `--mp-infer-shapes` alone works.
+  auto pm =
+      std::make_unique<PassManager>(&context, module->getName().getStringRef(),
+                                    OpPassManager::Nesting::Implicit);
+  pm->enableVerifier(config.shouldVerifyPasses());
+  if (failed(applyPassManagerCLOptions(*pm)) ||
+      failed(config.setupPassPipeline(*pm)))
+    return nullptr;
+  return pm;
+}
+
 /// --emit=plan with dim ranges: the model compiled at the sample points of
 /// the ranges (rt::planSampling), the plans generalized into one
 /// dynamic-shape plan (rt::generalizePlans), written to `outputFilename`.
@@ -327,7 +343,6 @@ LogicalResult compileDynamicPlan(llvm::StringRef inputFilename,
     const std::vector<int64_t> &point = sampling->points[p];
     for (size_t s = 0; s < dimRanges.size(); ++s)
       options.dimParams[dimRanges[s].name] = point[s];
-    MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
     MLIRContext context(registry);
     context.printOpOnDiagnostic(false);
     mp::ONNXDiagnosticHandler diagnostics(&context, source, llvm::errs());
@@ -341,17 +356,14 @@ LogicalResult compileDynamicPlan(llvm::StringRef inputFilename,
         importModule(context, inputFilename, options, /*isONNX=*/true);
     if (!module)
       return note();
-    PassManager pm(&context, module.get()->getName().getStringRef(),
-                   OpPassManager::Nesting::Implicit);
-    pm.enableVerifier(config.shouldVerifyPasses());
-    if (failed(applyPassManagerCLOptions(pm)) ||
-        failed(config.setupPassPipeline(pm)))
+    std::unique_ptr<PassManager> pm = cliPassManager(context, *module);
+    if (!pm)
       return failure();
     mp::NHWCLayoutOptions layout;
     layout.dtypes.assign(channelsLast.begin(), channelsLast.end());
-    mp::buildCompilePipeline(pm, layout, fuseCalls,
+    mp::buildCompilePipeline(*pm, layout, fuseCalls,
                              p == largest ? fusionReportFile.getValue() : "");
-    if (failed(pm.run(*module)))
+    if (failed(pm->run(*module)))
       return note();
     std::optional<mp::rt::Plan> plan = mp::translateToPlan(
         *module, llvm::sys::path::filename(inputFilename), outputFilename);
@@ -441,13 +453,10 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
   if (!module)
     return failure();
 
-  // Implicit nesting, as mlir-opt does: `--mp-infer-shapes` alone works.
-  PassManager pm(&context, module.get()->getName().getStringRef(),
-                 OpPassManager::Nesting::Implicit);
-  pm.enableVerifier(config.shouldVerifyPasses());
-  if (failed(applyPassManagerCLOptions(pm)) ||
-      failed(config.setupPassPipeline(pm)))
+  std::unique_ptr<PassManager> passManager = cliPassManager(context, *module);
+  if (!passManager)
     return failure();
+  PassManager &pm = *passManager;
   std::string planPath;
   if (emitKind == EmitKind::Plan) {
     if (outputFilename == "-") {

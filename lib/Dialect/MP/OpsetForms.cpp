@@ -170,9 +170,96 @@ Operation *typedResizeOf(OnnxGenericOp op, OpBuilder &builder) {
   return builder.create(state);
 }
 
+/// The forms before opset 13 that the typed ops (of opset 13) do not take:
+/// Unsqueeze and Squeeze with an `axes` attribute (the typed ops' input),
+/// Softmax and LogSoftmax over the last axis (before 13 they flatten the
+/// input at `axis`, default 1: the same op when the dims after it are 1), and
+/// Dropout without a mask that is read (an identity in inference, before it
+/// had a training_mode input). The typed op has one result: the node's
+/// first (FoldConstants replaces that one).
+Operation *typedPre13FormOf(OnnxGenericOp op, OpBuilder &builder) {
+  StringRef opType = op.getOpType();
+  ValueRange inputs = op.getInputs();
+  // Dropout's mask, when nothing reads it, goes.
+  const bool unusedMask = opType == "Dropout" && op->getNumResults() == 2 &&
+                          op->getResult(1).use_empty();
+  if (inputs.empty() || (op->getNumResults() != 1 && !unusedMask))
+    return nullptr;
+  auto dataType = dyn_cast<RankedTensorType>(inputs[0].getType());
+  DictionaryAttr attrs = op.getOnnxAttrsAttr();
+  auto onlyAttrs = [&](std::initializer_list<StringRef> allowed) {
+    return !attrs || llvm::all_of(attrs, [&](NamedAttribute attr) {
+      return llvm::is_contained(allowed, attr.getName().getValue());
+    });
+  };
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(op);
+  auto finish = [&](OperationState &state) {
+    if (auto names = op->getAttrOfType<ArrayAttr>(MPDialect::kOutputNamesAttr))
+      state.addAttribute(MPDialect::kOutputNamesAttr,
+                         builder.getArrayAttr(names.getValue().take_front(1)));
+    state.addTypes(op->getResult(0).getType());
+    return builder.create(state);
+  };
+  if ((opType == "Unsqueeze" || opType == "Squeeze") && inputs.size() == 1 &&
+      onlyAttrs({"axes"})) {
+    auto axes = attrs ? attrs.getAs<DenseI64ArrayAttr>("axes") : nullptr;
+    if (!axes && opType == "Unsqueeze")
+      return nullptr;
+    OperationState state(op.getLoc(), opType == "Unsqueeze"
+                                          ? UnsqueezeOp::getOperationName()
+                                          : SqueezeOp::getOperationName());
+    state.addOperands(inputs[0]);
+    if (axes) {
+      auto type =
+          RankedTensorType::get({int64_t(axes.size())}, builder.getI64Type());
+      Value axesValue =
+          ConstantOp::create(builder, op.getLoc(), type,
+                             DenseIntElementsAttr::get(type, axes.asArrayRef()),
+                             FloatAttr(), DenseF32ArrayAttr(), IntegerAttr(),
+                             DenseI64ArrayAttr(), StringAttr(), ArrayAttr());
+      state.addOperands(axesValue);
+    } else {
+      Value none = NoneOp::create(builder, op.getLoc());
+      state.addOperands(none);
+    }
+    return finish(state);
+  }
+  if ((opType == "Softmax" || opType == "LogSoftmax") && inputs.size() == 1 &&
+      dataType && dataType.getRank() > 0 && onlyAttrs({"axis"})) {
+    auto axisAttr = attrs ? attrs.getAs<IntegerAttr>("axis") : nullptr;
+    int64_t axis = axisAttr ? axisAttr.getInt() : 1;
+    const int64_t rank = dataType.getRank();
+    if (axis < 0)
+      axis += rank;
+    // Over [axis, rank): the typed op's over `axis` when the dims after it
+    // are 1 (a classifier's [N, 1000, 1, 1]).
+    for (int64_t d = axis + 1; d < rank; ++d)
+      if (dataType.isDynamicDim(d) || dataType.getDimSize(d) != 1)
+        return nullptr; // a softmax over several dims: no typed form
+    if (axis < 0 || axis >= rank)
+      return nullptr;
+    OperationState state(op.getLoc(), opType == "Softmax"
+                                          ? SoftmaxOp::getOperationName()
+                                          : LogSoftmaxOp::getOperationName());
+    state.addOperands(inputs[0]);
+    state.addAttribute("axis", builder.getI64IntegerAttr(axis));
+    return finish(state);
+  }
+  if (opType == "Dropout" && onlyAttrs({"ratio", "is_test"})) {
+    OperationState state(op.getLoc(), IdentityOp::getOperationName());
+    state.addOperands(inputs[0]);
+    return finish(state);
+  }
+  return nullptr;
+}
+
 } // namespace
 
 Operation *typedFormOf(OnnxGenericOp op, OpBuilder &builder) {
+  if (op.getDomain().empty() && op.getVersion() < 13)
+    if (Operation *typed = typedPre13FormOf(op, builder))
+      return typed;
   if (op.getDomain().empty() && op.getOpType() == "Resize" &&
       op.getVersion() >= 18 && !op.getInputs().empty() &&
       op->getNumResults() == 1)

@@ -17,12 +17,16 @@ namespace {
 using rt::cpu::ElementwiseFn;
 using rt::cpu::ReduceFn;
 
-/// Ops that map one-to-one onto a culib.elementwise function.
+/// Ops that map one-to-one onto a culib.elementwise function: the one given
+/// (`fn`), or the one `fnOf` picks for the op (BitShift: by direction).
 template <typename OpTy>
 struct ElementwiseLowering : OpConversionPattern<OpTy> {
   ElementwiseLowering(const TypeConverter &tc, MLIRContext *ctx,
                       ElementwiseFn fn)
       : OpConversionPattern<OpTy>(tc, ctx), fn(fn) {}
+  ElementwiseLowering(const TypeConverter &tc, MLIRContext *ctx,
+                      ElementwiseFn (*fnOf)(OpTy))
+      : OpConversionPattern<OpTy>(tc, ctx), fnOf(fnOf) {}
   using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
   LogicalResult
   matchAndRewrite(OpTy op, OpAdaptor adaptor,
@@ -31,33 +35,21 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
                          op->getResult(0));
     culib::ElementwiseOp::create(
         rewriter, op.getLoc(), adaptor.getOperands(), out,
-        culib::ElementwiseFnAttr::get(rewriter.getContext(), fn), FloatAttr(),
-        FloatAttr());
+        culib::ElementwiseFnAttr::get(rewriter.getContext(),
+                                      fnOf ? fnOf(op) : fn),
+        FloatAttr(), FloatAttr());
     rewriter.replaceOp(op, out);
     return success();
   }
-  ElementwiseFn fn;
+  ElementwiseFn fn = ElementwiseFn::Identity;
+  ElementwiseFn (*fnOf)(OpTy) = nullptr;
 };
 
-/// BitShift: the direction picks the function.
-struct BitShiftLowering : OpConversionPattern<BitShiftOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(BitShiftOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value out =
-        allocFor(rewriter, *getTypeConverter(), op.getLoc(), op.getResult());
-    ElementwiseFn fn = op.getDirection() == "LEFT"
-                           ? ElementwiseFn::BitShiftLeft
-                           : ElementwiseFn::BitShiftRight;
-    culib::ElementwiseOp::create(
-        rewriter, op.getLoc(), adaptor.getOperands(), out,
-        culib::ElementwiseFnAttr::get(rewriter.getContext(), fn), FloatAttr(),
-        FloatAttr());
-    rewriter.replaceOp(op, out);
-    return success();
-  }
-};
+/// BitShift's function: its direction's.
+ElementwiseFn bitShiftFn(BitShiftOp op) {
+  return op.getDirection() == "LEFT" ? ElementwiseFn::BitShiftLeft
+                                     : ElementwiseFn::BitShiftRight;
+}
 
 struct ClipLowering : OpConversionPattern<ClipOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -390,7 +382,8 @@ void mp::populateElementwisePatterns(const TypeConverter &tc,
     if (!isa<FloatType>(element) && !(integer && integer.getWidth() > 1))
       os << "Clip takes float and integer tensors";
   });
-  addLowering<BitShiftLowering, BitShiftOp>(tc, patterns, lowerable);
+  addLowering<ElementwiseLowering<BitShiftOp>, BitShiftOp>(
+      tc, patterns, lowerable, &bitShiftFn);
   addRule<BitShiftOp>(lowerable, [](Operation *op, raw_ostream &os) {
     auto shift = cast<BitShiftOp>(op);
     auto integer = dyn_cast<IntegerType>(elementOf(shift.getC()));
