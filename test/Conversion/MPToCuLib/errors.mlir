@@ -46,7 +46,7 @@ func.func @args(%x: tensor<*xf32>) {
 // -----
 
 func.func @strings(%x: tensor<2xf32>) -> tensor<2x!mp.string> {
-  // CHECK: error: {{.*}}cannot lower mp.cast at node 'to_text': element type '!mp.string' has no runtime buffers (numbers and bool only)
+  // CHECK: error: {{.*}}cannot lower mp.cast at node 'to_text': element type '!mp.string' has no runtime buffers (numbers, bool and the narrow types only)
   %0 = mp.cast %x {to = 8 : i64} : (tensor<2xf32>) -> tensor<2x!mp.string> loc("to_text")
   return %0 : tensor<2x!mp.string>
 }
