@@ -170,6 +170,220 @@ Operation *typedResizeOf(OnnxGenericOp op, OpBuilder &builder) {
   return builder.create(state);
 }
 
+/// An i64 list constant before `op`.
+Value i64Constant(OpBuilder &builder, Location loc, ArrayRef<int64_t> values) {
+  auto type =
+      RankedTensorType::get({int64_t(values.size())}, builder.getI64Type());
+  return ConstantOp::create(builder, loc, type,
+                            DenseIntElementsAttr::get(type, values),
+                            FloatAttr(), DenseF32ArrayAttr(), IntegerAttr(),
+                            DenseI64ArrayAttr(), StringAttr(), ArrayAttr());
+}
+
+/// The forms of opsets 1-6 (older exporters, ONNX's pytorch-converted and
+/// pytorch-operator test models) whose typed op came later with the same
+/// computation, or with attributes that became inputs:
+///  * Add, Sub, Mul, Div, Pow with the legacy `broadcast` (B onto A from
+///    `axis`; without axis from the end: numpy's rule) -> the typed op, B
+///    reshaped with trailing 1s when `axis` is given;
+///  * Sum, Max, Min, Mean (equal shapes), Gemm (`broadcast` of C),
+///    MaxPool-1, AveragePool-1 and BatchNormalization-6 in test mode -> the
+///    typed op without the attributes that said so (and the outputs the
+///    typed op always has);
+///  * PRelu-6 with a slope per channel -> the slope reshaped onto dim 1;
+///    Clip-6 -> its `min` / `max` as constant inputs;
+///  * ReduceSum (`axes`), Pad-2 (`pads`, `value`), Slice-1 (`starts`,
+///    `ends`, `axes`) and Split-2 (`split`) -> the typed op with those as
+///    constant inputs.
+/// `consumed_inputs` (opsets < 6) said nothing about the values.
+Operation *typedLegacyFormOf(OnnxGenericOp op, OpBuilder &builder) {
+  StringRef opType = op.getOpType();
+  ValueRange inputs = op.getInputs();
+  auto *dialect = op->getContext()->getLoadedDialect<MPDialect>();
+  auto info = dialect->getOnnxOpTable().find(opType);
+  if (info == dialect->getOnnxOpTable().end() ||
+      op.getVersion() >= info->second.sinceVersion || inputs.empty())
+    return nullptr;
+  DictionaryAttr attrs = op.getOnnxAttrsAttr();
+  auto intAttr = [&](StringRef name) -> std::optional<int64_t> {
+    auto a = attrs ? attrs.getAs<IntegerAttr>(name) : IntegerAttr();
+    return a ? std::optional<int64_t>(a.getInt()) : std::nullopt;
+  };
+  auto intsAttr = [&](StringRef name) -> std::optional<ArrayRef<int64_t>> {
+    auto a = attrs ? attrs.getAs<DenseI64ArrayAttr>(name) : nullptr;
+    return a ? std::optional<ArrayRef<int64_t>>(a.asArrayRef()) : std::nullopt;
+  };
+  // The attributes the typed op keeps, and those this form drops.
+  SmallVector<NamedAttribute> kept;
+  auto sortAttrs = [&](std::initializer_list<StringRef> keep,
+                       std::initializer_list<StringRef> drop) {
+    if (!attrs)
+      return true;
+    for (NamedAttribute a : attrs) {
+      StringRef name = a.getName().getValue();
+      if (llvm::is_contained(keep, name))
+        kept.push_back(a);
+      else if (!llvm::is_contained(drop, name) && name != "consumed_inputs")
+        return false;
+    }
+    return true;
+  };
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  SmallVector<Value> operands(inputs.begin(), inputs.end());
+  static constexpr llvm::StringLiteral kBinary[] = {"Add", "Sub", "Mul", "Div",
+                                                    "Pow"};
+  static constexpr llvm::StringLiteral kVariadic[] = {"Sum", "Max", "Min",
+                                                      "Mean"};
+  if (llvm::is_contained(kBinary, opType) && inputs.size() == 2) {
+    if (!sortAttrs({}, {"broadcast", "axis"}))
+      return nullptr;
+    std::optional<int64_t> axis = intAttr("axis");
+    if (axis && intAttr("broadcast").value_or(0) == 1) {
+      auto a = dyn_cast<RankedTensorType>(inputs[0].getType());
+      auto b = dyn_cast<RankedTensorType>(inputs[1].getType());
+      if (!a || !b || !b.hasStaticShape())
+        return nullptr;
+      int64_t start = *axis < 0 ? *axis + a.getRank() : *axis;
+      int64_t trailing = a.getRank() - start - b.getRank();
+      if (start < 0 || trailing < 0)
+        return nullptr;
+      if (trailing > 0) {
+        SmallVector<int64_t> shape(b.getShape());
+        shape.append(trailing, 1);
+        OperationState reshape(loc, ReshapeOp::getOperationName());
+        reshape.addOperands({inputs[1], i64Constant(builder, loc, shape)});
+        reshape.addTypes(RankedTensorType::get(shape, b.getElementType()));
+        operands[1] = builder.create(reshape)->getResult(0);
+      }
+    }
+  } else if (llvm::is_contained(kVariadic, opType)) {
+    if (!sortAttrs({}, {}))
+      return nullptr;
+  } else if (opType == "PRelu" && inputs.size() == 2) {
+    if (!sortAttrs({}, {}))
+      return nullptr;
+    // PRelu-6's slope of C values is per channel (dim 1): [C, 1, ...].
+    auto x = dyn_cast<RankedTensorType>(inputs[0].getType());
+    auto slope = dyn_cast<RankedTensorType>(inputs[1].getType());
+    if (!x || !slope || !slope.hasStaticShape())
+      return nullptr;
+    if (slope.getRank() == 1 && x.getRank() > 2 && slope.getDimSize(0) > 1) {
+      if (x.isDynamicDim(1) || x.getDimSize(1) != slope.getDimSize(0))
+        return nullptr;
+      SmallVector<int64_t> shape(x.getRank() - 1, 1);
+      shape[0] = slope.getDimSize(0);
+      OperationState reshape(loc, ReshapeOp::getOperationName());
+      reshape.addOperands({inputs[1], i64Constant(builder, loc, shape)});
+      reshape.addTypes(RankedTensorType::get(shape, slope.getElementType()));
+      operands[1] = builder.create(reshape)->getResult(0);
+    }
+  } else if (opType == "Clip" && inputs.size() == 1) {
+    // Clip-6: the bounds as attributes (absent: unbounded).
+    auto x = dyn_cast<RankedTensorType>(inputs[0].getType());
+    if (!x || !isa<FloatType>(x.getElementType()) ||
+        !sortAttrs({}, {"min", "max"}))
+      return nullptr;
+    auto scalar = RankedTensorType::get({}, x.getElementType());
+    for (StringRef bound : {"min", "max"}) {
+      auto value = attrs ? attrs.getAs<FloatAttr>(bound) : FloatAttr();
+      if (!value) {
+        operands.push_back(NoneOp::create(builder, loc));
+        continue;
+      }
+      operands.push_back(ConstantOp::create(
+          builder, loc, scalar,
+          DenseElementsAttr::get(
+              scalar,
+              FloatAttr::get(x.getElementType(), value.getValueAsDouble())),
+          FloatAttr(), DenseF32ArrayAttr(), IntegerAttr(), DenseI64ArrayAttr(),
+          StringAttr(), ArrayAttr()));
+    }
+  } else if (opType == "Gemm") {
+    if (!sortAttrs({"alpha", "beta", "transA", "transB"}, {"broadcast"}))
+      return nullptr;
+  } else if (opType == "MaxPool" || opType == "AveragePool") {
+    if (!sortAttrs({"auto_pad", "kernel_shape", "pads", "strides"}, {}))
+      return nullptr;
+  } else if (opType == "BatchNormalization") {
+    // Test mode (inference), per channel: the typed op's computation.
+    if (intAttr("is_test").value_or(0) != 1 ||
+        intAttr("spatial").value_or(1) != 1 ||
+        !sortAttrs({"epsilon", "momentum"}, {"is_test", "spatial"}))
+      return nullptr;
+  } else if (opType == "ReduceSum" && inputs.size() == 1) {
+    if (!sortAttrs({"keepdims"}, {"axes"}))
+      return nullptr;
+    if (std::optional<ArrayRef<int64_t>> axes = intsAttr("axes"))
+      operands.push_back(i64Constant(builder, loc, *axes));
+  } else if (opType == "Pad" && inputs.size() == 1) {
+    std::optional<ArrayRef<int64_t>> pads = intsAttr("pads");
+    if (!pads || !sortAttrs({"mode"}, {"pads", "value"}))
+      return nullptr;
+    auto data = dyn_cast<RankedTensorType>(inputs[0].getType());
+    auto valueAttr = attrs ? attrs.getAs<FloatAttr>("value") : FloatAttr();
+    if (!data || (valueAttr && !isa<FloatType>(data.getElementType())))
+      return nullptr;
+    operands.push_back(i64Constant(builder, loc, *pads));
+    if (valueAttr) {
+      auto scalar = RankedTensorType::get({}, data.getElementType());
+      operands.push_back(ConstantOp::create(
+          builder, loc, scalar,
+          DenseElementsAttr::get(scalar,
+                                 FloatAttr::get(data.getElementType(),
+                                                valueAttr.getValueAsDouble())),
+          FloatAttr(), DenseF32ArrayAttr(), IntegerAttr(), DenseI64ArrayAttr(),
+          StringAttr(), ArrayAttr()));
+    } else {
+      operands.push_back(NoneOp::create(builder, loc));
+    }
+  } else if (opType == "Slice" && inputs.size() == 1) {
+    std::optional<ArrayRef<int64_t>> starts = intsAttr("starts"),
+                                     ends = intsAttr("ends");
+    if (!starts || !ends || !sortAttrs({}, {"starts", "ends", "axes"}))
+      return nullptr;
+    operands.push_back(i64Constant(builder, loc, *starts));
+    operands.push_back(i64Constant(builder, loc, *ends));
+    if (std::optional<ArrayRef<int64_t>> axes = intsAttr("axes"))
+      operands.push_back(i64Constant(builder, loc, *axes));
+    else
+      operands.push_back(NoneOp::create(builder, loc));
+    operands.push_back(NoneOp::create(builder, loc)); // steps
+  } else if (opType == "Split" && inputs.size() == 1) {
+    if (!sortAttrs({"axis"}, {"split"}))
+      return nullptr;
+    if (std::optional<ArrayRef<int64_t>> split = intsAttr("split"))
+      operands.push_back(i64Constant(builder, loc, *split));
+    else
+      operands.push_back(NoneOp::create(builder, loc));
+  } else {
+    return nullptr;
+  }
+  OperationState state(loc, info->second.opName.getStringRef());
+  state.addOperands(operands);
+  state.addAttributes(kept);
+  SmallVector<Type> types(op->getResultTypes());
+  // Outputs the typed op always has and the old form had not (unnamed).
+  if (opType == "MaxPool" && types.size() == 1) {
+    auto y = dyn_cast<RankedTensorType>(types[0]);
+    if (!y)
+      return nullptr;
+    types.push_back(RankedTensorType::get(y.getShape(), builder.getI64Type()));
+  } else if (opType == "BatchNormalization" && types.size() == 1 &&
+             inputs.size() == 5) {
+    types.push_back(inputs[3].getType());
+    types.push_back(inputs[4].getType());
+  }
+  if (auto names = op->getAttrOfType<ArrayAttr>(MPDialect::kOutputNamesAttr)) {
+    SmallVector<Attribute> all(names.getValue());
+    all.resize(types.size(), builder.getStringAttr(""));
+    state.addAttribute(MPDialect::kOutputNamesAttr, builder.getArrayAttr(all));
+  }
+  state.addTypes(types);
+  return builder.create(state);
+}
+
 /// The forms before opset 13 that the typed ops (of opset 13) do not take:
 /// Unsqueeze and Squeeze with an `axes` attribute (the typed ops' input),
 /// Softmax and LogSoftmax over the last axis (before 13 they flatten the
@@ -183,8 +397,10 @@ Operation *typedPre13FormOf(OnnxGenericOp op, OpBuilder &builder) {
   // Dropout's mask, when nothing reads it, goes.
   const bool unusedMask = opType == "Dropout" && op->getNumResults() == 2 &&
                           op->getResult(1).use_empty();
-  if (inputs.empty() || (op->getNumResults() != 1 && !unusedMask))
+  if (inputs.empty())
     return nullptr;
+  if (op->getNumResults() != 1 && !unusedMask)
+    return typedLegacyFormOf(op, builder); // Split-2
   auto dataType = dyn_cast<RankedTensorType>(inputs[0].getType());
   DictionaryAttr attrs = op.getOnnxAttrsAttr();
   auto onlyAttrs = [&](std::initializer_list<StringRef> allowed) {
@@ -251,7 +467,7 @@ Operation *typedPre13FormOf(OnnxGenericOp op, OpBuilder &builder) {
     state.addOperands(inputs[0]);
     return finish(state);
   }
-  return nullptr;
+  return typedLegacyFormOf(op, builder);
 }
 
 } // namespace
