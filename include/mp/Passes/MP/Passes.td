@@ -66,6 +66,12 @@ def FoldConstants : Pass<"mp-fold-constants", "mlir::func::FuncOp"> {
     With the input shapes fixed, this turns the run-time shape arithmetic
     of exported models (Shape -> Gather -> Concat -> Reshape) into static
     shapes, which plans need.
+
+    Nodes in a form of another opset than the typed op's become the typed
+    op (include/mp/Dialect/MP/OpsetForms.h): opset 18's axes inputs,
+    Resize-18's `axes`, and the forms of opsets 1-12 (legacy `broadcast`,
+    attribute axes, pads, starts and splits, Softmax before 13, Dropout in
+    inference), once what they need is constant.
   }];
   let options = [
     Option<"maxElements", "max-elements", "unsigned", "65536",
