@@ -295,10 +295,11 @@ OwningOpRef<ModuleOp> importModule(MLIRContext &context,
 }
 
 /// A pass manager for `module` with the command line's pass pipeline (and
-/// options); null after reporting a bad pipeline.
+/// options, from `config`, which must outlive the run: the passes may point
+/// into it); null after reporting a bad pipeline.
 std::unique_ptr<PassManager> cliPassManager(MLIRContext &context,
-                                            ModuleOp module) {
-  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+                                            ModuleOp module,
+                                            MlirOptMainConfig &config) {
   // Implicit nesting, as mlir-opt does: `--mp-infer-shapes` alone works.
   auto pm =
       std::make_unique<PassManager>(&context, module->getName().getStringRef(),
@@ -343,6 +344,7 @@ LogicalResult compileDynamicPlan(llvm::StringRef inputFilename,
     const std::vector<int64_t> &point = sampling->points[p];
     for (size_t s = 0; s < dimRanges.size(); ++s)
       options.dimParams[dimRanges[s].name] = point[s];
+    MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
     MLIRContext context(registry);
     context.printOpOnDiagnostic(false);
     mp::ONNXDiagnosticHandler diagnostics(&context, source, llvm::errs());
@@ -356,7 +358,7 @@ LogicalResult compileDynamicPlan(llvm::StringRef inputFilename,
         importModule(context, inputFilename, options, /*isONNX=*/true);
     if (!module)
       return note();
-    std::unique_ptr<PassManager> pm = cliPassManager(context, *module);
+    std::unique_ptr<PassManager> pm = cliPassManager(context, *module, config);
     if (!pm)
       return failure();
     mp::NHWCLayoutOptions layout;
@@ -453,7 +455,8 @@ LogicalResult runOnONNX(llvm::StringRef inputFilename,
   if (!module)
     return failure();
 
-  std::unique_ptr<PassManager> passManager = cliPassManager(context, *module);
+  std::unique_ptr<PassManager> passManager =
+      cliPassManager(context, *module, config);
   if (!passManager)
     return failure();
   PassManager &pm = *passManager;
