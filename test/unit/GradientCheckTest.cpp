@@ -398,8 +398,9 @@ func.func @main(%x: tensor<2x3x4xf32> {mp.name = "x"}, %g: tensor<3x4xf32> {mp.n
   return %y : tensor<2x3x4xf32>
 })";
 
-// The function ops of opsets 20-23, imported as their ONNX function bodies:
-// training goes through the gradient rules of the ops in them.
+// The function ops of opsets 20-23. Gelu, RMSNormalization and
+// GroupNormalization import as typed ops with gradient rules of their own;
+// Attention imports as its ONNX function body, whose ops have theirs.
 const char *kGelu20 = R"(<ir_version: 10, opset_import: ["" : 20]>
 g (float[3, 4] x) => (float[3, 4] y, float[3, 4] t) {
   y = Gelu (x)
@@ -408,6 +409,10 @@ g (float[3, 4] x) => (float[3, 4] y, float[3, 4] t) {
 const char *kRMSNorm23 = R"(<ir_version: 10, opset_import: ["" : 23]>
 g (float[2, 3, 8] x, float[8] scale) => (float[2, 3, 8] y) {
   y = RMSNormalization <epsilon = 1e-5> (x, scale)
+})";
+const char *kRMSNorm23Axis1 = R"(<ir_version: 10, opset_import: ["" : 23]>
+g (float[2, 3, 8] x, float[1, 8] scale) => (float[2, 3, 8] y) {
+  y = RMSNormalization <axis = 1, epsilon = 1e-3> (x, scale)
 })";
 const char *kGroupNorm21 = R"(<ir_version: 10, opset_import: ["" : 21]>
 g (float[2, 4, 3, 3] x, float[4] scale, float[4] bias) => (float[2, 4, 3, 3] y) {
@@ -420,10 +425,12 @@ g (float[1, 2, 4, 8] q, float[1, 2, 5, 8] k, float[1, 2, 5, 8] v) => (float[1, 2
 
 } // namespace
 
-TEST_CASE("gradients: function ops of opsets 20-23 through their bodies",
+TEST_CASE("gradients: Gelu-20, RMSNormalization-23, GroupNormalization-21, "
+          "Attention-23",
           "[gradcheck]") {
   check({"gelu-20", kGelu20});
   check({"rms-norm-23", kRMSNorm23});
+  check({"rms-norm-23-axis-1", kRMSNorm23Axis1});
   check({"group-norm-21", kGroupNorm21});
   check({"attention-23", kAttention23});
 }

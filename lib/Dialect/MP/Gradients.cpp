@@ -759,6 +759,125 @@ LogicalResult gradLayerNorm(LayerNormalizationOp op, GradBuilder &g,
   return success();
 }
 
+/// A norm's `epsilon`, ONNX's default 1e-5 when absent.
+template <typename NormOp> double epsilonOf(NormOp op) {
+  std::optional<APFloat> epsilon = op.getEpsilon();
+  return epsilon ? epsilon->convertToDouble() : 1e-5;
+}
+
+/// RMSNormalization: y = x * r * scale, r = 1 / sqrt(mean(x^2) + eps) over
+/// the dims from `axis`. dX = r * (g - x * r^2 * mean(g * x)), g = dY * scale;
+/// r is recomputed from x.
+LogicalResult gradRMSNorm(RMSNormalizationOp op, GradBuilder &g,
+                          ArrayRef<Value> dR, Grads &dO) {
+  Value x = op.getX(), scale = op.getScale(), dy = dR[0];
+  if (elementOf(dy) != elementOf(x))
+    return op.emitError("the gradient of RMSNormalization needs Y of X's type");
+  int64_t rank = shapeOf(x).size();
+  int64_t axis = normalizeAxis(int64_t(op.getAxis().value_or(-1)), rank);
+  SmallVector<int64_t> normalized;
+  for (int64_t i = axis; i < rank; ++i)
+    normalized.push_back(i);
+  auto meanOver = [&](Value v) {
+    SmallVector<int64_t> kept(shapeOf(v));
+    for (int64_t a : normalized)
+      kept[a] = 1;
+    auto type = RankedTensorType::get(kept, elementOf(v));
+    return Value(ReduceMeanOp::create(g.b, type, v,
+                                      g.b.getDenseI64ArrayAttr(normalized),
+                                      g.b.getI64IntegerAttr(1)));
+  };
+  Type element = elementOf(x);
+  Value meanSquare =
+      g.add(meanOver(g.mul(x, x)), g.scalar(element, epsilonOf(op)));
+  Value root = SqrtOp::create(g.b, meanSquare.getType(), meanSquare);
+  Value r = ReciprocalOp::create(g.b, root.getType(), root);
+  Value gy = g.mul(dy, scale);
+  Value correction = g.mul(g.mul(x, g.mul(r, r)), meanOver(g.mul(gy, x)));
+  dO[0] = g.mul(r, g.sub(gy, correction));
+  dO[1] = g.unbroadcast(g.mul(dy, g.mul(x, r)), scale.getType());
+  return success();
+}
+
+/// GroupNormalization-21: the statistics of each image's group of channels
+/// (x as [N, G, C/G * spatial]); dX as for a layer norm over each group, with
+/// g = dY * scale[c]; dScale and dBias summed over N and the spatial dims.
+LogicalResult gradGroupNorm(GroupNormalizationOp op, GradBuilder &g,
+                            ArrayRef<Value> dR, Grads &dO) {
+  Value x = op.getX(), dy = dR[0];
+  ArrayRef<int64_t> shape = shapeOf(x);
+  int64_t rank = shape.size(), groups = op.getNumGroups();
+  int64_t n = shape[0], c = shape[1];
+  if (rank < 2 || groups < 1 || c % groups)
+    return op.emitError("GroupNormalization: num_groups must divide C");
+  int64_t perGroup = 1;
+  for (int64_t i = 1; i < rank; ++i)
+    perGroup *= shape[i];
+  perGroup /= groups;
+  SmallVector<int64_t> grouped = {n, groups, perGroup};
+  auto meanOverGroup = [&](Value v) {
+    auto type = RankedTensorType::get({n, groups, 1}, elementOf(v));
+    return Value(ReduceMeanOp::create(
+        g.b, type, v, g.b.getDenseI64ArrayAttr({2}), g.b.getI64IntegerAttr(1)));
+  };
+  // One value per channel, broadcast over [N, C, spatial...].
+  SmallVector<int64_t> perChannel(rank - 1, 1);
+  perChannel[0] = c;
+  Type element = elementOf(x);
+  Value xg = g.reshape(x, grouped);
+  Value centred = g.sub(xg, meanOverGroup(xg));
+  Value variance = g.add(meanOverGroup(g.mul(centred, centred)),
+                         g.scalar(element, epsilonOf(op)));
+  Value root = SqrtOp::create(g.b, variance.getType(), variance);
+  Value invStd = ReciprocalOp::create(g.b, root.getType(), root);
+  Value xhatGrouped = g.mul(centred, invStd);
+  Value gy =
+      g.reshape(g.mul(dy, g.reshape(op.getScale(), perChannel)), grouped);
+  Value dxGrouped = g.mul(
+      invStd, g.sub(g.sub(gy, meanOverGroup(gy)),
+                    g.mul(xhatGrouped, meanOverGroup(g.mul(gy, xhatGrouped)))));
+  dO[0] = g.reshape(dxGrouped, shape);
+  SmallVector<int64_t> allButChannels = {0};
+  for (int64_t i = 2; i < rank; ++i)
+    allButChannels.push_back(i);
+  Value xhat = g.reshape(xhatGrouped, shape);
+  dO[1] = g.sum(g.mul(dy, xhat), allButChannels, /*keepDims=*/false);
+  dO[2] = g.sum(dy, allButChannels, /*keepDims=*/false);
+  return success();
+}
+
+/// Gelu: y = x * Phi(x). Exact: dy/dx = Phi(x) + x * phi(x). With the tanh
+/// approximation y = x/2 * (1 + t), t = tanh(u), u = k (x + 0.044715 x^3),
+/// k = sqrt(2/pi): dy/dx = (1 + t)/2 + x/2 * (1 - t^2) * k (1 + 3 * 0.044715
+/// x^2).
+LogicalResult gradGelu(GeluOp op, GradBuilder &g, ArrayRef<Value> dR,
+                       Grads &dO) {
+  Value x = op.getX();
+  Type element = elementOf(x);
+  auto c = [&](double v) { return g.scalar(element, v); };
+  Value derivative;
+  if (op.getApproximate().value_or("none") == "tanh") {
+    constexpr double kCubic = 0.044715;
+    const double k = std::sqrt(2.0 / M_PI);
+    Value x2 = g.mul(x, x);
+    Value u = g.scale(g.add(x, g.scale(g.mul(x2, x), kCubic)), k);
+    Value t = TanhOp::create(g.b, x.getType(), u);
+    Value half = g.scale(g.add(c(1.0), t), 0.5);
+    Value du = g.scale(g.add(c(1.0), g.scale(x2, 3.0 * kCubic)), k);
+    derivative = g.add(
+        half, g.mul(g.scale(x, 0.5), g.mul(g.sub(c(1.0), g.mul(t, t)), du)));
+  } else {
+    Value erf = ErfOp::create(g.b, x.getType(), g.scale(x, M_SQRT1_2));
+    Value cdf = g.scale(g.add(c(1.0), erf), 0.5);
+    Value pdf =
+        g.scale(ExpOp::create(g.b, x.getType(), g.scale(g.mul(x, x), -0.5)),
+                1.0 / std::sqrt(2.0 * M_PI));
+    derivative = g.add(cdf, g.mul(x, pdf));
+  }
+  dO[0] = g.mul(dR[0], derivative);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
@@ -842,6 +961,9 @@ void mp::registerGradientModels(DialectRegistry &registry) {
     attach<GatherOp, gradGather>(ctx);
     attach<ConcatOp, gradConcat>(ctx);
     attach<LayerNormalizationOp, gradLayerNorm>(ctx);
+    attach<RMSNormalizationOp, gradRMSNorm>(ctx);
+    attach<GroupNormalizationOp, gradGroupNorm>(ctx);
+    attach<GeluOp, gradGelu>(ctx);
     attach<SplitOp, gradSplit>(ctx);
     attach<SliceOp, gradSlice>(ctx);
     attach<SoftmaxCrossEntropyLossOp, gradSoftmaxCrossEntropy>(ctx);

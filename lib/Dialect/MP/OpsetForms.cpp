@@ -202,7 +202,7 @@ Operation *typedLegacyFormOf(OnnxGenericOp op, OpBuilder &builder) {
   auto *dialect = op->getContext()->getLoadedDialect<MPDialect>();
   auto info = dialect->getOnnxOpTable().find(opType);
   if (info == dialect->getOnnxOpTable().end() ||
-      op.getVersion() >= info->second.sinceVersion || inputs.empty())
+      int64_t(op.getVersion()) >= info->second.sinceVersion || inputs.empty())
     return nullptr;
   DictionaryAttr attrs = op.getOnnxAttrsAttr();
   auto intAttr = [&](StringRef name) -> std::optional<int64_t> {

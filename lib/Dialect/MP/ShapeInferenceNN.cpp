@@ -301,6 +301,20 @@ LogicalResult shape::inferLayerNorm(ShapeContext &ctx,
   return success();
 }
 
+/// RMSNormalization: X's shape; Y has scale's element type (ONNX's V).
+LogicalResult shape::inferRmsNorm(ShapeContext &ctx,
+                                  SmallVectorImpl<Type> &results) {
+  Dims x = ctx.getDims(0);
+  if (x && failed(normalizeAxis(ctx, ctx.getInt("axis", -1), x->size())))
+    return failure();
+  if (!getTypeForOnnxDataType(ctx.getContext(), ctx.getInt("stash_type", 1)))
+    return ctx.emitError("unknown stash_type");
+  Type element = ctx.getElementType(1);
+  results.push_back(
+      ctx.makeTensor(x, element ? element : ctx.getElementType(0)));
+  return success();
+}
+
 SmallVector<int64_t>
 mp::explicitWindowPads(StringRef autoPad, std::optional<ArrayRef<int64_t>> pads,
                        ArrayRef<int64_t> in, ArrayRef<int64_t> out,

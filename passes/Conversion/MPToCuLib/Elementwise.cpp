@@ -51,6 +51,13 @@ ElementwiseFn bitShiftFn(BitShiftOp op) {
                                      : ElementwiseFn::BitShiftRight;
 }
 
+/// Gelu's function: exact (erf) or the tanh approximation.
+ElementwiseFn geluFn(GeluOp op) {
+  return op.getApproximate().value_or("none") == "tanh"
+             ? ElementwiseFn::GeluTanh
+             : ElementwiseFn::Gelu;
+}
+
 struct ClipLowering : OpConversionPattern<ClipOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -392,6 +399,14 @@ void mp::populateElementwisePatterns(const TypeConverter &tc,
          << shift.getDirection() << "\"";
     else if (!integer || !integer.isUnsigned())
       os << "BitShift takes unsigned integers";
+  });
+  addLowering<ElementwiseLowering<GeluOp>, GeluOp>(tc, patterns, lowerable,
+                                                   &geluFn);
+  addRule<GeluOp>(lowerable, [](Operation *op, raw_ostream &os) {
+    StringRef approximate = cast<GeluOp>(op).getApproximate().value_or("none");
+    if (approximate != "none" && approximate != "tanh")
+      os << "approximate must be \"none\" or \"tanh\", not \"" << approximate
+         << "\"";
   });
   addLowering<IsInfLowering, IsInfOp>(tc, patterns, lowerable);
   addLowering<ModLowering, ModOp>(tc, patterns, lowerable);

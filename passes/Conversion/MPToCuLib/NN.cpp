@@ -282,6 +282,32 @@ struct LayerNormLowering : OpConversionPattern<LayerNormalizationOp> {
   }
 };
 
+struct RMSNormLowering : OneCallLowering<RMSNormalizationOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(RMSNormalizationOp op) const override { return op.getY(); }
+  void buildCall(RMSNormalizationOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
+    int64_t rank = shapeOf(op.getX()).size();
+    culib::RMSNormOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), adaptor.getScale(), out,
+        rewriter.getI64IntegerAttr(
+            normalizeAxis(op.getAxis().value_or(-1), rank)),
+        rewriter.getF32FloatAttr(floatAttrOr(op, "epsilon", 1e-5f)));
+  }
+};
+
+struct GroupNormLowering : OneCallLowering<GroupNormalizationOp> {
+  using OneCallLowering::OneCallLowering;
+  Value result(GroupNormalizationOp op) const override { return op.getY(); }
+  void buildCall(GroupNormalizationOp op, OpAdaptor adaptor, Value out,
+                 ConversionPatternRewriter &rewriter) const override {
+    culib::GroupNormOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), adaptor.getScale(),
+        adaptor.getBias(), out, rewriter.getI64IntegerAttr(op.getNumGroups()),
+        rewriter.getF32FloatAttr(floatAttrOr(op, "epsilon", 1e-5f)));
+  }
+};
+
 struct InstanceNormLowering : OneCallLowering<InstanceNormalizationOp> {
   using OneCallLowering::OneCallLowering;
   Value result(InstanceNormalizationOp op) const override {
@@ -473,6 +499,32 @@ void mp::populateNNPatterns(const TypeConverter &tc,
   addRule<LayerNormalizationOp>(lowerable, [](Operation *op, raw_ostream &os) {
     if (intAttrOr(op, "stash_type", 1) != 1)
       os << "only stash_type 1 (f32 statistics) is supported";
+  });
+  addLowering<RMSNormLowering, RMSNormalizationOp>(tc, patterns, lowerable);
+  addRule<RMSNormalizationOp>(lowerable, [](Operation *op, raw_ostream &os) {
+    auto norm = cast<RMSNormalizationOp>(op);
+    if (intAttrOr(op, "stash_type", 1) != 1)
+      os << "only stash_type 1 (f32 statistics) is supported";
+    else if (elementOf(norm.getY()) != elementOf(norm.getX()))
+      os << "Y's element type must be X's (scale's is '"
+         << elementOf(norm.getScale()) << "', X's '" << elementOf(norm.getX())
+         << "')";
+  });
+  addLowering<GroupNormLowering, GroupNormalizationOp>(tc, patterns, lowerable);
+  addRule<GroupNormalizationOp>(lowerable, [](Operation *op, raw_ostream &os) {
+    auto norm = cast<GroupNormalizationOp>(op);
+    ArrayRef<int64_t> x = shapeOf(norm.getX());
+    int64_t groups = norm.getNumGroups();
+    if (intAttrOr(op, "stash_type", 1) != 1)
+      os << "only stash_type 1 (f32 statistics) is supported";
+    else if (x.size() < 2)
+      os << "X needs rank >= 2 ([N, C, ...])";
+    else if (groups < 1 || x[1] % groups)
+      os << "num_groups " << groups << " does not divide the " << x[1]
+         << " channels";
+    else if (shapeOf(norm.getScale()) != ArrayRef<int64_t>{x[1]} ||
+             shapeOf(norm.getBias()) != ArrayRef<int64_t>{x[1]})
+      os << "scale and bias must hold one value per channel ([" << x[1] << "])";
   });
   addLowering<InstanceNormLowering, InstanceNormalizationOp>(tc, patterns,
                                                              lowerable);

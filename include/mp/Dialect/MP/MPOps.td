@@ -173,6 +173,9 @@ def MP_SoftplusOp : MP_UnaryOp<"softplus", "Softplus", 1>;
 def MP_SoftsignOp : MP_UnaryOp<"softsign", "Softsign", 1>;
 def MP_HardSwishOp : MP_UnaryOp<"hard_swish", "HardSwish", 14>;
 def MP_NotOp : MP_UnaryOp<"not", "Not", 1, MP_BoolTensor>;
+// Gelu-20: `approximate` "none" (x * Phi(x), with erf) or "tanh".
+def MP_GeluOp : MP_UnaryOp<"gelu", "Gelu", 20, MP_FloatTensor,
+                           (ins MP_OptStr:$approximate)>;
 def MP_LeakyReluOp : MP_UnaryOp<"leaky_relu", "LeakyRelu", 6, MP_FloatTensor,
                                 (ins MP_OptFloat:$alpha)>;
 def MP_EluOp : MP_UnaryOp<"elu", "Elu", 6, MP_FloatTensor,
@@ -385,6 +388,29 @@ def MP_LayerNormalizationOp : MP_OnnxOp<"layer_normalization",
                        MP_OptFloat:$epsilon, MP_OptInt:$stash_type);
   let results = (outs MP_FloatTensor:$Y, MP_FloatTensor:$Mean,
                       MP_FloatTensor:$InvStdDev);
+}
+
+// RMSNormalization-23: y = x / sqrt(mean(x^2) + epsilon) * scale over the
+// dims from `axis`; the statistics in stash_type (f32 or wider). Y takes
+// scale's element type.
+def MP_RMSNormalizationOp : MP_OnnxOp<"rms_normalization",
+    "RMSNormalization", 23, "inferRmsNorm", 2, 1> {
+  let arguments = (ins MP_FloatTensor:$X, MP_FloatTensor:$scale,
+                       MP_OptInt:$axis, MP_OptFloat:$epsilon,
+                       MP_OptInt:$stash_type);
+  let results = (outs MP_FloatTensor:$Y);
+}
+
+// GroupNormalization-21: X [N, C, D...] in `num_groups` groups of channels,
+// normalized over each group's channels and spatial dims, then scale[c] and
+// bias[c] per channel. (Version 18's per-group scale and bias import as the
+// function body.)
+def MP_GroupNormalizationOp : MP_OnnxOp<"group_normalization",
+    "GroupNormalization", 21, "inferSameAsFirst", 3, 1> {
+  let arguments = (ins MP_FloatTensor:$X, MP_FloatTensor:$scale,
+                       MP_FloatTensor:$bias, MP_OptFloat:$epsilon,
+                       MP_Int:$num_groups, MP_OptInt:$stash_type);
+  let results = (outs MP_FloatTensor:$Y);
 }
 
 def MP_LRNOp : MP_OnnxOp<"lrn", "LRN", 1, "inferSameAsFirst", 1, 1> {
