@@ -2,12 +2,15 @@
 //
 // mp-decompose-nodes (Passes.td): ONNX nodes that have no typed op but are
 // defined by a few of them (QuantizeLinear, DequantizeLinear,
-// LpNormalization) become those ops, so that plans run them on every backend
-// with the kernels they already have (kernel.cast rounds to the narrow types
-// as ONNX does: mp/Runtime/NarrowTypes.h).
+// LpNormalization, Col2Im as a grouped ConvTranspose, Resize's antialiased
+// and keep-aspect-ratio forms as matrix products) become those ops, so that
+// plans run them on every backend with the kernels they already have
+// (kernel.cast rounds to the narrow types as ONNX does:
+// mp/Runtime/NarrowTypes.h).
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/MP/MPDialect.h"
+#include "mp/Dialect/MP/ResizeInterpolation.h"
 #include "mp/Dialect/MP/ShapeInference.h"
 #include "mp/Passes/MP/Passes.h"
 
@@ -247,11 +250,281 @@ struct DecomposeLpNormalization : OpRewritePattern<OnnxGenericOp> {
   }
 };
 
+/// The ints of an ONNX attribute of a generic op, or `fallback`.
+SmallVector<int64_t> intsAttrOr(OnnxGenericOp op, StringRef name,
+                                SmallVector<int64_t> fallback) {
+  DictionaryAttr attrs = op.getOnnxAttrsAttr();
+  if (auto value =
+          attrs ? attrs.getAs<DenseI64ArrayAttr>(name) : DenseI64ArrayAttr())
+    return SmallVector<int64_t>(value.asArrayRef());
+  return fallback;
+}
+
+/// Col2Im: input [N, C * prod(block), L] holds the columns of image_shape
+/// (sliding blocks of block_shape, with strides, dilations and pads); each
+/// column element is added into the image. That is a ConvTranspose over
+/// the input reshaped to [N, C * K, L_1, ..., L_n] with C groups and a
+/// one-hot filter [C * K, 1, block...] (filter k of a channel has a 1 at
+/// block position k), output_padding making the output image_shape.
+struct DecomposeCol2Im : OpRewritePattern<OnnxGenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxGenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getOpType() != "Col2Im" || !op.getDomain().empty() ||
+        op->getNumOperands() != 3 || op->getNumResults() != 1 ||
+        op->getNumRegions() != 0)
+      return failure();
+    auto xType = staticTensor(op->getOperand(0));
+    auto yType = staticTensor(op->getResult(0));
+    std::optional<SmallVector<int64_t>> image =
+        getConstantInts(op->getOperand(1));
+    std::optional<SmallVector<int64_t>> block =
+        getConstantInts(op->getOperand(2));
+    if (!xType || !yType || !image || !block || xType.getRank() != 3 ||
+        !isa<FloatType>(xType.getElementType()) || image->empty() ||
+        image->size() != block->size())
+      return failure();
+    const size_t n = image->size();
+    SmallVector<int64_t> dilations =
+        intsAttrOr(op, "dilations", SmallVector<int64_t>(n, 1));
+    SmallVector<int64_t> strides =
+        intsAttrOr(op, "strides", SmallVector<int64_t>(n, 1));
+    SmallVector<int64_t> pads =
+        intsAttrOr(op, "pads", SmallVector<int64_t>(2 * n, 0));
+    if (dilations.size() != n || strides.size() != n || pads.size() != 2 * n)
+      return failure();
+    int64_t blockSize = 1, columns = 1;
+    SmallVector<int64_t> grid, outputPadding;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t extent = dilations[i] * ((*block)[i] - 1) + 1;
+      const int64_t padded = (*image)[i] + pads[i] + pads[i + n];
+      if ((*block)[i] < 1 || strides[i] < 1 || dilations[i] < 1 ||
+          padded < extent)
+        return failure();
+      grid.push_back((padded - extent) / strides[i] + 1);
+      outputPadding.push_back((padded - extent) % strides[i]);
+      blockSize *= (*block)[i];
+      columns *= grid.back();
+    }
+    const int64_t batch = xType.getDimSize(0);
+    if (xType.getDimSize(1) % blockSize || xType.getDimSize(2) != columns)
+      return failure();
+    const int64_t channels = xType.getDimSize(1) / blockSize;
+    SmallVector<int64_t> yShape = {batch, channels};
+    yShape.append(image->begin(), image->end());
+    if (yType.getShape() != ArrayRef<int64_t>(yShape))
+      return failure();
+
+    Type element = xType.getElementType();
+    SmallVector<int64_t> gridShape = {batch, channels * blockSize};
+    gridShape.append(grid);
+    SmallVector<int64_t> filterShape = {channels * blockSize, 1};
+    filterShape.append(block->begin(), block->end());
+    // Filter (c, k) holds its 1 at block position k: element k of its K.
+    SmallVector<APFloat> filter(
+        size_t(channels * blockSize * blockSize),
+        APFloat::getZero(cast<FloatType>(element).getFloatSemantics()));
+    for (int64_t f = 0; f < channels * blockSize; ++f)
+      filter[size_t(f * blockSize + f % blockSize)] =
+          APFloat::getOne(cast<FloatType>(element).getFloatSemantics());
+    auto filterType = RankedTensorType::get(filterShape, element);
+    Location loc = op.getLoc();
+    Value weight = ConstantOp::create(
+        rewriter, loc, TypeRange{filterType}, ValueRange{},
+        {rewriter.getNamedAttr("value",
+                               DenseElementsAttr::get(filterType, filter))});
+    Builder b{rewriter, loc, rewriter.getF32Type()};
+    Value columnsAsGrid = b.reshape(op->getOperand(0), gridShape);
+    Value none = NoneOp::create(rewriter, loc);
+    auto y = ConvTransposeOp::create(
+        rewriter, loc, yType, columnsAsGrid, weight, none, StringAttr(),
+        rewriter.getDenseI64ArrayAttr(dilations),
+        rewriter.getI64IntegerAttr(channels),
+        rewriter.getDenseI64ArrayAttr(*block),
+        rewriter.getDenseI64ArrayAttr(outputPadding), DenseI64ArrayAttr(),
+        rewriter.getDenseI64ArrayAttr(pads),
+        rewriter.getDenseI64ArrayAttr(strides));
+    if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
+      y->setAttr(MPDialect::kOutputNamesAttr, names);
+    rewriter.replaceOp(op, y.getResult());
+    return success();
+  }
+};
+
+/// Resize-18+ with antialias or a keep_aspect_ratio_policy (forms no
+/// runtime kernel takes) and constant scales or sizes: one matrix product
+/// per resized axis with the interpolation weights ONNX's reference uses
+/// (mp/Dialect/MP/ResizeInterpolation.h), in f32 (f64 for f64 data), the
+/// result rounded once to X's type.
+struct DecomposeResize : OpRewritePattern<OnnxGenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxGenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getOpType() != "Resize" || !op.getDomain().empty() ||
+        op.getVersion() < 18 || op->getNumOperands() < 3 ||
+        op->getNumResults() != 1 || op->getNumRegions() != 0)
+      return failure();
+    DictionaryAttr attrs = op.getOnnxAttrsAttr();
+    auto str = [&](StringRef name, StringRef fallback) {
+      auto value = attrs ? attrs.getAs<StringAttr>(name) : StringAttr();
+      return (value ? value.getValue() : fallback).str();
+    };
+    ResizeSettings settings;
+    settings.antialias = intAttrOr(op, "antialias", 0) != 0;
+    const std::string policy = str("keep_aspect_ratio_policy", "stretch");
+    if (!settings.antialias && policy == "stretch")
+      return failure();
+    if (policy != "stretch" && policy != "not_larger" &&
+        policy != "not_smaller")
+      return failure();
+    settings.mode = str("mode", "nearest");
+    settings.coordinateTransformationMode =
+        str("coordinate_transformation_mode", "half_pixel");
+    settings.nearestMode = str("nearest_mode", "round_prefer_floor");
+    settings.excludeOutside = intAttrOr(op, "exclude_outside", 0) != 0;
+    if (auto a = attrs ? attrs.getAs<FloatAttr>("cubic_coeff_a") : FloatAttr())
+      settings.cubicCoeffA = a.getValueAsDouble();
+
+    auto xType = staticTensor(op->getOperand(0));
+    auto yType = staticTensor(op->getResult(0));
+    if (!xType || !yType || !isa<FloatType>(xType.getElementType()))
+      return failure();
+    const int64_t rank = xType.getRank();
+    ArrayRef<int64_t> in = xType.getShape();
+    SmallVector<int64_t> axes;
+    for (int64_t axis : intsAttrOr(op, "axes", {})) {
+      if (axis < -rank || axis >= rank)
+        return failure();
+      axes.push_back(axis < 0 ? axis + rank : axis);
+    }
+    if (axes.empty())
+      for (int64_t d = 0; d < rank; ++d)
+        axes.push_back(d);
+    auto present = [&](unsigned i) {
+      return i < op->getNumOperands() &&
+             !isa<NoneType>(op->getOperand(i).getType());
+    };
+    // Each axis's size and the scale its coordinates are mapped with, as
+    // the reference's _interpolate_nd computes them.
+    SmallVector<ResizeAxis> resized(static_cast<size_t>(rank));
+    for (int64_t d = 0; d < rank; ++d)
+      resized[d] = {in[d], in[d], 1.0};
+    if (present(3)) {
+      std::optional<SmallVector<int64_t>> sizes =
+          getConstantInts(op->getOperand(3));
+      if (!sizes || sizes->size() != axes.size())
+        return failure();
+      for (auto [i, d] : llvm::enumerate(axes))
+        resized[d] = {in[d], (*sizes)[i], double((*sizes)[i]) / double(in[d])};
+      if (policy != "stretch") {
+        double common = resized[axes.front()].scale;
+        for (int64_t d : axes)
+          common = policy == "not_larger" ? std::min(common, resized[d].scale)
+                                          : std::max(common, resized[d].scale);
+        for (int64_t d : axes)
+          resized[d] = {in[d], int64_t(common * double(in[d]) + 0.5), common};
+      }
+    } else if (present(2)) {
+      std::optional<SmallVector<double>> scales =
+          getConstantFloats(op->getOperand(2));
+      if (!scales || scales->size() != axes.size())
+        return failure();
+      for (auto [i, d] : llvm::enumerate(axes)) {
+        // The model's f32 scale, as the reference multiplies it.
+        const double scale = double(float((*scales)[i]));
+        resized[d] = {in[d], int64_t(scale * double(in[d])), scale};
+      }
+    } else {
+      return failure();
+    }
+    SmallVector<int64_t> out;
+    for (const ResizeAxis &axis : resized)
+      out.push_back(axis.out);
+    if (yType.getShape() != ArrayRef<int64_t>(out))
+      return failure();
+
+    // The weights first: nothing is built for a node they refuse.
+    SmallVector<std::vector<double>> matrices(static_cast<size_t>(rank));
+    for (int64_t d = 0; d < rank; ++d) {
+      std::string error;
+      matrices[d] = resizeInterpolationMatrix(resized[d], settings, error);
+      if (matrices[d].empty() && resized[d].out * resized[d].in != 0)
+        return rewriter.notifyMatchFailure(op, error);
+      if (resized[d].in == resized[d].out &&
+          isIdentityMatrix(matrices[d], resized[d].in))
+        matrices[d].clear();
+    }
+
+    Location loc = op.getLoc();
+    Type element = xType.getElementType();
+    Type work = element.isF64() ? element : rewriter.getF32Type();
+    Builder b{rewriter, loc, work};
+    Value current = b.castTo(op->getOperand(0), work);
+    SmallVector<int64_t> shape(in);
+    for (int64_t d = 0; d < rank; ++d) {
+      if (matrices[d].empty())
+        continue;
+      const int64_t inSize = resized[d].in, outSize = resized[d].out;
+      int64_t before = 1, after = 1;
+      for (int64_t i = 0; i < d; ++i)
+        before *= shape[i];
+      for (int64_t i = d + 1; i < rank; ++i)
+        after *= shape[i];
+      // Weights [out, in] times x as [before, in, after]; for the last axis
+      // x as [before, in] times the weights transposed.
+      const bool last = after == 1;
+      SmallVector<int64_t> weightShape =
+          last ? SmallVector<int64_t>{inSize, outSize}
+               : SmallVector<int64_t>{outSize, inSize};
+      SmallVector<APFloat> weights;
+      const auto &semantics = cast<FloatType>(work).getFloatSemantics();
+      for (int64_t r = 0; r < weightShape[0]; ++r)
+        for (int64_t c = 0; c < weightShape[1]; ++c) {
+          double w = last ? matrices[d][size_t(c * inSize + r)]
+                          : matrices[d][size_t(r * inSize + c)];
+          APFloat value(w);
+          bool lost;
+          value.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
+          weights.push_back(value);
+        }
+      auto weightType = RankedTensorType::get(weightShape, work);
+      Value weight = ConstantOp::create(
+          rewriter, loc, TypeRange{weightType}, ValueRange{},
+          {rewriter.getNamedAttr("value",
+                                 DenseElementsAttr::get(weightType, weights))});
+      Value product;
+      if (last) {
+        Value rows = b.reshape(current, {before, inSize});
+        product = MatMulOp::create(
+            rewriter, loc, RankedTensorType::get({before, outSize}, work), rows,
+            weight);
+      } else {
+        Value slab = b.reshape(current, {before, inSize, after});
+        product = MatMulOp::create(
+            rewriter, loc,
+            RankedTensorType::get({before, outSize, after}, work), weight,
+            slab);
+      }
+      shape[d] = outSize;
+      current = b.reshape(product, shape);
+    }
+    Value y = b.castTo(current, element);
+    if (Operation *lastOp = y.getDefiningOp())
+      if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
+        lastOp->setAttr(MPDialect::kOutputNamesAttr, names);
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
 struct DecomposeNodesPass
     : public mp::impl::DecomposeNodesBase<DecomposeNodesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<DecomposeQDQ, DecomposeLpNormalization>(&getContext());
+    patterns.add<DecomposeQDQ, DecomposeLpNormalization, DecomposeCol2Im,
+                 DecomposeResize>(&getContext());
     // Only these rewrites: no folding, and constants stay where they are
     // (the plan's buffers keep their order).
     GreedyRewriteConfig config;

@@ -49,6 +49,21 @@ def DecomposeNodes : Pass<"mp-decompose-nodes",
     LpNormalization: `x / ReduceL1(x)` or `x / ReduceL2(x)` over `axis`
     (keeping the dim), as ONNX's reference (a zero norm gives NaN or inf).
 
+    Col2Im with constant `image_shape` and `block_shape`: a ConvTranspose
+    with C groups over the columns reshaped to [N, C * K, L_1, ..., L_n] and
+    a one-hot filter [C * K, 1, block...] (each column element is added at
+    its image position, as ONNX's reference does), with the node's strides,
+    dilations and pads and the output_padding that gives image_shape.
+
+    Resize-18+ with `antialias` or a `keep_aspect_ratio_policy` (forms the
+    runtime kernels do not take) and constant scales or sizes: one matrix
+    product per resized axis with the interpolation weights of ONNX's
+    reference implementation (mp/Dialect/MP/ResizeInterpolation.h: its
+    coordinate transformations, coefficients, edge-clamped neighbours and
+    exclude_outside; keep_aspect_ratio's common scale with the sizes
+    rounded half up), in f32 (f64 for f64 data), rounded once to X's type.
+    tf_crop_and_resize (its extrapolation value is no weighted sum) stays.
+
     Part of the `mp-compile` pipeline, after mp-infer-shapes: import and
     export keep the nodes.
   }];
