@@ -10,7 +10,7 @@ constexpr DType kAll[] = {
     DType::F16,        DType::F64,      DType::U32,        DType::U64,
     DType::BF16,       DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2,
     DType::F8E5M2FNUZ, DType::U4,       DType::I4,         DType::F4E2M1,
-    DType::U2,         DType::I2};
+    DType::F8E8M0,     DType::U2,       DType::I2};
 } // namespace
 
 std::string_view dtypeName(DType t) {
@@ -43,6 +43,8 @@ std::string_view dtypeName(DType t) {
     return "i4";
   case DType::F4E2M1:
     return "f4E2M1FN";
+  case DType::F8E8M0:
+    return "f8E8M0FNU";
   case DType::U2:
     return "ui2";
   case DType::I2:

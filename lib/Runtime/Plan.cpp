@@ -231,6 +231,16 @@ bool hasFormat15Activation(const PlanCall &c) {
 } // namespace
 
 uint32_t Plan::requiredFormatMinor() const {
+  // float8 e8m0 buffers or weights, and kernel.cast's round_mode.
+  for (const PlanBuffer &b : buffers)
+    if (b.dtype == DType::F8E8M0)
+      return 10;
+  for (const PlanWeight &w : weights)
+    if (w.dtype == DType::F8E8M0)
+      return 10;
+  for (const PlanCall &c : calls)
+    if (c.attrAs<std::string>("round_mode"))
+      return 10;
   if (isDynamic())
     return 9;
   uint32_t fused = 0;

@@ -38,6 +38,7 @@ enum class DType : int32_t {
   U4 = 21,
   I4 = 22,
   F4E2M1 = 23,
+  F8E8M0 = 24,
   U2 = 25,
   I2 = 26,
 };
@@ -56,6 +57,7 @@ constexpr size_t byteSize(DType t) {
   case DType::U4:
   case DType::I4:
   case DType::F4E2M1:
+  case DType::F8E8M0:
   case DType::U2:
   case DType::I2:
     return 1;
@@ -65,8 +67,7 @@ constexpr size_t byteSize(DType t) {
 
 /// The narrow types: float8, float4 and 4- and 2-bit integers.
 constexpr bool isNarrow(DType t) {
-  return (t >= DType::F8E4M3FN && t <= DType::F4E2M1) || t == DType::U2 ||
-         t == DType::I2;
+  return t >= DType::F8E4M3FN && t <= DType::I2;
 }
 
 constexpr bool isFloat(DType t) {

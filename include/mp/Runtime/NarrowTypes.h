@@ -2,11 +2,12 @@
 //-*-===//
 //
 // The element types narrower than a byte's worth of meaning that ONNX 1.20
-// has: float8 e4m3fn, e4m3fnuz, e5m2 and e5m2fnuz, float4 e2m1, and 4- and
-// 2-bit integers. Runtime buffers hold one element per byte, its bits in the
-// byte's low bits and the rest zero (what the compiler's constants hold);
-// ONNX files pack the 4- and 2-bit ones, the first element in the lowest
-// bits (packNarrow / unpackNarrow).
+// has: float8 e4m3fn, e4m3fnuz, e5m2 and e5m2fnuz, float8 e8m0 (a power of
+// two: MX formats' shared scale), float4 e2m1, and 4- and 2-bit integers.
+// Runtime buffers hold one element per byte, its bits in the byte's low bits
+// and the rest zero (what the compiler's constants hold); ONNX files pack the
+// 4- and 2-bit ones, the first element in the lowest bits (packNarrow /
+// unpackNarrow).
 //
 // decodeNarrow gives an element's exact value; encodeNarrow rounds a value
 // as ONNX's Cast does (its reference uses ml_dtypes):
@@ -17,6 +18,16 @@
 //    types have no negative zero (a negative value rounding to 0 is +0).
 //    float4 e2m1 has neither infinity nor NaN: it always saturates, and NaN
 //    becomes -0 (ml_dtypes' rule).
+//  * float8 e8m0 holds 2^(e - 127) for e < 255 and NaN for 255: no sign,
+//    zero or infinity. A value (converted to f32 first) keeps its f32
+//    exponent field, rounded by Cast-25's `round_mode` as ONNX's
+//    to_float8e8m0 reads the f32 fields (so f32 subnormals count from
+//    2^-127): up (the default) when any mantissa bit is set (ONNX 1.20's
+//    numpy helper tests the mask 0x4FFFFF, missing bits 20-21, which the
+//    spec's "round up" does not), down never, nearest at half (bit 22)
+//    with ties up, except from the exponent field 0; with `saturate` the
+//    largest exponent (254) does not round up into NaN. NaN and
+//    infinities become NaN.
 //  * the integers take the value truncated toward zero and wrap around
 //    (-9 to int4 is 7, as a C cast to a wider integer would).
 //
@@ -30,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <math.h>
+#include <string.h>
 
 #if defined(__CUDACC__)
 #define MP_NARROW_HD __host__ __device__
@@ -48,6 +60,7 @@ enum Code : int32_t {
   kU4 = 21,
   kI4 = 22,
   kF4E2M1 = 23,
+  kF8E8M0 = 24,
   kU2 = 25,
   kI2 = 26,
 };
@@ -61,8 +74,12 @@ struct FloatFormat {
   double largest;   ///< the largest finite value
 };
 
+/// Cast-25's round_mode, for float8 e8m0 results.
+enum class RoundMode : int32_t { Up = 0, Down = 1, Nearest = 2 };
+
 MP_NARROW_HD inline bool isNarrowFloat(int32_t code) {
-  return (code >= kF8E4M3FN && code <= kF8E5M2FNUZ) || code == kF4E2M1;
+  return (code >= kF8E4M3FN && code <= kF8E5M2FNUZ) || code == kF4E2M1 ||
+         code == kF8E8M0;
 }
 MP_NARROW_HD inline bool isNarrowInt(int32_t code) {
   return code == kU4 || code == kI4 || code == kU2 || code == kI2;
@@ -102,6 +119,8 @@ MP_NARROW_HD inline double decodeNarrow(int32_t code, uint8_t bits) {
       return static_cast<double>(static_cast<int>(value) - (1 << width));
     return static_cast<double>(value);
   }
+  if (code == kF8E8M0)
+    return bits == 0xFF ? NAN : ::ldexp(1.0, static_cast<int>(bits) - 127);
   FloatFormat f = floatFormat(code);
   const int total = 1 + f.exponentBits + f.mantissaBits;
   bits &= static_cast<uint8_t>((1u << total) - 1);
@@ -124,9 +143,32 @@ MP_NARROW_HD inline double decodeNarrow(int32_t code, uint8_t bits) {
   return negative ? -magnitude : magnitude;
 }
 
-/// `value` as an element of a narrow type (the rules above).
+/// `value` as float8 e8m0 (the rules above), from its f32 bits.
+MP_NARROW_HD inline uint8_t encodeE8M0(double value, bool saturate,
+                                       RoundMode mode) {
+  const float single = static_cast<float>(value);
+  uint32_t bits;
+  ::memcpy(&bits, &single, sizeof bits);
+  const uint32_t exponent = (bits >> 23) & 0xFF;
+  if (exponent == 0xFF)
+    return 0xFF;
+  bool up = false;
+  if (mode == RoundMode::Up)
+    up = (bits & 0x7FFFFF) != 0;
+  else if (mode == RoundMode::Nearest)
+    up = (bits & 0x400000) && ((bits & 0x3FFFFF) || exponent > 0);
+  if (up && saturate && exponent == 0xFE)
+    up = false;
+  return static_cast<uint8_t>(exponent + (up ? 1 : 0));
+}
+
+/// `value` as an element of a narrow type (the rules above); `mode` only
+/// for float8 e8m0.
 MP_NARROW_HD inline uint8_t encodeNarrow(int32_t code, double value,
-                                         bool saturate = true) {
+                                         bool saturate = true,
+                                         RoundMode mode = RoundMode::Up) {
+  if (code == kF8E8M0)
+    return encodeE8M0(value, saturate, mode);
   if (isNarrowInt(code)) {
     // Truncated toward zero, kept in int64's range, then wrapped.
     int64_t whole = 0;

@@ -468,6 +468,11 @@ LogicalResult CastOp::verify() {
   if (failed(verifyBuffer(*this, getX(), "x")) ||
       failed(verifyBuffer(*this, getY(), "y")))
     return failure();
+  if (getRoundMode() != "up" && getRoundMode() != "down" &&
+      getRoundMode() != "nearest")
+    return emitOpError() << "round_mode must be \"up\", \"down\" or "
+                            "\"nearest\", not \""
+                         << getRoundMode() << "\"";
   return verifySameShape(*this, getX(), "x", getY(), "y");
 }
 

@@ -84,8 +84,8 @@ std::vector<double> linearAntialiasCoefficients(double ratio, double scale) {
 }
 
 /// The input coordinate output position `x` maps to.
-bool inputCoordinate(const ResizeAxis &axis, const std::string &mode,
-                     int64_t x, double &coordinate, std::string &error) {
+bool inputCoordinate(const ResizeAxis &axis, const std::string &mode, int64_t x,
+                     double &coordinate, std::string &error) {
   const double in = double(axis.in), scale = axis.scale;
   const double outWidth = scale * in;
   if (mode == "align_corners")
@@ -146,11 +146,10 @@ mp::resizeInterpolationMatrix(const ResizeAxis &axis,
                          ? linearAntialiasCoefficients(ratio, axis.scale)
                          : std::vector<double>{1 - ratio, ratio};
     else
-      coefficients =
-          settings.antialias
-              ? cubicAntialiasCoefficients(ratio, axis.scale,
-                                           settings.cubicCoeffA)
-              : cubicCoefficients(ratio, settings.cubicCoeffA);
+      coefficients = settings.antialias
+                         ? cubicAntialiasCoefficients(ratio, axis.scale,
+                                                      settings.cubicCoeffA)
+                         : cubicCoefficients(ratio, settings.cubicCoeffA);
     if (coefficients.empty())
       return {};
     // The n positions nearest the coordinate on the axis padded by
@@ -159,10 +158,11 @@ mp::resizeInterpolationMatrix(const ResizeAxis &axis,
     const int64_t pad = (n + 1) / 2;
     // They lie within n + 1 of the coordinate, clamped to the padded axis.
     const int64_t lowest = -pad, highest = axis.in - 1 + pad;
-    const int64_t around = int64_t(std::clamp(
-        floorCoordinate, double(lowest), double(highest)));
+    const int64_t around =
+        int64_t(std::clamp(floorCoordinate, double(lowest), double(highest)));
     const int64_t hi = std::min(highest, around + n + 1);
-    const int64_t lo = std::max(lowest, std::min(around - n - 1, hi - 2 * n - 2));
+    const int64_t lo =
+        std::max(lowest, std::min(around - n - 1, hi - 2 * n - 2));
     std::vector<int64_t> candidates;
     for (int64_t i = lo; i <= hi; ++i)
       candidates.push_back(i);

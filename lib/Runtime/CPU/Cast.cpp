@@ -57,7 +57,7 @@ bool bulkCast(DType from, DType to, const void *src, void *dst, size_t n) {
 /// A cast from or to a narrow type, through the exact f64 value of each
 /// element.
 void narrowCast(const TensorView &x, const TensorView &y, bool saturate,
-                int64_t begin, int64_t end) {
+                narrow::RoundMode roundMode, int64_t begin, int64_t end) {
   const auto fromCode = static_cast<int32_t>(x.dtype);
   const auto toCode = static_cast<int32_t>(y.dtype);
   const size_t xSize = byteSize(x.dtype);
@@ -73,7 +73,8 @@ void narrowCast(const TensorView &x, const TensorView &y, bool saturate,
         value = convertValue<double>(*static_cast<const From *>(src));
       });
     if (isNarrow(y.dtype)) {
-      y.as<uint8_t>()[i] = narrow::encodeNarrow(toCode, value, saturate);
+      y.as<uint8_t>()[i] =
+          narrow::encodeNarrow(toCode, value, saturate, roundMode);
       continue;
     }
     visitAny(y.dtype, [&](auto to) {
@@ -107,7 +108,8 @@ Status checkCast(const TensorView &x, const TensorView &y) {
   return Status::ok();
 }
 
-Status cast(const TensorView &x, const TensorView &y, bool saturate) {
+Status cast(const TensorView &x, const TensorView &y, bool saturate,
+            narrow::RoundMode roundMode) {
   if (Status s = checkCast(x, y); !s)
     return s;
   int64_t n = x.numElements();
@@ -120,7 +122,7 @@ Status cast(const TensorView &x, const TensorView &y, bool saturate) {
   }
   if (isNarrow(x.dtype) || isNarrow(y.dtype)) {
     parallelRanges(n, [&](int64_t begin, int64_t end) {
-      narrowCast(x, y, saturate, begin, end);
+      narrowCast(x, y, saturate, roundMode, begin, end);
     });
     return Status::ok();
   }

@@ -329,6 +329,8 @@ Result<CastParams> planCast(const PlanCall &call, const TensorDesc &x,
     return s;
   CastParams p = castOf(x.dtype, cptr(x), y.dtype, mptr(y), x.numElements());
   p.saturate = *saturate != 0;
+  MP_TRY(roundMode, cpu::roundModeOf(call));
+  p.roundMode = static_cast<int32_t>(roundMode);
   return p;
 }
 

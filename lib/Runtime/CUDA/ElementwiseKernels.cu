@@ -504,7 +504,8 @@ __global__ void narrowCastKernel(CastParams p) {
     }
     if (narrow::isNarrow(p.outDtype))
       static_cast<uint8_t *>(p.out)[i] =
-          narrow::encodeNarrow(p.outDtype, value, p.saturate);
+          narrow::encodeNarrow(p.outDtype, value, p.saturate,
+                               static_cast<narrow::RoundMode>(p.roundMode));
     else
       storeVal(p.out, p.outDtype, i, Val{1, 0.0f, value, 0, 0});
   }

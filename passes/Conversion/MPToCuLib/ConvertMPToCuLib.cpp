@@ -37,7 +37,7 @@ bool mp::isNarrowElementType(Type type) {
     return (integer.getWidth() == 4 || integer.getWidth() == 2) &&
            !integer.isSigned();
   return isa<Float8E4M3FNType, Float8E4M3FNUZType, Float8E5M2Type,
-             Float8E5M2FNUZType, Float4E2M1FNType>(type);
+             Float8E5M2FNUZType, Float4E2M1FNType, Float8E8M0FNUType>(type);
 }
 
 /// The ops that take or make the narrow types: the runtime stores them,

@@ -111,6 +111,8 @@ struct CastLowering : OneCallLowering<CastOp> {
     if (std::optional<int64_t> saturate = op.getSaturate();
         saturate && !*saturate)
       call.setSaturate(false);
+    if (std::optional<StringRef> mode = op.getRoundMode())
+      call.setRoundMode(*mode);
   }
 };
 
@@ -411,6 +413,12 @@ void mp::populateElementwisePatterns(const TypeConverter &tc,
   addLowering<IsInfLowering, IsInfOp>(tc, patterns, lowerable);
   addLowering<ModLowering, ModOp>(tc, patterns, lowerable);
   addLowering<CastLowering, CastOp>(tc, patterns, lowerable);
+  addRule<CastOp>(lowerable, [](Operation *op, raw_ostream &os) {
+    StringRef mode = cast<CastOp>(op).getRoundMode().value_or("up");
+    if (mode != "up" && mode != "down" && mode != "nearest")
+      os << "round_mode must be \"up\", \"down\" or \"nearest\", not \"" << mode
+         << "\"";
+  });
   addLowering<CastLikeLowering, CastLikeOp>(tc, patterns, lowerable);
 
 #define MP_REDUCE(OpTy, Fn)                                                    \

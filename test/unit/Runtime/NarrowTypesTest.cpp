@@ -1,8 +1,8 @@
-// Unit tests of the narrow types (mp/Runtime/NarrowTypes.h): float8, float4,
-// int4 and int2 values as ONNX's Cast (ml_dtypes) rounds them, with and
-// without saturation; every code of every float type decodes and encodes
-// back to itself; kernel.cast to and from them; ONNX's packing in TensorProto
-// files.
+// Unit tests of the narrow types (mp/Runtime/NarrowTypes.h): float8 (e8m0
+// too), float4, int4 and int2 values as ONNX's Cast (ml_dtypes) rounds them,
+// with and without saturation; every code of every float type decodes and
+// encodes back to itself; kernel.cast to and from them; ONNX's packing in
+// TensorProto files.
 #include "mp/Runtime/NarrowTypes.h"
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/TensorIO.h"
@@ -80,6 +80,70 @@ TEST_CASE("float8 and float4 rounding, saturation, NaN and infinity",
           CHECK(encodeNarrow(code, v, true) == bits);
       }
     }
+  }
+}
+
+TEST_CASE("float8 e8m0: powers of two, Cast-25's round modes, saturation",
+          "[narrow]") {
+  const int32_t e8m0 = codeOf(DType::F8E8M0);
+  CHECK(decodeNarrow(e8m0, 127) == 1.0);
+  CHECK(decodeNarrow(e8m0, 0) == std::ldexp(1.0, -127));
+  CHECK(decodeNarrow(e8m0, 254) == std::ldexp(1.0, 127));
+  CHECK(std::isnan(decodeNarrow(e8m0, 255)));
+  // up (the default): any fraction rounds up to the next power of two.
+  CHECK(encodeNarrow(e8m0, 1.0) == 127);
+  CHECK(encodeNarrow(e8m0, 1.1) == 128);
+  CHECK(encodeNarrow(e8m0, 1.25) == 128);
+  CHECK(encodeNarrow(e8m0, 0.124) == 124); // to 0.125
+  CHECK(encodeNarrow(e8m0, -3.0) == 129);  // no sign: 4
+  CHECK(encodeNarrow(e8m0, 0.0) == 0);     // no zero: the smallest
+  // down: the f32 exponent as it is.
+  CHECK(encodeNarrow(e8m0, 1.9, true, RoundMode::Down) == 127);
+  CHECK(encodeNarrow(e8m0, 0.124, true, RoundMode::Down) == 123);
+  // nearest: up from half way (ties up), except from the f32 exponent 0.
+  CHECK(encodeNarrow(e8m0, 1.4, true, RoundMode::Nearest) == 127);
+  CHECK(encodeNarrow(e8m0, 1.5, true, RoundMode::Nearest) == 128);
+  CHECK(encodeNarrow(e8m0, 1.75, true, RoundMode::Nearest) == 128);
+  // 2^-127 is an f32 subnormal (exponent field 0, mantissa bit 22): a tie
+  // that stays for nearest, and a fraction for up, as ONNX's to_float8e8m0
+  // reads the f32 fields.
+  CHECK(encodeNarrow(e8m0, std::ldexp(1.0, -127), true, RoundMode::Nearest) ==
+        0);
+  CHECK(encodeNarrow(e8m0, std::ldexp(1.0, -127)) == 1);
+  // Saturation: the largest exponent does not round up into NaN.
+  const double beyond = std::ldexp(1.5, 127);
+  CHECK(encodeNarrow(e8m0, beyond) == 254);
+  CHECK(encodeNarrow(e8m0, beyond, false) == 255);
+  CHECK(encodeNarrow(e8m0, beyond, false, RoundMode::Down) == 254);
+  CHECK(encodeNarrow(e8m0, NAN) == 255);
+  CHECK(encodeNarrow(e8m0, -INFINITY) == 255);
+  for (int bits = 0; bits < 255; ++bits)
+    for (RoundMode mode :
+         {RoundMode::Up, RoundMode::Down, RoundMode::Nearest}) {
+      if (bits == 0 && mode == RoundMode::Up)
+        continue; // 2^-127 rounds up (above)
+      INFO("bits " << bits << " mode " << int(mode));
+      CHECK(encodeNarrow(e8m0, decodeNarrow(e8m0, uint8_t(bits)), false,
+                         mode) == bits);
+    }
+
+  SECTION("kernel.cast to e8m0 takes the round mode") {
+    std::vector<float> x = {1.1f, 1.5f, 3.0f, 0.3f};
+    std::vector<uint8_t> up(4), nearest(4), down(4);
+    TensorView in{DType::F32, {4}, x.data()};
+    REQUIRE(mp::rt::cpu::cast(in, TensorView{DType::F8E8M0, {4}, up.data()}));
+    REQUIRE(mp::rt::cpu::cast(in,
+                              TensorView{DType::F8E8M0, {4}, nearest.data()},
+                              true, RoundMode::Nearest));
+    REQUIRE(mp::rt::cpu::cast(in, TensorView{DType::F8E8M0, {4}, down.data()},
+                              true, RoundMode::Down));
+    CHECK(up == std::vector<uint8_t>{128, 128, 129, 126});
+    CHECK(nearest == std::vector<uint8_t>{127, 128, 129, 125});
+    CHECK(down == std::vector<uint8_t>{127, 127, 128, 125});
+    std::vector<float> back(4);
+    REQUIRE(mp::rt::cpu::cast(TensorView{DType::F8E8M0, {4}, up.data()},
+                              TensorView{DType::F32, {4}, back.data()}));
+    CHECK(back == std::vector<float>{2.0f, 2.0f, 4.0f, 0.5f});
   }
 }
 

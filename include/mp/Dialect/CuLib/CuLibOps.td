@@ -387,9 +387,12 @@ def CuLib_CastOp : CuLib_Op<"cast"> {
     Any element type to any other (docs/plan-format.md, `kernel.cast`).
     `saturate` (ONNX Cast's, for float8 results): a value beyond the type's
     range becomes its largest value (true, the default) or infinity / NaN.
+    `round_mode` (Cast-25's, for float8 e8m0 results): "up" (the default),
+    "down" or "nearest".
   }];
   let arguments = (ins CuLib_Buffer:$x, CuLib_Buffer:$y,
-                       DefaultValuedAttr<BoolAttr, "true">:$saturate);
+                       DefaultValuedAttr<BoolAttr, "true">:$saturate,
+                       DefaultValuedAttr<StrAttr, "\"up\"">:$round_mode);
   let assemblyFormat = [{
     `ins` `(` $x `)` `outs` `(` $y `)` attr-dict `:` type(operands)
   }];

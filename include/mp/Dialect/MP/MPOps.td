@@ -216,8 +216,18 @@ def MP_ClipOp : MP_OnnxOp<"clip", "Clip", 11, "inferSameAsFirst", 3, 1> {
 
 def MP_CastOp : MP_OnnxOp<"cast", "Cast", 6, "inferCast", 1, 1> {
   let summary = "ONNX Cast: convert to the element type given by `to`";
-  let arguments = (ins MP_Tensor:$input, MP_Int:$to, MP_OptInt:$saturate);
+  let arguments = (ins MP_Tensor:$input, MP_Int:$to, MP_OptInt:$saturate,
+                       MP_OptStr:$round_mode);
   let results = (outs MP_Tensor:$output);
+  // The casts the passes insert have no round_mode (Cast-25's, for float8
+  // e8m0 results only).
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$output, "::mlir::Value":$input,
+                   "::mlir::IntegerAttr":$to, "::mlir::IntegerAttr":$saturate), [{
+      build($_builder, $_state, output, input, to, saturate,
+            ::mlir::StringAttr());
+    }]>
+  ];
 }
 
 def MP_CastLikeOp : MP_OnnxOp<"cast_like", "CastLike", 15, "inferCastLike",

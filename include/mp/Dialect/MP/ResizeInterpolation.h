@@ -1,4 +1,5 @@
-//===- ResizeInterpolation.h - ONNX Resize as one matrix per axis --*- C++ -*-===//
+//===- ResizeInterpolation.h - ONNX Resize as one matrix per axis --*- C++
+//-*-===//
 //
 // Every ONNX Resize mode (nearest, linear, cubic, with or without
 // antialiasing) interpolates one axis at a time: output position x of an

@@ -14,6 +14,7 @@
 #ifndef MP_RUNTIME_CPU_CALLS_H
 #define MP_RUNTIME_CPU_CALLS_H
 
+#include "mp/Runtime/NarrowTypes.h"
 #include "mp/Runtime/Plan.h"
 #include "mp/Runtime/Status.h"
 #include "mp/Runtime/Tensor.h"
@@ -93,6 +94,9 @@ Result<double> floatAttr(const PlanCall &call, std::string_view name,
 Result<std::string> stringAttr(const PlanCall &call, std::string_view name);
 Result<std::string> stringAttr(const PlanCall &call, std::string_view name,
                                std::string defaultValue);
+/// kernel.cast's `round_mode` ("up", the default, "down" or "nearest":
+/// Cast-25's, for float8 e8m0 results).
+Result<narrow::RoundMode> roundModeOf(const PlanCall &call);
 Result<std::vector<int64_t>> intListAttr(const PlanCall &call,
                                          std::string_view name);
 Result<std::vector<int64_t>>

@@ -19,6 +19,7 @@
 
 #include "mp/Runtime/ElementwiseFunctions.h"
 #include "mp/Runtime/FusedProgram.h"
+#include "mp/Runtime/NarrowTypes.h"
 #include "mp/Runtime/ReduceFunctions.h"
 #include "mp/Runtime/Status.h"
 #include "mp/Runtime/Tensor.h"
@@ -95,8 +96,10 @@ private:
 /// through f64, f16 <-> bf16 through the exact f32). To and from the narrow
 /// types (float8, float4, int4, int2: NarrowTypes.h) through the exact f64
 /// value, rounded by encodeNarrow: `saturate` (ONNX Cast's attribute) for
-/// float8 values beyond the type's range.
-Status cast(const TensorView &x, const TensorView &y, bool saturate = true);
+/// float8 values beyond the type's range, `roundMode` (Cast-25's) for float8
+/// e8m0 results.
+Status cast(const TensorView &x, const TensorView &y, bool saturate = true,
+            narrow::RoundMode roundMode = narrow::RoundMode::Up);
 /// cast's checks without running it (shared with the CUDA backend's
 /// planning).
 Status checkCast(const TensorView &x, const TensorView &y);

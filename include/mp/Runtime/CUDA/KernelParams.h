@@ -105,8 +105,10 @@ struct FusedEwParams {
 /// kernel.cast: n elements of inDtype to outDtype, with the CPU's rules.
 struct CastParams {
   int32_t inDtype = 0, outDtype = 0;
-  /// For float8 results (mp/Runtime/NarrowTypes.h).
+  /// For float8 results (mp/Runtime/NarrowTypes.h); roundMode (a
+  /// narrow::RoundMode) for float8 e8m0 ones.
   bool saturate = true;
+  int32_t roundMode = 0;
   int64_t n = 0;
   const void *in = nullptr;
   void *out = nullptr;

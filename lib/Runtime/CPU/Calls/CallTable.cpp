@@ -84,6 +84,21 @@ Result<std::string> stringAttr(const PlanCall &call, std::string_view name,
                                std::string defaultValue) {
   return readAttr<std::string>(call, name, std::move(defaultValue));
 }
+Result<narrow::RoundMode> roundModeOf(const PlanCall &call) {
+  Result<std::string> mode = stringAttr(call, "round_mode", "up");
+  if (!mode)
+    return mode.status();
+  if (*mode == "up")
+    return narrow::RoundMode::Up;
+  if (*mode == "down")
+    return narrow::RoundMode::Down;
+  if (*mode == "nearest")
+    return narrow::RoundMode::Nearest;
+  return Status::error(call.kind +
+                       ": round_mode must be \"up\", \"down\" "
+                       "or \"nearest\", not \"" +
+                       *mode + "\"");
+}
 namespace {
 /// [N, C, spatial...] <-> [N, spatial..., C] permutations of a rank.
 std::vector<int64_t> channelsFirstPerm(size_t rank) {

@@ -51,7 +51,8 @@ Status castCall(const CallArgs &args) {
   Result<int64_t> saturate = intAttr(args.call, "saturate", 1);
   if (!saturate)
     return saturate.status();
-  return cast(args.operands[0], args.results[0], *saturate != 0);
+  MP_RT_TRY_ASSIGN(roundMode, roundModeOf(args.call));
+  return cast(args.operands[0], args.results[0], *saturate != 0, roundMode);
 }
 
 Status reduceCall(const CallArgs &args) {
