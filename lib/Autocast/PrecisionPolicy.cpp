@@ -151,10 +151,12 @@ PrecisionPolicy PrecisionPolicy::defaults() {
       p.setClass(op, cls, source);
   };
   // Tensor-core ops: low precision in, fp32 accumulation.
+  // Attention: 16-bit Q, K and V; its scores and softmax are f32 inside
+  // (mp/Dialect/MP/AttentionForm.h).
   set(PrecisionClass::Allow, {"Conv", "ConvTranspose", "MatMul", "Gemm",
-                              "Einsum", "LSTM", "GRU", "RNN"});
+                              "Einsum", "LSTM", "GRU", "RNN", "Attention"});
   for (const char *op : {"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum",
-                         "LSTM", "GRU", "RNN"})
+                         "LSTM", "GRU", "RNN", "Attention"})
     p.tensorCoreOps.insert(op);
   // Large reductions, range- or precision-sensitive math, losses.
   set(PrecisionClass::Deny, {"Softmax",
@@ -209,21 +211,53 @@ PrecisionPolicy PrecisionPolicy::defaults() {
                              "Selu",
                              "Elu"});
   // Cheap elementwise math: follow the neighbours.
-  set(PrecisionClass::Infer,
-      {"Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "PRelu", "Sigmoid",
-       "HardSigmoid", "HardSwish", "Tanh", "Clip", "Abs", "Neg", "Sign",
-       "Floor", "Ceil", "Round", "Min", "Max", "Mean", "Sum", "Where",
-       "Dropout", "BatchNormalization", "AveragePool", "Softsign",
-       "ThresholdedRelu", "Shrink", "Resize", "Mod", "Gelu"});
+  set(PrecisionClass::Infer, {"Add",
+                              "Sub",
+                              "Mul",
+                              "Div",
+                              "Relu",
+                              "LeakyRelu",
+                              "PRelu",
+                              "Sigmoid",
+                              "HardSigmoid",
+                              "HardSwish",
+                              "Tanh",
+                              "Clip",
+                              "Abs",
+                              "Neg",
+                              "Sign",
+                              "Floor",
+                              "Ceil",
+                              "Round",
+                              "Min",
+                              "Max",
+                              "Mean",
+                              "Sum",
+                              "Where",
+                              "Dropout",
+                              "BatchNormalization",
+                              "AveragePool",
+                              "Softsign",
+                              "ThresholdedRelu",
+                              "Shrink",
+                              "Resize",
+                              "Mod",
+                              "Gelu",
+                              "RotaryEmbedding"});
   // No arithmetic (or exact comparisons): take the neighbours' precision.
-  set(PrecisionClass::Clear,
-      {"Reshape", "Transpose", "Concat", "Split", "Slice", "Gather",
-       "GatherElements", "GatherND", "ScatterElements", "ScatterND", "Pad",
-       "Squeeze", "Unsqueeze", "Flatten", "Identity", "Expand", "Tile",
-       "DepthToSpace", "SpaceToDepth", "MaxPool", "GlobalMaxPool", "ReduceMax",
-       "ReduceMin", "ArgMax", "ArgMin", "Trilu", "ReverseSequence", "Compress",
-       "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "IsNaN",
-       "IsInf", "Upsample"});
+  set(PrecisionClass::Clear, {"Reshape",        "Transpose", "Concat",
+                              "Split",          "Slice",     "Gather",
+                              "GatherElements", "GatherND",  "ScatterElements",
+                              "ScatterND",      "Pad",       "Squeeze",
+                              "Unsqueeze",      "Flatten",   "Identity",
+                              "Expand",         "Tile",      "DepthToSpace",
+                              "SpaceToDepth",   "MaxPool",   "GlobalMaxPool",
+                              "ReduceMax",      "ReduceMin", "ArgMax",
+                              "ArgMin",         "Trilu",     "ReverseSequence",
+                              "Compress",       "Equal",     "Less",
+                              "LessOrEqual",    "Greater",   "GreaterOrEqual",
+                              "IsNaN",          "IsInf",     "Upsample",
+                              "CenterCropPad"});
   // The backward ops of training (MPTrainingOps.td): the gradients of
   // tensor-core ops are tensor-core ops; batch-norm and loss gradients stay
   // f32. With `infer=BatchNormGrad` the batch-norm gradient follows its
@@ -246,6 +280,7 @@ PrecisionPolicy PrecisionPolicy::defaults() {
     p.keepOperand("BatchNormalization", i, source);
   p.keepOperand("BatchNormGrad", 1, source); // scale
   p.keepOperand("Dropout", 1, source); // ratio
+  p.keepOperand("Attention", 3, source); // the mask, added in f32
   // Interpolation whose weights can exceed [0, 1] overshoots in f16.
   AttributeCondition cubic;
   cubic.opType = "Resize";

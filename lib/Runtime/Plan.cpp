@@ -231,7 +231,8 @@ bool hasFormat15Activation(const PlanCall &c) {
 } // namespace
 
 uint32_t Plan::requiredFormatMinor() const {
-  // float8 e8m0 buffers or weights, and kernel.cast's round_mode.
+  // float8 e8m0 buffers or weights, and kernel.cast's round_mode other
+  // than "up" (a 1.9 runtime ignores the attribute: casts round as "up").
   for (const PlanBuffer &b : buffers)
     if (b.dtype == DType::F8E8M0)
       return 10;
@@ -239,7 +240,8 @@ uint32_t Plan::requiredFormatMinor() const {
     if (w.dtype == DType::F8E8M0)
       return 10;
   for (const PlanCall &c : calls)
-    if (c.attrAs<std::string>("round_mode"))
+    if (const std::string *mode = c.attrAs<std::string>("round_mode");
+        mode && *mode != "up")
       return 10;
   if (isDynamic())
     return 9;

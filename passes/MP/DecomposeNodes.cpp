@@ -9,9 +9,11 @@
 // mp/Runtime/NarrowTypes.h).
 //
 //===----------------------------------------------------------------------===//
+#include "mp/Dialect/MP/AttentionForm.h"
 #include "mp/Dialect/MP/MPDialect.h"
 #include "mp/Dialect/MP/ResizeInterpolation.h"
 #include "mp/Dialect/MP/ShapeInference.h"
+#include "mp/Dialect/MP/TensorOpBuilder.h"
 #include "mp/Passes/MP/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -519,12 +521,165 @@ struct DecomposeResize : OpRewritePattern<OnnxGenericOp> {
   }
 };
 
+/// mp.attention: matmul, scale, mask, softmax (f32 for 16-bit data) and
+/// matmul (mp/Dialect/MP/AttentionForm.h), which culib-fuse-attention makes
+/// one call again.
+struct DecomposeAttention : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (std::string error = attentionFormError(op); !error.empty())
+      return rewriter.notifyMatchFailure(op, error);
+    Value y = decomposeAttention(rewriter, op.getLoc(), op);
+    if (Operation *last = y.getDefiningOp())
+      if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
+        last->setAttr(MPDialect::kOutputNamesAttr, names);
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+/// mp.rotary_embedding: as ONNX's reference computes it. With x as
+/// [B, H, S, D] (4-D) or [B, S, H, D] (3-D, split by num_heads) and the
+/// caches as [B, S, R/2] (gathered by position_ids) broadcast over the
+/// heads: the first R dims' halves (or interleaved pairs) x1, x2 become
+/// cos * x1 - sin * x2 and sin * x1 + cos * x2; the other dims pass.
+struct DecomposeRotaryEmbedding : OpRewritePattern<RotaryEmbeddingOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RotaryEmbeddingOp op,
+                                PatternRewriter &rewriter) const override {
+    auto xType = staticTensor(op.getX());
+    auto cosType = staticTensor(op.getCosCache());
+    auto sinType = staticTensor(op.getSinCache());
+    if (!xType || !cosType || !sinType || cosType != sinType)
+      return rewriter.notifyMatchFailure(op, "shapes not static or equal");
+    const int64_t rank = xType.getRank();
+    ArrayRef<int64_t> x = xType.getShape();
+    if (rank != 3 && rank != 4)
+      return failure();
+    const int64_t batch = x[0], seq = rank == 4 ? x[2] : x[1];
+    int64_t heads = rank == 4 ? x[1] : op.getNumHeads().value_or(0);
+    if (heads < 1 || (rank == 3 && x[2] % heads))
+      return rewriter.notifyMatchFailure(op, "num_heads does not split X");
+    const int64_t size = rank == 4 ? x[3] : x[2] / heads;
+    const int64_t rotated = op.getRotaryEmbeddingDim().value_or(0)
+                                ? int64_t(*op.getRotaryEmbeddingDim())
+                                : size;
+    if (rotated % 2 || rotated > size || rotated < 2)
+      return rewriter.notifyMatchFailure(op, "bad rotary_embedding_dim");
+    const int64_t half = rotated / 2;
+    Value ids = op.getPositionIds();
+    const bool gathered = ids && !isa<NoneType>(ids.getType());
+    auto idsType = gathered ? staticTensor(ids) : RankedTensorType();
+    if (gathered
+            ? !idsType || idsType.getShape() != ArrayRef<int64_t>{batch, seq} ||
+                  cosType.getRank() != 2 || cosType.getDimSize(1) != half
+            : cosType.getShape() != ArrayRef<int64_t>{batch, seq, half})
+      return rewriter.notifyMatchFailure(op, "caches do not fit X");
+
+    TensorOpBuilder ops(rewriter, op.getLoc());
+    Type element = xType.getElementType();
+    Value cos = ops.cast(op.getCosCache(), element);
+    Value sin = ops.cast(op.getSinCache(), element);
+    if (gathered) {
+      cos = ops.gather(cos, ids, 0);
+      sin = ops.gather(sin, ids, 0);
+    }
+    // x as [B, H, S, D] or [B, S, H, D]; the caches broadcast over H.
+    SmallVector<int64_t> cacheShape =
+        rank == 4 ? SmallVector<int64_t>{batch, 1, seq, half}
+                  : SmallVector<int64_t>{batch, seq, 1, half};
+    cos = ops.reshape(cos, cacheShape);
+    sin = ops.reshape(sin, cacheShape);
+    Value x4 = ops.reshape(
+        op.getX(), rank == 4 ? x : ArrayRef<int64_t>{batch, seq, heads, size});
+    SmallVector<int64_t> lead(shapeOf(x4).take_front(3));
+    Value part = ops.slice(x4, 3, 0, rotated);
+    Value x1, x2;
+    auto withLast = [&](ArrayRef<int64_t> last) {
+      SmallVector<int64_t> shape(lead);
+      shape.append(last.begin(), last.end());
+      return shape;
+    };
+    if (op.getInterleaved().value_or(0)) {
+      Value pairs = ops.reshape(part, withLast({half, 2}));
+      x1 = ops.reshape(ops.slice(pairs, 4, 0, 1), withLast({half}));
+      x2 = ops.reshape(ops.slice(pairs, 4, 1, 2), withLast({half}));
+    } else {
+      x1 = ops.slice(part, 3, 0, half);
+      x2 = ops.slice(part, 3, half, rotated);
+    }
+    Value real = ops.sub(ops.mul(cos, x1), ops.mul(sin, x2));
+    Value imag = ops.add(ops.mul(sin, x1), ops.mul(cos, x2));
+    Value turned;
+    if (op.getInterleaved().value_or(0))
+      turned = ops.reshape(ops.concat({ops.reshape(real, withLast({half, 1})),
+                                       ops.reshape(imag, withLast({half, 1}))},
+                                      4),
+                           withLast({rotated}));
+    else
+      turned = ops.concat({real, imag}, 3);
+    if (rotated < size)
+      turned = ops.concat({turned, ops.slice(x4, 3, rotated, size)}, 3);
+    Value y = ops.reshape(turned, x);
+    if (Operation *last = y.getDefiningOp())
+      if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
+        last->setAttr(MPDialect::kOutputNamesAttr, names);
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+/// mp.center_crop_pad: a Slice of the centred window on the axes that
+/// shrink, then a Pad with zeros (the odd one at the end) on those that
+/// grow.
+struct DecomposeCenterCropPad : OpRewritePattern<CenterCropPadOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CenterCropPadOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inType = staticTensor(op.getInputData());
+    auto outType = staticTensor(op.getOutputData());
+    if (!inType || !outType || inType.getRank() != outType.getRank())
+      return rewriter.notifyMatchFailure(op, "shapes not static");
+    const int64_t rank = inType.getRank();
+    TensorOpBuilder ops(rewriter, op.getLoc());
+    Value x = op.getInputData();
+    SmallVector<int64_t> pads(2 * rank, 0);
+    bool padded = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t in = inType.getDimSize(d), out = outType.getDimSize(d);
+      if (out < in) {
+        const int64_t start = (in - out) / 2;
+        x = ops.slice(x, d, start, start + out);
+      } else if (out > in) {
+        pads[d] = (out - in) / 2;
+        pads[d + rank] = out - in - pads[d];
+        padded = true;
+      }
+    }
+    if (padded)
+      x = PadOp::create(rewriter, op.getLoc(), outType, x, ops.i64s(pads),
+                        NoneOp::create(rewriter, op.getLoc()),
+                        rewriter.getStringAttr("constant"));
+    else if (x == op.getInputData())
+      x = IdentityOp::create(rewriter, op.getLoc(), outType, x);
+    if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
+      x.getDefiningOp()->setAttr(MPDialect::kOutputNamesAttr, names);
+    rewriter.replaceOp(op, x);
+    return success();
+  }
+};
+
 struct DecomposeNodesPass
     : public mp::impl::DecomposeNodesBase<DecomposeNodesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeQDQ, DecomposeLpNormalization, DecomposeCol2Im,
-                 DecomposeResize>(&getContext());
+                 DecomposeResize, DecomposeAttention, DecomposeRotaryEmbedding,
+                 DecomposeCenterCropPad>(&getContext());
     // Only these rewrites: no folding, and constants stay where they are
     // (the plan's buffers keep their order).
     GreedyRewriteConfig config;

@@ -398,9 +398,9 @@ func.func @main(%x: tensor<2x3x4xf32> {mp.name = "x"}, %g: tensor<3x4xf32> {mp.n
   return %y : tensor<2x3x4xf32>
 })";
 
-// The function ops of opsets 20-23. Gelu, RMSNormalization and
-// GroupNormalization import as typed ops with gradient rules of their own;
-// Attention imports as its ONNX function body, whose ops have theirs.
+// The function ops of opsets 20-23: Gelu, RMSNormalization,
+// GroupNormalization and Attention import as typed ops with gradient rules
+// of their own.
 const char *kGelu20 = R"(<ir_version: 10, opset_import: ["" : 20]>
 g (float[3, 4] x) => (float[3, 4] y, float[3, 4] t) {
   y = Gelu (x)
@@ -422,6 +422,12 @@ const char *kAttention23 = R"(<ir_version: 10, opset_import: ["" : 23]>
 g (float[1, 2, 4, 8] q, float[1, 2, 5, 8] k, float[1, 2, 5, 8] v) => (float[1, 2, 4, 8] y) {
   y = Attention (q, k, v)
 })";
+// 3-D inputs with grouped-query heads (4 Q heads on 2 K / V heads), a
+// float mask broadcast over batch and heads, causal and a scale.
+const char *kAttention23Gqa = R"(<ir_version: 10, opset_import: ["" : 23]>
+g (float[2, 3, 16] q, float[2, 5, 8] k, float[2, 5, 6] v, float[3, 5] mask) => (float[2, 3, 12] y) {
+  y = Attention <q_num_heads = 4, kv_num_heads = 2, is_causal = 1, scale = 0.3> (q, k, v, mask)
+})";
 
 } // namespace
 
@@ -433,6 +439,7 @@ TEST_CASE("gradients: Gelu-20, RMSNormalization-23, GroupNormalization-21, "
   check({"rms-norm-23-axis-1", kRMSNorm23Axis1});
   check({"group-norm-21", kGroupNorm21});
   check({"attention-23", kAttention23});
+  check({"attention-23-gqa-3d", kAttention23Gqa});
 }
 
 TEST_CASE("gradients: LayerNormalization (fused)", "[gradcheck]") {

@@ -77,7 +77,8 @@ TEST_CASE("the policy table lists every class", "[policy]") {
   std::string table;
   llvm::raw_string_ostream os(table);
   PrecisionPolicy::defaults().writeMarkdown(os);
-  CHECK(table.find("- **allow**: Conv (tc)") != std::string::npos);
+  CHECK(table.find("- **allow**: Attention (tc), Conv (tc)") !=
+        std::string::npos);
   CHECK(table.find("| BatchNormalization | 1, 2, 3, 4 |") != std::string::npos);
   CHECK(table.find("Resize with mode == \"cubic\" | deny") != std::string::npos);
 }

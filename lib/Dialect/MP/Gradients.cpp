@@ -10,6 +10,7 @@
 // Every rule may assume static shapes (mp-training checks them first).
 //
 //===----------------------------------------------------------------------===//
+#include "mp/Dialect/MP/AttentionForm.h"
 #include "mp/Dialect/MP/GradientOpInterface.h"
 #include "mp/Dialect/MP/MPDialect.h"
 
@@ -878,6 +879,62 @@ LogicalResult gradGelu(GeluOp op, GradBuilder &g, ArrayRef<Value> dR,
   return success();
 }
 
+/// Attention in its canonical form (AttentionForm.h), the probabilities P
+/// recomputed: dV = P^T dY, dS = P * (dP - rowsum(dP * P)) with dP = dY V^T,
+/// dQ = scale * dS K, dK = scale * dS^T Q; then summed over the repeated
+/// K / V heads and packed back into 3-D where the op's inputs are. A float
+/// mask of the keys' width gets dS summed onto its shape.
+LogicalResult gradAttention(AttentionOp op, GradBuilder &g, ArrayRef<Value> dR,
+                            Grads &dO) {
+  if (std::string error = attentionFormError(op); !error.empty())
+    return op.emitError("the gradient of Attention: ") << error;
+  Location loc = g.b.getLoc();
+  CanonicalAttention f = buildCanonicalAttention(g.b, loc, op);
+  Value p;
+  (void)buildAttentionProduct(g.b, loc, f, &p);
+  Type element = elementOf(op.getQ());
+  auto shape4 = [&](int64_t rows, int64_t columns) {
+    return RankedTensorType::get({f.batch, f.heads, rows, columns}, element);
+  };
+  auto matmul = [&](Value a, Value b, int64_t rows, int64_t columns) {
+    return Value(MatMulOp::create(g.b, shape4(rows, columns), a, b));
+  };
+  const SmallVector<int64_t> swapLast = {0, 1, 3, 2};
+  Value dy = dR[0];
+  if (f.packedHeads)
+    dy = g.transpose(g.reshape(dy, {f.batch, f.queries, f.heads, f.valueSize}),
+                     {0, 2, 1, 3});
+  Value dv = matmul(g.transpose(p, swapLast), dy, f.keys, f.valueSize);
+  Value dp = matmul(dy, g.transpose(f.v, swapLast), f.queries, f.keys);
+  Value rowSums = g.sum(g.mul(dp, p), {3}, /*keepDims=*/true);
+  Value ds = g.mul(p, g.sub(dp, rowSums));
+  Value dq = g.scale(matmul(ds, f.k, f.queries, f.headSize), f.scale);
+  Value dk = g.scale(matmul(g.transpose(ds, swapLast), f.q, f.keys, f.headSize),
+                     f.scale);
+  // The repeated heads' gradients summed onto the K / V heads.
+  auto ungroup = [&](Value grad) {
+    const int64_t groups = f.heads / f.kvHeads;
+    if (groups == 1)
+      return grad;
+    ArrayRef<int64_t> s = shapeOf(grad);
+    return g.sum(g.reshape(grad, {f.batch, f.kvHeads, groups, s[2], s[3]}), {2},
+                 /*keepDims=*/false);
+  };
+  auto pack = [&](Value grad, Value like) {
+    if (!f.packedHeads)
+      return grad;
+    return g.reshape(g.transpose(grad, {0, 2, 1, 3}), shapeOf(like));
+  };
+  dO[0] = pack(dq, op.getQ());
+  dO[1] = pack(ungroup(dk), op.getK());
+  dO[2] = pack(ungroup(dv), op.getV());
+  Value mask = op.getAttnMask();
+  if (mask && !isa<NoneType>(mask.getType()) &&
+      isa<FloatType>(elementOf(mask)) && shapeOf(mask).back() == f.keys)
+    dO[3] = g.unbroadcast(ds, mask.getType());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
@@ -964,6 +1021,7 @@ void mp::registerGradientModels(DialectRegistry &registry) {
     attach<RMSNormalizationOp, gradRMSNorm>(ctx);
     attach<GroupNormalizationOp, gradGroupNorm>(ctx);
     attach<GeluOp, gradGelu>(ctx);
+    attach<AttentionOp, gradAttention>(ctx);
     attach<SplitOp, gradSplit>(ctx);
     attach<SliceOp, gradSlice>(ctx);
     attach<SoftmaxCrossEntropyLossOp, gradSoftmaxCrossEntropy>(ctx);

@@ -478,6 +478,42 @@ LogicalResult shape::inferTile(ShapeContext &ctx,
   return success();
 }
 
+/// CenterCropPad: `shape`'s sizes on `axes`, the input's elsewhere; the
+/// axes' dims unknown while `shape` is not a constant.
+LogicalResult shape::inferCenterCropPad(ShapeContext &ctx,
+                                        SmallVectorImpl<Type> &results) {
+  Dims in = ctx.getDims(0);
+  Type element = ctx.getElementType(0);
+  if (!in) {
+    results.push_back(ctx.makeTensor(std::nullopt, element));
+    return success();
+  }
+  const int64_t rank = int64_t(in->size());
+  SmallVector<int64_t> axes;
+  if (auto given = ctx.getInts("axes")) {
+    for (int64_t axis : *given) {
+      if (axis < -rank || axis >= rank)
+        return ctx.emitError("axis " + Twine(axis) + " is out of range");
+      axes.push_back(axis < 0 ? axis + rank : axis);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  Dims out = *in;
+  std::optional<SmallVector<int64_t>> sizes = ctx.getConstantInts(1);
+  if (sizes && sizes->size() != axes.size())
+    return ctx.emitError("shape has " + Twine(sizes->size()) + " sizes for " +
+                         Twine(axes.size()) + " axes");
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (sizes && (*sizes)[i] < 0)
+      return ctx.emitError("shape's sizes must not be negative");
+    (*out)[axis] = sizes ? (*sizes)[i] : ShapedType::kDynamic;
+  }
+  results.push_back(ctx.makeTensor(out, element));
+  return success();
+}
+
 LogicalResult shape::inferPad(ShapeContext &ctx,
                               SmallVectorImpl<Type> &results) {
   Dims x = ctx.getDims(0);

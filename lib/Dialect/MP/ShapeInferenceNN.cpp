@@ -301,6 +301,38 @@ LogicalResult shape::inferLayerNorm(ShapeContext &ctx,
   return success();
 }
 
+/// Attention: [B, Hq, S, Dv] for 4-D inputs, [B, S, Hq * Dv] for 3-D
+/// ones (Dv = V's hidden size / kv_num_heads), in Q's element type.
+LogicalResult shape::inferAttention(ShapeContext &ctx,
+                                    SmallVectorImpl<Type> &results) {
+  Dims q = ctx.getDims(0), v = ctx.getDims(2);
+  Type element = ctx.getElementType(0);
+  if (!q || !v) {
+    results.push_back(ctx.makeTensor(std::nullopt, element));
+    return success();
+  }
+  if (q->size() != v->size() || (q->size() != 3 && q->size() != 4))
+    return ctx.emitError("Q and V must both be 3-D or 4-D");
+  if (q->size() == 4) {
+    results.push_back(ctx.makeTensor(
+        SmallVector<int64_t, 6>{(*q)[0], (*q)[1], (*q)[2], (*v)[3]}, element));
+    return success();
+  }
+  int64_t heads = ctx.getInt("q_num_heads", 0),
+          kvHeads = ctx.getInt("kv_num_heads", 0);
+  if (heads < 1 || kvHeads < 1)
+    return ctx.emitError("3-D inputs need q_num_heads and kv_num_heads");
+  int64_t hidden = ShapedType::kDynamic;
+  if ((*v)[2] != ShapedType::kDynamic) {
+    if ((*v)[2] % kvHeads)
+      return ctx.emitError("kv_num_heads does not divide V's hidden size");
+    hidden = (*v)[2] / kvHeads * heads;
+  }
+  results.push_back(ctx.makeTensor(
+      SmallVector<int64_t, 6>{(*q)[0], (*q)[1], hidden}, element));
+  return success();
+}
+
 /// RMSNormalization: X's shape; Y has scale's element type (ONNX's V).
 LogicalResult shape::inferRmsNorm(ShapeContext &ctx,
                                   SmallVectorImpl<Type> &results) {

@@ -95,6 +95,27 @@ FailureOr<bool> Importer::inlineFunctionOps(onnx::ModelProto &model,
     for (int64_t d : init.dims())
       shape->add_dim()->set_dim_value(d);
   }
+  // ONNX's inliner converts a body of another opset version as a model
+  // whose inputs are the node's inputs, and asks each its type: an omitted
+  // optional input (name "") has none, which it asserts on. A placeholder
+  // type for "" answers it; the converted body never reads the omitted input,
+  // and the placeholder is removed again.
+  const bool placeholder = !typed.contains("");
+  if (placeholder) {
+    onnx::ValueInfoProto &info = *graph.add_value_info();
+    info.mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::FLOAT);
+  }
+  auto removePlaceholder = [&] {
+    if (!placeholder)
+      return;
+    auto *infos = graph.mutable_value_info();
+    for (int i = infos->size() - 1; i >= 0; --i)
+      if (infos->Get(i).name().empty()) {
+        infos->DeleteSubrange(i, 1);
+        break;
+      }
+  };
   try {
     if (model.functions_size() > 0)
       onnx::inliner::InlineLocalFunctions(model, /*convert_version=*/true);
@@ -104,9 +125,11 @@ FailureOr<bool> Importer::inlineFunctionOps(onnx::ModelProto &model,
           model, *ids, onnx::OpSchemaRegistry::Instance());
     }
   } catch (const std::exception &e) {
+    removePlaceholder();
     return emitError(fileLoc)
            << "cannot inline the model's function ops: " << e.what();
   }
+  removePlaceholder();
   return true;
 }
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "PopulatePatterns.h"
 #include "mp/Conversion/Passes.h"
+#include "mp/Dialect/MP/AttentionForm.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
@@ -128,6 +129,36 @@ struct ConvertMPToCuLibPass
                                 : generic.getDomain().str() + "::")
                         << generic.getOpType() << " at " << where
                         << ": it has no typed op";
+        unsupported = true;
+        return WalkResult::skip();
+      }
+      // mp-decompose-nodes computes attention as the ops of its canonical
+      // form; what is left has no such form.
+      if (auto attention = dyn_cast<AttentionOp>(op)) {
+        std::string why = attentionFormError(attention);
+        op->emitError() << "cannot lower " << op->getName() << " at " << where
+                        << ": "
+                        << (why.empty() ? "mp-decompose-nodes computes it "
+                                          "(part of mp-compile); run it first"
+                                        : why);
+        unsupported = true;
+        return WalkResult::skip();
+      }
+      if (isa<CenterCropPadOp>(op)) {
+        op->emitError() << "cannot lower " << op->getName() << " at " << where
+                        << ": mp-decompose-nodes (part of mp-compile) "
+                           "computes it when the shape is a constant";
+        unsupported = true;
+        return WalkResult::skip();
+      }
+      if (isa<RotaryEmbeddingOp>(op)) {
+        op->emitError()
+            << "cannot lower " << op->getName() << " at " << where
+            << ": mp-decompose-nodes (part of mp-compile) computes it when X "
+               "is 3-D or 4-D, num_heads splits a 3-D X, "
+               "rotary_embedding_dim is even and at most the head size, and "
+               "the caches are [batch, seq, dim / 2] or [positions, dim / 2] "
+               "with position_ids [batch, seq], all static";
         unsupported = true;
         return WalkResult::skip();
       }

@@ -423,6 +423,36 @@ def MP_GroupNormalizationOp : MP_OnnxOp<"group_normalization",
   let results = (outs MP_FloatTensor:$Y);
 }
 
+// RotaryEmbedding-23: the first rotary_embedding_dim (default: all) of each
+// head's dims rotated pairwise by the cos / sin caches (gathered by
+// position_ids when given), halves or interleaved pairs. 4-D X is [batch,
+// heads, seq, size], 3-D X [batch, seq, heads * size] (num_heads).
+// mp-decompose-nodes lowers it.
+def MP_RotaryEmbeddingOp : MP_OnnxOp<"rotary_embedding", "RotaryEmbedding", 23,
+    "inferSameAsFirst", 4, 1> {
+  let arguments = (ins MP_FloatTensor:$X, MP_FloatTensor:$cos_cache,
+                       MP_FloatTensor:$sin_cache, MP_OptIntTensor:$position_ids,
+                       MP_OptInt:$interleaved, MP_OptInt:$num_heads,
+                       MP_OptInt:$rotary_embedding_dim);
+  let results = (outs MP_FloatTensor:$Y);
+}
+
+// Attention-23 without past key / value, present outputs, softcap or the
+// qk_matmul output (nodes with those import as the function body):
+// softmax(scale * Q K^T + mask) V, 3-D ([batch, seq, heads * size], heads
+// from q_num_heads / kv_num_heads) or 4-D ([batch, heads, seq, size]),
+// grouped-query K / V heads, a bool or additive mask, is_causal.
+// mp-decompose-nodes lowers it (mp/Dialect/MP/AttentionForm.h).
+def MP_AttentionOp : MP_OnnxOp<"attention", "Attention", 23,
+    "inferAttention", 4, 1> {
+  let arguments = (ins MP_FloatTensor:$Q, MP_FloatTensor:$K,
+                       MP_FloatTensor:$V, MP_OptTensor:$attn_mask,
+                       MP_OptInt:$is_causal, MP_OptInt:$kv_num_heads,
+                       MP_OptInt:$q_num_heads, MP_OptFloat:$scale,
+                       MP_OptInt:$softmax_precision);
+  let results = (outs MP_FloatTensor:$Y);
+}
+
 def MP_LRNOp : MP_OnnxOp<"lrn", "LRN", 1, "inferSameAsFirst", 1, 1> {
   let arguments = (ins MP_FloatTensor:$X, MP_OptFloat:$alpha,
                        MP_OptFloat:$beta, MP_OptFloat:$bias, MP_Int:$size);
@@ -681,6 +711,16 @@ def MP_ResizeOp : MP_OnnxOp<"resize", "Resize", 11, "inferResize", 4, 1> {
                        MP_OptFloat:$extrapolation_value, MP_OptStr:$mode,
                        MP_OptStr:$nearest_mode);
   let results = (outs MP_Tensor:$Y);
+}
+
+// CenterCropPad-18: each of `axes` (default: all) cropped around its centre
+// or zero-padded on both sides to `shape`'s size (the odd element at the
+// end). mp-decompose-nodes lowers it to Slice and Pad.
+def MP_CenterCropPadOp : MP_OnnxOp<"center_crop_pad", "CenterCropPad", 18,
+    "inferCenterCropPad", 2, 1> {
+  let arguments = (ins MP_Tensor:$input_data, MP_IntTensor:$shape,
+                       MP_OptInts:$axes);
+  let results = (outs MP_Tensor:$output_data);
 }
 
 def MP_DepthToSpaceOp : MP_OnnxOp<"depth_to_space", "DepthToSpace", 1,

@@ -64,6 +64,21 @@ def DecomposeNodes : Pass<"mp-decompose-nodes",
     rounded half up), in f32 (f64 for f64 data), rounded once to X's type.
     tf_crop_and_resize (its extrapolation value is no weighted sum) stays.
 
+    mp.attention (Attention-23): 3-D inputs split into heads, grouped-query
+    K / V heads repeated, a bool mask made additive and is_causal's -inf
+    triangle added (mp/Dialect/MP/AttentionForm.h), then matmul, scale,
+    mask, softmax (in f32 for 16-bit data) and matmul, which
+    culib-fuse-attention makes one call.
+
+    mp.rotary_embedding (RotaryEmbedding-23): the caches gathered by
+    position_ids and broadcast over the heads, the rotated dims' halves (or
+    interleaved pairs) x1, x2 replaced by cos * x1 - sin * x2 and
+    sin * x1 + cos * x2, the other dims passed on.
+
+    mp.center_crop_pad (CenterCropPad-18): a Slice of the centred window on
+    the axes that shrink, a Pad with zeros (the odd one at the end) on those
+    that grow.
+
     Part of the `mp-compile` pipeline, after mp-infer-shapes: import and
     export keep the nodes.
   }];
