@@ -29,10 +29,7 @@ using namespace mp;
 
 namespace {
 
-RankedTensorType staticTensor(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && type.hasStaticShape() ? type : RankedTensorType();
-}
+RankedTensorType staticTensor(Value v) { return staticTensorType(v); }
 
 int64_t intAttrOr(OnnxGenericOp op, StringRef name, int64_t fallback) {
   DictionaryAttr attrs = op.getOnnxAttrsAttr();

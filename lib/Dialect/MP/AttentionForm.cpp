@@ -17,10 +17,7 @@ using namespace mp;
 
 namespace {
 
-RankedTensorType staticTensor(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && type.hasStaticShape() ? type : RankedTensorType();
-}
+RankedTensorType staticTensor(Value v) { return staticTensorType(v); }
 Type elementOf(Value v) { return elementTypeOf(v); }
 bool isAbsent(Value v) { return !v || isa<NoneType>(v.getType()); }
 
@@ -146,9 +143,9 @@ CanonicalAttention mp::buildCanonicalAttention(OpBuilder &b, Location loc,
   if (!isAbsent(op.getAttnMask())) {
     Value mask = op.getAttnMask();
     if (elementOf(mask).isInteger(1))
-      mask = WhereOp::create(
-          b, loc, RankedTensorType::get(shapeOf(mask), work), mask,
-          ops.scalar(work, 0.0), ops.scalar(work, -infinity));
+      mask = WhereOp::create(b, loc, RankedTensorType::get(shapeOf(mask), work),
+                             mask, ops.scalar(work, 0.0),
+                             ops.scalar(work, -infinity));
     else
       mask = ops.cast(mask, work);
     // A mask of fewer columns than keys: the rest masked out.
@@ -179,7 +176,8 @@ CanonicalAttention mp::buildCanonicalAttention(OpBuilder &b, Location loc,
 }
 
 /// softmax(scale * Q K^T + bias) in the work type, then X's type.
-static Value buildProbabilities(TensorOpBuilder &ops, const CanonicalAttention &form) {
+static Value buildProbabilities(TensorOpBuilder &ops,
+                                const CanonicalAttention &form) {
   Type element = elementOf(form.q);
   Type work = workTypeOf(element, ops.builder());
   Value scores = ops.matmul(form.q, ops.transpose(form.k, {0, 1, 3, 2}),
@@ -211,8 +209,7 @@ Value mp::unpackedOutput(OpBuilder &b, Location loc,
     return y;
   TensorOpBuilder ops(b, loc);
   ArrayRef<int64_t> s = shapeOf(y);
-  return ops.reshape(ops.transpose(y, {0, 2, 1, 3}),
-                     {s[0], s[2], s[1] * s[3]});
+  return ops.reshape(ops.transpose(y, {0, 2, 1, 3}), {s[0], s[2], s[1] * s[3]});
 }
 
 Value mp::decomposeAttention(OpBuilder &b, Location loc, AttentionOp op) {

@@ -80,6 +80,15 @@ struct GradBuilder {
     auto type = RankedTensorType::get(shape, elementOf(x));
     return ReshapeOp::create(b, type, x, i64s(shape), IntegerAttr());
   }
+  /// The mean over `axes` (sorted), kept as 1s.
+  Value mean(Value x, ArrayRef<int64_t> axes) {
+    SmallVector<int64_t> kept(shapeOf(x));
+    for (int64_t a : axes)
+      kept[a] = 1;
+    auto type = RankedTensorType::get(kept, elementOf(x));
+    return ReduceMeanOp::create(b, type, x, b.getDenseI64ArrayAttr(axes),
+                                b.getI64IntegerAttr(1));
+  }
   /// Sum over `axes` (sorted), keeping them as 1 or dropping them.
   Value sum(Value x, ArrayRef<int64_t> axes, bool keepDims) {
     if (axes.empty())
@@ -740,15 +749,7 @@ LogicalResult gradLayerNorm(LayerNormalizationOp op, GradBuilder &g,
   Value mean = inXType(op->getResult(1));
   Value invStd = inXType(op->getResult(2));
   Value xhat = g.mul(g.sub(x, mean), invStd);
-  auto meanOver = [&](Value v) {
-    SmallVector<int64_t> kept(shapeOf(v));
-    for (int64_t a : normalized)
-      kept[a] = 1;
-    auto type = RankedTensorType::get(kept, elementOf(v));
-    return Value(ReduceMeanOp::create(g.b, type, v,
-                                      g.b.getDenseI64ArrayAttr(normalized),
-                                      g.b.getI64IntegerAttr(1)));
-  };
+  auto meanOver = [&](Value v) { return g.mean(v, normalized); };
   // dX = invstd * (g - mean(g) - xhat * mean(g * xhat)), g = dY * scale.
   Value gy = g.mul(dy, scale);
   Value centred = g.sub(gy, meanOver(gy));
@@ -779,15 +780,7 @@ LogicalResult gradRMSNorm(RMSNormalizationOp op, GradBuilder &g,
   SmallVector<int64_t> normalized;
   for (int64_t i = axis; i < rank; ++i)
     normalized.push_back(i);
-  auto meanOver = [&](Value v) {
-    SmallVector<int64_t> kept(shapeOf(v));
-    for (int64_t a : normalized)
-      kept[a] = 1;
-    auto type = RankedTensorType::get(kept, elementOf(v));
-    return Value(ReduceMeanOp::create(g.b, type, v,
-                                      g.b.getDenseI64ArrayAttr(normalized),
-                                      g.b.getI64IntegerAttr(1)));
-  };
+  auto meanOver = [&](Value v) { return g.mean(v, normalized); };
   Type element = elementOf(x);
   Value meanSquare =
       g.add(meanOver(g.mul(x, x)), g.scalar(element, epsilonOf(op)));
@@ -816,11 +809,7 @@ LogicalResult gradGroupNorm(GroupNormalizationOp op, GradBuilder &g,
     perGroup *= shape[i];
   perGroup /= groups;
   SmallVector<int64_t> grouped = {n, groups, perGroup};
-  auto meanOverGroup = [&](Value v) {
-    auto type = RankedTensorType::get({n, groups, 1}, elementOf(v));
-    return Value(ReduceMeanOp::create(
-        g.b, type, v, g.b.getDenseI64ArrayAttr({2}), g.b.getI64IntegerAttr(1)));
-  };
+  auto meanOverGroup = [&](Value v) { return g.mean(v, {2}); };
   // One value per channel, broadcast over [N, C, spatial...].
   SmallVector<int64_t> perChannel(rank - 1, 1);
   perChannel[0] = c;

@@ -6,6 +6,11 @@
 using namespace mlir;
 using namespace mp;
 
+RankedTensorType mp::staticTensorType(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && type.hasStaticShape() ? type : RankedTensorType();
+}
+
 ArrayRef<int64_t> mp::shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
@@ -48,9 +53,8 @@ Value TensorOpBuilder::transpose(Value x, ArrayRef<int64_t> perm) {
 }
 
 Value TensorOpBuilder::expand(Value x, ArrayRef<int64_t> shape) {
-  return ExpandOp::create(b, loc,
-                          RankedTensorType::get(shape, elementTypeOf(x)), x,
-                          i64s(shape));
+  return ExpandOp::create(
+      b, loc, RankedTensorType::get(shape, elementTypeOf(x)), x, i64s(shape));
 }
 
 Value TensorOpBuilder::slice(Value x, int64_t axis, int64_t begin,
@@ -93,9 +97,9 @@ Value TensorOpBuilder::matmul(Value x, Value y, ArrayRef<int64_t> shape) {
 Value TensorOpBuilder::cast(Value x, Type element) {
   if (elementTypeOf(x) == element)
     return x;
-  return CastOp::create(
-      b, loc, RankedTensorType::get(shapeOf(x), element), x,
-      b.getI64IntegerAttr(getOnnxDataTypeForType(element)), IntegerAttr());
+  return CastOp::create(b, loc, RankedTensorType::get(shapeOf(x), element), x,
+                        b.getI64IntegerAttr(getOnnxDataTypeForType(element)),
+                        IntegerAttr());
 }
 
 Value TensorOpBuilder::add(Value x, Value y) {

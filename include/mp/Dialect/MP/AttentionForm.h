@@ -1,4 +1,5 @@
-//===- AttentionForm.h - ONNX Attention as plain tensor ops -------*- C++ -*-===//
+//===- AttentionForm.h - ONNX Attention as plain tensor ops -------*- C++
+//-*-===//
 //
 // mp.attention (ONNX Attention-23 without past key/value, softcap or the
 // qk_matmul output) in the one form the rest of the compiler works with:
@@ -28,9 +29,9 @@ namespace mp {
 
 /// The canonical operands of an attention (see the file comment).
 struct CanonicalAttention {
-  mlir::Value q, k, v;   ///< [B, H, S, D], [B, H, T, D], [B, H, T, Dv]
-  mlir::Value bias;      ///< additive, broadcast onto [B, H, S, T]; or null
-  double scale = 1.0;    ///< applied to Q K^T
+  mlir::Value q, k, v; ///< [B, H, S, D], [B, H, T, D], [B, H, T, Dv]
+  mlir::Value bias;    ///< additive, broadcast onto [B, H, S, T]; or null
+  double scale = 1.0;  ///< applied to Q K^T
   int64_t batch = 0, heads = 0, kvHeads = 0, queries = 0, keys = 0,
           headSize = 0, valueSize = 0;
   bool packedHeads = false; ///< the op's tensors are 3-D

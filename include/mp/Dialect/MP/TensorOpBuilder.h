@@ -1,4 +1,5 @@
-//===- TensorOpBuilder.h - mp ops of static shapes, built in a line -*- C++ -*-===//
+//===- TensorOpBuilder.h - mp ops of static shapes, built in a line -*- C++
+//-*-===//
 //
 // The small builders the decompositions of function ops share
 // (AttentionForm.h, the RotaryEmbedding rewrite of mp-decompose-nodes):
@@ -50,6 +51,8 @@ private:
   mlir::Location loc;
 };
 
+/// `v`'s type when it is a ranked tensor of static shape, else null.
+mlir::RankedTensorType staticTensorType(mlir::Value v);
 /// The shape and element type of a ranked tensor value.
 llvm::ArrayRef<int64_t> shapeOf(mlir::Value v);
 mlir::Type elementTypeOf(mlir::Value v);
