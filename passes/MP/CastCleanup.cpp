@@ -67,7 +67,8 @@ struct FoldExactCastChain : OpRewritePattern<CastOp> {
       return success();
     }
     auto shortened = CastOp::create(rewriter, op.getLoc(), op.getType(), source,
-                                    op.getToAttr(), op.getSaturateAttr());
+                                    op.getToAttr(), op.getSaturateAttr(),
+                                    op.getRoundModeAttr());
     shortened->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     rewriter.replaceOp(op, shortened.getResult());
     return success();
@@ -90,12 +91,15 @@ struct CastCleanupPass : mp::impl::CastCleanupBase<CastCleanupPass> {
     mergeDuplicateCasts();
   }
 
-  /// Casts of one value to one type: every cast dominated by another is
-  /// replaced by it.
+  /// Casts of one value to one type with the same rounding (saturate,
+  /// round_mode): every cast dominated by another is replaced by it.
   void mergeDuplicateCasts() {
-    llvm::DenseMap<std::pair<Value, Type>, SmallVector<CastOp, 2>> groups;
+    using Key = std::tuple<Value, Type, Attribute, Attribute>;
+    llvm::DenseMap<Key, SmallVector<CastOp, 2>> groups;
     getOperation().walk([&](CastOp op) {
-      groups[{op.getInput(), op.getType()}].push_back(op);
+      groups[{op.getInput(), op.getType(), op.getSaturateAttr(),
+              op.getRoundModeAttr()}]
+          .push_back(op);
     });
     DominanceInfo dominance(getOperation());
     for (auto &entry : groups) {

@@ -392,6 +392,8 @@ struct DecomposeResize : OpRewritePattern<OnnxGenericOp> {
       return failure();
     const int64_t rank = xType.getRank();
     ArrayRef<int64_t> in = xType.getShape();
+    if (llvm::is_contained(in, 0))
+      return rewriter.notifyMatchFailure(op, "an empty input");
     SmallVector<int64_t> axes;
     for (int64_t axis : intsAttrOr(op, "axes", {})) {
       if (axis < -rank || axis >= rank)
@@ -439,8 +441,12 @@ struct DecomposeResize : OpRewritePattern<OnnxGenericOp> {
       return failure();
     }
     SmallVector<int64_t> out;
-    for (const ResizeAxis &axis : resized)
+    for (const ResizeAxis &axis : resized) {
+      // Empty axes (in or out 0) have no weights to interpolate with.
+      if (axis.in < 1 || axis.out < 1)
+        return rewriter.notifyMatchFailure(op, "an empty axis");
       out.push_back(axis.out);
+    }
     if (yType.getShape() != ArrayRef<int64_t>(out))
       return failure();
 
@@ -449,7 +455,7 @@ struct DecomposeResize : OpRewritePattern<OnnxGenericOp> {
     for (int64_t d = 0; d < rank; ++d) {
       std::string error;
       matrices[d] = resizeInterpolationMatrix(resized[d], settings, error);
-      if (matrices[d].empty() && resized[d].out * resized[d].in != 0)
+      if (matrices[d].empty())
         return rewriter.notifyMatchFailure(op, error);
       if (resized[d].in == resized[d].out &&
           isIdentityMatrix(matrices[d], resized[d].in))
@@ -510,9 +516,11 @@ struct DecomposeResize : OpRewritePattern<OnnxGenericOp> {
       current = b.reshape(product, shape);
     }
     Value y = b.castTo(current, element);
-    if (Operation *lastOp = y.getDefiningOp())
-      if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
-        lastOp->setAttr(MPDialect::kOutputNamesAttr, names);
+    // A resize that changes nothing is still a node of its own (its name).
+    if (y == op->getOperand(0))
+      y = IdentityOp::create(rewriter, op.getLoc(), yType, y);
+    if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
+      y.getDefiningOp()->setAttr(MPDialect::kOutputNamesAttr, names);
     rewriter.replaceOp(op, y);
     return success();
   }

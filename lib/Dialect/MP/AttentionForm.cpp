@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 using namespace mlir;
 using namespace mp;
@@ -92,6 +93,12 @@ std::string mp::attentionFormError(AttentionOp op) {
     return "the K / V heads must divide the Q heads";
   if (q.getDimSize(0) != k.getDimSize(0) || q.getDimSize(0) != v.getDimSize(0))
     return "Q, K and V must have one batch size";
+  // softmax_precision: the softmax is f32 (f64 for f64 data) whatever it
+  // asks of the types ONNX allows.
+  if (std::optional<uint64_t> precision = op.getSoftmaxPrecision();
+      precision && *precision != 1 && *precision != 10 && *precision != 11 &&
+      *precision != 16)
+    return "softmax_precision must be FLOAT, FLOAT16, BFLOAT16 or DOUBLE";
   if (isAbsent(op.getAttnMask()))
     return "";
   auto mask = staticTensor(op.getAttnMask());
@@ -163,13 +170,16 @@ CanonicalAttention mp::buildCanonicalAttention(OpBuilder &b, Location loc,
   if (op.getIsCausal().value_or(0)) {
     // -inf above the diagonal of the [S, T] scores (upper-left aligned).
     auto type = RankedTensorType::get({form.queries, form.keys}, work);
-    SmallVector<APFloat> values;
-    const auto &semantics = cast<FloatType>(work).getFloatSemantics();
-    for (int64_t i = 0; i < form.queries; ++i)
-      for (int64_t j = 0; j < form.keys; ++j)
-        values.push_back(j > i ? APFloat::getInf(semantics, /*Negative=*/true)
-                               : APFloat::getZero(semantics));
-    Value causal = ops.constant(DenseElementsAttr::get(type, values));
+    auto triangle = [&](auto zero) {
+      using Element = decltype(zero);
+      std::vector<Element> values(size_t(form.queries * form.keys), zero);
+      for (int64_t i = 0; i < form.queries; ++i)
+        for (int64_t j = i + 1; j < form.keys; ++j)
+          values[size_t(i * form.keys + j)] =
+              -std::numeric_limits<Element>::infinity();
+      return DenseElementsAttr::get(type, ArrayRef<Element>(values));
+    };
+    Value causal = ops.constant(work.isF64() ? triangle(0.0) : triangle(0.0f));
     form.bias = form.bias ? ops.add(form.bias, causal) : causal;
   }
   return form;
@@ -180,10 +190,16 @@ static Value buildProbabilities(TensorOpBuilder &ops,
                                 const CanonicalAttention &form) {
   Type element = elementOf(form.q);
   Type work = workTypeOf(element, ops.builder());
-  Value scores = ops.matmul(form.q, ops.transpose(form.k, {0, 1, 3, 2}),
+  // 16-bit Q is scaled before the product, so that the 16-bit scores stay
+  // in range (ONNX's reference scales Q and K before it too); wider types
+  // scale the scores.
+  const bool narrow = work != element;
+  Value q = narrow ? ops.mul(form.q, ops.scalar(element, form.scale)) : form.q;
+  Value scores = ops.matmul(q, ops.transpose(form.k, {0, 1, 3, 2}),
                             {form.batch, form.heads, form.queries, form.keys});
   scores = ops.cast(scores, work);
-  scores = ops.mul(scores, ops.scalar(work, form.scale));
+  if (!narrow)
+    scores = ops.mul(scores, ops.scalar(work, form.scale));
   if (form.bias)
     scores = ops.add(scores, form.bias);
   Value probabilities =

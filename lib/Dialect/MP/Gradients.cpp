@@ -801,9 +801,9 @@ LogicalResult gradGroupNorm(GroupNormalizationOp op, GradBuilder &g,
   Value x = op.getX(), dy = dR[0];
   ArrayRef<int64_t> shape = shapeOf(x);
   int64_t rank = shape.size(), groups = op.getNumGroups();
-  int64_t n = shape[0], c = shape[1];
-  if (rank < 2 || groups < 1 || c % groups)
+  if (rank < 2 || groups < 1 || shape[1] % groups)
     return op.emitError("GroupNormalization: num_groups must divide C");
+  int64_t n = shape[0], c = shape[1];
   int64_t perGroup = 1;
   for (int64_t i = 1; i < rank; ++i)
     perGroup *= shape[i];
@@ -919,8 +919,15 @@ LogicalResult gradAttention(AttentionOp op, GradBuilder &g, ArrayRef<Value> dR,
   dO[2] = pack(ungroup(dv), op.getV());
   Value mask = op.getAttnMask();
   if (mask && !isa<NoneType>(mask.getType()) &&
-      isa<FloatType>(elementOf(mask)) && shapeOf(mask).back() == f.keys)
-    dO[3] = g.unbroadcast(ds, mask.getType());
+      isa<FloatType>(elementOf(mask)) && shapeOf(mask).back() == f.keys) {
+    Value dsInMaskType = ds;
+    if (elementOf(mask) != elementOf(ds))
+      dsInMaskType = CastOp::create(
+          g.b, tensorType(ds).clone(elementOf(mask)), ds,
+          g.b.getI64IntegerAttr(getOnnxDataTypeForType(elementOf(mask))),
+          IntegerAttr());
+    dO[3] = g.unbroadcast(dsInMaskType, mask.getType());
+  }
   return success();
 }
 

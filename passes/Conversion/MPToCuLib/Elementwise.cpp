@@ -111,7 +111,10 @@ struct CastLowering : OneCallLowering<CastOp> {
     if (std::optional<int64_t> saturate = op.getSaturate();
         saturate && !*saturate)
       call.setSaturate(false);
-    if (std::optional<StringRef> mode = op.getRoundMode())
+    // round_mode only rounds to float8 e8m0 (plans with another mode are
+    // format 1.10).
+    if (std::optional<StringRef> mode = op.getRoundMode();
+        mode && isa<Float8E8M0FNUType>(elementOf(op.getOutput())))
       call.setRoundMode(*mode);
   }
 };

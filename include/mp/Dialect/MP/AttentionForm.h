@@ -46,9 +46,10 @@ std::string attentionFormError(AttentionOp op);
 CanonicalAttention buildCanonicalAttention(mlir::OpBuilder &b,
                                            mlir::Location loc, AttentionOp op);
 
-/// softmax(scale * Q K^T + bias) V in X's type, [B, H, S, Dv], the softmax
-/// (and what feeds it) in f32 when X is 16-bit; `probabilities` receives
-/// the softmax's output when non-null.
+/// softmax(scale * Q K^T + bias) V in X's type, [B, H, S, Dv]. When X is
+/// 16-bit, Q is scaled before the product (the scores' range) and the
+/// scores, bias and softmax are f32; `probabilities` receives the softmax's
+/// output (in X's type) when non-null.
 mlir::Value buildAttentionProduct(mlir::OpBuilder &b, mlir::Location loc,
                                   const CanonicalAttention &form,
                                   mlir::Value *probabilities = nullptr);
