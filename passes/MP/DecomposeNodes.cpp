@@ -49,6 +49,17 @@ std::optional<std::pair<double, double>> integerRange(Type element) {
                         std::ldexp(1.0, bits - 1) - 1);
 }
 
+/// Replaces `op` by `y`, which takes the node's output names (plan buffers,
+/// messages): on the op that makes it, or on an Identity when the rewrite
+/// passed one of `op`'s operands through unchanged.
+void replaceNamed(PatternRewriter &rewriter, Operation *op, Value y) {
+  if (!y.getDefiningOp() || llvm::is_contained(op->getOperands(), y))
+    y = IdentityOp::create(rewriter, op->getLoc(), y.getType(), y);
+  if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
+    y.getDefiningOp()->setAttr(MPDialect::kOutputNamesAttr, names);
+  rewriter.replaceOp(op, y);
+}
+
 /// Builds the typed ops of one Q/DQ node, all in f32 and of static shapes.
 struct Builder {
   PatternRewriter &rewriter;
@@ -59,12 +70,7 @@ struct Builder {
     return RankedTensorType::get(t.getShape(), f32);
   }
   Value i64List(ArrayRef<int64_t> values) {
-    auto type =
-        RankedTensorType::get({int64_t(values.size())}, rewriter.getI64Type());
-    return ConstantOp::create(
-        rewriter, loc, TypeRange{type}, ValueRange{},
-        {rewriter.getNamedAttr("value",
-                               DenseIntElementsAttr::get(type, values))});
+    return TensorOpBuilder(rewriter, loc).i64s(values);
   }
   Value scalar(double v) {
     auto type = RankedTensorType::get({}, f32);
@@ -76,19 +82,10 @@ struct Builder {
                 type, rewriter.getF32FloatAttr(static_cast<float>(v))))});
   }
   Value castTo(Value v, Type element) {
-    auto type = mlir::cast<RankedTensorType>(v.getType());
-    if (type.getElementType() == element)
-      return v;
-    return CastOp::create(
-        rewriter, loc, RankedTensorType::get(type.getShape(), element), v,
-        rewriter.getI64IntegerAttr(getOnnxDataTypeForType(element)),
-        IntegerAttr());
+    return TensorOpBuilder(rewriter, loc).cast(v, element);
   }
   Value reshape(Value v, ArrayRef<int64_t> shape) {
-    auto type = mlir::cast<RankedTensorType>(v.getType());
-    return ReshapeOp::create(
-        rewriter, loc, RankedTensorType::get(shape, type.getElementType()), v,
-        i64List(shape), IntegerAttr());
+    return TensorOpBuilder(rewriter, loc).reshape(v, shape);
   }
 
   /// A scale or zero point of `param`'s shape as f32 that broadcasts onto
@@ -198,11 +195,7 @@ struct DecomposeQDQ : OpRewritePattern<OnnxGenericOp> {
         x = b.binary<SubOp>(x, zero, shape);
       y = b.castTo(b.binary<MulOp>(x, scale, shape), target);
     }
-    // The value keeps the node's output name (plan buffers, messages).
-    if (Operation *last = y.getDefiningOp())
-      if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
-        last->setAttr(MPDialect::kOutputNamesAttr, names);
-    rewriter.replaceOp(op, y);
+    replaceNamed(rewriter, op, y);
     return success();
   }
 };
@@ -241,10 +234,8 @@ struct DecomposeLpNormalization : OpRewritePattern<OnnxGenericOp> {
                         : ReduceL2Op::create(rewriter, op.getLoc(), reducedType,
                                              x, axes, keep)
                               .getResult();
-    auto y = DivOp::create(rewriter, op.getLoc(), xType, x, norm);
-    if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
-      y->setAttr(MPDialect::kOutputNamesAttr, names);
-    rewriter.replaceOp(op, y.getResult());
+    replaceNamed(rewriter, op,
+                 DivOp::create(rewriter, op.getLoc(), xType, x, norm));
     return success();
   }
 };
@@ -344,9 +335,7 @@ struct DecomposeCol2Im : OpRewritePattern<OnnxGenericOp> {
         rewriter.getDenseI64ArrayAttr(outputPadding), DenseI64ArrayAttr(),
         rewriter.getDenseI64ArrayAttr(pads),
         rewriter.getDenseI64ArrayAttr(strides));
-    if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
-      y->setAttr(MPDialect::kOutputNamesAttr, names);
-    rewriter.replaceOp(op, y.getResult());
+    replaceNamed(rewriter, op, y.getResult());
     return success();
   }
 };
@@ -516,12 +505,7 @@ struct DecomposeResize : OpRewritePattern<OnnxGenericOp> {
       current = b.reshape(product, shape);
     }
     Value y = b.castTo(current, element);
-    // A resize that changes nothing is still a node of its own (its name).
-    if (y == op->getOperand(0))
-      y = IdentityOp::create(rewriter, op.getLoc(), yType, y);
-    if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
-      y.getDefiningOp()->setAttr(MPDialect::kOutputNamesAttr, names);
-    rewriter.replaceOp(op, y);
+    replaceNamed(rewriter, op, y);
     return success();
   }
 };
@@ -537,10 +521,7 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     if (std::string error = attentionFormError(op); !error.empty())
       return rewriter.notifyMatchFailure(op, error);
     Value y = decomposeAttention(rewriter, op.getLoc(), op);
-    if (Operation *last = y.getDefiningOp())
-      if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
-        last->setAttr(MPDialect::kOutputNamesAttr, names);
-    rewriter.replaceOp(op, y);
+    replaceNamed(rewriter, op, y);
     return success();
   }
 };
@@ -629,10 +610,7 @@ struct DecomposeRotaryEmbedding : OpRewritePattern<RotaryEmbeddingOp> {
     if (rotated < size)
       turned = ops.concat({turned, ops.slice(x4, 3, rotated, size)}, 3);
     Value y = ops.reshape(turned, x);
-    if (Operation *last = y.getDefiningOp())
-      if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
-        last->setAttr(MPDialect::kOutputNamesAttr, names);
-    rewriter.replaceOp(op, y);
+    replaceNamed(rewriter, op, y);
     return success();
   }
 };
@@ -669,11 +647,7 @@ struct DecomposeCenterCropPad : OpRewritePattern<CenterCropPadOp> {
       x = PadOp::create(rewriter, op.getLoc(), outType, x, ops.i64s(pads),
                         NoneOp::create(rewriter, op.getLoc()),
                         rewriter.getStringAttr("constant"));
-    else if (x == op.getInputData())
-      x = IdentityOp::create(rewriter, op.getLoc(), outType, x);
-    if (Attribute names = op->getAttr(MPDialect::kOutputNamesAttr))
-      x.getDefiningOp()->setAttr(MPDialect::kOutputNamesAttr, names);
-    rewriter.replaceOp(op, x);
+    replaceNamed(rewriter, op, x);
     return success();
   }
 };
