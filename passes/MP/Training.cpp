@@ -83,6 +83,9 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
     OpPassManager shapes(func::FuncOp::getOperationName());
     shapes.addPass(createInferShapes());
     shapes.addPass(createFoldConstants());
+    // Layer norms and GELUs written as chains get their own gradient rules.
+    if (raiseComposites)
+      shapes.addPass(createRaiseComposites());
     if (failed(runPipeline(shapes, funcs.front())) ||
         failed(build(funcs.front())))
       return signalPassFailure();

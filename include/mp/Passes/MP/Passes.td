@@ -84,6 +84,38 @@ def DecomposeNodes : Pass<"mp-decompose-nodes",
   }];
 }
 
+def RaiseComposites : Pass<"mp-raise-composites", "mlir::func::FuncOp"> {
+  let summary = "The node chains exporters write for LayerNormalization and GELU as the typed ops";
+  let description = [{
+    Replaces the elementwise chains that exporters write for ops their opset
+    lacks by the typed op:
+
+    * a layer norm, `(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps)`,
+      over the last dims (the square as Pow 2 or a product), then an
+      optional `* scale` and `+ bias` of the normalised dims' shape ->
+      `mp.layer_normalization` (f32 statistics);
+    * GELU, `x * 0.5 * (1 + erf(x / sqrt 2))` (or `x * (1 / sqrt 2)`) ->
+      `mp.gelu`, and `x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 *
+      x^3)))` -> `mp.gelu` with `approximate = "tanh"`, their products in any
+      order.
+
+    Only chains whose intermediate values nothing else reads are replaced;
+    the result keeps the last node's output name.
+
+    mp-training runs it before it differentiates (its `raise-composites`
+    option): one typed op then has one gradient rule and lowers to one call
+    each way, where the chain's gradient is a chain again whose
+    intermediates the backward pass keeps, so the culib fusion stage could
+    fuse neither. Inference plans do not need it (culib-fuse-norms and
+    culib-fuse-epilogues fold the same chains), and ONNX export must keep
+    the nodes as the model wrote them.
+  }];
+  let statistics = [
+    Statistic<"raisedLayerNorms", "layer-norms", "Layer norm chains raised">,
+    Statistic<"raisedGelus", "gelus", "GELU chains raised">,
+  ];
+}
+
 def FoldConstants : Pass<"mp-fold-constants", "mlir::func::FuncOp"> {
   let summary = "Evaluate shape computations (Shape, Size, Range, small constant ops) at compile time";
   let description = [{
@@ -282,6 +314,9 @@ def Training : Pass<"mp-training", "mlir::ModuleOp"> {
                "Initializers that stay constant (not trained)">,
     Option<"wrtInputs", "wrt-inputs", "bool", "false",
            "With optimizer=none: also output the gradients of the inputs">,
+    Option<"raiseComposites", "raise-composites", "bool", "true",
+           "Differentiate the layer norm and GELU chains that exporters "
+           "write as the typed ops (mp-raise-composites)">,
   ];
   let dependentDialects = ["mlir::ml_program::MLProgramDialect"];
 }
