@@ -267,7 +267,7 @@ PrecisionPolicy PrecisionPolicy::defaults() {
   set(PrecisionClass::Allow, {"ConvGradFilter", "LSTMGrad"});
   p.tensorCoreOps.insert("ConvGradFilter");
   p.tensorCoreOps.insert("LSTMGrad");
-  set(PrecisionClass::Infer, {"PoolGrad"});
+  set(PrecisionClass::Infer, {"PoolGrad", "GeluGrad"});
   set(PrecisionClass::Deny, {"BatchNormGrad", "SoftmaxCrossEntropyGrad",
                              "NegativeLogLikelihoodLossGrad"});
   // Operands that keep their type whatever the op's precision.

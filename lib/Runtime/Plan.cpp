@@ -231,6 +231,15 @@ bool hasFormat15Activation(const PlanCall &c) {
 } // namespace
 
 uint32_t Plan::requiredFormatMinor() const {
+  // GELU's gradients, as calls or as steps of fused programs.
+  for (const PlanCall &c : calls) {
+    const std::string *fn = c.attrAs<std::string>("fn");
+    const std::string *program = c.attrAs<std::string>("program");
+    if ((fn && (*fn == "gelu_grad" || *fn == "gelu_tanh_grad")) ||
+        (program && (program->find("gelu_grad(") != std::string::npos ||
+                     program->find("gelu_tanh_grad(") != std::string::npos)))
+      return 11;
+  }
   // float8 e8m0 buffers or weights, and kernel.cast's round_mode other
   // than "up" (a 1.9 runtime ignores the attribute: casts round as "up").
   for (const PlanBuffer &b : buffers)

@@ -1,4 +1,5 @@
-//===- RaiseComposites.cpp - exporters' node chains as the typed ops -------===//
+//===- RaiseComposites.cpp - exporters' node chains as the typed ops
+//-------===//
 //
 // mp-raise-composites (Passes.td): LayerNormalization and GELU as the chains
 // of elementwise nodes that exporters write for opsets without those ops
@@ -56,11 +57,11 @@ template <typename OpTy> OpTy onlyUseOf(Value v) {
 void collectFactors(Value v, bool root, SmallVectorImpl<Value> &factors,
                     SmallVectorImpl<Operation *> &ops) {
   auto mul = v.getDefiningOp<MulOp>();
-  bool takeApart = mul && (root || v.hasOneUse()) &&
-                   llvm::all_of(mul->getOperands(), [&](Value operand) {
-                     return operand.getType() == v.getType() ||
-                            scalarConstant(operand);
-                   });
+  bool takeApart =
+      mul && (root || v.hasOneUse()) &&
+      llvm::all_of(mul->getOperands(), [&](Value operand) {
+        return operand.getType() == v.getType() || scalarConstant(operand);
+      });
   if (!takeApart) {
     factors.push_back(v);
     return;
@@ -203,9 +204,10 @@ struct RaiseDecomposedGelu : OpRewritePattern<MulOp> {
   LogicalResult raise(MulOp root, Value x, StringRef approximate,
                       ArrayRef<Operation *> chain,
                       PatternRewriter &rewriter) const {
-    auto gelu = GeluOp::create(
-        rewriter, root.getLoc(), root.getType(), x,
-        approximate == "none" ? StringAttr() : rewriter.getStringAttr(approximate));
+    auto gelu = GeluOp::create(rewriter, root.getLoc(), root.getType(), x,
+                               approximate == "none"
+                                   ? StringAttr()
+                                   : rewriter.getStringAttr(approximate));
     if (Attribute names = root->getAttr(MPDialect::kOutputNamesAttr))
       gelu->setAttr(MPDialect::kOutputNamesAttr, names);
     rewriter.replaceOp(root, gelu.getResult());
@@ -294,15 +296,13 @@ struct RaiseDecomposedLayerNorm : OpRewritePattern<DivOp> {
     if (!variance || !eps || trailingAxis(variance, rank) != axis)
       return rewriter.notifyMatchFailure(div, "no mean of the squares + eps");
     Operation *square = variance.getOperand().getDefiningOp();
-    bool squaresD =
-        square && variance.getOperand().hasOneUse() &&
-        ((isa<PowOp>(square) && square->getOperand(0) == d &&
-          isScalar(square->getOperand(1), 2.0)) ||
-         (isa<MulOp>(square) && square->getOperand(0) == d &&
-          square->getOperand(1) == d));
+    bool squaresD = square && variance.getOperand().hasOneUse() &&
+                    ((isa<PowOp>(square) && square->getOperand(0) == d &&
+                      isScalar(square->getOperand(1), 2.0)) ||
+                     (isa<MulOp>(square) && square->getOperand(0) == d &&
+                      square->getOperand(1) == d));
     // d is read by the square and the division alone.
-    if (!squaresD ||
-        llvm::any_of(d.getUsers(), [&](Operation *user) {
+    if (!squaresD || llvm::any_of(d.getUsers(), [&](Operation *user) {
           return user != square && user != div.getOperation();
         }))
       return rewriter.notifyMatchFailure(div, "no square of the deviation");
@@ -310,12 +310,13 @@ struct RaiseDecomposedLayerNorm : OpRewritePattern<DivOp> {
     // y = n * scale + bias, either order, each optional.
     ArrayRef<int64_t> normalized = type.getShape().drop_front(axis);
     Value y = div, scale, bias;
-    SmallVector<Operation *> chain = {mean, sub, square, variance, addEps,
-                                      sqrt, div};
+    SmallVector<Operation *> chain = {mean,   sub,  square, variance,
+                                      addEps, sqrt, div};
     auto affine = [&](auto op) -> Value {
       using OpTy = decltype(op);
       // The one reader of the chain's value so far.
-      auto next = y.hasOneUse() ? dyn_cast<OpTy>(*y.getUsers().begin()) : OpTy();
+      auto next =
+          y.hasOneUse() ? dyn_cast<OpTy>(*y.getUsers().begin()) : OpTy();
       if (!next || next.getType() != type)
         return Value();
       Value other = next.getOperand(next.getOperand(0) == y ? 1 : 0);
@@ -340,7 +341,8 @@ struct RaiseDecomposedLayerNorm : OpRewritePattern<DivOp> {
       return build.reshape(v, normalized);
     };
     Value scaleIn = asParameter(scale, 1.0);
-    Value biasIn = bias ? asParameter(bias, 0.0) : NoneOp::create(rewriter, loc);
+    Value biasIn =
+        bias ? asParameter(bias, 0.0) : NoneOp::create(rewriter, loc);
     SmallVector<int64_t> statisticsShape(type.getShape().take_front(axis));
     statisticsShape.append(rank - axis, 1);
     auto statistics =
@@ -349,10 +351,11 @@ struct RaiseDecomposedLayerNorm : OpRewritePattern<DivOp> {
         rewriter, loc, TypeRange{type, statistics, statistics},
         ValueRange{x, scaleIn, biasIn},
         {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(axis)),
-         rewriter.getNamedAttr("epsilon",
-                               rewriter.getF32FloatAttr(static_cast<float>(*eps)))});
+         rewriter.getNamedAttr(
+             "epsilon", rewriter.getF32FloatAttr(static_cast<float>(*eps)))});
     Operation *last = y.getDefiningOp();
-    if (auto names = last->getAttrOfType<ArrayAttr>(MPDialect::kOutputNamesAttr);
+    if (auto names =
+            last->getAttrOfType<ArrayAttr>(MPDialect::kOutputNamesAttr);
         names && names.size() == 1)
       norm->setAttr(MPDialect::kOutputNamesAttr,
                     rewriter.getArrayAttr({names[0], rewriter.getStringAttr(""),
@@ -394,8 +397,8 @@ struct RaiseCompositesPass
     config.enableFolding(false)
         .enableConstantCSE(false)
         .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
     raisedGelus += gelus;
     raisedLayerNorms += layerNorms;

@@ -57,7 +57,7 @@ namespace mp::rt {
 /// savePlan writes the lowest minor version that the contents need, and at
 /// least Plan::formatMinor.
 constexpr uint32_t kPlanFormatMajor = 1;
-constexpr uint32_t kPlanFormatMinor = 10;
+constexpr uint32_t kPlanFormatMinor = 11;
 /// What a new Plan's formatMinor says: plans without external weights are
 /// written as 1.1 files, as before 1.2.
 constexpr uint32_t kPlanFormatMinorDefault = 1;

@@ -836,35 +836,13 @@ LogicalResult gradGroupNorm(GroupNormalizationOp op, GradBuilder &g,
   return success();
 }
 
-/// Gelu: y = x * Phi(x). Exact: dy/dx = Phi(x) + x * phi(x). With the tanh
-/// approximation y = x/2 * (1 + t), t = tanh(u), u = k (x + 0.044715 x^3),
-/// k = sqrt(2/pi): dy/dx = (1 + t)/2 + x/2 * (1 - t^2) * k (1 + 3 * 0.044715
-/// x^2).
+/// Gelu: dX = dY * Gelu'(X), one elementwise function for either form
+/// (exact: Phi(x) + x phi(x); tanh: the derivative of x/2 (1 + tanh(u))).
 LogicalResult gradGelu(GeluOp op, GradBuilder &g, ArrayRef<Value> dR,
                        Grads &dO) {
   Value x = op.getX();
-  Type element = elementOf(x);
-  auto c = [&](double v) { return g.scalar(element, v); };
-  Value derivative;
-  if (op.getApproximate().value_or("none") == "tanh") {
-    constexpr double kCubic = 0.044715;
-    const double k = std::sqrt(2.0 / M_PI);
-    Value x2 = g.mul(x, x);
-    Value u = g.scale(g.add(x, g.scale(g.mul(x2, x), kCubic)), k);
-    Value t = TanhOp::create(g.b, x.getType(), u);
-    Value half = g.scale(g.add(c(1.0), t), 0.5);
-    Value du = g.scale(g.add(c(1.0), g.scale(x2, 3.0 * kCubic)), k);
-    derivative = g.add(
-        half, g.mul(g.scale(x, 0.5), g.mul(g.sub(c(1.0), g.mul(t, t)), du)));
-  } else {
-    Value erf = ErfOp::create(g.b, x.getType(), g.scale(x, M_SQRT1_2));
-    Value cdf = g.scale(g.add(c(1.0), erf), 0.5);
-    Value pdf =
-        g.scale(ExpOp::create(g.b, x.getType(), g.scale(g.mul(x, x), -0.5)),
-                1.0 / std::sqrt(2.0 * M_PI));
-    derivative = g.add(cdf, g.mul(x, pdf));
-  }
-  dO[0] = g.mul(dR[0], derivative);
+  dO[0] =
+      GeluGradOp::create(g.b, x.getType(), dR[0], x, op.getApproximateAttr());
   return success();
 }
 

@@ -117,6 +117,15 @@ __device__ inline C floatOp(int32_t op, C x, C y, C a, C b) {
     return x < C(0) ? y * x : x;
   case kEwReluGrad: // (dy, x)
     return y > C(0) ? x : C(0);
+  case kEwGeluGrad: // (dy, x): dy * (Phi(x) + x phi(x))
+    return x * (C(0.5) * (C(1) + mErf(y * C(0.70710678118654752440))) +
+                y * C(0.39894228040143267794) * mExp(C(-0.5) * y * y));
+  case kEwGeluTanhGrad: { // (dy, x)
+    const C k = C(0.79788456080286535588), c = C(0.044715);
+    const C t = mTanh(k * (y + c * y * y * y));
+    return x * (C(0.5) * (C(1) + t) +
+                C(0.5) * y * (C(1) - t * t) * k * (C(1) + C(3) * c * y * y));
+  }
   case kEwMax:
     return nanMax(x, y);
   case kEwMin:

@@ -58,6 +58,13 @@ ElementwiseFn geluFn(GeluOp op) {
              : ElementwiseFn::Gelu;
 }
 
+/// Gelu's gradient's function, for the same form.
+ElementwiseFn geluGradFn(GeluGradOp op) {
+  return op.getApproximate().value_or("none") == "tanh"
+             ? ElementwiseFn::GeluTanhGrad
+             : ElementwiseFn::GeluGrad;
+}
+
 struct ClipLowering : OpConversionPattern<ClipOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -409,6 +416,15 @@ void mp::populateElementwisePatterns(const TypeConverter &tc,
                                                    &geluFn);
   addRule<GeluOp>(lowerable, [](Operation *op, raw_ostream &os) {
     StringRef approximate = cast<GeluOp>(op).getApproximate().value_or("none");
+    if (approximate != "none" && approximate != "tanh")
+      os << "approximate must be \"none\" or \"tanh\", not \"" << approximate
+         << "\"";
+  });
+  addLowering<ElementwiseLowering<GeluGradOp>, GeluGradOp>(
+      tc, patterns, lowerable, &geluGradFn);
+  addRule<GeluGradOp>(lowerable, [](Operation *op, raw_ostream &os) {
+    StringRef approximate =
+        cast<GeluGradOp>(op).getApproximate().value_or("none");
     if (approximate != "none" && approximate != "tanh")
       os << "approximate must be \"none\" or \"tanh\", not \"" << approximate
          << "\"";

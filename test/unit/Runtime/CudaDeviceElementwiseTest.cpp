@@ -53,6 +53,11 @@ TEST_CASE("CUDA: kernel.elementwise", "[cuda][device]") {
          {"y", t, {2, 3, 17}});
     ew("pow", {{"a", rnd(t, {4, 5}, rng, 0.5, 2)}, {"b", rnd(t, {5}, rng)}},
        {"y", t, {4, 5}});
+    for (const char *fn : {"gelu_grad", "gelu_tanh_grad"})
+      ew(fn,
+         {{"dy", rnd(t, {2, 3, 17}, rng, -3, 3)},
+          {"x", rnd(t, {2, 3, 17}, rng, -4, 4)}},
+         {"y", t, {2, 3, 17}});
     ew("relu_grad",
        {{"dy", rnd(t, {2, 3, 17}, rng, -3, 3)},
         {"x", rnd(t, {2, 3, 17}, rng, -3, 3)}},

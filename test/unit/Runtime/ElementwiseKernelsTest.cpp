@@ -301,6 +301,21 @@ TEST_CASE("elementwise binary float functions broadcast as numpy",
        -1, 1},
       {F::ReluGrad, [](double dy, double x) { return x > 0 ? dy : 0.0; }, -4, 4,
        -4, 4},
+      // dy * d/dx [x Phi(x)], and of the tanh form.
+      {F::GeluGrad,
+       [](double dy, double x) {
+         return dy * (0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+                      x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI));
+       },
+       -4, 4, -5, 5},
+      {F::GeluTanhGrad,
+       [](double dy, double x) {
+         const double k = std::sqrt(2 / M_PI), c = 0.044715;
+         const double t = std::tanh(k * (x + c * x * x * x));
+         return dy * (0.5 * (1 + t) +
+                      0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x));
+       },
+       -4, 4, -5, 5},
       {F::Max, [](double a, double b) { return std::max(a, b); }, -4, 4, -4, 4},
       {F::Min, [](double a, double b) { return std::min(a, b); }, -4, 4, -4, 4},
   };

@@ -913,6 +913,21 @@ TEST_CASE("fast elementwise calls compute what the reference computes",
         CHECK(ran);
     }
 
+    // GELU's gradients (dy, x): oneDNN's eltwise backward.
+    for (const char *fn : {"gelu_grad", "gelu_tanh_grad"}) {
+      INFO(fn << ", " << dtypeName(dtype));
+      Case c;
+      c.call = callOf("kernel.elementwise", {{"fn", std::string(fn)}});
+      c.operands.push_back(randomTensor(dtype, shape, 15));
+      c.operands.push_back(randomTensor(dtype, shape, 16));
+      c.constant = {false, false};
+      c.yDtype = dtype;
+      c.yShape = shape;
+      bool ran = compareWithReference(c);
+      if (dtype == DType::F32)
+        CHECK(ran);
+    }
+
     // Binary, with the second operand broadcast, or the first (commutative
     // add and mul swap them).
     // oneDNN has jit kernels for a second operand that is whole, one

@@ -75,6 +75,20 @@ def MP_BatchNormGradOp : MP_TrainingOp<"batch_norm_grad", "BatchNormGrad",
                       MP_FloatTensor:$dBias);
 }
 
+def MP_GeluGradOp : MP_TrainingOp<"gelu_grad", "GeluGrad",
+    [Pure, AllTypesMatch<["dY", "X", "dX"]>]> {
+  let summary = "gradient of Gelu: dX = dY * Gelu'(X)";
+  let description = [{
+    The input gradient of Y = Gelu(X) (`approximate` "none": the exact GELU,
+    with erf; "tanh": its tanh approximation), computed in one pass as one
+    elementwise function (`gelu_grad` / `gelu_tanh_grad`), which
+    culib-fuse-epilogues may fold into the matmul that writes dY.
+  }];
+  let arguments = (ins MP_FloatTensor:$dY, MP_FloatTensor:$X,
+                       MP_OptStr:$approximate);
+  let results = (outs MP_FloatTensor:$dX);
+}
+
 def MP_SoftmaxCrossEntropyGradOp
     : MP_TrainingOp<"softmax_cross_entropy_grad", "SoftmaxCrossEntropyGrad",
                     [Pure]> {

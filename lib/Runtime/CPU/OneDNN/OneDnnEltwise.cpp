@@ -6,7 +6,8 @@
 // copies for exp, tanh, sigmoid, gelu and elu only): activations as one
 // eltwise primitive (relu, leaky relu, elu, clip with constant bounds, exp,
 // sqrt, abs, neg, tanh, sigmoid, gelu, hard swish, pow with a constant
-// exponent 2 as square), and add / sub / mul /
+// exponent 2 as square), GELU's gradients as one eltwise backward primitive
+// (dy * GELU'(x), erf or tanh form), and add / sub / mul /
 // div as one binary primitive, the second operand broadcast where oneDNN
 // has a jit kernel for it (whole, one value, per channel). oneDNN's kernels
 // use the CPU's vector units and every core; the reference runs on one.
@@ -189,6 +190,28 @@ FastCallChoice prepareElementwise(const PlanCall &call,
       return PrimitiveCall::prepare(
           pd, dnnl::eltwise_forward(pd),
           {{DNNL_ARG_SRC, yDesc, x}, {DNNL_ARG_DST, yDesc, y}});
+    });
+  }
+
+  // GELU's gradients: oneDNN's eltwise backward, dy * GELU'(x) from the
+  // forward's source x.
+  if (fn == F::GeluGrad || fn == F::GeluTanhGrad) {
+    const TensorView &dy = operands[0], &x = operands[1];
+    if (dy.shape != y.shape || x.shape != y.shape)
+      return referenceKernel("a broadcast input");
+    const dnnl::algorithm algorithm = fn == F::GeluGrad
+                                          ? dnnl::algorithm::eltwise_gelu_erf
+                                          : dnnl::algorithm::eltwise_gelu_tanh;
+    return catchingErrors([&] {
+      dnnl::eltwise_forward::primitive_desc hint(
+          engine(), dnnl::prop_kind::forward_training, algorithm, yDesc, yDesc);
+      dnnl::primitive_attr attr = userScratchpad();
+      dnnl::eltwise_backward::primitive_desc pd(
+          engine(), algorithm, yDesc, yDesc, yDesc, 0.f, 0.f, hint, attr);
+      return PrimitiveCall::prepare(pd, dnnl::eltwise_backward(pd),
+                                    {{DNNL_ARG_DIFF_DST, yDesc, dy},
+                                     {DNNL_ARG_SRC, yDesc, x},
+                                     {DNNL_ARG_DIFF_SRC, yDesc, y}});
     });
   }
 
