@@ -231,8 +231,13 @@ bool hasFormat15Activation(const PlanCall &c) {
 } // namespace
 
 uint32_t Plan::requiredFormatMinor() const {
-  // GELU's gradients, as calls or as steps of fused programs.
+  // GELU's gradients, as calls or as steps of fused programs, and the
+  // activation gradients of a matmul's epilogue (with its aux operand).
   for (const PlanCall &c : calls) {
+    if (const std::string *e = c.attrAs<std::string>("epilogue");
+        e && c.kind == "cublaslt.matmul" &&
+        (*e == "relu_grad" || *e == "gelu_grad" || *e == "gelu_tanh_grad"))
+      return 11;
     const std::string *fn = c.attrAs<std::string>("fn");
     const std::string *program = c.attrAs<std::string>("program");
     if ((fn && (*fn == "gelu_grad" || *fn == "gelu_tanh_grad")) ||

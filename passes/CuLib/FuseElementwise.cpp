@@ -224,19 +224,12 @@ struct FoldReluGradient : public OpRewritePattern<culib::ElementwiseOp> {
   LogicalResult matchAndRewrite(culib::ElementwiseOp select,
                                 PatternRewriter &rewriter) const override {
     using rt::cpu::ElementwiseFn;
-    if (select.getFn() != ElementwiseFn::Where ||
-        select.getInputs().size() != 3)
+    std::optional<culib::ReluGradientForm> form =
+        culib::matchReluGradient(select);
+    if (!form)
       return failure();
-    Value mask = select.getInputs()[0], dy = select.getInputs()[1],
-          otherwise = select.getInputs()[2], y = select.getY();
-    auto compare = dyn_cast_or_null<culib::ElementwiseOp>(
-        culib::soleWriter(mask, {select.getOperation()}));
-    if (!compare || compare.getFn() != ElementwiseFn::Greater ||
-        compare.getInputs().size() != 2 ||
-        culib::scalarWeightValue(otherwise) != 0.0 ||
-        culib::scalarWeightValue(compare.getInputs()[1]) != 0.0)
-      return failure();
-    Value x = compare.getInputs()[0];
+    culib::ElementwiseOp compare = form->compare;
+    Value dy = form->dy, x = form->x, y = select.getY();
     if (!isFloatBuffer(y) || dy.getType() != y.getType() ||
         x.getType() != y.getType() || culib::writtenBetween(x, compare, select))
       return failure();

@@ -12,7 +12,9 @@
 // GELU epilogue; a constant scale of its result its alpha. Casts fold too: a
 // float cast of a convolution's or a matmul's result becomes its output type,
 // and the casts autocast puts around a pool it keeps in f32 go (the pool runs
-// on the 16-bit data).
+// on the 16-bit data). In training steps, an activation's gradient of a
+// matmul's result (dY W^T) becomes the matmul's activation-gradient
+// epilogue, reading the activation's forward input as `aux`.
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CuLibDialect.h"
@@ -680,6 +682,78 @@ struct FoldClipIntoConv : OpRewritePattern<culib::ElementwiseOp> {
   FusionCounts &counts;
 };
 
+/// An activation's gradient of a matmul's result, relu_grad(t, x) (or
+/// where(greater(x, 0), t, 0)), gelu_grad(t, x) or gelu_tanh_grad(t, x),
+/// with t written by a matmul without bias or epilogue and read by the
+/// gradient alone -> the matmul's activation-gradient epilogue with aux x,
+/// writing the gradient's output (in a training step: dY W^T times the
+/// activation's derivative at its forward input, in f32 before the one
+/// rounding). x must hold its value from the matmul to the gradient.
+struct FoldActivationGradientIntoMatmul
+    : OpRewritePattern<culib::ElementwiseOp> {
+  FoldActivationGradientIntoMatmul(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(culib::ElementwiseOp root,
+                                PatternRewriter &rewriter) const override {
+    using rt::cpu::ElementwiseFn;
+    SmallVector<Operation *> calls = {root};
+    Value t, x;
+    culib::Epilogue epilogue;
+    if (std::optional<culib::ReluGradientForm> relu =
+            culib::matchReluGradient(root)) {
+      t = relu->dy;
+      x = relu->x;
+      epilogue = culib::Epilogue::relu_grad;
+      calls.push_back(relu->compare);
+    } else if (root.getInputs().size() == 2 && !root.getAlpha() &&
+               !root.getBeta() &&
+               (root.getFn() == ElementwiseFn::ReluGrad ||
+                root.getFn() == ElementwiseFn::GeluGrad ||
+                root.getFn() == ElementwiseFn::GeluTanhGrad)) {
+      t = root.getInputs()[0];
+      x = root.getInputs()[1];
+      epilogue = root.getFn() == ElementwiseFn::ReluGrad
+                     ? culib::Epilogue::relu_grad
+                 : root.getFn() == ElementwiseFn::GeluGrad
+                     ? culib::Epilogue::gelu_grad
+                     : culib::Epilogue::gelu_tanh_grad;
+    } else {
+      return failure();
+    }
+    Value y = root.getY();
+    if (t.getType() != y.getType() ||
+        memrefOf(x).getShape() != memrefOf(y).getShape() ||
+        !isa<FloatType>(memrefOf(x).getElementType()) || x == y || x == t)
+      return rewriter.notifyMatchFailure(root, "not one shape, or in place");
+    auto matmul =
+        dyn_cast_or_null<culib::MatmulOp>(culib::soleWriter(t, calls));
+    if (!matmul || matmul.getD() != t ||
+        matmul.getEpilogue() != culib::Epilogue::none || matmul.getBias() ||
+        matmul.getAux())
+      return rewriter.notifyMatchFailure(root, "no matmul to fold into");
+    // The matmul reads x now: x is made before it and keeps its value.
+    if (Operation *def = x.getDefiningOp();
+        (def && (def->getBlock() != matmul->getBlock() ||
+                 !def->isBeforeInBlock(matmul))) ||
+        culib::writtenBetween(x, matmul, root))
+      return rewriter.notifyMatchFailure(root, "x is not ready at the matmul");
+    if (failed(writeInto(matmul, t, y, root, rewriter)))
+      return failure();
+    rewriter.modifyOpInPlace(matmul, [&] {
+      matmul.getAuxMutable().assign(x);
+      matmul.setEpilogue(epilogue);
+    });
+    counts.bytes += culib::eraseCallsAndTheirBuffers(calls, y, rewriter);
+    counts.calls += static_cast<int64_t>(calls.size());
+    return success();
+  }
+
+  static MemRefType memrefOf(Value v) { return cast<MemRefType>(v.getType()); }
+
+  FusionCounts &counts;
+};
+
 struct FuseEpiloguesPass
     : public mp::impl::FuseEpiloguesBase<FuseEpiloguesPass> {
   using Base::Base;
@@ -689,14 +763,15 @@ struct FuseEpiloguesPass
     MLIRContext *ctx = &getContext();
     FusionCounts counts;
     RewritePatternSet patterns(ctx);
-    patterns.add<FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
-                 FoldClipIntoConv, FoldBiasIntoMatmul, FoldGeluIntoMatmul,
-                 FoldActivationInto<culib::ConvFwdOp>,
-                 FoldActivationInto<culib::MatmulOp>,
-                 FoldResidualInto<culib::ConvFwdOp>,
-                 FoldResidualInto<culib::MatmulOp>, FoldDecomposedGelu,
-                 FoldCastInto<culib::ConvFwdOp>, FoldCastInto<culib::MatmulOp>,
-                 FoldScaleIntoMatmul, PoolIn16Bits>(ctx, counts);
+    patterns.add<
+        FoldReluInto<culib::ConvFwdOp>, FoldReluInto<culib::MatmulOp>,
+        FoldClipIntoConv, FoldBiasIntoMatmul, FoldGeluIntoMatmul,
+        FoldActivationInto<culib::ConvFwdOp>,
+        FoldActivationInto<culib::MatmulOp>, FoldResidualInto<culib::ConvFwdOp>,
+        FoldResidualInto<culib::MatmulOp>, FoldDecomposedGelu,
+        FoldCastInto<culib::ConvFwdOp>, FoldCastInto<culib::MatmulOp>,
+        FoldScaleIntoMatmul, PoolIn16Bits, FoldActivationGradientIntoMatmul>(
+        ctx, counts);
     if (failed(culib::applyFusionPatterns(func, std::move(patterns))))
       return signalPassFailure();
     if (record)

@@ -152,6 +152,28 @@ elementwiseWriting(mlir::Value t, rt::cpu::ElementwiseFn fn,
              : nullptr;
 }
 
+/// ReLU's gradient as the training steps write it, where(greater(x, 0), dy,
+/// 0) (mp-training's rule for Relu): the comparison, whose mask only the
+/// select reads, dy and x.
+struct ReluGradientForm {
+  ElementwiseOp compare;
+  mlir::Value dy, x;
+};
+inline std::optional<ReluGradientForm> matchReluGradient(ElementwiseOp select) {
+  using rt::cpu::ElementwiseFn;
+  if (select.getFn() != ElementwiseFn::Where || select.getInputs().size() != 3)
+    return std::nullopt;
+  mlir::Value mask = select.getInputs()[0], dy = select.getInputs()[1],
+              otherwise = select.getInputs()[2];
+  auto compare = llvm::dyn_cast_or_null<ElementwiseOp>(
+      soleWriter(mask, {select.getOperation()}));
+  if (!compare || compare.getFn() != ElementwiseFn::Greater ||
+      compare.getInputs().size() != 2 || scalarWeightValue(otherwise) != 0.0 ||
+      scalarWeightValue(compare.getInputs()[1]) != 0.0)
+    return std::nullopt;
+  return ReluGradientForm{compare, dy, compare.getInputs()[0]};
+}
+
 /// The bytes of a buffer type.
 inline int64_t byteSize(mlir::MemRefType type) {
   return type.getNumElements() *

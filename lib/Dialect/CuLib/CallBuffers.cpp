@@ -27,7 +27,7 @@ std::optional<CallBuffers> mp::culib::getCallBuffers(Operation *op) {
         return CallBuffers{
             "cublaslt.matmul",
             {req("a", o.getA()), req("b", o.getB()), opt("c", o.getC()),
-             opt("bias", o.getBias())},
+             opt("bias", o.getBias()), opt("aux", o.getAux())},
             {req("d", o.getD()), opt("bias_grad", o.getBiasGrad())}};
       })
       .Case([&](culib::ConvFwdOp o) {

@@ -153,6 +153,22 @@ LogicalResult MatmulOp::verify() {
     return failure();
   if (getBias() && failed(verifyChannelVector(*this, getBias(), "bias", n)))
     return failure();
+  // The activation gradients read the activation's input, D's shape.
+  const Epilogue e = getEpilogue();
+  const bool gradient = e == Epilogue::relu_grad || e == Epilogue::gelu_grad ||
+                        e == Epilogue::gelu_tanh_grad;
+  if (gradient != bool(getAux()))
+    return emitOpError() << (gradient ? "epilogue " : "aux goes with an ")
+                         << (gradient
+                                 ? stringifyEpilogue(e).str() +
+                                       " needs aux (the activation's input)"
+                                 : std::string("activation-gradient "
+                                               "epilogue"));
+  if (gradient && getBias())
+    return emitOpError() << "epilogue " << stringifyEpilogue(e)
+                         << " takes no bias";
+  if (getAux() && failed(verifySameShape(*this, getAux(), "aux", getD(), "D")))
+    return failure();
   if (Value grad = getBiasGrad()) {
     // The sums of op(B) (op(A)) over the contraction dim: N (M) values of
     // its type, in any shape of ones but its last dim.
@@ -196,6 +212,12 @@ LogicalResult ConvFwdOp::verify() {
     return emitOpError() << "needs " << 2 * spatial << " pads and "
                          << spatial << " strides and dilations";
   bool nhwc = getLayout() == Layout::nhwc;
+  // The activation gradients are a matmul's (with its aux operand).
+  if (getActivation() == Epilogue::relu_grad ||
+      getActivation() == Epilogue::gelu_grad ||
+      getActivation() == Epilogue::gelu_tanh_grad)
+    return emitOpError() << "activation " << stringifyEpilogue(getActivation())
+                         << " is a matmul's epilogue (with aux)";
   // Clip has its bounds, and only clip.
   const bool clip = getActivation() == Epilogue::clip;
   if (clip != (getClipMin().has_value() && getClipMax().has_value()) ||

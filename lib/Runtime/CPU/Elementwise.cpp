@@ -304,26 +304,10 @@ template <typename C> struct OpReluGrad {
   explicit OpReluGrad(const Ctx &) {}
   C operator()(C dy, C x) const { return x > C(0) ? dy : C(0); }
 };
-/// GELU's gradients (dy, x): dy * (Phi(x) + x phi(x)) for the exact GELU;
-/// for the tanh form, with t = tanh(k (x + c x^3)), dy * ((1 + t) / 2 +
-/// x / 2 (1 - t^2) k (1 + 3 c x^2)).
-template <typename C> struct OpGeluGrad {
-  explicit OpGeluGrad(const Ctx &) {}
-  C operator()(C dy, C x) const {
-    const C cdf = C(0.5) * (C(1) + erfOf(x * C(0.70710678118654752440)));
-    const C pdf = C(0.39894228040143267794) * std::exp(C(-0.5) * x * x);
-    return dy * (cdf + x * pdf);
-  }
-};
-template <typename C> struct OpGeluTanhGrad {
-  explicit OpGeluTanhGrad(const Ctx &) {}
-  C operator()(C dy, C x) const {
-    const C k = C(0.79788456080286535588), c = C(0.044715);
-    const C t = std::tanh(k * (x + c * x * x * x));
-    return dy * (C(0.5) * (C(1) + t) +
-                 C(0.5) * x * (C(1) - t * t) * k * (C(1) + C(3) * c * x * x));
-  }
-};
+/// GELU's gradients (dy, x), as the matmul epilogues compute them
+/// (KernelUtil.h).
+MP_BINARY(OpGeluGrad, geluGradient(x, y))
+MP_BINARY(OpGeluTanhGrad, geluTanhGradient(x, y))
 /// NaN-propagating, as numpy.maximum / numpy.minimum (`|`: no branch).
 MP_BINARY(OpMax, ((x > y) | (x != x)) ? x : y)
 MP_BINARY(OpMin, ((x < y) | (x != x)) ? x : y)

@@ -392,6 +392,36 @@ void activate(Activation act, double *v, int64_t n, float lo, float hi) {
   activateIn(act, v, n, lo, hi);
 }
 
+template <typename T>
+void activationGradientIn(ActivationGradient g, T *v, const T *aux, int64_t n) {
+  switch (g) {
+  case ActivationGradient::None:
+    return;
+  case ActivationGradient::Relu:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = aux[i] > T(0) ? v[i] : T(0);
+    return;
+  case ActivationGradient::Gelu:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = geluGradient(v[i], aux[i]);
+    return;
+  case ActivationGradient::GeluTanh:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = geluTanhGradient(v[i], aux[i]);
+    return;
+  }
+}
+
+void activationGradient(ActivationGradient g, float *v, const float *aux,
+                        int64_t n) {
+  activationGradientIn(g, v, aux, n);
+}
+
+void activationGradient(ActivationGradient g, double *v, const double *aux,
+                        int64_t n) {
+  activationGradientIn(g, v, aux, n);
+}
+
 void addScaled(float *acc, DType t, const void *src, int64_t n, float scale) {
   switch (t) {
   case DType::F32: {

@@ -15,6 +15,7 @@
 #include "mp/Runtime/Half.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -392,6 +393,25 @@ std::vector<int64_t> batchOffsets(const Shape &own, const Shape &batch,
 void activate(Activation act, float *v, int64_t n, float lo = 0, float hi = 0);
 /// The same in double (f64 matmul).
 void activate(Activation act, double *v, int64_t n, float lo = 0, float hi = 0);
+/// v[i] *= act'(aux[i]) for an activation gradient (ReLU: v where aux > 0,
+/// else 0), in float or double.
+void activationGradient(ActivationGradient g, float *v, const float *aux,
+                        int64_t n);
+void activationGradient(ActivationGradient g, double *v, const double *aux,
+                        int64_t n);
+/// dy * GELU'(x), exact (with erf) or of the tanh approximation: the
+/// elementwise gelu_grad / gelu_tanh_grad and the matmul epilogues.
+template <typename T> T geluGradient(T dy, T x) {
+  const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  const T pdf = T(0.39894228040143267794) * std::exp(T(-0.5) * x * x);
+  return dy * (cdf + x * pdf);
+}
+template <typename T> T geluTanhGradient(T dy, T x) {
+  const T k = T(0.79788456080286535588), c = T(0.044715);
+  const T t = std::tanh(k * (x + c * x * x * x));
+  return dy * (T(0.5) * (T(1) + t) +
+               T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x));
+}
 /// Adds `scale * src` (n elements of dtype t: f32, f16, bf16) to acc.
 void addScaled(float *acc, DType t, const void *src, int64_t n, float scale);
 

@@ -123,7 +123,7 @@ const Acc *asCompute(const TensorView &v, int slot,
 template <typename Acc>
 void run(const Plan &p, const TensorView &a, const TensorView &b,
          const TensorView *c, const TensorView *bias, const TensorView &d,
-         const MatmulOptions &o) {
+         const MatmulOptions &o, const TensorView *aux) {
   constexpr DType accType =
       std::is_same_v<Acc, float> ? DType::F32 : DType::F64;
   std::optional<Scratch> aCopy, bCopy, outCopy;
@@ -163,14 +163,26 @@ void run(const Plan &p, const TensorView &a, const TensorView &b,
     } else
       toF32(bias->dtype, bias->data, biasRow.data(), p.n);
   }
-  if (!bias && o.epilogue == Activation::None && direct)
+  if (!bias && o.epilogue == Activation::None && !aux && direct)
     return;
   int64_t rows = p.n ? total / p.n : 0;
+  std::vector<Acc> auxRow(aux ? static_cast<size_t>(p.n) : 0);
   for (int64_t r = 0; r < rows; ++r) {
     Acc *row = out + r * p.n;
     if (bias)
       for (int64_t j = 0; j < p.n; ++j)
         row[j] += biasRow[static_cast<size_t>(j)];
+    if (aux) {
+      // The activation's derivative at its forward input, in the compute
+      // type, before the one rounding.
+      const char *auxBytes =
+          static_cast<const char *>(aux->data) + r * p.n * byteSize(aux->dtype);
+      if constexpr (std::is_same_v<Acc, double>)
+        std::memcpy(auxRow.data(), auxBytes, auxRow.size() * sizeof(double));
+      else
+        toF32(aux->dtype, auxBytes, auxRow.data(), p.n);
+      activationGradient(o.epilogueGradient, row, auxRow.data(), p.n);
+    }
     if constexpr (std::is_same_v<Acc, float>) {
       activate(o.epilogue, row, p.n);
       if (!direct)
@@ -188,9 +200,13 @@ void run(const Plan &p, const TensorView &a, const TensorView &b,
 Status checkMatmul(const TensorView &a, const TensorView &b,
                    const TensorView *c, const TensorView *bias,
                    const TensorView &d, const MatmulOptions &o,
-                   MatmulShape &shape) {
+                   MatmulShape &shape, const TensorView *aux) {
   for (auto [name, v] : {std::pair<const char *, const TensorView *>{"A", &a},
-                         {"B", &b}, {"D", &d}, {"C", c}, {"bias", bias}})
+                         {"B", &b},
+                         {"D", &d},
+                         {"C", c},
+                         {"bias", bias},
+                         {"aux", aux}})
     if (v)
       if (Status s = checkView(kOp, name, *v); !s)
         return s;
@@ -289,14 +305,34 @@ Status checkMatmul(const TensorView &a, const TensorView &b,
       return fail(kOp, std::string(name) + " overlaps D");
   if (!std::isfinite(o.alpha) || !std::isfinite(o.beta))
     return fail(kOp, "alpha and beta must be finite");
+  // An activation gradient's forward input.
+  const bool gradient = o.epilogueGradient != ActivationGradient::None;
+  if (gradient != (aux != nullptr))
+    return fail(kOp, gradient
+                         ? "an activation-gradient epilogue needs aux"
+                         : "aux goes with an activation-gradient epilogue");
+  if (aux) {
+    if (bias || o.epilogue != Activation::None)
+      return fail(kOp, "an activation-gradient epilogue takes no bias and no "
+                       "other epilogue");
+    if (aux->shape != d.shape)
+      return fail(kOp, "aux has shape " + shapeStr(aux->shape) +
+                           ", expected D's " + shapeStr(d.shape));
+    if (f64 ? aux->dtype != DType::F64 : !isF32or16(aux->dtype))
+      return fail(kOp, "aux has dtype " + std::string(dtypeName(aux->dtype)) +
+                           (f64 ? "; f64 D needs an f64 aux"
+                                : "; expected f32, f16 or bf16"));
+    if (overlaps(aux->data, aux->byteCount(), d.data, d.byteCount()))
+      return fail(kOp, "aux overlaps D");
+  }
   return Status::ok();
 }
 
 Status matmul(const TensorView &a, const TensorView &b, const TensorView *c,
               const TensorView *bias, const TensorView &d,
-              const MatmulOptions &o) {
+              const MatmulOptions &o, const TensorView *aux) {
   MatmulShape shape;
-  if (Status s = checkMatmul(a, b, c, bias, d, o, shape); !s)
+  if (Status s = checkMatmul(a, b, c, bias, d, o, shape, aux); !s)
     return s;
   bool f64 = a.dtype == DType::F64;
   size_t ra = a.shape.size(), rb = b.shape.size();
@@ -326,9 +362,9 @@ Status matmul(const TensorView &a, const TensorView &b, const TensorView *c,
                                                : b.shape[0]);
   }
   if (f64)
-    run<double>(p, a, b, c, bias, d, o);
+    run<double>(p, a, b, c, bias, d, o, aux);
   else
-    run<float>(p, a, b, c, bias, d, o);
+    run<float>(p, a, b, c, bias, d, o, aux);
   return Status::ok();
 }
 

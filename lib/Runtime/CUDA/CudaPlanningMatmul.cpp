@@ -48,8 +48,9 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
                               const std::vector<TensorDesc> &res) {
   MP_TRY(hasC, hasBuffer(call, "c"));
   MP_TRY(hasBias, hasBuffer(call, "bias"));
+  MP_TRY(hasAux, hasBuffer(call, "aux", false));
   MP_TRY(hasBiasGrad, hasBuffer(call, "bias_grad", false));
-  size_t nOps = 2 + size_t(hasC) + size_t(hasBias);
+  size_t nOps = 2 + size_t(hasC) + size_t(hasBias) + size_t(hasAux);
   size_t nRes = 1 + size_t(hasBiasGrad);
   if (Status s = arity(ops, res, nOps, nOps, nRes, nRes); !s)
     return s;
@@ -58,32 +59,36 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
   const bool transA = options.transA, transB = options.transB;
   const double alpha = options.alpha, beta = options.beta;
   MatmulPlan p;
-  p.act = epilogueActOf(options.epilogue);
+  p.act = epilogueActOf(options.epilogueGradient, options.epilogue);
   const TensorDesc &a = ops[0], &b = ops[1], &d = res[0];
   if (Status s = checkComputeType(call, a.dtype, /*required=*/true); !s)
     return s;
   size_t next = 2;
   const TensorDesc *c = hasC ? &ops[next++] : nullptr;
   const TensorDesc *bias = hasBias ? &ops[next++] : nullptr;
+  const TensorDesc *aux = hasAux ? &ops[next++] : nullptr;
   constexpr std::string_view kOp = "matmul";
   for (auto [name, v] : {std::pair<const char *, const TensorDesc *>{"A", &a},
                          {"B", &b},
                          {"D", &d},
                          {"C", c},
-                         {"bias", bias}})
+                         {"bias", bias},
+                         {"aux", aux}})
     if (v)
       if (Status s = checkDesc(kOp, name, *v); !s)
         return s;
   // The CPU kernel's checks, on views of the descriptors.
-  TensorView cView, biasView;
+  TensorView cView, biasView, auxView;
   if (c)
     cView = viewOf(*c);
   if (bias)
     biasView = viewOf(*bias);
+  if (aux)
+    auxView = viewOf(*aux);
   cpu::MatmulShape shape;
   if (Status s = cpu::checkMatmul(viewOf(a), viewOf(b), c ? &cView : nullptr,
                                   bias ? &biasView : nullptr, viewOf(d),
-                                  options, shape);
+                                  options, shape, aux ? &auxView : nullptr);
       !s)
     return s;
   const bool f64 = a.dtype == DType::F64;
@@ -127,7 +132,9 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
   DType acc = f64 ? DType::F64 : DType::F32;
   // cuBLASLt fuses ReLU alone: its GELU epilogue is the tanh approximation
   // (the plan's gelu is exact, its gelu_tanh rounds differently), and it
-  // has none of the others; they run in the epilogue kernel. A bias of
+  // has none of the others; they run in the epilogue kernel, and so do the
+  // activation gradients (cuBLASLt's DRELU / DGELU read its own forward
+  // epilogue's aux output, a bit mask for ReLU). A bias of
   // another dtype than D is added there too, before the single rounding,
   // and so is a D that cuBLASLt does not write from these inputs (it
   // writes their dtype or, from 16-bit ones, f32: an f32 product narrowed
@@ -229,6 +236,9 @@ Result<MatmulPlan> planMatmul(const PlanCall &call,
     e.outDtype = code(d.dtype);
     e.biasDtype = bias ? code(bias->dtype) : 0;
     e.bias = bias ? cptr(*bias) : nullptr;
+    // The activation gradients run in this kernel (always staged).
+    e.auxDtype = aux ? code(aux->dtype) : 0;
+    e.aux = aux ? cptr(*aux) : nullptr;
     e.geom.c = n;
     e.geom.inner = 1;
     e.geom.outer = n ? d.numElements() / n : 0;

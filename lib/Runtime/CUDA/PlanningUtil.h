@@ -111,6 +111,23 @@ inline EpilogueAct epilogueActOf(cpu::Activation activation) {
   return kActNone;
 }
 
+/// The epilogue kernel's code of a matmul's activation gradient (the
+/// product times the activation's derivative at aux), or of `activation`.
+inline EpilogueAct epilogueActOf(cpu::ActivationGradient gradient,
+                                 cpu::Activation activation) {
+  switch (gradient) {
+  case cpu::ActivationGradient::None:
+    return epilogueActOf(activation);
+  case cpu::ActivationGradient::Relu:
+    return kActReluGrad;
+  case cpu::ActivationGradient::Gelu:
+    return kActGeluGrad;
+  case cpu::ActivationGradient::GeluTanh:
+    return kActGeluTanhGrad;
+  }
+  return kActNone;
+}
+
 inline const void *cptr(const TensorDesc &t) { return t.ptr<const void>(); }
 inline void *mptr(const TensorDesc &t) { return t.ptr<void>(); }
 inline const void *cptr(const TensorDesc *t) {

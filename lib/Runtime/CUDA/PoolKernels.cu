@@ -48,6 +48,22 @@ template <typename C> __global__ void epilogueKernel(EpilogueParams p) {
       v = C(0.5) * v *
           (C(1) +
            mTanh(C(0.79788456080286536) * (v + C(0.044715) * v * v * v)));
+    else if (p.act >= kActReluGrad) {
+      // The activation's derivative at its forward input (the CPU's
+      // activationGradient).
+      const C x = loadAs<C>(p.aux, p.auxDtype, i);
+      if (p.act == kActReluGrad) {
+        v = x > C(0) ? v : C(0);
+      } else if (p.act == kActGeluGrad) {
+        v = v * (C(0.5) * (C(1) + mErf(x * C(0.70710678118654752440))) +
+                 x * C(0.39894228040143267794) * mExp(C(-0.5) * x * x));
+      } else {
+        const C k = C(0.79788456080286535588), c = C(0.044715);
+        const C t = mTanh(k * (x + c * x * x * x));
+        v = v * (C(0.5) * (C(1) + t) +
+                 C(0.5) * x * (C(1) - t * t) * k * (C(1) + C(3) * c * x * x));
+      }
+    }
     storeAs(p.out, p.outDtype, i, v);
   }
 }

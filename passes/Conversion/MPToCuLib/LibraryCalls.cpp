@@ -72,8 +72,8 @@ struct GemmLowering : OneCallLowering<GemmOp> {
       }
     }
     culib::MatmulOp::create(
-        rewriter, op.getLoc(), adaptor.getA(), adaptor.getB(), c, bias, out,
-        /*bias_grad=*/Value(),
+        rewriter, op.getLoc(), adaptor.getA(), adaptor.getB(), c, bias,
+        /*aux=*/Value(), out, /*bias_grad=*/Value(),
         rewriter.getBoolAttr(op.getTransA().value_or(0) != 0),
         rewriter.getBoolAttr(op.getTransB().value_or(0) != 0),
         rewriter.getF32FloatAttr(alpha),
@@ -90,9 +90,9 @@ struct MatMulLowering : OneCallLowering<MatMulOp> {
                  ConversionPatternRewriter &rewriter) const override {
     culib::MatmulOp::create(
         rewriter, op.getLoc(), adaptor.getA(), adaptor.getB(), Value(), Value(),
-        out, /*bias_grad=*/Value(), rewriter.getBoolAttr(false),
-        rewriter.getBoolAttr(false), rewriter.getF32FloatAttr(1.0f),
-        rewriter.getF32FloatAttr(0.0f),
+        /*aux=*/Value(), out, /*bias_grad=*/Value(),
+        rewriter.getBoolAttr(false), rewriter.getBoolAttr(false),
+        rewriter.getF32FloatAttr(1.0f), rewriter.getF32FloatAttr(0.0f),
         TypeAttr::get(computeTypeFor(elementOf(op.getY()), op)),
         culib::EpilogueAttr::get(rewriter.getContext(), culib::Epilogue::none));
   }
@@ -279,9 +279,10 @@ struct EinsumLowering : OpConversionPattern<EinsumOp> {
                         {nb, nk, nr});
       Value product = buffer(rewriter, loc, {nb, nl, nr}, element);
       culib::MatmulOp::create(
-          rewriter, loc, a, b, Value(), Value(), product, /*bias_grad=*/Value(),
-          rewriter.getBoolAttr(false), rewriter.getBoolAttr(false),
-          rewriter.getF32FloatAttr(1.0f), rewriter.getF32FloatAttr(0.0f),
+          rewriter, loc, a, b, Value(), Value(), /*aux=*/Value(), product,
+          /*bias_grad=*/Value(), rewriter.getBoolAttr(false),
+          rewriter.getBoolAttr(false), rewriter.getF32FloatAttr(1.0f),
+          rewriter.getF32FloatAttr(0.0f),
           TypeAttr::get(computeTypeFor(element, op)),
           culib::EpilogueAttr::get(rewriter.getContext(),
                                    culib::Epilogue::none));

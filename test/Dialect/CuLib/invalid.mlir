@@ -41,6 +41,46 @@ func.func @matmul_result(%a: memref<2x3xf16>, %b: memref<5x3xf16>, %d: memref<2x
 
 // -----
 
+func.func @matmul_gradient_without_aux(%dy: memref<4x8xf32>, %w: memref<8x16xf32>, %dx: memref<4x16xf32>) {
+  // expected-error @+1 {{epilogue gelu_grad needs aux (the activation's input)}}
+  culib.matmul ins(%dy, %w) outs(%dx) {compute_type = f32, epilogue = #culib.epilogue<gelu_grad>} : memref<4x8xf32>, memref<8x16xf32>, memref<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_aux_without_gradient(%dy: memref<4x8xf32>, %w: memref<8x16xf32>, %x: memref<4x16xf32>, %dx: memref<4x16xf32>) {
+  // expected-error @+1 {{aux goes with an activation-gradient epilogue}}
+  culib.matmul ins(%dy, %w) aux(%x) outs(%dx) {compute_type = f32, epilogue = #culib.epilogue<relu>} : memref<4x8xf32>, memref<8x16xf32>, memref<4x16xf32>, memref<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_gradient_with_bias(%dy: memref<4x8xf32>, %w: memref<8x16xf32>, %b: memref<16xf32>, %x: memref<4x16xf32>, %dx: memref<4x16xf32>) {
+  // expected-error @+1 {{epilogue relu_grad takes no bias}}
+  culib.matmul ins(%dy, %w) bias(%b) aux(%x) outs(%dx) {compute_type = f32, epilogue = #culib.epilogue<relu_grad>} : memref<4x8xf32>, memref<8x16xf32>, memref<16xf32>, memref<4x16xf32>, memref<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_aux_shape(%dy: memref<4x8xf32>, %w: memref<8x16xf32>, %x: memref<16x4xf32>, %dx: memref<4x16xf32>) {
+  // expected-error @+1 {{aux}}
+  culib.matmul ins(%dy, %w) aux(%x) outs(%dx) {compute_type = f32, epilogue = #culib.epilogue<gelu_tanh_grad>} : memref<4x8xf32>, memref<8x16xf32>, memref<16x4xf32>, memref<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @conv_gradient_activation(%x: memref<1x2x3x3xf32>, %w: memref<2x2x1x1xf32>, %y: memref<1x2x3x3xf32>) {
+  // expected-error @+1 {{activation gelu_grad is a matmul's epilogue (with aux)}}
+  culib.conv_fwd ins(%x, %w) outs(%y) {activation = #culib.epilogue<gelu_grad>, compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x2x1x1xf32>, memref<1x2x3x3xf32>
+  return
+}
+
+// -----
+
 func.func @matmul_bias_grad_count(%x: memref<64x24xf32>, %dy: memref<64x12xf32>, %dw: memref<24x12xf32>, %db: memref<2x12xf32>) {
   // expected-error @+1 {{bias_grad must hold the 12 sums of op(B) over K in its last dim, got 'memref<2x12xf32>'}}
   culib.matmul ins(%x, %dy) outs(%dw) bias_grad(%db) {compute_type = f32, trans_a = true} : memref<64x24xf32>, memref<64x12xf32>, memref<24x12xf32>, memref<2x12xf32>

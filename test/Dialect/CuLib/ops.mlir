@@ -42,6 +42,14 @@ func.func @batched(%a: memref<4x1x8x3xbf16>, %b: memref<5x8x6xbf16>, %c: memref<
 }
 
 // A weight gradient X^T dY that also sums dY's rows: the bias gradient.
+// An activation's gradient as the epilogue of dY W^T, with aux.
+// CHECK-LABEL: func.func @activation_gradient
+// CHECK: culib.matmul ins(%{{.*}}, %{{.*}}) aux(%{{.*}}) outs(%{{.*}}) {compute_type = f32, epilogue = #culib.epilogue<gelu_grad>, trans_b = true} : memref<4x8xbf16>, memref<16x8xbf16>, memref<4x16xbf16>, memref<4x16xbf16>
+func.func @activation_gradient(%dy: memref<4x8xbf16>, %w: memref<16x8xbf16>, %x: memref<4x16xbf16>, %dx: memref<4x16xbf16>) {
+  culib.matmul ins(%dy, %w) aux(%x) outs(%dx) {compute_type = f32, epilogue = #culib.epilogue<gelu_grad>, trans_b = true} : memref<4x8xbf16>, memref<16x8xbf16>, memref<4x16xbf16>, memref<4x16xbf16>
+  return
+}
+
 // CHECK-LABEL: func.func @weight_and_bias_gradient
 // CHECK: culib.matmul ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) bias_grad(%{{.*}}) {compute_type = f32, trans_a = true} : memref<64x24xbf16>, memref<64x12xbf16>, memref<24x12xbf16>, memref<1x1x12xbf16>
 func.func @weight_and_bias_gradient(%x: memref<64x24xbf16>, %dy: memref<64x12xbf16>, %dw: memref<24x12xbf16>, %db: memref<1x1x12xbf16>) {

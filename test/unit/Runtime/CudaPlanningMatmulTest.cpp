@@ -193,6 +193,32 @@ TEST_CASE("matmul planning: epilogues, C and bias", "[cuda][planning]") {
     REQUIRE_FALSE(clip);
     CHECK_THAT(clip.status().message(), Catch::Contains("unknown value"));
   }
+  SECTION("activation gradients run in the epilogue kernel, reading aux") {
+    const std::pair<const char *, EpilogueAct> grads[] = {
+        {"relu_grad", kActReluGrad},
+        {"gelu_grad", kActGeluGrad},
+        {"gelu_tanh_grad", kActGeluTanhGrad}};
+    for (auto [name, act] : grads) {
+      INFO(name);
+      TensorDesc d = at(DType::F16, {4, 6}), aux = at(DType::F16, {4, 6});
+      PlanCall call = matmulCall(
+          {{"epilogue", std::string(name)}, {"has_aux", int64_t(1)}});
+      Result<MatmulPlan> p = planMatmul(call, {a, b, aux}, {d});
+      REQUIRE(p);
+      CHECK(p->staged);
+      CHECK(p->act == act);
+      CHECK(p->epilogue.act == act);
+      CHECK(p->epilogue.aux == aux.ptr<const void>());
+      CHECK(p->epilogue.auxDtype == 10);
+      // Without aux, or with aux of another shape: refused.
+      Result<MatmulPlan> missing = planMatmul(
+          matmulCall({{"epilogue", std::string(name)}}), {a, b}, {d});
+      REQUIRE_FALSE(missing);
+      CHECK_THAT(missing.status().message(), Catch::Contains("needs aux"));
+      TensorDesc wrong = at(DType::F16, {6, 4});
+      REQUIRE_FALSE(planMatmul(call, {a, b, wrong}, {d}));
+    }
+  }
   SECTION("an f32 product narrowed to f16 is rounded by the epilogue") {
     TensorDesc a32 = at(DType::F32, {4, 8}), b32 = at(DType::F32, {8, 6}),
                d = at(DType::F16, {4, 6});

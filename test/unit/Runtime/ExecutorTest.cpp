@@ -542,7 +542,8 @@ TEST_CASE("call errors name the call and the problem", "[executor]") {
     CHECK(runError(m) ==
           "call #0 (cublaslt.matmul at node 'MatMul_0'): attribute 'epilogue' "
           "has unknown value 'clip' (none, relu, gelu, gelu_tanh, silu, "
-          "sigmoid, tanh, hard_swish)");
+          "sigmoid, tanh, hard_swish, or with aux relu_grad, gelu_grad, "
+          "gelu_tanh_grad)");
   }
   SECTION("missing has_bias") {
     MatmulSoftmax m;

@@ -364,6 +364,74 @@ TEST_CASE("matmul bias gradients sum op(B)'s rows in f32 and round once",
   CHECK_FALSE(cpu::matmulBiasGradient(batched.view(), true, sums.view()));
 }
 
+TEST_CASE("matmul activation-gradient epilogues scale the product by the "
+          "derivative at aux",
+          "[runtime][cpu][matmul]") {
+  // D = act'(aux) * (A B + C), against the derivatives in double: A [3, 4],
+  // B [4, 5], aux spanning the activations' interesting range.
+  Rng rng(31);
+  for (DType out : {DType::F32, DType::BF16})
+    for (cpu::ActivationGradient g :
+         {cpu::ActivationGradient::Relu, cpu::ActivationGradient::Gelu,
+          cpu::ActivationGradient::GeluTanh}) {
+      INFO(dtypeName(out) << ", gradient " << static_cast<int>(g));
+      HostTensor a = randomTensor(DType::F32, {3, 4}, rng, -1, 1);
+      HostTensor b = randomTensor(DType::F32, {4, 5}, rng, -1, 1);
+      HostTensor c = randomTensor(out, {3, 5}, rng, -1, 1);
+      HostTensor aux = randomTensor(out, {3, 5}, rng, -3, 3);
+      HostTensor d(out, {3, 5});
+      cpu::MatmulOptions o;
+      o.beta = 1.0;
+      o.epilogueGradient = g;
+      REQUIRE(cpu::matmul(a.view(), b.view(), &c.view(), nullptr, d.view(), o,
+                          &aux.view())
+                  .isOk());
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 5; ++j) {
+          double v = getD(c, i * 5 + j);
+          for (int64_t k = 0; k < 4; ++k)
+            v += getD(a, i * 4 + k) * getD(b, k * 5 + j);
+          const double x = getD(aux, i * 5 + j);
+          double derivative;
+          if (g == cpu::ActivationGradient::Relu) {
+            derivative = x > 0 ? 1 : 0;
+          } else if (g == cpu::ActivationGradient::Gelu) {
+            derivative = 0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+                         x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+          } else {
+            const double k = std::sqrt(2 / M_PI),
+                         t = std::tanh(k * (x + 0.044715 * x * x * x));
+            derivative = 0.5 * (1 + t) +
+                         0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+          }
+          const double expected = derivative * v;
+          // One rounding to D's type.
+          const double tol = out == DType::F32 ? 1e-5 : 1e-2;
+          CHECK(std::fabs(getD(d, i * 5 + j) - expected) <=
+                tol * (1 + std::fabs(expected)));
+        }
+    }
+  // aux goes with a gradient epilogue, has D's shape, and takes no bias.
+  HostTensor a(DType::F32, {2, 3}), b(DType::F32, {3, 4}),
+      d(DType::F32, {2, 4}), aux(DType::F32, {2, 4}), wrong(DType::F32, {4, 2}),
+      bias(DType::F32, {4});
+  cpu::MatmulOptions gelu;
+  gelu.epilogueGradient = cpu::ActivationGradient::Gelu;
+  auto message = [](const Status &s) { return s.message(); };
+  CHECK_THAT(message(cpu::matmul(a.view(), b.view(), nullptr, nullptr, d.view(),
+                                 gelu)),
+             Catch::Contains("needs aux"));
+  CHECK_THAT(message(cpu::matmul(a.view(), b.view(), nullptr, nullptr, d.view(),
+                                 cpu::MatmulOptions{}, &aux.view())),
+             Catch::Contains("aux goes with"));
+  CHECK_THAT(message(cpu::matmul(a.view(), b.view(), nullptr, nullptr, d.view(),
+                                 gelu, &wrong.view())),
+             Catch::Contains("aux has shape [4, 2]"));
+  CHECK_THAT(message(cpu::matmul(a.view(), b.view(), nullptr, &bias.view(),
+                                 d.view(), gelu, &aux.view())),
+             Catch::Contains("takes no bias"));
+}
+
 TEST_CASE("matmul rejects bad arguments", "[runtime][cpu][matmul]") {
   auto f32 = [](Shape s) { return HostTensor(DType::F32, std::move(s)); };
   HostTensor a = f32({4, 5}), b = f32({5, 6}), d = f32({4, 6});

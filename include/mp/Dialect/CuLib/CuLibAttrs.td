@@ -46,7 +46,13 @@ def CuLib_Epilogue : I32EnumAttr<"Epilogue",
     I32EnumAttrCase<"tanh", 6>,
     I32EnumAttrCase<"hard_swish", 7>, // x * min(max(x / 6 + 0.5, 0), 1)
     // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))): GPT-2's
-    I32EnumAttrCase<"gelu_tanh", 8>
+    I32EnumAttrCase<"gelu_tanh", 8>,
+    // matmul only, with its `aux` operand (the activation's forward input):
+    // the result times the activation's derivative at aux (a training
+    // step's dY W^T becomes the activation's input gradient).
+    I32EnumAttrCase<"relu_grad", 9>,
+    I32EnumAttrCase<"gelu_grad", 10>,
+    I32EnumAttrCase<"gelu_tanh_grad", 11>
   ]> {
   let cppNamespace = "::mp::culib";
   let genSpecializedAttr = 0;

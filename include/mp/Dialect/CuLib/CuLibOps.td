@@ -91,10 +91,17 @@ def CuLib_MatmulOp : CuLib_Op<"matmul", [AttrSizedOperandSegments]> {
     step's weight gradient dW = X^T dY (or dY^T X), the bias gradient
     sum(dY) (cuBLASLt's BGRADB / BGRADA epilogues; culib-fuse-bias-gradients
     folds the reduction in). The summed operand must be rank 2.
+    The activation-gradient epilogues (`relu_grad`, `gelu_grad`,
+    `gelu_tanh_grad`) read `aux` (D's shape: the activation's forward
+    input) and take no bias: D = act'(aux) * (alpha * op(A) op(B) + beta *
+    C), in f32 and rounded once (cuBLASLt's DRELU / DGELU): in a training
+    step, the gradient dY W^T reaching an activation becomes the gradient
+    of its input (culib-fuse-epilogues).
   }];
   let arguments = (ins CuLib_FloatBuffer:$a, CuLib_FloatBuffer:$b,
                        Optional<CuLib_FloatBuffer>:$c,
                        Optional<CuLib_FloatBuffer>:$bias,
+                       Optional<CuLib_FloatBuffer>:$aux,
                        CuLib_FloatBuffer:$d,
                        Optional<CuLib_FloatBuffer>:$bias_grad,
                        DefaultValuedAttr<BoolAttr, "false">:$trans_a,
@@ -106,6 +113,7 @@ def CuLib_MatmulOp : CuLib_Op<"matmul", [AttrSizedOperandSegments]> {
                        DefaultValuedAttr<BoolAttr, "false">:$bias_grad_of_a);
   let assemblyFormat = [{
     `ins` `(` $a `,` $b `)` (`c` `(` $c^ `)`)? (`bias` `(` $bias^ `)`)?
+    (`aux` `(` $aux^ `)`)?
     `outs` `(` $d `)` (`bias_grad` `(` $bias_grad^ `)`)? attr-dict `:`
     type(operands)
   }];

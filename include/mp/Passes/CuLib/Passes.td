@@ -84,7 +84,14 @@ def FuseEpilogues : Pass<"culib-fuse-epilogues", "mlir::func::FuncOp"> {
     backend's pool sums in f32 and rounds once, so the values are the same,
     without the two f32 copies. ReLU commutes with rounding, and so does a clip whose bounds
     the output type holds exactly (the only ones folded), so a 16-bit
-    result has the same bits as before. Calls that already have an
+    result has the same bits as before. In a training step, an
+    activation's gradient of a matmul's result (the gradient dY W^T that
+    reaches the activation) -- `relu_grad(t, x)` or `where(greater(x, 0),
+    t, 0)`, `gelu_grad(t, x)`, `gelu_tanh_grad(t, x)` -- becomes the
+    matmul's `relu_grad` / `gelu_grad` / `gelu_tanh_grad` epilogue with the
+    activation's input x as its `aux` operand (cuBLASLt's DRELU / DGELU),
+    when the matmul has no bias or epilogue and x keeps its value from the
+    matmul to the gradient. Calls that already have an
     epilogue, intermediate buffers read by anything else (a training step
     keeps the convolution's output for the ReLU's gradient) and output
     buffers used between the two calls are left alone. With `report`, a

@@ -57,6 +57,17 @@ enum class Activation {
 // Matmul (cuBLASLt)
 //===----------------------------------------------------------------------===//
 
+/// The gradient of an activation as a matmul's epilogue: D = act'(aux) *
+/// (alpha op(A) op(B) + beta C), aux the activation's forward input
+/// (cuBLASLt's DRELU / DGELU epilogues). In a training step the product is
+/// dY W^T, the gradient reaching the activation's output.
+enum class ActivationGradient {
+  None,
+  Relu,     ///< v where aux > 0, else 0
+  Gelu,     ///< v * (Phi(aux) + aux phi(aux))
+  GeluTanh, ///< v * the tanh approximation's derivative at aux
+};
+
 struct MatmulOptions {
   bool transA = false; ///< op(A) = A^T (A must have rank >= 2)
   bool transB = false; ///< op(B) = B^T (B must have rank >= 2)
@@ -64,6 +75,8 @@ struct MatmulOptions {
   /// Scales C; used only when a C is given.
   double beta = 1.0;
   Activation epilogue = Activation::None;
+  /// With an aux operand, instead of `epilogue` (which is then None).
+  ActivationGradient epilogueGradient = ActivationGradient::None;
 };
 
 /// D = epilogue(alpha * op(A) @ op(B) + beta * C + bias).
@@ -78,9 +91,13 @@ struct MatmulOptions {
 /// (16-bit inputs are widened to f32, multiplied with sgemm, the f32 result
 /// rounded once to D's type); with f64 A/B, D is f64 (dgemm). C has D's
 /// dtype; bias has D's dtype or f32.
+///
+/// `aux` goes with options.epilogueGradient (and not with a bias): D's
+/// shape, a float dtype of 16 or 32 bits (f64 with f64 D).
 Status matmul(const TensorView &a, const TensorView &b, const TensorView *c,
               const TensorView *bias, const TensorView &d,
-              const MatmulOptions &options = {});
+              const MatmulOptions &options = {},
+              const TensorView *aux = nullptr);
 
 /// What checkMatmul derives: op(A) is [M, K] and op(B) [K, N] in each batch
 /// entry; batchA and batchB are the operands' batch dims, `batch` D's.
@@ -93,7 +110,7 @@ struct MatmulShape {
 Status checkMatmul(const TensorView &a, const TensorView &b,
                    const TensorView *c, const TensorView *bias,
                    const TensorView &d, const MatmulOptions &o,
-                   MatmulShape &shape);
+                   MatmulShape &shape, const TensorView *aux = nullptr);
 /// cublaslt.matmul's `bias_grad` output: the sums of a rank-2 operand over
 /// the contraction dim K, summed in f32 (f64 for f64) and rounded once into
 /// `grad` (the operand's dtype, its other dim's count of elements in any

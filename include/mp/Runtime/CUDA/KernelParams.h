@@ -229,6 +229,11 @@ enum EpilogueAct : int32_t {
   kActTanh = 6,
   kActHardSwish = 7,
   kActGeluTanh = 8, ///< 0.5 v (1 + tanh(sqrt(2 / pi) (v + 0.044715 v^3)))
+  // Matmuls' activation gradients: v times the activation's derivative at
+  // aux[i] (the activation's forward input; no bias).
+  kActReluGrad = 9,      ///< v where aux > 0, else 0
+  kActGeluGrad = 10,     ///< v (Phi(aux) + aux phi(aux))
+  kActGeluTanhGrad = 11, ///< v times the tanh form's derivative at aux
 };
 struct EpilogueParams {
   int32_t act = kActNone;
@@ -239,10 +244,12 @@ struct EpilogueParams {
   /// Convolutions: y's shape and layout, added before the activation (0:
   /// none).
   int32_t residualDtype = 0;
-  ChannelGeom geom;      ///< the bias's channel of each element
+  int32_t auxDtype = 0; ///< the activation gradients' aux (y's shape)
+  ChannelGeom geom;     ///< the bias's channel of each element
   const void *acc = nullptr;
   const void *bias = nullptr;
   const void *residual = nullptr;
+  const void *aux = nullptr;
   void *out = nullptr;
 };
 

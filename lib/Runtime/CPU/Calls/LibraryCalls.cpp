@@ -41,7 +41,9 @@ Result<Activation> parseActivation(const std::string &name,
   return Status::error(
       "attribute '" + std::string(attrName) + "' has unknown value '" + name +
       "' (none, relu, gelu, gelu_tanh" + (isMatmul ? "" : ", clip") +
-      ", silu, sigmoid, tanh, hard_swish)");
+      ", silu, sigmoid, tanh, hard_swish" +
+      (isMatmul ? ", or with aux relu_grad, gelu_grad, gelu_tanh_grad" : "") +
+      ")");
 }
 
 /// Splits ONNX-style pads (begins, then ends) for `spatial` dimensions.
@@ -60,16 +62,18 @@ Status splitPads(const std::vector<int64_t> &pads, size_t spatial,
 }
 
 //===----------------------------------------------------------------------===//
-// cublaslt.matmul: a, b, c?, bias? -> d, bias_grad?
+// cublaslt.matmul: a, b, c?, bias?, aux? -> d, bias_grad?
 //===----------------------------------------------------------------------===//
 
 Status matmulCall(const CallArgs &args) {
   const PlanCall &call = args.call;
   MP_RT_TRY_ASSIGN(hasC, hasBuffer(call, "c"));
   MP_RT_TRY_ASSIGN(hasBias, hasBuffer(call, "bias"));
+  MP_RT_TRY_ASSIGN(hasAux, hasBuffer(call, "aux", false));
   MP_RT_TRY_ASSIGN(hasBiasGrad, hasBuffer(call, "bias_grad", false));
-  if (Status s = checkOperandCount(args, 2, size_t(hasC) + size_t(hasBias),
-                                   1 + size_t(hasBiasGrad));
+  if (Status s = checkOperandCount(
+          args, 2, size_t(hasC) + size_t(hasBias) + size_t(hasAux),
+          1 + size_t(hasBiasGrad));
       !s)
     return s;
   MP_RT_TRY_ASSIGN(options, matmulOptionsOf(call));
@@ -80,8 +84,9 @@ Status matmulCall(const CallArgs &args) {
   size_t next = 2;
   const TensorView *c = hasC ? &args.operands[next++] : nullptr;
   const TensorView *bias = hasBias ? &args.operands[next++] : nullptr;
+  const TensorView *aux = hasAux ? &args.operands[next++] : nullptr;
   if (Status s = matmul(args.operands[0], args.operands[1], c, bias,
-                        args.results[0], options);
+                        args.results[0], options, aux);
       !s || !hasBiasGrad)
     return s;
   MP_RT_TRY_ASSIGN(ofA, boolAttr(call, "bias_grad_of_a", false));
@@ -188,6 +193,16 @@ Result<MatmulOptions> matmulOptionsOf(const PlanCall &call) {
   MP_RT_TRY_ASSIGN(alpha, floatAttr(call, "alpha", 1.0));
   MP_RT_TRY_ASSIGN(beta, floatAttr(call, "beta", 0.0));
   MP_RT_TRY_ASSIGN(epilogue, stringAttr(call, "epilogue", "none"));
+  // The activation gradients (with the aux operand), then the activations.
+  static const std::pair<std::string_view, ActivationGradient> kGradients[] = {
+      {"relu_grad", ActivationGradient::Relu},
+      {"gelu_grad", ActivationGradient::Gelu},
+      {"gelu_tanh_grad", ActivationGradient::GeluTanh}};
+  for (const auto &[name, gradient] : kGradients)
+    if (epilogue == name) {
+      options.epilogueGradient = gradient;
+      epilogue = "none";
+    }
   MP_RT_TRY_ASSIGN(activation, parseActivation(epilogue, "epilogue", true));
   options.transA = transA != 0;
   options.transB = transB != 0;

@@ -120,6 +120,40 @@ dnnl::memory::desc broadcastDesc(const TensorView &t, size_t rank,
 
 } // namespace
 
+FastCallChoice prepareActivationGradient(ActivationGradient gradient,
+                                         const TensorView &dy,
+                                         const TensorView &x,
+                                         const TensorView &y) {
+  if (dy.shape != y.shape || x.shape != y.shape)
+    return referenceKernel("a broadcast input");
+  if (dy.dtype != y.dtype || x.dtype != y.dtype ||
+      (y.dtype != DType::F32 && y.dtype != DType::BF16))
+    return referenceKernel("dtypes other than one of f32, bf16");
+  if (y.numElements() == 0)
+    return referenceKernel("no elements");
+  // ReLU's backward from its source: dy where x > 0, else alpha dy = 0.
+  dnnl::algorithm algorithm = dnnl::algorithm::eltwise_relu;
+  if (gradient == ActivationGradient::Gelu)
+    algorithm = dnnl::algorithm::eltwise_gelu_erf;
+  else if (gradient == ActivationGradient::GeluTanh)
+    algorithm = dnnl::algorithm::eltwise_gelu_tanh;
+  else if (gradient != ActivationGradient::Relu)
+    return referenceKernel("no activation gradient");
+  dnnl::memory::desc desc =
+      plainDesc(dims(y.shape.begin(), y.shape.end()), *computeTypeOf(y.dtype));
+  return catchingErrors([&] {
+    dnnl::eltwise_forward::primitive_desc hint(
+        engine(), dnnl::prop_kind::forward_training, algorithm, desc, desc);
+    dnnl::primitive_attr attr = userScratchpad();
+    dnnl::eltwise_backward::primitive_desc pd(engine(), algorithm, desc, desc,
+                                              desc, 0.f, 0.f, hint, attr);
+    return PrimitiveCall::prepare(pd, dnnl::eltwise_backward(pd),
+                                  {{DNNL_ARG_DIFF_DST, desc, dy},
+                                   {DNNL_ARG_SRC, desc, x},
+                                   {DNNL_ARG_DIFF_SRC, desc, y}});
+  });
+}
+
 FastCallChoice prepareElementwise(const PlanCall &call,
                                   const std::vector<TensorView> &operands,
                                   const std::vector<TensorView> &results,
@@ -193,27 +227,12 @@ FastCallChoice prepareElementwise(const PlanCall &call,
     });
   }
 
-  // GELU's gradients: oneDNN's eltwise backward, dy * GELU'(x) from the
-  // forward's source x.
-  if (fn == F::GeluGrad || fn == F::GeluTanhGrad) {
-    const TensorView &dy = operands[0], &x = operands[1];
-    if (dy.shape != y.shape || x.shape != y.shape)
-      return referenceKernel("a broadcast input");
-    const dnnl::algorithm algorithm = fn == F::GeluGrad
-                                          ? dnnl::algorithm::eltwise_gelu_erf
-                                          : dnnl::algorithm::eltwise_gelu_tanh;
-    return catchingErrors([&] {
-      dnnl::eltwise_forward::primitive_desc hint(
-          engine(), dnnl::prop_kind::forward_training, algorithm, yDesc, yDesc);
-      dnnl::primitive_attr attr = userScratchpad();
-      dnnl::eltwise_backward::primitive_desc pd(
-          engine(), algorithm, yDesc, yDesc, yDesc, 0.f, 0.f, hint, attr);
-      return PrimitiveCall::prepare(pd, dnnl::eltwise_backward(pd),
-                                    {{DNNL_ARG_DIFF_DST, yDesc, dy},
-                                     {DNNL_ARG_SRC, yDesc, x},
-                                     {DNNL_ARG_DIFF_SRC, yDesc, y}});
-    });
-  }
+  // GELU's gradients: oneDNN's eltwise backward.
+  if (fn == F::GeluGrad || fn == F::GeluTanhGrad)
+    return prepareActivationGradient(fn == F::GeluGrad
+                                         ? ActivationGradient::Gelu
+                                         : ActivationGradient::GeluTanh,
+                                     operands[0], operands[1], y);
 
   std::optional<dnnl::algorithm> algorithm = binaryOf(fn);
   if (!algorithm || operands.size() != 2)

@@ -53,16 +53,19 @@ FastCallChoice prepareProduct(const PlanCall &call,
                               const std::vector<bool> &constant) {
   Result<bool> hasC = hasBuffer(call, "c");
   Result<bool> hasBias = hasBuffer(call, "bias");
+  Result<bool> hasAux = hasBuffer(call, "aux", false);
   Result<MatmulOptions> options = matmulOptionsOf(call);
-  if (!hasC || !hasBias || !options ||
-      operands.size() != 2 + size_t(*hasC) + size_t(*hasBias))
+  if (!hasC || !hasBias || !hasAux || !options ||
+      operands.size() != 2 + size_t(*hasC) + size_t(*hasBias) + size_t(*hasAux))
     return referenceKernel("the reference kernel reports the call's error");
   const TensorView &a = operands[0], &b = operands[1];
   const TensorView *c = *hasC ? &operands[2] : nullptr;
   const TensorView *bias = *hasBias ? &operands[2 + size_t(*hasC)] : nullptr;
+  const TensorView *aux =
+      *hasAux ? &operands[2 + size_t(*hasC) + size_t(*hasBias)] : nullptr;
   MatmulShape shape;
   if (!checkComputeType(call, a.dtype, /*required=*/true) ||
-      !checkMatmul(a, b, c, bias, d, *options, shape))
+      !checkMatmul(a, b, c, bias, d, *options, shape, aux))
     return referenceKernel("the reference kernel reports the call's error");
   if (c && (options->beta != 1.0 || c->shape != d.shape))
     return referenceKernel("beta * C with beta other than 1 or C broadcast");
@@ -173,6 +176,32 @@ FastCallChoice prepareProduct(const PlanCall &call,
   });
 }
 
+/// The matmul's primitive, then the activation gradient's eltwise backward
+/// in place on D (diff_dst = diff_src = D, src = aux): D is rounded to its
+/// dtype in between, as the unfused plan's two calls round it (f32 D: no
+/// rounding in between).
+class MatmulThenActivationGradient final : public PreparedCall {
+public:
+  MatmulThenActivationGradient(std::unique_ptr<PreparedCall> matmul,
+                               std::unique_ptr<PreparedCall> gradient)
+      : matmul_(std::move(matmul)), gradient_(std::move(gradient)),
+        name_(matmul_->implementation() + " + " + gradient_->implementation() +
+              " activation gradient") {}
+  size_t scratchBytes() const override {
+    return std::max(matmul_->scratchBytes(), gradient_->scratchBytes());
+  }
+  Status run(void *scratch) override {
+    if (Status s = matmul_->run(scratch); !s)
+      return s;
+    return gradient_->run(scratch);
+  }
+  const std::string &implementation() const override { return name_; }
+
+private:
+  std::unique_ptr<PreparedCall> matmul_, gradient_;
+  std::string name_;
+};
+
 /// The matmul's primitive, then the sums of op(B) (op(A)) over K into
 /// bias_grad (a training step's bias gradient, culib-fuse-bias-gradients):
 /// the project's reduction kernel, over the operand the product just read.
@@ -213,6 +242,17 @@ FastCallChoice prepareMatmul(const PlanCall &call,
       results.size() != 1 + size_t(*hasBiasGrad))
     return referenceKernel("the reference kernel reports the call's error");
   FastCallChoice product = prepareProduct(call, operands, results[0], constant);
+  if (product.call && options->epilogueGradient != ActivationGradient::None) {
+    // The product (epilogue none: the options say so) into D, then D's
+    // gradient from aux, the last operand.
+    const TensorView &d = results[0];
+    FastCallChoice gradient = prepareActivationGradient(
+        options->epilogueGradient, d, operands.back(), d);
+    if (!gradient.call)
+      return gradient;
+    product.call = std::make_unique<MatmulThenActivationGradient>(
+        std::move(product.call), std::move(gradient.call));
+  }
   if (!*hasBiasGrad || !product.call)
     return product;
   BiasGradientOperand summed = biasGradientOperand(*ofA, *options);
