@@ -37,6 +37,7 @@ mp::autocast::policyOpTypes(MLIRContext *context) {
   addTrainingOp(llvm::type_identity<ConvGradFilterOp>{});
   addTrainingOp(llvm::type_identity<PoolGradOp>{});
   addTrainingOp(llvm::type_identity<GeluGradOp>{});
+  addTrainingOp(llvm::type_identity<LayerNormGradOp>{});
   addTrainingOp(llvm::type_identity<BatchNormGradOp>{});
   addTrainingOp(llvm::type_identity<SoftmaxCrossEntropyGradOp>{});
   addTrainingOp(llvm::type_identity<NLLLossGradOp>{});

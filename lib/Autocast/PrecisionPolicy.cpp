@@ -268,8 +268,9 @@ PrecisionPolicy PrecisionPolicy::defaults() {
   p.tensorCoreOps.insert("ConvGradFilter");
   p.tensorCoreOps.insert("LSTMGrad");
   set(PrecisionClass::Infer, {"PoolGrad", "GeluGrad"});
-  set(PrecisionClass::Deny, {"BatchNormGrad", "SoftmaxCrossEntropyGrad",
-                             "NegativeLogLikelihoodLossGrad"});
+  set(PrecisionClass::Deny,
+      {"BatchNormGrad", "LayerNormGrad", "SoftmaxCrossEntropyGrad",
+       "NegativeLogLikelihoodLossGrad"});
   // Operands that keep their type whatever the op's precision.
   p.keepOperand("Resize", 1, source); // roi
   p.keepOperand("Resize", 2, source); // scales

@@ -234,6 +234,8 @@ uint32_t Plan::requiredFormatMinor() const {
   // GELU's gradients, as calls or as steps of fused programs, and the
   // activation gradients of a matmul's epilogue (with its aux operand).
   for (const PlanCall &c : calls) {
+    if (c.kind == "kernel.layer_norm_grad")
+      return 11;
     if (const std::string *e = c.attrAs<std::string>("epilogue");
         e && c.kind == "cublaslt.matmul" &&
         (*e == "relu_grad" || *e == "gelu_grad" || *e == "gelu_tanh_grad"))

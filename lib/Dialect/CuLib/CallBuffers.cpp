@@ -165,6 +165,15 @@ std::optional<CallBuffers> mp::culib::getCallBuffers(Operation *op) {
                            {req("x", o.getX()), req("dy", o.getDy())},
                            {req("dx", o.getDx())}};
       })
+      .Case([&](culib::LayerNormGradOp o) {
+        return CallBuffers{"kernel.layer_norm_grad",
+                           {req("dy", o.getDy()), req("x", o.getX()),
+                            req("scale", o.getScale()),
+                            req("mean", o.getMean()),
+                            req("inv_std_dev", o.getInvStdDev())},
+                           {req("dx", o.getDx()), req("dscale", o.getDscale()),
+                            opt("dbias", o.getDbias())}};
+      })
       .Case([&](culib::BatchNormBwdOp o) {
         return CallBuffers{"cudnn.batch_norm_bwd",
                            {req("x", o.getX()), req("scale", o.getScale()),

@@ -746,6 +746,30 @@ LogicalResult gradLayerNorm(LayerNormalizationOp op, GradBuilder &g,
                               getOnnxDataTypeForType(elementOf(x))),
                           IntegerAttr());
   };
+  // One call (mp.layer_norm_grad) where its operands allow: f32 statistics,
+  // dY of X's type, one scale (and bias) value per normalized element.
+  Value bias = op.getB();
+  const bool hasBias = bias && !isa<NoneType>(bias.getType());
+  int64_t normalizedCount = 1;
+  for (int64_t i : normalized)
+    normalizedCount *= shapeOf(x)[i];
+  auto holdsNormalized = [&](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t && t.hasStaticShape() && t.getNumElements() == normalizedCount;
+  };
+  if (elementOf(op->getResult(1)).isF32() &&
+      elementOf(op->getResult(2)).isF32() && dy.getType() == x.getType() &&
+      holdsNormalized(scale) &&
+      (!hasBias || bias.getType() == scale.getType())) {
+    auto grad = LayerNormGradOp::create(
+        g.b, TypeRange{x.getType(), scale.getType(), scale.getType()}, dy, x,
+        scale, op->getResult(1), op->getResult(2), g.b.getI64IntegerAttr(axis));
+    dO[0] = grad.getDX();
+    dO[1] = grad.getDScale();
+    if (hasBias)
+      dO[2] = grad.getDBias();
+    return success();
+  }
   Value mean = inXType(op->getResult(1));
   Value invStd = inXType(op->getResult(2));
   Value xhat = g.mul(g.sub(x, mean), invStd);
@@ -755,8 +779,7 @@ LogicalResult gradLayerNorm(LayerNormalizationOp op, GradBuilder &g,
   Value centred = g.sub(gy, meanOver(gy));
   dO[0] = g.mul(invStd, g.sub(centred, g.mul(xhat, meanOver(g.mul(gy, xhat)))));
   dO[1] = g.unbroadcast(g.mul(dy, xhat), scale.getType());
-  Value bias = op.getB();
-  if (bias && !isa<NoneType>(bias.getType()))
+  if (hasBias)
     dO[2] = g.unbroadcast(dy, bias.getType());
   return success();
 }

@@ -73,6 +73,7 @@ const std::vector<TopicPlanner> &topicPlanners() {
   static const std::vector<TopicPlanner> planners = {
       MP_TOPIC_PLANNER("kernel.attention", planAttention),
       MP_TOPIC_PLANNER("kernel.layer_norm", planLayerNorm),
+      MP_TOPIC_PLANNER("kernel.layer_norm_grad", planLayerNormGrad),
       MP_TOPIC_PLANNER("kernel.rms_norm", planRmsNorm),
       MP_TOPIC_PLANNER("kernel.group_norm", planGroupNorm),
       MP_TOPIC_PLANNER("kernel.scaled_softmax", planScaledSoftmax),

@@ -144,6 +144,46 @@ Result<NormParams> planLayerNorm(const PlanCall &call,
   return p;
 }
 
+Result<LayerNormGradParams>
+planLayerNormGrad(const PlanCall &call, const std::vector<TensorDesc> &ops,
+                  const std::vector<TensorDesc> &res) {
+  std::array<const TensorDesc *, 5> in;
+  std::array<const TensorDesc *, 3> out;
+  if (Status s = cpu::bindCallBuffers(
+          call, ops,
+          {{{"dy", false},
+            {"x", false},
+            {"scale", false},
+            {"mean", false},
+            {"inv_std_dev", false}}},
+          in, res, {{{"dx", false}, {"dscale", false}, {"dbias", true}}}, out);
+      !s)
+    return s;
+  MP_TRY(axis, intAttr(call, "axis", -1));
+  Views<5> vi(in);
+  Views<3> vo(out);
+  if (Status s = cpu::checkLayerNormGrad(*vi[0], *vi[1], *vi[2], *vi[3], *vi[4],
+                                         *vo[0], *vo[1], vo[2], axis);
+      !s)
+    return s;
+  const TensorDesc &x = *in[1];
+  LayerNormGradParams p;
+  p.xDtype = code(x.dtype);
+  p.scaleDtype = code(in[2]->dtype);
+  p.hasBias = out[2] ? 1 : 0;
+  p.rows = product(x.shape, 0, static_cast<size_t>(axis));
+  p.rowSize = p.rows ? rt::numElements(x.shape) / p.rows : 0;
+  p.dy = cptr(*in[0]);
+  p.x = cptr(x);
+  p.scale = cptr(*in[2]);
+  p.mean = static_cast<const float *>(cptr(*in[3]));
+  p.invStd = static_cast<const float *>(cptr(*in[4]));
+  p.dx = mptr(*out[0]);
+  p.dscale = mptr(*out[1]);
+  p.dbias = out[2] ? mptr(*out[2]) : nullptr;
+  return p;
+}
+
 Result<NormParams> planRmsNorm(const PlanCall &call,
                                const std::vector<TensorDesc> &ops,
                                const std::vector<TensorDesc> &res) {

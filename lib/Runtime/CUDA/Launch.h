@@ -61,6 +61,8 @@ cudaError_t launchOptimizer(const OptimizerParams &p, cudaStream_t stream);
 
 // NNKernels.cu
 cudaError_t launchNorm(const NormParams &p, cudaStream_t stream);
+cudaError_t launchLayerNormGrad(const LayerNormGradParams &p,
+                                cudaStream_t stream);
 cudaError_t launchAttention(const AttentionParams &p, cudaStream_t stream);
 cudaError_t launchLrn(const LrnParams &p, cudaStream_t stream);
 cudaError_t launchGemm(const GemmParams &p, cudaStream_t stream);

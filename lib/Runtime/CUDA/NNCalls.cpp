@@ -25,6 +25,13 @@ Result<std::unique_ptr<PreparedCall>> prepareLayerNorm(const PrepareArgs &a) {
   return preparedCall<NormCall>(p, "layer_norm kernel");
 }
 
+Result<std::unique_ptr<PreparedCall>>
+prepareLayerNormGrad(const PrepareArgs &a) {
+  MP_TRY_PREPARE(p, planLayerNormGrad(a.call, a.operands, a.results));
+  return preparedCall<LaunchCall<LayerNormGradParams, launchLayerNormGrad>>(
+      p, "layer_norm_grad kernels");
+}
+
 Result<std::unique_ptr<PreparedCall>> prepareRmsNorm(const PrepareArgs &a) {
   MP_TRY_PREPARE(p, planRmsNorm(a.call, a.operands, a.results));
   return preparedCall<NormCall>(p, "rms_norm kernel");
@@ -282,6 +289,7 @@ Result<std::unique_ptr<PreparedCall>> prepareHardmax(const PrepareArgs &a) {
 void addNNCalls(std::map<std::string, PrepareFn> &t) {
   MP_ADD_PREPARE("kernel.attention", prepareAttention);
   MP_ADD_PREPARE("kernel.layer_norm", prepareLayerNorm);
+  MP_ADD_PREPARE("kernel.layer_norm_grad", prepareLayerNormGrad);
   MP_ADD_PREPARE("kernel.instance_norm", prepareInstanceNorm);
   MP_ADD_PREPARE("kernel.rms_norm", prepareRmsNorm);
   MP_ADD_PREPARE("kernel.group_norm", prepareGroupNorm);

@@ -99,6 +99,54 @@ __global__ void normKernel(NormParams p) {
   }
 }
 
+/// dx of a layer norm, one row per block: x̂ and g = dy * scale twice (for
+/// the two means, then the output), as the CPU's layerNormGrad.
+__global__ void layerNormGradRowsKernel(LayerNormGradParams p) {
+  __shared__ double shared[32];
+  const int64_t n = p.rowSize;
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const int64_t base = row * n;
+    const float mean = p.mean[row], inv = p.invStd[row];
+    double sumG = 0, sumGXhat = 0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      const float xhat = (loadF32(p.x, p.xDtype, base + j) - mean) * inv;
+      const float g =
+          loadF32(p.dy, p.xDtype, base + j) * loadF32(p.scale, p.scaleDtype, j);
+      sumG += g;
+      sumGXhat += static_cast<double>(g) * xhat;
+    }
+    const float meanG =
+        static_cast<float>(blockSum(sumG, shared) / static_cast<double>(n));
+    const float meanGXhat =
+        static_cast<float>(blockSum(sumGXhat, shared) / static_cast<double>(n));
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      const float xhat = (loadF32(p.x, p.xDtype, base + j) - mean) * inv;
+      const float g =
+          loadF32(p.dy, p.xDtype, base + j) * loadF32(p.scale, p.scaleDtype, j);
+      storeF32(p.dx, p.xDtype, base + j, inv * (g - meanG - xhat * meanGXhat));
+    }
+  }
+}
+
+/// dscale = Σ dy * x̂ and dbias = Σ dy over the rows, one thread per
+/// normalized element (adjacent threads read adjacent elements).
+__global__ void layerNormGradParamsKernel(LayerNormGradParams p) {
+  MP_GRID_LOOP(j, p.rowSize) {
+    double sumDyXhat = 0, sumDy = 0;
+    for (int64_t row = 0; row < p.rows; ++row) {
+      const int64_t i = row * p.rowSize + j;
+      const float dy = loadF32(p.dy, p.xDtype, i);
+      const float xhat =
+          (loadF32(p.x, p.xDtype, i) - p.mean[row]) * p.invStd[row];
+      sumDyXhat += static_cast<double>(dy) * xhat;
+      sumDy += dy;
+    }
+    storeF32(p.dscale, p.scaleDtype, j, static_cast<float>(sumDyXhat));
+    if (p.hasBias)
+      storeF32(p.dbias, p.scaleDtype, j, static_cast<float>(sumDy));
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // LRN
 //===----------------------------------------------------------------------===//
@@ -691,6 +739,19 @@ cudaError_t launchNorm(const NormParams &p, cudaStream_t stream) {
     return cudaSuccess;
   unsigned blocks = blocksFor(p.rows, 1, 65535);
   normKernel<<<blocks, kBlock, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t launchLayerNormGrad(const LayerNormGradParams &p,
+                                cudaStream_t stream) {
+  if (p.rows > 0)
+    layerNormGradRowsKernel<<<blocksFor(p.rows, 1, 65535), kBlock, 0, stream>>>(
+        p);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
+    return e;
+  if (p.rowSize > 0)
+    layerNormGradParamsKernel<<<blocksFor(p.rowSize, kBlock), kBlock, 0,
+                                stream>>>(p);
   return cudaGetLastError();
 }
 

@@ -105,6 +105,27 @@ struct BatchNormGradLowering : OpConversionPattern<BatchNormGradOp> {
   }
 };
 
+/// The layer norm's gradient: dX and dScale always, dBias where it is read.
+struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> buffers;
+    for (auto [i, result] : llvm::enumerate(op->getResults()))
+      buffers.push_back(
+          i == 2 && result.use_empty()
+              ? Value()
+              : allocFor(rewriter, *getTypeConverter(), op.getLoc(), result));
+    culib::LayerNormGradOp::create(
+        rewriter, op.getLoc(), adaptor.getDY(), adaptor.getX(),
+        adaptor.getScale(), adaptor.getMean(), adaptor.getInvStdDev(),
+        buffers[0], buffers[1], buffers[2], op.getAxisAttr());
+    rewriter.replaceOp(op, buffers);
+    return success();
+  }
+};
+
 template <typename OpTy, typename CallTy>
 struct LossGradLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
@@ -288,6 +309,15 @@ void mp::populateTrainingPatterns(const TypeConverter &tc,
                                                         lowerable);
   addLowering<PoolGradLowering, PoolGradOp>(tc, patterns, lowerable);
   addLowering<BatchNormGradLowering, BatchNormGradOp>(tc, patterns, lowerable);
+  addLowering<LayerNormGradLowering, LayerNormGradOp>(tc, patterns, lowerable);
+  addRule<LayerNormGradOp>(lowerable, [](Operation *op, raw_ostream &os) {
+    auto grad = cast<LayerNormGradOp>(op);
+    for (Value statistic : {grad.getMean(), grad.getInvStdDev()})
+      if (!elementOf(statistic).isF32()) {
+        os << "the statistics must be f32, got '" << statistic.getType() << "'";
+        return;
+      }
+  });
   addLowering<LossGradLowering<SoftmaxCrossEntropyGradOp,
                                culib::SoftmaxCrossEntropyGradOp>,
               SoftmaxCrossEntropyGradOp>(tc, patterns, lowerable);

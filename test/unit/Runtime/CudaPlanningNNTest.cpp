@@ -25,6 +25,35 @@ using mp::rt::test::messageOf;
 TEST_CASE("normalization planning: layer norm, instance norm, LRN",
           "[cuda][planning]") {
   Addr at;
+  SECTION("layer_norm_grad") {
+    TensorDesc dy = at(DType::BF16, {4, 6, 8}), x = at(DType::BF16, {4, 6, 8}),
+               dx = at(DType::BF16, {4, 6, 8});
+    TensorDesc scale = at(DType::F32, {6, 8}), dscale = at(DType::F32, {6, 8}),
+               dbias = at(DType::F32, {48});
+    TensorDesc mean = at(DType::F32, {4, 1, 1}),
+               inv = at(DType::F32, {4, 1, 1});
+    PlanCall grad = callOf("kernel.layer_norm_grad",
+                           {{"has_dbias", int64_t(1)}, {"axis", int64_t(-2)}});
+    Result<LayerNormGradParams> p =
+        planLayerNormGrad(grad, {dy, x, scale, mean, inv}, {dx, dscale, dbias});
+    REQUIRE(p);
+    CHECK(p->rows == 4);
+    CHECK(p->rowSize == 48);
+    CHECK(p->xDtype == 16);
+    CHECK(p->scaleDtype == 1);
+    CHECK(p->hasBias == 1);
+    CHECK(p->mean == mean.ptr<const float>());
+    CHECK(p->invStd == inv.ptr<const float>());
+    CHECK(p->dbias == dbias.ptr<void>());
+    // The CPU's words: f16 statistics.
+    PlanCall noBias = callOf("kernel.layer_norm_grad",
+                             {{"has_dbias", int64_t(0)}, {"axis", int64_t(1)}});
+    CHECK(messageOf(planLayerNormGrad(
+              noBias, {dy, x, scale, at(DType::F16, {4, 1, 1}), inv},
+              {dx, dscale})) ==
+          "layer_norm_grad: mean must hold the 4 f32 statistics, got f16 "
+          "[4, 1, 1]");
+  }
   SECTION("layer_norm") {
     TensorDesc x = at(DType::F16, {4, 6, 8}), y = at(DType::F16, {4, 6, 8});
     PlanCall ln = callOf("kernel.layer_norm", {{"has_bias", int64_t(1)},

@@ -154,6 +154,100 @@ TEST_CASE("layerNorm matches LayerNormalization-17", "[runtime][cpu][norm]") {
     }
 }
 
+TEST_CASE("layerNormGrad is the gradient of layerNorm",
+          "[runtime][cpu][norm][training]") {
+  // Rows of the dims from `axis`; statistics from layerNorm itself. The
+  // reference: the derivative of sum(w * y) by central differences of the
+  // forward pass in double, where y = (x - mean) / sqrt(var + eps) * s + b.
+  Rng rng(7);
+  const double eps = 1e-3;
+  for (DType dt : {DType::F32, DType::BF16})
+    for (int64_t axis : {-1, 1}) {
+      INFO(dtypeName(dt) << " axis " << axis);
+      const Shape xs{3, 4, 5};
+      const int64_t a = axis < 0 ? axis + 3 : axis;
+      const Shape inner(xs.begin() + a, xs.end());
+      const int64_t rowSize = numElements(inner), rows = 60 / rowSize;
+      HostTensor x = randomTensor(dt, xs, rng, -2, 3);
+      HostTensor dy = randomTensor(dt, xs, rng, -1, 1);
+      HostTensor scale = randomTensor(dt, inner, rng, 0.5, 1.5);
+      HostTensor y = garbage(dt, xs);
+      Shape statShape(xs.begin(), xs.begin() + a);
+      statShape.resize(3, 1);
+      HostTensor mean = garbage(DType::F32, statShape),
+                 inv = garbage(DType::F32, statShape);
+      REQUIRE(layerNorm(x.view(), scale.view(), nullptr, y.view(), &mean.view(),
+                        &inv.view(), axis, static_cast<float>(eps))
+                  .isOk());
+      HostTensor dx = garbage(dt, xs), dscale = garbage(dt, inner),
+                 dbias = garbage(dt, inner);
+      Status s = layerNormGrad(dy.view(), x.view(), scale.view(), mean.view(),
+                               inv.view(), dx.view(), dscale.view(),
+                               &dbias.view(), axis);
+      INFO(s.message());
+      REQUIRE(s.isOk());
+      const std::vector<double> xv = values(x), w = values(dy),
+                                sv = values(scale);
+      // sum(w * y) for row r with x[r] replaced by `row`.
+      auto objective = [&](int64_t r, const std::vector<double> &row) {
+        double m = 0, v = 0, total = 0;
+        for (double e : row)
+          m += e;
+        m /= rowSize;
+        for (double e : row)
+          v += (e - m) * (e - m);
+        v /= rowSize;
+        for (int64_t j = 0; j < rowSize; ++j)
+          total +=
+              w[r * rowSize + j] * (row[j] - m) / std::sqrt(v + eps) * sv[j];
+        return total;
+      };
+      std::vector<double> rdx(60), rdscale(rowSize, 0.0), rdbias(rowSize, 0.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<double> row(xv.begin() + r * rowSize,
+                                xv.begin() + (r + 1) * rowSize);
+        for (int64_t j = 0; j < rowSize; ++j) {
+          const double h = 1e-5, keep = row[j];
+          row[j] = keep + h;
+          const double up = objective(r, row);
+          row[j] = keep - h;
+          const double down = objective(r, row);
+          row[j] = keep;
+          rdx[r * rowSize + j] = (up - down) / (2 * h);
+        }
+        double m = 0, v = 0;
+        for (double e : row)
+          m += e;
+        m /= rowSize;
+        for (double e : row)
+          v += (e - m) * (e - m);
+        v /= rowSize;
+        for (int64_t j = 0; j < rowSize; ++j) {
+          rdscale[j] += w[r * rowSize + j] * (row[j] - m) / std::sqrt(v + eps);
+          rdbias[j] += w[r * rowSize + j];
+        }
+      }
+      const double tol = dt == DType::F32 ? 1e-4 : 2e-2;
+      expectClose(values(dx), rdx, tol, "dx");
+      expectClose(values(dscale), rdscale, tol, "dscale");
+      expectClose(values(dbias), rdbias, tol, "dbias");
+    }
+  // Statistics that are not f32 and a scale of the wrong size are refused.
+  HostTensor x(DType::F32, {2, 3}), scale(DType::F32, {3}),
+      stats(DType::F32, {2, 1}), stats16(DType::F16, {2, 1}),
+      small(DType::F32, {2}), dx(DType::F32, {2, 3}), ds(DType::F32, {3});
+  Status s16 = layerNormGrad(x.view(), x.view(), scale.view(), stats16.view(),
+                             stats.view(), dx.view(), ds.view(), nullptr);
+  CHECK_FALSE(s16);
+  CHECK(s16.message().find("mean must hold the 2 f32 statistics") !=
+        std::string::npos);
+  Status sSmall = layerNormGrad(x.view(), x.view(), small.view(), stats.view(),
+                                stats.view(), dx.view(), ds.view(), nullptr);
+  CHECK_FALSE(sSmall);
+  CHECK(sSmall.message().find("scale must hold the 3 values") !=
+        std::string::npos);
+}
+
 TEST_CASE("rmsNorm divides by the root mean square, no mean subtracted",
           "[runtime][cpu][norm]") {
   Rng rng(2);

@@ -737,6 +737,29 @@ def CuLib_BatchNormBwdOp : CuLib_Op<"batch_norm_bwd"> {
   }];
 }
 
+def CuLib_LayerNormGradOp : CuLib_Op<"layer_norm_grad"> {
+  let summary = "gradient of a layer norm from its forward statistics";
+  let description = [{
+    With x̂ = (x - mean) * inv_std_dev and g = dy * scale over x's dims from
+    `axis`: dx = inv_std_dev * (g - mean(g) - x̂ * mean(g * x̂)), in f32 and
+    rounded once; dscale = Σ dy * x̂ and dbias (optional) = Σ dy over the
+    rows (the dims before `axis`). mean and inv_std_dev are culib.layer_norm's
+    f32 outputs, one value per row; scale, dscale and dbias hold the
+    normalized dims' values. One call for what the gradient rule computes
+    in a dozen (mp.layer_norm_grad).
+  }];
+  let arguments = (ins CuLib_FloatBuffer:$dy, CuLib_FloatBuffer:$x,
+                       CuLib_FloatBuffer:$scale, MemRefOf<[F32]>:$mean,
+                       MemRefOf<[F32]>:$inv_std_dev, CuLib_FloatBuffer:$dx,
+                       CuLib_FloatBuffer:$dscale,
+                       Optional<CuLib_FloatBuffer>:$dbias, I64Attr:$axis);
+  let assemblyFormat = [{
+    `ins` `(` $dy `,` $x `,` $scale `,` $mean `,` $inv_std_dev `)`
+    `outs` `(` $dx `,` $dscale `)` (`dbias` `(` $dbias^ `)`)?
+    attr-dict `:` type(operands)
+  }];
+}
+
 def CuLib_SoftmaxCrossEntropyGradOp : CuLib_Op<"softmax_cross_entropy_grad"> {
   let summary = "gradient of softmax cross-entropy w.r.t. the scores";
   let arguments = (ins CuLib_FloatBuffer:$scores, MemRefOf<[I32, I64]>:$labels,

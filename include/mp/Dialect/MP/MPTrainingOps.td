@@ -89,6 +89,24 @@ def MP_GeluGradOp : MP_TrainingOp<"gelu_grad", "GeluGrad",
   let results = (outs MP_FloatTensor:$dX);
 }
 
+def MP_LayerNormGradOp : MP_TrainingOp<"layer_norm_grad", "LayerNormGrad",
+    [Pure]> {
+  let summary = "gradient of LayerNormalization from its Mean and InvStdDev";
+  let description = [{
+    (dX, dScale, dBias) for Y = LayerNormalization(X, scale, bias) over X's
+    dims from `axis`, given dY and the forward op's f32 Mean and InvStdDev:
+    with x̂ = (X - Mean) * InvStdDev and g = dY * scale, dX = InvStdDev *
+    (g - mean(g) - x̂ * mean(g * x̂)); dScale = Σ dY * x̂ and dBias = Σ dY
+    over the dims before `axis`, in scale's type and shape. One call
+    (culib.layer_norm_grad).
+  }];
+  let arguments = (ins MP_FloatTensor:$dY, MP_FloatTensor:$X,
+                       MP_FloatTensor:$scale, MP_FloatTensor:$mean,
+                       MP_FloatTensor:$inv_std_dev, I64Attr:$axis);
+  let results = (outs MP_FloatTensor:$dX, MP_FloatTensor:$dScale,
+                      MP_FloatTensor:$dBias);
+}
+
 def MP_SoftmaxCrossEntropyGradOp
     : MP_TrainingOp<"softmax_cross_entropy_grad", "SoftmaxCrossEntropyGrad",
                     [Pure]> {

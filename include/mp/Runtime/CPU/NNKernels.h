@@ -188,6 +188,27 @@ Status checkLayerNorm(const TensorView &x, const TensorView &scale,
                       const TensorView *mean, const TensorView *invStdDev,
                       int64_t &axis, float epsilon);
 
+/// LayerNormalization's gradient from the forward's f32 statistics (its
+/// Mean and InvStdDev, one per row of the dims before `axis`): with x̂ =
+/// (x - mean) * inv_std_dev and g = dy * scale, dx = inv_std_dev * (g -
+/// mean(g) - x̂ * mean(g * x̂)) over the normalized dims, in f32 and rounded
+/// once; dscale = Σ dy * x̂ and dbias (optional) = Σ dy over the rows,
+/// summed in f64 in an order that does not depend on the threads. dy, x and
+/// dx: one shape and dtype (f32, f16, bf16); scale, dscale, dbias: the
+/// normalized dims' values (any shape holding them), scale's dtype.
+Status layerNormGrad(const TensorView &dy, const TensorView &x,
+                     const TensorView &scale, const TensorView &mean,
+                     const TensorView &invStdDev, const TensorView &dx,
+                     const TensorView &dscale, const TensorView *dbias,
+                     int64_t axis = -1);
+/// layerNormGrad's checks without running it (shared with the CUDA
+/// backend's planning); `axis` normalized into [0, rank).
+Status checkLayerNormGrad(const TensorView &dy, const TensorView &x,
+                          const TensorView &scale, const TensorView &mean,
+                          const TensorView &invStdDev, const TensorView &dx,
+                          const TensorView &dscale, const TensorView *dbias,
+                          int64_t &axis);
+
 /// RMS normalization (ONNX RMSNormalization-23, stash_type f32): over the
 /// dimensions from `axis` on, y = x * invRms * scale, invRms = 1 /
 /// sqrt(mean(x^2) + epsilon), no mean subtracted. x, y and scale as

@@ -421,6 +421,9 @@ PlannerFn<AttentionParams> planAttention;
 /// kernel.layer_norm: x, scale, bias? -> y, mean?, inv_std_dev? (the CPU's
 /// checks: cpu::checkLayerNorm).
 PlannerFn<NormParams> planLayerNorm;
+/// kernel.layer_norm_grad: dy, x, scale, mean, inv_std_dev -> dx, dscale,
+/// dbias? (the CPU's checks: cpu::checkLayerNormGrad).
+PlannerFn<LayerNormGradParams> planLayerNormGrad;
 /// kernel.rms_norm: x, scale -> y (the CPU's checks: cpu::checkRmsNorm).
 PlannerFn<NormParams> planRmsNorm;
 /// kernel.group_norm: x, scale, bias? -> y (the CPU's checks:

@@ -392,6 +392,19 @@ struct NormParams {
   void *y = nullptr, *mean = nullptr, *invStd = nullptr;
 };
 
+/// kernel.layer_norm_grad (the CPU's cpu::layerNormGrad): one block per row
+/// for dx (the row's two means by block sums in f64), then one thread per
+/// normalized element for dscale and dbias (the rows in order, in f64).
+struct LayerNormGradParams {
+  int32_t xDtype = 1;     ///< dy's and dx's too
+  int32_t scaleDtype = 1; ///< dscale's and dbias's too
+  int32_t hasBias = 0;    ///< dbias is written
+  int64_t rows = 0, rowSize = 0;
+  const void *dy = nullptr, *x = nullptr, *scale = nullptr;
+  const float *mean = nullptr, *invStd = nullptr;
+  void *dx = nullptr, *dscale = nullptr, *dbias = nullptr;
+};
+
 /// kernel.attention (mp/Runtime/Attention.h): one warp per query row, the
 /// lanes splitting the head dim for each score and the value dim for the
 /// output, with f32 running max and sum over the keys (flash-style: the

@@ -16,6 +16,7 @@
 #include "mp/Runtime/CPU/BackwardKernels.h"
 #include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/CPU/NNKernels.h"
 #include "mp/Runtime/CPU/TrainingKernels.h"
 #include "mp/Runtime/Half.h"
 
@@ -158,6 +159,30 @@ Status batchNormBwdCall(const CallArgs &args) {
   const std::vector<TensorView> &in = args.operands;
   const std::vector<TensorView> &out = args.results;
   return batchNormBackward(in[0], in[1], in[2], out[0], out[1], out[2], o);
+}
+
+//===----------------------------------------------------------------------===//
+// kernel.layer_norm_grad: dy, x, scale, mean, inv_std_dev -> dx, dscale,
+//   dbias?
+//===----------------------------------------------------------------------===//
+
+Status layerNormGradCall(const CallArgs &args) {
+  std::array<const TensorView *, 5> in;
+  std::array<const TensorView *, 3> out;
+  if (Status s = bindCallBuffers(
+          args.call, args.operands,
+          {{{"dy", false},
+            {"x", false},
+            {"scale", false},
+            {"mean", false},
+            {"inv_std_dev", false}}},
+          in, args.results,
+          {{{"dx", false}, {"dscale", false}, {"dbias", true}}}, out);
+      !s)
+    return s;
+  MP_RT_TRY_ASSIGN(axis, intAttr(args.call, "axis", -1));
+  return layerNormGrad(*in[0], *in[1], *in[2], *in[3], *in[4], *out[0], *out[1],
+                       out[2], axis);
 }
 
 //===----------------------------------------------------------------------===//
@@ -549,6 +574,7 @@ void addTrainingCalls(CallTable &table) {
   MP_ADD_CALL("kernel.softmax_cross_entropy_grad", softmaxCrossEntropyGradCall);
   MP_ADD_CALL("kernel.nll_loss_grad", nllLossGradCall);
   MP_ADD_CALL("kernel.lstm_bwd", lstmBwdCall);
+  MP_ADD_CALL("kernel.layer_norm_grad", layerNormGradCall);
   MP_ADD_CALL("kernel.unscale_check_finite", unscaleCheckFiniteCall);
   MP_ADD_CALL("kernel.loss_scale_update", lossScaleUpdateCall);
   MP_ADD_CALL("kernel.sgd_step", sgdStepCall);
