@@ -58,7 +58,8 @@ struct FoldMatmulTransposesPass
           writers.lookup(out.getBuffer()).size() != 1)
         continue;
       // Every other user: a matmul after the transpose reading the result as
-      // A or B (not C, not as its output), with the input unchanged between
+      // A or B (not C, bias or aux, not as its output), with the input
+      // unchanged between
       // the two.
       Value x = transpose.getX();
       llvm::SmallVector<Operation *> xWriters =
@@ -73,6 +74,7 @@ struct FoldMatmulTransposesPass
                    transpose->isBeforeInBlock(matmul) &&
                    matmul.getC() != out.getBuffer() &&
                    matmul.getBias() != out.getBuffer() &&
+                   matmul.getAux() != out.getBuffer() &&
                    matmul.getD() != out.getBuffer() &&
                    !culib::anyBetween(xWriters, transpose, matmul);
         if (!foldable)

@@ -700,8 +700,12 @@ struct FoldActivationGradientIntoMatmul
     SmallVector<Operation *> calls = {root};
     Value t, x;
     culib::Epilogue epilogue;
+    // The ReLU's comparison may come before the matmul: x must keep its
+    // value from there too.
+    Operation *firstReadOfX = root;
     if (std::optional<culib::ReluGradientForm> relu =
             culib::matchReluGradient(root)) {
+      firstReadOfX = relu->compare;
       t = relu->dy;
       x = relu->x;
       epilogue = culib::Epilogue::relu_grad;
@@ -723,8 +727,7 @@ struct FoldActivationGradientIntoMatmul
     }
     Value y = root.getY();
     if (t.getType() != y.getType() ||
-        memrefOf(x).getShape() != memrefOf(y).getShape() ||
-        !isa<FloatType>(memrefOf(x).getElementType()) || x == y || x == t)
+        memrefOf(x).getShape() != memrefOf(y).getShape() || x == y || x == t)
       return rewriter.notifyMatchFailure(root, "not one shape, or in place");
     auto matmul =
         dyn_cast_or_null<culib::MatmulOp>(culib::soleWriter(t, calls));
@@ -732,11 +735,20 @@ struct FoldActivationGradientIntoMatmul
         matmul.getEpilogue() != culib::Epilogue::none || matmul.getBias() ||
         matmul.getAux())
       return rewriter.notifyMatchFailure(root, "no matmul to fold into");
+    // aux as the runtimes take it: f64 with f64 operands, else 16 or 32 bits.
+    Type auxElement = memrefOf(x).getElementType();
+    const bool f64 = memrefOf(matmul.getA()).getElementType().isF64();
+    if (f64 ? !auxElement.isF64()
+            : !(auxElement.isF32() || auxElement.isF16() ||
+                auxElement.isBF16()))
+      return rewriter.notifyMatchFailure(root, "aux of another float type");
     // The matmul reads x now: x is made before it and keeps its value.
     if (Operation *def = x.getDefiningOp();
         (def && (def->getBlock() != matmul->getBlock() ||
                  !def->isBeforeInBlock(matmul))) ||
-        culib::writtenBetween(x, matmul, root))
+        culib::writtenBetween(x, matmul, root) ||
+        (firstReadOfX->isBeforeInBlock(matmul) &&
+         culib::writtenBetween(x, firstReadOfX, matmul)))
       return rewriter.notifyMatchFailure(root, "x is not ready at the matmul");
     if (failed(writeInto(matmul, t, y, root, rewriter)))
       return failure();

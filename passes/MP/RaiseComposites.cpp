@@ -265,9 +265,11 @@ struct RaiseDecomposedLayerNorm : OpRewritePattern<DivOp> {
 
   LogicalResult matchAndRewrite(DivOp div,
                                 PatternRewriter &rewriter) const override {
+    // The float types the runtimes normalize (f64 layer norms stay chains).
     auto type = dyn_cast<RankedTensorType>(div.getType());
     if (!type || !type.hasStaticShape() ||
-        !isa<FloatType>(type.getElementType()))
+        !(type.getElementType().isF32() || type.getElementType().isF16() ||
+          type.getElementType().isBF16()))
       return failure();
     const int64_t rank = type.getRank();
     Value d = div.getOperand(0);
@@ -293,7 +295,8 @@ struct RaiseDecomposedLayerNorm : OpRewritePattern<DivOp> {
                         std::pair(addEps.getOperand(1), addEps.getOperand(0))})
       if (!variance && (variance = onlyUseOf<ReduceMeanOp>(v)))
         eps = scalarConstant(e);
-    if (!variance || !eps || trailingAxis(variance, rank) != axis)
+    if (!variance || !eps || !(*eps >= 0) ||
+        trailingAxis(variance, rank) != axis)
       return rewriter.notifyMatchFailure(div, "no mean of the squares + eps");
     Operation *square = variance.getOperand().getDefiningOp();
     bool squaresD = square && variance.getOperand().hasOneUse() &&

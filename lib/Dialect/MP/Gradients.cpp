@@ -757,7 +757,9 @@ LogicalResult gradLayerNorm(LayerNormalizationOp op, GradBuilder &g,
     auto t = dyn_cast<RankedTensorType>(v.getType());
     return t && t.hasStaticShape() && t.getNumElements() == normalizedCount;
   };
-  if (elementOf(op->getResult(1)).isF32() &&
+  Type xElement = elementOf(x);
+  if ((xElement.isF32() || xElement.isF16() || xElement.isBF16()) &&
+      elementOf(op->getResult(1)).isF32() &&
       elementOf(op->getResult(2)).isF32() && dy.getType() == x.getType() &&
       holdsNormalized(scale) &&
       (!hasBias || bias.getType() == scale.getType())) {

@@ -298,10 +298,10 @@ FastCallChoice prepareConv(const PlanCall &call,
 FastCallChoice prepareFusedChain(const FusedProgram &program,
                                  const std::vector<TensorView> &operands,
                                  const TensorView &y);
-/// y = dy * act'(x) for an activation's gradient, as one eltwise backward
-/// primitive (y may be dy itself: in place): dy, x and y of one shape and
-/// dtype (f32 or bf16). The matmul epilogues of the activation gradients
-/// and the elementwise gelu_grad / gelu_tanh_grad.
+/// y = dy * GELU'(x) (exact or tanh form) as one eltwise backward primitive
+/// (y may be dy itself: in place): dy, x and y of one shape and dtype (f32
+/// or bf16). The matmul epilogues gelu_grad / gelu_tanh_grad and the
+/// elementwise functions of those names.
 FastCallChoice prepareActivationGradient(ActivationGradient gradient,
                                          const TensorView &dy,
                                          const TensorView &x,

@@ -131,14 +131,15 @@ FastCallChoice prepareActivationGradient(ActivationGradient gradient,
     return referenceKernel("dtypes other than one of f32, bf16");
   if (y.numElements() == 0)
     return referenceKernel("no elements");
-  // ReLU's backward from its source: dy where x > 0, else alpha dy = 0.
-  dnnl::algorithm algorithm = dnnl::algorithm::eltwise_relu;
+  // (ReLU's backward would multiply dy by 0, making an inf dy NaN where
+  // the reference gives 0: it stays on the own loops.)
+  dnnl::algorithm algorithm;
   if (gradient == ActivationGradient::Gelu)
     algorithm = dnnl::algorithm::eltwise_gelu_erf;
   else if (gradient == ActivationGradient::GeluTanh)
     algorithm = dnnl::algorithm::eltwise_gelu_tanh;
-  else if (gradient != ActivationGradient::Relu)
-    return referenceKernel("no activation gradient");
+  else
+    return referenceKernel("no oneDNN primitive for this gradient");
   dnnl::memory::desc desc =
       plainDesc(dims(y.shape.begin(), y.shape.end()), *computeTypeOf(y.dtype));
   return catchingErrors([&] {

@@ -16,6 +16,9 @@
 
 #include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
+#include "mp/Runtime/Half.h"
+
+#include "../Parallel.h"
 
 namespace mp::rt::cpu::onednn {
 
@@ -177,30 +180,128 @@ FastCallChoice prepareProduct(const PlanCall &call,
 }
 
 /// The matmul's primitive, then the activation gradient's eltwise backward
-/// in place on D (diff_dst = diff_src = D, src = aux): D is rounded to its
-/// dtype in between, as the unfused plan's two calls round it (f32 D: no
-/// rounding in between).
+/// in place (diff_dst = diff_src, src = aux) on the f32 product, rounded
+/// once: an f32 D is that product itself; a 16-bit D gets it from an f32
+/// buffer of the call's own, with aux widened into another.
 class MatmulThenActivationGradient final : public PreparedCall {
 public:
   MatmulThenActivationGradient(std::unique_ptr<PreparedCall> matmul,
-                               std::unique_ptr<PreparedCall> gradient)
+                               std::unique_ptr<PreparedCall> gradient,
+                               std::vector<float> product,
+                               std::vector<float> auxF32, const TensorView &aux,
+                               const TensorView &d)
       : matmul_(std::move(matmul)), gradient_(std::move(gradient)),
-        name_(matmul_->implementation() + " + " + gradient_->implementation() +
-              " activation gradient") {}
+        product_(std::move(product)), auxF32_(std::move(auxF32)), aux_(aux),
+        d_(d), name_(matmul_->implementation() + " + " +
+                     gradient_->implementation() + " activation gradient") {}
   size_t scratchBytes() const override {
     return std::max(matmul_->scratchBytes(), gradient_->scratchBytes());
   }
   Status run(void *scratch) override {
     if (Status s = matmul_->run(scratch); !s)
       return s;
-    return gradient_->run(scratch);
+    if (!auxF32_.empty())
+      toF32(aux_.dtype, aux_.data, auxF32_.data(), aux_.numElements());
+    if (Status s = gradient_->run(scratch); !s)
+      return s;
+    if (!product_.empty())
+      fromF32(product_.data(), d_.dtype, d_.data, d_.numElements());
+    return Status::ok();
   }
   const std::string &implementation() const override { return name_; }
 
 private:
+  /// Converts n elements of 16-bit `t` to f32 (and back).
+  static void toF32(DType t, const void *src, float *dst, int64_t n) {
+    const auto *bits = static_cast<const uint16_t *>(src);
+    if (t == DType::BF16)
+      convertBF16ToF32(bits, dst, static_cast<size_t>(n));
+    else
+      convertF16ToF32(bits, dst, static_cast<size_t>(n));
+  }
+  static void fromF32(const float *src, DType t, void *dst, int64_t n) {
+    auto *bits = static_cast<uint16_t *>(dst);
+    if (t == DType::BF16)
+      convertF32ToBF16(src, bits, static_cast<size_t>(n));
+    else
+      convertF32ToF16(src, bits, static_cast<size_t>(n));
+  }
+
   std::unique_ptr<PreparedCall> matmul_, gradient_;
+  std::vector<float> product_, auxF32_;
+  TensorView aux_, d_;
   std::string name_;
 };
+
+/// ReLU's gradient in place on f32 data: v where aux > 0, else 0, as the
+/// reference (oneDNN's backward multiplies by 0, which makes inf and NaN
+/// gradients NaN).
+class ReluGradientInPlace final : public PreparedCall {
+public:
+  ReluGradientInPlace(float *v, const float *aux, int64_t n)
+      : v_(v), aux_(aux), n_(n) {}
+  size_t scratchBytes() const override { return 0; }
+  Status run(void *) override {
+    detail::parallelRanges(n_, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        v_[i] = aux_[i] > 0.f ? v_[i] : 0.f;
+    });
+    return Status::ok();
+  }
+  const std::string &implementation() const override { return name_; }
+
+private:
+  float *v_;
+  const float *aux_;
+  int64_t n_;
+  std::string name_ = "own:relu";
+};
+
+/// The product and the activation gradient of a matmul with an
+/// activation-gradient epilogue (see MatmulThenActivationGradient).
+FastCallChoice prepareProductWithGradient(
+    const PlanCall &call, const std::vector<TensorView> &operands,
+    const TensorView &d, const std::vector<bool> &constant,
+    ActivationGradient gradient) {
+  const TensorView &aux = operands.back();
+  if (aux.dtype != d.dtype)
+    return referenceKernel("aux of another dtype than D");
+  std::vector<float> product, auxF32;
+  TensorView productView = d, auxView = aux;
+  if (d.dtype == DType::F16 || d.dtype == DType::BF16) {
+    // C would have to be f32 as well: left to the reference.
+    Result<bool> hasC = hasBuffer(call, "c");
+    if (!hasC || *hasC)
+      return referenceKernel("a 16-bit C with an activation gradient");
+    product.resize(static_cast<size_t>(d.numElements()));
+    auxF32.resize(static_cast<size_t>(aux.numElements()));
+    productView.dtype = auxView.dtype = DType::F32;
+    productView.data = product.data();
+    auxView.data = auxF32.data();
+  } else if (d.dtype != DType::F32) {
+    return referenceKernel("D of dtype " + std::string(dtypeName(d.dtype)));
+  }
+  std::vector<TensorView> productOperands(operands);
+  productOperands.back() = auxView;
+  FastCallChoice matmul =
+      prepareProduct(call, productOperands, productView, constant);
+  if (!matmul.call)
+    return matmul;
+  FastCallChoice grad =
+      gradient == ActivationGradient::Relu
+          ? FastCallChoice{std::make_unique<ReluGradientInPlace>(
+                               productView.as<float>(),
+                               auxView.as<const float>(), d.numElements()),
+                           ""}
+          : prepareActivationGradient(gradient, productView, auxView,
+                                      productView);
+  if (!grad.call)
+    return grad;
+  return {std::make_unique<MatmulThenActivationGradient>(
+              std::move(matmul.call), std::move(grad.call), std::move(product),
+              std::move(auxF32), aux, d),
+          ""};
+}
 
 /// The matmul's primitive, then the sums of op(B) (op(A)) over K into
 /// bias_grad (a training step's bias gradient, culib-fuse-bias-gradients):
@@ -241,18 +342,12 @@ FastCallChoice prepareMatmul(const PlanCall &call,
   if (!hasBiasGrad || !ofA || !options || operands.size() < 2 ||
       results.size() != 1 + size_t(*hasBiasGrad))
     return referenceKernel("the reference kernel reports the call's error");
-  FastCallChoice product = prepareProduct(call, operands, results[0], constant);
-  if (product.call && options->epilogueGradient != ActivationGradient::None) {
-    // The product (epilogue none: the options say so) into D, then D's
-    // gradient from aux, the last operand.
-    const TensorView &d = results[0];
-    FastCallChoice gradient = prepareActivationGradient(
-        options->epilogueGradient, d, operands.back(), d);
-    if (!gradient.call)
-      return gradient;
-    product.call = std::make_unique<MatmulThenActivationGradient>(
-        std::move(product.call), std::move(gradient.call));
-  }
+  // With an activation gradient, aux is the last operand.
+  FastCallChoice product =
+      options->epilogueGradient == ActivationGradient::None
+          ? prepareProduct(call, operands, results[0], constant)
+          : prepareProductWithGradient(call, operands, results[0], constant,
+                                       options->epilogueGradient);
   if (!*hasBiasGrad || !product.call)
     return product;
   BiasGradientOperand summed = biasGradientOperand(*ofA, *options);
