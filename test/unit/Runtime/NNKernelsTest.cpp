@@ -188,18 +188,26 @@ TEST_CASE("layerNormGrad is the gradient of layerNorm",
       REQUIRE(s.isOk());
       const std::vector<double> xv = values(x), w = values(dy),
                                 sv = values(scale);
-      // sum(w * y) for row r with x[r] replaced by `row`.
-      auto objective = [&](int64_t r, const std::vector<double> &row) {
-        double m = 0, v = 0, total = 0;
+      // x̂ of a row in double.
+      auto normalize = [&](const std::vector<double> &row) {
+        double m = 0, v = 0;
         for (double e : row)
           m += e;
         m /= rowSize;
         for (double e : row)
           v += (e - m) * (e - m);
         v /= rowSize;
+        std::vector<double> xhat;
+        for (double e : row)
+          xhat.push_back((e - m) / std::sqrt(v + eps));
+        return xhat;
+      };
+      // sum(w * y) for row r with x[r] replaced by `row`.
+      auto objective = [&](int64_t r, const std::vector<double> &row) {
+        const std::vector<double> xhat = normalize(row);
+        double total = 0;
         for (int64_t j = 0; j < rowSize; ++j)
-          total +=
-              w[r * rowSize + j] * (row[j] - m) / std::sqrt(v + eps) * sv[j];
+          total += w[r * rowSize + j] * xhat[j] * sv[j];
         return total;
       };
       std::vector<double> rdx(60), rdscale(rowSize, 0.0), rdbias(rowSize, 0.0);
@@ -215,15 +223,9 @@ TEST_CASE("layerNormGrad is the gradient of layerNorm",
           row[j] = keep;
           rdx[r * rowSize + j] = (up - down) / (2 * h);
         }
-        double m = 0, v = 0;
-        for (double e : row)
-          m += e;
-        m /= rowSize;
-        for (double e : row)
-          v += (e - m) * (e - m);
-        v /= rowSize;
+        const std::vector<double> xhat = normalize(row);
         for (int64_t j = 0; j < rowSize; ++j) {
-          rdscale[j] += w[r * rowSize + j] * (row[j] - m) / std::sqrt(v + eps);
+          rdscale[j] += w[r * rowSize + j] * xhat[j];
           rdbias[j] += w[r * rowSize + j];
         }
       }
