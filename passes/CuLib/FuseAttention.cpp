@@ -46,7 +46,7 @@ namespace {
 
 using rt::cpu::ElementwiseFn;
 
-MemRefType memrefOf(Value v) { return cast<MemRefType>(v.getType()); }
+using culib::memrefOf;
 
 /// One factor of a dim of a strided view: `size` indices `stride` elements
 /// apart.

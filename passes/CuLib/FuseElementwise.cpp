@@ -49,7 +49,7 @@ namespace {
 
 bool isFusedType(Type t) { return t.isF16() || t.isBF16() || t.isF32(); }
 
-MemRefType memrefOf(Value v) { return cast<MemRefType>(v.getType()); }
+using culib::memrefOf;
 
 bool isFloatBuffer(Value v) {
   auto type = dyn_cast<MemRefType>(v.getType());

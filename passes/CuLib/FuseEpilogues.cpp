@@ -185,6 +185,7 @@ bool isScalar(Value v, double expected) {
 }
 
 using culib::elementwiseWriting;
+using culib::memrefOf;
 
 /// GELU after a matmul without epilogue -> the matmul's exact (erf) GELU
 /// epilogue: an elementwise gelu, or the five calls exporters write for it,
@@ -760,8 +761,6 @@ struct FoldActivationGradientIntoMatmul
     counts.calls += static_cast<int64_t>(calls.size());
     return success();
   }
-
-  static MemRefType memrefOf(Value v) { return cast<MemRefType>(v.getType()); }
 
   FusionCounts &counts;
 };

@@ -174,6 +174,11 @@ inline std::optional<ReluGradientForm> matchReluGradient(ElementwiseOp select) {
   return ReluGradientForm{compare, dy, compare.getInputs()[0]};
 }
 
+/// A call operand's buffer type.
+inline mlir::MemRefType memrefOf(mlir::Value v) {
+  return llvm::cast<mlir::MemRefType>(v.getType());
+}
+
 /// The bytes of a buffer type.
 inline int64_t byteSize(mlir::MemRefType type) {
   return type.getNumElements() *

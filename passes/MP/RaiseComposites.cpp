@@ -34,6 +34,10 @@ namespace {
 
 /// The value of a constant with one element (any shape), else nullopt.
 std::optional<double> scalarConstant(Value v) {
+  // The element count first: weights are not read to be refused.
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !type.hasStaticShape() || type.getNumElements() != 1)
+    return std::nullopt;
   std::optional<SmallVector<double>> values = getConstantFloats(v);
   if (!values || values->size() != 1)
     return std::nullopt;

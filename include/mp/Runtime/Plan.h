@@ -53,9 +53,10 @@ namespace mp::rt {
 /// the Derived buffers they write (BufferStorage::Derived, which a 1.6
 /// runtime refuses as an unknown storage kind), 1.8 a matmul's bias_grad
 /// output (the sums of one operand over K; has_bias_grad, absent before),
-/// 1.9 dynamic shapes, 1.10 float8 e8m0, 1.11 GELU's gradient functions
-/// and a matmul's activation-gradient epilogues with their aux operand
-/// (names a 1.10 runtime refuses); 1.0 files still load.
+/// 1.9 dynamic shapes, 1.10 float8 e8m0, 1.11 GELU's gradient functions,
+/// a matmul's activation-gradient epilogues with their aux operand and
+/// kernel.layer_norm_grad (names a 1.10 runtime refuses); 1.0 files still
+/// load.
 /// savePlan writes the lowest minor version that the contents need, and at
 /// least Plan::formatMinor.
 constexpr uint32_t kPlanFormatMajor = 1;

@@ -14,11 +14,10 @@
 //===----------------------------------------------------------------------===//
 #include "OneDnn.h"
 
+#include "../KernelUtil.h"
+#include "../Parallel.h"
 #include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
-#include "mp/Runtime/Half.h"
-
-#include "../Parallel.h"
 
 namespace mp::rt::cpu::onednn {
 
@@ -201,32 +200,16 @@ public:
     if (Status s = matmul_->run(scratch); !s)
       return s;
     if (!auxF32_.empty())
-      toF32(aux_.dtype, aux_.data, auxF32_.data(), aux_.numElements());
+      detail::toF32(aux_.dtype, aux_.data, auxF32_.data(), aux_.numElements());
     if (Status s = gradient_->run(scratch); !s)
       return s;
     if (!product_.empty())
-      fromF32(product_.data(), d_.dtype, d_.data, d_.numElements());
+      detail::fromF32(product_.data(), d_.dtype, d_.data, d_.numElements());
     return Status::ok();
   }
   const std::string &implementation() const override { return name_; }
 
 private:
-  /// Converts n elements of 16-bit `t` to f32 (and back).
-  static void toF32(DType t, const void *src, float *dst, int64_t n) {
-    const auto *bits = static_cast<const uint16_t *>(src);
-    if (t == DType::BF16)
-      convertBF16ToF32(bits, dst, static_cast<size_t>(n));
-    else
-      convertF16ToF32(bits, dst, static_cast<size_t>(n));
-  }
-  static void fromF32(const float *src, DType t, void *dst, int64_t n) {
-    auto *bits = static_cast<uint16_t *>(dst);
-    if (t == DType::BF16)
-      convertF32ToBF16(src, bits, static_cast<size_t>(n));
-    else
-      convertF32ToF16(src, bits, static_cast<size_t>(n));
-  }
-
   std::unique_ptr<PreparedCall> matmul_, gradient_;
   std::vector<float> product_, auxF32_;
   TensorView aux_, d_;
