@@ -58,6 +58,15 @@ if os.path.exists(os.path.join(config.mp_models_dir, "resnet50.onnx")):
     config.available_features.add("models")
 if os.path.isdir(config.mp_onnx_testdata):
     config.available_features.add("onnx-testdata")
+# Data-parallel training: mp-run built with MPI and an mpirun to start it.
+# `%mpirun N cmd` runs N ranks on this machine, more than its cores if need
+# be, as root too (CI runs as root), and ends a run that hangs after 5 minutes.
+if getattr(config, "mp_have_mpi", "") and shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.substitutions.append(
+        ("%mpirun", "mpirun --oversubscribe --bind-to none --timeout 300 -n"))
+    for name in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+        config.environment[name] = "1"
 # Graphviz draws the autocast report's SVG picture.
 if shutil.which("dot"):
     config.available_features.add("graphviz")

@@ -13,7 +13,7 @@ APT_PACKAGES=(
   cmake ninja-build ccache lld g++ git clang-format-22
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libprotobuf-dev protobuf-compiler libonnx-testdata libflatbuffers-dev flatbuffers-compiler
-  catch2 libopenblas-dev graphviz
+  catch2 libopenblas-dev graphviz libopenmpi-dev openmpi-bin
   python3 python3-venv python3-numpy python3-onnx python3-torch python3-torchvision
   python3-sklearn
 )

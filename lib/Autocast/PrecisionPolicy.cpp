@@ -271,6 +271,9 @@ PrecisionPolicy PrecisionPolicy::defaults() {
   set(PrecisionClass::Deny,
       {"BatchNormGrad", "LayerNormGrad", "SoftmaxCrossEntropyGrad",
        "NegativeLogLikelihoodLossGrad"});
+  // A data-parallel step's gradient buckets reach the optimizer in f32; the
+  // all-reduce's reduce_type (not its tensors' type) is what travels.
+  set(PrecisionClass::Deny, {"AllReduce"});
   // Operands that keep their type whatever the op's precision.
   p.keepOperand("Resize", 1, source); // roi
   p.keepOperand("Resize", 2, source); // scales

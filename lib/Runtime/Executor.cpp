@@ -401,6 +401,9 @@ Result<CpuExecutor> CpuExecutor::createStatic(Plan plan,
                          "got " +
                          std::to_string(options.threads));
   const cpu::CallTable &table = cpu::cpuCallTable();
+  // oneDNN's primitives split their work for the threads there are when
+  // they are made: the executor's, as its runs use.
+  cpu::configureCpuThreads(options.kernels, options.threads);
   CpuExecutor exec;
   exec.prepared_.reserve(plan.calls.size());
   for (size_t i = 0; i < plan.calls.size(); ++i) {
@@ -881,7 +884,8 @@ Status CpuExecutor::execute() {
     Status s = p.fast
                    ? p.fast->run(workspace_.get())
                    : p.fn(cpu::CallArgs{plan_.calls[i], p.operands, p.results,
-                                        workspace_.get(), workspaceSize_});
+                                        workspace_.get(), workspaceSize_,
+                                        options_.communicator.get()});
     if (timing_)
       times_.totalMs[i] += msSince(start);
     if (!s)

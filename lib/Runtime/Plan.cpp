@@ -231,6 +231,12 @@ bool hasFormat15Activation(const PlanCall &c) {
 } // namespace
 
 uint32_t Plan::requiredFormatMinor() const {
+  // Data-parallel steps, and checkpoints that say how far their run got.
+  for (const PlanCall &c : calls)
+    if (c.kind == "comm.all_reduce")
+      return 12;
+  if (training && training->epochsDone > 0)
+    return 12;
   // GELU's gradients, as calls or as steps of fused programs, and the
   // activation gradients of a matmul's epilogue (with its aux operand).
   for (const PlanCall &c : calls) {

@@ -356,6 +356,7 @@ Result<Plan> parseBytes(const uint8_t *data, size_t size,
     out.skippedOutput = toString(t->skipped_output());
     out.scaleOutput = toString(t->scale_output());
     out.task = toString(t->task());
+    out.epochsDone = t->epochs_done();
   }
 
   if (Status s = validatePlan(plan, name, /*allowUnfilledExternal=*/true); !s)
@@ -522,7 +523,7 @@ void buildMetadata(flatbuffers::FlatBufferBuilder &fbb, const Plan &plan,
     auto task = optString(t->task);
     training = fb::CreateTrainingInfo(fbb, dataInput, labelInput, lossOutput,
                                       predictionOutput, skippedOutput,
-                                      scaleOutput, task);
+                                      scaleOutput, task, t->epochsDone);
   }
 
   auto producer = optString(plan.producer);

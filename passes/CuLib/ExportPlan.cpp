@@ -43,6 +43,8 @@ std::optional<rt::DType> dtypeOf(Type element) {
 std::optional<rt::PlanAttrValue> convertAttr(Attribute attr) {
   if (auto b = dyn_cast<BoolAttr>(attr))
     return rt::PlanAttrValue(int64_t(b.getValue()));
+  if (isa<UnitAttr>(attr))
+    return rt::PlanAttrValue(int64_t(1));
   if (auto i = dyn_cast<IntegerAttr>(attr))
     return rt::PlanAttrValue(i.getValue().getSExtValue());
   if (auto f = dyn_cast<FloatAttr>(attr))

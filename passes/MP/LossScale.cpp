@@ -194,6 +194,14 @@ struct LossScalePass : public mp::impl::LossScaleBase<LossScalePass> {
     auto unscale = UnscaleCheckFiniteOp::create(ub, loc, flagType,
                                                 unscaledTypes, scale, grads);
     Value foundInf = unscale.getFoundInf();
+    // Data parallel: every rank skips the same steps and backs off together
+    // (the flag's maximum over the ranks), whatever its own gradients saw.
+    if (func->hasAttr("mp.data_parallel"))
+      foundInf = AllReduceOp::create(
+                     ub, loc, TypeRange{flagType}, ValueRange{foundInf},
+                     ub.getStringAttr("max"), TypeAttr::get(ub.getF32Type()))
+                     .getOutputs()
+                     .front();
     for (auto [use, unscaled] : llvm::zip(gradUses, unscale.getUnscaled()))
       use->set(unscaled);
     for (OpOperand *use : gradUses)

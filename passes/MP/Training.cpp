@@ -119,6 +119,18 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
     if (label.empty())
       return emitError(module.getLoc())
              << "mp-training: label must not be empty";
+    if (reduceType != "f32" && reduceType != "bf16" && reduceType != "f16")
+      return emitError(module.getLoc())
+             << "mp-training: reduce-type must be f32, bf16 or f16, got '"
+             << reduceType << "'";
+    if (!(bucketMegabytes > 0))
+      return emitError(module.getLoc())
+             << "mp-training: bucket-mb must be positive, got "
+             << bucketMegabytes;
+    if (!dataParallel && (reduceType != "f32" || bucketMegabytes != 25.0))
+      return emitError(module.getLoc())
+             << "mp-training: reduce-type and bucket-mb need "
+                "data-parallel=true";
     return success();
   }
 
@@ -435,6 +447,25 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       }
     }
 
+    // Data parallel: the gradients are averaged over the ranks before
+    // anything reads them, in buckets issued as soon as their last gradient
+    // is computed.
+    if (dataParallel) {
+      SmallVector<Value *> gradSlots;
+      for (Parameter &p : parameters)
+        gradSlots.push_back(&p.grad);
+      reduceGradients(func, gradSlots);
+      func->setAttr("mp.data_parallel", b.getUnitAttr());
+      // Batch statistics over the global batch (SyncBatchNorm), so that N
+      // ranks train as one process on the whole batch does.
+      func.walk([&](Operation *op) {
+        if (isa<BatchNormGradOp>(op) ||
+            (isa<BatchNormalizationOp>(op) &&
+             cast<BatchNormalizationOp>(op).getTrainingMode().value_or(0)))
+          op->setAttr(MPDialect::kSyncRanksAttr, b.getUnitAttr());
+      });
+    }
+
     // Outputs: loss, prediction, then gradients (optimizer=none).
     SmallVector<Value> results{lossValue, prediction};
     SmallVector<std::string> names{"loss", predictionName};
@@ -512,6 +543,71 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       }
     }
     return success();
+  }
+
+  /// Replaces each gradient by its mean over the ranks: one mp.all_reduce
+  /// per bucket of about `bucket-mb` megabytes (f32 bytes), the gradients in
+  /// the order the backward pass computes them, each bucket right after
+  /// its last gradient (DDP's buckets, without its first-iteration
+  /// discovery: the order is static here).
+  void reduceGradients(func::FuncOp func, ArrayRef<Value *> gradSlots) {
+    Block &body = func.getBody().front();
+    // Distinct gradients by the position of their definition (arguments
+    // first).
+    SmallVector<Value> distinct;
+    llvm::SmallDenseSet<Value> seen;
+    for (Value *slot : gradSlots)
+      if (seen.insert(*slot).second)
+        distinct.push_back(*slot);
+    auto position = [&](Value v) -> Operation * { return v.getDefiningOp(); };
+    llvm::stable_sort(distinct, [&](Value a, Value b) {
+      Operation *pa = position(a), *pb = position(b);
+      if (!pa || !pb)
+        return !pa && pb;
+      return pa->isBeforeInBlock(pb);
+    });
+    const double bucketBytes = bucketMegabytes * 1024.0 * 1024.0;
+    OpBuilder b(func.getContext());
+    Type reduceElement = reduceType == "bf16"  ? Type(b.getBF16Type())
+                         : reduceType == "f16" ? Type(b.getF16Type())
+                                               : Type(b.getF32Type());
+    llvm::DenseMap<Value, Value> reduced;
+    Operation *lastCollective = nullptr;
+    size_t first = 0;
+    while (first < distinct.size()) {
+      size_t end = first;
+      double bytes = 0;
+      do {
+        bytes +=
+            4.0 *
+            cast<RankedTensorType>(distinct[end].getType()).getNumElements();
+        ++end;
+      } while (end < distinct.size() && bytes < bucketBytes &&
+               bytes + 4.0 * cast<RankedTensorType>(distinct[end].getType())
+                                 .getNumElements() <=
+                   bucketBytes);
+      ArrayRef<Value> bucket(distinct.data() + first, end - first);
+      // After the bucket's last gradient and after the previous bucket.
+      Operation *after = position(bucket.back());
+      if (lastCollective && (!after || after->isBeforeInBlock(lastCollective)))
+        after = lastCollective;
+      if (after)
+        b.setInsertionPointAfter(after);
+      else
+        b.setInsertionPointToStart(&body);
+      SmallVector<Type> types;
+      for (Value g : bucket)
+        types.push_back(g.getType());
+      auto collective = AllReduceOp::create(b, bucket.front().getLoc(), types,
+                                            bucket, b.getStringAttr("mean"),
+                                            TypeAttr::get(reduceElement));
+      for (auto [g, r] : llvm::zip(bucket, collective.getOutputs()))
+        reduced[g] = r;
+      lastCollective = collective;
+      first = end;
+    }
+    for (Value *slot : gradSlots)
+      *slot = reduced.lookup(*slot);
   }
 
   template <typename AddGlobal>

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Train.h"
+#include "Ranks.h"
 
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/Executor.h"
@@ -35,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -667,11 +669,53 @@ Result<double> evaluate(const Exec &train, const EvalSet &eval,
 }
 
 template <typename Exec>
-int train(const TrainOptions &opts, Failure &failure, Exec exec);
+int train(const TrainOptions &opts, Ranks &ranks, Failure &failure, Exec exec);
 
-} // namespace
+/// --simulate-failure on this rank, now: "exit" ends the process at once
+/// (as a crash would), "hang" stops answering, "corrupt" changes the first
+/// master weight (its first element + 1), which the next agreement check
+/// finds.
+template <typename Exec>
+Status simulateFailure(const std::string &mode, const Plan &plan, Exec &exec) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (mode == "exit")
+    std::_Exit(3);
+  if (mode == "hang")
+    for (;;)
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+  Result<std::vector<NamedTensor>> state = exec.readState();
+  if (!state)
+    return state.status();
+  for (const PlanCall &c : plan.calls) {
+    if (c.kind != "kernel.sgd_step" && c.kind != "kernel.adam_step")
+      continue;
+    const std::string name = stateName(plan, *plan.buffer(c.results[0]));
+    for (NamedTensor &t : *state)
+      if (t.name == name && t.tensor.dtype() == DType::F32 &&
+          t.tensor.numElements() > 0) {
+        static_cast<float *>(t.tensor.data())[0] += 1.0f;
+        return exec.writeState(name, t.tensor.view());
+      }
+  }
+  return Status::error("--simulate-failure=...:corrupt: the plan has no f32 "
+                       "master weight");
+}
 
-int runTraining(const TrainOptions &opts, Failure &failure) {
+/// --timing of a data-parallel run: what its steps' all-reduces moved.
+void printCommunication(const CommunicationStats &steps, int ranks,
+                        size_t runs) {
+  if (runs == 0)
+    return;
+  const double n = static_cast<double>(runs);
+  std::printf("communication (%d rank%s): %.3g all-reduces, %.0f bytes "
+              "reduced, %.3f ms per step (%.1f MB/s)\n",
+              ranks, ranks == 1 ? "" : "s", steps.collectives / n,
+              steps.bytes / n, 1e3 * steps.seconds / n,
+              steps.seconds > 0 ? steps.bytes / steps.seconds / 1e6 : 0.0);
+}
+
+int trainOnRanks(const TrainOptions &opts, Ranks &ranks, Failure &failure) {
   auto fail = [&](std::string file, std::string message) {
     failure = {std::move(file), std::move(message)};
     return 2;
@@ -689,7 +733,13 @@ int runTraining(const TrainOptions &opts, Failure &failure) {
   if (!fillWeights(*loaded, planPath, opts.weightsPath, opts.uncheckedWeights,
                    failure))
     return 2;
-  if (opts.printPlan)
+  if (ranks.distributed() && !isDataParallel(*loaded))
+    return fail(planPath,
+                "not a data-parallel plan, so the " +
+                    std::to_string(ranks.size()) +
+                    " ranks would each train a model of their own: compile "
+                    "it with --mp-training=\"... data-parallel=true\"");
+  if (opts.printPlan && ranks.isRoot())
     printPlan(*loaded);
 #if MP_HAVE_CUDA_BACKEND
   if (opts.backend == "cuda") {
@@ -697,25 +747,59 @@ int runTraining(const TrainOptions &opts, Failure &failure) {
         loaded.take(), planPath, cudaExecutorOptions(opts.cudaBatchNorm));
     if (!created)
       return fail(planPath, created.message());
-    return train(opts, failure, created.take());
+    return train(opts, ranks, failure, created.take());
   }
 #endif
-  Result<CpuExecutor> created = CpuExecutor::create(
-      loaded.take(), planPath, cpuExecutorOptions(opts.backend, opts.threads));
+  // Ranks on one machine share its cores: without --threads, each takes
+  // its share (N ranks of T threads on fewer cores spin and wait on each
+  // other).
+  int threads = opts.threads;
+  if (threads == 0 && ranks.distributed())
+    threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                        launcherLocalSize());
+  CpuExecutorOptions options = cpuExecutorOptions(opts.backend, threads);
+  options.communicator = ranks.communicator();
+  Result<CpuExecutor> created =
+      CpuExecutor::create(loaded.take(), planPath, options);
   if (!created)
     return fail(planPath, created.message());
-  return train(opts, failure, created.take());
+  return train(opts, ranks, failure, created.take());
+}
+
+} // namespace
+
+int runTraining(const TrainOptions &opts, int (*report)(const Failure &)) {
+  Result<Ranks> ranks = Ranks::start(opts.collectiveTimeout);
+  if (!ranks)
+    return report({"", ranks.message()});
+  Failure failure;
+  const int rc = trainOnRanks(opts, *ranks, failure);
+  if (rc == 0) {
+    ranks->finish();
+    return 0;
+  }
+  if (ranks->distributed())
+    failure.message =
+        "rank " + std::to_string(ranks->rank()) + ": " + failure.message;
+  report(failure);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  // The other ranks would wait for this one in their next collective.
+  ranks->abortAll(rc);
+  return rc;
 }
 
 namespace {
 
 /// The training loop on a created executor (CpuExecutor or CudaExecutor).
 template <typename Exec>
-int train(const TrainOptions &opts, Failure &failure, Exec exec) {
+int train(const TrainOptions &opts, Ranks &ranks, Failure &failure, Exec exec) {
   auto fail = [&](std::string file, std::string message) {
     failure = {std::move(file), std::move(message)};
     return 2;
   };
+  const bool root = ranks.isRoot();
   const std::string &planPath = opts.planPath;
   const Plan &plan = exec.plan();
   const PlanTrainingInfo &info = *plan.training;
@@ -764,13 +848,20 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
                 failure))
     return 2;
   const int64_t samples = data.shape()[0];
-  if (samples < batch)
-    return fail(opts.dataPath,
-                "the data have " + std::to_string(samples) +
-                    " samples, fewer than one batch of " +
-                    std::to_string(batch) + " (the plan's data input " +
-                    quoted(dataInput.name) + " is " +
-                    describeTensorType(dataInput.dtype, dataInput.shape) + ")");
+  // N ranks run one global batch of N * batch samples per step, each its
+  // own slice of it.
+  const int64_t globalBatch = batch * ranks.size();
+  if (samples < globalBatch)
+    return fail(
+        opts.dataPath,
+        "the data have " + std::to_string(samples) +
+            " samples, fewer than one batch of " + std::to_string(globalBatch) +
+            (ranks.distributed()
+                 ? " (" + std::to_string(ranks.size()) + " ranks of " +
+                       std::to_string(batch) + ")"
+                 : std::string()) +
+            " (the plan's data input " + quoted(dataInput.name) + " is " +
+            describeTensorType(dataInput.dtype, dataInput.shape) + ")");
   Labels labels;
   HostTensor labelData;
   if (!loadLabels(opts.labelsPath, samples, opts.dataPath, classification,
@@ -787,7 +878,7 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
     const int64_t rows =
         numClasses > 0 ? numElements(pred.shape) / numClasses : 0;
     accuracy = numClasses > 0 && rows == batch * labels.perSample;
-    if (!accuracy)
+    if (!accuracy && root)
       std::fprintf(stderr,
                    "mp-run: warning: the plan's predictions %s are %s, which "
                    "is not one row of class scores per label (%lld per "
@@ -801,7 +892,7 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
   // before training.
   std::optional<EvalSet> eval;
   size_t evalWeightsCopied = 0;
-  if (!opts.evalPlanPath.empty()) {
+  if (!opts.evalPlanPath.empty() && root) {
     eval.emplace();
     if (!setUpEval(opts, plan, *eval, failure))
       return 2;
@@ -810,40 +901,70 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
       return fail(opts.evalPlanPath, probe.message());
   }
 
-  // --save: fail now rather than after training.
-  if (!opts.savePath.empty()) {
+  // --save, --checkpoint, --state-dir: fail now rather than after
+  // training.
+  for (const std::string &path : {opts.savePath, opts.checkpointPath}) {
+    if (path.empty() || !root)
+      continue;
     std::error_code ec;
-    fs::path dir = fs::path(opts.savePath).parent_path();
+    fs::path dir = fs::path(path).parent_path();
     if (dir.empty())
       dir = ".";
     if (!fs::is_directory(dir, ec))
-      return fail(opts.savePath, "cannot save the trained plan there: " +
-                                     quoted(dir.string()) +
-                                     " is not a directory");
-    if (fs::is_directory(opts.savePath, ec))
-      return fail(opts.savePath,
-                  "cannot save the trained plan: it is a directory");
+      return fail(path, "cannot save the trained plan there: " +
+                            quoted(dir.string()) + " is not a directory");
+    if (fs::is_directory(path, ec))
+      return fail(path, "cannot save the trained plan: it is a directory");
+  }
+  if (!opts.stateDir.empty() && root) {
+    std::error_code ec;
+    if (!fs::is_directory(opts.stateDir, ec))
+      return fail(opts.stateDir, "--state-dir: not a directory");
+  }
+
+  // --resume: where the checkpoint's run stopped.
+  int firstEpoch = 1;
+  if (opts.resume) {
+    if (info.epochsDone == 0)
+      return fail(planPath, "--resume: the plan is no checkpoint of a run "
+                            "(its training information records no epochs "
+                            "done; mp-run --train --checkpoint writes them)");
+    if (static_cast<int64_t>(info.epochsDone) >= opts.epochs)
+      return fail(planPath, "--resume: the checkpoint's run has done " +
+                                std::to_string(info.epochsDone) + " epoch" +
+                                (info.epochsDone == 1 ? "" : "s") +
+                                " already, --epochs is " +
+                                std::to_string(opts.epochs));
+    firstEpoch = static_cast<int>(info.epochsDone) + 1;
   }
 
   CsvFile log, stepLog;
-  if (!opts.logPath.empty() &&
+  if (!opts.logPath.empty() && root &&
       !log.open(opts.logPath,
                 "epoch,train_loss,train_accuracy,eval_accuracy,skipped_steps,"
                 "loss_scale,seconds,eval_mse",
                 failure))
     return 2;
   if (!opts.stepLogPath.empty() &&
-      !stepLog.open(opts.stepLogPath, "step,loss,skipped,loss_scale", failure))
+      !stepLog.open(ranks.perRankPath(opts.stepLogPath),
+                    "step,loss,skipped,loss_scale", failure))
     return 2;
 
-  const int64_t steps = samples / batch;
-  const int64_t leftOver = samples - steps * batch;
-  std::printf("train: model '%s', %s, %lld samples in %lld batches of %lld, "
-              "%d epoch%s\n",
-              plan.modelName.c_str(), info.task.c_str(),
-              static_cast<long long>(samples), static_cast<long long>(steps),
-              static_cast<long long>(batch), opts.epochs,
-              opts.epochs == 1 ? "" : "s");
+  const int64_t steps = samples / globalBatch;
+  const int64_t leftOver = samples - steps * globalBatch;
+  if (root)
+    std::printf("train: model '%s', %s, %lld samples in %lld batches of "
+                "%lld, %d epoch%s\n",
+                plan.modelName.c_str(), info.task.c_str(),
+                static_cast<long long>(samples), static_cast<long long>(steps),
+                static_cast<long long>(globalBatch), opts.epochs,
+                opts.epochs == 1 ? "" : "s");
+  if (root && ranks.distributed())
+    std::printf("data parallel: %d ranks (%s), %lld samples each per step\n",
+                ranks.size(), ranks.communicator()->describe().c_str(),
+                static_cast<long long>(batch));
+  if (root && opts.resume)
+    std::printf("resuming after epoch %d of %d\n", firstEpoch - 1, opts.epochs);
   if (eval)
     std::printf("eval: model '%s', %lld samples in batches of %lld; %zu of "
                 "its %zu weights come from the training state\n",
@@ -852,12 +973,12 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
                 static_cast<long long>(eval->batch), evalWeightsCopied,
                 eval->plan.weights.size());
   std::fflush(stdout);
-  if (leftOver)
+  if (leftOver && root)
     std::fprintf(stderr,
                  "mp-run: note: the last %lld samples do not fill a batch "
                  "of %lld and are left out of each epoch%s\n",
                  static_cast<long long>(leftOver),
-                 static_cast<long long>(batch),
+                 static_cast<long long>(globalBatch),
                  opts.shuffle ? " (different ones each epoch: the data are "
                                 "shuffled)"
                               : "");
@@ -876,21 +997,71 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
   Progress progress;
   int64_t globalStep = 0;
   double scale = NAN;
+  // A resumed run sees the data in the order the uninterrupted one does.
+  for (int epoch = 1; epoch < firstEpoch; ++epoch) {
+    if (opts.shuffle)
+      shuffle(order, rng);
+    globalStep += steps;
+  }
+  // The ranks start from the same weights (the same plan) and must stay
+  // so: checked before the first step and after every epoch.
+  auto checkRanksAgree = [&](const std::string &when) -> bool {
+    if (!ranks.distributed())
+      return true;
+    Result<std::vector<NamedTensor>> state = exec.readState();
+    if (!state) {
+      fail(planPath, state.message());
+      return false;
+    }
+    uint64_t low = 0, high = 0;
+    Result<bool> same =
+        ranks.agree(masterWeightsChecksum(plan, *state), low, high);
+    if (!same) {
+      fail(planPath,
+           when + ": comparing the ranks' master weights: " + same.message());
+      return false;
+    }
+    if (!*same) {
+      char text[96];
+      std::snprintf(text, sizeof text, "%016llx to %016llx",
+                    static_cast<unsigned long long>(low),
+                    static_cast<unsigned long long>(high));
+      fail(planPath, when + ": the ranks' master weights differ (checksums " +
+                         text +
+                         "): their training has diverged, so it "
+                         "stops here");
+      return false;
+    }
+    return true;
+  };
+  if (!checkRanksAgree("before the first step"))
+    return 2;
+  const bool progressBar = root;
+  CommunicationStats stepCommunication; // the steps' collectives only
 
-  for (int epoch = 1; epoch <= opts.epochs; ++epoch) {
+  for (int epoch = firstEpoch; epoch <= opts.epochs; ++epoch) {
     const Clock::time_point start = Clock::now();
     if (opts.shuffle)
       shuffle(order, rng);
     double lossSum = 0;
     int64_t lossCount = 0, skippedSteps = 0, correct = 0, counted = 0;
     for (int64_t step = 0; step < steps; ++step) {
-      const int64_t first = step * batch;
+      if (ranks.rank() == opts.failRank && globalStep + 1 == opts.failStep) {
+        if (Status s = simulateFailure(opts.failMode, plan, exec); !s)
+          return fail(planPath, s.message());
+      }
+      const int64_t first = step * globalBatch + ranks.rank() * batch;
       gather(data, order, first, batch, dataBatch);
       gather(labelData, order, first, batch, labelBatch);
       Status s = exec.bindInputs({{dataInput.name, dataBatch.view()},
                                   {labelInput.name, labelBatch.view()}});
+      const CommunicationStats before = ranks.communicator()->stats();
       if (s)
         s = exec.execute();
+      const CommunicationStats &after = ranks.communicator()->stats();
+      stepCommunication.collectives += after.collectives - before.collectives;
+      stepCommunication.bytes += after.bytes - before.bytes;
+      stepCommunication.seconds += after.seconds - before.seconds;
       if (!s) {
         progress.clear();
         return fail(planPath, "epoch " + std::to_string(epoch) + ", step " +
@@ -932,11 +1103,29 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
         progress.clear();
         return 2;
       }
-      progress.update(epoch, opts.epochs, step + 1, steps,
-                      lossCount ? lossSum / lossCount : NAN, start);
+      if (progressBar)
+        progress.update(epoch, opts.epochs, step + 1, steps,
+                        lossCount ? lossSum / lossCount : NAN, start);
     }
     progress.clear();
 
+    // The epoch's figures over all ranks (each rank's steps are skipped
+    // together: the found-inf flag is agreed on).
+    std::vector<double> totals{lossSum, static_cast<double>(lossCount),
+                               static_cast<double>(correct),
+                               static_cast<double>(counted)};
+    if (ranks.distributed()) {
+      if (Status s = ranks.sum(totals); !s)
+        return fail(planPath,
+                    "epoch " + std::to_string(epoch) +
+                        ": summing the ranks' losses: " + s.message());
+      lossSum = totals[0];
+      lossCount = static_cast<int64_t>(totals[1]);
+      correct = static_cast<int64_t>(totals[2]);
+      counted = static_cast<int64_t>(totals[3]);
+    }
+    if (!checkRanksAgree("after epoch " + std::to_string(epoch)))
+      return 2;
     const double trainLoss = lossCount ? lossSum / lossCount : NAN;
     const double trainAccuracy =
         accuracy && counted ? static_cast<double>(correct) / counted : NAN;
@@ -964,7 +1153,8 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
     if (scaleIndex != SIZE_MAX)
       line += "  scale " + number("%g", scale);
     line += "  " + number("%.2f", seconds) + " s";
-    std::printf("%s\n", line.c_str());
+    if (root)
+      std::printf("%s\n", line.c_str());
     std::fflush(stdout);
     if (!log.row(std::to_string(epoch) + "," + number("%.6g", trainLoss) + "," +
                      csvNumber(trainAccuracy) + "," +
@@ -974,13 +1164,39 @@ int train(const TrainOptions &opts, Failure &failure, Exec exec) {
                      csvNumber(classification ? NAN : evalMetric),
                  failure))
       return 2;
+    // --checkpoint: the run so far, which --resume continues.
+    if (!opts.checkpointPath.empty() && root) {
+      Result<Plan> checkpoint = exec.planWithState();
+      if (!checkpoint)
+        return fail(opts.checkpointPath, checkpoint.message());
+      checkpoint->training->epochsDone = static_cast<uint32_t>(epoch);
+      if (Status s = savePlan(*checkpoint, opts.checkpointPath); !s)
+        return fail(opts.checkpointPath, s.message());
+    }
   }
   if (!log.close(failure) || !stepLog.close(failure))
     return 2;
 
-  if (opts.timing)
+  if (opts.timing && root) {
     std::fputs(timingReport(exec, opts.timingCalls).c_str(), stdout);
-  if (!opts.savePath.empty()) {
+    if (isDataParallel(plan))
+      printCommunication(stepCommunication, ranks.size(),
+                         exec.callTimes().runs);
+  }
+  if (!opts.stateDir.empty() && root) {
+    Result<std::vector<NamedTensor>> state = exec.readState();
+    if (!state)
+      return fail(opts.stateDir, state.message());
+    for (const NamedTensor &t : *state) {
+      std::string file = t.name;
+      std::replace(file.begin(), file.end(), '/', '_');
+      const std::string path =
+          (fs::path(opts.stateDir) / (file + ".npy")).string();
+      if (Status s = writeNpy(path, t.tensor.view()); !s)
+        return fail(path, s.message());
+    }
+  }
+  if (!opts.savePath.empty() && root) {
     Result<Plan> trained = exec.planWithState();
     if (!trained)
       return fail(opts.savePath, trained.message());

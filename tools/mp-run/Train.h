@@ -7,8 +7,9 @@
 // executor from one step to the next. It reports the loss, the training
 // accuracy, the accuracy (or MSE) of an inference plan that gets the current
 // state as its weights, skipped steps and the loss scale, and can save the
-// trained plan (CpuExecutor::planWithState). docs/runtime.md, "mp-run
-// --train", describes it.
+// trained plan (CpuExecutor::planWithState). Under `mpirun -np N` it is one
+// rank of a data-parallel run (Ranks.h). docs/runtime.md, "mp-run
+// --train", and docs/training.md, "Data-parallel training", describe it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MP_TOOLS_MP_RUN_TRAIN_H
@@ -53,6 +54,23 @@ struct TrainOptions {
   /// weights from this directory or plan file first.
   std::string weightsPath;
   bool uncheckedWeights = false;
+  /// Rank 0 writes the plan with its state here after every epoch, with
+  /// the epochs done (a checkpoint --resume continues).
+  std::string checkpointPath;
+  /// The plan is a checkpoint: go on from the epoch after its epochs_done,
+  /// with the data order those epochs have in an uninterrupted run.
+  bool resume = false;
+  /// Rank 0 writes every state buffer as <stateDir>/<name>.npy at the end.
+  std::string stateDir;
+  /// The deadline of each collective of a data-parallel run, in seconds.
+  double collectiveTimeout = 300;
+  /// Testing the failure handling (--simulate-failure=R:S:MODE): rank R,
+  /// before its step S (counted from 1 over the whole run), exits at once
+  /// ("exit"), stops answering ("hang") or changes its master weights
+  /// ("corrupt"). failRank < 0: none.
+  int failRank = -1;
+  int64_t failStep = 0;
+  std::string failMode;
 };
 
 /// Fills the external weights of `plan` (read from `planPath`) from
@@ -91,8 +109,11 @@ std::string timingReport(const rt::CudaExecutor &exec, size_t slowestCalls);
 /// (mp-run --print-plan; defined in mp-run.cpp).
 void printPlan(const rt::Plan &plan);
 
-/// Trains; 0 on success, else fills `failure` and returns non-zero.
-int runTraining(const TrainOptions &options, Failure &failure);
+/// Trains, as one rank of the MPI job that started the process (Ranks.h)
+/// or alone; 0 on success. An error is given to `report` (prefixed with
+/// the rank when there are several), then every rank ends: the exit code.
+int runTraining(const TrainOptions &options,
+                int (*report)(const Failure &failure));
 
 } // namespace mp::tools
 

@@ -141,7 +141,25 @@ TRAINING (a training plan, made by mp-opt --mp-training):
                         train_accuracy,eval_accuracy,skipped_steps,
                         loss_scale,seconds,eval_mse
   --step-log=FILE       CSV, one row per step: step,loss,skipped,loss_scale
+                        (under mpirun: one file per rank, FILE.rank<R>)
+  --checkpoint=FILE     write the plan with its state after every epoch,
+                        with the number of epochs done (atomically)
+  --resume              the plan is a --checkpoint: train on from the epoch
+                        after it, with the data order of an uninterrupted run
+  --state-dir=DIR       write every state buffer as DIR/<name>.npy at the end
   (--print-plan and --timing work with --train too)
+
+DATA PARALLEL (mpirun -np N mp-run --train ..., a plan made with
+--mp-training="... data-parallel=true"): every rank runs its slice of each
+global batch of N times the plan's batch; rank 0 prints, logs, evaluates and
+saves; the ranks' master weights are compared after every epoch.
+  --collective-timeout=S
+                        give up a collective after S seconds (default 300):
+                        a rank that died or hangs ends the run with an error
+  --simulate-failure=R:STEP:MODE
+                        for testing: rank R, before its step STEP, exits
+                        (exit), stops answering (hang) or changes a master
+                        weight (corrupt)
 
 Exit status: 0 success, 1 an output did not match --compare, 2 an error.
 )";
@@ -292,6 +310,42 @@ bool parseArgs(int argc, char **argv, Options &opts, Failure &failure) {
       if (!takeValue() || !parseCount(value, v) || v < 1)
         return fail(key + " needs a count >= 1, got '" + value + "'");
       (key == "--epochs" ? t.epochs : t.batch) = v;
+      opts.trainOnly.push_back(key);
+    } else if (key == "--checkpoint" || key == "--state-dir") {
+      if (!takeValue() || value.empty())
+        return fail(key + " needs a " +
+                    (key == "--checkpoint" ? "file" : "directory") + " name");
+      (key == "--checkpoint" ? t.checkpointPath : t.stateDir) = value;
+      opts.trainOnly.push_back(key);
+    } else if (key == "--resume" && !hasValue) {
+      t.resume = true;
+      opts.trainOnly.push_back(key);
+    } else if (key == "--collective-timeout") {
+      char *end = nullptr;
+      double seconds = takeValue() ? std::strtod(value.c_str(), &end) : 0;
+      if (value.empty() || !end || *end || !(seconds > 0) ||
+          !std::isfinite(seconds))
+        return fail("--collective-timeout needs seconds > 0, got '" + value +
+                    "'");
+      t.collectiveTimeout = seconds;
+      opts.trainOnly.push_back(key);
+    } else if (key == "--simulate-failure") {
+      int rank = -1;
+      long long step = 0;
+      char mode[16] = {0};
+      int used = 0;
+      if (!takeValue() ||
+          std::sscanf(value.c_str(), "%d:%lld:%15[a-z]%n", &rank, &step, mode,
+                      &used) != 3 ||
+          used != static_cast<int>(value.size()) || rank < 0 || step < 1 ||
+          (std::string(mode) != "exit" && std::string(mode) != "hang" &&
+           std::string(mode) != "corrupt"))
+        return fail("--simulate-failure needs RANK:STEP:MODE (rank >= 0, "
+                    "step >= 1, mode exit, hang or corrupt), got '" +
+                    value + "'");
+      t.failRank = rank;
+      t.failStep = step;
+      t.failMode = mode;
       opts.trainOnly.push_back(key);
     } else if (key == "--seed") {
       if (!takeValue() || !parseU64(value, t.seed))
@@ -733,9 +787,7 @@ int runMain(int argc, char **argv) {
     t.cudaBatchNorm = opts.cudaBatchNorm;
     t.weightsPath = opts.weightsPath;
     t.uncheckedWeights = opts.uncheckedWeights;
-    if (mp::tools::runTraining(t, failure) != 0)
-      return report(failure);
-    return 0;
+    return mp::tools::runTraining(t, report);
   }
   if (!opts.trainOnly.empty())
     return report({"", opts.trainOnly[0] +
@@ -1080,6 +1132,9 @@ void printPlan(const Plan &plan) {
       std::printf(", skipped output %s", t->skippedOutput.c_str());
     if (!t->scaleOutput.empty())
       std::printf(", scale output %s", t->scaleOutput.c_str());
+    if (t->epochsDone > 0)
+      std::printf(", a checkpoint after %u epoch%s", t->epochsDone,
+                  t->epochsDone == 1 ? "" : "s");
     std::printf("\n");
   }
 }

@@ -39,6 +39,7 @@
 
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/CPU/FastCalls.h"
+#include "mp/Runtime/Communicator.h"
 #include "mp/Runtime/Plan.h"
 #include "mp/Runtime/Status.h"
 #include "mp/Runtime/Tensor.h"
@@ -132,6 +133,9 @@ struct CpuExecutorOptions {
   /// OpenMP's default (OMP_NUM_THREADS, else the cores). Results do not
   /// depend on it beyond oneDNN's summation order.
   int threads = 0;
+  /// The ranks a data-parallel plan's comm.all_reduce calls reduce over
+  /// (Communicator.h); null: this process alone.
+  std::shared_ptr<Communicator> communicator;
 };
 
 class CpuExecutor {

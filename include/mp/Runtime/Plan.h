@@ -55,12 +55,13 @@ namespace mp::rt {
 /// output (the sums of one operand over K; has_bias_grad, absent before),
 /// 1.9 dynamic shapes, 1.10 float8 e8m0, 1.11 GELU's gradient functions,
 /// a matmul's activation-gradient epilogues with their aux operand and
-/// kernel.layer_norm_grad (names a 1.10 runtime refuses); 1.0 files still
-/// load.
+/// kernel.layer_norm_grad (names a 1.10 runtime refuses), 1.12 the
+/// collectives of data-parallel training steps (comm.all_reduce) and the
+/// training information's epochs_done; 1.0 files still load.
 /// savePlan writes the lowest minor version that the contents need, and at
 /// least Plan::formatMinor.
 constexpr uint32_t kPlanFormatMajor = 1;
-constexpr uint32_t kPlanFormatMinor = 11;
+constexpr uint32_t kPlanFormatMinor = 12;
 /// What a new Plan's formatMinor says: plans without external weights are
 /// written as 1.1 files, as before 1.2.
 constexpr uint32_t kPlanFormatMinorDefault = 1;
@@ -244,6 +245,10 @@ struct PlanTrainingInfo {
   std::string skippedOutput;
   std::string scaleOutput; ///< optional: the loss scale, one element
   std::string task; ///< required: kTaskClassification or kTaskRegression
+  /// (Format 1.12.) A checkpoint's progress: the epochs its run had
+  /// finished (mp-run --train --resume goes on from the next one); 0 for a
+  /// plan that has not trained.
+  uint32_t epochsDone = 0;
 
   static constexpr const char *kTaskClassification = "classification";
   static constexpr const char *kTaskRegression = "regression";

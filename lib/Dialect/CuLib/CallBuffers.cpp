@@ -218,6 +218,14 @@ std::optional<CallBuffers> mp::culib::getCallBuffers(Operation *op) {
           b.outs.push_back(req("unscaled", v));
         return b;
       })
+      .Case([&](culib::AllReduceOp o) {
+        CallBuffers b{"comm.all_reduce", {}, {}};
+        for (Value v : o.getInputs())
+          b.ins.push_back(req("inputs", v));
+        for (Value v : o.getOutputs())
+          b.outs.push_back(req("outputs", v));
+        return b;
+      })
       .Case([&](culib::LossScaleUpdateOp o) {
         return CallBuffers{"kernel.loss_scale_update",
                            {req("found_inf", o.getFoundInf())},

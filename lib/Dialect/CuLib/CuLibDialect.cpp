@@ -80,6 +80,9 @@ std::optional<StringRef> mp::culib::enumSpelling(Attribute attr) {
       .Case([](ScatterReductionAttr a) {
         return stringifyScatterReduction(a.getValue());
       })
+      .Case([](CollectiveReductionAttr a) {
+        return stringifyCollectiveReduction(a.getValue());
+      })
       .Case([](ElementwiseFnAttr a) { return a.getSpelling(); })
       .Case([](ReduceFnAttr a) { return a.getSpelling(); })
       .Default([](Attribute) { return std::nullopt; });

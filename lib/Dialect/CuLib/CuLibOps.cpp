@@ -608,6 +608,22 @@ LogicalResult ConcatOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  if (getInputs().empty() || getInputs().size() != getOutputs().size())
+    return emitOpError("needs as many outputs as inputs (and at least one), "
+                       "got ")
+           << getInputs().size() << " and " << getOutputs().size();
+  for (auto [in, out] : llvm::zip(getInputs(), getOutputs()))
+    if (in.getType() != out.getType())
+      return emitOpError("output ")
+             << out.getType() << " does not have the type of its input "
+             << in.getType();
+  Type wire = getReduceType();
+  if (!wire.isF32() && !wire.isBF16() && !wire.isF16())
+    return emitOpError("reduce_type must be f32, bf16 or f16, got ") << wire;
+  return success();
+}
+
 LogicalResult UnscaleCheckFiniteOp::verify() {
   if (getGrads().empty() || getGrads().size() != getUnscaled().size())
     return emitOpError("needs as many unscaled outputs as gradients (and at "

@@ -347,7 +347,7 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::GraphProto &graph) {
           isa<ConvGradFilterOp, PoolGradOp, BatchNormGradOp,
               SoftmaxCrossEntropyGradOp, NLLLossGradOp, LSTMGradOp,
               UnscaleCheckFiniteOp, LossScaleUpdateOp, SGDUpdateOp,
-              AdamUpdateOp>(op))
+              AdamUpdateOp, AllReduceOp, GeluGradOp, LayerNormGradOp>(op))
         diag << " (a training step from mp-training is compiled to a plan: "
                 "--emit=plan)";
       return diag;

@@ -235,15 +235,18 @@ Status batchNormTraining(const TensorView &x, const TensorView &scale,
                         runningVar, o, batchMean, batchVar, g);
       !s)
     return s;
-  int64_t count = g.outer * g.inner;
+  // With the batch split over ranks, their sums add up after each pass.
+  const int ranks = o.syncRanks ? o.syncRanks->size() : 1;
+  int64_t count = g.outer * g.inner * ranks;
 
   // Batch statistics in f64: the mean, then the mean squared deviation.
   std::vector<double> sum(static_cast<size_t>(g.c), 0.0),
       sq(static_cast<size_t>(g.c), 0.0);
+  Status synced = Status::ok();
   withFloat16or32(x.dtype, [&](auto tag) {
     using S = decltype(tag);
     const S *xp = x.as<const S>();
-    for (int pass = 0; pass < 2; ++pass) {
+    for (int pass = 0; pass < 2 && synced; ++pass) {
       for (int64_t ou = 0; ou < g.outer; ++ou)
         for (int64_t c = 0; c < g.c; ++c) {
           const S *xr = xp + (ou * g.c + c) * g.inner;
@@ -261,11 +264,19 @@ Status batchNormTraining(const TensorView &x, const TensorView &scale,
             sq[c] += s;
           }
         }
+      if (o.syncRanks) {
+        std::vector<double> &sums = pass == 0 ? sum : sq;
+        synced = o.syncRanks->allReduce(sums.data(), sums.size(), DType::F64,
+                                        ReduceOp::Sum);
+      }
       if (pass == 0)
         for (double &s : sum)
           s /= static_cast<double>(count);
     }
   });
+  if (!synced)
+    return Status::error("batch statistics over the ranks: " +
+                         synced.message());
 
   std::vector<float> sc = paramF32(scale), b = paramF32(bias),
                      im = paramF32(inputMean), iv = paramF32(inputVar);

@@ -109,7 +109,16 @@ Status batchNormBackward(const TensorView &x, const TensorView &scale,
     return Status::ok();
   const std::vector<double> xv = toF64(x), dyv = toF64(dy), sc = toF64(scale);
   const size_t C = static_cast<size_t>(g.c);
-  const double count = static_cast<double>(g.outer * g.inner);
+  // A batch split over ranks: each per-channel sum below is the whole
+  // batch's (added up over the ranks), except the dscale and dbias outputs,
+  // which stay this rank's (the gradient buckets average them).
+  const int ranks = o.syncRanks ? o.syncRanks->size() : 1;
+  const double count = static_cast<double>(g.outer * g.inner * ranks);
+  auto overRanks = [&](std::vector<double> &sums) {
+    return o.syncRanks ? o.syncRanks->allReduce(sums.data(), sums.size(),
+                                                DType::F64, ReduceOp::Sum)
+                       : Status::ok();
+  };
   // Visits every element in memory order: fn(channel, index). Each
   // channel's elements come in the same order as when walking that channel
   // alone, so its sums are too, but the tensor streams through once per
@@ -124,18 +133,33 @@ Status batchNormBackward(const TensorView &x, const TensorView &scale,
   std::vector<double> mean(C, 0.0), sq(C, 0.0), invStd(C), sumDy(C, 0.0),
       sumDyXhat(C, 0.0);
   forEachElement([&](size_t c, int64_t i) { mean[c] += xv[i]; });
+  if (Status s = overRanks(mean); !s)
+    return s;
   for (double &m : mean)
     m /= count;
   forEachElement([&](size_t c, int64_t i) {
     double d = xv[i] - mean[c];
     sq[c] += d * d;
   });
+  if (Status s = overRanks(sq); !s)
+    return s;
   for (size_t c = 0; c < C; ++c)
     invStd[c] = 1.0 / std::sqrt(sq[c] / count + static_cast<double>(o.epsilon));
   forEachElement([&](size_t c, int64_t i) {
     sumDy[c] += dyv[i];
     sumDyXhat[c] += dyv[i] * (xv[i] - mean[c]) * invStd[c];
   });
+  fromF64(sumDyXhat.data(), dscale);
+  fromF64(sumDy.data(), dbias);
+  // dy's sums over the whole batch, in one collective.
+  if (o.syncRanks) {
+    std::vector<double> both(sumDy);
+    both.insert(both.end(), sumDyXhat.begin(), sumDyXhat.end());
+    if (Status s = overRanks(both); !s)
+      return s;
+    std::copy(both.begin(), both.begin() + C, sumDy.begin());
+    std::copy(both.begin() + C, both.end(), sumDyXhat.begin());
+  }
   std::vector<double> dxv(xv.size()), k(C);
   for (size_t c = 0; c < C; ++c)
     k[c] = sc[c] * invStd[c] / count;
@@ -144,8 +168,6 @@ Status batchNormBackward(const TensorView &x, const TensorView &scale,
     dxv[i] = k[c] * (count * dyv[i] - sumDy[c] - xhat * sumDyXhat[c]);
   });
   fromF64(dxv.data(), dx);
-  fromF64(sumDyXhat.data(), dscale);
-  fromF64(sumDy.data(), dbias);
   return Status::ok();
 }
 

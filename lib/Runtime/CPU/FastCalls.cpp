@@ -208,6 +208,9 @@ FastCallChoice prepareFastCall(const PlanCall &call,
           return true;
     return false;
   };
+  // oneDNN's batch norm sees one rank's batch only.
+  if (call.attr("sync_ranks"))
+    return {nullptr, "statistics over the ranks' batches (sync_ranks)"};
   for (const auto &[kind, prepare] : kFastCalls) {
     if (call.kind != kind)
       continue;
@@ -223,6 +226,9 @@ FastCallChoice prepareFastCall(const PlanCall &call,
     }
     return choice;
   }
+  // Collectives are the communicator's business (MPI), not a primitive's.
+  if (call.kind.rfind("comm.", 0) == 0)
+    return {nullptr, "a collective over the ranks (Communicator.h)"};
   return {nullptr, "no oneDNN primitive for " + call.kind + " yet"};
 }
 

@@ -1322,7 +1322,8 @@ struct TrainingInfo FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_PREDICTION_OUTPUT = 10,
     VT_SKIPPED_OUTPUT = 12,
     VT_SCALE_OUTPUT = 14,
-    VT_TASK = 16
+    VT_TASK = 16,
+    VT_EPOCHS_DONE = 18
   };
   /// The input that takes a batch of samples (its first dim is the batch).
   const flatbuffers::String *data_input() const {
@@ -1354,6 +1355,11 @@ struct TrainingInfo FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const flatbuffers::String *task() const {
     return GetPointer<const flatbuffers::String *>(VT_TASK);
   }
+  /// (1.12) A checkpoint's progress: the epochs its run had finished (0: a
+  /// plan that has not trained).
+  uint32_t epochs_done() const {
+    return GetField<uint32_t>(VT_EPOCHS_DONE, 0);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyOffset(verifier, VT_DATA_INPUT) &&
@@ -1370,6 +1376,7 @@ struct TrainingInfo FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            verifier.VerifyString(scale_output()) &&
            VerifyOffset(verifier, VT_TASK) &&
            verifier.VerifyString(task()) &&
+           VerifyField<uint32_t>(verifier, VT_EPOCHS_DONE, 4) &&
            verifier.EndTable();
   }
 };
@@ -1399,6 +1406,9 @@ struct TrainingInfoBuilder {
   void add_task(flatbuffers::Offset<flatbuffers::String> task) {
     fbb_.AddOffset(TrainingInfo::VT_TASK, task);
   }
+  void add_epochs_done(uint32_t epochs_done) {
+    fbb_.AddElement<uint32_t>(TrainingInfo::VT_EPOCHS_DONE, epochs_done, 0);
+  }
   explicit TrainingInfoBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1418,8 +1428,10 @@ inline flatbuffers::Offset<TrainingInfo> CreateTrainingInfo(
     flatbuffers::Offset<flatbuffers::String> prediction_output = 0,
     flatbuffers::Offset<flatbuffers::String> skipped_output = 0,
     flatbuffers::Offset<flatbuffers::String> scale_output = 0,
-    flatbuffers::Offset<flatbuffers::String> task = 0) {
+    flatbuffers::Offset<flatbuffers::String> task = 0,
+    uint32_t epochs_done = 0) {
   TrainingInfoBuilder builder_(_fbb);
+  builder_.add_epochs_done(epochs_done);
   builder_.add_task(task);
   builder_.add_scale_output(scale_output);
   builder_.add_skipped_output(skipped_output);
@@ -1438,7 +1450,8 @@ inline flatbuffers::Offset<TrainingInfo> CreateTrainingInfoDirect(
     const char *prediction_output = nullptr,
     const char *skipped_output = nullptr,
     const char *scale_output = nullptr,
-    const char *task = nullptr) {
+    const char *task = nullptr,
+    uint32_t epochs_done = 0) {
   auto data_input__ = data_input ? _fbb.CreateString(data_input) : 0;
   auto label_input__ = label_input ? _fbb.CreateString(label_input) : 0;
   auto loss_output__ = loss_output ? _fbb.CreateString(loss_output) : 0;
@@ -1454,7 +1467,8 @@ inline flatbuffers::Offset<TrainingInfo> CreateTrainingInfoDirect(
       prediction_output__,
       skipped_output__,
       scale_output__,
-      task__);
+      task__,
+      epochs_done);
 }
 
 struct Plan FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {

@@ -95,11 +95,14 @@ struct BatchNormLowering : OpConversionPattern<BatchNormalizationOp> {
     if (op.getTrainingMode().value_or(0)) {
       float momentum =
           op.getMomentum() ? op.getMomentum()->convertToFloat() : 0.9f;
-      culib::BatchNormTrainingOp::create(
+      auto training = culib::BatchNormTrainingOp::create(
           rewriter, op.getLoc(), adaptor.getX(), adaptor.getScale(),
           adaptor.getB(), adaptor.getInputMean(), adaptor.getInputVar(),
           buffers[0], buffers[1], buffers[2], rewriter.getF32FloatAttr(epsilon),
           rewriter.getF32FloatAttr(momentum));
+      // mp-training's data-parallel steps: the global batch's statistics.
+      if (op->hasAttr(MPDialect::kSyncRanksAttr))
+        training.setSyncRanks(true);
     } else {
       // cuDNN takes scale, bias and statistics in f32 for 16-bit data: 16-bit
       // ones (ONNX allows them; onnxconverter-common writes them) are

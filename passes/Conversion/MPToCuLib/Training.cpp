@@ -96,10 +96,12 @@ struct BatchNormGradLowering : OpConversionPattern<BatchNormGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     SmallVector<Value> buffers =
         allocResults(rewriter, *getTypeConverter(), op);
-    culib::BatchNormBwdOp::create(rewriter, op.getLoc(), adaptor.getX(),
-                                  adaptor.getScale(), adaptor.getDY(),
-                                  buffers[0], buffers[1], buffers[2],
-                                  op.getEpsilonAttr());
+    auto backward = culib::BatchNormBwdOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), adaptor.getScale(),
+        adaptor.getDY(), buffers[0], buffers[1], buffers[2],
+        op.getEpsilonAttr());
+    if (op->hasAttr(MPDialect::kSyncRanksAttr))
+      backward.setSyncRanks(true);
     rewriter.replaceOp(op, buffers);
     return success();
   }
@@ -185,6 +187,26 @@ struct UnscaleCheckFiniteLowering : OpConversionPattern<UnscaleCheckFiniteOp> {
     culib::UnscaleCheckFiniteOp::create(
         rewriter, op.getLoc(), adaptor.getScale(), adaptor.getGradients(),
         buffers[0], ArrayRef<Value>(buffers).drop_front());
+    rewriter.replaceOp(op, buffers);
+    return success();
+  }
+};
+
+struct AllReduceLowering : OpConversionPattern<AllReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AllReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    std::optional<culib::CollectiveReduction> reduction =
+        culib::symbolizeCollectiveReduction(op.getReduction());
+    if (!reduction)
+      return rewriter.notifyMatchFailure(op, "unknown reduction");
+    SmallVector<Value> buffers =
+        allocResults(rewriter, *getTypeConverter(), op);
+    culib::AllReduceOp::create(
+        rewriter, op.getLoc(), adaptor.getInputs(), buffers,
+        culib::CollectiveReductionAttr::get(op.getContext(), *reduction),
+        op.getReduceTypeAttr());
     rewriter.replaceOp(op, buffers);
     return success();
   }
@@ -328,4 +350,5 @@ void mp::populateTrainingPatterns(const TypeConverter &tc,
   addLowering<LSTMGradLowering, LSTMGradOp>(tc, patterns, lowerable);
   addLowering<UnscaleCheckFiniteLowering, UnscaleCheckFiniteOp>(tc, patterns,
                                                                 lowerable);
+  addLowering<AllReduceLowering, AllReduceOp>(tc, patterns, lowerable);
 }

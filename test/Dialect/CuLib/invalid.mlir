@@ -469,3 +469,27 @@ func.func @view_changes_count(%x: memref<2x4xf32>) {
   %v = culib.view %x : memref<2x4xf32> to memref<9xf32>
   return
 }
+
+// -----
+
+func.func @all_reduce_counts(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{'culib.all_reduce' op needs as many outputs as inputs (and at least one), got 2 and 1}}
+  culib.all_reduce <mean> ins(%a, %b) outs(%a) {reduce_type = f32} : memref<4xf32>, memref<4xf32> -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_shape(%a: memref<4xf32>, %b: memref<2x2xf32>) {
+  // expected-error @+1 {{'culib.all_reduce' op output 'memref<2x2xf32>' does not have the type of its input 'memref<4xf32>'}}
+  culib.all_reduce <mean> ins(%a) outs(%b) {reduce_type = bf16} : memref<4xf32> -> memref<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_wire(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{'culib.all_reduce' op reduce_type must be f32, bf16 or f16, got 'f64'}}
+  culib.all_reduce <max> ins(%a) outs(%b) {reduce_type = f64} : memref<4xf32> -> memref<4xf32>
+  return
+}

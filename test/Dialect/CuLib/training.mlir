@@ -104,6 +104,19 @@ func.func @loss_scaling_and_optimizers(%g16: memref<4x8xf16>, %g32: memref<8xf32
   return
 }
 
+
+// A data-parallel step's collectives and synchronised batch norms.
+// CHECK-LABEL: func.func @data_parallel(
+func.func @data_parallel(%g1: memref<4x8xf32>, %g2: memref<8xbf16>, %r1: memref<4x8xf32>, %r2: memref<8xbf16>, %x: memref<2x8x3x3xf32>, %s: memref<8xf32>, %y: memref<2x8x3x3xf32>, %rm: memref<8xf32>, %rv: memref<8xf32>) {
+  // CHECK: culib.all_reduce <mean> ins(%{{.*}}, %{{.*}}) outs(%{{.*}}, %{{.*}}) {reduce_type = bf16} : memref<4x8xf32>, memref<8xbf16> -> memref<4x8xf32>, memref<8xbf16>
+  culib.all_reduce <mean> ins(%g1, %g2) outs(%r1, %r2) {reduce_type = bf16} : memref<4x8xf32>, memref<8xbf16> -> memref<4x8xf32>, memref<8xbf16>
+  // CHECK: culib.batch_norm_training {{.*}}sync_ranks
+  culib.batch_norm_training ins(%x, %s, %s, %rm, %rv) outs(%y, %rm, %rv) {epsilon = 1.0e-5 : f32, momentum = 0.9 : f32, sync_ranks} : memref<2x8x3x3xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<2x8x3x3xf32>, memref<8xf32>, memref<8xf32>
+  // CHECK: culib.batch_norm_bwd {{.*}}sync_ranks
+  culib.batch_norm_bwd ins(%x, %s, %y) outs(%y, %rm, %rv) {epsilon = 1.0e-5 : f32, sync_ranks} : memref<2x8x3x3xf32>, memref<8xf32>, memref<2x8x3x3xf32>, memref<2x8x3x3xf32>, memref<8xf32>, memref<8xf32>
+  return
+}
+
 // -----
 
 func.func @unscale_count_mismatch(%s: memref<f32>, %g: memref<4xf32>, %f: memref<1xf32>, %u: memref<4xf32>) {
@@ -143,3 +156,4 @@ func.func @sgd_f16_parameter(%g: memref<4xf32>, %p: memref<4xf16>, %step: memref
   culib.sgd_step ins(%g) outs(%p) step(%step) {dampening = 0.0 : f32, lr = 0.1 : f32, momentum = 0.0 : f32, nesterov = false, weight_decay = 0.0 : f32} : memref<4xf32>, memref<4xf16>, memref<1xi64>
   return
 }
+

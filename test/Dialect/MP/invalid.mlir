@@ -861,3 +861,29 @@ func.func @batch_norm_grad_types(%x: tensor<2x4x3xf16>, %scale: tensor<4xf32>, %
   %dx, %ds, %db = mp.batch_norm_grad %x, %scale, %dy {epsilon = 1.0e-5 : f32} : (tensor<2x4x3xf16>, tensor<4xf32>, tensor<2x4x3xf16>) -> (tensor<2x4x3xf16>, tensor<4xf16>, tensor<4xf16>)
   return
 }
+
+// -----
+
+// all_reduce: each output has its input's type; known reductions and
+// reduce types only.
+func.func @all_reduce_types(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'mp.all_reduce' op output 'tensor<4xf16>' does not have the type of its input 'tensor<4xf32>'}}
+  %r = mp.all_reduce %g {reduce_type = f32, reduction = "mean"} : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @all_reduce_product(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'mp.all_reduce' op reduction must be mean, sum or max, got 'prod'}}
+  %r = mp.all_reduce %g {reduce_type = f32, reduction = "prod"} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_f64_wire(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'mp.all_reduce' op reduce_type must be f32, bf16 or f16, got 'f64'}}
+  %r = mp.all_reduce %g {reduce_type = f64, reduction = "sum"} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}

@@ -66,22 +66,6 @@ std::vector<double> numericGrad(HostTensor &t, double h,
   return g;
 }
 
-/// |got - ref| <= absTol + relTol * |ref| elementwise.
-void expectClose(const std::vector<double> &got, const std::vector<double> &ref,
-                 double absTol, double relTol, const std::string &what) {
-  INFO(what);
-  REQUIRE(got.size() == ref.size());
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (!(std::fabs(got[i] - ref[i]) <= absTol + relTol * std::fabs(ref[i]))) {
-      if (bad < 5)
-        UNSCOPED_INFO("element " << i << ": got " << got[i] << ", expected "
-                                 << ref[i]);
-      ++bad;
-    }
-  CHECK(bad == 0);
-}
-
 /// Within about one rounding to dtype t of the reference (scaled by the
 /// largest reference magnitude for values near 0).
 void expectRounded(const std::vector<double> &got,

@@ -162,6 +162,23 @@ inline void expectClose(const HostTensor &got, const std::vector<double> &ref,
   CHECK(bad == 0);
 }
 
+/// |got - ref| <= absTol + relTol * |ref| elementwise.
+inline void expectClose(const std::vector<double> &got,
+                        const std::vector<double> &ref, double absTol,
+                        double relTol, const std::string &what) {
+  INFO(what);
+  REQUIRE(got.size() == ref.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - ref[i]) <= absTol + relTol * std::fabs(ref[i]))) {
+      if (bad < 5)
+        UNSCOPED_INFO("element " << i << ": got " << got[i] << ", expected "
+                                 << ref[i]);
+      ++bad;
+    }
+  CHECK(bad == 0);
+}
+
 /// A tensor of uniform values in [lo, hi) (whole numbers for integer types).
 inline HostTensor randomTensor(DType t, Shape s, Rng &rng, double lo = -1.0,
                                double hi = 1.0) {

@@ -91,6 +91,21 @@ def CuLib_ScatterReductionAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+def CuLib_CollectiveReduction : I32EnumAttr<"CollectiveReduction",
+    "how a collective combines the ranks' buffers", [
+    I32EnumAttrCase<"mean", 0>,
+    I32EnumAttrCase<"sum", 1>,
+    I32EnumAttrCase<"max", 2>
+  ]> {
+  let cppNamespace = "::mp::culib";
+  let genSpecializedAttr = 0;
+}
+def CuLib_CollectiveReductionAttr
+    : EnumAttr<CuLib_Dialect, CuLib_CollectiveReduction,
+               "collective_reduction"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 // The optional forms ops take, with their defaults.
 def CuLib_LayoutOrNCHW
     : DefaultValuedAttr<CuLib_LayoutAttr, "::mp::culib::Layout::nchw">;

@@ -202,7 +202,9 @@ def CuLib_BatchNormTrainingOp : CuLib_Op<"batch_norm_training"> {
     Normalizes with the batch statistics and writes the updated running
     statistics: running = momentum * running + (1 - momentum) * batch (ONNX
     BatchNormalization in training mode). `layout` as for
-    batch_norm_inference.
+    batch_norm_inference. With `sync_ranks` (a data-parallel step) the
+    statistics are those of the global batch: every rank's sums are added
+    up (SyncBatchNorm).
   }];
   let arguments = (ins CuLib_FloatBuffer:$x, MemRefOf<[F32]>:$scale,
                        MemRefOf<[F32]>:$bias, MemRefOf<[F32]>:$mean,
@@ -210,7 +212,8 @@ def CuLib_BatchNormTrainingOp : CuLib_Op<"batch_norm_training"> {
                        MemRefOf<[F32]>:$running_mean,
                        MemRefOf<[F32]>:$running_variance, F32Attr:$epsilon,
                        F32Attr:$momentum,
-                       CuLib_LayoutOrNCHW:$layout);
+                       CuLib_LayoutOrNCHW:$layout,
+                       UnitAttr:$sync_ranks);
   let assemblyFormat = [{
     `ins` `(` $x `,` $scale `,` $bias `,` $mean `,` $variance `)`
     `outs` `(` $y `,` $running_mean `,` $running_variance `)` attr-dict
@@ -726,11 +729,17 @@ def CuLib_PoolBwdOp : CuLib_Op<"pool_bwd"> {
 
 def CuLib_BatchNormBwdOp : CuLib_Op<"batch_norm_bwd"> {
   let summary = "cudnnBatchNormalizationBackward (batch statistics recomputed)";
+  let description = [{
+    With `sync_ranks`, the statistics and the sums of dy and dy * x̂ that dx
+    needs are the global batch's (SyncBatchNorm); dscale and dbias stay
+    this rank's sums, which the gradient buckets then average.
+  }];
   let arguments = (ins CuLib_FloatBuffer:$x, MemRefOf<[F32]>:$scale,
                        CuLib_FloatBuffer:$dy, CuLib_FloatBuffer:$dx,
                        MemRefOf<[F32]>:$dscale, MemRefOf<[F32]>:$dbias,
                        F32Attr:$epsilon,
-                       CuLib_LayoutOrNCHW:$layout);
+                       CuLib_LayoutOrNCHW:$layout,
+                       UnitAttr:$sync_ranks);
   let assemblyFormat = [{
     `ins` `(` $x `,` $scale `,` $dy `)` `outs` `(` $dx `,` $dscale `,` $dbias `)`
     attr-dict `:` type(operands)
@@ -821,6 +830,27 @@ def CuLib_UnscaleCheckFiniteOp : CuLib_Op<"unscale_check_finite",
     `ins` `(` $scale `,` $grads `)` `outs` `(` $found_inf `,` $unscaled `)`
     attr-dict `:` type($scale) `,` type($grads) `->` type($found_inf) `,`
     type($unscaled)
+  }];
+  let hasVerifier = 1;
+}
+
+def CuLib_AllReduceOp : CuLib_Op<"all_reduce", [AttrSizedOperandSegments]> {
+  let summary = "buffers reduced over the ranks of a data-parallel run";
+  let description = [{
+    `outputs_i` = the `reduction` of `inputs_i` over every rank (runtime
+    call `comm.all_reduce`, on MPI or NCCL): `mean` averages gradients,
+    `max` agrees on a found-inf flag. The buffers of one op are one bucket,
+    packed into one message of `reduce_type` elements (f32, bf16 or f16; a
+    16-bit mean divides by the rank count before it rounds). Each output has
+    its input's type. Every rank runs the same calls in the same order.
+  }];
+  let arguments = (ins Variadic<CuLib_FloatBuffer>:$inputs,
+                       Variadic<CuLib_FloatBuffer>:$outputs,
+                       CuLib_CollectiveReductionAttr:$reduction,
+                       CuLib_ComputeTypeAttr:$reduce_type);
+  let assemblyFormat = [{
+    $reduction `ins` `(` $inputs `)` `outs` `(` $outputs `)` attr-dict `:`
+    type($inputs) `->` type($outputs)
   }];
   let hasVerifier = 1;
 }

@@ -44,6 +44,9 @@ def MP_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kOutputNamesAttr = "mp.outputs";
     static constexpr ::llvm::StringLiteral kArgNameAttr = "mp.name";
     static constexpr ::llvm::StringLiteral kDocStringAttr = "mp.doc_string";
+    /// On training-mode BatchNormalization and mp.batch_norm_grad of a
+    /// data-parallel step (mp-training): statistics of the global batch.
+    static constexpr ::llvm::StringLiteral kSyncRanksAttr = "mp.sync_ranks";
 
   private:
     ::llvm::StringMap<struct OnnxOpInfo> onnxOps;

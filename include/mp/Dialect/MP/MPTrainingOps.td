@@ -172,6 +172,24 @@ def MP_UnscaleCheckFiniteOp
   let hasVerifier = 1;
 }
 
+def MP_AllReduceOp : MP_TrainingOp<"all_reduce", "AllReduce",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "tensors reduced over the ranks of a data-parallel run";
+  let description = [{
+    Each output is the `reduction` of its input over every rank: `mean`
+    (mp-training's gradient buckets: DDP's averaged gradients), `sum` or
+    `max` (mp-loss-scale's found-inf flag, so that every rank skips the
+    same steps). `reduce_type` (f32, bf16, f16) is what travels between the
+    ranks. It has effects (communication): no pass may drop, merge or
+    reorder it, so every rank issues the same collectives in the same order.
+    Lowers to `culib.all_reduce`.
+  }];
+  let arguments = (ins Variadic<MP_FloatTensor>:$inputs, StrAttr:$reduction,
+                       TypeAttrOf<AnyFloat>:$reduce_type);
+  let results = (outs Variadic<MP_FloatTensor>:$outputs);
+  let hasVerifier = 1;
+}
+
 def MP_LossScaleUpdateOp : MP_TrainingOp<"loss_scale_update", "LossScaleUpdate",
     [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "GradScaler's scale update, in place";

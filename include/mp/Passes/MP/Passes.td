@@ -289,6 +289,14 @@ def Training : Pass<"mp-training", "mlir::ModuleOp"> {
     `grad:<parameter>` (and, with `wrt-inputs`, `grad:<input>` for every
     floating-point input), for gradient checks and custom loops.
 
+    `data-parallel=true` makes a step for N ranks, each on its shard of the
+    global batch: the parameter gradients are averaged over the ranks by
+    `mp.all_reduce` ops, grouped into buckets of `bucket-mb` megabytes in
+    the order the backward pass computes them, each issued right after its
+    last gradient; `reduce-type` is what travels. The function gets the
+    `mp.data_parallel` attribute (mp-loss-scale then agrees on the
+    found-inf flag across the ranks).
+
     The function gets an `mp.training` attribute naming its inputs and
     outputs, which the plan carries for `mp-run --train`.
   }];
@@ -317,6 +325,14 @@ def Training : Pass<"mp-training", "mlir::ModuleOp"> {
     Option<"raiseComposites", "raise-composites", "bool", "true",
            "Differentiate the layer norm and GELU chains that exporters "
            "write as the typed ops (mp-raise-composites)">,
+    Option<"dataParallel", "data-parallel", "bool", "false",
+           "A step for N ranks (mpirun): gradients averaged over the ranks "
+           "(mp.all_reduce buckets) before the updates">,
+    Option<"reduceType", "reduce-type", "std::string", "\"f32\"",
+           "What the gradient all-reduce sends and sums: f32, bf16 or f16 "
+           "(divided by the rank count first)">,
+    Option<"bucketMegabytes", "bucket-mb", "double", "25.0",
+           "Gradient bucket size in megabytes of f32 (DDP's default 25)">,
   ];
   let dependentDialects = ["mlir::ml_program::MLProgramDialect"];
 }

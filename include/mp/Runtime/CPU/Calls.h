@@ -14,6 +14,7 @@
 #ifndef MP_RUNTIME_CPU_CALLS_H
 #define MP_RUNTIME_CPU_CALLS_H
 
+#include "mp/Runtime/Communicator.h"
 #include "mp/Runtime/NarrowTypes.h"
 #include "mp/Runtime/Plan.h"
 #include "mp/Runtime/Status.h"
@@ -41,6 +42,8 @@ struct CallArgs {
   std::vector<TensorView> results;
   void *workspace = nullptr;
   size_t workspaceSize = 0;
+  /// The ranks of a data-parallel run (comm.* calls); null: one process.
+  Communicator *communicator = nullptr;
 };
 
 /// Runs one call. Returns an error (without the "call #i (...)" prefix, which
@@ -77,6 +80,7 @@ void addElementwiseCalls(CallTable &table); ///< elementwise, cast, reduce
 void addDataCalls(CallTable &table);        ///< data movement and indexing
 void addNNCalls(CallTable &table);          ///< norms, rnn, losses, topk, ...
 void addTrainingCalls(CallTable &table);    ///< backward, loss scale, optimizers
+void addCollectiveCalls(CallTable &table);  ///< comm.* (data-parallel ranks)
 
 //===----------------------------------------------------------------------===//
 // Reading attributes and checking counts, for the implementations

@@ -25,6 +25,7 @@
 #define MP_RUNTIME_CPU_KERNELS_H
 
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
+#include "mp/Runtime/Communicator.h"
 #include "mp/Runtime/Status.h"
 #include "mp/Runtime/Tensor.h"
 
@@ -242,6 +243,10 @@ struct BatchNormOptions {
   /// Training only: running = input * momentum + batch * (1 - momentum).
   float momentum = 0.9f;
   Layout layout = Layout::NCHW;
+  /// Training and backward: the batch is split over these ranks (a
+  /// data-parallel step's `sync_ranks`): the statistics, and the sums dx
+  /// needs, are the whole batch's (SyncBatchNorm). Null: this batch alone.
+  Communicator *syncRanks = nullptr;
 };
 
 /// Inference: y = scale * (x - mean) / sqrt(var + epsilon) + bias, per

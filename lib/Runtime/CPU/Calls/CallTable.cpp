@@ -21,6 +21,7 @@ const CallTable &cpuCallTable() {
     addDataCalls(t);
     addNNCalls(t);
     addTrainingCalls(t);
+    addCollectiveCalls(t);
     return t;
   }();
   return table;

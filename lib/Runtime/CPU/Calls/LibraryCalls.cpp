@@ -150,6 +150,8 @@ Status batchNormTrainingCall(const CallArgs &args) {
   if (Status s = checkArity(args, 5, 5, 3, 3); !s)
     return s;
   MP_RT_TRY_ASSIGN(options, batchNormOptionsOf(args.call));
+  if (args.call.attr("sync_ranks"))
+    options.syncRanks = args.communicator;
   const std::vector<TensorView> &in = args.operands;
   const std::vector<TensorView> &out = args.results;
   return batchNormTraining(in[0], in[1], in[2], in[3], in[4], out[0], out[1],

@@ -156,6 +156,8 @@ Status batchNormBwdCall(const CallArgs &args) {
   if (Status s = checkArity(args, 3, 3, 3, 3); !s)
     return s;
   MP_RT_TRY_ASSIGN(o, batchNormOptionsOf(args.call));
+  if (args.call.attr("sync_ranks"))
+    o.syncRanks = args.communicator;
   const std::vector<TensorView> &in = args.operands;
   const std::vector<TensorView> &out = args.results;
   return batchNormBackward(in[0], in[1], in[2], out[0], out[1], out[2], o);

@@ -16,6 +16,9 @@
 // RUN: not mp-opt %s --mp-training="frozen=fc.weight,fc.bais" 2>&1 | FileCheck %s --check-prefix=FROZEN
 // RUN: not mp-opt %s --mp-training="frozen=fc.weight,fc.bias" 2>&1 | FileCheck %s --check-prefix=ALL-FROZEN
 // RUN: not mp-opt %s --mp-training=output=logits 2>&1 | FileCheck %s --check-prefix=OUTPUT
+// RUN: not mp-opt %s "--mp-training=data-parallel=true reduce-type=f64" 2>&1 | FileCheck %s --check-prefix=REDUCE-TYPE
+// RUN: not mp-opt %s "--mp-training=data-parallel=true bucket-mb=0" 2>&1 | FileCheck %s --check-prefix=BUCKET
+// RUN: not mp-opt %s --mp-training=reduce-type=bf16 2>&1 | FileCheck %s --check-prefix=NOT-PARALLEL
 
 // LOSS: options.mlir:0:0: error: mp-training: unknown loss 'hinge' (cross-entropy, cross-entropy-probs or mse)
 // OPTIMIZER: options.mlir:0:0: error: mp-training: unknown optimizer 'rmsprop' (sgd, adam, adamw or none)
@@ -25,6 +28,9 @@
 // NESTEROV: options.mlir:0:0: error: mp-training: nesterov needs momentum > 0 and dampening 0 (as torch.optim.SGD)
 // WRT: options.mlir:0:0: error: mp-training: wrt-inputs needs optimizer=none
 // LABEL-EMPTY: options.mlir:0:0: error: mp-training: label must not be empty
+// REDUCE-TYPE: options.mlir:0:0: error: mp-training: reduce-type must be f32, bf16 or f16, got 'f64'
+// BUCKET: options.mlir:0:0: error: mp-training: bucket-mb must be positive, got 0.000000e+00
+// NOT-PARALLEL: options.mlir:0:0: error: mp-training: reduce-type and bucket-mb need data-parallel=true
 // LABEL-TAKEN: options.mlir:[[@LINE+5]]:1: error: mp-training: the model already has an input named 'x' (name the label input otherwise: label=NAME)
 // FROZEN: options.mlir:[[@LINE+4]]:1: error: mp-training: frozen initializer 'fc.bais' does not exist
 // ALL-FROZEN: options.mlir:[[@LINE+3]]:1: error: mp-training: no trainable parameter reaches the loss (every initializer frozen or scalar?)
