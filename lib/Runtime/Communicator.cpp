@@ -11,13 +11,13 @@
 
 namespace mp::rt {
 
-const char *reduceOpName(ReduceOp op) {
+const char *collectiveOpName(CollectiveOp op) {
   switch (op) {
-  case ReduceOp::Sum:
+  case CollectiveOp::Sum:
     return "sum";
-  case ReduceOp::Max:
+  case CollectiveOp::Max:
     return "max";
-  case ReduceOp::Min:
+  case CollectiveOp::Min:
     return "min";
   }
   return "?";
@@ -26,22 +26,29 @@ const char *reduceOpName(ReduceOp op) {
 Communicator::~Communicator() = default;
 
 Status Communicator::allReduce(void *data, size_t count, DType dtype,
-                               ReduceOp op) {
+                               CollectiveOp op) {
   if (dtype != DType::F32 && dtype != DType::F64 && dtype != DType::F16 &&
       dtype != DType::BF16 && dtype != DType::I64 && dtype != DType::U64)
     return Status::error("all-reduce of " + std::string(dtypeName(dtype)) +
                          " elements is not supported (f32, f64, f16, bf16, "
                          "i64, u64)");
-  if ((dtype == DType::F16 || dtype == DType::BF16) && op == ReduceOp::Min)
+  if ((dtype == DType::F16 || dtype == DType::BF16) && op == CollectiveOp::Min)
     return Status::error("a 16-bit all-reduce sums or takes the maximum");
   auto start = std::chrono::steady_clock::now();
   Status s = count ? reduceInPlace(data, count, dtype, op) : Status::ok();
   stats_.collectives += 1;
   stats_.bytes += count * byteSize(dtype);
-  stats_.seconds += std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
+  stats_.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return s;
+}
+
+Status Communicator::broadcast(void *data, size_t bytes, int root) {
+  if (root < 0 || root >= size())
+    return Status::error("broadcast from rank " + std::to_string(root) +
+                         " of " + std::to_string(size()));
+  return bytes ? broadcastBytes(data, bytes, root) : Status::ok();
 }
 
 void *Communicator::staging(size_t bytes) {
@@ -60,22 +67,23 @@ public:
   std::string describe() const override { return "one process"; }
 
 protected:
-  Status reduceInPlace(void *, size_t, DType, ReduceOp) override {
+  Status reduceInPlace(void *, size_t, DType, CollectiveOp) override {
     return Status::ok();
   }
+  Status broadcastBytes(void *, size_t, int) override { return Status::ok(); }
 };
 
-template <typename T> T combine(T a, T b, ReduceOp op) {
+template <typename T> T combine(T a, T b, CollectiveOp op) {
   switch (op) {
-  case ReduceOp::Sum:
+  case CollectiveOp::Sum:
     return a + b;
-  case ReduceOp::Max:
+  case CollectiveOp::Max:
     // NaN wins, so that a non-finite flag or value is never lost.
     if constexpr (std::is_floating_point_v<T>)
       if (std::isnan(a) || std::isnan(b))
         return std::isnan(a) ? a : b;
     return std::max(a, b);
-  case ReduceOp::Min:
+  case CollectiveOp::Min:
     if constexpr (std::is_floating_point_v<T>)
       if (std::isnan(a) || std::isnan(b))
         return std::isnan(a) ? a : b;
@@ -85,7 +93,7 @@ template <typename T> T combine(T a, T b, ReduceOp op) {
 }
 
 template <typename T>
-void combineTyped(const void *in, void *inout, size_t count, ReduceOp op) {
+void combineTyped(const void *in, void *inout, size_t count, CollectiveOp op) {
   const T *a = static_cast<const T *>(in);
   T *b = static_cast<T *>(inout);
   for (size_t i = 0; i < count; ++i)
@@ -93,7 +101,7 @@ void combineTyped(const void *in, void *inout, size_t count, ReduceOp op) {
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void combine16(const void *in, void *inout, size_t count, ReduceOp op) {
+void combine16(const void *in, void *inout, size_t count, CollectiveOp op) {
   const uint16_t *a = static_cast<const uint16_t *>(in);
   uint16_t *b = static_cast<uint16_t *>(inout);
   for (size_t i = 0; i < count; ++i)
@@ -129,12 +137,19 @@ int launcherLocalSize() {
   return launcherWorldSize();
 }
 
+int launcherLocalRank() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
+    if (const char *v = envOf(name))
+      return std::max(0, std::atoi(v));
+  return 0;
+}
+
 std::shared_ptr<Communicator> makeSingleProcessCommunicator() {
   return std::make_shared<SingleProcessCommunicator>();
 }
 
 bool combineElements(const void *in, void *inout, size_t count, DType dtype,
-                     ReduceOp op) {
+                     CollectiveOp op) {
   switch (dtype) {
   case DType::F32:
     combineTyped<float>(in, inout, count, op);

@@ -44,13 +44,13 @@ Result<Ranks> Ranks::start(double collectiveTimeoutSeconds) {
 
 Status Ranks::sum(std::vector<double> &values) {
   return comm_->allReduce(values.data(), values.size(), DType::F64,
-                          ReduceOp::Sum);
+                          CollectiveOp::Sum);
 }
 
 Result<bool> Ranks::agree(uint64_t value, uint64_t &low, uint64_t &high) {
   // One collective: max(v) and max(~v) = ~min(v).
   uint64_t both[2] = {value, ~value};
-  if (Status s = comm_->allReduce(both, 2, DType::U64, ReduceOp::Max); !s)
+  if (Status s = comm_->allReduce(both, 2, DType::U64, CollectiveOp::Max); !s)
     return s;
   high = both[0];
   low = ~both[1];

@@ -1,4 +1,5 @@
-//===- Ranks.h - mp-run --train's processes under mpirun ---------*- C++ -*-===//
+//===- Ranks.h - mp-run --train's processes under mpirun ---------*- C++
+//-*-===//
 //
 // `mpirun -np N mp-run --train plan ...` trains a data-parallel plan
 // (mp-opt --mp-training="... data-parallel=true") in N processes: each rank

@@ -743,8 +743,15 @@ int trainOnRanks(const TrainOptions &opts, Ranks &ranks, Failure &failure) {
     printPlan(*loaded);
 #if MP_HAVE_CUDA_BACKEND
   if (opts.backend == "cuda") {
-    Result<CudaExecutor> created = CudaExecutor::create(
-        loaded.take(), planPath, cudaExecutorOptions(opts.cudaBatchNorm));
+    CudaExecutorOptions options = cudaExecutorOptions(opts.cudaBatchNorm);
+    // One GPU per rank: the ranks on a machine take its GPUs in turn; NCCL
+    // joins them (bootstrapped through MPI).
+    options.communicator = ranks.communicator();
+    if (ranks.distributed())
+      if (int gpus = cudaDeviceCount(); gpus > 0)
+        options.device = launcherLocalRank() % gpus;
+    Result<CudaExecutor> created =
+        CudaExecutor::create(loaded.take(), planPath, options);
     if (!created)
       return fail(planPath, created.message());
     return train(opts, ranks, failure, created.take());

@@ -1,4 +1,5 @@
-//===- Communicator.h - the processes of a data-parallel run ------*- C++ -*-===//
+//===- Communicator.h - the processes of a data-parallel run ------*- C++
+//-*-===//
 //
 // A data-parallel training step (mp-training's `data-parallel=true`) runs in
 // N processes, the ranks, one per device or CPU socket, each on its own
@@ -36,10 +37,10 @@
 namespace mp::rt {
 
 /// How an all-reduce combines the ranks' elements.
-enum class ReduceOp { Sum, Max, Min };
+enum class CollectiveOp { Sum, Max, Min };
 
 /// "sum", "max", "min".
-const char *reduceOpName(ReduceOp op);
+const char *collectiveOpName(CollectiveOp op);
 
 /// What a communicator's collectives moved, since it was made or reset.
 struct CommunicationStats {
@@ -65,7 +66,11 @@ public:
   /// BF16 (Sum and Max: each pairwise combination in f32, rounded once),
   /// I64, U64. An error (a rank stopped answering within the deadline, the
   /// backend failed) leaves `data` undefined; the run cannot go on.
-  Status allReduce(void *data, size_t count, DType dtype, ReduceOp op);
+  Status allReduce(void *data, size_t count, DType dtype, CollectiveOp op);
+
+  /// Copies `bytes` bytes at `data` from rank `root` to every rank (NCCL's
+  /// bootstrap: rank 0's unique id). Not counted in stats().
+  Status broadcast(void *data, size_t bytes, int root);
 
   const CommunicationStats &stats() const { return stats_; }
   void resetStats() { stats_ = {}; }
@@ -80,7 +85,8 @@ public:
 
 protected:
   virtual Status reduceInPlace(void *data, size_t count, DType dtype,
-                               ReduceOp op) = 0;
+                               CollectiveOp op) = 0;
+  virtual Status broadcastBytes(void *data, size_t bytes, int root) = 0;
 
 private:
   CommunicationStats stats_;
@@ -96,6 +102,9 @@ int launcherWorldSize();
 /// How many of them run on this machine (OpenMPI's and MPICH's local
 /// size; else the world size).
 int launcherLocalSize();
+/// This process's rank among those on its machine (0 when not launched):
+/// which GPU it takes.
+int launcherLocalRank();
 
 /// One rank alone: every all-reduce leaves the data as they are.
 std::shared_ptr<Communicator> makeSingleProcessCommunicator();
@@ -105,7 +114,7 @@ std::shared_ptr<Communicator> makeSingleProcessCommunicator();
 /// floats: in f32, rounded once to nearest even). False for an unsupported
 /// dtype.
 bool combineElements(const void *in, void *inout, size_t count, DType dtype,
-                     ReduceOp op);
+                     CollectiveOp op);
 
 } // namespace mp::rt
 

@@ -1,4 +1,5 @@
-//===- MpiCommunicator.h - data-parallel ranks over MPI -----------*- C++ -*-===//
+//===- MpiCommunicator.h - data-parallel ranks over MPI -----------*- C++
+//-*-===//
 //
 // The CPU runtime's collectives on MPI (OpenMPI from Debian; any MPI-3
 // implementation), for processes started by `mpirun -np N`. Library
@@ -45,7 +46,8 @@ public:
 
 protected:
   Status reduceInPlace(void *data, size_t count, DType dtype,
-                       ReduceOp op) override;
+                       CollectiveOp op) override;
+  Status broadcastBytes(void *data, size_t bytes, int root) override;
 
 private:
   MpiCommunicator() = default;

@@ -267,7 +267,7 @@ Status batchNormTraining(const TensorView &x, const TensorView &scale,
       if (o.syncRanks) {
         std::vector<double> &sums = pass == 0 ? sum : sq;
         synced = o.syncRanks->allReduce(sums.data(), sums.size(), DType::F64,
-                                        ReduceOp::Sum);
+                                        CollectiveOp::Sum);
       }
       if (pass == 0)
         for (double &s : sum)

@@ -116,7 +116,7 @@ Status batchNormBackward(const TensorView &x, const TensorView &scale,
   const double count = static_cast<double>(g.outer * g.inner * ranks);
   auto overRanks = [&](std::vector<double> &sums) {
     return o.syncRanks ? o.syncRanks->allReduce(sums.data(), sums.size(),
-                                                DType::F64, ReduceOp::Sum)
+                                                DType::F64, CollectiveOp::Sum)
                        : Status::ok();
   };
   // Visits every element in memory order: fn(channel, index). Each

@@ -36,6 +36,10 @@ struct RunContext {
   cudnnHandle_t dnn = nullptr;
   char *workspace = nullptr;
   DeviceError *error = nullptr;
+  /// Data-parallel steps: the ranks (1: this process alone) and, for more
+  /// than one, the NCCL communicator (an ncclComm_t) that comm.* calls use.
+  int ranks = 1;
+  void *ncclComm = nullptr;
 };
 
 class PreparedCall {
@@ -97,6 +101,8 @@ void addNNCalls(std::map<std::string, PrepareFn> &table);
 /// DataCalls.cpp: tile, pad, trilu, gather_elements, gather_nd,
 /// scatter_elements, resize.
 void addDataCalls(std::map<std::string, PrepareFn> &table);
+/// CollectiveCalls.cpp: comm.all_reduce (NCCL).
+void addCollectiveCalls(std::map<std::string, PrepareFn> &table);
 
 /// A Status for a CUDA runtime / cuBLASLt / cuDNN error ("what: message").
 Status cudaStatus(cudaError_t e, const char *what);

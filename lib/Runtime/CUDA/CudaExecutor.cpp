@@ -11,9 +11,11 @@
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <new>
+#include <thread>
 #include <unordered_map>
 
 namespace mp::rt {
@@ -69,6 +71,22 @@ Status cudaLibrariesAvailable() {
   return Status::ok();
 }
 
+Status ncclAvailable() {
+#if MP_HAVE_NCCL
+  const NcclApi &api = nccl();
+  if (!api.loaded)
+    return Status::error("NCCL: " + api.error);
+  int version = 0;
+  api.ncclGetVersion(&version);
+  if (version < 21000)
+    return Status::error("NCCL " + std::to_string(version) +
+                         " is older than 2.10 (bf16 reductions)");
+  return Status::ok();
+#else
+  return Status::error("this runtime was built without NCCL (no nccl.h)");
+#endif
+}
+
 int cudaDeviceCount(std::string *why) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
@@ -116,10 +134,19 @@ struct CudaExecutor::Impl {
   bool timing = false;
   CallTimes times;
   std::vector<cudaEvent_t> events; ///< 2 per call (timing)
+  /// Data parallel: the ranks, and the NCCL communicator over their GPUs
+  /// (an ncclComm_t) when there are several.
+  int ranks = 1;
+  void *ncclComm = nullptr;
+  double collectiveTimeout = 0;
 
   ~Impl() {
     if (device >= 0)
       cudaSetDevice(device);
+#if MP_HAVE_NCCL
+    if (ncclComm)
+      nccl().ncclCommDestroy(static_cast<ncclComm_t>(ncclComm));
+#endif
     if (stream)
       cudaStreamSynchronize(stream);
     if (graphExec)
@@ -139,6 +166,85 @@ struct CudaExecutor::Impl {
 
   Status select() const {
     return cudaStatus(cudaSetDevice(device), "selecting the CUDA device");
+  }
+
+  /// A data-parallel plan's ranks: an NCCL communicator over their GPUs,
+  /// rank 0's id broadcast through the bootstrap communicator.
+  Status joinRanks(const Plan &p) {
+    const std::shared_ptr<Communicator> &boot = options.communicator;
+    bool collectives = false;
+    for (const PlanCall &c : p.calls)
+      collectives |= c.kind.rfind("comm.", 0) == 0;
+    if (!collectives || !boot || boot->size() <= 1)
+      return Status::ok();
+    ranks = boot->size();
+    collectiveTimeout = boot->timeoutSeconds();
+#if MP_HAVE_NCCL
+    const NcclApi &api = nccl();
+    if (!api.loaded)
+      return Status::error("a data-parallel plan over " +
+                           std::to_string(ranks) +
+                           " ranks needs NCCL: " + api.error);
+    ncclUniqueId id{};
+    if (boot->rank() == 0)
+      if (ncclResult_t r = api.ncclGetUniqueId(&id); r != ncclSuccess)
+        return Status::error(std::string("ncclGetUniqueId: ") +
+                             api.ncclGetErrorString(r));
+    if (Status s = boot->broadcast(&id, sizeof id, 0); !s)
+      return Status::error("sending the NCCL id to the ranks: " + s.message());
+    ncclComm_t comm = nullptr;
+    if (ncclResult_t r = api.ncclCommInitRank(&comm, ranks, id, boot->rank());
+        r != ncclSuccess)
+      return Status::error(std::string("ncclCommInitRank: ") +
+                           api.ncclGetErrorString(r));
+    ncclComm = comm;
+    return Status::ok();
+#else
+    return Status::error("a data-parallel plan over " + std::to_string(ranks) +
+                         " ranks needs NCCL, and this runtime was built "
+                         "without it (no nccl.h)");
+#endif
+  }
+
+  /// The end of a run. With NCCL, a rank that died or hangs would leave the
+  /// stream waiting forever: poll it, with NCCL's own errors, until the
+  /// deadline, then abort the communicator.
+  Status waitForRun() {
+#if MP_HAVE_NCCL
+    if (ncclComm) {
+      const NcclApi &api = nccl();
+      auto comm = static_cast<ncclComm_t>(ncclComm);
+      using Clock = std::chrono::steady_clock;
+      const auto deadline =
+          Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(collectiveTimeout));
+      for (;;) {
+        cudaError_t e = cudaStreamQuery(stream);
+        if (e == cudaSuccess)
+          return Status::ok();
+        if (e != cudaErrorNotReady)
+          return cudaStatus(e, "running the plan");
+        ncclResult_t async = ncclSuccess;
+        api.ncclCommGetAsyncError(comm, &async);
+        if (async != ncclSuccess && async != ncclInProgress) {
+          api.ncclCommAbort(comm);
+          ncclComm = nullptr;
+          return Status::error(std::string("NCCL: ") +
+                               api.ncclGetErrorString(async));
+        }
+        if (Clock::now() > deadline) {
+          api.ncclCommAbort(comm);
+          ncclComm = nullptr;
+          return Status::error(
+              "the run's collectives over " + std::to_string(ranks) +
+              " ranks did not complete within the deadline: another rank "
+              "stopped answering (it died or hangs)");
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+#endif
+    return cudaStatus(cudaStreamSynchronize(stream), "running the plan");
   }
 
   const StateSlot *findState(const std::string &n) const {
@@ -161,6 +267,8 @@ struct CudaExecutor::Impl {
     ctx.stream = stream;
     ctx.lt = lt;
     ctx.dnn = dnn;
+    ctx.ranks = ranks;
+    ctx.ncclComm = ncclComm;
     ctx.workspace = workspace.bytesPtr();
     auto *err = static_cast<DeviceError *>(errors.p);
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -251,7 +359,8 @@ struct CudaExecutor::Impl {
         return s;
       }
     }
-    MP_CUDA_TRY(cudaStreamSynchronize(stream), "running the plan");
+    if (Status s = waitForRun(); !s)
+      return s;
     ++runs;
     if (timed) {
       for (size_t i = 0; i < calls.size(); ++i) {
@@ -415,6 +524,8 @@ Result<CudaExecutor> CudaExecutor::create(Plan plan, const std::string &name,
   MP_CUBLAS_TRY(cublasLt().cublasLtCreate(&x.lt), "cublasLtCreate");
   MP_CUDNN_TRY(cudnn().cudnnCreate(&x.dnn), "cudnnCreate");
   MP_CUDNN_TRY(cudnn().cudnnSetStream(x.dnn, x.stream), "cudnnSetStream");
+  if (Status s = x.joinRanks(plan); !s)
+    return s;
 
   // Prepare every call: plans, descriptors, algorithms.
   auto descOf = [&](uint32_t id) {

@@ -130,6 +130,7 @@ const std::vector<std::string> &cudaCallKinds() {
         "kernel.softmax_cross_entropy_grad",
         "kernel.transpose",
         "kernel.unscale_check_finite",
+        "comm.all_reduce",
     };
     for (const TopicPlanner &t : topicPlanners())
       k.push_back(t.kind);
@@ -217,6 +218,8 @@ Status planCall(const PlanCall &call, const std::vector<TensorDesc> &ops,
     return st(planLoss(LossKind::SoftmaxCrossEntropyGrad, call, ops, res));
   if (k == "kernel.unscale_check_finite")
     return st(planUnscale(call, ops, res));
+  if (k == "comm.all_reduce")
+    return st(planAllReduce(call, ops, res));
   if (k == "kernel.loss_scale_update")
     return st(planLossScaleUpdate(call, ops, res));
   if (k == "kernel.sgd_step")

@@ -140,6 +140,14 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
   const char *op = kind == BatchNormKind::Inference  ? "batchNormInference"
                    : kind == BatchNormKind::Training ? "batchNormTraining"
                                                      : "batch_norm_bwd";
+  // A data-parallel step's batch norm over the ranks' global batch needs
+  // its statistics summed across the GPUs between the passes: not built on
+  // this backend yet (the CPU backend runs it).
+  if (call.attr("sync_ranks"))
+    return Status::error(
+        "a batch norm over the ranks' global batch (sync_ranks) runs on the "
+        "CPU backend only; the CUDA backend does not synchronise batch "
+        "statistics across GPUs yet");
   if (kind == BatchNormKind::Backward) {
     if (Status s = arity(ops, res, 3, 3, 3, 3); !s)
       return s;

@@ -271,4 +271,43 @@ Result<OptimizerParams> planOptimizer(bool adam, const PlanCall &call,
   return p;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+Result<AllReducePlan> planAllReduce(const PlanCall &call,
+                                    const std::vector<TensorDesc> &ops,
+                                    const std::vector<TensorDesc> &res) {
+  MP_TRY(o, cpu::allReduceOptionsOf(call));
+  std::vector<TensorView> opViews, resViews;
+  for (const TensorDesc &d : ops)
+    opViews.push_back(viewOf(d));
+  for (const TensorDesc &d : res)
+    resViews.push_back(viewOf(d));
+  if (Status s = cpu::checkAllReduce(opViews, resViews); !s)
+    return s;
+  AllReducePlan p;
+  p.options = o;
+  const int32_t wire = static_cast<int32_t>(o.wire);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const int64_t n = ops[i].numElements();
+    p.offset.push_back(p.total);
+    AllReduceCopyParams pack;
+    pack.srcDtype = static_cast<int32_t>(ops[i].dtype);
+    pack.dstDtype = wire;
+    pack.n = n;
+    pack.src = ops[i].ptr<const void>();
+    p.pack.push_back(pack);
+    AllReduceCopyParams unpack;
+    unpack.srcDtype = wire;
+    unpack.dstDtype = static_cast<int32_t>(res[i].dtype);
+    unpack.n = n;
+    unpack.dst = res[i].ptr<void>();
+    p.unpack.push_back(unpack);
+    p.total += n;
+  }
+  p.stagingBytes = static_cast<uint64_t>(p.total) * byteSize(o.wire);
+  return p;
+}
+
 } // namespace mp::rt::cuda

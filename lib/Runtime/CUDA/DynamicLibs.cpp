@@ -80,6 +80,21 @@ const CudnnApi &cudnn() {
   return api;
 }
 
+#if MP_HAVE_NCCL
+const NcclApi &nccl() {
+  static const NcclApi api = loadApi<NcclApi>(
+      {"libnccl.so." MP_STR(NCCL_MAJOR), "libnccl.so",
+#ifdef MP_CUDA_LIBRARY_DIR
+       MP_CUDA_LIBRARY_DIR "/libnccl.so." MP_STR(NCCL_MAJOR)
+#else
+       ""
+#endif
+      },
+      [](NcclApi &api, void *handle) { MP_NCCL_FUNCTIONS(MP_RESOLVE) });
+  return api;
+}
+#endif
+
 #undef MP_RESOLVE
 
 } // namespace mp::rt::cuda

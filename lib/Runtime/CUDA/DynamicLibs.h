@@ -8,6 +8,8 @@
 // on machines without those libraries. The CUDA runtime is linked
 // statically (it loads the driver itself, when first used).
 //
+// nccl() likewise loads NCCL, only for data-parallel plans of several ranks.
+//
 // cublasLt() / cudnn() return the function tables (every function the
 // backend calls, under its own name): lt.cublasLtMatmul(...). The first call
 // loads the library; `error` says why a table could not be loaded
@@ -19,6 +21,15 @@
 
 #include <cublasLt.h>
 #include <cudnn.h>
+// NCCL (data-parallel steps on several GPUs): the CUDA toolkits of NVIDIA's
+// images ship it; without its header the backend runs data-parallel plans
+// as one rank only.
+#if __has_include(<nccl.h>)
+#include <nccl.h>
+#define MP_HAVE_NCCL 1
+#else
+#define MP_HAVE_NCCL 0
+#endif
 
 #include <string>
 
@@ -67,6 +78,16 @@ namespace mp::rt::cuda {
   X(cudnnBatchNormalizationForwardTraining)                                    \
   X(cudnnBatchNormalizationBackward)
 
+#define MP_NCCL_FUNCTIONS(X)                                                   \
+  X(ncclGetVersion)                                                            \
+  X(ncclGetUniqueId)                                                           \
+  X(ncclCommInitRank)                                                          \
+  X(ncclCommDestroy)                                                           \
+  X(ncclCommAbort)                                                             \
+  X(ncclCommGetAsyncError)                                                     \
+  X(ncclGetErrorString)                                                        \
+  X(ncclAllReduce)
+
 #define MP_DECLARE_FN(name) decltype(&::name) name = nullptr;
 
 struct CublasLtApi {
@@ -81,11 +102,22 @@ struct CudnnApi {
   MP_CUDNN_FUNCTIONS(MP_DECLARE_FN)
 };
 
+#if MP_HAVE_NCCL
+struct NcclApi {
+  bool loaded = false;
+  std::string error;
+  MP_NCCL_FUNCTIONS(MP_DECLARE_FN)
+};
+#endif
+
 #undef MP_DECLARE_FN
 
 /// The tables, loaded on first use (thread-safe).
 const CublasLtApi &cublasLt();
 const CudnnApi &cudnn();
+#if MP_HAVE_NCCL
+const NcclApi &nccl();
+#endif
 
 } // namespace mp::rt::cuda
 

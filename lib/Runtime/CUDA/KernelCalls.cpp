@@ -387,6 +387,7 @@ const std::map<std::string, PrepareFn> &cudaCallTable() {
     addLibraryCalls(t);
     addNNCalls(t);
     addDataCalls(t);
+    addCollectiveCalls(t);
     return t;
   }();
   return table;

@@ -55,6 +55,8 @@ cudaError_t launchScatterND(const ScatterNDParams &p, DeviceError *error,
 cudaError_t launchLoss(int kind, const LossParams &p, DeviceError *error,
                        cudaStream_t stream);
 cudaError_t launchUnscale(const UnscaleParams &p, cudaStream_t stream);
+cudaError_t launchAllReduceCopy(const AllReduceCopyParams &p,
+                                cudaStream_t stream);
 cudaError_t launchLossScaleUpdate(const LossScaleParams &p,
                                   cudaStream_t stream);
 cudaError_t launchOptimizer(const OptimizerParams &p, cudaStream_t stream);

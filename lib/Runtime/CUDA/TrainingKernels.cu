@@ -693,6 +693,25 @@ cudaError_t launchLoss(int kind, const LossParams &p, DeviceError *error,
   return cudaGetLastError();
 }
 
+__global__ void allReduceCopyKernel(AllReduceCopyParams p) {
+  MP_GRID_LOOP(i, p.n) {
+    float v = loadF32(p.src, p.srcDtype, i);
+    if (p.mul != 1.0f)
+      v = v * p.mul;
+    if (p.div != 1.0f)
+      v = v / p.div;
+    storeF32(p.dst, p.dstDtype, i, v);
+  }
+}
+
+cudaError_t launchAllReduceCopy(const AllReduceCopyParams &p,
+                                cudaStream_t stream) {
+  if (p.n == 0)
+    return cudaSuccess;
+  allReduceCopyKernel<<<blocksFor(p.n, kBlock), kBlock, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
 cudaError_t launchUnscale(const UnscaleParams &p, cudaStream_t stream) {
   if (p.n == 0)
     return cudaSuccess;

@@ -19,7 +19,7 @@ struct HalfOps {
 };
 HalfOps halfOps;
 
-template <DType D, ReduceOp Op>
+template <DType D, CollectiveOp Op>
 void combineHalf(void *in, void *inout, int *len, MPI_Datatype *) {
   combineElements(in, inout, static_cast<size_t>(*len), D, Op);
 }
@@ -45,18 +45,18 @@ Result<std::shared_ptr<MpiCommunicator>> MpiCommunicator::init() {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    if (int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED,
-                                 &provided);
+    if (int rc =
+            MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
         rc != MPI_SUCCESS)
       return Status::error("MPI_Init failed: " + mpiErrorText(rc));
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Op_create(combineHalf<DType::F16, ReduceOp::Sum>, 1,
+    MPI_Op_create(combineHalf<DType::F16, CollectiveOp::Sum>, 1,
                   &halfOps.f16Sum);
-    MPI_Op_create(combineHalf<DType::F16, ReduceOp::Max>, 1,
+    MPI_Op_create(combineHalf<DType::F16, CollectiveOp::Max>, 1,
                   &halfOps.f16Max);
-    MPI_Op_create(combineHalf<DType::BF16, ReduceOp::Sum>, 1,
+    MPI_Op_create(combineHalf<DType::BF16, CollectiveOp::Sum>, 1,
                   &halfOps.bf16Sum);
-    MPI_Op_create(combineHalf<DType::BF16, ReduceOp::Max>, 1,
+    MPI_Op_create(combineHalf<DType::BF16, CollectiveOp::Max>, 1,
                   &halfOps.bf16Max);
   }
   std::shared_ptr<MpiCommunicator> comm(new MpiCommunicator());
@@ -68,16 +68,15 @@ Result<std::shared_ptr<MpiCommunicator>> MpiCommunicator::init() {
 MpiCommunicator::~MpiCommunicator() = default;
 
 std::string MpiCommunicator::describe() const {
-  return "MPI, rank " + std::to_string(rank_) + " of " +
-         std::to_string(size_);
+  return "MPI, rank " + std::to_string(rank_) + " of " + std::to_string(size_);
 }
 
 void MpiCommunicator::finalize() {
   if (finalized_)
     return;
   finalized_ = true;
-  for (MPI_Op *op : {&halfOps.f16Sum, &halfOps.f16Max, &halfOps.bf16Sum,
-                     &halfOps.bf16Max})
+  for (MPI_Op *op :
+       {&halfOps.f16Sum, &halfOps.f16Max, &halfOps.bf16Sum, &halfOps.bf16Max})
     if (*op != MPI_OP_NULL)
       MPI_Op_free(op);
   MPI_Finalize();
@@ -88,12 +87,56 @@ void MpiCommunicator::abort(int code) {
   std::_Exit(code); // MPI_Abort does not return; in case it does
 }
 
+namespace {
+/// Polls `request` until it completes or `timeoutSeconds` pass; `what` and
+/// the rank count name it in the message.
+Status waitFor(MPI_Request &request, const char *what, double timeoutSeconds,
+               int ranks) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(timeoutSeconds));
+  // Poll: progress happens inside MPI_Test. Spin briefly, then sleep
+  // between tests so that ranks sharing cores do not starve each other.
+  for (unsigned polls = 0;; ++polls) {
+    int done = 0;
+    if (int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        rc != MPI_SUCCESS)
+      return Status::error(std::string("MPI ") + what +
+                           " failed: " + mpiErrorText(rc));
+    if (done)
+      return Status::ok();
+    if (Clock::now() > deadline)
+      return Status::error(
+          std::string("the ") + what + " over " + std::to_string(ranks) +
+          " ranks did not complete within " + formatSeconds(timeoutSeconds) +
+          " s: another rank stopped answering (it died or hangs); "
+          "--collective-timeout sets the deadline");
+    if (polls > 20)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    else
+      std::this_thread::yield();
+  }
+}
+} // namespace
+
+Status MpiCommunicator::broadcastBytes(void *data, size_t bytes, int root) {
+  if (bytes > static_cast<size_t>(INT_MAX))
+    return Status::error("MPI broadcast of more than 2 GiB");
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (int rc = MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root,
+                          MPI_COMM_WORLD, &request);
+      rc != MPI_SUCCESS)
+    return Status::error("MPI_Ibcast failed: " + mpiErrorText(rc));
+  return waitFor(request, "broadcast", timeoutSeconds(), size_);
+}
+
 Status MpiCommunicator::reduceInPlace(void *data, size_t count, DType dtype,
-                                      ReduceOp op) {
+                                      CollectiveOp op) {
   MPI_Datatype type = MPI_DATATYPE_NULL;
-  MPI_Op mpiOp = op == ReduceOp::Sum   ? MPI_SUM
-                 : op == ReduceOp::Max ? MPI_MAX
-                                       : MPI_MIN;
+  MPI_Op mpiOp = op == CollectiveOp::Sum   ? MPI_SUM
+                 : op == CollectiveOp::Max ? MPI_MAX
+                                           : MPI_MIN;
   switch (dtype) {
   case DType::F32:
     type = MPI_FLOAT;
@@ -109,20 +152,16 @@ Status MpiCommunicator::reduceInPlace(void *data, size_t count, DType dtype,
     break;
   case DType::F16:
     type = MPI_UINT16_T;
-    mpiOp = op == ReduceOp::Sum ? halfOps.f16Sum : halfOps.f16Max;
+    mpiOp = op == CollectiveOp::Sum ? halfOps.f16Sum : halfOps.f16Max;
     break;
   case DType::BF16:
     type = MPI_UINT16_T;
-    mpiOp = op == ReduceOp::Sum ? halfOps.bf16Sum : halfOps.bf16Max;
+    mpiOp = op == CollectiveOp::Sum ? halfOps.bf16Sum : halfOps.bf16Max;
     break;
   default:
     return Status::error("MPI all-reduce: unsupported element type " +
                          std::string(dtypeName(dtype)));
   }
-  using Clock = std::chrono::steady_clock;
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(timeoutSeconds()));
   char *bytes = static_cast<char *>(data);
   const size_t chunk = INT_MAX / 2;
   for (size_t first = 0; first < count; first += chunk) {
@@ -132,26 +171,8 @@ Status MpiCommunicator::reduceInPlace(void *data, size_t count, DType dtype,
                                 n, type, mpiOp, MPI_COMM_WORLD, &request);
         rc != MPI_SUCCESS)
       return Status::error("MPI_Iallreduce failed: " + mpiErrorText(rc));
-    // Poll: progress happens inside MPI_Test. Spin briefly, then sleep
-    // between tests so that ranks sharing cores do not starve each other.
-    for (unsigned polls = 0;; ++polls) {
-      int done = 0;
-      if (int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-          rc != MPI_SUCCESS)
-        return Status::error("MPI all-reduce failed: " + mpiErrorText(rc));
-      if (done)
-        break;
-      if (Clock::now() > deadline)
-        return Status::error(
-            "the all-reduce over " + std::to_string(size_) +
-            " ranks did not complete within " + formatSeconds(timeoutSeconds()) +
-            " s: another rank stopped answering (it died or hangs); "
-            "--collective-timeout sets the deadline");
-      if (polls > 20)
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-      else
-        std::this_thread::yield();
-    }
+    if (Status s = waitFor(request, "all-reduce", timeoutSeconds(), size_); !s)
+      return s;
   }
   return Status::ok();
 }

@@ -62,8 +62,20 @@ public:
   std::string describe() const override { return "threads"; }
 
 protected:
+  Status broadcastBytes(void *data, size_t bytes, int root) override {
+    // A maximum over bytes where every rank but the root holds zeros.
+    std::vector<uint64_t> words((bytes + 7) / 8, 0);
+    if (rank_ == root)
+      std::memcpy(words.data(), data, bytes);
+    if (Status s = reduceInPlace(words.data(), words.size(), DType::U64,
+                                 CollectiveOp::Max);
+        !s)
+      return s;
+    std::memcpy(data, words.data(), bytes);
+    return Status::ok();
+  }
   Status reduceInPlace(void *data, size_t count, DType dtype,
-                       ReduceOp op) override {
+                       CollectiveOp op) override {
     const size_t bytes = count * byteSize(dtype);
     std::unique_lock<std::mutex> lock(meeting_.mutex);
     // Wait until the previous round's results are all collected.
@@ -153,22 +165,23 @@ TEST_CASE("all-reduce combines every dtype over the ranks",
           "[cpu][collectives]") {
   onRanks(3, [](int r, Communicator &comm) {
     std::vector<float> f{float(r), -float(r), 0.5f};
-    REQUIRE(comm.allReduce(f.data(), f.size(), DType::F32, ReduceOp::Sum)
+    REQUIRE(comm.allReduce(f.data(), f.size(), DType::F32, CollectiveOp::Sum)
                 .isOk());
     CHECK(f == std::vector<float>{3.0f, -3.0f, 1.5f});
     std::vector<double> d{double(r) + 0.25};
-    REQUIRE(comm.allReduce(d.data(), 1, DType::F64, ReduceOp::Max).isOk());
+    REQUIRE(comm.allReduce(d.data(), 1, DType::F64, CollectiveOp::Max).isOk());
     CHECK(d[0] == 2.25);
     std::vector<int64_t> i{int64_t(10 - r)};
-    REQUIRE(comm.allReduce(i.data(), 1, DType::I64, ReduceOp::Min).isOk());
+    REQUIRE(comm.allReduce(i.data(), 1, DType::I64, CollectiveOp::Min).isOk());
     CHECK(i[0] == 8);
     std::vector<uint64_t> u{~uint64_t(0) - uint64_t(r)};
-    REQUIRE(comm.allReduce(u.data(), 1, DType::U64, ReduceOp::Max).isOk());
+    REQUIRE(comm.allReduce(u.data(), 1, DType::U64, CollectiveOp::Max).isOk());
     CHECK(u[0] == ~uint64_t(0));
     // 16-bit sums: f32 arithmetic, one rounding per combination.
     std::vector<uint16_t> h{detail::floatToHalfBits(1.0f / 3.0f)};
-    REQUIRE(comm.allReduce(h.data(), 1, DType::F16, ReduceOp::Sum).isOk());
-    const float third = detail::halfBitsToFloat(detail::floatToHalfBits(1.0f / 3.0f));
+    REQUIRE(comm.allReduce(h.data(), 1, DType::F16, CollectiveOp::Sum).isOk());
+    const float third =
+        detail::halfBitsToFloat(detail::floatToHalfBits(1.0f / 3.0f));
     const float twoThirds =
         detail::halfBitsToFloat(detail::floatToHalfBits(third + third));
     CHECK(detail::halfBitsToFloat(h[0]) ==
@@ -176,17 +189,24 @@ TEST_CASE("all-reduce combines every dtype over the ranks",
     // A NaN on one rank wins a maximum (a found-inf flag is never lost).
     std::vector<uint16_t> b{detail::floatToBFloat16Bits(
         r == 1 ? std::numeric_limits<float>::quiet_NaN() : 1.0f)};
-    REQUIRE(comm.allReduce(b.data(), 1, DType::BF16, ReduceOp::Max).isOk());
+    REQUIRE(comm.allReduce(b.data(), 1, DType::BF16, CollectiveOp::Max).isOk());
     CHECK(std::isnan(detail::bfloat16BitsToFloat(b[0])));
     CHECK(comm.stats().collectives == 6);
     CHECK(comm.stats().bytes == 3 * 4 + 8 + 8 + 8 + 2 + 2);
+    // A broadcast: rank 1's bytes everywhere.
+    char id[12] = {0};
+    if (r == 1)
+      std::memcpy(id, "nccl-id-of-1", sizeof id);
+    REQUIRE(comm.broadcast(id, sizeof id, 1).isOk());
+    CHECK(std::memcmp(id, "nccl-id-of-1", sizeof id) == 0);
+    CHECK_FALSE(comm.broadcast(id, sizeof id, 3).isOk());
   });
   std::shared_ptr<Communicator> alone = makeSingleProcessCommunicator();
   std::vector<float> v{1.5f, -2.0f};
-  REQUIRE(alone->allReduce(v.data(), 2, DType::F32, ReduceOp::Sum).isOk());
+  REQUIRE(alone->allReduce(v.data(), 2, DType::F32, CollectiveOp::Sum).isOk());
   CHECK(v == std::vector<float>{1.5f, -2.0f});
   CHECK(alone->size() == 1);
-  Status bad = alone->allReduce(v.data(), 2, DType::I32, ReduceOp::Sum);
+  Status bad = alone->allReduce(v.data(), 2, DType::I32, CollectiveOp::Sum);
   CHECK_FALSE(bad.isOk());
   CHECK_THAT(bad.message(), Catch::Contains("not supported"));
 }
@@ -231,9 +251,9 @@ TEST_CASE("comm.all_reduce averages a bucket of gradients",
         for (size_t r = 0; r < xs.size(); ++r) {
           double term = roundTo(wire, getD(xs[r], k) / ranks);
           acc = r == 0 ? term
-                       : roundTo(wire, static_cast<double>(
-                                           static_cast<float>(acc) +
-                                           static_cast<float>(term)));
+                       : roundTo(wire,
+                                 static_cast<double>(static_cast<float>(acc) +
+                                                     static_cast<float>(term)));
         }
         return acc;
       };
@@ -303,8 +323,8 @@ TEST_CASE("batch norm over ranks equals batch norm over the whole batch",
           "[cpu][collectives][backward]") {
   Rng rng(23);
   for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-    const Shape shape = layout == Layout::NCHW ? Shape{8, 3, 2, 2}
-                                               : Shape{8, 2, 2, 3};
+    const Shape shape =
+        layout == Layout::NCHW ? Shape{8, 3, 2, 2} : Shape{8, 2, 2, 3};
     const int64_t C = 3;
     HostTensor x = randomTensor(DType::F32, shape, rng, -1.0, 3.0);
     HostTensor dy = randomTensor(DType::F32, shape, rng);

@@ -41,6 +41,19 @@ TEST_CASE("CUDA: cuBLASLt and cuDNN load with every function the backend "
 #endif
 }
 
+TEST_CASE("CUDA: NCCL loads with every function the data-parallel calls "
+          "use",
+          "[cuda][device]") {
+#if MP_HAVE_CUDA_BACKEND
+  // As above: dlopen and dlsym, and NCCL's version (bf16 needs 2.10).
+  Status s = ncclAvailable();
+  INFO(s.message());
+  CHECK(s);
+#else
+  SUCCEED("built without the CUDA backend");
+#endif
+}
+
 TEST_CASE("CUDA: no device is a clear error; unsupported calls are listed",
           "[cuda][device]") {
 #if MP_HAVE_CUDA_BACKEND

@@ -146,3 +146,73 @@ TEST_CASE("indexing, loss and training planning", "[cuda][planning]") {
     CHECK(a->n == 10);
   }
 }
+
+TEST_CASE("comm.all_reduce planning: the bucket's place in the staging "
+          "buffer",
+          "[cuda][planning]") {
+  Addr at;
+  auto allReduce = [](const std::string &reduction, DType wire) {
+    return callOf("comm.all_reduce",
+                  {{"reduction", reduction}, {"reduce_type", int64_t(wire)}});
+  };
+  TensorDesc a = at(DType::F32, {3, 5}), b = at(DType::BF16, {7}),
+             ya = at(DType::F32, {3, 5}), yb = at(DType::BF16, {7});
+  Result<AllReducePlan> p =
+      planAllReduce(allReduce("mean", DType::F16), {a, b}, {ya, yb});
+  REQUIRE(p);
+  CHECK(p->options.mean);
+  CHECK(p->options.op == CollectiveOp::Sum);
+  CHECK(p->options.wire == DType::F16);
+  CHECK(p->total == 22);
+  CHECK(p->stagingBytes == 44);
+  CHECK(p->offset == std::vector<int64_t>{0, 15});
+  REQUIRE(p->pack.size() == 2);
+  CHECK(p->pack[1].srcDtype == int32_t(DType::BF16));
+  CHECK(p->pack[1].dstDtype == int32_t(DType::F16));
+  CHECK(p->pack[1].n == 7);
+  CHECK(p->pack[1].src == b.ptr<const void>());
+  CHECK(p->unpack[0].dst == ya.ptr<void>());
+  CHECK(p->unpack[0].dstDtype == int32_t(DType::F32));
+  // The scales for N ranks, as the CPU: a 16-bit mean divides first, an
+  // f32 one last; a maximum neither.
+  CHECK(cpu::allReducePreScale(p->options, 4) == 0.25f);
+  CHECK(cpu::allReducePostDivisor(p->options, 4) == 1.0f);
+  Result<AllReducePlan> f32 =
+      planAllReduce(allReduce("mean", DType::F32), {a}, {ya});
+  REQUIRE(f32);
+  CHECK(cpu::allReducePreScale(f32->options, 4) == 1.0f);
+  CHECK(cpu::allReducePostDivisor(f32->options, 4) == 4.0f);
+  Result<AllReducePlan> max =
+      planAllReduce(allReduce("max", DType::F32), {a}, {ya});
+  REQUIRE(max);
+  CHECK(max->options.op == CollectiveOp::Max);
+  CHECK(cpu::allReducePostDivisor(max->options, 4) == 1.0f);
+  // The CPU's checks: the messages are the CPU backend's.
+  CHECK_THAT(messageOf(planAllReduce(allReduce("prod", DType::F32), {a}, {ya})),
+             Catch::Contains("reduction 'prod' (mean, sum or max)"));
+  CHECK_THAT(messageOf(planAllReduce(allReduce("mean", DType::F32), {a},
+                                     {at(DType::F16, {3, 5})})),
+             Catch::Contains("each result is its operand's float type"));
+  CHECK_THAT(
+      messageOf(planAllReduce(allReduce("mean", DType::F32), {a, b}, {ya})),
+      Catch::Contains("as many results"));
+}
+
+TEST_CASE("a batch norm over the ranks is refused on the GPU",
+          "[cuda][planning]") {
+  Addr at;
+  PlanCall synced = callOf("cudnn.batch_norm_bwd",
+                           {{"epsilon", 1e-5}, {"sync_ranks", int64_t(1)}});
+  const Shape shape{2, 4, 3, 3};
+  std::vector<TensorDesc> ins{at(DType::F32, shape), at(DType::F32, {4}),
+                              at(DType::F32, shape)},
+      outs{at(DType::F32, shape), at(DType::F32, {4}), at(DType::F32, {4})};
+  CHECK_THAT(messageOf(planBatchNorm(BatchNormKind::Backward, synced, ins, outs,
+                                     BatchNormImpl::Auto)),
+             Catch::Contains("runs on the CPU backend only"));
+  PlanCall local = callOf("cudnn.batch_norm_bwd", {{"epsilon", 1e-5}});
+  Result<BatchNormPlan> plain = planBatchNorm(BatchNormKind::Backward, local,
+                                              ins, outs, BatchNormImpl::Auto);
+  INFO(messageOf(plain));
+  CHECK(plain);
+}

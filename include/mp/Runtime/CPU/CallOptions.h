@@ -121,6 +121,24 @@ Result<AdamConfig> adamConfigOf(const PlanCall &call);
 /// the counts, dtypes and shapes, and no overlap but u_i = g_i in place (f32).
 Status checkUnscaleCheckFinite(const std::vector<TensorView> &operands,
                                const std::vector<TensorView> &results);
+/// comm.all_reduce's attributes: `reduction` (mean and sum add up, max
+/// takes the largest) and `reduce_type` (f32, bf16 or f16).
+struct AllReduceOptions {
+  CollectiveOp op = CollectiveOp::Sum;
+  bool mean = true; ///< divide the sum by the number of ranks
+  DType wire = DType::F32;
+};
+Result<AllReduceOptions> allReduceOptionsOf(const PlanCall &call);
+/// comm.all_reduce (x_1..x_n -> y_1..y_n): n >= 1, each y_i a float
+/// buffer of x_i's dtype and shape. The total element count in `total`.
+Status checkAllReduce(const std::vector<TensorView> &operands,
+                      const std::vector<TensorView> &results,
+                      size_t *total = nullptr);
+/// The factor each element is multiplied by before it is sent (a 16-bit
+/// mean divides first) and the divisor of the received sum (an f32 mean
+/// divides last), for `ranks` ranks.
+float allReducePreScale(const AllReduceOptions &o, int ranks);
+float allReducePostDivisor(const AllReduceOptions &o, int ranks);
 /// kernel.loss_scale_update's attributes: growth_factor, backoff_factor,
 /// growth_interval (GradScaler's defaults).
 Result<LossScaleConfig> lossScaleConfigOf(const PlanCall &call);

@@ -36,6 +36,7 @@
 #define MP_RUNTIME_CUDA_CUDAEXECUTOR_H
 
 #include "mp/Runtime/CUDA/CudaPlanning.h"
+#include "mp/Runtime/Communicator.h"
 #include "mp/Runtime/Executor.h"
 #include "mp/Runtime/Plan.h"
 #include "mp/Runtime/Status.h"
@@ -60,6 +61,12 @@ struct CudaExecutorOptions {
   /// kernels for 16-bit training (Auto), cuDNN wherever it can
   /// (CudnnSpatial), or the own kernels (Own); CudaPlanning.h.
   cuda::BatchNormImpl batchNorm = cuda::BatchNormImpl::Auto;
+  /// The ranks of a data-parallel run (mp/Runtime/Communicator.h): a plan
+  /// with comm.* calls then gets an NCCL communicator over the ranks' GPUs,
+  /// bootstrapped through this one (rank 0's NCCL id broadcast), and its
+  /// runs end with an error when a collective misses the deadline (the
+  /// communicator's timeoutSeconds). Null or one rank: this process alone.
+  std::shared_ptr<Communicator> communicator;
 };
 
 /// The number of CUDA devices; 0 (with the reason in *why) when there is no
@@ -70,6 +77,10 @@ int cudaDeviceCount(std::string *why = nullptr);
 /// (they are opened with dlopen; no GPU is needed to check): the error names
 /// the library and what is missing.
 Status cudaLibrariesAvailable();
+/// Whether NCCL (data-parallel plans over several GPUs) loads with every
+/// function the backend calls (dlopen; no GPU needed), and is new enough
+/// for bf16 (2.10); the error says what is missing.
+Status ncclAvailable();
 
 class CudaExecutor {
 public:

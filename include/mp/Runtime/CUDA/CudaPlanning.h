@@ -24,6 +24,7 @@
 #ifndef MP_RUNTIME_CUDA_CUDAPLANNING_H
 #define MP_RUNTIME_CUDA_CUDAPLANNING_H
 
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/ElementwiseKernels.h"
 #include "mp/Runtime/CUDA/KernelParams.h"
 #include "mp/Runtime/DType.h"
@@ -405,6 +406,19 @@ Result<LossParams> planLoss(LossKind kind, const PlanCall &call,
 PlannerFn<std::vector<UnscaleParams>> planUnscale;
 
 PlannerFn<LossScaleParams> planLossScaleUpdate;
+
+/// comm.all_reduce: each buffer's place in the staging buffer (elements of
+/// the reduce type); the pack and unpack copies have their scales set when
+/// the call runs, for the number of ranks then (allReducePreScale /
+/// allReducePostDivisor). The staging buffer is the call's workspace.
+struct AllReducePlan {
+  cpu::AllReduceOptions options;
+  int64_t total = 0;           ///< elements over all buffers
+  uint64_t stagingBytes = 0;   ///< total * the reduce type's size
+  std::vector<int64_t> offset; ///< per buffer, in elements
+  std::vector<AllReduceCopyParams> pack, unpack; ///< src / dst: staging null
+};
+PlannerFn<AllReducePlan> planAllReduce;
 
 /// kernel.sgd_step (kind 0) and kernel.adam_step (kind 1).
 Result<OptimizerParams> planOptimizer(bool adam, const PlanCall &call,

@@ -344,6 +344,17 @@ struct UnscaleParams {
   float *foundInf = nullptr;
 };
 
+/// comm.all_reduce, one buffer packed into (or unpacked from) the call's
+/// staging buffer: dst[i] = src[i] * mul / div in f32, rounded once to
+/// dst's dtype (the CPU's loadFloat / storeFloat).
+struct AllReduceCopyParams {
+  int32_t srcDtype = 0, dstDtype = 0;
+  int64_t n = 0;
+  const void *src = nullptr;
+  void *dst = nullptr;
+  float mul = 1.0f, div = 1.0f;
+};
+
 struct OptimizerParams {
   int32_t kind = 0; ///< 0 sgd, 1 adam
   int64_t n = 0;

@@ -13,6 +13,7 @@
 // the identity (through the reduce dtype's rounding).
 //
 //===----------------------------------------------------------------------===//
+#include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
 #include "mp/Runtime/Half.h"
 
@@ -58,50 +59,19 @@ void storeFloat(const TensorView &v, size_t i, float x) {
 }
 
 Status allReduceCall(const CallArgs &args) {
-  const PlanCall &call = args.call;
-  if (args.operands.empty() || args.operands.size() != args.results.size())
-    return Status::error("comm.all_reduce needs n >= 1 operands and as many "
-                         "results, got " +
-                         std::to_string(args.operands.size()) + " and " +
-                         std::to_string(args.results.size()));
-  MP_RT_TRY_ASSIGN(reduction, stringAttr(call, "reduction"));
-  MP_RT_TRY_ASSIGN(wire, dtypeAttr(call, "reduce_type"));
-  ReduceOp op;
-  if (reduction == "mean" || reduction == "sum")
-    op = ReduceOp::Sum;
-  else if (reduction == "max")
-    op = ReduceOp::Max;
-  else
-    return Status::error("comm.all_reduce: reduction '" + reduction +
-                         "' (mean, sum or max)");
-  if (wire != DType::F32 && wire != DType::BF16 && wire != DType::F16)
-    return Status::error("comm.all_reduce: reduce_type " +
-                         std::string(dtypeName(wire)) +
-                         " (f32, bf16 or f16)");
+  MP_RT_TRY_ASSIGN(o, allReduceOptionsOf(args.call));
   size_t total = 0;
-  for (size_t i = 0; i < args.operands.size(); ++i) {
-    const TensorView &x = args.operands[i], &y = args.results[i];
-    if (!isFloat(x.dtype) || x.dtype != y.dtype || x.shape != y.shape)
-      return Status::error(
-          "comm.all_reduce: operand #" + std::to_string(i) + " is " +
-          std::string(dtypeName(x.dtype)) + " and result #" +
-          std::to_string(i) + " is " + std::string(dtypeName(y.dtype)) +
-          ": each result is its operand's float type and shape");
-    total += static_cast<size_t>(x.numElements());
-  }
-
+  if (Status s = checkAllReduce(args.operands, args.results, &total); !s)
+    return s;
   std::shared_ptr<Communicator> alone;
   Communicator *comm = args.communicator;
   if (!comm) {
     alone = makeSingleProcessCommunicator();
     comm = alone.get();
   }
-  const float ranks = static_cast<float>(comm->size());
-  const bool mean = reduction == "mean";
-  // A 16-bit mean divides first (it must not overflow on the way); f32 sums
-  // exactly as far as f32 goes and divides at the end.
-  const float before = mean && wire != DType::F32 ? 1.0f / ranks : 1.0f;
-  const float after = mean && wire == DType::F32 ? ranks : 1.0f;
+  const float before = allReducePreScale(o, comm->size());
+  const float after = allReducePostDivisor(o, comm->size());
+  const DType wire = o.wire;
 
   void *staging = comm->staging(total * byteSize(wire));
   TensorView packed{wire, {static_cast<int64_t>(total)}, staging};
@@ -116,9 +86,9 @@ Status allReduceCall(const CallArgs &args) {
         storeFloat(packed, at + k, loadFloat(x, k) * before);
     at += n;
   }
-  if (Status s = comm->allReduce(staging, total, wire, op); !s)
-    return Status::error("comm.all_reduce (" + comm->describe() + "): " +
-                         s.message());
+  if (Status s = comm->allReduce(staging, total, wire, o.op); !s)
+    return Status::error("comm.all_reduce (" + comm->describe() +
+                         "): " + s.message());
   at = 0;
   for (const TensorView &y : args.results) {
     const size_t n = static_cast<size_t>(y.numElements());
@@ -134,6 +104,60 @@ Status allReduceCall(const CallArgs &args) {
 }
 
 } // namespace
+
+Result<AllReduceOptions> allReduceOptionsOf(const PlanCall &call) {
+  MP_RT_TRY_ASSIGN(reduction, stringAttr(call, "reduction"));
+  MP_RT_TRY_ASSIGN(wire, dtypeAttr(call, "reduce_type"));
+  AllReduceOptions o;
+  if (reduction == "max") {
+    o.op = CollectiveOp::Max;
+    o.mean = false;
+  } else if (reduction == "sum") {
+    o.mean = false;
+  } else if (reduction != "mean") {
+    return Status::error("comm.all_reduce: reduction '" + reduction +
+                         "' (mean, sum or max)");
+  }
+  if (wire != DType::F32 && wire != DType::BF16 && wire != DType::F16)
+    return Status::error("comm.all_reduce: reduce_type " +
+                         std::string(dtypeName(wire)) + " (f32, bf16 or f16)");
+  o.wire = wire;
+  return o;
+}
+
+Status checkAllReduce(const std::vector<TensorView> &operands,
+                      const std::vector<TensorView> &results, size_t *total) {
+  if (operands.empty() || operands.size() != results.size())
+    return Status::error("comm.all_reduce needs n >= 1 operands and as many "
+                         "results, got " +
+                         std::to_string(operands.size()) + " and " +
+                         std::to_string(results.size()));
+  size_t count = 0;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const TensorView &x = operands[i], &y = results[i];
+    if (!isFloat(x.dtype) || x.dtype != y.dtype || x.shape != y.shape)
+      return Status::error(
+          "comm.all_reduce: operand #" + std::to_string(i) + " is " +
+          std::string(dtypeName(x.dtype)) + " and result #" +
+          std::to_string(i) + " is " + std::string(dtypeName(y.dtype)) +
+          ": each result is its operand's float type and shape");
+    count += static_cast<size_t>(x.numElements());
+  }
+  if (total)
+    *total = count;
+  return Status::ok();
+}
+
+float allReducePreScale(const AllReduceOptions &o, int ranks) {
+  // A 16-bit mean divides first (it must not overflow on the way).
+  return o.mean && o.wire != DType::F32 ? 1.0f / static_cast<float>(ranks)
+                                        : 1.0f;
+}
+
+float allReducePostDivisor(const AllReduceOptions &o, int ranks) {
+  // f32 sums exactly as far as f32 goes and divides at the end.
+  return o.mean && o.wire == DType::F32 ? static_cast<float>(ranks) : 1.0f;
+}
 
 void addCollectiveCalls(CallTable &table) {
   MP_ADD_CALL("comm.all_reduce", allReduceCall);
