@@ -20,6 +20,9 @@
 //     training batch norm (cuDNN 9's took 3-16 ms a call on an H100).
 //     Channels last, their statistics sum slices of the rows in parallel.
 //     A call whose cuDNN descriptors cuDNN refuses falls back to them too.
+//   * sync_ranks (a data-parallel step's batch norm over the ranks' global
+//     batch): the own kernels pass by pass, the per-channel sums of each
+//     pass added up over the GPUs with NCCL in between (the CPU's passes).
 //
 //===----------------------------------------------------------------------===//
 #include "CudaCalls.h"
@@ -50,6 +53,42 @@ struct OwnBatchNormCall : PreparedCall {
     return cudaStatus(
         launchBatchNorm(static_cast<int>(plan.kind), p, ctx.stream),
         "batch norm kernel");
+  }
+};
+
+/// sync_ranks: the own kernels pass by pass, each pass's per-channel sums
+/// added up over the ranks between its two kernels.
+struct SyncedBatchNormCall : PreparedCall {
+  BatchNormPlan plan;
+  explicit SyncedBatchNormCall(const BatchNormPlan &plan) : plan(plan) {}
+  uint64_t workspaceBytes() const override { return plan.scratchBytes; }
+  Status enqueue(const RunContext &ctx) override {
+    BatchNormParams p = plan.params;
+    const int64_t c = p.geom.c;
+    char *workspace = static_cast<char *>(ctx.workspace);
+    const bool training = plan.kind == BatchNormKind::Training;
+    if (training) {
+      float *f = reinterpret_cast<float *>(workspace);
+      p.chanMean = f;
+      p.chanFactor = f + c;
+      p.chanBias = f + 2 * c;
+    }
+    p.chanD = reinterpret_cast<double *>(workspace + plan.doublesOffset);
+    p.chanSum = p.chanD + 4 * c;
+    p.ranks = ctx.ranks;
+    const int passes = training ? 2 : 3;
+    for (int pass = 0; pass < passes; ++pass) {
+      MP_CUDA_TRY(launchBatchNormSyncPass(p, pass, false, training, ctx.stream),
+                  "batch norm sums");
+      if (Status s = allReduceDoublesOnDevice(p.chanSum,
+                                              static_cast<size_t>(2 * c), ctx);
+          !s)
+        return Status::error("batch norm over the ranks: " + s.message());
+      MP_CUDA_TRY(launchBatchNormSyncPass(p, pass, true, training, ctx.stream),
+                  "batch norm statistics");
+    }
+    return cudaStatus(launchBatchNormSyncApply(training ? 1 : 2, p, ctx.stream),
+                      "batch norm kernel");
   }
 };
 
@@ -132,6 +171,8 @@ Result<std::unique_ptr<PreparedCall>> prepareBatchNorm(const PrepareArgs &a,
                                                        BatchNormKind kind) {
   MP_TRY_PREPARE(
       plan, planBatchNorm(kind, a.call, a.operands, a.results, a.batchNorm));
+  if (plan.sync)
+    return preparedCall<SyncedBatchNormCall>(plan);
   if (plan.cudnn.use) {
     auto call = std::make_unique<CudnnBatchNormCall>(plan);
     if (call->init())

@@ -1,4 +1,5 @@
-//===- CollectiveCalls.cpp - comm.* calls on the GPU: NCCL -----------------===//
+//===- CollectiveCalls.cpp - comm.* calls on the GPU: NCCL
+//-----------------===//
 //
 // comm.all_reduce (the CPU's CollectiveCalls.cpp): the bucket's buffers are
 // packed into the call's workspace in the reduce type (a 16-bit mean
@@ -89,6 +90,28 @@ Result<std::unique_ptr<PreparedCall>> prepareAllReduce(const PrepareArgs &a) {
 }
 
 } // namespace
+
+Status allReduceDoublesOnDevice(double *data, size_t count,
+                                const RunContext &ctx) {
+  if (ctx.ranks <= 1 || count == 0)
+    return Status::ok();
+#if MP_HAVE_NCCL
+  const NcclApi &api = nccl();
+  if (!ctx.ncclComm || !api.loaded)
+    return Status::error("a sum over " + std::to_string(ctx.ranks) +
+                         " ranks needs the executor's NCCL communicator");
+  if (ncclResult_t r =
+          api.ncclAllReduce(data, data, count, ncclFloat64, ncclSum,
+                            static_cast<ncclComm_t>(ctx.ncclComm), ctx.stream);
+      r != ncclSuccess)
+    return Status::error(std::string("ncclAllReduce: ") +
+                         api.ncclGetErrorString(r));
+  return Status::ok();
+#else
+  return Status::error("a sum over several ranks: this runtime was built "
+                       "without NCCL");
+#endif
+}
 
 void addCollectiveCalls(std::map<std::string, PrepareFn> &t) {
   MP_ADD_PREPARE("comm.all_reduce", prepareAllReduce);

@@ -103,6 +103,10 @@ void addNNCalls(std::map<std::string, PrepareFn> &table);
 void addDataCalls(std::map<std::string, PrepareFn> &table);
 /// CollectiveCalls.cpp: comm.all_reduce (NCCL).
 void addCollectiveCalls(std::map<std::string, PrepareFn> &table);
+/// Sums `count` doubles at `data` (device memory) over the ranks in place,
+/// on ctx.stream (NCCL); nothing for one rank.
+Status allReduceDoublesOnDevice(double *data, size_t count,
+                                const RunContext &ctx);
 
 /// A Status for a CUDA runtime / cuBLASLt / cuDNN error ("what: message").
 Status cudaStatus(cudaError_t e, const char *what);

@@ -111,10 +111,15 @@ CudnnBatchNorm chooseCudnnBatchNorm(const BatchNormPlan &plan, bool nhwc,
 void planOwnScratch(BatchNormPlan &plan) {
   BatchNormParams &p = plan.params;
   const uint64_t c = static_cast<uint64_t>(p.geom.c);
-  const bool rows = p.geom.inner == 1 && plan.kind != BatchNormKind::Inference;
+  // Synchronised: chanD and the passes' sums, channel by channel (no row
+  // slices).
+  const bool rows =
+      p.geom.inner == 1 && plan.kind != BatchNormKind::Inference && !plan.sync;
   uint64_t floats = plan.kind == BatchNormKind::Backward ? 0 : 3 * c;
   plan.doublesOffset = (floats * sizeof(float) + 7) / 8 * 8;
-  uint64_t doubles = plan.kind == BatchNormKind::Backward || rows ? 4 * c : 0;
+  uint64_t doubles = plan.sync                                      ? 6 * c
+                     : plan.kind == BatchNormKind::Backward || rows ? 4 * c
+                                                                    : 0;
   if (rows) {
     int64_t channelBlocks = (p.geom.c + 31) / 32;
     int64_t rowGroups = (p.geom.outer + 7) / 8;
@@ -140,14 +145,11 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
   const char *op = kind == BatchNormKind::Inference  ? "batchNormInference"
                    : kind == BatchNormKind::Training ? "batchNormTraining"
                                                      : "batch_norm_bwd";
-  // A data-parallel step's batch norm over the ranks' global batch needs
-  // its statistics summed across the GPUs between the passes: not built on
-  // this backend yet (the CPU backend runs it).
-  if (call.attr("sync_ranks"))
-    return Status::error(
-        "a batch norm over the ranks' global batch (sync_ranks) runs on the "
-        "CPU backend only; the CUDA backend does not synchronise batch "
-        "statistics across GPUs yet");
+  // A data-parallel step's batch norm over the ranks' global batch: its
+  // per-channel sums are added up across the GPUs between the passes, on
+  // the own kernels.
+  plan.sync =
+      kind != BatchNormKind::Inference && call.attr("sync_ranks") != nullptr;
   if (kind == BatchNormKind::Backward) {
     if (Status s = arity(ops, res, 3, 3, 3, 3); !s)
       return s;
@@ -233,7 +235,8 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
     p.dx = mptr(dx);
     p.dscale = mptr(dscale);
     p.dbias = mptr(dbias);
-    plan.cudnn = chooseCudnnBatchNorm(plan, nhwc, ops, res, impl);
+    if (!plan.sync)
+      plan.cudnn = chooseCudnnBatchNorm(plan, nhwc, ops, res, impl);
     if (!plan.cudnn.use)
       planOwnScratch(plan);
     return plan;
@@ -282,7 +285,8 @@ Result<BatchNormPlan> planBatchNorm(BatchNormKind kind, const PlanCall &call,
     p.runMean = mptr(rm);
     p.runVar = mptr(rv);
   }
-  plan.cudnn = chooseCudnnBatchNorm(plan, nhwc, ops, res, impl);
+  if (!plan.sync)
+    plan.cudnn = chooseCudnnBatchNorm(plan, nhwc, ops, res, impl);
   if (!plan.cudnn.use)
     planOwnScratch(plan);
   else if (kind == BatchNormKind::Training)

@@ -42,6 +42,15 @@ cudaError_t launchBatchNorm(int kind, const BatchNormParams &p,
 /// with exponentialAverageFactor 1 into batchMean / batchVarUnbiased:
 /// running = input * momentum + batch * (1 - momentum), with the biased
 /// variance (the unbiased one * (count - 1) / count).
+/// A synchronised batch norm (sync_ranks), step by step around the calls'
+/// NCCL sums: pass 0 (x), 1 (squared deviations), 2 (dy); `finish` false
+/// sums this rank's batch into chanSum, true derives the pass's results
+/// from the sums over the ranks. Then apply: kind 1 normalizes, 2 writes dx.
+cudaError_t launchBatchNormSyncPass(const BatchNormParams &p, int pass,
+                                    bool finish, bool training,
+                                    cudaStream_t stream);
+cudaError_t launchBatchNormSyncApply(int kind, const BatchNormParams &p,
+                                     cudaStream_t stream);
 cudaError_t launchBatchNormRunningStats(const BatchNormParams &p,
                                         const float *batchMean,
                                         const float *batchVarUnbiased,

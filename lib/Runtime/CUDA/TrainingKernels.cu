@@ -251,9 +251,93 @@ __global__ void bnRowsFinish(BatchNormParams p, int pass, bool training) {
   }
 }
 
+//===--- Synchronised over the ranks (sync_ranks)
+//---------------------------===//
+//
+// Each pass of the statistics sums this rank's batch per channel into
+// chanSum; the call adds the sums up over the ranks (NCCL), then the finish
+// kernel derives what the pass yields over the global batch. The passes
+// are the CPU's (BatchNorm.cpp, BatchNormBackward.cpp), in f64.
+
+/// One pass's per-channel sums of this rank's batch (one block per
+/// channel): x; (x - mean)^2; dy and dy * xhat. The dy pass also writes
+/// this rank's dscale and dbias (the gradient buckets average them).
+__global__ void bnSyncSums(BatchNormParams p, int pass) {
+  __shared__ double shared[32];
+  const ChannelGeom &g = p.geom;
+  const int64_t count = g.outer * g.inner;
+  for (int64_t c = blockIdx.x; c < g.c; c += gridDim.x) {
+    const double mean = pass == kSumX ? 0.0 : p.chanD[4 * c];
+    const double invStd = pass == kSumDy ? p.chanD[4 * c + 1] : 0.0;
+    double a = 0, b = 0;
+    for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+      const int64_t e = channelElem(g, c, j);
+      const double x = loadF64(p.x, p.xDtype, e);
+      if (pass == kSumX) {
+        a += x;
+      } else if (pass == kSumSqDev) {
+        a += (x - mean) * (x - mean);
+      } else {
+        const double dy = loadF64(p.dy, p.dyDtype, e);
+        a += dy;
+        b += dy * (x - mean) * invStd;
+      }
+    }
+    a = blockSum(a, shared);
+    b = blockSum(b, shared);
+    if (threadIdx.x == 0) {
+      p.chanSum[2 * c] = a;
+      p.chanSum[2 * c + 1] = b;
+      if (pass == kSumDy) {
+        storeF64(p.dscale, p.dscaleDtype, c, b);
+        storeF64(p.dbias, p.dbiasDtype, c, a);
+      }
+    }
+  }
+}
+
+/// What a pass yields from the sums over all ranks: the mean; the inverse
+/// standard deviation (training: the coefficients and running statistics);
+/// the dy sums dx needs.
+__global__ void bnSyncFinish(BatchNormParams p, int pass, bool training) {
+  const double n = static_cast<double>(p.geom.outer * p.geom.inner) *
+                   static_cast<double>(p.ranks);
+  MP_GRID_LOOP(c, p.geom.c) {
+    const double a = p.chanSum[2 * c], b = p.chanSum[2 * c + 1];
+    double *d = p.chanD + 4 * c;
+    if (pass == kSumX) {
+      d[0] = a / n;
+    } else if (pass == kSumSqDev) {
+      const double v = a / n;
+      d[1] = 1.0 / sqrt(v + p.epsilon);
+      if (training) {
+        const double mean = d[0], mom = p.momentum;
+        float sc = loadF32(p.scale, p.scaleDtype, c);
+        float im = loadF32(p.mean, p.meanDtype, c);
+        float iv = loadF32(p.var, p.varDtype, c);
+        p.chanMean[c] = static_cast<float>(mean);
+        p.chanFactor[c] =
+            static_cast<float>(static_cast<double>(sc) / sqrt(v + p.epsilon));
+        p.chanBias[c] = loadF32(p.bias, p.biasDtype, c);
+        storeF32(p.runMean, p.runMeanDtype, c,
+                 static_cast<float>(static_cast<double>(im) * mom +
+                                    mean * (1.0 - mom)));
+        storeF32(p.runVar, p.runVarDtype, c,
+                 static_cast<float>(static_cast<double>(iv) * mom +
+                                    v * (1.0 - mom)));
+      }
+    } else {
+      d[2] = a;
+      d[3] = b;
+    }
+  }
+}
+
 __global__ void bnBackwardDx(BatchNormParams p) {
   const ChannelGeom &g = p.geom;
-  double count = static_cast<double>(g.outer * g.inner);
+  // Synchronised: the global batch's count (chanD holds its sums).
+  double count =
+      static_cast<double>(g.outer * g.inner) * static_cast<double>(p.ranks);
   MP_GRID_LOOP(i, g.outer * g.c * g.inner) {
     int64_t c = (i / g.inner) % g.c;
     const double *d = p.chanD + 4 * c;
@@ -631,6 +715,31 @@ cudaError_t launchBatchNorm(int kind, const BatchNormParams &p,
       bnBackwardDx<<<blocksFor(n, kBlock), kBlock, 0, stream>>>(p);
     break;
   }
+  return cudaGetLastError();
+}
+
+cudaError_t launchBatchNormSyncPass(const BatchNormParams &p, int pass,
+                                    bool finish, bool training,
+                                    cudaStream_t stream) {
+  if (p.geom.c == 0)
+    return cudaSuccess;
+  if (finish)
+    bnSyncFinish<<<blocksFor(p.geom.c, kBlock), kBlock, 0, stream>>>(p, pass,
+                                                                     training);
+  else
+    bnSyncSums<<<blocksFor(p.geom.c, 1, 65535), kBlock, 0, stream>>>(p, pass);
+  return cudaGetLastError();
+}
+
+cudaError_t launchBatchNormSyncApply(int kind, const BatchNormParams &p,
+                                     cudaStream_t stream) {
+  const int64_t n = p.geom.outer * p.geom.c * p.geom.inner;
+  if (n == 0)
+    return cudaSuccess;
+  if (kind == 1)
+    bnNormalize<<<blocksFor(n, kBlock), kBlock, 0, stream>>>(p);
+  else
+    bnBackwardDx<<<blocksFor(n, kBlock), kBlock, 0, stream>>>(p);
   return cudaGetLastError();
 }
 

@@ -310,26 +310,34 @@ TEST_CASE("CUDA: batch norm", "[cuda][device]") {
                                {"var", rnd(DType::F32, {c}, rng, 0.5, 2)}},
                               {{"y", t, s}}),
                       std::nullopt, impl);
-        std::vector<PlanAttr> training = common;
-        training.push_back({"momentum", 0.9});
-        compareCall(oneCall("cudnn.batch_norm_training", training,
-                            {{"x", rnd(t, s, rng)},
-                             {"scale", rnd(DType::F32, {c}, rng)},
-                             {"bias", rnd(DType::F32, {c}, rng)},
-                             {"mean", rnd(DType::F32, {c}, rng)},
-                             {"var", rnd(DType::F32, {c}, rng, 0.5, 2)}},
-                            {{"y", t, s},
-                             {"running_mean", DType::F32, {c}, 3, true},
-                             {"running_var", DType::F32, {c}, 4, true}}),
-                    std::nullopt, impl);
-        compareCall(oneCall("cudnn.batch_norm_bwd", common,
-                            {{"x", rnd(t, s, rng)},
-                             {"scale", rnd(DType::F32, {c}, rng)},
-                             {"dy", rnd(t, s, rng)}},
-                            {{"dx", t, s},
-                             {"dscale", DType::F32, {c}},
-                             {"dbias", DType::F32, {c}}}),
-                    Tol{1e-2, 1e-2}, impl);
+        // And as a data-parallel step's (sync_ranks), one rank: the
+        // synchronised passes give the plain batch norm's results.
+        for (bool synced : {false, true}) {
+          INFO("sync_ranks " << synced);
+          std::vector<PlanAttr> attrs = common;
+          if (synced)
+            attrs.push_back({"sync_ranks", int64_t(1)});
+          std::vector<PlanAttr> training = attrs;
+          training.push_back({"momentum", 0.9});
+          compareCall(oneCall("cudnn.batch_norm_training", training,
+                              {{"x", rnd(t, s, rng)},
+                               {"scale", rnd(DType::F32, {c}, rng)},
+                               {"bias", rnd(DType::F32, {c}, rng)},
+                               {"mean", rnd(DType::F32, {c}, rng)},
+                               {"var", rnd(DType::F32, {c}, rng, 0.5, 2)}},
+                              {{"y", t, s},
+                               {"running_mean", DType::F32, {c}, 3, true},
+                               {"running_var", DType::F32, {c}, 4, true}}),
+                      std::nullopt, impl);
+          compareCall(oneCall("cudnn.batch_norm_bwd", attrs,
+                              {{"x", rnd(t, s, rng)},
+                               {"scale", rnd(DType::F32, {c}, rng)},
+                               {"dy", rnd(t, s, rng)}},
+                              {{"dx", t, s},
+                               {"dscale", DType::F32, {c}},
+                               {"dbias", DType::F32, {c}}}),
+                      Tol{1e-2, 1e-2}, impl);
+        }
       }
     }
 }

@@ -198,21 +198,49 @@ TEST_CASE("comm.all_reduce planning: the bucket's place in the staging "
       Catch::Contains("as many results"));
 }
 
-TEST_CASE("a batch norm over the ranks is refused on the GPU",
+TEST_CASE("a batch norm over the ranks runs on the own kernels, pass by "
+          "pass",
           "[cuda][planning]") {
   Addr at;
-  PlanCall synced = callOf("cudnn.batch_norm_bwd",
-                           {{"epsilon", 1e-5}, {"sync_ranks", int64_t(1)}});
   const Shape shape{2, 4, 3, 3};
   std::vector<TensorDesc> ins{at(DType::F32, shape), at(DType::F32, {4}),
                               at(DType::F32, shape)},
       outs{at(DType::F32, shape), at(DType::F32, {4}), at(DType::F32, {4})};
-  CHECK_THAT(messageOf(planBatchNorm(BatchNormKind::Backward, synced, ins, outs,
-                                     BatchNormImpl::Auto)),
-             Catch::Contains("runs on the CPU backend only"));
+  for (const char *layout : {"nchw", "nhwc"}) {
+    INFO(layout);
+    const Shape xs = std::string(layout) == "nchw" ? shape : Shape{2, 3, 3, 4};
+    std::vector<TensorDesc> xin{at(DType::F32, xs), at(DType::F32, {4}),
+                                at(DType::F32, xs)},
+        xout{at(DType::F32, xs), at(DType::F32, {4}), at(DType::F32, {4})};
+    PlanCall synced =
+        callOf("cudnn.batch_norm_bwd", {{"epsilon", 1e-5},
+                                        {"layout", std::string(layout)},
+                                        {"sync_ranks", int64_t(1)}});
+    // cuDNN would take this one; synchronised, the own kernels do.
+    Result<BatchNormPlan> p =
+        planBatchNorm(BatchNormKind::Backward, synced, xin, xout,
+                      BatchNormImpl::CudnnSpatial);
+    INFO(messageOf(p));
+    REQUIRE(p);
+    CHECK(p->sync);
+    CHECK_FALSE(p->cudnn.use);
+    CHECK(p->params.rowSlices == 0);
+    // chanD's 4 doubles and the pass's 2 sums per channel.
+    CHECK(p->scratchBytes == p->doublesOffset + 6 * 4 * sizeof(double));
+  }
   PlanCall local = callOf("cudnn.batch_norm_bwd", {{"epsilon", 1e-5}});
-  Result<BatchNormPlan> plain = planBatchNorm(BatchNormKind::Backward, local,
-                                              ins, outs, BatchNormImpl::Auto);
-  INFO(messageOf(plain));
-  CHECK(plain);
+  Result<BatchNormPlan> plain = planBatchNorm(
+      BatchNormKind::Backward, local, ins, outs, BatchNormImpl::CudnnSpatial);
+  REQUIRE(plain);
+  CHECK_FALSE(plain->sync);
+  // Inference has no batch statistics to share.
+  PlanCall inference = callOf("cudnn.batch_norm_inference",
+                              {{"epsilon", 1e-5}, {"sync_ranks", int64_t(1)}});
+  Result<BatchNormPlan> inf =
+      planBatchNorm(BatchNormKind::Inference, inference,
+                    {ins[0], ins[1], at(DType::F32, {4}), at(DType::F32, {4}),
+                     at(DType::F32, {4})},
+                    {at(DType::F32, shape)}, BatchNormImpl::Own);
+  REQUIRE(inf);
+  CHECK_FALSE(inf->sync);
 }

@@ -370,6 +370,10 @@ struct BatchNormPlan {
   /// channels last the statistics and the slices' partial sums).
   uint64_t scratchBytes = 0;
   uint64_t doublesOffset = 0;
+  /// sync_ranks (training and backward): the statistics over the ranks'
+  /// global batch, on the own kernels, their per-pass sums reduced with
+  /// NCCL (chanSum: 2 more doubles per channel after chanD's 4).
+  bool sync = false;
 };
 /// cudnn.batch_norm_inference / _training / _bwd: the checks and the own
 /// kernels' parameters, and whether cuDNN runs it (`impl`; cuDNN takes f16,

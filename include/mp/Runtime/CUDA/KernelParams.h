@@ -277,6 +277,11 @@ struct BatchNormParams {
   /// adjacent channels), 2 doubles per slice and channel in `partial`.
   int32_t rowSlices = 0;
   double *partial = nullptr;
+  /// Synchronised over the ranks of a data-parallel step (sync_ranks): each
+  /// pass's per-channel sums (2 doubles per channel) in `chanSum`, added up
+  /// over the ranks between the passes; `ranks` batches make the count.
+  double *chanSum = nullptr;
+  int32_t ranks = 1;
 };
 
 /// Losses over [N, C, inner] scores with [N, inner] targets.
