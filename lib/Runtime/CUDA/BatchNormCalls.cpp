@@ -31,25 +31,35 @@
 namespace mp::rt::cuda {
 namespace {
 
+/// The own kernels' parameters with their per-channel scratch in the
+/// workspace (planOwnScratch's layout): the forward's coefficients (floats),
+/// then the doubles.
+BatchNormParams withScratch(const BatchNormPlan &plan, void *workspaceBase) {
+  BatchNormParams p = plan.params;
+  const int64_t c = p.geom.c;
+  char *workspace = static_cast<char *>(workspaceBase);
+  if (plan.kind != BatchNormKind::Backward) {
+    float *f = reinterpret_cast<float *>(workspace);
+    p.chanMean = f;
+    p.chanFactor = f + c;
+    p.chanBias = f + 2 * c;
+  }
+  if (plan.kind == BatchNormKind::Backward || p.rowSlices > 0 || plan.sync)
+    p.chanD = reinterpret_cast<double *>(workspace + plan.doublesOffset);
+  if (p.rowSlices > 0)
+    p.partial = p.chanD + 4 * c;
+  if (plan.sync)
+    p.chanSum = p.chanD + 4 * c;
+  return p;
+}
+
 /// The own kernels: per-channel coefficients / statistics in the workspace.
 struct OwnBatchNormCall : PreparedCall {
   BatchNormPlan plan;
   explicit OwnBatchNormCall(const BatchNormPlan &plan) : plan(plan) {}
   uint64_t workspaceBytes() const override { return plan.scratchBytes; }
   Status enqueue(const RunContext &ctx) override {
-    BatchNormParams p = plan.params;
-    int64_t c = p.geom.c;
-    char *workspace = static_cast<char *>(ctx.workspace);
-    if (plan.kind != BatchNormKind::Backward) {
-      float *f = reinterpret_cast<float *>(workspace);
-      p.chanMean = f;
-      p.chanFactor = f + c;
-      p.chanBias = f + 2 * c;
-    }
-    if (plan.kind == BatchNormKind::Backward || p.rowSlices > 0)
-      p.chanD = reinterpret_cast<double *>(workspace + plan.doublesOffset);
-    if (p.rowSlices > 0)
-      p.partial = p.chanD + 4 * c;
+    BatchNormParams p = withScratch(plan, ctx.workspace);
     return cudaStatus(
         launchBatchNorm(static_cast<int>(plan.kind), p, ctx.stream),
         "batch norm kernel");
@@ -63,18 +73,9 @@ struct SyncedBatchNormCall : PreparedCall {
   explicit SyncedBatchNormCall(const BatchNormPlan &plan) : plan(plan) {}
   uint64_t workspaceBytes() const override { return plan.scratchBytes; }
   Status enqueue(const RunContext &ctx) override {
-    BatchNormParams p = plan.params;
+    BatchNormParams p = withScratch(plan, ctx.workspace);
     const int64_t c = p.geom.c;
-    char *workspace = static_cast<char *>(ctx.workspace);
     const bool training = plan.kind == BatchNormKind::Training;
-    if (training) {
-      float *f = reinterpret_cast<float *>(workspace);
-      p.chanMean = f;
-      p.chanFactor = f + c;
-      p.chanBias = f + 2 * c;
-    }
-    p.chanD = reinterpret_cast<double *>(workspace + plan.doublesOffset);
-    p.chanSum = p.chanD + 4 * c;
     p.ranks = ctx.ranks;
     const int passes = training ? 2 : 3;
     for (int pass = 0; pass < passes; ++pass) {

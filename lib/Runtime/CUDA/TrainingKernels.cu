@@ -47,6 +47,26 @@ __global__ void bnInferenceParams(BatchNormParams p) {
   }
 }
 
+/// Training, channel c with batch mean `mean` and biased variance `v`: the
+/// normalisation's coefficients and the running statistics (ONNX's, from
+/// the inputs' with `momentum`), as the CPU's batchNormTraining.
+__device__ inline void trainingCoefficients(const BatchNormParams &p,
+                                            int64_t c, double mean, double v) {
+  const double mom = p.momentum;
+  float sc = loadF32(p.scale, p.scaleDtype, c);
+  float im = loadF32(p.mean, p.meanDtype, c);
+  float iv = loadF32(p.var, p.varDtype, c);
+  p.chanMean[c] = static_cast<float>(mean);
+  p.chanFactor[c] =
+      static_cast<float>(static_cast<double>(sc) / sqrt(v + p.epsilon));
+  p.chanBias[c] = loadF32(p.bias, p.biasDtype, c);
+  storeF32(p.runMean, p.runMeanDtype, c,
+           static_cast<float>(static_cast<double>(im) * mom +
+                              mean * (1.0 - mom)));
+  storeF32(p.runVar, p.runVarDtype, c,
+           static_cast<float>(static_cast<double>(iv) * mom + v * (1.0 - mom)));
+}
+
 /// Batch statistics per channel (one block each, two passes in f64), the
 /// running statistics, and the normalisation coefficients.
 __global__ void bnTrainingStats(BatchNormParams p) {
@@ -66,23 +86,8 @@ __global__ void bnTrainingStats(BatchNormParams p) {
       sq += d * d;
     }
     sq = blockSum(sq, shared);
-    if (threadIdx.x == 0) {
-      double v = sq / static_cast<double>(count);
-      float sc = loadF32(p.scale, p.scaleDtype, c);
-      float im = loadF32(p.mean, p.meanDtype, c);
-      float iv = loadF32(p.var, p.varDtype, c);
-      double mom = p.momentum;
-      p.chanMean[c] = static_cast<float>(mean);
-      p.chanFactor[c] =
-          static_cast<float>(static_cast<double>(sc) / sqrt(v + p.epsilon));
-      p.chanBias[c] = loadF32(p.bias, p.biasDtype, c);
-      float rm = static_cast<float>(static_cast<double>(im) * mom +
-                                    mean * (1.0 - mom));
-      float rv =
-          static_cast<float>(static_cast<double>(iv) * mom + v * (1.0 - mom));
-      storeF32(p.runMean, p.runMeanDtype, c, rm);
-      storeF32(p.runVar, p.runVarDtype, c, rv);
-    }
+    if (threadIdx.x == 0)
+      trainingCoefficients(p, c, mean, sq / static_cast<double>(count));
   }
 }
 
@@ -170,6 +175,23 @@ constexpr int kSliceChannels = 32, kSliceRows = 8;
 /// What a pass sums per channel: x; (x - mean)^2; dy and dy * xhat.
 enum RowPass : int { kSumX = 0, kSumSqDev = 1, kSumDy = 2 };
 
+/// Element e's part in a statistics pass: x; (x - mean)^2; dy and
+/// dy * xhat.
+__device__ inline void accumulatePass(const BatchNormParams &p, int pass,
+                                      int64_t e, double mean, double invStd,
+                                      double &a, double &b) {
+  const double x = loadF64(p.x, p.xDtype, e);
+  if (pass == kSumX) {
+    a += x;
+  } else if (pass == kSumSqDev) {
+    a += (x - mean) * (x - mean);
+  } else {
+    const double dy = loadF64(p.dy, p.dyDtype, e);
+    a += dy;
+    b += dy * (x - mean) * invStd;
+  }
+}
+
 __global__ void bnRowsPartial(BatchNormParams p, int pass) {
   __shared__ double sums[2][kSliceRows][kSliceChannels];
   const int64_t channels = p.geom.c, rows = p.geom.outer;
@@ -182,16 +204,7 @@ __global__ void bnRowsPartial(BatchNormParams p, int pass) {
     for (int64_t r = blockIdx.y * int64_t(kSliceRows) + threadIdx.y; r < rows;
          r += step) {
       const int64_t e = r * channels + c;
-      const double x = loadF64(p.x, p.xDtype, e);
-      if (pass == kSumX) {
-        a += x;
-      } else if (pass == kSumSqDev) {
-        a += (x - mean) * (x - mean);
-      } else {
-        const double dy = loadF64(p.dy, p.dyDtype, e);
-        a += dy;
-        b += dy * (x - mean) * invStd;
-      }
+      accumulatePass(p, pass, e, mean, invStd, a, b);
     }
   }
   sums[0][threadIdx.y][threadIdx.x] = a;
@@ -208,6 +221,27 @@ __global__ void bnRowsPartial(BatchNormParams p, int pass) {
   }
 }
 
+/// What a statistics pass yields for channel c from its sums a (and b) over
+/// n elements, into chanD: the mean; the inverse standard deviation
+/// (training: the coefficients and running statistics); sum(dy) and
+/// sum(dy * xhat).
+__device__ inline void finishPass(const BatchNormParams &p, int64_t c,
+                                  int pass, bool training, double a, double b,
+                                  double n) {
+  double *d = p.chanD + 4 * c;
+  if (pass == kSumX) {
+    d[0] = a / n;
+  } else if (pass == kSumSqDev) {
+    const double v = a / n;
+    d[1] = 1.0 / sqrt(v + p.epsilon);
+    if (training)
+      trainingCoefficients(p, c, d[0], v);
+  } else {
+    d[2] = a;
+    d[3] = b;
+  }
+}
+
 /// The slices' sums per channel, and what the pass yields: the mean; the
 /// inverse standard deviation (training: the coefficients and running
 /// statistics, as bnTrainingStats); sum(dy), sum(dy * xhat), dscale, dbias.
@@ -220,31 +254,8 @@ __global__ void bnRowsFinish(BatchNormParams p, int pass, bool training) {
       a += p.partial[2 * (s * channels + c)];
       b += p.partial[2 * (s * channels + c) + 1];
     }
-    double *d = p.chanD + 4 * c;
-    if (pass == kSumX) {
-      d[0] = a / n;
-    } else if (pass == kSumSqDev) {
-      const double v = a / n;
-      d[1] = 1.0 / sqrt(v + p.epsilon);
-      if (training) {
-        const double mean = d[0], mom = p.momentum;
-        float sc = loadF32(p.scale, p.scaleDtype, c);
-        float im = loadF32(p.mean, p.meanDtype, c);
-        float iv = loadF32(p.var, p.varDtype, c);
-        p.chanMean[c] = static_cast<float>(mean);
-        p.chanFactor[c] =
-            static_cast<float>(static_cast<double>(sc) / sqrt(v + p.epsilon));
-        p.chanBias[c] = loadF32(p.bias, p.biasDtype, c);
-        storeF32(p.runMean, p.runMeanDtype, c,
-                 static_cast<float>(static_cast<double>(im) * mom +
-                                    mean * (1.0 - mom)));
-        storeF32(p.runVar, p.runVarDtype, c,
-                 static_cast<float>(static_cast<double>(iv) * mom +
-                                    v * (1.0 - mom)));
-      }
-    } else {
-      d[2] = a;
-      d[3] = b;
+    finishPass(p, c, pass, training, a, b, n);
+    if (pass == kSumDy) {
       storeF64(p.dscale, p.dscaleDtype, c, b);
       storeF64(p.dbias, p.dbiasDtype, c, a);
     }
@@ -272,16 +283,7 @@ __global__ void bnSyncSums(BatchNormParams p, int pass) {
     double a = 0, b = 0;
     for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
       const int64_t e = channelElem(g, c, j);
-      const double x = loadF64(p.x, p.xDtype, e);
-      if (pass == kSumX) {
-        a += x;
-      } else if (pass == kSumSqDev) {
-        a += (x - mean) * (x - mean);
-      } else {
-        const double dy = loadF64(p.dy, p.dyDtype, e);
-        a += dy;
-        b += dy * (x - mean) * invStd;
-      }
+      accumulatePass(p, pass, e, mean, invStd, a, b);
     }
     a = blockSum(a, shared);
     b = blockSum(b, shared);
@@ -303,33 +305,8 @@ __global__ void bnSyncFinish(BatchNormParams p, int pass, bool training) {
   const double n = static_cast<double>(p.geom.outer * p.geom.inner) *
                    static_cast<double>(p.ranks);
   MP_GRID_LOOP(c, p.geom.c) {
-    const double a = p.chanSum[2 * c], b = p.chanSum[2 * c + 1];
-    double *d = p.chanD + 4 * c;
-    if (pass == kSumX) {
-      d[0] = a / n;
-    } else if (pass == kSumSqDev) {
-      const double v = a / n;
-      d[1] = 1.0 / sqrt(v + p.epsilon);
-      if (training) {
-        const double mean = d[0], mom = p.momentum;
-        float sc = loadF32(p.scale, p.scaleDtype, c);
-        float im = loadF32(p.mean, p.meanDtype, c);
-        float iv = loadF32(p.var, p.varDtype, c);
-        p.chanMean[c] = static_cast<float>(mean);
-        p.chanFactor[c] =
-            static_cast<float>(static_cast<double>(sc) / sqrt(v + p.epsilon));
-        p.chanBias[c] = loadF32(p.bias, p.biasDtype, c);
-        storeF32(p.runMean, p.runMeanDtype, c,
-                 static_cast<float>(static_cast<double>(im) * mom +
-                                    mean * (1.0 - mom)));
-        storeF32(p.runVar, p.runVarDtype, c,
-                 static_cast<float>(static_cast<double>(iv) * mom +
-                                    v * (1.0 - mom)));
-      }
-    } else {
-      d[2] = a;
-      d[3] = b;
-    }
+    finishPass(p, c, pass, training, p.chanSum[2 * c], p.chanSum[2 * c + 1],
+               n);
   }
 }
 
