@@ -127,7 +127,10 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
       return emitError(module.getLoc())
              << "mp-training: bucket-mb must be positive, got "
              << bucketMegabytes;
-    if (!dataParallel && (reduceType != "f32" || bucketMegabytes != 25.0))
+    // Not the defaults (Passes.td) without data-parallel: a mistake.
+    const TrainingOptions defaults;
+    if (!dataParallel && (reduceType != defaults.reduceType ||
+                          bucketMegabytes != defaults.bucketMegabytes))
       return emitError(module.getLoc())
              << "mp-training: reduce-type and bucket-mb need "
                 "data-parallel=true";
@@ -559,13 +562,15 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
     for (Value *slot : gradSlots)
       if (seen.insert(*slot).second)
         distinct.push_back(*slot);
-    auto position = [&](Value v) -> Operation * { return v.getDefiningOp(); };
-    llvm::stable_sort(distinct, [&](Value a, Value b) {
-      Operation *pa = position(a), *pb = position(b);
+    llvm::stable_sort(distinct, [](Value a, Value b) {
+      Operation *pa = a.getDefiningOp(), *pb = b.getDefiningOp();
       if (!pa || !pb)
         return !pa && pb;
       return pa->isBeforeInBlock(pb);
     });
+    auto bytesOf = [](Value g) {
+      return 4.0 * cast<RankedTensorType>(g.getType()).getNumElements();
+    };
     const double bucketBytes = bucketMegabytes * 1024.0 * 1024.0;
     OpBuilder b(func.getContext());
     Type reduceElement = reduceType == "bf16"  ? Type(b.getBF16Type())
@@ -575,20 +580,16 @@ struct TrainingPass : public mp::impl::TrainingBase<TrainingPass> {
     Operation *lastCollective = nullptr;
     size_t first = 0;
     while (first < distinct.size()) {
-      size_t end = first;
-      double bytes = 0;
-      do {
-        bytes +=
-            4.0 *
-            cast<RankedTensorType>(distinct[end].getType()).getNumElements();
-        ++end;
-      } while (end < distinct.size() && bytes < bucketBytes &&
-               bytes + 4.0 * cast<RankedTensorType>(distinct[end].getType())
-                                 .getNumElements() <=
-                   bucketBytes);
+      // The next gradient always; the ones after it while they fit.
+      size_t end = first + 1;
+      double bytes = bytesOf(distinct[first]);
+      while (end < distinct.size() &&
+             bytes + bytesOf(distinct[end]) <= bucketBytes)
+        bytes += bytesOf(distinct[end++]);
       ArrayRef<Value> bucket(distinct.data() + first, end - first);
-      // After the bucket's last gradient and after the previous bucket.
-      Operation *after = position(bucket.back());
+      // After the bucket's last gradient and after the previous bucket (two
+      // results of one op can be in two buckets).
+      Operation *after = bucket.back().getDefiningOp();
       if (lastCollective && (!after || after->isBeforeInBlock(lastCollective)))
         after = lastCollective;
       if (after)

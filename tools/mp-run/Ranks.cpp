@@ -78,14 +78,19 @@ void Ranks::abortAll(int code) {
     finish();
 }
 
-uint64_t masterWeightsChecksum(const Plan &plan,
-                               const std::vector<NamedTensor> &state) {
+std::set<std::string> masterWeightNames(const Plan &plan) {
   std::set<std::string> masters;
   for (const PlanCall &c : plan.calls)
     if ((c.kind == "kernel.sgd_step" || c.kind == "kernel.adam_step") &&
         !c.results.empty())
       if (const PlanBuffer *b = plan.buffer(c.results[0]))
         masters.insert(stateName(plan, *b));
+  return masters;
+}
+
+uint64_t masterWeightsChecksum(const Plan &plan,
+                               const std::vector<NamedTensor> &state) {
+  const std::set<std::string> masters = masterWeightNames(plan);
   uint64_t hash = 0xcbf29ce484222325ull;
   for (const NamedTensor &t : state) {
     if (!masters.count(t.name))

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,9 +62,12 @@ private:
   void (*abort_)(rt::Communicator &, int) = nullptr;
 };
 
-/// A checksum (FNV-1a, 64 bits) of the master weights in `state`: the
-/// buffers the plan's optimizer calls (kernel.sgd_step, kernel.adam_step)
-/// update, in plan order. Equal on every rank while their training agrees.
+/// The state names of the master weights: the buffers the plan's optimizer
+/// calls (kernel.sgd_step, kernel.adam_step) update.
+std::set<std::string> masterWeightNames(const rt::Plan &plan);
+
+/// A checksum (FNV-1a, 64 bits) of the master weights in `state`, in state
+/// order. Equal on every rank while their training agrees.
 uint64_t masterWeightsChecksum(const rt::Plan &plan,
                                const std::vector<rt::NamedTensor> &state);
 

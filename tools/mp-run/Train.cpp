@@ -687,17 +687,13 @@ Status simulateFailure(const std::string &mode, const Plan &plan, Exec &exec) {
   Result<std::vector<NamedTensor>> state = exec.readState();
   if (!state)
     return state.status();
-  for (const PlanCall &c : plan.calls) {
-    if (c.kind != "kernel.sgd_step" && c.kind != "kernel.adam_step")
-      continue;
-    const std::string name = stateName(plan, *plan.buffer(c.results[0]));
-    for (NamedTensor &t : *state)
-      if (t.name == name && t.tensor.dtype() == DType::F32 &&
-          t.tensor.numElements() > 0) {
-        static_cast<float *>(t.tensor.data())[0] += 1.0f;
-        return exec.writeState(name, t.tensor.view());
-      }
-  }
+  const std::set<std::string> masters = masterWeightNames(plan);
+  for (NamedTensor &t : *state)
+    if (masters.count(t.name) && t.tensor.dtype() == DType::F32 &&
+        t.tensor.numElements() > 0) {
+      static_cast<float *>(t.tensor.data())[0] += 1.0f;
+      return exec.writeState(t.name, t.tensor.view());
+    }
   return Status::error("--simulate-failure=...:corrupt: the plan has no f32 "
                        "master weight");
 }
@@ -1043,7 +1039,6 @@ int train(const TrainOptions &opts, Ranks &ranks, Failure &failure, Exec exec) {
   };
   if (!checkRanksAgree("before the first step"))
     return 2;
-  const bool progressBar = root;
   CommunicationStats stepCommunication; // the steps' collectives only
 
   for (int epoch = firstEpoch; epoch <= opts.epochs; ++epoch) {
@@ -1110,7 +1105,7 @@ int train(const TrainOptions &opts, Ranks &ranks, Failure &failure, Exec exec) {
         progress.clear();
         return 2;
       }
-      if (progressBar)
+      if (root)
         progress.update(epoch, opts.epochs, step + 1, steps,
                         lossCount ? lossSum / lossCount : NAN, start);
     }

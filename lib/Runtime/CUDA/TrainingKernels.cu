@@ -50,8 +50,8 @@ __global__ void bnInferenceParams(BatchNormParams p) {
 /// Training, channel c with batch mean `mean` and biased variance `v`: the
 /// normalisation's coefficients and the running statistics (ONNX's, from
 /// the inputs' with `momentum`), as the CPU's batchNormTraining.
-__device__ inline void trainingCoefficients(const BatchNormParams &p,
-                                            int64_t c, double mean, double v) {
+__device__ inline void trainingCoefficients(const BatchNormParams &p, int64_t c,
+                                            double mean, double v) {
   const double mom = p.momentum;
   float sc = loadF32(p.scale, p.scaleDtype, c);
   float im = loadF32(p.mean, p.meanDtype, c);
@@ -60,9 +60,9 @@ __device__ inline void trainingCoefficients(const BatchNormParams &p,
   p.chanFactor[c] =
       static_cast<float>(static_cast<double>(sc) / sqrt(v + p.epsilon));
   p.chanBias[c] = loadF32(p.bias, p.biasDtype, c);
-  storeF32(p.runMean, p.runMeanDtype, c,
-           static_cast<float>(static_cast<double>(im) * mom +
-                              mean * (1.0 - mom)));
+  storeF32(
+      p.runMean, p.runMeanDtype, c,
+      static_cast<float>(static_cast<double>(im) * mom + mean * (1.0 - mom)));
   storeF32(p.runVar, p.runVarDtype, c,
            static_cast<float>(static_cast<double>(iv) * mom + v * (1.0 - mom)));
 }
@@ -225,9 +225,8 @@ __global__ void bnRowsPartial(BatchNormParams p, int pass) {
 /// n elements, into chanD: the mean; the inverse standard deviation
 /// (training: the coefficients and running statistics); sum(dy) and
 /// sum(dy * xhat).
-__device__ inline void finishPass(const BatchNormParams &p, int64_t c,
-                                  int pass, bool training, double a, double b,
-                                  double n) {
+__device__ inline void finishPass(const BatchNormParams &p, int64_t c, int pass,
+                                  bool training, double a, double b, double n) {
   double *d = p.chanD + 4 * c;
   if (pass == kSumX) {
     d[0] = a / n;
@@ -305,8 +304,7 @@ __global__ void bnSyncFinish(BatchNormParams p, int pass, bool training) {
   const double n = static_cast<double>(p.geom.outer * p.geom.inner) *
                    static_cast<double>(p.ranks);
   MP_GRID_LOOP(c, p.geom.c) {
-    finishPass(p, c, pass, training, p.chanSum[2 * c], p.chanSum[2 * c + 1],
-               n);
+    finishPass(p, c, pass, training, p.chanSum[2 * c], p.chanSum[2 * c + 1], n);
   }
 }
 

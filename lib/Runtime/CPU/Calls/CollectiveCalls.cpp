@@ -13,49 +13,46 @@
 // the identity (through the reduce dtype's rounding).
 //
 //===----------------------------------------------------------------------===//
+#include "../KernelUtil.h"
+
 #include "mp/Runtime/CPU/CallOptions.h"
 #include "mp/Runtime/CPU/Calls.h"
-#include "mp/Runtime/Half.h"
 
-#include <cstring>
+#include <algorithm>
 
 namespace mp::rt::cpu {
 
 namespace {
 
-/// The element `i` of a float view, as f32.
-float loadFloat(const TensorView &v, size_t i) {
-  switch (v.dtype) {
-  case DType::F32:
-    return v.as<const float>()[i];
-  case DType::F64:
-    return static_cast<float>(v.as<const double>()[i]);
-  case DType::F16:
-    return detail::halfBitsToFloat(v.as<const uint16_t>()[i]);
-  case DType::BF16:
-    return detail::bfloat16BitsToFloat(v.as<const uint16_t>()[i]);
-  default:
-    return 0;
+constexpr int64_t kChunk = 4096; ///< elements converted at a time
+
+/// Elements [first, first + n) of a float view widened to f32 (f64 rounded
+/// once).
+void widen(const TensorView &v, int64_t first, int64_t n, float *out) {
+  if (v.dtype == DType::F64) {
+    const double *src = v.as<const double>() + first;
+    for (int64_t k = 0; k < n; ++k)
+      out[k] = static_cast<float>(src[k]);
+    return;
   }
+  detail::toF32(v.dtype,
+                static_cast<const char *>(v.data) +
+                    first * int64_t(byteSize(v.dtype)),
+                out, n);
 }
 
-void storeFloat(const TensorView &v, size_t i, float x) {
-  switch (v.dtype) {
-  case DType::F32:
-    v.as<float>()[i] = x;
-    break;
-  case DType::F64:
-    v.as<double>()[i] = x;
-    break;
-  case DType::F16:
-    v.as<uint16_t>()[i] = detail::floatToHalfBits(x);
-    break;
-  case DType::BF16:
-    v.as<uint16_t>()[i] = detail::floatToBFloat16Bits(x);
-    break;
-  default:
-    break;
+/// f32 values into elements [first, first + n) of a float view, rounded
+/// once.
+void narrow(const float *in, int64_t n, const TensorView &v, int64_t first) {
+  if (v.dtype == DType::F64) {
+    double *dst = v.as<double>() + first;
+    for (int64_t k = 0; k < n; ++k)
+      dst[k] = in[k];
+    return;
   }
+  detail::fromF32(
+      in, v.dtype,
+      static_cast<char *>(v.data) + first * int64_t(byteSize(v.dtype)), n);
 }
 
 Status allReduceCall(const CallArgs &args) {
@@ -74,31 +71,36 @@ Status allReduceCall(const CallArgs &args) {
   const DType wire = o.wire;
 
   void *staging = comm->staging(total * byteSize(wire));
-  TensorView packed{wire, {static_cast<int64_t>(total)}, staging};
-  size_t at = 0;
+  const TensorView packed{wire, {static_cast<int64_t>(total)}, staging};
+  float chunk[kChunk];
+  // Pack: each buffer in turn, widened, scaled, rounded to the reduce type.
+  int64_t at = 0;
   for (const TensorView &x : args.operands) {
-    const size_t n = static_cast<size_t>(x.numElements());
-    if (wire == DType::F32 && x.dtype == DType::F32 && before == 1.0f)
-      std::memcpy(static_cast<float *>(staging) + at, x.data,
-                  n * sizeof(float));
-    else
-      for (size_t k = 0; k < n; ++k)
-        storeFloat(packed, at + k, loadFloat(x, k) * before);
-    at += n;
+    for (int64_t k = 0, n = x.numElements(); k < n; k += kChunk) {
+      const int64_t m = std::min(kChunk, n - k);
+      widen(x, k, m, chunk);
+      if (before != 1.0f)
+        for (int64_t e = 0; e < m; ++e)
+          chunk[e] *= before;
+      narrow(chunk, m, packed, at + k);
+    }
+    at += x.numElements();
   }
   if (Status s = comm->allReduce(staging, total, wire, o.op); !s)
     return Status::error("comm.all_reduce (" + comm->describe() +
                          "): " + s.message());
+  // Unpack: the reduced elements, divided, rounded to each result's type.
   at = 0;
   for (const TensorView &y : args.results) {
-    const size_t n = static_cast<size_t>(y.numElements());
-    if (wire == DType::F32 && y.dtype == DType::F32 && after == 1.0f)
-      std::memcpy(y.data, static_cast<const float *>(staging) + at,
-                  n * sizeof(float));
-    else
-      for (size_t k = 0; k < n; ++k)
-        storeFloat(y, k, loadFloat(packed, at + k) / after);
-    at += n;
+    for (int64_t k = 0, n = y.numElements(); k < n; k += kChunk) {
+      const int64_t m = std::min(kChunk, n - k);
+      widen(packed, at + k, m, chunk);
+      if (after != 1.0f)
+        for (int64_t e = 0; e < m; ++e)
+          chunk[e] /= after;
+      narrow(chunk, m, y, k);
+    }
+    at += y.numElements();
   }
   return Status::ok();
 }
