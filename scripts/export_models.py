@@ -11,7 +11,8 @@ weights -- no weight downloads -- and exported with ``torch.onnx.export``:
     bert_encoder   2-layer Transformer encoder classifier            [N,32] int64
     lstm_lm        2-layer LSTM language model                       [N,16] int64
 
-and two attention blocks (qkv_attention, swin_block) and a GPT-style decoder
+two attention blocks (qkv_attention, swin_block), a small ConvNeXt
+(convnext_block, torchvision's blocks, [N,3,32,32]) and a GPT-style decoder
 whose sequence length is dynamic too (gpt_decoder_seq, [N,S] int64, S <= 128).
 
 Next to every ``<name>.onnx`` the script writes ``<name>.input.npy`` (the
@@ -199,6 +200,34 @@ class SwinBlock(nn.Module):
         return x + y[:, :h, :w, :]
 
 
+class ConvNextSmall(nn.Module):
+    """A small ConvNeXt as torchvision builds its stages: a patchify stem,
+    two blocks (depthwise 7x7 convolution, permute to channels last, layer
+    norm, MLP, permute back, per-channel layer scale, residual), a
+    downsampling layer norm and convolution, one more block and the head.
+    The layer scales are drawn around 1 (torchvision starts them at 1e-6,
+    which would hide the blocks' bodies from the comparison)."""
+
+    def __init__(self, dim=32, classes=10):
+        super().__init__()
+        from torchvision.models.convnext import CNBlock, LayerNorm2d
+        self.stem = nn.Sequential(nn.Conv2d(3, dim, 4, stride=4),
+                                  LayerNorm2d(dim))
+        self.stage1 = nn.Sequential(CNBlock(dim, 1.0, 0.0),
+                                    CNBlock(dim, 1.0, 0.0))
+        self.down = nn.Sequential(LayerNorm2d(dim),
+                                  nn.Conv2d(dim, 2 * dim, 2, stride=2))
+        self.stage2 = CNBlock(2 * dim, 1.0, 0.0)
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Linear(2 * dim, classes))
+        with torch.no_grad():
+            for block in (*self.stage1, self.stage2):
+                block.layer_scale.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        return self.head(self.stage2(self.down(self.stage1(self.stem(x)))))
+
+
 def vit_b_16():
     """torchvision's ViT-B/16 with attention the exporter takes: torch 1.13's
     MultiheadAttention runs a fused kernel (aten::_native_multi_head_attention,
@@ -279,6 +308,9 @@ MODELS = collections.OrderedDict([
     ("swin_block", (SwinBlock,
                     lambda batch, gen: torch.randn(batch, 6, 6, 32, generator=gen),
                     {})),
+    ("convnext_block", (ConvNextSmall,
+                        lambda batch, gen: torch.randn(batch, 3, 32, 32, generator=gen),
+                        {})),
     ("gpt_decoder_seq", (GptDecoderSeq, _token_input(1000, 32),
                          {"dynamic_axes": {"input": {0: "batch", 1: "seq"},
                                            "output": {0: "batch", 1: "seq"}}})),

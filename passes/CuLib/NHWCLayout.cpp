@@ -12,7 +12,13 @@
 //    concat and slice on 4-D buffers, with their axis, starts and steps
 //    permuted) and reads a buffer that is already NHWC goes NHWC too. An op
 //    only goes NHWC when every 4-D buffer it writes is a fresh activation: a
-//    culib.alloc that this op alone writes.
+//    culib.alloc that this op alone writes. Elementwise operands of lower
+//    rank broadcast as their 4-D extension ([C, 1, 1] as [1, C, 1, 1]).
+//    A graph's own permute to channels first (perm [0, 3, 1, 2], ConvNeXt's
+//    and Swin's blocks, tf2onnx's input) of a buffer nothing writes again
+//    makes an NHWC buffer whose bytes are the permute's input: it goes
+//    NHWC, with no call, when some reader of its result can run channels
+//    last.
 // 3. Rewrite: each NHWC buffer becomes a culib.alloc of the permuted type
 //    [N, H, W, C]. NHWC ops read other 4-D operands (graph inputs, filters:
 //    [K, C, R, S] -> [K, R, S, C] is the same permutation) through one
@@ -21,7 +27,9 @@
 //    right after the buffer is written.
 //
 // Buffers with a single element are the same bytes in both layouts and are
-// never transposed.
+// never transposed; neither are lower-rank operands whose NHWC order is
+// their own (one dim other than 1, as a per-channel scale): they are copied
+// into their permuted shape (culib-alias-reshapes makes the copy a view).
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CallBuffers.h"
@@ -71,6 +79,45 @@ bool isStatic4D(Value v) {
 bool isSingleElement(Value v) {
   auto type = dyn_cast<MemRefType>(v.getType());
   return type && type.hasStaticShape() && type.getNumElements() == 1;
+}
+
+/// The 4-D shape an operand of rank at most 4 broadcasts as (leading 1s).
+SmallVector<int64_t> broadcastShape4D(MemRefType type) {
+  SmallVector<int64_t> shape(4 - type.getRank(), 1);
+  llvm::append_range(shape, type.getShape());
+  return shape;
+}
+
+/// A static operand of rank below 4 whose 4-D extension, permuted to NHWC,
+/// keeps its elements in order (at most one dim other than 1 moves): its
+/// NHWC form is a copy with the permuted shape.
+bool isReshapedUnderNHWC(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || !type.hasStaticShape() || type.getRank() >= 4)
+    return false;
+  SmallVector<int64_t> shape = broadcastShape4D(type);
+  // The order of the non-1 dims after the permutation.
+  SmallVector<int64_t> order;
+  for (int64_t p : kToNHWC)
+    if (shape[p] != 1)
+      order.push_back(p);
+  return llvm::is_sorted(order);
+}
+
+/// The NHWC type of an operand: 4-D ones permuted, lower-rank ones
+/// (isReshapedUnderNHWC) as their permuted 4-D extension.
+MemRefType nhwcTypeOf(Value v) {
+  auto type = cast<MemRefType>(v.getType());
+  if (type.getRank() == 4)
+    return permutedType(v, kToNHWC);
+  return MemRefType::get(permuteShape(broadcastShape4D(type), kToNHWC),
+                         type.getElementType());
+}
+
+/// A graph's permute of a [N, H, W, C] buffer to channels first.
+bool isPermuteToNCHW(culib::TransposeOp transpose) {
+  return isStatic4D(transpose.getX()) &&
+         transpose.getPerm() == ArrayRef<int64_t>(kToNCHW);
 }
 
 /// The 4-D activation operands of an op that can run channels last (a
@@ -132,11 +179,12 @@ std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
       })
       .Case<culib::ElementwiseOp, culib::CastOp>([&](Operation *o) -> Result {
         // Pointwise on equal 4-D shapes (broadcast 4-D operands are
-        // permuted alike) and single elements; others broadcast by trailing
-        // dims, which a permutation would change.
+        // permuted alike), single elements and lower-rank operands whose
+        // permuted 4-D extension is a reshape; other lower-rank operands
+        // broadcast by trailing dims in an order a permutation would change.
         SmallVector<OpOperand *> operands;
         for (OpOperand &operand : o->getOpOperands()) {
-          if (isStatic4D(operand.get()))
+          if (isStatic4D(operand.get()) || isReshapedUnderNHWC(operand.get()))
             operands.push_back(&operand);
           else if (!isSingleElement(operand.get()))
             return std::nullopt;
@@ -144,6 +192,12 @@ std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
         if (!isStatic4D(o->getOperands().back())) // y
           return std::nullopt;
         return operands;
+      })
+      // A permute to channels first: its result, NHWC, is its input.
+      .Case([&](culib::TransposeOp o) -> Result {
+        if (!isPermuteToNCHW(o))
+          return std::nullopt;
+        return SmallVector<OpOperand *>{&o.getYMutable()};
       })
       .Default([](Operation *) -> Result { return std::nullopt; });
 }
@@ -244,9 +298,36 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
       });
     };
 
+    // Whether an op that can run channels last reads `v`.
+    auto readChannelsLast = [&](Value v, Operation *besides) {
+      return llvm::any_of(v.getUsers(), [&](Operation *user) {
+        std::optional<SmallVector<OpOperand *>> operands =
+            user == besides ? std::nullopt : channelsLastOperands(user);
+        return operands && llvm::any_of(*operands, [&](OpOperand *operand) {
+                 return operand->get() == v;
+               });
+      });
+    };
+    // A permute to channels first whose NHWC result can simply be its
+    // input: the input is not written again (a fresh activation, or a graph
+    // input nothing writes) and a reader of the result can run channels
+    // last (else the permute would come back as a transpose after it).
+    llvm::DenseSet<Value> nhwcBuffers;
+    auto isNHWCPermute = [&](Operation *op) {
+      auto permute = dyn_cast<culib::TransposeOp>(op);
+      if (!permute || !isPermuteToNCHW(permute))
+        return false;
+      Value x = permute.getX(), y = permute.getY();
+      Type elementType = cast<MemRefType>(x.getType()).getElementType();
+      bool inputStays = isFreshActivation(x) ||
+                        (isa<BlockArgument>(x) && writeCount.lookup(x) == 0);
+      return llvm::is_contained(*seedTypes, elementType) && inputStays &&
+             !nhwcBuffers.contains(x) && !isSingleElement(y) &&
+             readChannelsLast(y, op);
+    };
+
     // 2. Which ops run channels last, and so which buffers are NHWC.
     llvm::SetVector<Operation *> nhwcOps;
-    llvm::DenseSet<Value> nhwcBuffers;
     for (Operation &op : body) {
       std::optional<SmallVector<OpOperand *>> operands =
           channelsLastOperands(&op);
@@ -259,7 +340,8 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
         });
       };
       Type convInput = convolutionInputType(&op);
-      bool seed = convInput && llvm::is_contained(*seedTypes, convInput);
+      bool seed = (convInput && llvm::is_contained(*seedTypes, convInput)) ||
+                  isNHWCPermute(&op);
       bool readsNHWC = llvm::any_of(*operands, [&](OpOperand *operand) {
         return !writes(operand->get()) && nhwcBuffers.contains(operand->get());
       });
@@ -282,7 +364,15 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
     // 3. Rewrite. The NHWC twin of every NHWC buffer.
     OpBuilder builder(&getContext());
     DenseMap<Value, Value> nhwcTwin;
+    SmallVector<Operation *> permutes;
     for (Value v : nhwcBuffers) {
+      // A permute's NHWC result is its input, and the permute goes.
+      auto permute = dyn_cast<culib::TransposeOp>(writer.lookup(v));
+      if (permute && nhwcOps.contains(permute)) {
+        nhwcTwin[v] = permute.getX();
+        permutes.push_back(permute);
+        continue;
+      }
       auto alloc = v.getDefiningOp<culib::AllocOp>();
       builder.setInsertionPoint(alloc);
       nhwcTwin[v] = culib::AllocOp::create(
@@ -318,7 +408,7 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
         return it->second;
       Value copy;
       auto weight = v.getDefiningOp<culib::WeightOp>();
-      MemRefType type = permutedType(v, kToNHWC);
+      MemRefType type = nhwcTypeOf(v);
       std::optional<ElementsAttr> uniform =
           weight ? uniformAs(weight.getValue(),
                              RankedTensorType::get(type.getShape(),
@@ -330,10 +420,15 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
         builder.setInsertionPointAfter(weight);
         copy = culib::WeightOp::create(builder, weight.getLoc(), type,
                                        weight.getNameAttr(), *uniform);
+      } else if (type.getRank() != cast<MemRefType>(v.getType()).getRank()) {
+        // A lower-rank operand whose NHWC order is its own: a copy.
+        builder.setInsertionPoint(reader);
+        copy = culib::AllocOp::create(builder, reader->getLoc(), type,
+                                      IntegerAttr());
+        culib::CopyOp::create(builder, reader->getLoc(), v, copy);
       } else {
         builder.setInsertionPoint(reader);
-        copy =
-            transpose(reader->getLoc(), v, permutedType(v, kToNHWC), kToNHWC);
+        copy = transpose(reader->getLoc(), v, type, kToNHWC);
       }
       if (writeCount.lookup(v) <= 1)
         nhwcCopy[v] = copy;
@@ -344,6 +439,8 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
     for (Operation &op : body)
       ops.push_back(&op);
     for (Operation *op : ops) {
+      if (llvm::is_contained(permutes, op))
+        continue;
       if (nhwcOps.contains(op)) {
         SmallVector<OpOperand *> operands = *channelsLastOperands(op);
         for (OpOperand *operand : operands) {
@@ -366,6 +463,8 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
         if (nhwcTwin.count(operand.get()))
           operand.set(readAsNCHW(operand.get()));
     }
+    for (Operation *permute : permutes)
+      permute->erase();
     for (Value v : nhwcBuffers) {
       assert(v.use_empty() && "every use of an NHWC buffer was rewritten");
       v.getDefiningOp()->erase();

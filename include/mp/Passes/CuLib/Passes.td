@@ -18,9 +18,14 @@ def NHWCLayout : Pass<"culib-nhwc-layout", "mlir::func::FuncOp"> {
     `layout = #culib.layout<nhwc>`, and so do the ops that follow
     it and can work channels last (pooling without indices and its
     backward, the batch norms and their backward, convolutions of any type,
-    elementwise kernels and casts whose operands are 4-D or scalars): their
-    4-D activation buffers are re-typed to [N, H, W, C] (weight gradients
-    to [K, R, S, C]). Filters (to [K, R, S, C]), graph
+    elementwise kernels and casts whose operands are 4-D, scalars or of
+    lower rank with one dim other than 1, as a per-channel scale [C, 1, 1]):
+    their 4-D activation buffers are re-typed to [N, H, W, C] (weight
+    gradients to [K, R, S, C]). A graph's own permute to channels first
+    (`culib.transpose` with perm [0, 3, 1, 2]: ConvNeXt's and Swin's blocks,
+    tf2onnx's inputs) makes no call when a reader of its result can run
+    channels last and its input is not written again: its NHWC result is
+    its input. Filters (to [K, R, S, C]), graph
     inputs and any other NCHW buffer such an op reads are transposed once,
     right before the first reader: weights keep their ONNX layout in the
     plan, so that they stay exchangeable by name (an evaluation plan taking

@@ -163,3 +163,81 @@ func.func @fire(%x: memref<1x2x3x3xf16>, %w1: memref<2x2x1x1xf16>, %w2: memref<2
   culib.slice ins(%c) outs(%s) {starts = array<i64: 0, 1, 0, 1>, steps = array<i64: 1, 2, 1, 1>} : memref<1x4x3x3xf16>, memref<1x2x2x2xf16>
   return %s : memref<1x2x2x2xf16>
 }
+
+// A ConvNeXt block: the exporter's permute to channels last after the
+// depthwise convolution, a channels-last body (here a relu), its permute
+// back to channels first, a per-channel scale [C, 1, 1] and the residual
+// add, then the next convolution. The permute back goes (its NHWC result is
+// its input: the scale reads the body's output), the scale is copied into
+// its NHWC shape [1, 1, 1, C], and the add and the next convolution read
+// NHWC buffers: the only transposes left are the graph input's, the
+// filters' and the NHWC layout's own before the exporter's permute (which
+// culib-alias-reshapes folds).
+// F32-LABEL: func.func @permute_back
+// F32: culib.conv_fwd ins(%{{.*}}, %{{.*}}) outs(%[[C:[^)]*]]) {{.*}}layout = #culib.layout<nhwc>
+// F32: culib.transpose ins(%[[C]]) outs(%[[CC:[^)]*]]) {perm = array<i64: 0, 3, 1, 2>}
+// F32: culib.transpose ins(%[[CC]]) outs(%[[P:[^)]*]]) {perm = array<i64: 0, 2, 3, 1>}
+// F32: culib.elementwise relu ins(%[[P]]) outs(%[[E:[^)]*]]) : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+// F32: %[[S:.*]] = culib.alloc : memref<1x1x1x2xf32>
+// F32-NEXT: culib.copy ins(%{{.*}}) outs(%[[S]]) : memref<2x1x1xf32>, memref<1x1x1x2xf32>
+// F32-NEXT: culib.elementwise mul ins(%[[S]], %[[E]]) outs(%[[M:[^)]*]]) : memref<1x1x1x2xf32>, memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+// F32-NEXT: culib.alloc
+// F32-NEXT: culib.elementwise add ins(%[[M]], %[[C]]) outs(%[[A:[^)]*]]) : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+// F32-NOT: culib.transpose ins(%[[A]])
+// F32: culib.conv_fwd ins(%[[A]], %{{.*}}) {{.*}}layout = #culib.layout<nhwc>
+// F32: return
+// NONE-LABEL: func.func @permute_back
+// NONE: culib.transpose ins(%{{.*}}) outs(%{{.*}}) {perm = array<i64: 0, 3, 1, 2>}
+func.func @permute_back(%x: memref<1x2x3x3xf32>) -> memref<1x2x3x3xf32> {
+  %w = culib.weight "w" dense<1.0> : tensor<2x1x1x1xf32> : memref<2x1x1x1xf32>
+  %c = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%x, %w) outs(%c) {compute_type = f32, dilations = array<i64: 1, 1>, groups = 2 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x1x1x1xf32>, memref<1x2x3x3xf32>
+  %p = culib.alloc : memref<1x3x3x2xf32>
+  culib.transpose ins(%c) outs(%p) {perm = array<i64: 0, 2, 3, 1>} : memref<1x2x3x3xf32>, memref<1x3x3x2xf32>
+  %e = culib.alloc : memref<1x3x3x2xf32>
+  culib.elementwise relu ins(%p) outs(%e) : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+  %q = culib.alloc : memref<1x2x3x3xf32>
+  culib.transpose ins(%e) outs(%q) {perm = array<i64: 0, 3, 1, 2>} : memref<1x3x3x2xf32>, memref<1x2x3x3xf32>
+  %scale = culib.weight "layer_scale" dense<[[[0.5]], [[2.0]]]> : tensor<2x1x1xf32> : memref<2x1x1xf32>
+  %m = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise mul ins(%scale, %q) outs(%m) : memref<2x1x1xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %a = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise add ins(%m, %c) outs(%a) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %y = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%a, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, groups = 2 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x1x1x1xf32>, memref<1x2x3x3xf32>
+  return %y : memref<1x2x3x3xf32>
+}
+
+// Permutes to channels first that stay: one read only by an NCHW-only op
+// (the softmax), one whose input is written again after it (its NHWC
+// result could not be that input), and a graph input's permute read by a
+// convolution of a type left channels first (NO32; with f32 channels last
+// the convolution reads the graph input itself).
+// CHECK-LABEL: func.func @permutes_kept
+// CHECK: culib.transpose ins(%arg0) outs(%[[Q:[^)]*]]) {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: culib.softmax ins(%[[Q]])
+// CHECK: culib.transpose ins(%[[E:[^)]*]]) outs(%{{.*}}) {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: culib.elementwise neg ins(%{{.*}}) outs(%[[E]])
+// F32-NOT: culib.transpose ins(%arg1)
+// F32: culib.conv_fwd ins(%arg1, %{{.*}}) {{.*}}layout = #culib.layout<nhwc>
+// NO32: culib.transpose ins(%arg1) outs(%[[R:[^)]*]]) {perm = array<i64: 0, 3, 1, 2>}
+// NO32: culib.conv_fwd ins(%[[R]], %{{.*}})
+func.func @permutes_kept(%x: memref<1x3x3x2xf32>, %x2: memref<1x3x3x2xf32>) -> (memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>) {
+  %q = culib.alloc : memref<1x2x3x3xf32>
+  culib.transpose ins(%x) outs(%q) {perm = array<i64: 0, 3, 1, 2>} : memref<1x3x3x2xf32>, memref<1x2x3x3xf32>
+  %sm = culib.alloc : memref<1x2x3x3xf32>
+  culib.softmax ins(%q) outs(%sm) {axis = 1 : i64} : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %e = culib.alloc : memref<1x3x3x2xf32>
+  culib.elementwise relu ins(%x) outs(%e) : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+  %q2 = culib.alloc : memref<1x2x3x3xf32>
+  culib.transpose ins(%e) outs(%q2) {perm = array<i64: 0, 3, 1, 2>} : memref<1x3x3x2xf32>, memref<1x2x3x3xf32>
+  culib.elementwise neg ins(%x) outs(%e) : memref<1x3x3x2xf32>, memref<1x3x3x2xf32>
+  %r = culib.alloc : memref<1x2x3x3xf32>
+  culib.elementwise relu ins(%q2) outs(%r) : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+  %w = culib.weight "w" dense<1.0> : tensor<2x2x1x1xf32> : memref<2x2x1x1xf32>
+  %r2 = culib.alloc : memref<1x2x3x3xf32>
+  culib.transpose ins(%x2) outs(%r2) {perm = array<i64: 0, 3, 1, 2>} : memref<1x3x3x2xf32>, memref<1x2x3x3xf32>
+  %y = culib.alloc : memref<1x2x3x3xf32>
+  culib.conv_fwd ins(%r2, %w) outs(%y) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf32>, memref<2x2x1x1xf32>, memref<1x2x3x3xf32>
+  return %sm, %r, %y : memref<1x2x3x3xf32>, memref<1x2x3x3xf32>, memref<1x2x3x3xf32>
+}
