@@ -12,6 +12,7 @@ void mp::buildCompilePipeline(mlir::OpPassManager &pm,
   pm.addNestedPass<mlir::func::FuncOp>(mp::createInferShapes());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createDecomposeNodes());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createFoldConstants());
+  pm.addNestedPass<mlir::func::FuncOp>(mp::createPruneRows());
   pm.addPass(mp::createConvertMPToCuLib());
   pm.addNestedPass<mlir::func::FuncOp>(mp::createNHWCLayout(layout));
   if (fuse) {

@@ -14,9 +14,12 @@ step), it times:
                    channels last by default for oneDNN; this measures what
                    that does to cuDNN's fp32 convolutions
   ours mixed-unfused, ours fp32-unfused
-                   (inference) the same plans compiled with --fuse=false:
-                   one call per ONNX node, what the fusion stage (attention,
-                   epilogues, norms, elementwise programs) saves
+                   the same plans compiled with --fuse=false (training steps
+                   also with mp-training's raise-composites=false: layer
+                   norms, GELUs and their gradients as chains of ops): one
+                   call per ONNX node, what the fusion stage (attention,
+                   epilogues, norms, elementwise programs, the backward's
+                   activation and bias gradients) saves
   torch fp32       PyTorch eager, TF32 off
   torch tf32       PyTorch eager, TF32 on (matmul and cuDNN)
   torch amp        PyTorch eager autocast(fp16) + GradScaler, channels_last
@@ -76,19 +79,20 @@ def compile_commands(models, batch, out_dir, mp_opt):
         src = os.path.join("build", "models", m + ".onnx")
         base = [mp_opt, src, "--dim-param=batch=%d" % batch]
         for prec in (("fp32", "mixed") + (("fp32-nchw",) if m in CNNS else ()) +
-                     ("fp32-unfused", "mixed-unfused")):
+                     tuple(UNFUSED)):
             phases = PHASES_OF.get(m, ("infer", "train"))
-            if prec in INFER_ONLY:
-                phases = tuple(p for p in phases if p == "infer")
             layout = ["--channels-last=none"] if prec == "fp32-nchw" else []
-            if prec in INFER_ONLY:
+            unfused = prec in UNFUSED
+            if unfused:
                 layout = ["--fuse=false"]
+            mixed = prec.startswith("mixed")
             if "infer" in phases:
-                infer = base + layout + (["--mp-autocast-pipeline"] if prec.startswith("mixed") else [])
+                infer = base + layout + (["--mp-autocast-pipeline"] if mixed else [])
                 cmds.append(infer + ["--emit=plan", "-o",
                                      os.path.join(out_dir, "%s.%s.infer.mpplan" % (m, prec))])
             if "train" in phases:
-                tr = base + layout + [train.format(loss=LOSS[m])] + (mixed_train if prec == "mixed" else [])
+                training = train.format(loss=LOSS[m]) + (" raise-composites=false" if unfused else "")
+                tr = base + layout + [training] + (mixed_train if mixed else [])
                 cmds.append(tr + ["--emit=plan", "-o",
                                   os.path.join(out_dir, "%s.%s.train.mpplan" % (m, prec))])
     return cmds
@@ -245,8 +249,8 @@ def peak_tflops(device, override):
 # that a run cut short still returns them.
 CONFIGS = ("ours mixed", "ours fp32", "torch amp", "torch fp32", "torch tf32",
            "ours fp32-nchw", "ours mixed-unfused", "ours fp32-unfused")
-# Configurations compiled for inference only.
-INFER_ONLY = {"mixed-unfused", "fp32-unfused"}
+# Our plans compiled without the fusion stage (the "vs unfused" column).
+UNFUSED = ("mixed-unfused", "fp32-unfused")
 
 
 def read_results(path):
@@ -371,8 +375,6 @@ def main():
                 who, mode = config.split(" ")
                 if mode == "fp32-nchw" and name not in CNNS:
                     continue  # no convolutions: the same plan as fp32
-                if mode in INFER_ONLY and phase != "infer":
-                    continue
                 row = {"model": name, "phase": phase, "batch": args.batch,
                        "config": config, "ms": None, "why": None,
                        "flops": None}

@@ -12,7 +12,8 @@ weights -- no weight downloads -- and exported with ``torch.onnx.export``:
     lstm_lm        2-layer LSTM language model                       [N,16] int64
 
 two attention blocks (qkv_attention, swin_block), a small ConvNeXt
-(convnext_block, torchvision's blocks, [N,3,32,32]) and a GPT-style decoder
+(convnext_block, torchvision's blocks, [N,3,32,32]), a small ViT (vit_small,
+torchvision's VisionTransformer, [N,3,32,32]) and a GPT-style decoder
 whose sequence length is dynamic too (gpt_decoder_seq, [N,S] int64, S <= 128).
 
 Next to every ``<name>.onnx`` the script writes ``<name>.input.npy`` (the
@@ -232,8 +233,27 @@ def vit_b_16():
     """torchvision's ViT-B/16 with attention the exporter takes: torch 1.13's
     MultiheadAttention runs a fused kernel (aten::_native_multi_head_attention,
     which has no ONNX export) in eval mode when no gradient is wanted; with
-    gradients enabled it takes the decomposed path, the same arithmetic."""
-    model = torchvision.models.vit_b_16(weights=None)
+    gradients enabled it takes the decomposed path, the same arithmetic.
+    (Its classifier head starts at zero: the output is the head's bias,
+    whatever the encoder computes; vit_small checks the encoder.)"""
+    return exportable_attention(torchvision.models.vit_b_16(weights=None))
+
+
+def vit_small():
+    """torchvision's VisionTransformer at a test size (32x32 images, 8x8
+    patches, 2 layers of width 32, 2 heads): the class token read by the
+    head after the encoder (Gather of token 0). The head is drawn at random
+    (torchvision starts it at zero, which would hide the encoder)."""
+    from torchvision.models.vision_transformer import VisionTransformer
+    model = VisionTransformer(image_size=32, patch_size=8, num_layers=2,
+                              num_heads=2, hidden_dim=32, mlp_dim=64,
+                              num_classes=10)
+    nn.init.normal_(model.heads.head.weight, std=0.2)
+    return exportable_attention(model)
+
+
+def exportable_attention(model):
+    """A torchvision ViT whose attention layers export (vit_b_16's note)."""
     for block in model.encoder.layers:
         attention = block.self_attention
         forward = attention.forward
@@ -311,6 +331,9 @@ MODELS = collections.OrderedDict([
     ("convnext_block", (ConvNextSmall,
                         lambda batch, gen: torch.randn(batch, 3, 32, 32, generator=gen),
                         {})),
+    ("vit_small", (vit_small,
+                   lambda batch, gen: torch.randn(batch, 3, 32, 32, generator=gen),
+                   {})),
     ("gpt_decoder_seq", (GptDecoderSeq, _token_input(1000, 32),
                          {"dynamic_axes": {"input": {0: "batch", 1: "seq"},
                                            "output": {0: "batch", 1: "seq"}}})),

@@ -57,6 +57,22 @@ BATCH="${GPU_KIT_BATCH:-64}"
 PY="${GPU_KIT_PYTHON:-python3}"
 
 die() { echo "gpu-kit.sh: $*" >&2; exit 2; }
+
+# The kit travels as one xz archive of these (80 MiB of plans, test data and
+# binaries are 25 MiB packed): make packs them and removes the unpacked
+# copies; run unpacks them with python's tarfile (every GPU machine has the
+# python that runs the benchmarks) and removes them again when it ends, so
+# that a run here (--cpu) leaves what travels as it was.
+PACK="$KIT/packed.tar.xz"
+PACKED="bench-plans conformance include padding prebuilt weights"
+unpack_kit() {
+  [ -f "$PACK" ] || return 0
+  "${PY:-python3}" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$PACK" "$KIT" || die "unpacking $PACK failed"
+}
+remove_unpacked() {
+  [ -f "$PACK" ] && (cd "$KIT" && rm -rf $PACKED)
+}
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 
 # What travels to the device machine: the tracked files, the untracked files
@@ -101,6 +117,8 @@ cmd_make() {
   cp "$MP_OPT" "$mp_opt_copy" || die "cannot copy $MP_OPT"
 
   mkdir -p "$KIT"
+  # An earlier kit's parts (its conformance part for --skip-conformance).
+  unpack_kit
   echo "== headers the GPU machine lacks: FlatBuffers 2.0.8, Catch2 v2"
   rm -rf "$KIT/include" && mkdir -p "$KIT/include/catch2"
   cp -r /usr/include/flatbuffers "$KIT/include/" || die "no /usr/include/flatbuffers (libflatbuffers-dev)"
@@ -182,6 +200,12 @@ cmd_make() {
     echo "mp-opt: $MP_OPT"
     echo "bench batch: $BATCH; models: $BENCH_MODELS; without weights: $STRIP_MODELS"
   } >"$KIT/MADE"
+
+  echo "== packing (xz): plans, data and binaries travel compressed"
+  du -sh "$KIT"/* | sed "s|$ROOT/||"
+  (cd "$KIT" && XZ_OPT="-6 -T$(nproc)" tar -cJf "$PACK.partial" $PACKED &&
+     mv "$PACK.partial" "$PACK") || die "packing the kit failed"
+  (cd "$KIT" && rm -rf $PACKED)
 
   echo "== sizes"
   du -sh "$KIT"/* | sed "s|$ROOT/||"
@@ -383,6 +407,7 @@ cmd_run() {
     esac
   done
   [ ${#steps[@]} -eq 0 ] && steps=(check tests weights train infer padding conformance more)
+  unpack_kit
   [ -d "$KIT/include" ] || die "no kit at $KIT: make it where mp-opt is (scripts/gpu-kit.sh make) and carry .gpu-kit"
   local status=0
   RUN_START=$(date +%s)
@@ -403,7 +428,7 @@ cmd_run() {
   # Scratch files stay out of $OUT: the device tool returns at most 8 files,
   # and a run cut short must not spend them on these.
   SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/gpu-kit.XXXXXX")
-  trap 'rm -rf "$SCRATCH"' EXIT
+  trap 'rm -rf "$SCRATCH"; remove_unpacked' EXIT
   SUMMARY_HEAD="$SCRATCH/summary-head"
   SUMMARY_ROWS="$SCRATCH/summary-rows"
   NOTES="$SCRATCH/notes"

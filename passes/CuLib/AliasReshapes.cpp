@@ -2,7 +2,8 @@
 //
 // culib-alias-reshapes (Passes.td): a copy into a buffer of another shape
 // moves bytes the next calls could read where they are; it becomes a
-// culib.view of its input when no value read changes.
+// culib.view of its input when no value read changes. So do transposes
+// that only reshape, through a copy.
 //
 //===----------------------------------------------------------------------===//
 #include "mp/Dialect/CuLib/CallBuffers.h"
@@ -87,6 +88,45 @@ void foldTransposePairs(
   }
 }
 
+/// A transpose between channels first and channels last of a buffer whose
+/// spatial dims are 1 ([N, C, 1, 1] and [N, 1, 1, C], culib-nhwc-layout's
+/// around a global pool) keeps the elements in order: it becomes a copy (and
+/// with the copies below, a view). Only those: whether another transpose
+/// moves only dims of size 1 can depend on the batch (a dynamic-shape plan's
+/// compiles at each size must take the same path). Transposes of weights
+/// stay: they are filter transposes, which the backends fold into their
+/// weight reorders at load.
+void copyReshapingTransposes(
+    Block &body, llvm::DenseMap<Value, llvm::SmallVector<Operation *>> &writers,
+    IRRewriter &rewriter, int64_t &copied) {
+  constexpr int64_t kToNHWC[] = {0, 2, 3, 1}, kToNCHW[] = {0, 3, 1, 2};
+  llvm::SmallVector<culib::TransposeOp> transposes(
+      body.getOps<culib::TransposeOp>());
+  for (culib::TransposeOp transpose : transposes) {
+    if (transpose->hasAttr(culib::kAtLoadAttr) ||
+        culib::isWeightBuffer(culib::viewRoot(transpose.getX())))
+      continue;
+    ArrayRef<int64_t> shape =
+        cast<MemRefType>(transpose.getX().getType()).getShape();
+    ArrayRef<int64_t> perm = transpose.getPerm();
+    bool toNHWC = perm == ArrayRef<int64_t>(kToNHWC);
+    bool toNCHW = perm == ArrayRef<int64_t>(kToNCHW);
+    // The spatial dims: 2 and 3 channels first, 1 and 2 channels last.
+    if (!(toNHWC && shape[2] == 1 && shape[3] == 1) &&
+        !(toNCHW && shape[1] == 1 && shape[2] == 1))
+      continue;
+    rewriter.setInsertionPoint(transpose);
+    Value y = transpose.getY();
+    auto copy = culib::CopyOp::create(rewriter, transpose.getLoc(),
+                                      transpose.getX(), y);
+    for (Operation *&writer : writers[culib::viewRoot(y)])
+      if (writer == transpose.getOperation())
+        writer = copy;
+    rewriter.eraseOp(transpose);
+    ++copied;
+  }
+}
+
 struct AliasReshapesPass
     : public mp::impl::AliasReshapesBase<AliasReshapesPass> {
   using Base::Base;
@@ -105,6 +145,8 @@ struct AliasReshapesPass
     int64_t transposesFolded = 0, transposeCalls = 0, transposeBytes = 0;
     foldTransposePairs(body, writers, rewriter, transposesFolded,
                        transposeCalls, transposeBytes);
+    int64_t transposesCopied = 0;
+    copyReshapingTransposes(body, writers, rewriter, transposesCopied);
 
     llvm::SmallVector<culib::CopyOp> copies(body.getOps<culib::CopyOp>());
     int64_t viewed = 0, bytes = 0;
@@ -148,7 +190,9 @@ struct AliasReshapesPass
                         << " transpose(s) of a transpose read the first's "
                            "input, "
                         << viewed << " copy call(s) made views; " << bytes
-                        << " bytes no longer copied";
+                        << " bytes no longer copied; " << transposesCopied
+                        << " transpose(s) moving only dims of size 1 made "
+                           "copies";
   }
 };
 

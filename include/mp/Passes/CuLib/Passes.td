@@ -270,7 +270,13 @@ def AliasReshapes : Pass<"culib-alias-reshapes", "mlir::func::FuncOp"> {
     first right before an exporter's permute to channels last (ConvNeXt-T:
     26 such pairs, 51 calls fewer with their copies). The first transpose
     goes when nothing else reads its result; nothing happens when its input
-    changes between the two.
+    changes between the two. A transpose between channels first and last
+    of a buffer whose spatial dims are 1 (culib-nhwc-layout's around a
+    global pool: [N, 1, 1, C] to [N, C, 1, 1]) keeps the elements in order
+    and is a copy too (only those: whether other transposes move only dims
+    of size 1 can depend on the batch, and a dynamic-shape plan's compiles
+    must agree); transposes of weights (filters, which the backends fold
+    into their reorders at load) stay.
   }];
   let options = [
     Option<"record", "record", "bool", /*default=*/"false",

@@ -223,6 +223,30 @@ def CastCleanup : Pass<"mp-cast-cleanup", "mlir::func::FuncOp"> {
   }];
 }
 
+def PruneRows : Pass<"mp-prune-rows", "mlir::func::FuncOp"> {
+  let summary = "Compute only the rows of an axis that the graph reads";
+  let description = [{
+    A classifier that reads one token of a Transformer (ViT's and BERT's
+    [CLS]: `Gather(x, 0, axis=1)` after the encoder, or a Slice) reads one
+    of the last layer's rows, yet the graph computes every row through
+    that layer's MLP (ViT-B/16: 196 of 197 rows of the last layer's
+    out-projection and MLP, about 6% of the model's FLOPs, for nothing).
+    This pass moves a slice of one axis (step 1, constant bounds; a Gather
+    of one constant index becomes such a slice and a reshape) up through
+    the op that computes the sliced value when every reader of that value
+    takes the same slice and the op computes each index of the axis from
+    the same index of its operands: elementwise ops (operands that
+    broadcast along the axis are read whole), reductions, softmax and
+    layer norms along other axes, a matmul's rows and batch axes,
+    transposes (the axis permuted) and reshapes that keep the dims up to
+    the axis. It stops at a value something reads whole: in ViT, the
+    attention's queries take the slice, its keys and values are computed
+    for every row. The result is exact: the same arithmetic on fewer rows.
+    mp-compile runs it after mp-fold-constants; a training step, whose
+    backward reads the forward's values whole, keeps them.
+  }];
+}
+
 def PadTensorCores : Pass<"mp-pad-tensor-cores", "mlir::func::FuncOp"> {
   let summary = "Pad GEMM and convolution dims to multiples of 8 for tensor cores";
   let description = [{

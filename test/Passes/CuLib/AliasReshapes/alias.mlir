@@ -102,3 +102,37 @@ func.func @transpose_pairs_kept(%x: memref<2x3xf32>) -> (memref<2x3xf32>, memref
   culib.transpose ins(%a) outs(%b) {perm = array<i64: 1, 0>} : memref<3x2xf32>, memref<2x3xf32>
   return %b, %a : memref<2x3xf32>, memref<3x2xf32>
 }
+
+// A channels-last global pool's output back to channels first ([N, 1, 1, C]
+// to [N, C, 1, 1]) and channels first to last of [N, C, 1, 1]: reshapes,
+// copies then views. Transposes that stay: one that moves two dims other
+// than 1; a one-channel image's ([N, 1, H, W] to [N, H, W, 1], size 1 in a
+// dim that a dynamic-shape plan may see other sizes of); a weight's (a
+// filter's, folded into its reorder at load).
+// CHECK-LABEL: func.func @reshaping_transposes
+// CHECK: %[[P:.*]] = culib.alloc : memref<2x1x1x8xf32>
+// CHECK: culib.pool ins(%arg0) outs(%[[P]])
+// CHECK-NEXT: %[[V:.*]] = culib.view %[[P]] : memref<2x1x1x8xf32> to memref<2x8x1x1xf32>
+// CHECK: %[[B:.*]] = culib.view %arg2 : memref<2x8x1x1xf32> to memref<2x1x1x8xf32>
+// CHECK: culib.transpose ins(%arg1) outs(%{{.*}}) {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: culib.transpose ins(%arg0) outs(%{{.*}}) {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: culib.transpose ins(%{{.*}}) outs(%{{.*}}) {perm = array<i64: 0, 2, 3, 1>} : memref<4x1x1x1xf32>, memref<4x1x1x1xf32>
+// CHECK-NOT: culib.copy
+// CHECK: return %[[V]], %[[B]]
+// REPORT: remark: culib-alias-reshapes: 0 transpose(s) of a transpose read the first's input, 2 copy call(s) made views; 128 bytes no longer copied; 2 transpose(s) moving only dims of size 1 made copies
+func.func @reshaping_transposes(%x: memref<2x3x3x8xf32>, %g: memref<2x1x3x3xf32>, %n: memref<2x8x1x1xf32>) -> (memref<2x8x1x1xf32>, memref<2x1x1x8xf32>, memref<2x3x3x1xf32>, memref<2x8x3x3xf32>, memref<4x1x1x1xf32>) {
+  %p = culib.alloc : memref<2x1x1x8xf32>
+  culib.pool ins(%x) outs(%p) {layout = #culib.layout<nhwc>, mode = "avg", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, window = array<i64: 3, 3>} : memref<2x3x3x8xf32>, memref<2x1x1x8xf32>
+  %pt = culib.alloc : memref<2x8x1x1xf32>
+  culib.transpose ins(%p) outs(%pt) {perm = array<i64: 0, 3, 1, 2>} : memref<2x1x1x8xf32>, memref<2x8x1x1xf32>
+  %back = culib.alloc : memref<2x1x1x8xf32>
+  culib.transpose ins(%n) outs(%back) {perm = array<i64: 0, 2, 3, 1>} : memref<2x8x1x1xf32>, memref<2x1x1x8xf32>
+  %gt = culib.alloc : memref<2x3x3x1xf32>
+  culib.transpose ins(%g) outs(%gt) {perm = array<i64: 0, 2, 3, 1>} : memref<2x1x3x3xf32>, memref<2x3x3x1xf32>
+  %xt = culib.alloc : memref<2x8x3x3xf32>
+  culib.transpose ins(%x) outs(%xt) {perm = array<i64: 0, 3, 1, 2>} : memref<2x3x3x8xf32>, memref<2x8x3x3xf32>
+  %w = culib.weight "w" dense<[[[[1.0]]], [[[2.0]]], [[[3.0]]], [[[4.0]]]]> : tensor<4x1x1x1xf32> : memref<4x1x1x1xf32>
+  %wt = culib.alloc : memref<4x1x1x1xf32>
+  culib.transpose ins(%w) outs(%wt) {perm = array<i64: 0, 2, 3, 1>} : memref<4x1x1x1xf32>, memref<4x1x1x1xf32>
+  return %pt, %back, %gt, %xt, %wt : memref<2x8x1x1xf32>, memref<2x1x1x8xf32>, memref<2x3x3x1xf32>, memref<2x8x3x3xf32>, memref<4x1x1x1xf32>
+}
