@@ -263,7 +263,7 @@ def main():
                "fp32 ref"]
     heads = ["ORT fp32", "torch fp32", "torch bf16", "our fp32", "our bf16",
              "our f16", "our fp32 (cpu-ref)"]
-    fmt = lambda v: "–" if v is None else f"{v:.1f}"
+    fmt = lambda v: "–" if v is None else (f"{v:.2f}" if v < 10 else f"{v:.1f}")
     print(f"CPU: oneDNN ISA {isa}, {args.threads} threads, median of "
           f"{args.repeat} runs (or {args.min_time_ms:g} ms of runs) after "
           f"{args.warmup}"
@@ -334,7 +334,7 @@ def time_training(args, bindir, env, names):
                 row[key] = median_of(values)
             rows.append(row)
             print(f"  {name} training: done", file=sys.stderr)
-    fmt = lambda v: "–" if v is None else f"{v:.1f}"
+    fmt = lambda v: "–" if v is None else (f"{v:.2f}" if v < 10 else f"{v:.1f}")
     ratio = lambda a, b: "–" if a is None or b is None else f"{a / b:.2f}"
     print("\nTraining steps (SGD with momentum; ms per step, median of "
           f"{args.repeat} after {args.warmup}"
