@@ -103,8 +103,8 @@ bool isElementwise(Operation *op) {
   return isa<AbsOp, NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ReluOp,
              SigmoidOp, TanhOp, ErfOp, GeluOp, LeakyReluOp, HardSwishOp,
              HardSigmoidOp, SoftplusOp, IdentityOp, ClipOp, CastOp, AddOp,
-             SubOp, MulOp, DivOp, PowOp, WhereOp, SumOp, MaxOp, MinOp,
-             EqualOp, LessOp, GreaterOp, NotOp, AndOp, OrOp>(op);
+             SubOp, MulOp, DivOp, PowOp, WhereOp, SumOp, MaxOp, MinOp, EqualOp,
+             LessOp, GreaterOp, NotOp, AndOp, OrOp>(op);
 }
 
 /// The reduced axes of a reduction with a static input (all of them when
@@ -210,8 +210,7 @@ std::optional<SmallVector<int64_t>> operandAxes(Operation *op, int64_t axis) {
       .Case([&](MatMulOp matmul) -> Axes {
         RankedTensorType a = staticTensorType(matmul.getA());
         RankedTensorType b = staticTensorType(matmul.getB());
-        if (!a || !b || a.getRank() < 2 || b.getRank() < 2 ||
-            axis == rank - 1)
+        if (!a || !b || a.getRank() < 2 || b.getRank() < 2 || axis == rank - 1)
           return std::nullopt;
         if (axis == rank - 2) // A's rows
           return SmallVector<int64_t>{a.getRank() - 2, kWhole};
@@ -252,8 +251,7 @@ std::optional<SmallVector<int64_t>> operandAxes(Operation *op, int64_t axis) {
             isa<NoneType>(inner.getAxes().getType())
                 ? std::nullopt
                 : getConstantInts(inner.getAxes());
-        if (!input || !axes ||
-            llvm::any_of(*axes, [&](int64_t a) {
+        if (!input || !axes || llvm::any_of(*axes, [&](int64_t a) {
               return normalized(a, rank) <= axis;
             }))
           return std::nullopt;
@@ -341,8 +339,7 @@ struct SliceBeforeOp : OpRewritePattern<SliceOp> {
     std::optional<AxisRange> range = rangeOf(slice);
     Value sliced = slice.getData();
     Operation *op = sliced.getDefiningOp();
-    if (!range || !op || op->getNumRegions() != 0 ||
-        sliced != op->getResult(0))
+    if (!range || !op || op->getNumRegions() != 0 || sliced != op->getResult(0))
       return rewriter.notifyMatchFailure(slice, "not a sliceable producer");
     SmallVector<SliceOp> readers;
     for (Operation *user : sliced.getUsers()) {
@@ -363,8 +360,7 @@ struct SliceBeforeOp : OpRewritePattern<SliceOp> {
           sliceOnce(build, rewriter, reshape.getData(), *from, op),
           withDim(reshape.getType(), range->axis, size).getShape());
     } else {
-      std::optional<SmallVector<int64_t>> axes =
-          operandAxes(op, range->axis);
+      std::optional<SmallVector<int64_t>> axes = operandAxes(op, range->axis);
       if (!axes)
         return rewriter.notifyMatchFailure(slice, "rows depend on each other");
       rewriter.setInsertionPoint(op);
@@ -418,11 +414,11 @@ struct GatherAsSlice : OpRewritePattern<GatherOp> {
     if (index < 0 || index >= data.getDimSize(axis) || !producer ||
         producer->getNumRegions() != 0 ||
         gather.getData() != producer->getResult(0) ||
-        !(isa<ReshapeOp>(producer) ? reshapeInputRange(
-                                         cast<ReshapeOp>(producer),
-                                         AxisRange{axis, index, index + 1})
-                                         .has_value()
-                                   : operandAxes(producer, axis).has_value()))
+        !(isa<ReshapeOp>(producer)
+              ? reshapeInputRange(cast<ReshapeOp>(producer),
+                                  AxisRange{axis, index, index + 1})
+                    .has_value()
+              : operandAxes(producer, axis).has_value()))
       return rewriter.notifyMatchFailure(gather, "nothing to move the row to");
     TensorOpBuilder build(rewriter, gather.getLoc());
     Value row = build.slice(gather.getData(), axis, index, index + 1);
@@ -438,18 +434,18 @@ struct PruneRowsPass : public mp::impl::PruneRowsBase<PruneRowsPass> {
     // Nothing else changes: no folding, and constants stay where they are
     // (the plan keeps the graph's order of weights and buffers).
     bool anyRowRead = false;
-    getOperation().walk([&](Operation *op) {
-      anyRowRead |= isa<SliceOp, GatherOp>(op);
-    });
+    getOperation().walk(
+        [&](Operation *op) { anyRowRead |= isa<SliceOp, GatherOp>(op); });
     if (!anyRowRead)
       return;
     RewritePatternSet patterns(&getContext());
     patterns.add<SliceBeforeOp, GatherAsSlice>(&getContext());
     GreedyRewriteConfig config;
-    config.enableFolding(false).enableConstantCSE(false).setRegionSimplificationLevel(
-        GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+    config.enableFolding(false)
+        .enableConstantCSE(false)
+        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
   }
 };

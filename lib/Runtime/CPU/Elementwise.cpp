@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -351,6 +352,9 @@ using BlockFn = void (*)(int64_t n, const char *const *in,
                          const int64_t *stride, char *out, const Ctx &ctx);
 
 constexpr int64_t kChunk = 512;
+/// The elements a fused program's block covers where rows of a per-channel
+/// operand repeat (runFusedRange).
+constexpr int64_t kRowBlock = 8 * kChunk;
 
 /// The compute type of a storage type (Bool8 computes as uint8_t 0/1).
 template <typename S> struct ComputeOf { using type = S; };
@@ -1085,8 +1089,64 @@ void runFusedRange(const BroadcastLoop &loop,
       }
     }
   };
-  walkBlocks(loop, bases, elemSizes, static_cast<char *>(y.data),
-             static_cast<int64_t>(byteSize(y.dtype)), begin, end, block);
+  char *out = static_cast<char *>(y.data);
+  const int64_t outElemSize = static_cast<int64_t>(byteSize(y.dtype));
+  // A per-channel operand of a channels-last activation ([1, 1, 1, C] or
+  // [C] against [N, H, W, C]) makes the loop's inner dim C: blocks of one
+  // row each, too short to pay for a program's per-block work when C is
+  // small. Where every input is y-shaped, a scalar or such a row, the range
+  // runs in long blocks instead: the rows repeated in a buffer, read from
+  // the flat index's place in the row.
+  const size_t rank = loop.dims.size();
+  const int64_t period = loop.dims.back();
+  enum class Kind { Whole, Scalar, Row };
+  std::vector<Kind> kinds(numIn);
+  bool anyRow = false, periodic = rank >= 2 && period < kRowBlock;
+  for (size_t k = 0; k < numIn && periodic; ++k) {
+    const std::vector<int64_t> &st = loop.strides[k];
+    bool whole = true, scalar = true, row = st.back() == 1;
+    int64_t step = 1;
+    for (size_t d = rank; d-- > 0;) {
+      whole &= st[d] == step;
+      scalar &= st[d] == 0;
+      if (d + 1 < rank)
+        row &= st[d] == 0;
+      step *= loop.dims[d];
+    }
+    kinds[k] = whole ? Kind::Whole : scalar ? Kind::Scalar : Kind::Row;
+    periodic = whole || scalar || row;
+    anyRow |= kinds[k] == Kind::Row;
+  }
+  if (!periodic || !anyRow) {
+    walkBlocks(loop, bases, elemSizes, out, outElemSize, begin, end, block);
+    return;
+  }
+  // Each row input repeated to cover a block from any place in the row: at
+  // least period - 1 + kRowBlock elements of its storage, whole rows.
+  const int64_t copies = (kRowBlock + period - 1) / period + 1;
+  std::vector<std::vector<char>> rows(numIn);
+  for (size_t k = 0; k < numIn; ++k)
+    if (kinds[k] == Kind::Row) {
+      const int64_t bytes = period * elemSizes[k];
+      rows[k].resize(static_cast<size_t>(copies * bytes));
+      for (int64_t c = 0; c < copies; ++c)
+        std::memcpy(rows[k].data() + c * bytes, bases[k],
+                    static_cast<size_t>(bytes));
+    }
+  std::vector<int64_t> strides(numIn);
+  for (size_t k = 0; k < numIn; ++k)
+    strides[k] = kinds[k] == Kind::Scalar ? 0 : 1;
+  for (int64_t at = begin; at < end; at += kRowBlock) {
+    const int64_t n = std::min(kRowBlock, end - at);
+    for (size_t k = 0; k < numIn; ++k)
+      bases[k] =
+          kinds[k] == Kind::Whole
+              ? static_cast<const char *>(inputs[k].data) + at * elemSizes[k]
+          : kinds[k] == Kind::Row
+              ? rows[k].data() + (at % period) * elemSizes[k]
+              : static_cast<const char *>(inputs[k].data);
+    block(n, bases.data(), strides.data(), out + at * outElemSize);
+  }
 }
 
 } // namespace

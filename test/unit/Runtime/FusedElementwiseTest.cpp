@@ -158,6 +158,12 @@ TEST_CASE("a fused program computes its steps in f32 and rounds once",
        {5, 7, 9}},
       {"pow(x0, x1); sqrt(t0); leaky_relu(t1) alpha=0.3", {big, {}}, big},
       {"identity(x0)", {big}, big},
+      // Per-channel operands of channels-last activations: rows shorter
+      // than a chunk, repeated (the kernel's long blocks), with a scalar.
+      {"mul(x0, x1); add(t0, x2); relu(t1)",
+       {{2, 9, 11, 24}, {1, 1, 1, 24}, {24}},
+       {2, 9, 11, 24}},
+      {"add(x0, x1); mul(t0, x2)", {{3, 130, 7}, {7}, {}}, {3, 130, 7}},
   };
   const DType dtypes[] = {DType::F32, DType::F16, DType::BF16};
   Rng rng(42);
