@@ -6,6 +6,8 @@
 #include "mp/Dialect/MP/MPDialect.h"
 #include "mp/Passes/MP/Passes.h"
 
+#include "RewriteConfig.h"
+
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -79,14 +81,8 @@ struct CastCleanupPass : mp::impl::CastCleanupBase<CastCleanupPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldIdentityCast, FoldExactCastChain>(&getContext());
-    // Only these patterns: no folding, no constant CSE or region
-    // simplification, which would merge Constant nodes and lose their names.
-    GreedyRewriteConfig config;
-    config.enableFolding(false)
-        .enableConstantCSE(false)
-        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(
-            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     onlyThesePatterns())))
       return signalPassFailure();
     mergeDuplicateCasts();
   }

@@ -13,6 +13,8 @@
 #include "mp/Dialect/MP/TensorOpBuilder.h"
 #include "mp/Passes/MP/Passes.h"
 
+#include "RewriteConfig.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -431,8 +433,7 @@ struct PruneRowsPass : public mp::impl::PruneRowsBase<PruneRowsPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    // Nothing else changes: no folding, and constants stay where they are
-    // (the plan keeps the graph's order of weights and buffers).
+    // Only graphs that read a part of a value (most do not) run the driver.
     bool anyRowRead = false;
     getOperation().walk(
         [&](Operation *op) { anyRowRead |= isa<SliceOp, GatherOp>(op); });
@@ -440,12 +441,8 @@ struct PruneRowsPass : public mp::impl::PruneRowsBase<PruneRowsPass> {
       return;
     RewritePatternSet patterns(&getContext());
     patterns.add<SliceBeforeOp, GatherAsSlice>(&getContext());
-    GreedyRewriteConfig config;
-    config.enableFolding(false)
-        .enableConstantCSE(false)
-        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(
-            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     onlyThesePatterns())))
       return signalPassFailure();
   }
 };

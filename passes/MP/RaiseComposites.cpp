@@ -17,6 +17,8 @@
 #include "mp/Dialect/MP/TensorOpBuilder.h"
 #include "mp/Passes/MP/Passes.h"
 
+#include "RewriteConfig.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -399,13 +401,8 @@ struct RaiseCompositesPass
     RewritePatternSet patterns(&getContext());
     patterns.add<RaiseDecomposedGelu>(&getContext(), gelus);
     patterns.add<RaiseDecomposedLayerNorm>(&getContext(), layerNorms);
-    // Nothing but the rewrites: no folding, no hoisted or merged constants.
-    GreedyRewriteConfig config;
-    config.enableFolding(false)
-        .enableConstantCSE(false)
-        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(
-            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     onlyThesePatterns())))
       return signalPassFailure();
     raisedGelus += gelus;
     raisedLayerNorms += layerNorms;
