@@ -226,12 +226,24 @@ struct ConvertMPToCuLibPass
       for (auto [i, type] : llvm::enumerate(func.getFunctionType().getInputs()))
         if (!typeConverter.convertType(type)) {
           auto name = func.getArgAttrOfType<StringAttr>(i, "mp.name");
-          func.emitError() << "cannot lower @" << func.getName()
-                           << ": argument #" << i
-                           << (name ? " '" + name.str() + "'" : std::string())
-                           << " has type " << type
-                           << ", which is not a static tensor of numbers, bool "
-                              "or a narrow type (plans need static shapes)";
+          // The symbolic dims (ONNX dim_params) the user can bind.
+          std::string symbols;
+          if (auto params =
+                  func.getArgAttrOfType<ArrayAttr>(i, "mp.dim_params"))
+            for (auto param : params.getAsRange<StringAttr>())
+              if (param && !param.getValue().empty())
+                symbols += (symbols.empty() ? "" : ", ") + param.str() + "=N";
+          // At the function's location, not on it: the diagnostic would
+          // print the whole function.
+          mlir::emitError(func.getLoc())
+              << "cannot lower @" << func.getName() << ": argument #" << i
+              << (name ? " '" + name.str() + "'" : std::string())
+              << " has type " << type
+              << ", which is not a static tensor of numbers, bool or a narrow "
+                 "type (plans need static shapes"
+              << (symbols.empty() ? std::string()
+                                  : "; bind " + symbols + " with --dim-param")
+              << ")";
           unsupported = true;
         }
     if (unsupported)

@@ -45,6 +45,16 @@ func.func @args(%x: tensor<*xf32>) {
 
 // -----
 
+// An ONNX input with symbolic dims: the error names the dim_params to bind,
+// without the function printed with it (it sits at the function, not on it).
+// CHECK: error: {{.*}}cannot lower @symbolic: argument #0 'input' has type 'tensor<?x3x?xf32>', which is not a static tensor of numbers, bool or a narrow type (plans need static shapes; bind batch=N, seq=N with --dim-param)
+// CHECK-NOT: see current operation
+func.func @symbolic(%x: tensor<?x3x?xf32> {mp.name = "input", mp.dim_params = ["batch", "", "seq"]}) {
+  return
+}
+
+// -----
+
 func.func @strings(%x: tensor<2xf32>) -> tensor<2x!mp.string> {
   // CHECK: error: {{.*}}cannot lower mp.cast at node 'to_text': element type '!mp.string' has no runtime buffers (numbers, bool and the narrow types only)
   %0 = mp.cast %x {to = 8 : i64} : (tensor<2xf32>) -> tensor<2x!mp.string> loc("to_text")
