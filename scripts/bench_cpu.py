@@ -222,7 +222,6 @@ def main():
             repeat = max(args.repeat,
                          min(2000, int(args.min_time_ms / max(once_ms, 1e-3))))
             model_args = argparse.Namespace(**{**vars(args), "repeat": repeat})
-            row["repeat"] = repeat
             # Every configuration once per round, the rounds one after the
             # other: a slow spell of the machine hits one round of each,
             # not every run of one configuration.

@@ -99,7 +99,6 @@ void foldTransposePairs(
 void copyReshapingTransposes(
     Block &body, llvm::DenseMap<Value, llvm::SmallVector<Operation *>> &writers,
     IRRewriter &rewriter, int64_t &copied) {
-  constexpr int64_t kToNHWC[] = {0, 2, 3, 1}, kToNCHW[] = {0, 3, 1, 2};
   llvm::SmallVector<culib::TransposeOp> transposes(
       body.getOps<culib::TransposeOp>());
   for (culib::TransposeOp transpose : transposes) {
@@ -109,8 +108,8 @@ void copyReshapingTransposes(
     ArrayRef<int64_t> shape =
         cast<MemRefType>(transpose.getX().getType()).getShape();
     ArrayRef<int64_t> perm = transpose.getPerm();
-    bool toNHWC = perm == ArrayRef<int64_t>(kToNHWC);
-    bool toNCHW = perm == ArrayRef<int64_t>(kToNCHW);
+    bool toNHWC = perm == ArrayRef<int64_t>(culib::kToNHWC);
+    bool toNCHW = perm == ArrayRef<int64_t>(culib::kToNCHW);
     // The spatial dims: 2 and 3 channels first, 1 and 2 channels last.
     if (!(toNHWC && shape[2] == 1 && shape[3] == 1) &&
         !(toNCHW && shape[1] == 1 && shape[2] == 1))
@@ -191,8 +190,8 @@ struct AliasReshapesPass
                            "input, "
                         << viewed << " copy call(s) made views; " << bytes
                         << " bytes no longer copied; " << transposesCopied
-                        << " transpose(s) moving only dims of size 1 made "
-                           "copies";
+                        << " transpose(s) of [N, 1, 1, C] or [N, C, 1, 1] "
+                           "made copies";
   }
 };
 

@@ -25,6 +25,11 @@
 
 namespace mp::culib {
 
+/// The permutations from channels first (NCHW) to channels last (NHWC), and
+/// back.
+inline constexpr int64_t kToNHWC[] = {0, 2, 3, 1};
+inline constexpr int64_t kToNCHW[] = {0, 3, 1, 2};
+
 /// Whether call `op` writes `buffer` (one of its outs).
 inline bool writes(mlir::Operation *op, mlir::Value buffer) {
   std::optional<CallBuffers> call = getCallBuffers(op);

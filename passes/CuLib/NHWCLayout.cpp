@@ -37,6 +37,8 @@
 #include "mp/Dialect/MP/ConstantData.h"
 #include "mp/Passes/CuLib/Passes.h"
 
+#include "FusionUtils.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseSet.h"
@@ -54,8 +56,8 @@ using namespace mp;
 
 namespace {
 
-constexpr int64_t kToNHWC[] = {0, 2, 3, 1};
-constexpr int64_t kToNCHW[] = {0, 3, 1, 2};
+using culib::kToNCHW;
+using culib::kToNHWC;
 
 SmallVector<int64_t> permuteShape(ArrayRef<int64_t> shape,
                                   ArrayRef<int64_t> perm) {

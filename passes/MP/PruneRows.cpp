@@ -112,14 +112,6 @@ bool isElementwise(Operation *op) {
 /// The reduced axes of a reduction with a static input (all of them when
 /// none are given), and whether it keeps them.
 std::optional<std::pair<SmallVector<int64_t>, bool>> reduction(Operation *op) {
-  if (!isa<ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceL1Op,
-           ReduceL2Op, ReduceLogSumOp, ReduceLogSumExpOp, ReduceSumSquareOp,
-           ReduceSumOp>(op))
-    return std::nullopt;
-  RankedTensorType input = staticTensorType(op->getOperand(0));
-  if (!input)
-    return std::nullopt;
-  int64_t rank = input.getRank();
   std::optional<SmallVector<int64_t>> axes;
   std::optional<uint64_t> keepdims;
   auto fromAttr = [&](auto reduce) {
@@ -148,8 +140,11 @@ std::optional<std::pair<SmallVector<int64_t>, bool>> reduction(Operation *op) {
             return true;
           })
           .Default([](Operation *) { return false; });
-  if (!known)
+  RankedTensorType input =
+      known ? staticTensorType(op->getOperand(0)) : RankedTensorType();
+  if (!input)
     return std::nullopt;
+  int64_t rank = input.getRank();
   SmallVector<int64_t> reduced;
   if (!axes || axes->empty())
     for (int64_t i = 0; i < rank; ++i)

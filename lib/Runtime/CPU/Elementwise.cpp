@@ -1015,11 +1015,47 @@ struct FusedStepFn {
   std::optional<ElementwiseFn> vector;
 };
 
+/// How each input of a fused program is read, where every one is y-shaped
+/// (Whole), a scalar or one row of the loop's inner dim (Row).
+enum class RowKind { Whole, Scalar, Row };
+
+/// A per-channel operand of a channels-last activation ([1, 1, 1, C] or [C]
+/// against [N, H, W, C]) makes the loop's inner dim C: blocks of one row
+/// each, too short to pay for a program's per-block work when C is small.
+/// Where every input is y-shaped, a scalar or such a row, the program runs
+/// in long blocks instead (runFusedRange): the kinds of the inputs, or none
+/// where the row blocks do not apply.
+std::vector<RowKind> rowKindsOf(const BroadcastLoop &loop) {
+  const size_t rank = loop.dims.size(), numIn = loop.strides.size();
+  if (rank < 2 || loop.dims.back() >= kRowBlock)
+    return {};
+  std::vector<RowKind> kinds(numIn);
+  bool anyRow = false;
+  for (size_t k = 0; k < numIn; ++k) {
+    const std::vector<int64_t> &st = loop.strides[k];
+    bool whole = true, scalar = true, row = st.back() == 1;
+    int64_t step = 1;
+    for (size_t d = rank; d-- > 0;) {
+      whole &= st[d] == step;
+      scalar &= st[d] == 0;
+      if (d + 1 < rank)
+        row &= st[d] == 0;
+      step *= loop.dims[d];
+    }
+    if (!whole && !scalar && !row)
+      return {};
+    kinds[k] = whole ? RowKind::Whole : scalar ? RowKind::Scalar : RowKind::Row;
+    anyRow |= kinds[k] == RowKind::Row;
+  }
+  return anyRow ? kinds : std::vector<RowKind>{};
+}
+
 /// Runs the steps over y's elements [begin, end) (row-major), kChunk at a
-/// time: the inputs' chunks widened to f32 (f32 ones read in place), every
-/// step's results in a chunk buffer of their own, the last one rounded once
-/// into y (or computed straight into an f32 y).
-void runFusedRange(const BroadcastLoop &loop,
+/// time (kRowBlock where `kinds` says the rows repeat): the inputs' chunks
+/// widened to f32 (f32 ones read in place), every step's results in a chunk
+/// buffer of their own, the last one rounded once into y (or computed straight
+/// into an f32 y).
+void runFusedRange(const BroadcastLoop &loop, const std::vector<RowKind> &kinds,
                    const std::vector<FusedStepFn> &steps,
                    const std::vector<TensorView> &inputs, const TensorView &y,
                    int64_t begin, int64_t end) {
@@ -1091,42 +1127,17 @@ void runFusedRange(const BroadcastLoop &loop,
   };
   char *out = static_cast<char *>(y.data);
   const int64_t outElemSize = static_cast<int64_t>(byteSize(y.dtype));
-  // A per-channel operand of a channels-last activation ([1, 1, 1, C] or
-  // [C] against [N, H, W, C]) makes the loop's inner dim C: blocks of one
-  // row each, too short to pay for a program's per-block work when C is
-  // small. Where every input is y-shaped, a scalar or such a row, the range
-  // runs in long blocks instead: the rows repeated in a buffer, read from
-  // the flat index's place in the row.
-  const size_t rank = loop.dims.size();
-  const int64_t period = loop.dims.back();
-  enum class Kind { Whole, Scalar, Row };
-  std::vector<Kind> kinds(numIn);
-  bool anyRow = false, periodic = rank >= 2 && period < kRowBlock;
-  for (size_t k = 0; k < numIn && periodic; ++k) {
-    const std::vector<int64_t> &st = loop.strides[k];
-    bool whole = true, scalar = true, row = st.back() == 1;
-    int64_t step = 1;
-    for (size_t d = rank; d-- > 0;) {
-      whole &= st[d] == step;
-      scalar &= st[d] == 0;
-      if (d + 1 < rank)
-        row &= st[d] == 0;
-      step *= loop.dims[d];
-    }
-    kinds[k] = whole ? Kind::Whole : scalar ? Kind::Scalar : Kind::Row;
-    periodic = whole || scalar || row;
-    anyRow |= kinds[k] == Kind::Row;
-  }
-  if (!periodic || !anyRow) {
+  if (kinds.empty()) {
     walkBlocks(loop, bases, elemSizes, out, outElemSize, begin, end, block);
     return;
   }
+  const int64_t period = loop.dims.back();
   // Each row input repeated to cover a block from any place in the row: at
   // least period - 1 + kRowBlock elements of its storage, whole rows.
   const int64_t copies = (kRowBlock + period - 1) / period + 1;
   std::vector<std::vector<char>> rows(numIn);
   for (size_t k = 0; k < numIn; ++k)
-    if (kinds[k] == Kind::Row) {
+    if (kinds[k] == RowKind::Row) {
       const int64_t bytes = period * elemSizes[k];
       rows[k].resize(static_cast<size_t>(copies * bytes));
       for (int64_t c = 0; c < copies; ++c)
@@ -1135,14 +1146,14 @@ void runFusedRange(const BroadcastLoop &loop,
     }
   std::vector<int64_t> strides(numIn);
   for (size_t k = 0; k < numIn; ++k)
-    strides[k] = kinds[k] == Kind::Scalar ? 0 : 1;
+    strides[k] = kinds[k] == RowKind::Scalar ? 0 : 1;
   for (int64_t at = begin; at < end; at += kRowBlock) {
     const int64_t n = std::min(kRowBlock, end - at);
     for (size_t k = 0; k < numIn; ++k)
       bases[k] =
-          kinds[k] == Kind::Whole
+          kinds[k] == RowKind::Whole
               ? static_cast<const char *>(inputs[k].data) + at * elemSizes[k]
-          : kinds[k] == Kind::Row
+          : kinds[k] == RowKind::Row
               ? rows[k].data() + (at % period) * elemSizes[k]
               : static_cast<const char *>(inputs[k].data);
     block(n, bases.data(), strides.data(), out + at * outElemSize);
@@ -1157,7 +1168,8 @@ struct FusedElementwiseKernel::Bound {
   std::vector<TensorView> inputs;
   TensorView y;
   BroadcastLoop loop;
-  int64_t total = 0; ///< y's elements
+  std::vector<RowKind> rowKinds; ///< rowKindsOf(loop)
+  int64_t total = 0;             ///< y's elements
 };
 
 Result<FusedElementwiseKernel>
@@ -1201,6 +1213,7 @@ FusedElementwiseKernel::bind(const FusedProgram &program,
   bound->inputs = inputs;
   bound->y = y;
   bound->loop = makeLoop(inputs, y.shape);
+  bound->rowKinds = rowKindsOf(bound->loop);
   bound->total = y.numElements();
   FusedElementwiseKernel kernel;
   kernel.bound_ = std::move(bound);
@@ -1212,7 +1225,7 @@ void FusedElementwiseKernel::run() const {
   if (b.total == 0)
     return;
   parallelRanges(b.total, [&](int64_t begin, int64_t end) {
-    runFusedRange(b.loop, b.steps, b.inputs, b.y, begin, end);
+    runFusedRange(b.loop, b.rowKinds, b.steps, b.inputs, b.y, begin, end);
   });
 }
 

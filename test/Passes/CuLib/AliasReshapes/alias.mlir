@@ -119,7 +119,7 @@ func.func @transpose_pairs_kept(%x: memref<2x3xf32>) -> (memref<2x3xf32>, memref
 // CHECK: culib.transpose ins(%{{.*}}) outs(%{{.*}}) {perm = array<i64: 0, 2, 3, 1>} : memref<4x1x1x1xf32>, memref<4x1x1x1xf32>
 // CHECK-NOT: culib.copy
 // CHECK: return %[[V]], %[[B]]
-// REPORT: remark: culib-alias-reshapes: 0 transpose(s) of a transpose read the first's input, 2 copy call(s) made views; 128 bytes no longer copied; 2 transpose(s) moving only dims of size 1 made copies
+// REPORT: remark: culib-alias-reshapes: 0 transpose(s) of a transpose read the first's input, 2 copy call(s) made views; 128 bytes no longer copied; 2 transpose(s) of [N, 1, 1, C] or [N, C, 1, 1] made copies
 func.func @reshaping_transposes(%x: memref<2x3x3x8xf32>, %g: memref<2x1x3x3xf32>, %n: memref<2x8x1x1xf32>) -> (memref<2x8x1x1xf32>, memref<2x1x1x8xf32>, memref<2x3x3x1xf32>, memref<2x8x3x3xf32>, memref<4x1x1x1xf32>) {
   %p = culib.alloc : memref<2x1x1x8xf32>
   culib.pool ins(%x) outs(%p) {layout = #culib.layout<nhwc>, mode = "avg", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, window = array<i64: 3, 3>} : memref<2x3x3x8xf32>, memref<2x1x1x8xf32>
