@@ -123,16 +123,109 @@ void convertF16ToF32(const uint16_t *src, float *dst, size_t n) {
   detail::convertF16ToF32Portable(src, dst, n);
 }
 
-void convertF32ToBF16(const float *__restrict src, uint16_t *__restrict dst,
-                      size_t n) {
+// bf16 <-> fp32. The scalar loops vectorize poorly with SSE2 alone (no
+// 32 -> 16-bit pack): fp32 -> bf16 took 0.5 ns an element, 16 us for a
+// BERT-sized matmul's 32K results, a third of the product's own time. With
+// AVX-512 the same integer arithmetic runs 16 wide (the rounding increment,
+// NaNs quietened the same way), so every CPU gives the same bits (the unit
+// tests compare the bulk paths with the scalar conversions).
+namespace {
+void f32ToBF16Scalar(const float *__restrict src, uint16_t *__restrict dst,
+                     size_t n) {
   for (size_t i = 0; i < n; ++i)
     dst[i] = detail::floatToBFloat16Bits(src[i]);
 }
 
-void convertBF16ToF32(const uint16_t *__restrict src, float *__restrict dst,
-                      size_t n) {
+void bf16ToF32Scalar(const uint16_t *__restrict src, float *__restrict dst,
+                     size_t n) {
   for (size_t i = 0; i < n; ++i)
     dst[i] = detail::bfloat16BitsToFloat(src[i]);
+}
+
+#if MP_RT_HAVE_F16C_PATH
+// GCC 12's AVX-512 shift and convert intrinsics start from
+// _mm512_undefined_epi32(), which its -Wmaybe-uninitialized reports.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+bool detectAvx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+}
+
+__attribute__((target("avx512f"))) void
+f32ToBF16Avx512(const float *src, uint16_t *dst, size_t n) {
+  const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff),
+                abs = _mm512_set1_epi32(0x7fffffff),
+                inf = _mm512_set1_epi32(0x7f800000),
+                quiet = _mm512_set1_epi32(0x40);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i x = _mm512_loadu_si512(src + i);
+    const __m512i high = _mm512_srli_epi32(x, 16);
+    const __m512i rounded =
+        _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, half),
+                                           _mm512_and_si512(high, one)),
+                          16);
+    const __mmask16 nan =
+        _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, abs), inf);
+    const __m512i bits =
+        _mm512_mask_blend_epi32(nan, rounded, _mm512_or_si512(high, quiet));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + i),
+                        _mm512_cvtepi32_epi16(bits));
+  }
+  f32ToBF16Scalar(src + i, dst + i, n - i);
+}
+
+__attribute__((target("avx512f"))) void bf16ToF32Avx512(const uint16_t *src,
+                                                        float *dst, size_t n) {
+  const __m512i abs = _mm512_set1_epi32(0x7fffffff),
+                inf = _mm512_set1_epi32(0x7f800000),
+                quiet = _mm512_set1_epi32(0x00400000);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i x =
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
+                              reinterpret_cast<const __m256i *>(src + i))),
+                          16);
+    const __mmask16 nan =
+        _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, abs), inf);
+    _mm512_storeu_si512(dst + i, _mm512_mask_or_epi32(x, nan, x, quiet));
+  }
+  bf16ToF32Scalar(src + i, dst + i, n - i);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+} // namespace
+
+bool bf16ConversionsUseAvx512() {
+#if MP_RT_HAVE_F16C_PATH
+  static const bool has = detectAvx512();
+  return has;
+#else
+  return false;
+#endif
+}
+
+void convertF32ToBF16(const float *__restrict src, uint16_t *__restrict dst,
+                      size_t n) {
+#if MP_RT_HAVE_F16C_PATH
+  if (bf16ConversionsUseAvx512())
+    return f32ToBF16Avx512(src, dst, n);
+#endif
+  f32ToBF16Scalar(src, dst, n);
+}
+
+void convertBF16ToF32(const uint16_t *__restrict src, float *__restrict dst,
+                      size_t n) {
+#if MP_RT_HAVE_F16C_PATH
+  if (bf16ConversionsUseAvx512())
+    return bf16ToF32Avx512(src, dst, n);
+#endif
+  bf16ToF32Scalar(src, dst, n);
 }
 
 void convertF64ToF16(const double *src, uint16_t *dst, size_t n) {

@@ -201,10 +201,11 @@ FastCallChoice prepareFastCall(const PlanCall &call,
       {"kernel.attention", onednn::prepareAttention},
       {"cudnn.lrn", onednn::prepareLrn},
       {"kernel.fused_elementwise", prepareFusedElementwise}};
-  auto usesF16 = [&] {
+  // Whether a buffer is f16 or bf16 that goes to the primitives as it is.
+  auto usesNative16Bit = [&] {
     for (const std::vector<TensorView> *buffers : {&operands, &results})
       for (const TensorView &t : *buffers)
-        if (t.dtype == DType::F16)
+        if (onednn::is16BitFloat(t.dtype) && onednn::narrowIsNative(t.dtype))
           return true;
     return false;
   };
@@ -215,10 +216,11 @@ FastCallChoice prepareFastCall(const PlanCall &call,
     if (call.kind != kind)
       continue;
     FastCallChoice choice = prepare(call, operands, results, constant, filter);
-    // No f16 kernel for this one (a primitive or an attribute the CPU's f16
-    // kernels lack): through f32 copies, as on CPUs without f16 arithmetic.
-    if (!choice.call && onednn::f16IsNative() && usesF16()) {
-      onednn::ScopedF16Widening widened;
+    // No 16-bit kernel for this one (a primitive or an attribute the CPU's
+    // f16 or bf16 kernels lack, or bf16 on CPUs without AVX-512): through
+    // f32 copies, as f16 on CPUs without f16 arithmetic.
+    if (!choice.call && usesNative16Bit()) {
+      onednn::ScopedWidening widened;
       FastCallChoice second =
           prepare(call, operands, results, constant, filter);
       if (second.call)
@@ -233,7 +235,7 @@ FastCallChoice prepareFastCall(const PlanCall &call,
 }
 
 bool haveFastKernels() { return true; }
-bool fastKernelsComputeF16() { return onednn::f16IsNative(); }
+bool fastKernelsComputeF16() { return onednn::narrowIsNative(DType::F16); }
 size_t preparedConstantBytes() { return onednn::preparedConstantBytes(); }
 
 std::string fastKernelIsa() {

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -439,57 +440,92 @@ TEST_CASE("fast matmul calls leave what oneDNN cannot do to the reference",
   CHECK_THAT(bad.why, Catch::Contains("reference kernel reports"));
 }
 
-TEST_CASE("fast f16 matmuls and convolutions accumulate in f32",
+/// While alive, calls prepared on this process choose the 16-bit
+/// convolutions' and matmuls' path as MP_CPU_16BIT_PRODUCTS says (native
+/// 16-bit kernels or f32 copies; unset: by the CPU), whatever the CPU.
+class ScopedSixteenBitProducts {
+public:
+  explicit ScopedSixteenBitProducts(const char *mode) {
+    if (mode)
+      ::setenv("MP_CPU_16BIT_PRODUCTS", mode, 1);
+    else
+      ::unsetenv("MP_CPU_16BIT_PRODUCTS");
+  }
+  ~ScopedSixteenBitProducts() { ::unsetenv("MP_CPU_16BIT_PRODUCTS"); }
+  ScopedSixteenBitProducts(const ScopedSixteenBitProducts &) = delete;
+  ScopedSixteenBitProducts &
+  operator=(const ScopedSixteenBitProducts &) = delete;
+};
+
+TEST_CASE("fast 16-bit matmuls and convolutions accumulate in f32",
           "[cpu][fast]") {
   if (!cpu::haveFastKernels()) {
     SUCCEED("built without oneDNN");
     return;
   }
   // 4096 products of ones: an f16 running sum stops at 2048 (2048 + 1 rounds
-  // back to 2048), an f32 one reaches 4096, which f16 holds exactly. Native
-  // f16 kernels (fastKernelsComputeF16) and f32 copies alike; into f16 and
-  // into f32 (an output cast folded into the call).
+  // back to 2048), a bf16 one at 256, an f32 one reaches 4096, which both
+  // hold exactly. Native 16-bit kernels (f16: fastKernelsComputeF16) and f32
+  // copies alike (MP_CPU_16BIT_PRODUCTS=f32: the name says so); into 16 bits
+  // and into f32 (an output cast folded into the call).
   const int64_t k = 4096;
-  auto ones = [](Shape shape) {
-    HostTensor t(DType::F16, std::move(shape));
-    for (int64_t i = 0; i < t.numElements(); ++i)
-      t.as<Half>()[i] = toHalf(1.0f);
-    return t;
-  };
-  for (DType out : {DType::F16, DType::F32}) {
-    INFO("result " << dtypeName(out) << ", f16 kernels "
-                   << cpu::fastKernelsComputeF16());
-    HostTensor a = ones({2, k}), b = ones({k, 3}), d(out, {2, 3});
-    cpu::FastCallChoice matmul = cpu::prepareFastCall(
-        callOf("cublaslt.matmul", {{"has_c", int64_t(0)},
-                                   {"has_bias", int64_t(0)},
-                                   {"compute_type", int64_t(DType::F32)}}),
-        {a.view(), b.view()}, {d.view()}, {false, true});
-    REQUIRE(matmul.call);
-    std::vector<unsigned char> scratch(matmul.call->scratchBytes() + 64);
-    REQUIRE(matmul.call->run(scratch.data()).isOk());
-    for (float v : asFloats(d))
-      CHECK(v == 4096.0f);
-    HostTensor x = ones({1, 2, 2, k}), w = ones({3, 1, 1, k}),
-               y(out, {1, 2, 2, 3});
-    cpu::FastCallChoice conv = cpu::prepareFastCall(
-        callOf("cudnn.conv_fwd", {{"has_bias", int64_t(0)},
-                                  {"pads", std::vector<int64_t>{0, 0, 0, 0}},
-                                  {"strides", std::vector<int64_t>{1, 1}},
-                                  {"dilations", std::vector<int64_t>{1, 1}},
-                                  {"groups", int64_t(1)},
-                                  {"layout", std::string("nhwc")},
-                                  {"compute_type", int64_t(DType::F32)}}),
-        {x.view(), w.view()}, {y.view()}, {false, true});
-    REQUIRE(conv.call);
-    scratch.assign(conv.call->scratchBytes() + 64, 0);
-    REQUIRE(conv.call->run(scratch.data()).isOk());
-    for (float v : asFloats(y))
-      CHECK(v == 4096.0f);
-  }
+  for (DType in : {DType::F16, DType::BF16})
+    for (const char *mode : {"native", "f32"})
+      for (DType out : {in, DType::F32}) {
+        INFO(dtypeName(in) << " into " << dtypeName(out) << ", products "
+                           << mode << ", f16 kernels "
+                           << cpu::fastKernelsComputeF16());
+        ScopedSixteenBitProducts products(mode);
+        auto ones = [&](Shape shape) {
+          HostTensor t(in, std::move(shape));
+          for (int64_t i = 0; i < t.numElements(); ++i) {
+            if (in == DType::F16)
+              t.as<Half>()[i] = toHalf(1.0f);
+            else
+              t.as<BFloat16>()[i] = toBFloat16(1.0f);
+          }
+          return t;
+        };
+        HostTensor a = ones({2, k}), b = ones({k, 3}), d(out, {2, 3});
+        cpu::FastCallChoice matmul = cpu::prepareFastCall(
+            callOf("cublaslt.matmul", {{"has_c", int64_t(0)},
+                                       {"has_bias", int64_t(0)},
+                                       {"compute_type", int64_t(DType::F32)}}),
+            {a.view(), b.view()}, {d.view()}, {false, true});
+        REQUIRE(matmul.call);
+        const std::string matmulImpl = matmul.call->implementation();
+        INFO("matmul " << matmulImpl);
+        if (std::string(mode) == "f32")
+          CHECK(matmulImpl.find(", on f32 copies") != std::string::npos);
+        std::vector<unsigned char> scratch(matmul.call->scratchBytes() + 64);
+        REQUIRE(matmul.call->run(scratch.data()).isOk());
+        for (float v : asFloats(d))
+          CHECK(v == 4096.0f);
+        HostTensor x = ones({1, 2, 2, k}), w = ones({3, 1, 1, k}),
+                   y(out, {1, 2, 2, 3});
+        cpu::FastCallChoice conv = cpu::prepareFastCall(
+            callOf("cudnn.conv_fwd",
+                   {{"has_bias", int64_t(0)},
+                    {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                    {"strides", std::vector<int64_t>{1, 1}},
+                    {"dilations", std::vector<int64_t>{1, 1}},
+                    {"groups", int64_t(1)},
+                    {"layout", std::string("nhwc")},
+                    {"compute_type", int64_t(DType::F32)}}),
+            {x.view(), w.view()}, {y.view()}, {false, true});
+        REQUIRE(conv.call);
+        const std::string convImpl = conv.call->implementation();
+        INFO("convolution " << convImpl);
+        if (std::string(mode) == "f32")
+          CHECK(convImpl.find(", on f32 copies") != std::string::npos);
+        scratch.assign(conv.call->scratchBytes() + 64, 0);
+        REQUIRE(conv.call->run(scratch.data()).isOk());
+        for (float v : asFloats(y))
+          CHECK(v == 4096.0f);
+      }
 }
 
-TEST_CASE("large f16 convolutions on f32 copies run in blocks of rows",
+TEST_CASE("large 16-bit convolutions on f32 copies run in blocks of rows",
           "[cpu][fast]") {
   if (!cpu::haveFastKernels()) {
     SUCCEED("built without oneDNN");
@@ -505,7 +541,7 @@ TEST_CASE("large f16 convolutions on f32 copies run in blocks of rows",
     int64_t n, h, w, c, m, k, stride, dilation;
     std::vector<int64_t> pads;
     bool residual;
-    DType yDtype;
+    DType yDtype; ///< F16: the 16-bit dtype under test; F32
     const char *activation;
   };
   const Conv convs[] = {{"3x3, pads 1, relu",
@@ -573,47 +609,55 @@ TEST_CASE("large f16 convolutions on f32 copies run in blocks of rows",
                          false,
                          DType::F32,
                          "none"}};
-  for (const Conv &v : convs) {
-    INFO(v.what);
-    const int64_t extent = (v.k - 1) * v.dilation + 1;
-    const int64_t oh = (v.h + v.pads[0] + v.pads[2] - extent) / v.stride + 1;
-    const int64_t ow = (v.w + v.pads[1] + v.pads[3] - extent) / v.stride + 1;
-    PlanCall call =
-        callOf("cudnn.conv_fwd",
-               {{"has_bias", int64_t(1)},
-                {"has_residual", int64_t(v.residual)},
-                {"pads", v.pads},
-                {"strides", std::vector<int64_t>{v.stride, v.stride}},
-                {"dilations", std::vector<int64_t>{v.dilation, v.dilation}},
-                {"groups", int64_t(1)},
-                {"layout", std::string("nhwc")},
-                {"activation", std::string(v.activation)},
-                {"compute_type", int64_t(DType::F32)}});
-    std::vector<HostTensor> inputs;
-    inputs.push_back(randomTensor(DType::F16, {v.n, v.h, v.w, v.c}, 11));
-    inputs.push_back(randomTensor(DType::F16, {v.m, v.k, v.k, v.c}, 12));
-    inputs.push_back(randomTensor(DType::F16, {v.m}, 13));
-    if (v.residual)
-      inputs.push_back(randomTensor(v.yDtype, {v.n, oh, ow, v.m}, 14));
-    std::vector<TensorView> views;
-    for (HostTensor &t : inputs)
-      views.push_back(t.view());
-    HostTensor fast(v.yDtype, {v.n, oh, ow, v.m}),
-        reference(v.yDtype, {v.n, oh, ow, v.m});
-    std::vector<bool> constant = {false, true, true, false};
-    cpu::FastCallChoice choice =
-        cpu::prepareFastCall(call, views, {fast.view()}, constant);
-    REQUIRE(choice.call);
-    const std::string impl = choice.call->implementation();
-    INFO("implementation " << impl);
-    if (impl.find("fp16") == std::string::npos)
-      CHECK(impl.find("f16 in blocks of") != std::string::npos);
-    std::vector<unsigned char> scratch(choice.call->scratchBytes() + 64);
-    REQUIRE(choice.call->run(scratch.data()));
-    cpu::CallArgs args{call, views, {reference.view()}, nullptr, 0};
-    REQUIRE(cpu::cpuCallTable().find(call.kind)(args));
-    checkClose(fast, reference);
-  }
+  // bf16 too, where its products go through f32 copies (Intel's
+  // AVX512-BF16 CPUs without AMX; here forced, on any CPU).
+  for (DType narrow : {DType::F16, DType::BF16})
+    for (const Conv &v : convs) {
+      INFO(v.what << ", " << dtypeName(narrow));
+      ScopedSixteenBitProducts products(narrow == DType::BF16 ? "f32"
+                                                              : nullptr);
+      const DType yDtype = v.yDtype == DType::F32 ? DType::F32 : narrow;
+      const int64_t extent = (v.k - 1) * v.dilation + 1;
+      const int64_t oh = (v.h + v.pads[0] + v.pads[2] - extent) / v.stride + 1;
+      const int64_t ow = (v.w + v.pads[1] + v.pads[3] - extent) / v.stride + 1;
+      PlanCall call =
+          callOf("cudnn.conv_fwd",
+                 {{"has_bias", int64_t(1)},
+                  {"has_residual", int64_t(v.residual)},
+                  {"pads", v.pads},
+                  {"strides", std::vector<int64_t>{v.stride, v.stride}},
+                  {"dilations", std::vector<int64_t>{v.dilation, v.dilation}},
+                  {"groups", int64_t(1)},
+                  {"layout", std::string("nhwc")},
+                  {"activation", std::string(v.activation)},
+                  {"compute_type", int64_t(DType::F32)}});
+      std::vector<HostTensor> inputs;
+      inputs.push_back(randomTensor(narrow, {v.n, v.h, v.w, v.c}, 11));
+      inputs.push_back(randomTensor(narrow, {v.m, v.k, v.k, v.c}, 12));
+      inputs.push_back(randomTensor(narrow, {v.m}, 13));
+      if (v.residual)
+        inputs.push_back(randomTensor(yDtype, {v.n, oh, ow, v.m}, 14));
+      std::vector<TensorView> views;
+      for (HostTensor &t : inputs)
+        views.push_back(t.view());
+      HostTensor fast(yDtype, {v.n, oh, ow, v.m}),
+          reference(yDtype, {v.n, oh, ow, v.m});
+      std::vector<bool> constant = {false, true, true, false};
+      cpu::FastCallChoice choice =
+          cpu::prepareFastCall(call, views, {fast.view()}, constant);
+      REQUIRE(choice.call);
+      const std::string impl = choice.call->implementation();
+      INFO("implementation " << impl);
+      if (narrow == DType::BF16)
+        CHECK(impl.find(", bf16 in blocks of") != std::string::npos);
+      else if (impl.find("fp16") == std::string::npos)
+        CHECK(impl.find(", f16 in blocks of") != std::string::npos);
+      std::vector<unsigned char> scratch(choice.call->scratchBytes() + 64);
+      REQUIRE(choice.call->run(scratch.data()));
+      cpu::CallArgs args{call, views, {reference.view()}, nullptr, 0};
+      REQUIRE(cpu::cpuCallTable().find(call.kind)(args));
+      checkClose(fast, reference);
+    }
 }
 
 TEST_CASE("fast convolutions compute what the reference computes",

@@ -18,8 +18,8 @@ const dnnl::engine &engine() {
 }
 
 namespace {
-/// Set by ScopedF16Widening on its thread.
-thread_local int widenF16Depth = 0;
+/// Set by ScopedWidening on its thread.
+thread_local int wideningDepth = 0;
 
 /// Whether oneDNN's ISA on this CPU includes `wanted` (the ISAs are bit
 /// sets, each holding the ones it extends).
@@ -34,27 +34,60 @@ bool cpuHasF16Kernels() {
                           isaIncludes(dnnl::cpu_isa::avx2_vnni_2);
   return has;
 }
-} // namespace
 
-bool f16IsNative() { return widenF16Depth == 0 && cpuHasF16Kernels(); }
-
-bool f16DotProducts() {
-  static const bool has = isaIncludes(dnnl::cpu_isa::avx512_core_amx_fp16);
-  return has;
+bool isAmdCpu() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_is("amd");
+#else
+  return false;
+#endif
 }
 
-ScopedF16Widening::ScopedF16Widening() { ++widenF16Depth; }
-ScopedF16Widening::~ScopedF16Widening() { --widenF16Depth; }
+/// MP_CPU_16BIT_PRODUCTS: "native" (fast) or "f32" (not), else none.
+std::optional<bool> dotProductsOverride() {
+  const char *wanted = std::getenv("MP_CPU_16BIT_PRODUCTS");
+  if (!wanted)
+    return std::nullopt;
+  if (std::string_view(wanted) == "native")
+    return true;
+  if (std::string_view(wanted) == "f32")
+    return false;
+  return std::nullopt;
+}
+} // namespace
+
+bool narrowIsNative(DType t) {
+  if (wideningDepth != 0)
+    return false;
+  return t == DType::BF16 || (t == DType::F16 && cpuHasF16Kernels());
+}
+
+bool fastDotProducts(DType t) {
+  // Read at every call (calls are prepared at load, not per run), so that a
+  // test can set it for the calls it prepares.
+  const std::optional<bool> forced = dotProductsOverride();
+  static const bool bf16 =
+      isaIncludes(dnnl::cpu_isa::avx512_core_amx) ||
+      (isaIncludes(dnnl::cpu_isa::avx512_core_bf16) && isAmdCpu());
+  static const bool f16 = isaIncludes(dnnl::cpu_isa::avx512_core_amx_fp16);
+  if (forced)
+    return *forced;
+  return t == DType::BF16 ? bf16 : t == DType::F16 && f16;
+}
+
+ScopedWidening::ScopedWidening() { ++wideningDepth; }
+ScopedWidening::~ScopedWidening() { --wideningDepth; }
 
 std::optional<dnnl::memory::data_type> computeTypeOf(DType t) {
   using dt = dnnl::memory::data_type;
   switch (t) {
   case DType::F32:
     return dt::f32;
-  case DType::F16: // else widened (Binding::f16Storage)
-    return f16IsNative() ? dt::f16 : dt::f32;
+  case DType::F16: // else widened (Binding::widened)
+    return narrowIsNative(t) ? dt::f16 : dt::f32;
   case DType::BF16:
-    return dt::bf16;
+    return narrowIsNative(t) ? dt::bf16 : dt::f32;
   default:
     return std::nullopt;
   }
@@ -122,13 +155,15 @@ Binding filterBinding(int arg, const TensorView &filter,
   std::rotate(channelsFirstShape.begin() + 1, channelsFirstShape.end() - 1,
               channelsFirstShape.end());
   const TensorView &buffer = source->buffer;
-  // f16 buffers go through f32 copies of their own: not worth it here. An
-  // f16 filter is computed on as f32, so its reorder would skip the plan's
-  // rounding to f16; a bf16 one is computed on as bf16, and the reorder from
-  // f32 rounds as the plan's cast does (to nearest even).
+  // f16 buffers, and bf16 ones where widened, go through f32 copies of their
+  // own: not worth it here. A widened filter is computed on as f32, so its
+  // reorder would skip the plan's rounding to 16 bits; a native bf16 one is
+  // computed on as bf16, and the reorder from f32 rounds as the plan's cast
+  // does (to nearest even).
   std::optional<dnnl::memory::data_type> type = computeTypeOf(buffer.dtype);
   if (buffer.shape != channelsFirstShape || !type ||
-      buffer.dtype == DType::F16 || filter.dtype == DType::F16)
+      buffer.dtype == DType::F16 || filter.dtype == DType::F16 ||
+      widenedOnThisThread(buffer.dtype) || widenedOnThisThread(filter.dtype))
     return Binding(arg, user, filter, constant);
   fromSource = true;
   Binding b(arg, filterDesc(buffer, Layout::NCHW, o.groups, *type), buffer,
@@ -238,8 +273,8 @@ namespace {
 /// Offsets in the scratch: 64-byte aligned (oneDNN's and AVX-512's line).
 size_t alignedBytes(size_t n) { return (n + 63) / 64 * 64; }
 
-/// The constants of the process's prepared calls (weights converted from
-/// f16 and / or reordered into a primitive's layout, or a call's own
+/// The constants of the process's prepared calls (weights widened from 16
+/// bits and / or reordered into a primitive's layout, or a call's own
 /// repacking), one per weight, kind and layout however many executors run
 /// the plan: an executor made from a copy of a loaded plan sees the same
 /// weight bytes (the plan's mapping) and finds the constant the first one
@@ -249,11 +284,11 @@ struct ConstantKey {
   /// "" for PrimitiveCall's conversions and reorders (from `from`); a call's
   /// name for its own repacking (`from` then empty).
   std::string kind;
-  bool f16;
+  bool widened;
   dnnl::memory::desc from, to;
   bool operator==(const ConstantKey &o) const {
-    return data == o.data && kind == o.kind && f16 == o.f16 && from == o.from &&
-           to == o.to;
+    return data == o.data && kind == o.kind && widened == o.widened &&
+           from == o.from && to == o.to;
   }
 };
 using ConstantCache = rt::detail::WeakCache<ConstantKey, const dnnl::memory>;
@@ -262,22 +297,26 @@ ConstantCache &constantCache() {
   return cache;
 }
 
-/// `b`'s constant bytes as `wanted` wants them: f16 widened to f32, then
+/// `b`'s constant bytes as `wanted` wants them: widened to f32, then
 /// reordered where the layout differs, into memory of its own (a constant
 /// needing neither is bound as it is).
 dnnl::memory prepareConstant(const Binding &b, const dnnl::memory::desc &wanted,
                              dnnl::stream &stream) {
   dnnl::memory user;
-  if (b.f16Storage) {
+  if (b.widened) {
     user = dnnl::memory(b.desc, engine());
-    convertF16ToF32(static_cast<const uint16_t *>(b.data),
-                    static_cast<float *>(user.get_data_handle()),
-                    b.desc.get_size() / sizeof(float));
+    const auto *narrow = static_cast<const uint16_t *>(b.data);
+    auto *f32 = static_cast<float *>(user.get_data_handle());
+    const size_t count = b.desc.get_size() / sizeof(float);
+    if (b.storage == DType::F16)
+      convertF16ToF32(narrow, f32, count);
+    else
+      convertBF16ToF32(narrow, f32, count);
   } else {
     user = dnnl::memory(b.desc, engine(), b.data);
   }
   if (wanted == b.desc)
-    return user; // f16, widened
+    return user; // widened
   dnnl::memory own(wanted, engine());
   dnnl::reorder(user, own).execute(stream, user, own);
   stream.wait();
@@ -287,12 +326,12 @@ dnnl::memory prepareConstant(const Binding &b, const dnnl::memory::desc &wanted,
 
 std::shared_ptr<const dnnl::memory>
 preparedConstant(const Binding &b, const dnnl::memory::desc &wanted) {
-  return constantCache().get(
-      ConstantKey{b.data, "", b.f16Storage, b.desc, wanted}, [&] {
-        dnnl::stream stream(engine());
-        return std::make_shared<const dnnl::memory>(
-            prepareConstant(b, wanted, stream));
-      });
+  return constantCache().get(ConstantKey{b.data, "", b.widened, b.desc, wanted},
+                             [&] {
+                               dnnl::stream stream(engine());
+                               return std::make_shared<const dnnl::memory>(
+                                   prepareConstant(b, wanted, stream));
+                             });
 }
 
 size_t preparedConstantBytes() {
@@ -324,6 +363,9 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
   call->name_ = implementationName(pd);
   if (reference)
     call->name_ += " (" + std::string(whyReferenceIsFast) + ")";
+  if (std::any_of(buffers.begin(), buffers.end(),
+                  [](const Binding &b) { return b.widened; }))
+    call->name_ += ", on f32 copies";
   call->stream_ = dnnl::stream(engine());
   dnnl::memory::desc scratch = pd.scratchpad_desc();
   call->primitiveScratchBytes_ = scratch.get_size();
@@ -349,7 +391,7 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
       wanted = b.desc;
     // A constant goes into its layout (and f32) once, into memory that every
     // call made from the same weight shares.
-    if (b.constant && !output && (b.f16Storage || !(wanted == b.desc))) {
+    if (b.constant && !output && (b.widened || !(wanted == b.desc))) {
       std::shared_ptr<const dnnl::memory> constant =
           preparedConstant(b, wanted);
       call->args_[b.arg] = *constant;
@@ -357,11 +399,11 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
       continue;
     }
     dnnl::memory user;
-    if (!b.f16Storage) {
+    if (!b.widened) {
       user = dnnl::memory(b.desc, engine(), b.data);
     } else {
       user = inScratch(b.desc);
-      call->copies_.push_back({static_cast<uint16_t *>(b.data), user,
+      call->copies_.push_back({static_cast<uint16_t *>(b.data), b.storage, user,
                                b.desc.get_size() / sizeof(float), output});
     }
     if (wanted == b.desc && !b.staged) {
@@ -386,26 +428,36 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
   return FastCallChoice{std::move(call), ""};
 }
 
-void widenF16(const uint16_t *f16, float *f32, int64_t count) {
+void widen16Bit(DType storage, const uint16_t *narrow, float *f32,
+                int64_t count) {
   detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
-    convertF16ToF32(f16 + begin, f32 + begin, static_cast<size_t>(end - begin));
+    const auto n = static_cast<size_t>(end - begin);
+    if (storage == DType::F16)
+      convertF16ToF32(narrow + begin, f32 + begin, n);
+    else
+      convertBF16ToF32(narrow + begin, f32 + begin, n);
   });
 }
 
-void narrowToF16(const float *f32, uint16_t *f16, int64_t count) {
+void narrow16Bit(DType storage, const float *f32, uint16_t *narrow,
+                 int64_t count) {
   detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
-    convertF32ToF16(f32 + begin, f16 + begin, static_cast<size_t>(end - begin));
+    const auto n = static_cast<size_t>(end - begin);
+    if (storage == DType::F16)
+      convertF32ToF16(f32 + begin, narrow + begin, n);
+    else
+      convertF32ToBF16(f32 + begin, narrow + begin, n);
   });
 }
 
 void PrimitiveCall::widen(const F32Copy &c) {
-  widenF16(c.f16, static_cast<float *>(c.f32.get_data_handle()),
-           static_cast<int64_t>(c.count));
+  widen16Bit(c.storage, c.narrow, static_cast<float *>(c.f32.get_data_handle()),
+             static_cast<int64_t>(c.count));
 }
 
 void PrimitiveCall::narrow(const F32Copy &c) {
-  narrowToF16(static_cast<const float *>(c.f32.get_data_handle()), c.f16,
-              static_cast<int64_t>(c.count));
+  narrow16Bit(c.storage, static_cast<const float *>(c.f32.get_data_handle()),
+              c.narrow, static_cast<int64_t>(c.count));
 }
 
 Status PrimitiveCall::run(void *scratch) {

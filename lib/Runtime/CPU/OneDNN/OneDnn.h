@@ -29,30 +29,48 @@ namespace mp::rt::cpu::onednn {
 /// The CPU engine (one for the process; oneDNN engines are thread-safe).
 const dnnl::engine &engine();
 
-/// Whether f16 buffers go to the primitives as f16 on this thread: on CPUs
+/// Whether buffers of the 16-bit dtype t (F16, BF16) go to the primitives
+/// as they are on this thread, outside a ScopedWidening: bf16 always (oneDNN
+/// computes it in f32 where the CPU has no bf16 instructions), f16 on CPUs
 /// with oneDNN's f16 kernels (AVX512-FP16: Sapphire Rapids and later;
-/// AVX2-VNNI-2), which accumulate in f32 and round once, outside a
-/// ScopedF16Widening.
-bool f16IsNative();
-/// Whether the CPU multiplies f16 at bf16's rate (AMX-FP16: Granite Rapids
-/// and later). Without it, oneDNN's f16 kernels widen to f32 inside:
-/// slower than f32 kernels on f32 copies for compute-bound calls.
-bool f16DotProducts();
-/// While alive, this thread prepares calls with f16 widened to f32 even
-/// where the CPU has f16 kernels: prepareFastCall's second try for a call
-/// that oneDNN has no f16 implementation of.
-class ScopedF16Widening {
+/// AVX2-VNNI-2), which accumulate in f32 and round once. Otherwise the
+/// buffers are widened into f32 copies (exact) and results rounded once into
+/// them (Binding::widened).
+bool narrowIsNative(DType t);
+/// Whether the CPU's 16-bit dot products of dtype t beat its f32 FMAs, so
+/// that compute-bound convolutions and matmuls run faster on 16-bit
+/// operands than on f32 copies of them: bf16 with AMX, or on AMD's AVX512-BF16
+/// CPUs (Zen 4 and later: oneDNN's bf16 matmul 2.3x the speed of its f32
+/// one there, docs/benchmarks.md); f16 with AMX-FP16 (Granite Rapids and
+/// later). On Intel's AVX512-BF16 CPUs without AMX oneDNN's bf16 kernels are
+/// slower than its f32 ones (measured: ResNet-50's convolutions 1.6x, a
+/// BERT-sized 64x128x512 matmul 1.9x the f32 time), as are f16 kernels
+/// that widen inside. The environment variable MP_CPU_16BIT_PRODUCTS=native
+/// or =f32 overrides the choice for the calls prepared while it is set (to
+/// compare both paths on one CPU; tests run both on any CPU).
+bool fastDotProducts(DType t);
+/// While alive, this thread prepares calls with f16 and bf16 widened to f32
+/// even where they are native: compute-bound calls on CPUs without fast
+/// dot products (fastDotProducts), and prepareFastCall's second try for a
+/// call that oneDNN has no 16-bit implementation of.
+class ScopedWidening {
 public:
-  ScopedF16Widening();
-  ~ScopedF16Widening();
-  ScopedF16Widening(const ScopedF16Widening &) = delete;
-  ScopedF16Widening &operator=(const ScopedF16Widening &) = delete;
+  ScopedWidening();
+  ~ScopedWidening();
+  ScopedWidening(const ScopedWidening &) = delete;
+  ScopedWidening &operator=(const ScopedWidening &) = delete;
 };
-/// The data type a primitive computes on for a runtime dtype: f32 and bf16
-/// as they are (bf16 with f32 accumulation); f16 as f16 where it is native
-/// (f16IsNative), else as f32: CPUs without f16 arithmetic have no f16
-/// kernels, so f16 buffers are widened into f32 copies (exact) and results
-/// rounded once into them (Binding::f16Storage). None for others.
+/// Whether t is F16 or BF16.
+inline bool is16BitFloat(DType t) {
+  return t == DType::F16 || t == DType::BF16;
+}
+/// Whether buffers of t go to the primitives as f32 copies on this thread.
+inline bool widenedOnThisThread(DType t) {
+  return is16BitFloat(t) && !narrowIsNative(t);
+}
+/// The data type a primitive computes on for a runtime dtype: f32 as it is;
+/// f16 and bf16 as they are where native (narrowIsNative; f32 accumulation),
+/// else as f32 (Binding::widened). None for others.
 std::optional<dnnl::memory::data_type> computeTypeOf(DType t);
 
 /// A row-major descriptor of `dims` of dtype t.
@@ -116,19 +134,21 @@ struct Binding {
   Binding(int arg, dnnl::memory::desc desc, const TensorView &t,
           bool constant = false)
       : arg(arg), desc(std::move(desc)), data(t.data), constant(constant),
-        f16Storage(t.dtype == DType::F16 && !f16IsNative()),
+        widened(widenedOnThisThread(t.dtype)), storage(t.dtype),
         output(isOutputArg(arg)) {}
   int arg; ///< DNNL_ARG_SRC, ...
-  /// What the primitive sees (f32 for an f16 buffer; dense).
+  /// What the primitive sees (f32 for a widened buffer; dense).
   dnnl::memory::desc desc;
   void *data;
   /// Never changes while the plan is loaded (a weight): converted and
   /// reordered once, when the call is prepared.
   bool constant;
-  /// `data` holds f16 values in desc's layout: the primitive reads an f32
-  /// copy and writes one that is rounded into it.
-  bool f16Storage;
-  /// The primitive writes it (after the run: reordered, rounded to f16).
+  /// `data` holds 16-bit values (`storage`: f16 or bf16) in desc's layout:
+  /// the primitive reads an f32 copy and writes one that is rounded into it.
+  bool widened;
+  DType storage;
+  /// The primitive writes it (after the run: reordered, rounded into a
+  /// widened buffer).
   bool output;
   /// An output written through the scratch after the run even when the
   /// primitive could write it in place: it may share bytes with operands
@@ -141,7 +161,8 @@ struct Binding {
 
   Binding(int arg, std::shared_ptr<const dnnl::memory> prepared)
       : arg(arg), desc(prepared->get_desc()), data(nullptr), constant(false),
-        f16Storage(false), output(false), prepared(std::move(prepared)) {}
+        widened(false), storage(DType::F32), output(false),
+        prepared(std::move(prepared)) {}
 };
 
 /// A constant made from the weight bytes at `source` by `make` (a call's own
@@ -153,12 +174,15 @@ sharedConstant(const void *source, const std::string &kind,
                const dnnl::memory::desc &wanted,
                const std::function<dnnl::memory()> &make);
 
-/// count f16 values -> f32 (exact), and f32 -> f16 rounded once, split over
-/// the threads (Parallel.h): the f32 copies of f16 operands.
-void widenF16(const uint16_t *f16, float *f32, int64_t count);
-void narrowToF16(const float *f32, uint16_t *f16, int64_t count);
-/// A constant binding's memory as `wanted` lays it out (f16 widened to
-/// f32): made once per weight and layout in the process, in the memory
+/// count 16-bit values of `storage` (f16, bf16) -> f32 (exact), and f32 ->
+/// `storage` rounded once, split over the threads (Parallel.h): the f32
+/// copies of widened operands.
+void widen16Bit(DType storage, const uint16_t *narrow, float *f32,
+                int64_t count);
+void narrow16Bit(DType storage, const float *f32, uint16_t *narrow,
+                 int64_t count);
+/// A constant binding's memory as `wanted` lays it out (widened to f32
+/// where it is): made once per weight and layout in the process, in the memory
 /// PrimitiveCall's reordered constants share.
 std::shared_ptr<const dnnl::memory>
 preparedConstant(const Binding &b, const dnnl::memory::desc &wanted);
@@ -192,8 +216,9 @@ template <typename Prepare> FastCallChoice catchingErrors(Prepare prepare) {
 /// another layout (its blocked weights; activations it was given as `any`)
 /// are reordered: constant ones once, here; the others before every run (the
 /// result after it), through the scratch (the executor's workspace), after
-/// the primitive's own scratchpad. f16 buffers are read and written through
-/// f32 copies there. A constant that needs a reorder or an f32 copy gets it
+/// the primitive's own scratchpad. Widened 16-bit buffers are read and
+/// written through f32 copies there (the implementation's name then ends in
+/// ", on f32 copies"). A constant that needs a reorder or an f32 copy gets it
 /// once, in memory shared by every call made from the same weight, in any
 /// executor of the process (preparedConstantBytes).
 class PrimitiveCall final : public PreparedCall {
@@ -221,16 +246,17 @@ private:
     dnnl::memory memory;
     size_t offset;
   };
-  /// An f16 buffer the primitive reads or writes as f32 (`f32`, in the
+  /// A 16-bit buffer the primitive reads or writes as f32 (`f32`, in the
   /// scratch).
   struct F32Copy {
-    uint16_t *f16;
+    uint16_t *narrow;
+    DType storage;
     dnnl::memory f32;
     size_t count;
     bool output;
   };
-  /// f16 -> its f32 copy (before the run); the f32 result -> f16, rounded
-  /// once (after it).
+  /// The buffer -> its f32 copy (before the run); the f32 result -> the
+  /// buffer, rounded once (after it).
   static void widen(const F32Copy &c);
   static void narrow(const F32Copy &c);
 
@@ -277,15 +303,13 @@ FastCallChoice prepareAttention(const PlanCall &call,
                                 const std::vector<TensorView> &results,
                                 const std::vector<bool> &constant,
                                 const FilterSource *filter);
-/// A channels-last 2-d convolution with f16 x or y, in blocks of output
-/// rows (OneDnnConvTiles.cpp); no call (and no reason) where it does not
-/// pay: prepareConv then binds the whole tensors.
-FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
-                                   const TensorView *bias,
-                                   const TensorView *residual,
-                                   const TensorView &y, const ConvOptions &o,
-                                   const std::vector<bool> &constant,
-                                   const FilterSource *filter);
+/// A channels-last 2-d convolution with an x or y widened to f32, in blocks
+/// of output rows (OneDnnConvTiles.cpp); no call (and no reason) where it
+/// does not pay: prepareConv then binds the whole tensors.
+FastCallChoice prepareTiledWidenedConv(
+    const TensorView &x, const TensorView &w, const TensorView *bias,
+    const TensorView *residual, const TensorView &y, const ConvOptions &o,
+    const std::vector<bool> &constant, const FilterSource *filter);
 FastCallChoice prepareConv(const PlanCall &call,
                            const std::vector<TensorView> &operands,
                            const std::vector<TensorView> &results,

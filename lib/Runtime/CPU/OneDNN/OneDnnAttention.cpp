@@ -150,11 +150,13 @@ public:
   bool prepare(std::string &why) {
     const AttentionShape &n = options_.shape;
     // Q and K stay 16-bit when they are and oneDNN has a matmul of theirs
-    // here (f16: f16IsNative), else f32 copies.
+    // here (narrowIsNative), else f32 copies.
     qkType_ = dt::f32;
-    if (q_.dtype == DType::BF16 && k_.dtype == DType::BF16)
+    if (q_.dtype == DType::BF16 && k_.dtype == DType::BF16 &&
+        narrowIsNative(DType::BF16))
       qkType_ = dt::bf16;
-    if (q_.dtype == DType::F16 && k_.dtype == DType::F16 && f16IsNative())
+    if (q_.dtype == DType::F16 && k_.dtype == DType::F16 &&
+        narrowIsNative(DType::F16))
       qkType_ = dt::f16;
     const int64_t pairs = n.batch * n.heads;
     block_ = std::max<int64_t>(

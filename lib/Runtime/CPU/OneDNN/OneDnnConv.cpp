@@ -37,29 +37,36 @@ FastCallChoice prepareConv(const PlanCall &call,
     return referenceKernel("the reference kernel reports the call's error");
   if (*spatial > 3)
     return referenceKernel(std::to_string(*spatial) + " spatial dims");
-  // Where f16 kernels widen to f32 inside (no f16 dot products), they run
-  // ungrouped convolutions at half the speed of f32 kernels on f32 copies
-  // (MobileNetV2's 1x1 ones), but depthwise ones faster (memory-bound):
-  // ungrouped ones take the copies in blocks of rows where those apply.
-  const bool f16WidenedInside =
-      x.dtype == DType::F16 && f16IsNative() && !f16DotProducts();
+  // Where 16-bit kernels are slower than f32 ones (no fast 16-bit dot
+  // products: f16 kernels that widen inside, bf16 ones on Intel CPUs
+  // without AMX), they run ungrouped convolutions at half to two thirds of
+  // the speed of f32 kernels on f32 copies (MobileNetV2's 1x1 ones), so
+  // those take the copies, in blocks of rows where those apply. Depthwise
+  // ones are memory-bound: f16 kernels run them faster than f32 ones, so
+  // they stay f16; bf16 kernels there slower (MobileNetV2's 3x3 ones 0.36
+  // against 0.20 ms; its bf16 plan 9.0-9.9 -> 7.9-8.4 ms with them on f32
+  // copies), so they take the copies too.
+  const bool slowProducts = is16BitFloat(x.dtype) && narrowIsNative(x.dtype) &&
+                            !fastDotProducts(x.dtype);
+  const bool widenGrouped = x.dtype == DType::BF16;
   {
-    std::optional<ScopedF16Widening> widened;
-    if (f16WidenedInside && options->groups == 1)
+    std::optional<ScopedWidening> widened;
+    if (slowProducts && (options->groups == 1 || widenGrouped))
       widened.emplace();
-    if (FastCallChoice tiled = prepareTiledF16Conv(x, w, bias, residual, y,
-                                                   *options, constant, filter);
+    if (FastCallChoice tiled = prepareTiledWidenedConv(
+            x, w, bias, residual, y, *options, constant, filter);
         tiled.call)
       return tiled;
   }
   // Otherwise (whole tensors), one with long dot products (C/g * kernel
   // size >= 128: ResNets' and the 1x1 convolutions of the wider layers) is
   // compute-bound and faster on f32 copies (ResNet-50's f16 plan: 62
-  // against 78 ms); short ones are memory-bound and faster on f16.
+  // against 78 ms); short ones are memory-bound and faster on f16 (not on
+  // bf16, as above).
   constexpr int64_t kComputeBoundReduction = 128;
   const int64_t reduction = w.numElements() / std::max<int64_t>(w.shape[0], 1);
-  std::optional<ScopedF16Widening> widened;
-  if (f16WidenedInside && reduction >= kComputeBoundReduction)
+  std::optional<ScopedWidening> widened;
+  if (slowProducts && (reduction >= kComputeBoundReduction || widenGrouped))
     widened.emplace();
   std::optional<dnnl::memory::data_type> in = computeTypeOf(x.dtype),
                                          out = computeTypeOf(y.dtype);

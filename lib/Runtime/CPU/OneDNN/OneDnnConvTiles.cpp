@@ -1,6 +1,6 @@
-//===- OneDnnConvTiles.cpp - f16 convolutions in cache-sized blocks -------===//
+//===- OneDnnConvTiles.cpp - widened convolutions in cache-sized blocks ---===//
 //
-// On CPUs without f16 kernels (f16IsNative: AMD's Zen 4, Intel's before
+// On CPUs without f16 kernels (narrowIsNative: AMD's Zen 4, Intel's before
 // Sapphire Rapids) oneDNN computes no f16 convolution, so an f16 x or y goes
 // through an f32 copy in the scratch: a pass widening x before the
 // primitive, one rounding its f32 result into y after it. Over whole
@@ -20,9 +20,10 @@
 // computes it (its window, f32 accumulation, bias, residual and activation,
 // one rounding).
 //
-// CPUs whose f16 kernels widen inside (AVX512-FP16 without AMX-FP16) take
-// this path too for ungrouped convolutions (OneDnnConv.cpp): the f16 1x1
-// kernels there run at half the f32 ones' speed.
+// CPUs whose 16-bit kernels are slower than their f32 ones
+// (fastDotProducts: f16 kernels that widen inside, AVX512-FP16 without
+// AMX-FP16; bf16 ones on Intel's AVX512-BF16 CPUs without AMX) take this
+// path too, f16 or bf16, for ungrouped convolutions (OneDnnConv.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "OneDnn.h"
@@ -61,9 +62,9 @@ dnnl::memory::desc blockDesc(int64_t rows, int64_t width, int64_t channels,
       {rows * width * channels, 1, width * channels, channels});
 }
 
-/// The rows of x [N, H, W, C] and y [N, OH, OW, M] (f16 ones through
+/// The rows of x [N, H, W, C] and y [N, OH, OW, M] (widened ones through
 /// f32 blocks in the scratch) and the primitive for each block shape.
-class TiledF16Conv final : public PreparedCall {
+class TiledWidenedConv final : public PreparedCall {
 public:
   /// One block shape: `outRows` result rows from `inRows` input rows with
   /// `padTop` / `padBottom` rows of zeros around them, and its primitive,
@@ -96,6 +97,8 @@ public:
   Status run(void *scratch) override;
 
   TensorView x_, y_;
+  /// Whether x, and y with the residual, go through f32 blocks.
+  bool xWidened_ = false, yWidened_ = false;
   std::optional<TensorView> residual_;
   std::vector<Variant> variants_;
   std::vector<Block> blocks_;
@@ -115,11 +118,29 @@ void *elementOf(const TensorView &t, int64_t offset) {
   return static_cast<char *>(t.data) + offset * byteSize(t.dtype);
 }
 
-void TiledF16Conv::runBlock(const Block &b, Slot &slot, char *base) {
+/// count 16-bit elements of `t` from `offset` on -> f32 (exact), and back,
+/// rounded once, on the calling thread.
+void widenElements(const TensorView &t, int64_t offset, float *f32,
+                   int64_t count) {
+  const auto *narrow = static_cast<const uint16_t *>(elementOf(t, offset));
+  if (t.dtype == DType::F16)
+    convertF16ToF32(narrow, f32, static_cast<size_t>(count));
+  else
+    convertBF16ToF32(narrow, f32, static_cast<size_t>(count));
+}
+void narrowElements(const float *f32, const TensorView &t, int64_t offset,
+                    int64_t count) {
+  auto *narrow = static_cast<uint16_t *>(elementOf(t, offset));
+  if (t.dtype == DType::F16)
+    convertF32ToF16(f32, narrow, static_cast<size_t>(count));
+  else
+    convertF32ToBF16(f32, narrow, static_cast<size_t>(count));
+}
+
+void TiledWidenedConv::runBlock(const Block &b, Slot &slot, char *base) {
   auto *srcBlock = reinterpret_cast<float *>(base + srcOffset_);
   auto *dstBlock = reinterpret_cast<float *>(base + dstOffset_);
   auto *residualBlock = reinterpret_cast<float *>(base + residualOffset_);
-  const bool xF16 = x_.dtype == DType::F16, yF16 = y_.dtype == DType::F16;
   // x [N, H, W, C], y [N, OH, OW, M]: elements per row and rows per image.
   const int64_t inRow = x_.shape[2] * x_.shape[3],
                 outRow = y_.shape[2] * y_.shape[3];
@@ -128,17 +149,15 @@ void TiledF16Conv::runBlock(const Block &b, Slot &slot, char *base) {
   Handles &h = slot.handles[b.variant];
   const int64_t in = (b.n * height + b.inBegin) * inRow;
   const int64_t out = (b.n * outHeight + b.outBegin) * outRow;
-  if (xF16) {
-    convertF16ToF32(static_cast<const uint16_t *>(elementOf(x_, in)), srcBlock,
-                    static_cast<size_t>(v.inRows * inRow));
+  if (xWidened_) {
+    widenElements(x_, in, srcBlock, v.inRows * inRow);
     h.src.set_data_handle(srcBlock);
   } else {
     h.src.set_data_handle(elementOf(x_, in));
   }
-  h.dst.set_data_handle(yF16 ? dstBlock : elementOf(y_, out));
-  if (residual_ && yF16) {
-    convertF16ToF32(static_cast<const uint16_t *>(elementOf(*residual_, out)),
-                    residualBlock, static_cast<size_t>(v.outRows * outRow));
+  h.dst.set_data_handle(yWidened_ ? dstBlock : elementOf(y_, out));
+  if (residual_ && yWidened_) {
+    widenElements(*residual_, out, residualBlock, v.outRows * outRow);
     h.residual.set_data_handle(residualBlock);
   } else if (residual_) {
     h.residual.set_data_handle(elementOf(*residual_, out));
@@ -147,12 +166,11 @@ void TiledF16Conv::runBlock(const Block &b, Slot &slot, char *base) {
     h.scratchpad.set_data_handle(base);
   v.primitive.execute(slot.stream, h.args);
   slot.stream.wait();
-  if (yF16)
-    convertF32ToF16(dstBlock, static_cast<uint16_t *>(elementOf(y_, out)),
-                    static_cast<size_t>(v.outRows * outRow));
+  if (yWidened_)
+    narrowElements(dstBlock, y_, out, v.outRows * outRow);
 }
 
-Status TiledF16Conv::run(void *scratch) {
+Status TiledWidenedConv::run(void *scratch) {
   char *base = static_cast<char *>(scratch);
   std::mutex failure;
   std::string error;
@@ -209,14 +227,13 @@ bool overlap(const TensorView &a, const TensorView &b) {
 
 } // namespace
 
-FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
-                                   const TensorView *bias,
-                                   const TensorView *residual,
-                                   const TensorView &y, const ConvOptions &o,
-                                   const std::vector<bool> &constant,
-                                   const FilterSource *filter) {
-  const bool xF16 = x.dtype == DType::F16, yF16 = y.dtype == DType::F16;
-  if (!(xF16 || yF16) || f16IsNative() || o.layout != Layout::NHWC ||
+FastCallChoice prepareTiledWidenedConv(
+    const TensorView &x, const TensorView &w, const TensorView *bias,
+    const TensorView *residual, const TensorView &y, const ConvOptions &o,
+    const std::vector<bool> &constant, const FilterSource *filter) {
+  const bool xWidened = widenedOnThisThread(x.dtype),
+             yWidened = widenedOnThisThread(y.dtype);
+  if (!(xWidened || yWidened) || o.layout != Layout::NHWC ||
       x.shape.size() != 4)
     return referenceKernel("");
   const int64_t n = x.shape[0], height = x.shape[1], width = x.shape[2],
@@ -255,9 +272,9 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
   bool fromSource = false;
   Binding weights = filterBinding(DNNL_ARG_WEIGHTS, w, wUser, o, filter,
                                   isConstant(1), fromSource);
-  // A filter or an f16 bias that changes would be widened per block.
+  // A filter or a widened bias that changes would be widened per block.
   if (!weights.constant ||
-      (bias && bias->dtype == DType::F16 && !isConstant(2)))
+      (bias && widenedOnThisThread(bias->dtype) && !isConstant(2)))
     return referenceKernel("");
   std::optional<dnnl::memory::data_type> biasType;
   if (bias)
@@ -267,9 +284,11 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
 
   const int threads = std::max(1, cpuThreads());
   return catchingErrors([&] {
-    auto call = std::make_unique<TiledF16Conv>();
+    auto call = std::make_unique<TiledWidenedConv>();
     call->x_ = x;
     call->y_ = y;
+    call->xWidened_ = xWidened;
+    call->yWidened_ = yWidened;
     if (residual)
       call->residual_ = *residual;
     dnnl::memory::desc biasDesc;
@@ -289,7 +308,7 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
     size_t scratchpadBytes = 0;
     int64_t maxInRows = 0;
     // The blocks of one image (every image has the same).
-    std::vector<TiledF16Conv::Block> imageBlocks;
+    std::vector<TiledWidenedConv::Block> imageBlocks;
     {
       OneThreadPrimitives oneThread;
       for (int64_t begin = 0; begin < outHeight; begin += rows) {
@@ -305,7 +324,7 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
         const int64_t top = inBegin - first, bottom = last - inEnd;
         size_t index = 0;
         for (; index < call->variants_.size(); ++index) {
-          const TiledF16Conv::Variant &v = call->variants_[index];
+          const TiledWidenedConv::Variant &v = call->variants_[index];
           if (v.inRows == inRows && v.outRows == outRows && v.padTop == top &&
               v.padBottom == bottom)
             break;
@@ -330,8 +349,10 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
           preparedWeights.push_back(
               preparedConstant(weights, pd.weights_desc()));
           if (call->name_.empty())
-            call->name_ = implementationName(pd) + ", f16 in blocks of " +
-                          std::to_string(rows) + " rows per thread";
+            call->name_ = implementationName(pd) + ", " +
+                          std::string(dtypeName(xWidened ? x.dtype : y.dtype)) +
+                          " in blocks of " + std::to_string(rows) +
+                          " rows per thread";
           call->variants_.push_back({inRows, outRows, top, bottom, pd,
                                      dnnl::convolution_forward(pd)});
         }
@@ -340,7 +361,7 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
       }
     }
     for (int64_t image = 0; image < n; ++image)
-      for (TiledF16Conv::Block b : imageBlocks) {
+      for (TiledWidenedConv::Block b : imageBlocks) {
         b.n = image;
         call->blocks_.push_back(b);
       }
@@ -349,11 +370,11 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
     const size_t slots =
         std::min<size_t>(static_cast<size_t>(threads), call->blocks_.size());
     call->slots_.resize(slots);
-    for (TiledF16Conv::Slot &slot : call->slots_) {
+    for (TiledWidenedConv::Slot &slot : call->slots_) {
       slot.stream = dnnl::stream(engine());
       for (size_t k = 0; k < call->variants_.size(); ++k) {
         const auto &desc = call->variants_[k].pd;
-        TiledF16Conv::Handles h;
+        TiledWidenedConv::Handles h;
         h.src = dnnl::memory(desc.src_desc(), engine(), nullptr);
         h.dst = dnnl::memory(desc.dst_desc(), engine(), nullptr);
         h.args = {{DNNL_ARG_SRC, h.src},
@@ -380,13 +401,13 @@ FastCallChoice prepareTiledF16Conv(const TensorView &x, const TensorView &w,
     // blocks.
     size_t offset = alignedBytes(scratchpadBytes);
     call->srcOffset_ = offset;
-    if (xF16)
+    if (xWidened)
       offset += alignedBytes(static_cast<size_t>(maxInRows * inRow * f32));
     call->dstOffset_ = offset;
-    if (yF16)
+    if (yWidened)
       offset += alignedBytes(static_cast<size_t>(rows * outRow * f32));
     call->residualOffset_ = offset;
-    if (yF16 && residual)
+    if (yWidened && residual)
       offset += alignedBytes(static_cast<size_t>(rows * outRow * f32));
     call->slotBytes_ = offset;
     FastCallChoice choice{std::move(call), ""};

@@ -171,10 +171,10 @@ FastCallChoice prepareElementwise(const PlanCall &call,
   const bool transcendental = fn == F::Exp || fn == F::Tanh ||
                               fn == F::Sigmoid || fn == F::Gelu ||
                               fn == F::GeluTanh || fn == F::Elu;
-  if (y.dtype == DType::F16 && !f16IsNative() &&
-      !(transcendental && operands.size() == 1))
+  if (widenedOnThisThread(y.dtype) && !(transcendental && operands.size() == 1))
     return referenceKernel(
-        "f16 " + name + " (the reference converts it with F16C in one pass)");
+        std::string(dtypeName(y.dtype)) + " " + name +
+        " (the reference converts it with F16C in one pass)");
   if (y.dtype != DType::F32 && y.dtype != DType::BF16 && y.dtype != DType::F16)
     return referenceKernel(std::string(dtypeName(y.dtype)) +
                            " (oneDNN's elementwise: f32, bf16)");
@@ -263,8 +263,7 @@ FastCallChoice prepareFusedChain(const FusedProgram &program,
                                  const std::vector<TensorView> &operands,
                                  const TensorView &y) {
   auto isChainType = [](DType t) {
-    return t == DType::F32 || t == DType::BF16 ||
-           (t == DType::F16 && f16IsNative());
+    return t == DType::F32 || (is16BitFloat(t) && narrowIsNative(t));
   };
   if (!isChainType(y.dtype))
     return referenceKernel(std::string(dtypeName(y.dtype)) +

@@ -73,14 +73,16 @@ FastCallChoice prepareProduct(const PlanCall &call,
     return referenceKernel("beta * C with beta other than 1 or C broadcast");
   if (a.shape.size() < 2 || b.shape.size() < 2)
     return referenceKernel("a 1-D operand");
-  // Where f16 kernels widen to f32 inside (no f16 dot products), they widen
-  // a weight B on every run; on f32 copies it is widened once, at load, and
-  // only A and D are converted per run (the GPT-style decoder's f16 plan
-  // 0.43 -> 0.41 ms, the BERT-style encoder's 0.46 -> 0.40).
+  // Where 16-bit kernels are slower than f32 ones (no fast 16-bit dot
+  // products: f16 kernels widen a weight B to f32 on every run; bf16 ones
+  // on Intel CPUs without AMX are slower still), a product with a weight
+  // runs on f32 copies: the weight widened once, at load, and only A and D
+  // converted per run (the GPT-style decoder's f16 plan 0.43 -> 0.41 ms, the
+  // BERT-style encoder's 0.46 -> 0.40).
   const bool constantWeights = constant.size() > 1 && constant[1];
-  std::optional<ScopedF16Widening> widened;
-  if (a.dtype == DType::F16 && constantWeights && f16IsNative() &&
-      !f16DotProducts())
+  std::optional<ScopedWidening> widened;
+  if (is16BitFloat(a.dtype) && constantWeights && narrowIsNative(a.dtype) &&
+      !fastDotProducts(a.dtype))
     widened.emplace();
   std::optional<dnnl::memory::data_type> in = computeTypeOf(a.dtype),
                                          out = computeTypeOf(d.dtype);
