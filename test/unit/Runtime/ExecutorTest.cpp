@@ -730,8 +730,10 @@ TEST_CASE("a weight's channels-last transpose is folded into the filter's "
 /// back into the gradient g [8, 4, 3, 3]. Outputs y, dx (cast to f32) and g.
 struct ChannelsLastTrainingConvs {
   PlanBuilder b;
-  std::vector<float> w = ramp(8 * 4 * 3 * 3, 5);
-  explicit ChannelsLastTrainingConvs(bool filterIsState) {
+  std::vector<float> w;
+  explicit ChannelsLastTrainingConvs(
+      bool filterIsState, std::vector<float> weights = ramp(8 * 4 * 3 * 3, 5))
+      : w(std::move(weights)) {
     const std::vector<PlanAttr> window = {
         {"pads", std::vector<int64_t>{0, 0, 0, 0}},
         {"strides", std::vector<int64_t>{1, 1}},
@@ -787,48 +789,93 @@ struct ChannelsLastTrainingConvs {
 TEST_CASE("a training step's filter casts and transposes fold into the "
           "convolutions' reorders",
           "[executor][fast]") {
-  const std::string isa = cpu::fastKernelIsa();
-  if (isa != "avx512_core_bf16" && isa != "avx512_core_amx") {
-    WARN("oneDNN's bf16 convolutions need avx512_core_bf16 (here: " << isa
-                                                                    << ")");
+  if (!cpu::haveFastKernels()) {
+    SUCCEED("built without oneDNN");
     return;
   }
-  ChannelsLastTrainingConvs step(/*filterIsState=*/true);
-  CpuExecutorOptions reference;
-  reference.kernels = cpu::CpuKernels::Reference;
-  Result<CpuExecutor> ref = CpuExecutor::create(step.b.plan, "ref", reference);
-  Result<CpuExecutor> fast = CpuExecutor::create(step.b.plan, "fast");
-  REQUIRE(ref);
-  REQUIRE(fast);
-  for (size_t call : {4, 5, 6})
-    CHECK_THAT(fast->implementationOf(call), Catch::StartsWith("onednn:"));
-  // The forward and backward-data convolutions read the master weight.
-  for (size_t call : {2, 3})
-    CHECK(fast->implementationOf(call) ==
-          "skipped: folded into the filter reorder of call #4 "
-          "(cudnn.conv_fwd at node 'conv'), call #5 (cudnn.conv_bwd_data at "
-          "node 'conv/grad')");
-  // The backward-filter call writes the f32 gradient.
-  for (size_t call : {7, 8})
-    CHECK(fast->implementationOf(call) ==
-          "skipped: folded into the filter reorder of call #6 "
-          "(cudnn.conv_bwd_filter at node 'conv/grad')");
-  HostTensor x = tensorOf({1, 5, 5, 4}, ramp(100, 6)),
-             dy = tensorOf({1, 3, 3, 8}, ramp(72, 7));
-  for (int run = 0; run < 2; ++run) {
-    Result<std::vector<NamedTensor>> want =
-        ref->run({{"x", x.view()}, {"dy", dy.view()}});
-    Result<std::vector<NamedTensor>> got =
-        fast->run({{"x", x.view()}, {"dy", dy.view()}});
-    REQUIRE(want);
-    REQUIRE(got);
-    for (size_t k = 0; k < 3; ++k) {
-      INFO((*want)[k].name);
-      std::vector<double> expected;
-      for (float v : valuesOf((*want)[k].tensor))
-        expected.push_back(v);
-      // bf16 results: one rounding each, summed in another order.
-      checkClose(valuesOf((*got)[k].tensor), expected, 2e-2);
+  // On oneDNN's bf16 kernels (CPUs with bf16 products) and on f32 copies
+  // (CPUs whose bf16 products are slow, or that have none; forced here by
+  // MP_CPU_16BIT_PRODUCTS on any CPU). On copies the f32 master weight is
+  // rounded to bf16 on its way to the f32 primitive, and the f32 dw
+  // rounded to bf16 values on its way to the gradient, as the plan's casts
+  // do.
+  for (const char *products : {"native", "f32"}) {
+    INFO("products " << products);
+    const bool copies = std::string(products) == "f32";
+    const std::string isa = cpu::fastKernelIsa();
+    if (!copies && isa != "avx512_core_bf16" && isa != "avx512_core_amx") {
+      WARN("oneDNN's bf16 convolutions need avx512_core_bf16 (here: " << isa
+                                                                      << ")");
+      continue;
+    }
+    ScopedSixteenBitProducts sixteenBit(products);
+    ChannelsLastTrainingConvs step(/*filterIsState=*/true);
+    CpuExecutorOptions reference;
+    reference.kernels = cpu::CpuKernels::Reference;
+    Result<CpuExecutor> ref =
+        CpuExecutor::create(step.b.plan, "ref", reference);
+    Result<CpuExecutor> fast = CpuExecutor::create(step.b.plan, "fast");
+    REQUIRE(ref);
+    REQUIRE(fast);
+    for (size_t call : {4, 5, 6}) {
+      CHECK_THAT(fast->implementationOf(call), Catch::StartsWith("onednn:"));
+      if (copies)
+        CHECK_THAT(fast->implementationOf(call),
+                   Catch::EndsWith(", on f32 copies"));
+    }
+    // The forward and backward-data convolutions read the master weight.
+    for (size_t call : {2, 3})
+      CHECK(fast->implementationOf(call) ==
+            "skipped: folded into the filter reorder of call #4 "
+            "(cudnn.conv_fwd at node 'conv'), call #5 (cudnn.conv_bwd_data "
+            "at node 'conv/grad')");
+    // The backward-filter call writes the f32 gradient.
+    for (size_t call : {7, 8})
+      CHECK(fast->implementationOf(call) ==
+            "skipped: folded into the filter reorder of call #6 "
+            "(cudnn.conv_bwd_filter at node 'conv/grad')");
+    HostTensor x = tensorOf({1, 5, 5, 4}, ramp(100, 6)),
+               dy = tensorOf({1, 3, 3, 8}, ramp(72, 7));
+    for (int run = 0; run < 2; ++run) {
+      Result<std::vector<NamedTensor>> want =
+          ref->run({{"x", x.view()}, {"dy", dy.view()}});
+      Result<std::vector<NamedTensor>> got =
+          fast->run({{"x", x.view()}, {"dy", dy.view()}});
+      REQUIRE(want);
+      REQUIRE(got);
+      for (size_t k = 0; k < 3; ++k) {
+        INFO((*want)[k].name);
+        std::vector<double> expected;
+        for (float v : valuesOf((*want)[k].tensor))
+          expected.push_back(v);
+        // bf16 results: one rounding each, summed in another order.
+        checkClose(valuesOf((*got)[k].tensor), expected, 2e-2);
+      }
+      // g holds bf16 values, as the plan's cast of the bf16 dw makes them.
+      for (float v : valuesOf((*got)[2].tensor))
+        CHECK(toFloat(toBFloat16(v)) == v);
+    }
+    // Weights of 1 + 2^-8, half-way between two bf16 values: the plan's
+    // cast rounds them to 1 (to even), so with x and dy of ones every
+    // result is a count (9 to 72 products), exact in bf16. Computed from
+    // the f32 master weight without that rounding, y would be 36.14...
+    // (bf16: 36.25) instead of 36.
+    ChannelsLastTrainingConvs halfway(
+        /*filterIsState=*/true,
+        std::vector<float>(8 * 4 * 3 * 3, 1.0f + 0x1p-8f));
+    Result<CpuExecutor> exact =
+        CpuExecutor::create(halfway.b.plan, "fast halfway");
+    REQUIRE(exact);
+    HostTensor ones = tensorOf({1, 5, 5, 4}, std::vector<float>(100, 1.0f)),
+               dyOnes = tensorOf({1, 3, 3, 8}, std::vector<float>(72, 1.0f));
+    Result<std::vector<NamedTensor>> counts =
+        exact->run({{"x", ones.view()}, {"dy", dyOnes.view()}});
+    REQUIRE(counts);
+    for (float v : valuesOf((*counts)[0].tensor))
+      CHECK(v == 36.0f);
+    for (float v : valuesOf((*counts)[1].tensor)) {
+      CHECK(v == std::round(v));
+      CHECK(v >= 8.0f);
     }
   }
 

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -217,6 +218,23 @@ struct TempDir {
     std::sort(out.begin(), out.end());
     return out;
   }
+};
+
+/// While alive, calls prepared on this process choose the 16-bit
+/// convolutions' and matmuls' path as MP_CPU_16BIT_PRODUCTS says (native
+/// 16-bit kernels or f32 copies; unset: by the CPU), whatever the CPU.
+class ScopedSixteenBitProducts {
+public:
+  explicit ScopedSixteenBitProducts(const char *mode) {
+    if (mode)
+      ::setenv("MP_CPU_16BIT_PRODUCTS", mode, 1);
+    else
+      ::unsetenv("MP_CPU_16BIT_PRODUCTS");
+  }
+  ~ScopedSixteenBitProducts() { ::unsetenv("MP_CPU_16BIT_PRODUCTS"); }
+  ScopedSixteenBitProducts(const ScopedSixteenBitProducts &) = delete;
+  ScopedSixteenBitProducts &
+  operator=(const ScopedSixteenBitProducts &) = delete;
 };
 
 } // namespace mp::rt::test

@@ -155,20 +155,26 @@ Binding filterBinding(int arg, const TensorView &filter,
   std::rotate(channelsFirstShape.begin() + 1, channelsFirstShape.end() - 1,
               channelsFirstShape.end());
   const TensorView &buffer = source->buffer;
-  // f16 buffers, and bf16 ones where widened, go through f32 copies of their
-  // own: not worth it here. A widened filter is computed on as f32, so its
-  // reorder would skip the plan's rounding to 16 bits; a native bf16 one is
-  // computed on as bf16, and the reorder from f32 rounds as the plan's cast
-  // does (to nearest even).
+  // f16 buffers go through f32 copies of their own: not worth it here. A
+  // native bf16 filter is computed on as bf16, and the reorder from an f32
+  // source rounds as the plan's cast does (to nearest even). A widened bf16
+  // filter is computed on as f32: from a bf16 source through its f32 copy
+  // (exact), from an f32 source (a master weight, an f32 gradient) rounded
+  // to bf16 values on the way (Binding::roundedTo), as the plan's cast does.
   std::optional<dnnl::memory::data_type> type = computeTypeOf(buffer.dtype);
+  const bool filterWidened = widenedOnThisThread(filter.dtype);
+  const bool rounds = filterWidened && buffer.dtype == DType::F32;
   if (buffer.shape != channelsFirstShape || !type ||
       buffer.dtype == DType::F16 || filter.dtype == DType::F16 ||
-      widenedOnThisThread(buffer.dtype) || widenedOnThisThread(filter.dtype))
+      (!filterWidened && widenedOnThisThread(buffer.dtype)) ||
+      (filterWidened && !rounds && buffer.dtype != filter.dtype))
     return Binding(arg, user, filter, constant);
   fromSource = true;
   Binding b(arg, filterDesc(buffer, Layout::NCHW, o.groups, *type), buffer,
             source->constant);
   b.staged = b.output;
+  if (rounds)
+    b.roundedTo = filter.dtype;
   return b;
 }
 
@@ -285,10 +291,11 @@ struct ConstantKey {
   /// name for its own repacking (`from` then empty).
   std::string kind;
   bool widened;
+  DType roundedTo;
   dnnl::memory::desc from, to;
   bool operator==(const ConstantKey &o) const {
     return data == o.data && kind == o.kind && widened == o.widened &&
-           from == o.from && to == o.to;
+           roundedTo == o.roundedTo && from == o.from && to == o.to;
   }
 };
 using ConstantCache = rt::detail::WeakCache<ConstantKey, const dnnl::memory>;
@@ -312,11 +319,16 @@ dnnl::memory prepareConstant(const Binding &b, const dnnl::memory::desc &wanted,
       convertF16ToF32(narrow, f32, count);
     else
       convertBF16ToF32(narrow, f32, count);
+  } else if (b.roundedTo != DType::F32) {
+    user = dnnl::memory(b.desc, engine());
+    roundThrough16Bit(b.roundedTo, static_cast<const float *>(b.data),
+                      static_cast<float *>(user.get_data_handle()),
+                      static_cast<int64_t>(b.desc.get_size() / sizeof(float)));
   } else {
     user = dnnl::memory(b.desc, engine(), b.data);
   }
   if (wanted == b.desc)
-    return user; // widened
+    return user; // widened or rounded
   dnnl::memory own(wanted, engine());
   dnnl::reorder(user, own).execute(stream, user, own);
   stream.wait();
@@ -326,12 +338,12 @@ dnnl::memory prepareConstant(const Binding &b, const dnnl::memory::desc &wanted,
 
 std::shared_ptr<const dnnl::memory>
 preparedConstant(const Binding &b, const dnnl::memory::desc &wanted) {
-  return constantCache().get(ConstantKey{b.data, "", b.widened, b.desc, wanted},
-                             [&] {
-                               dnnl::stream stream(engine());
-                               return std::make_shared<const dnnl::memory>(
-                                   prepareConstant(b, wanted, stream));
-                             });
+  return constantCache().get(
+      ConstantKey{b.data, "", b.widened, b.roundedTo, b.desc, wanted}, [&] {
+        dnnl::stream stream(engine());
+        return std::make_shared<const dnnl::memory>(
+            prepareConstant(b, wanted, stream));
+      });
 }
 
 size_t preparedConstantBytes() {
@@ -346,7 +358,8 @@ sharedConstant(const void *source, const std::string &kind,
                const dnnl::memory::desc &wanted,
                const std::function<dnnl::memory()> &make) {
   return constantCache().get(
-      ConstantKey{source, kind, false, dnnl::memory::desc(), wanted},
+      ConstantKey{source, kind, false, DType::F32, dnnl::memory::desc(),
+                  wanted},
       [&] { return std::make_shared<const dnnl::memory>(make()); });
 }
 
@@ -363,8 +376,9 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
   call->name_ = implementationName(pd);
   if (reference)
     call->name_ += " (" + std::string(whyReferenceIsFast) + ")";
-  if (std::any_of(buffers.begin(), buffers.end(),
-                  [](const Binding &b) { return b.widened; }))
+  if (std::any_of(buffers.begin(), buffers.end(), [](const Binding &b) {
+        return b.widened || b.roundedTo != DType::F32;
+      }))
     call->name_ += ", on f32 copies";
   call->stream_ = dnnl::stream(engine());
   dnnl::memory::desc scratch = pd.scratchpad_desc();
@@ -391,7 +405,8 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
       wanted = b.desc;
     // A constant goes into its layout (and f32) once, into memory that every
     // call made from the same weight shares.
-    if (b.constant && !output && (b.widened || !(wanted == b.desc))) {
+    if (b.constant && !output &&
+        (b.widened || b.roundedTo != DType::F32 || !(wanted == b.desc))) {
       std::shared_ptr<const dnnl::memory> constant =
           preparedConstant(b, wanted);
       call->args_[b.arg] = *constant;
@@ -399,8 +414,18 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
       continue;
     }
     dnnl::memory user;
-    if (!b.widened) {
+    if (b.roundedTo != DType::F32 && !output) {
+      // Rounded into a copy: the source itself stays as it is.
+      user = inScratch(b.desc);
+      call->roundings_.push_back({static_cast<const float *>(b.data), user,
+                                  b.desc.get_size() / sizeof(float),
+                                  b.roundedTo, false});
+    } else if (!b.widened) {
       user = dnnl::memory(b.desc, engine(), b.data);
+      if (b.roundedTo != DType::F32) // a result, rounded in place
+        call->roundings_.push_back({nullptr, user,
+                                    b.desc.get_size() / sizeof(float),
+                                    b.roundedTo, true});
     } else {
       user = inScratch(b.desc);
       call->copies_.push_back({static_cast<uint16_t *>(b.data), b.storage, user,
@@ -450,6 +475,30 @@ void narrow16Bit(DType storage, const float *f32, uint16_t *narrow,
   });
 }
 
+void roundThrough16Bit(DType type, const float *from, float *to,
+                       int64_t count) {
+  detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
+    constexpr int64_t kChunk = 1024;
+    uint16_t narrow[kChunk];
+    for (int64_t at = begin; at < end; at += kChunk) {
+      const auto n = static_cast<size_t>(std::min(kChunk, end - at));
+      if (type == DType::F16) {
+        convertF32ToF16(from + at, narrow, n);
+        convertF16ToF32(narrow, to + at, n);
+      } else {
+        convertF32ToBF16(from + at, narrow, n);
+        convertBF16ToF32(narrow, to + at, n);
+      }
+    }
+  });
+}
+
+void PrimitiveCall::round(const Rounding &r) {
+  auto *to = static_cast<float *>(r.to.get_data_handle());
+  roundThrough16Bit(r.type, r.output ? to : r.from, to,
+                    static_cast<int64_t>(r.count));
+}
+
 void PrimitiveCall::widen(const F32Copy &c) {
   widen16Bit(c.storage, c.narrow, static_cast<float *>(c.f32.get_data_handle()),
              static_cast<int64_t>(c.count));
@@ -468,6 +517,9 @@ Status PrimitiveCall::run(void *scratch) {
     for (F32Copy &c : copies_)
       if (!c.output)
         widen(c);
+    for (Rounding &r : roundings_)
+      if (!r.output)
+        round(r);
     for (Reorder &r : beforeRun_)
       r.primitive.execute(stream_, r.from, r.to);
     if (primitiveScratchBytes_)
@@ -479,6 +531,9 @@ Status PrimitiveCall::run(void *scratch) {
     for (F32Copy &c : copies_)
       if (c.output)
         narrow(c);
+    for (Rounding &r : roundings_)
+      if (r.output)
+        round(r);
   } catch (const dnnl::error &e) {
     return Status::error(name_ + ": " + e.what());
   }

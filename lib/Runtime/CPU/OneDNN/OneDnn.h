@@ -147,6 +147,12 @@ struct Binding {
   /// the primitive reads an f32 copy and writes one that is rounded into it.
   bool widened;
   DType storage;
+  /// F16 or BF16: `data` is f32 (a filter's channels-first source,
+  /// filterBinding) whose values the plan rounds to that type on the way to
+  /// (from) the primitive, which computes on them as f32 (a widened filter):
+  /// an operand is rounded into a copy before the run, a result in place
+  /// after it. F32: none.
+  DType roundedTo = DType::F32;
   /// The primitive writes it (after the run: reordered, rounded into a
   /// widened buffer).
   bool output;
@@ -181,6 +187,9 @@ void widen16Bit(DType storage, const uint16_t *narrow, float *f32,
                 int64_t count);
 void narrow16Bit(DType storage, const float *f32, uint16_t *narrow,
                  int64_t count);
+/// count f32 values rounded once to `type` (f16, bf16) and widened back
+/// (exact): to[i] = the nearest `type` value to from[i]; from may be to.
+void roundThrough16Bit(DType type, const float *from, float *to, int64_t count);
 /// A constant binding's memory as `wanted` lays it out (widened to f32
 /// where it is): made once per weight and layout in the process, in the memory
 /// PrimitiveCall's reordered constants share.
@@ -259,6 +268,17 @@ private:
   /// buffer, rounded once (after it).
   static void widen(const F32Copy &c);
   static void narrow(const F32Copy &c);
+  /// f32 values rounded to a 16-bit type and kept as f32 (Binding::
+  /// roundedTo): an operand's from `from` into `to` (in the scratch) before
+  /// the run, a result's in place (`to` only) after it.
+  struct Rounding {
+    const float *from;
+    dnnl::memory to;
+    size_t count;
+    DType type;
+    bool output;
+  };
+  static void round(const Rounding &r);
 
   dnnl::primitive primitive_;
   dnnl::stream stream_;
@@ -271,6 +291,7 @@ private:
   std::vector<ScratchMemory> inScratch_;
   std::vector<Reorder> beforeRun_, afterRun_;
   std::vector<F32Copy> copies_;
+  std::vector<Rounding> roundings_;
   size_t primitiveScratchBytes_ = 0, scratchBytes_ = 0;
   std::string name_;
 };

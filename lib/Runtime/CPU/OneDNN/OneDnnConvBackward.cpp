@@ -36,6 +36,15 @@ struct Gradient {
   desc inWanted, filterWanted, outWanted; ///< what the primitive may pick
 };
 
+/// Where the CPU's bf16 products are slower than its f32 ones (Intel's
+/// AVX512-BF16 CPUs without AMX: fastDotProducts), bf16 gradients are
+/// computed on f32 copies, as the forward convolutions are
+/// (OneDnnConv.cpp); f16 ones go through copies wherever oneDNN has no f16
+/// gradient kernel (prepareFastCall's second try).
+bool widenGradients(DType t) {
+  return t == DType::BF16 && narrowIsNative(t) && !fastDotProducts(t);
+}
+
 /// The gradient of the convolution in -> out with `filter`, or the reason
 /// the reference kernel runs it.
 std::variant<Gradient, std::string> gradientOf(const PlanCall &call,
@@ -101,6 +110,9 @@ FastCallChoice prepareConvBackwardData(const PlanCall &call,
   if (*hasBias)
     return referenceKernel("a bias (a transposed convolution's)");
   const TensorView &dy = operands[0], &w = operands[1], &dx = results[0];
+  std::optional<ScopedWidening> widened;
+  if (widenGradients(dy.dtype))
+    widened.emplace();
   return catchingErrors([&] {
     std::variant<Gradient, std::string> found = gradientOf(call, dx, w, dy);
     if (auto *why = std::get_if<std::string>(&found))
@@ -131,6 +143,9 @@ FastCallChoice prepareConvBackwardFilter(
   if (operands.size() != 2 || results.size() != 1)
     return referenceKernel("the reference kernel reports the call's error");
   const TensorView &x = operands[0], &dy = operands[1], &dw = results[0];
+  std::optional<ScopedWidening> widened;
+  if (widenGradients(dy.dtype))
+    widened.emplace();
   return catchingErrors([&] {
     std::variant<Gradient, std::string> found = gradientOf(call, x, dw, dy);
     if (auto *why = std::get_if<std::string>(&found))

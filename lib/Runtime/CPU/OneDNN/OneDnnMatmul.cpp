@@ -74,15 +74,18 @@ FastCallChoice prepareProduct(const PlanCall &call,
   if (a.shape.size() < 2 || b.shape.size() < 2)
     return referenceKernel("a 1-D operand");
   // Where 16-bit kernels are slower than f32 ones (no fast 16-bit dot
-  // products: f16 kernels widen a weight B to f32 on every run; bf16 ones
-  // on Intel CPUs without AMX are slower still), a product with a weight
-  // runs on f32 copies: the weight widened once, at load, and only A and D
-  // converted per run (the GPT-style decoder's f16 plan 0.43 -> 0.41 ms, the
-  // BERT-style encoder's 0.46 -> 0.40).
+  // products), a product runs on f32 copies. f16 kernels that widen inside
+  // widen a weight B to f32 on every run: on copies it is widened once, at
+  // load, and only A and D are converted per run (the GPT-style decoder's
+  // f16 plan 0.43 -> 0.41 ms, the BERT-style encoder's 0.46 -> 0.40); a B
+  // that changes gains nothing there. bf16 kernels on Intel CPUs without
+  // AMX take up to twice the f32 kernels' time, far more than widening
+  // every operand on every run (a training step's B, the bf16 cast of its
+  // master weight), so every bf16 product takes the copies.
   const bool constantWeights = constant.size() > 1 && constant[1];
   std::optional<ScopedWidening> widened;
-  if (is16BitFloat(a.dtype) && constantWeights && narrowIsNative(a.dtype) &&
-      !fastDotProducts(a.dtype))
+  if (is16BitFloat(a.dtype) && narrowIsNative(a.dtype) &&
+      !fastDotProducts(a.dtype) && (constantWeights || a.dtype == DType::BF16))
     widened.emplace();
   std::optional<dnnl::memory::data_type> in = computeTypeOf(a.dtype),
                                          out = computeTypeOf(d.dtype);
