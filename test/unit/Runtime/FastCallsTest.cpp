@@ -471,42 +471,38 @@ TEST_CASE("fast 16-bit matmuls and convolutions accumulate in f32",
           }
           return t;
         };
-        HostTensor a = ones({2, k}), b = ones({k, 3}), d(out, {2, 3});
-        cpu::FastCallChoice matmul = cpu::prepareFastCall(
+        // Prepares `call` with a constant second operand, runs it into `r`
+        // and checks every result is 4096.
+        auto sumsOnes = [&](const PlanCall &call, const HostTensor &first,
+                            const HostTensor &second, HostTensor &r) {
+          cpu::FastCallChoice choice = cpu::prepareFastCall(
+              call, {first.view(), second.view()}, {r.view()}, {false, true});
+          REQUIRE(choice.call);
+          const std::string impl = choice.call->implementation();
+          INFO(call.kind << ": " << impl);
+          if (std::string(mode) == "f32")
+            CHECK(impl.find(", on f32 copies") != std::string::npos);
+          std::vector<unsigned char> scratch(choice.call->scratchBytes() + 64);
+          REQUIRE(choice.call->run(scratch.data()).isOk());
+          for (float v : asFloats(r))
+            CHECK(v == 4096.0f);
+        };
+        HostTensor d(out, {2, 3});
+        sumsOnes(
             callOf("cublaslt.matmul", {{"has_c", int64_t(0)},
                                        {"has_bias", int64_t(0)},
                                        {"compute_type", int64_t(DType::F32)}}),
-            {a.view(), b.view()}, {d.view()}, {false, true});
-        REQUIRE(matmul.call);
-        const std::string matmulImpl = matmul.call->implementation();
-        INFO("matmul " << matmulImpl);
-        if (std::string(mode) == "f32")
-          CHECK(matmulImpl.find(", on f32 copies") != std::string::npos);
-        std::vector<unsigned char> scratch(matmul.call->scratchBytes() + 64);
-        REQUIRE(matmul.call->run(scratch.data()).isOk());
-        for (float v : asFloats(d))
-          CHECK(v == 4096.0f);
-        HostTensor x = ones({1, 2, 2, k}), w = ones({3, 1, 1, k}),
-                   y(out, {1, 2, 2, 3});
-        cpu::FastCallChoice conv = cpu::prepareFastCall(
-            callOf("cudnn.conv_fwd",
-                   {{"has_bias", int64_t(0)},
-                    {"pads", std::vector<int64_t>{0, 0, 0, 0}},
-                    {"strides", std::vector<int64_t>{1, 1}},
-                    {"dilations", std::vector<int64_t>{1, 1}},
-                    {"groups", int64_t(1)},
-                    {"layout", std::string("nhwc")},
-                    {"compute_type", int64_t(DType::F32)}}),
-            {x.view(), w.view()}, {y.view()}, {false, true});
-        REQUIRE(conv.call);
-        const std::string convImpl = conv.call->implementation();
-        INFO("convolution " << convImpl);
-        if (std::string(mode) == "f32")
-          CHECK(convImpl.find(", on f32 copies") != std::string::npos);
-        scratch.assign(conv.call->scratchBytes() + 64, 0);
-        REQUIRE(conv.call->run(scratch.data()).isOk());
-        for (float v : asFloats(y))
-          CHECK(v == 4096.0f);
+            ones({2, k}), ones({k, 3}), d);
+        HostTensor y(out, {1, 2, 2, 3});
+        sumsOnes(callOf("cudnn.conv_fwd",
+                        {{"has_bias", int64_t(0)},
+                         {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                         {"strides", std::vector<int64_t>{1, 1}},
+                         {"dilations", std::vector<int64_t>{1, 1}},
+                         {"groups", int64_t(1)},
+                         {"layout", std::string("nhwc")},
+                         {"compute_type", int64_t(DType::F32)}}),
+                 ones({1, 2, 2, k}), ones({3, 1, 1, k}), y);
       }
 }
 

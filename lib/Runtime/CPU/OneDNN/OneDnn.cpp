@@ -312,13 +312,9 @@ dnnl::memory prepareConstant(const Binding &b, const dnnl::memory::desc &wanted,
   dnnl::memory user;
   if (b.widened) {
     user = dnnl::memory(b.desc, engine());
-    const auto *narrow = static_cast<const uint16_t *>(b.data);
-    auto *f32 = static_cast<float *>(user.get_data_handle());
-    const size_t count = b.desc.get_size() / sizeof(float);
-    if (b.storage == DType::F16)
-      convertF16ToF32(narrow, f32, count);
-    else
-      convertBF16ToF32(narrow, f32, count);
+    widenOnThread(b.storage, static_cast<const uint16_t *>(b.data),
+                  static_cast<float *>(user.get_data_handle()),
+                  b.desc.get_size() / sizeof(float));
   } else if (b.roundedTo != DType::F32) {
     user = dnnl::memory(b.desc, engine());
     roundThrough16Bit(b.roundedTo, static_cast<const float *>(b.data),
@@ -453,25 +449,35 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
   return FastCallChoice{std::move(call), ""};
 }
 
+void widenOnThread(DType storage, const uint16_t *narrow, float *f32,
+                   size_t count) {
+  if (storage == DType::F16)
+    convertF16ToF32(narrow, f32, count);
+  else
+    convertBF16ToF32(narrow, f32, count);
+}
+
+void narrowOnThread(DType storage, const float *f32, uint16_t *narrow,
+                    size_t count) {
+  if (storage == DType::F16)
+    convertF32ToF16(f32, narrow, count);
+  else
+    convertF32ToBF16(f32, narrow, count);
+}
+
 void widen16Bit(DType storage, const uint16_t *narrow, float *f32,
                 int64_t count) {
   detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
-    const auto n = static_cast<size_t>(end - begin);
-    if (storage == DType::F16)
-      convertF16ToF32(narrow + begin, f32 + begin, n);
-    else
-      convertBF16ToF32(narrow + begin, f32 + begin, n);
+    widenOnThread(storage, narrow + begin, f32 + begin,
+                  static_cast<size_t>(end - begin));
   });
 }
 
 void narrow16Bit(DType storage, const float *f32, uint16_t *narrow,
                  int64_t count) {
   detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
-    const auto n = static_cast<size_t>(end - begin);
-    if (storage == DType::F16)
-      convertF32ToF16(f32 + begin, narrow + begin, n);
-    else
-      convertF32ToBF16(f32 + begin, narrow + begin, n);
+    narrowOnThread(storage, f32 + begin, narrow + begin,
+                   static_cast<size_t>(end - begin));
   });
 }
 
@@ -482,13 +488,8 @@ void roundThrough16Bit(DType type, const float *from, float *to,
     uint16_t narrow[kChunk];
     for (int64_t at = begin; at < end; at += kChunk) {
       const auto n = static_cast<size_t>(std::min(kChunk, end - at));
-      if (type == DType::F16) {
-        convertF32ToF16(from + at, narrow, n);
-        convertF16ToF32(narrow, to + at, n);
-      } else {
-        convertF32ToBF16(from + at, narrow, n);
-        convertBF16ToF32(narrow, to + at, n);
-      }
+      narrowOnThread(type, from + at, narrow, n);
+      widenOnThread(type, narrow, to + at, n);
     }
   });
 }

@@ -181,8 +181,13 @@ sharedConstant(const void *source, const std::string &kind,
                const std::function<dnnl::memory()> &make);
 
 /// count 16-bit values of `storage` (f16, bf16) -> f32 (exact), and f32 ->
-/// `storage` rounded once, split over the threads (Parallel.h): the f32
-/// copies of widened operands.
+/// `storage` rounded once, on the calling thread.
+void widenOnThread(DType storage, const uint16_t *narrow, float *f32,
+                   size_t count);
+void narrowOnThread(DType storage, const float *f32, uint16_t *narrow,
+                    size_t count);
+/// The same split over the threads (Parallel.h): the f32 copies of widened
+/// operands.
 void widen16Bit(DType storage, const uint16_t *narrow, float *f32,
                 int64_t count);
 void narrow16Bit(DType storage, const float *f32, uint16_t *narrow,

@@ -122,19 +122,13 @@ void *elementOf(const TensorView &t, int64_t offset) {
 /// rounded once, on the calling thread.
 void widenElements(const TensorView &t, int64_t offset, float *f32,
                    int64_t count) {
-  const auto *narrow = static_cast<const uint16_t *>(elementOf(t, offset));
-  if (t.dtype == DType::F16)
-    convertF16ToF32(narrow, f32, static_cast<size_t>(count));
-  else
-    convertBF16ToF32(narrow, f32, static_cast<size_t>(count));
+  widenOnThread(t.dtype, static_cast<const uint16_t *>(elementOf(t, offset)),
+                f32, static_cast<size_t>(count));
 }
 void narrowElements(const float *f32, const TensorView &t, int64_t offset,
                     int64_t count) {
-  auto *narrow = static_cast<uint16_t *>(elementOf(t, offset));
-  if (t.dtype == DType::F16)
-    convertF32ToF16(f32, narrow, static_cast<size_t>(count));
-  else
-    convertF32ToBF16(f32, narrow, static_cast<size_t>(count));
+  narrowOnThread(t.dtype, f32, static_cast<uint16_t *>(elementOf(t, offset)),
+                 static_cast<size_t>(count));
 }
 
 void TiledWidenedConv::runBlock(const Block &b, Slot &slot, char *base) {
