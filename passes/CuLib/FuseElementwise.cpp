@@ -216,7 +216,11 @@ Lowered lowerGroup(const Group &group) {
 
 /// where(greater(x, 0), dy, 0) -> relu_grad(dy, x), when the mask is the
 /// comparison's alone and only the select reads it, dy, x and y have one
-/// type and shape, and x does not change between the two calls.
+/// shape, dy and y one type, and x does not change between the two calls.
+/// x of another float type (a mixed-precision step's bf16 activation against
+/// its f32 gradient) makes a fused program of the one step, since an
+/// elementwise call takes one dtype and a program any float types (x's
+/// values are exact in f32: the comparison is the same).
 struct FoldReluGradient : public OpRewritePattern<culib::ElementwiseOp> {
   FoldReluGradient(MLIRContext *context, int64_t &folded, int64_t &bytes)
       : OpRewritePattern(context), folded(folded), bytes(bytes) {}
@@ -230,13 +234,25 @@ struct FoldReluGradient : public OpRewritePattern<culib::ElementwiseOp> {
       return failure();
     culib::ElementwiseOp compare = form->compare;
     Value dy = form->dy, x = form->x, y = select.getY();
-    if (!isFloatBuffer(y) || dy.getType() != y.getType() ||
-        x.getType() != y.getType() || culib::writtenBetween(x, compare, select))
+    if (!isFloatBuffer(y) || !isFloatBuffer(x) || dy.getType() != y.getType() ||
+        memrefOf(x).getShape() != memrefOf(y).getShape() ||
+        culib::writtenBetween(x, compare, select))
       return failure();
     rewriter.setInsertionPoint(select);
-    culib::ElementwiseOp::create(rewriter, select.getLoc(), ValueRange{dy, x},
-                                 y, ElementwiseFn::ReluGrad,
-                                 /*alpha=*/FloatAttr(), /*beta=*/FloatAttr());
+    if (x.getType() == y.getType()) {
+      culib::ElementwiseOp::create(rewriter, select.getLoc(), ValueRange{dy, x},
+                                   y, ElementwiseFn::ReluGrad,
+                                   /*alpha=*/FloatAttr(), /*beta=*/FloatAttr());
+    } else {
+      rt::FusedStep step;
+      step.fn = ElementwiseFn::ReluGrad;
+      step.args = {rt::FusedOperand{false, 0}, rt::FusedOperand{false, 1}};
+      rt::FusedProgram program;
+      program.steps.push_back(std::move(step));
+      culib::FusedElementwiseOp::create(rewriter, select.getLoc(),
+                                        ValueRange{dy, x}, y,
+                                        printFusedProgram(program));
+    }
     bytes += culib::eraseCallsAndTheirBuffers(
         {compare.getOperation(), select.getOperation()}, y, rewriter);
     ++folded;

@@ -165,6 +165,24 @@ func.func @relu_gradient(%x: memref<2x8xf32>, %da: memref<2x8xf32>, %db: memref<
   return %y : memref<2x8xf32>
 }
 
+// A mixed-precision step's ReLU gradient: x (the activation) is bf16, dy and
+// y f32. An elementwise call takes one dtype, so relu_grad becomes a fused
+// program of one step, which reads any float types.
+// CHECK-LABEL: func.func @relu_gradient_mixed
+// CHECK: %[[Y:.*]] = culib.alloc : memref<2x8xf32>
+// CHECK: culib.fused_elementwise "relu_grad(x0, x1)" ins(%arg1, %arg0) outs(%[[Y]]) : memref<2x8xf32>, memref<2x8xbf16>, memref<2x8xf32>
+// CHECK-NOT: culib.elementwise
+// CHECK: return
+func.func @relu_gradient_mixed(%x: memref<2x8xbf16>, %dy: memref<2x8xf32>) -> memref<2x8xf32> {
+  %zero = culib.weight "zero" dense<0.0> : tensor<f32> : memref<f32>
+  %zero16 = culib.weight "zero16" dense<0.0> : tensor<bf16> : memref<bf16>
+  %mask = culib.alloc : memref<2x8xi1>
+  culib.elementwise greater ins(%x, %zero16) outs(%mask) : memref<2x8xbf16>, memref<bf16>, memref<2x8xi1>
+  %y = culib.alloc : memref<2x8xf32>
+  culib.elementwise where ins(%mask, %dy, %zero) outs(%y) : memref<2x8xi1>, memref<2x8xf32>, memref<f32>, memref<2x8xf32>
+  return %y : memref<2x8xf32>
+}
+
 // Not a ReLU's gradient: a threshold other than 0, an otherwise other than
 // 0, a mask read elsewhere.
 // CHECK-LABEL: func.func @not_relu_gradients
