@@ -229,7 +229,10 @@ def FuseElementwise : Pass<"culib-fuse-elementwise", "mlir::func::FuncOp"> {
     comparison into a bool mask, then a select), becomes one
     `relu_grad(dy, x)`, which then joins a group like any function from
     floats to floats (ResNet-18's step: 17 fewer calls, and with the
-    residual adds of the gradients before them 7 more). With `report`, a
+    residual adds of the gradients before them 7 more); where x is of
+    another float type than dy (a mixed-precision step's bf16 activation),
+    a fused program of that one step, since an elementwise call takes one
+    dtype. With `report`, a
     remark counts the calls before and after and the bytes no longer
     written. Run it after culib-fuse-epilogues (a ReLU that can be a
     convolution's epilogue is one) and before culib-plan-memory
