@@ -199,8 +199,9 @@ __attribute__((target("avx512f"))) void bf16ToF32Avx512(const uint16_t *src,
 #pragma GCC diagnostic pop
 #endif
 #endif
-} // namespace
 
+/// Whether the bf16 conversions run 16 wide with AVX-512 on this CPU
+/// (decided once).
 bool bf16ConversionsUseAvx512() {
 #if MP_RT_HAVE_F16C_PATH
   static const bool has = detectAvx512();
@@ -209,6 +210,7 @@ bool bf16ConversionsUseAvx512() {
   return false;
 #endif
 }
+} // namespace
 
 void convertF32ToBF16(const float *__restrict src, uint16_t *__restrict dst,
                       size_t n) {

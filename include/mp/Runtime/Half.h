@@ -239,9 +239,6 @@ void convertBF16ToF64(const uint16_t *src, double *dst, size_t n);
 /// Whether convertF32ToF16 / convertF16ToF32 use the x86 F16C instructions
 /// on this CPU (decided once, at the first call).
 bool halfConversionsUseF16C();
-/// Whether convertF32ToBF16 / convertBF16ToF32 run 16 wide with AVX-512 on
-/// this CPU (decided once; the same bits as the scalar conversions).
-bool bf16ConversionsUseAvx512();
 
 namespace detail {
 /// The portable (compiler-vectorized) loops, which the bulk functions use

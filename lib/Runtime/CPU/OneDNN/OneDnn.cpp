@@ -279,6 +279,39 @@ namespace {
 /// Offsets in the scratch: 64-byte aligned (oneDNN's and AVX-512's line).
 size_t alignedBytes(size_t n) { return (n + 63) / 64 * 64; }
 
+/// count 16-bit values of `storage` -> f32 and back (rounded once), split
+/// over the threads (Parallel.h): the f32 copies of widened operands.
+void widen16Bit(DType storage, const uint16_t *narrow, float *f32,
+                int64_t count) {
+  detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
+    widenOnThread(storage, narrow + begin, f32 + begin,
+                  static_cast<size_t>(end - begin));
+  });
+}
+
+void narrow16Bit(DType storage, const float *f32, uint16_t *narrow,
+                 int64_t count) {
+  detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
+    narrowOnThread(storage, f32 + begin, narrow + begin,
+                   static_cast<size_t>(end - begin));
+  });
+}
+
+/// count f32 values rounded once to `type` (f16, bf16) and widened back
+/// (exact): to[i] = the nearest `type` value to from[i]; from may be to.
+void roundThrough16Bit(DType type, const float *from, float *to,
+                       int64_t count) {
+  detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
+    constexpr int64_t kChunk = 1024;
+    uint16_t narrow[kChunk];
+    for (int64_t at = begin; at < end; at += kChunk) {
+      const auto n = static_cast<size_t>(std::min(kChunk, end - at));
+      narrowOnThread(type, from + at, narrow, n);
+      widenOnThread(type, narrow, to + at, n);
+    }
+  });
+}
+
 /// The constants of the process's prepared calls (weights widened from 16
 /// bits and / or reordered into a primitive's layout, or a call's own
 /// repacking), one per weight, kind and layout however many executors run
@@ -415,13 +448,12 @@ FastCallChoice PrimitiveCall::prepare(const dnnl::primitive_desc_base &pd,
       user = inScratch(b.desc);
       call->roundings_.push_back({static_cast<const float *>(b.data), user,
                                   b.desc.get_size() / sizeof(float),
-                                  b.roundedTo, false});
+                                  b.roundedTo});
     } else if (!b.widened) {
       user = dnnl::memory(b.desc, engine(), b.data);
       if (b.roundedTo != DType::F32) // a result, rounded in place
-        call->roundings_.push_back({nullptr, user,
-                                    b.desc.get_size() / sizeof(float),
-                                    b.roundedTo, true});
+        call->roundings_.push_back(
+            {nullptr, user, b.desc.get_size() / sizeof(float), b.roundedTo});
     } else {
       user = inScratch(b.desc);
       call->copies_.push_back({static_cast<uint16_t *>(b.data), b.storage, user,
@@ -465,38 +497,9 @@ void narrowOnThread(DType storage, const float *f32, uint16_t *narrow,
     convertF32ToBF16(f32, narrow, count);
 }
 
-void widen16Bit(DType storage, const uint16_t *narrow, float *f32,
-                int64_t count) {
-  detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
-    widenOnThread(storage, narrow + begin, f32 + begin,
-                  static_cast<size_t>(end - begin));
-  });
-}
-
-void narrow16Bit(DType storage, const float *f32, uint16_t *narrow,
-                 int64_t count) {
-  detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
-    narrowOnThread(storage, f32 + begin, narrow + begin,
-                   static_cast<size_t>(end - begin));
-  });
-}
-
-void roundThrough16Bit(DType type, const float *from, float *to,
-                       int64_t count) {
-  detail::parallelRanges(count, [&](int64_t begin, int64_t end) {
-    constexpr int64_t kChunk = 1024;
-    uint16_t narrow[kChunk];
-    for (int64_t at = begin; at < end; at += kChunk) {
-      const auto n = static_cast<size_t>(std::min(kChunk, end - at));
-      narrowOnThread(type, from + at, narrow, n);
-      widenOnThread(type, narrow, to + at, n);
-    }
-  });
-}
-
 void PrimitiveCall::round(const Rounding &r) {
   auto *to = static_cast<float *>(r.to.get_data_handle());
-  roundThrough16Bit(r.type, r.output ? to : r.from, to,
+  roundThrough16Bit(r.type, r.from ? r.from : to, to,
                     static_cast<int64_t>(r.count));
 }
 
@@ -519,7 +522,7 @@ Status PrimitiveCall::run(void *scratch) {
       if (!c.output)
         widen(c);
     for (Rounding &r : roundings_)
-      if (!r.output)
+      if (r.from)
         round(r);
     for (Reorder &r : beforeRun_)
       r.primitive.execute(stream_, r.from, r.to);
@@ -533,7 +536,7 @@ Status PrimitiveCall::run(void *scratch) {
       if (c.output)
         narrow(c);
     for (Rounding &r : roundings_)
-      if (r.output)
+      if (!r.from)
         round(r);
   } catch (const dnnl::error &e) {
     return Status::error(name_ + ": " + e.what());

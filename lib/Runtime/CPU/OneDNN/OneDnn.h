@@ -186,15 +186,6 @@ void widenOnThread(DType storage, const uint16_t *narrow, float *f32,
                    size_t count);
 void narrowOnThread(DType storage, const float *f32, uint16_t *narrow,
                     size_t count);
-/// The same split over the threads (Parallel.h): the f32 copies of widened
-/// operands.
-void widen16Bit(DType storage, const uint16_t *narrow, float *f32,
-                int64_t count);
-void narrow16Bit(DType storage, const float *f32, uint16_t *narrow,
-                 int64_t count);
-/// count f32 values rounded once to `type` (f16, bf16) and widened back
-/// (exact): to[i] = the nearest `type` value to from[i]; from may be to.
-void roundThrough16Bit(DType type, const float *from, float *to, int64_t count);
 /// A constant binding's memory as `wanted` lays it out (widened to f32
 /// where it is): made once per weight and layout in the process, in the memory
 /// PrimitiveCall's reordered constants share.
@@ -275,13 +266,12 @@ private:
   static void narrow(const F32Copy &c);
   /// f32 values rounded to a 16-bit type and kept as f32 (Binding::
   /// roundedTo): an operand's from `from` into `to` (in the scratch) before
-  /// the run, a result's in place (`to` only) after it.
+  /// the run; a result's (`from` null) in place in `to` after it.
   struct Rounding {
     const float *from;
     dnnl::memory to;
     size_t count;
     DType type;
-    bool output;
   };
   static void round(const Rounding &r);
 
