@@ -9,8 +9,9 @@
 //    readers): an op that can run channels last (the convolutions, pool
 //    without indices, pool_bwd, the batch norms and their backward,
 //    elementwise kernels and casts on 4-D or single-element operands,
-//    concat and slice on 4-D buffers, with their axis, starts and steps
-//    permuted) and reads a buffer that is already NHWC goes NHWC too. An op
+//    concat, slice and pad on 4-D buffers, with their axis, starts, steps
+//    and pads permuted, copies between buffers of one 4-D shape) and reads
+//    a buffer that is already NHWC goes NHWC too. An op
 //    only goes NHWC when every 4-D buffer it writes is a fresh activation: a
 //    culib.alloc that this op alone writes. Elementwise operands of lower
 //    rank broadcast as their 4-D extension ([C, 1, 1] as [1, C, 1, 1]).
@@ -168,17 +169,23 @@ std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
         return ifNCHW(o,
                       {&o.getXMutable(), &o.getDyMutable(), &o.getDxMutable()});
       })
-      // Data movement along dims: the axis, starts and steps are permuted
-      // with the data (remapAttributes).
-      .Case<culib::ConcatOp, culib::SliceOp>([&](Operation *o) -> Result {
-        SmallVector<OpOperand *> operands;
-        for (OpOperand &operand : o->getOpOperands()) {
-          if (!isStatic4D(operand.get()))
-            return std::nullopt;
-          operands.push_back(&operand);
-        }
-        return operands;
-      })
+      // Data movement along dims: the axis, starts, steps and pads are
+      // permuted with the data (remapAttributes). A Pad in any mode pads
+      // each dim by its own rule (tf2onnx's Pad before a convolution, the
+      // all-zero Pad torch writes before an average pool).
+      .Case<culib::ConcatOp, culib::SliceOp, culib::PadOp>(
+          [&](Operation *o) -> Result {
+            if (auto pad = dyn_cast<culib::PadOp>(o);
+                pad && pad.getPads().size() != 8)
+              return std::nullopt;
+            SmallVector<OpOperand *> operands;
+            for (OpOperand &operand : o->getOpOperands()) {
+              if (!isStatic4D(operand.get()))
+                return std::nullopt;
+              operands.push_back(&operand);
+            }
+            return operands;
+          })
       .Case<culib::ElementwiseOp, culib::CastOp>([&](Operation *o) -> Result {
         // Pointwise on equal 4-D shapes (broadcast 4-D operands are
         // permuted alike), single elements and lower-rank operands whose
@@ -194,6 +201,13 @@ std::optional<SmallVector<OpOperand *>> channelsLastOperands(Operation *op) {
         if (!isStatic4D(o->getOperands().back())) // y
           return std::nullopt;
         return operands;
+      })
+      // A copy into a buffer of the same shape (a reshape that keeps it, a
+      // Pad of zeros) copies NHWC bytes as well.
+      .Case([&](culib::CopyOp o) -> Result {
+        if (!isStatic4D(o.getX()) || o.getX().getType() != o.getY().getType())
+          return std::nullopt;
+        return SmallVector<OpOperand *>{&o.getXMutable(), &o.getYMutable()};
       })
       // A permute to channels first: its result, NHWC, is its input.
       .Case([&](culib::TransposeOp o) -> Result {
@@ -218,6 +232,12 @@ void remapAttributes(Operation *op) {
   } else if (auto slice = dyn_cast<culib::SliceOp>(op)) {
     slice.setStarts(permuted(slice.getStarts()));
     slice.setSteps(permuted(slice.getSteps()));
+  } else if (auto pad = dyn_cast<culib::PadOp>(op)) {
+    // The begin pads of every dim, then the end pads.
+    ArrayRef<int64_t> pads = pad.getPads();
+    SmallVector<int64_t> nhwc = permuted(pads.take_front(4));
+    llvm::append_range(nhwc, permuted(pads.drop_front(4)));
+    pad.setPads(nhwc);
   }
 }
 
@@ -454,9 +474,9 @@ struct NHWCLayoutPass : public mp::impl::NHWCLayoutBase<NHWCLayoutPass> {
         }
         if (OpOperand *filter = filterOperand(op))
           filter->set(readAsNHWC(filter->get(), op));
-        if (isa<culib::ConcatOp, culib::SliceOp>(op))
+        if (isa<culib::ConcatOp, culib::SliceOp, culib::PadOp>(op))
           remapAttributes(op);
-        else if (!isa<culib::ElementwiseOp, culib::CastOp>(op))
+        else if (!isa<culib::ElementwiseOp, culib::CastOp, culib::CopyOp>(op))
           op->setAttr("layout", culib::LayoutAttr::get(op->getContext(),
                                                        culib::Layout::nhwc));
         continue;

@@ -220,6 +220,12 @@ struct PadLowering : OneCallLowering<PadOp> {
   void buildCall(PadOp op, OpAdaptor adaptor, Value out,
                  ConversionPatternRewriter &rewriter) const override {
     SmallVector<int64_t> pads = *constantInts(op.getPads());
+    // No pads, in any mode, copy x as it is (torch writes such a Pad before
+    // an AveragePool): a copy, which culib-alias-reshapes can make a view.
+    if (llvm::all_of(pads, [](int64_t p) { return p == 0; })) {
+      culib::CopyOp::create(rewriter, op.getLoc(), adaptor.getData(), out);
+      return;
+    }
     double value = 0;
     if (!isAbsent(op.getConstantValue())) {
       Attribute attr = getConstantValue(op.getConstantValue());

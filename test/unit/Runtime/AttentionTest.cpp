@@ -218,49 +218,63 @@ TEST_CASE("attention: the plan call reads its views and scale, and the fast "
           "CPU path computes what the exact kernel does",
           "[attention]") {
   // ViT-like sizes (a query count that is no multiple of anything), and a
-  // causal mask.
-  const Layout l{1, 4, 37, 16};
-  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
-    for (bool withMask : {false, true}) {
-      INFO("dtype " << dtypeName(t) << (withMask ? ", mask" : ""));
-      Rng rng(5);
-      HostTensor qkv =
-          randomTensor(t, {l.length, l.batch, 3 * l.hidden()}, rng, -2.0, 2.0);
-      HostTensor mask = causalMask(DType::F32, l.length);
-      cpu::AttentionOptions a = optionsOf(l, 0.25f);
-      a.mask = {0, {0, 0, l.length, 1}};
-      PlanCall call = attentionCall(a, withMask);
-      std::vector<TensorView> operands = {qkv.view(), qkv.view(), qkv.view()};
-      if (withMask)
-        operands.push_back(mask.view());
-      HostTensor exact(t, {l.length * l.batch, l.hidden()});
-      HostTensor fast(t, {l.length * l.batch, l.hidden()});
-      cpu::CallFn reference = cpu::cpuCallTable().find("kernel.attention");
-      REQUIRE(reference);
-      cpu::CallArgs args{call, operands, {exact.view()}, nullptr, 0};
-      Status ran = reference(args);
-      INFO(ran.message());
-      REQUIRE(ran);
-      expectClose(exact, expected(qkv, withMask ? &mask : nullptr, exact, a),
-                  toleranceOf(t));
+  // causal mask. On one thread the problems run as one block of batched
+  // matmuls; on two, 4 heads run one per thread at a time and 3 heads
+  // (uneven) as a block again.
+  struct Run {
+    int threads;
+    Layout l;
+    bool blocksPerThread;
+  };
+  for (const Run &r :
+       {Run{1, {1, 4, 37, 16}, false}, Run{2, {1, 4, 37, 16}, true},
+        Run{2, {1, 3, 37, 16}, false}})
+    for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+      for (bool withMask : {false, true}) {
+        const Layout &l = r.l;
+        ScopedCpuThreads threads(r.threads);
+        INFO(r.threads << " threads, " << l.heads << " heads, dtype "
+                       << dtypeName(t) << (withMask ? ", mask" : ""));
+        Rng rng(5);
+        HostTensor qkv = randomTensor(t, {l.length, l.batch, 3 * l.hidden()},
+                                      rng, -2.0, 2.0);
+        HostTensor mask = causalMask(DType::F32, l.length);
+        cpu::AttentionOptions a = optionsOf(l, 0.25f);
+        a.mask = {0, {0, 0, l.length, 1}};
+        PlanCall call = attentionCall(a, withMask);
+        std::vector<TensorView> operands = {qkv.view(), qkv.view(), qkv.view()};
+        if (withMask)
+          operands.push_back(mask.view());
+        HostTensor exact(t, {l.length * l.batch, l.hidden()});
+        HostTensor fast(t, {l.length * l.batch, l.hidden()});
+        cpu::CallFn reference = cpu::cpuCallTable().find("kernel.attention");
+        REQUIRE(reference);
+        cpu::CallArgs args{call, operands, {exact.view()}, nullptr, 0};
+        Status ran = reference(args);
+        INFO(ran.message());
+        REQUIRE(ran);
+        expectClose(exact, expected(qkv, withMask ? &mask : nullptr, exact, a),
+                    toleranceOf(t));
 
-      cpu::FastCallChoice choice = cpu::prepareFastCall(
-          call, operands, {fast.view()}, {false, false, false, false});
-      if (!cpu::haveFastKernels()) {
-        CHECK(!choice.call);
-        continue;
+        cpu::FastCallChoice choice = cpu::prepareFastCall(
+            call, operands, {fast.view()}, {false, false, false, false});
+        if (!cpu::haveFastKernels()) {
+          CHECK(!choice.call);
+          continue;
+        }
+        INFO("not prepared: " << choice.why);
+        REQUIRE(choice.call);
+        INFO("implementation " << choice.call->implementation());
+        CHECK((choice.call->implementation().find("per thread") !=
+               std::string::npos) == r.blocksPerThread);
+        std::vector<unsigned char> scratch(choice.call->scratchBytes());
+        REQUIRE(choice.call->run(scratch.data()));
+        // Both round once from f32 values that differ by summation order
+        // and the vectorised exp: within a 16-bit ulp or two.
+        double tol = t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 1.6e-2;
+        expectClose(fast, values(exact), tol);
       }
-      INFO("not prepared: " << choice.why);
-      REQUIRE(choice.call);
-      INFO("implementation " << choice.call->implementation());
-      std::vector<unsigned char> scratch(choice.call->scratchBytes());
-      REQUIRE(choice.call->run(scratch.data()));
-      // Both round once from f32 values that differ by summation order
-      // and the vectorised exp: within a 16-bit ulp or two.
-      double tol = t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 1.6e-2;
-      expectClose(fast, values(exact), tol);
     }
-  }
 }
 
 TEST_CASE("attention: a call with a wrong view attribute is refused by name",

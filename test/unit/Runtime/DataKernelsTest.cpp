@@ -268,6 +268,33 @@ TEST_CASE("concat along any axis", "[cpu][data]") {
       }
       CHECK(mismatches == 0);
     }
+  {
+    // Large enough for the rows to be split over threads (DenseNet's
+    // channels-last concatenations: many short rows per input).
+    INFO("channels last, 3,136 rows");
+    const std::vector<int64_t> channels = {64, 32, 0, 32, 7};
+    std::vector<HostTensor> inputs;
+    std::vector<TensorView> views;
+    int64_t total = 0;
+    for (size_t i = 0; i < channels.size(); ++i) {
+      inputs.push_back(
+          pattern(DType::F32, {1, 56, 56, channels[i]}, 7 * i + 3));
+      views.push_back(inputs.back().view());
+      total += channels[i];
+    }
+    HostTensor y = garbage(DType::F32, {1, 56, 56, total});
+    REQUIRE(concat(views, y.view(), 3).isOk());
+    int mismatches = 0;
+    for (int64_t row = 0; row < 56 * 56; ++row) {
+      int64_t column = 0;
+      for (size_t k = 0; k < channels.size(); ++k)
+        for (int64_t c = 0; c < channels[k]; ++c, ++column)
+          if (!sameElement(y, row * total + column, inputs[k],
+                           row * channels[k] + c))
+            ++mismatches;
+    }
+    CHECK(mismatches == 0);
+  }
   HostTensor a = pattern(DType::F32, {2, 3}), b = pattern(DType::F32, {3, 3});
   HostTensor y = garbage(DType::F32, {5, 3});
   requireError(concat({a.view(), b.view()}, y.view(), 1), "does not match");

@@ -278,6 +278,9 @@ TEST_CASE("fast fused programs compute what the reference computes",
       {"div(x0, x1); erf(t0); add(t1, x2); mul(x0, t2)", {y, {}, {}}, false},
       {"tanh(x0); sigmoid(t0); exp(t1)", {y}, true},
       {"mul(x0, x1); sum(t0, x2)", {y, {24}, {}}, true},
+      // A batch norm before a ReLU, channels last: per-channel scale and
+      // shift as rows of y's last dim (y seen as [rows, C]).
+      {"mul(x0, x1); add(t0, x2); relu(t1)", {y, {24}, {1, 1, 1, 24}}, true},
       // Steps that do not read the step before: no chain, whatever their
       // functions (the result is the last step's).
       {"exp(x0); neg(x0)", {y}, false},

@@ -10,6 +10,7 @@
 #ifndef MP_TEST_UNIT_RUNTIME_RUNTIMETESTSUPPORT_H
 #define MP_TEST_UNIT_RUNTIME_RUNTIMETESTSUPPORT_H
 
+#include "mp/Runtime/CPU/FastCalls.h"
 #include "mp/Runtime/Half.h"
 #include "mp/Runtime/NarrowTypes.h"
 #include "mp/Runtime/Tensor.h"
@@ -235,6 +236,24 @@ public:
   ScopedSixteenBitProducts(const ScopedSixteenBitProducts &) = delete;
   ScopedSixteenBitProducts &
   operator=(const ScopedSixteenBitProducts &) = delete;
+};
+
+/// The CPU kernels' thread count while alive (cpu::configureCpuThreads),
+/// so that a test runs the one- and the several-thread paths of a call on
+/// any machine; the count before is restored.
+class ScopedCpuThreads {
+public:
+  explicit ScopedCpuThreads(int threads) : before_(cpu::cpuThreads()) {
+    cpu::configureCpuThreads(cpu::CpuKernels::Fast, threads);
+  }
+  ~ScopedCpuThreads() {
+    cpu::configureCpuThreads(cpu::CpuKernels::Fast, before_);
+  }
+  ScopedCpuThreads(const ScopedCpuThreads &) = delete;
+  ScopedCpuThreads &operator=(const ScopedCpuThreads &) = delete;
+
+private:
+  int before_;
 };
 
 } // namespace mp::rt::test

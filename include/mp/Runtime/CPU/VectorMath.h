@@ -3,12 +3,12 @@
 // The reference kernels call libm's expf and tanhf one element at a time
 // (exact to libm's half ulp, but scalar: an EfficientNet SiLU spent
 // milliseconds there). The fast CPU path of fused programs computes these
-// functions on contiguous f32 chunks with polynomial approximations that the
-// compiler vectorises, compiled for AVX-512, AVX2 and the x86-64 baseline
-// and picked for the CPU. Accuracy: exp and sigmoid within a few f32 ulps of
-// the exact value (subnormal results within an absolute 1e-38: exp below
-// -88 is 0), tanh within 3e-7 absolute; NaN stays NaN, infinities give
-// exp's and tanh's limits.
+// functions on contiguous f32 chunks with polynomial approximations: AVX-512
+// intrinsics, and for AVX2 and the x86-64 baseline loops the compiler
+// vectorises; the best the CPU runs is picked. Accuracy: exp and sigmoid within
+// a few f32 ulps of the exact value (subnormal results within an absolute
+// 1e-38: exp below -88 is 0), tanh within 3e-7 absolute; NaN stays NaN,
+// infinities give exp's and tanh's limits.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MP_RUNTIME_CPU_VECTORMATH_H

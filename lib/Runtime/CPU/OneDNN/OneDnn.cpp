@@ -259,6 +259,21 @@ dnnl::primitive_attr userScratchpad() {
   return attr;
 }
 
+namespace {
+void setOpenMpThreads(int threads) {
+#ifdef _OPENMP
+  omp_set_num_threads(threads);
+#else
+  (void)threads;
+#endif
+}
+} // namespace
+
+OneThreadPrimitives::OneThreadPrimitives() : threads_(cpuThreads()) {
+  setOpenMpThreads(1);
+}
+OneThreadPrimitives::~OneThreadPrimitives() { setOpenMpThreads(threads_); }
+
 bool isOutputArg(int arg) {
   return arg == DNNL_ARG_DST || arg == DNNL_ARG_DIFF_SRC ||
          arg == DNNL_ARG_DIFF_WEIGHTS || arg == DNNL_ARG_DIFF_SCALE ||

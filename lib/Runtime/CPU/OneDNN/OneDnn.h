@@ -113,6 +113,21 @@ convForwardDesc(const dnnl::memory::desc &src,
                 const dnnl::memory::desc *bias, const dnnl::memory::desc &dst,
                 const ConvWindow &window, const ConvOptions &o, bool residual);
 
+/// While alive, oneDNN primitives made on this thread are made for one
+/// thread (their kernels' work split and scratchpads): for calls that run
+/// them inside a parallel region of their own, one thread each (blocks of a
+/// convolution's rows, attention's (batch, head) problems).
+class OneThreadPrimitives {
+public:
+  OneThreadPrimitives();
+  ~OneThreadPrimitives();
+  OneThreadPrimitives(const OneThreadPrimitives &) = delete;
+  OneThreadPrimitives &operator=(const OneThreadPrimitives &) = delete;
+
+private:
+  int threads_;
+};
+
 /// Attributes with the scratchpad left to the caller (every call's: it is
 /// the executor's workspace, PrimitiveCall::run).
 dnnl::primitive_attr userScratchpad();

@@ -189,27 +189,6 @@ Status TiledWidenedConv::run(void *scratch) {
   return Status::ok();
 }
 
-/// While alive, oneDNN primitives made on this thread are made for one
-/// thread (their kernels' work split and scratchpads): the blocks' ones run
-/// inside a parallel region, one thread each.
-class OneThreadPrimitives {
-public:
-  OneThreadPrimitives() : threads_(cpuThreads()) { setThreads(1); }
-  ~OneThreadPrimitives() { setThreads(threads_); }
-  OneThreadPrimitives(const OneThreadPrimitives &) = delete;
-  OneThreadPrimitives &operator=(const OneThreadPrimitives &) = delete;
-
-private:
-  static void setThreads(int threads) {
-#ifdef _OPENMP
-    omp_set_num_threads(threads);
-#else
-    (void)threads;
-#endif
-  }
-  int threads_;
-};
-
 /// Whether the bytes of a and b overlap.
 bool overlap(const TensorView &a, const TensorView &b) {
   const char *pa = static_cast<const char *>(a.data);

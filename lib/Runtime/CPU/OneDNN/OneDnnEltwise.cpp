@@ -275,6 +275,29 @@ FastCallChoice prepareFusedChain(const FusedProgram &program,
     return referenceKernel("no elements");
   const size_t rank = y.shape.size();
   auto typeOf = [](DType t) { return *computeTypeOf(t); };
+  // Where every broadcast input is a scalar or one row of y's last dim (a
+  // per-channel scale or shift of a channels-last activation: [C] against
+  // [N, H, W, C]), the call sees y as [rows, C]: oneDNN has jit code for a
+  // broadcast along dim 1 but only its reference code along the last dim of
+  // a 4-D tensor (DenseNet-121's 62 batch norms before ReLUs).
+  const int64_t lastDim = y.shape.empty() ? 0 : y.shape.back();
+  auto isRow = [&](const TensorView &t) {
+    return t.shape != y.shape && !t.shape.empty() &&
+           t.shape.back() == lastDim && t.numElements() == lastDim;
+  };
+  const bool asRows =
+      rank > 2 && lastDim > 1 &&
+      std::any_of(operands.begin(), operands.end(), isRow) &&
+      std::all_of(operands.begin(), operands.end(), [&](const TensorView &t) {
+        return t.shape == y.shape || t.numElements() == 1 || isRow(t);
+      });
+  auto descOf = [&](const TensorView &t) {
+    if (!asRows)
+      return broadcastDesc(t, rank, typeOf(t.dtype));
+    const int64_t rows = t.shape == y.shape ? y.numElements() / lastDim : 1;
+    const int64_t columns = t.numElements() == 1 ? 1 : lastDim;
+    return plainDesc({rows, columns}, typeOf(t.dtype));
+  };
   return catchingErrors([&]() -> FastCallChoice {
     dnnl::post_ops ops;
     std::vector<Binding> bindings;
@@ -336,7 +359,7 @@ FastCallChoice prepareFusedChain(const FusedProgram &program,
         return referenceKernel("an input divided by the step before");
       const TensorView &input =
           operands[step.args[afterPrevious ? 1 : 0].index];
-      dnnl::memory::desc desc = broadcastDesc(input, rank, typeOf(input.dtype));
+      dnnl::memory::desc desc = descOf(input);
       bindings.emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len()) |
                                 DNNL_ARG_SRC_1,
                             desc, input);
@@ -347,13 +370,8 @@ FastCallChoice prepareFusedChain(const FusedProgram &program,
     }
     dnnl::primitive_attr attr = userScratchpad();
     attr.set_post_ops(ops);
-    dnnl::memory::desc src0Desc =
-                           plainDesc(dims(y.shape.begin(), y.shape.end()),
-                                     typeOf(src0->dtype)),
-                       src1Desc =
-                           broadcastDesc(*src1, rank, typeOf(src1->dtype)),
-                       yDesc = plainDesc(dims(y.shape.begin(), y.shape.end()),
-                                         typeOf(y.dtype));
+    dnnl::memory::desc src0Desc = descOf(*src0), src1Desc = descOf(*src1),
+                       yDesc = descOf(y);
     dnnl::binary::primitive_desc pd(engine(), base, src0Desc, src1Desc, yDesc,
                                     attr);
     bindings.emplace_back(DNNL_ARG_SRC_0, src0Desc, *src0);

@@ -164,6 +164,44 @@ func.func @fire(%x: memref<1x2x3x3xf16>, %w1: memref<2x2x1x1xf16>, %w2: memref<2
   return %s : memref<1x2x2x2xf16>
 }
 
+// tf2onnx's explicit Pad before a convolution, and torch's all-zero Pad
+// before an average pool (a same-shape copy after convert-mp-to-culib): the
+// pads are permuted with the data (begins then ends, [N, H, W, C]) and the
+// copy copies NHWC bytes, so neither needs a transpose.
+// CHECK-LABEL: func.func @pads
+// CHECK: culib.pad ins(%{{.*}}) outs(%{{.*}}) {mode = "reflect", pads = array<i64: 0, 1, 2, 0, 0, 1, 2, 0>} : memref<1x3x3x2xf16>, memref<1x5x7x2xf16>
+// CHECK: culib.copy ins(%{{.*}}) outs(%{{.*}}) : memref<1x5x7x2xf16>, memref<1x5x7x2xf16>
+// CHECK: culib.pool ins(%{{.*}}) outs(%{{.*}}) {layout = #culib.layout<nhwc>, mode = "avg"
+// CHECK-NEXT: culib.alloc : memref<1x2x2x3xf16>
+// CHECK-NEXT: culib.transpose
+// CHECK-NOT: culib.transpose
+// CHECK: return
+func.func @pads(%x: memref<1x2x3x3xf16>, %w: memref<2x2x1x1xf16>) -> memref<1x2x2x3xf16> {
+  %a = culib.alloc : memref<1x2x3x3xf16>
+  culib.conv_fwd ins(%x, %w) outs(%a) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf16>, memref<2x2x1x1xf16>, memref<1x2x3x3xf16>
+  %p = culib.alloc : memref<1x2x5x7xf16>
+  culib.pad ins(%a) outs(%p) {mode = "reflect", pads = array<i64: 0, 0, 1, 2, 0, 0, 1, 2>} : memref<1x2x3x3xf16>, memref<1x2x5x7xf16>
+  %c = culib.alloc : memref<1x2x5x7xf16>
+  culib.copy ins(%p) outs(%c) : memref<1x2x5x7xf16>, memref<1x2x5x7xf16>
+  %q = culib.alloc : memref<1x2x2x3xf16>
+  culib.pool ins(%c) outs(%q) {mode = "avg", pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, window = array<i64: 2, 2>} : memref<1x2x5x7xf16>, memref<1x2x2x3xf16>
+  return %q : memref<1x2x2x3xf16>
+}
+
+// A copy that reshapes stays channels first: its reader gets the NCHW
+// bytes back.
+// CHECK-LABEL: func.func @reshaping_copy
+// CHECK: culib.conv_fwd {{.*}}layout = #culib.layout<nhwc>
+// CHECK: culib.transpose
+// CHECK: culib.copy ins(%{{.*}}) outs(%{{.*}}) : memref<1x2x3x3xf16>, memref<1x18xf16>
+func.func @reshaping_copy(%x: memref<1x2x3x3xf16>, %w: memref<2x2x1x1xf16>) -> memref<1x18xf16> {
+  %a = culib.alloc : memref<1x2x3x3xf16>
+  culib.conv_fwd ins(%x, %w) outs(%a) {compute_type = f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : memref<1x2x3x3xf16>, memref<2x2x1x1xf16>, memref<1x2x3x3xf16>
+  %c = culib.alloc : memref<1x18xf16>
+  culib.copy ins(%a) outs(%c) : memref<1x2x3x3xf16>, memref<1x18xf16>
+  return %c : memref<1x18xf16>
+}
+
 // A ConvNeXt block: the exporter's permute to channels last after the
 // depthwise convolution, a channels-last body (here a relu), its permute
 // back to channels first, a per-channel scale [C, 1, 1] and the residual
