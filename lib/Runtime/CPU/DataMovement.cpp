@@ -89,11 +89,33 @@ void forEachOffset(const std::vector<Loop> &loops, int64_t xBase,
 // Transpose
 //===----------------------------------------------------------------------===//
 
+/// y[a][b] = x[b][a] for a few columns (a channels-first image's 3 colour
+/// planes going channels last): one pass over the rows, the columns
+/// unrolled, so that the loop vectorises (the blocked loop below ran such
+/// inputs at 0.8 ns an element).
+template <int64_t Cols, typename T>
+void interleaveColumns(const T *x, T *y, int64_t rows, int64_t ldx,
+                       int64_t ldy) {
+  for (int64_t a = 0; a < rows; ++a)
+    for (int64_t b = 0; b < Cols; ++b)
+      y[a * ldy + b] = x[b * ldx + a];
+}
+
 /// A blocked transpose of the 2-D tile `rows` x `cols`: y[a * ldy + b] =
 /// x[b * ldx + a] (a < rows, b < cols).
 template <typename T>
 void transpose2D(const T *x, T *y, int64_t rows, int64_t cols, int64_t ldx,
                  int64_t ldy) {
+  switch (cols) {
+  case 2:
+    return interleaveColumns<2>(x, y, rows, ldx, ldy);
+  case 3:
+    return interleaveColumns<3>(x, y, rows, ldx, ldy);
+  case 4:
+    return interleaveColumns<4>(x, y, rows, ldx, ldy);
+  default:
+    break;
+  }
   constexpr int64_t kBlock = 32;
   for (int64_t a0 = 0; a0 < rows; a0 += kBlock) {
     int64_t a1 = std::min(rows, a0 + kBlock);
