@@ -188,14 +188,17 @@ def FuseNorms : Pass<"culib-fuse-norms", "mlir::func::FuncOp"> {
     is exact, a power of two), x plus a
     mask (x's type, broadcast onto x), or both, becomes one
     `culib.scaled_softmax` (scale, mask): x scaled and masked in f32 inside
-    the call, rounded once. An f32 batch norm in inference whose one
+    the call, rounded once. A batch norm in inference whose one
     reader is an elementwise function (a ReLU) becomes its per-channel
     scale and shift, y = x * s + t with s = scale / sqrt(var + eps) and
     t = bias - mean * s: two programs over the weights (culib-hoist-weight-calls
     runs them once, at load), and a mul and an add that
     culib-fuse-elementwise fuses with the function: one pass over the
     activations instead of two (DenseNet-121: 62 batch norms and their
-    ReLUs, 124 calls, become 62). With `report`, a
+    ReLUs, 124 calls, become 62). s and t are f32; a 16-bit x (f16, bf16)
+    is cast to f32 before the mul and the sum back after the add, casts
+    that the fused program takes in (f32 inside, one rounding at its
+    store). With `report`, a
     remark counts the norms folded and the bytes no longer written. Run it
     after culib-nhwc-layout and before culib-fuse-elementwise (mp-compile does,
     unless its `fuse` option is off).

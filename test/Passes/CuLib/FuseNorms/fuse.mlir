@@ -375,6 +375,22 @@ func.func @scaled_softmax_kept(%x: memref<2x4x6xf32>) -> (memref<2x4x6xf32>, mem
 // CHECK: culib.elementwise mul ins(%arg0, %{{.*}}) outs(%{{.*}}) : memref<1x4x2x2xf32>, memref<4x1x1xf32>, memref<1x4x2x2xf32>
 // CHECK-NOT: culib.batch_norm_inference
 // CHECK: return
+// A 16-bit x: cast to f32 for the mul and the add (f32 s and t), the sum
+// cast back to y's type; culib-fuse-elementwise makes the casts, the mul,
+// the add and the ReLU one program.
+// RUN: mp-opt %s --culib-fuse-norms --culib-fuse-elementwise | FileCheck %s --check-prefix=FUSED
+// FUSED-LABEL: func.func @batch_norm_relu_bf16
+// FUSED: culib.fused_elementwise "mul(x0, x1); add(t0, x2); relu(t1)" ins(%arg0, %{{.*}}, %{{.*}}) outs(%{{.*}}) : memref<1x2x2x4xbf16>, memref<4xf32>, memref<4xf32>, memref<1x2x2x4xbf16>
+// FUSED-NOT: culib.cast
+// FUSED: return
+// CHECK-LABEL: func.func @batch_norm_relu_bf16
+// CHECK: culib.cast ins(%arg0) outs(%[[XF:.*]]) : memref<1x2x2x4xbf16>, memref<1x2x2x4xf32>
+// CHECK: culib.elementwise mul ins(%[[XF]], %{{.*}}) outs(%[[XS:.*]]) : memref<1x2x2x4xf32>, memref<4xf32>, memref<1x2x2x4xf32>
+// CHECK: culib.elementwise add ins(%[[XS]], %{{.*}}) outs(%[[SUM:.*]]) : memref<1x2x2x4xf32>, memref<4xf32>, memref<1x2x2x4xf32>
+// CHECK: culib.cast ins(%[[SUM]]) outs(%[[BN:.*]]) : memref<1x2x2x4xf32>, memref<1x2x2x4xbf16>
+// CHECK: culib.elementwise relu ins(%[[BN]])
+// CHECK-NOT: culib.batch_norm_inference
+// CHECK: return
 // Left alone: a batch norm whose result goes to a convolution (nothing to
 // fuse it with), or to two readers.
 // CHECK-LABEL: func.func @batch_norms_left
@@ -398,6 +414,14 @@ func.func @batch_norm_nchw(%x: memref<1x4x2x2xf32>) -> memref<1x4x2x2xf32> {
   %y = culib.alloc : memref<1x4x2x2xf32>
   culib.elementwise relu ins(%n) outs(%y) : memref<1x4x2x2xf32>, memref<1x4x2x2xf32>
   return %y : memref<1x4x2x2xf32>
+}
+func.func @batch_norm_relu_bf16(%x: memref<1x2x2x4xbf16>) -> memref<1x2x2x4xbf16> {
+  %g = culib.weight "g" dense<[1.0, 2.0, 0.5, 1.5]> : tensor<4xf32> : memref<4xf32>
+  %n = culib.alloc : memref<1x2x2x4xbf16>
+  culib.batch_norm_inference ins(%x, %g, %g, %g, %g) outs(%n) {epsilon = 9.99999974E-6 : f32, layout = #culib.layout<nhwc>} : memref<1x2x2x4xbf16>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<1x2x2x4xbf16>
+  %y = culib.alloc : memref<1x2x2x4xbf16>
+  culib.elementwise relu ins(%n) outs(%y) : memref<1x2x2x4xbf16>, memref<1x2x2x4xbf16>
+  return %y : memref<1x2x2x4xbf16>
 }
 func.func @batch_norms_left(%x: memref<1x4x2x2xf32>, %w: memref<4x4x1x1xf32>) -> (memref<1x4x2x2xf32>, memref<1x4x2x2xf32>, memref<1x4x2x2xf32>) {
   %g = culib.weight "g" dense<1.0> : tensor<4xf32> : memref<4xf32>
