@@ -147,19 +147,19 @@ constexpr size_t kThreadBlockBytes = size_t(1) << 20;
 
 /// How many (batch, head) problems each thread takes at a time when the
 /// call's blocks run one per thread (0: they do not): the most, up to an
-/// even share, whose scratch (`pairBytes` each) fits kThreadBlockBytes (one
-/// problem: the thread's part of the budget), such that the blocks split
-/// evenly over the threads or are at least four per thread (none waits
-/// long for the others).
+/// even share, whose scratch (`pairBytes` each) fits the thread's part of
+/// the budget and, for more than one problem, kThreadBlockBytes, such that
+/// the blocks split evenly over the threads or are at least four per thread
+/// (none waits long for the others).
 int64_t problemsPerThreadBlock(int64_t problems, int threads, size_t pairBytes,
                                size_t budget) {
   if (threads < 2 || problems < threads)
     return 0;
+  const size_t share = budget / static_cast<size_t>(threads);
   for (int64_t g = problems / threads; g >= 1; --g) {
     const size_t bytes = static_cast<size_t>(g) * pairBytes;
-    if (problems % g != 0 ||
-        bytes > (g == 1 ? budget / static_cast<size_t>(threads)
-                        : kThreadBlockBytes))
+    if (problems % g != 0 || bytes > share ||
+        (g > 1 && bytes > kThreadBlockBytes))
       continue;
     const int64_t blocks = problems / g;
     if (blocks % threads == 0 || blocks >= 4 * threads)
